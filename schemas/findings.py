@@ -1,0 +1,107 @@
+"""Findings: the one channel every producer writes to.
+
+A finding is raised by one of seven producers, is about a typed target, and is keyed for
+convergence on ``(target, severity, criterion)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
+from schemas.targets import Target, format_target
+
+Producer = Literal[
+    "gate_runner",
+    "trunk_gate",
+    "reviewer",
+    "builder",
+    "standards",
+    "operator",
+    "meta_rule",
+]
+PRODUCERS: tuple[Producer, ...] = (
+    "gate_runner",
+    "trunk_gate",
+    "reviewer",
+    "builder",
+    "standards",
+    "operator",
+    "meta_rule",
+)
+
+Severity = Literal["info", "low", "medium", "high", "critical"]
+SEVERITIES: tuple[Severity, ...] = ("info", "low", "medium", "high", "critical")
+
+FindingClass = Literal[
+    "defect",  # the ordinary case: the work is wrong somewhere
+    "blocked-by-fact",  # a fact the plan rests on is false; routed to reconnaissance/planning
+    "misaligned",  # the operator does not recognise the increment
+    "contract-wrong",  # the skeleton let two units make incompatible assumptions
+    "decision-stale",  # a new fact invalidates a durable decision
+    "budget-breach",  # a machinery budget was exceeded; owned by standards
+    "meta",  # about the machinery itself (dismissal rates, profile review)
+    "refused-transition",  # a claim the system would not turn into a fact
+    "wait-budget",  # a unit blocked past its wait budget; owned by the blocker's owner
+    "quarantined",  # a message on the log that does not decode
+    "merge-conflict",  # a real collision the entity merge could not resolve
+    "trunk-red",  # a merge turned trunk red and was reverted
+    "reviewer-failure",  # a reviewer command failed to produce a valid verdict
+    "investigation",  # the output of an investigation
+]
+FINDING_CLASSES: tuple[FindingClass, ...] = (
+    "defect",
+    "blocked-by-fact",
+    "misaligned",
+    "contract-wrong",
+    "decision-stale",
+    "budget-breach",
+    "meta",
+    "refused-transition",
+    "wait-budget",
+    "quarantined",
+    "merge-conflict",
+    "trunk-red",
+    "reviewer-failure",
+    "investigation",
+)
+
+
+class FindingRaised(EventBase, frozen=True, kw_only=True, tag="finding.raised.v1"):
+    """A producer raised a finding. Its event ``id`` is the finding id.
+
+    ``unit`` and ``slice`` say what work it concerns (when any); ``owner`` names the party
+    that must act on it (``operator``, ``standards``, ``planner``, ``builder:<unit>`` …),
+    which is not always the unit it was raised about.
+    """
+
+    producer: Producer
+    target: Target
+    severity: Severity
+    criterion: str = ""
+    cls: FindingClass = msgspec.field(default="defect", name="class")
+    message: str
+    evidence: dict[str, Any] = {}
+    unit: Token | None = None
+    slice: Token | None = None
+    owner: str | None = None
+
+    def subject_suffix(self) -> str:
+        return f"finding.{self.producer}"
+
+    @property
+    def key(self) -> FindingKey:
+        """The convergence key: rounds compare findings by this, not by id."""
+        return finding_key(self)
+
+
+FindingKey = tuple[str, str, str]
+"""(target text, severity, criterion)."""
+
+
+def finding_key(finding: FindingRaised) -> FindingKey:
+    """(target, severity, criterion): what makes two findings 'the same finding'."""
+    return (format_target(finding.target), finding.severity, finding.criterion)

@@ -1,0 +1,23 @@
+"""The record of a message on the log that does not decode.
+
+The log is immutable (DenyDelete), so the bad message stays where it is; this record,
+written once per bad sequence on its own subject, is how every consumer skips it, how an
+auditor finds it, and how it is reported as a finding.
+"""
+
+from __future__ import annotations
+
+from schemas.envelope import EventBase
+
+
+class MessageQuarantined(EventBase, frozen=True, kw_only=True, tag="message.quarantined.v1"):
+    """Stream sequence ``original_seq`` could not be decoded; ``data_b64`` holds its bytes."""
+
+    original_seq: int
+    original_subject: str
+    reason: str
+    field: str | None = None
+    data_b64: str = ""
+
+    def subject_suffix(self) -> str:
+        return f"quarantine.{self.original_seq}"

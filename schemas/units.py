@@ -1,0 +1,104 @@
+"""Unit facts: a unit planned, and a unit's state transitions.
+
+A unit is in exactly one state: working, blocked, or terminal (done, failed, lost).
+Readiness is a flag on a working unit, not a state: ready is not done.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import Token
+
+UnitState = Literal["working", "blocked", "done", "failed", "lost"]
+UNIT_STATES: tuple[UnitState, ...] = ("working", "blocked", "done", "failed", "lost")
+TERMINAL_STATES: frozenset[str] = frozenset({"done", "failed", "lost"})
+
+BlockReason = Literal[
+    "awaiting-operator",  # subject: a finding id
+    "awaiting-dependency",  # subject: a sibling unit id in the same slice
+    "awaiting-gate",  # subject: a check id
+    "awaiting-capacity",  # subject: a budget name
+]
+BLOCK_REASONS: tuple[BlockReason, ...] = (
+    "awaiting-operator",
+    "awaiting-dependency",
+    "awaiting-gate",
+    "awaiting-capacity",
+)
+
+
+class Block(msgspec.Struct, frozen=True):
+    """Why a unit is blocked and the subject it waits on; a reason never stands alone."""
+
+    reason: BlockReason
+    subject: str
+
+    def __post_init__(self) -> None:
+        if not self.subject:
+            raise InvalidValue(
+                "block.subject", self.subject, f"{self.reason} must name what it waits on"
+            )
+
+
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
+    """The record every terminal state carries.
+
+    ``ended_by`` says what ended the unit (``report``, ``heartbeat-lapse``, ``merge``,
+    ``ceiling``, ``progress-test`` …) so that different diagnoses stay distinct.
+    """
+
+    summary: str
+    ended_by: str
+    last_heartbeat: datetime | None = None
+    lapse_s: float | None = None
+
+
+class UnitPlanned(EventBase, frozen=True, kw_only=True, tag="unit.planned.v1"):
+    """A unit entered an accepted slice plan; it has no state until it is dispatched."""
+
+    unit: Token
+    slice: Token
+    title: str = ""
+    files: list[str] = []
+    blocked_by: list[Token] = []
+    criteria: list[str] = []
+    design_ref: str | None = None
+
+    def subject_suffix(self) -> str:
+        return f"unit.{self.unit}"
+
+
+class UnitTransitioned(EventBase, frozen=True, kw_only=True, tag="unit.transitioned.v1"):
+    """The system moved a unit to ``state``; ``cause`` is the id of the event that warranted it.
+
+    A blocked state carries its ``block``; a terminal state carries its ``outcome``.
+    """
+
+    unit: Token
+    state: UnitState
+    prior: UnitState | None = None
+    ready: bool = False
+    block: Block | None = None
+    outcome: Outcome | None = None
+    cause: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.state == "blocked") != (self.block is not None):
+            raise InvalidValue(
+                "block", self.block, "a blocked unit must carry a block, and only a blocked one"
+            )
+        if (self.state in TERMINAL_STATES) != (self.outcome is not None):
+            raise InvalidValue(
+                "outcome", self.outcome, "a terminal state must carry an outcome, and only one"
+            )
+        if self.ready and self.state != "working":
+            raise InvalidValue("ready", self.ready, "only a working unit can be ready")
+
+    def subject_suffix(self) -> str:
+        return f"unit.{self.unit}"

@@ -1,0 +1,33 @@
+"""Explicit upcasters: old stored shapes are rewritten into current ones on decode.
+
+When a kind's shape changes, it gets a new tag (``foo.v2``) and an entry here mapping the
+old tag to a function that turns the old document into the new one. Old events therefore
+never fail to decode, and no class is ever renamed under data already on disk.
+Each upcaster has its own test in ``tests/schemas/test_upcasters.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Document = dict[str, Any]
+Upcaster = Callable[[Document], Document]
+
+UPCASTERS: Mapping[str, Upcaster] = {}
+"""old tag -> function producing the next version's document (which may chain)."""
+
+
+def upcast(doc: Document, upcasters: Mapping[str, Upcaster] = UPCASTERS) -> Document | None:
+    """Upcast ``doc`` until its tag is current; ``None`` when no upcaster knows its tag."""
+    tag = doc.get("kind")
+    if not isinstance(tag, str) or tag not in upcasters:
+        return None
+    seen: set[str] = set()
+    while isinstance(tag, str) and tag in upcasters:
+        if tag in seen:  # a cycle in the table is a programming error, not a data error
+            raise RuntimeError(f"upcaster cycle at {tag!r}")
+        seen.add(tag)
+        doc = upcasters[tag](doc)
+        tag = doc.get("kind")
+    return doc
