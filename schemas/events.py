@@ -12,16 +12,17 @@ from typing import Any
 import msgspec
 
 from schemas.errors import InvalidEvent
-from schemas.findings import FindingRaised
+from schemas.findings import FindingRaised, FindingResolved
 from schemas.quarantine import MessageQuarantined
 from schemas.units import UnitPlanned, UnitTransitioned
 from schemas.upcasters import UPCASTERS, Upcaster, upcast
 
-Event = FindingRaised | UnitPlanned | UnitTransitioned | MessageQuarantined
+Event = FindingRaised | FindingResolved | UnitPlanned | UnitTransitioned | MessageQuarantined
 """Every kind that may appear on the log."""
 
 EVENT_TYPES: tuple[type[Any], ...] = (
     FindingRaised,
+    FindingResolved,
     UnitPlanned,
     UnitTransitioned,
     MessageQuarantined,
@@ -65,7 +66,8 @@ def decode_event(data: bytes, upcasters: dict[str, Upcaster] | None = None) -> E
         upcasted = upcast(doc, table) if doc is not None else None
         if upcasted is not None:
             try:
-                return msgspec.convert(upcasted, Event)  # type: ignore[arg-type]
+                converted: Event = msgspec.convert(upcasted, Event)
+                return converted
             except msgspec.ValidationError as inner:
                 raise _invalid(inner, upcasted) from inner
         raise _invalid(exc, doc) from exc

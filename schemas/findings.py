@@ -105,3 +105,17 @@ FindingKey = tuple[str, str, str]
 def finding_key(finding: FindingRaised) -> FindingKey:
     """(target, severity, criterion): what makes two findings 'the same finding'."""
     return (format_target(finding.target), finding.severity, finding.criterion)
+
+
+class FindingResolved(EventBase, frozen=True, kw_only=True, tag="finding.resolved.v1"):
+    """A finding stopped being open: fixed, subtracted as outside the diff, or superseded.
+
+    Never a silent drop: ``why`` is recorded, and the original finding stays on the log.
+    """
+
+    finding: str
+    why: str
+    unit: Token | None = None
+
+    def subject_suffix(self) -> str:
+        return "finding.resolved"

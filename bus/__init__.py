@@ -1,0 +1,57 @@
+"""loopbus transport: the only package that knows NATS exists.
+
+bus = await connect(url)                     # BusUnreachable names the URL
+await ensure_log(bus.js)                     # idempotent: stream LOOP + KV buckets
+ack = await bus.publish(event)               # Nats-Msg-Id = event.id
+acks = await bus.publish_many(events)        # pipelined, many acks in flight
+await bus.publish_transition(ev, expected)   # TransitionConflict if someone got there first
+await bus.publish_atomic(events)             # all or nothing (JetStream atomic batch)
+async for rec in read(bus, subjects=[...], start_seq=1, follow=False): ...
+"""
+
+from bus.connection import Ack, Bus, connect, connect_once
+from bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
+from bus.errors import (
+    BatchRefused,
+    BusError,
+    BusUnreachable,
+    EmbeddedServerError,
+    LogNotProvisioned,
+    PublishFailed,
+    TransitionConflict,
+)
+from bus.provision import (
+    HEARTBEAT_BUCKET,
+    LOG_STREAM,
+    PROJECTION_BUCKET,
+    WORKER_BUCKET,
+    ensure_log,
+    log_config,
+)
+from bus.reader import Record, read
+
+__all__ = [
+    "HEARTBEAT_BUCKET",
+    "LOG_STREAM",
+    "PROJECTION_BUCKET",
+    "WORKER_BUCKET",
+    "Ack",
+    "BatchRefused",
+    "Bus",
+    "BusError",
+    "BusUnreachable",
+    "EmbeddedServer",
+    "EmbeddedServerError",
+    "LogNotProvisioned",
+    "PublishFailed",
+    "Record",
+    "TransitionConflict",
+    "connect",
+    "connect_once",
+    "ensure_log",
+    "free_port",
+    "log_config",
+    "port_is_free",
+    "read",
+    "server_binary",
+]

@@ -1,0 +1,302 @@
+"""The one place that talks to NATS: connect, publish (single, pipelined, conditional,
+atomic), read the log back, and open KV buckets.
+
+Why the cut is here: every other package speaks in :mod:`schemas` events and stream
+sequences. NATS exceptions are translated into :mod:`bus.errors` at this boundary, so a
+worker never has to know which client library raised what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import Header
+from nats.js.kv import KeyValue
+
+from bus.errors import (
+    BatchRefused,
+    BusUnreachable,
+    LogNotProvisioned,
+    PublishFailed,
+    TransitionConflict,
+)
+from bus.provision import LOG_STREAM
+from schemas import Event, encode_event, subject_of
+
+# JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
+WRONG_LAST_SEQUENCE = 10071
+
+DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
+ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id makes it safe)
+MAX_ATTEMPTS = 3
+ATOMIC_BATCH_LIMIT = 1000  # the server's default cap on one atomic batch
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Where the log stored an event; ``duplicate`` when it was already there (same id)."""
+
+    seq: int
+    duplicate: bool = False
+
+
+async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> Bus:
+    """Connect a long-running daemon: it keeps reconnecting for ever once connected.
+
+    The first connection is bounded by ``timeout``; :class:`BusUnreachable` names the URL.
+    """
+    options: dict[str, Any] = {
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": 0.5,
+    }
+    return await _connect(url, name, timeout, options)
+
+
+async def connect_once(url: str, *, name: str = "loopbus-cli", timeout: float = 2.0) -> Bus:
+    """Connect a one-shot command: give up at the first failure."""
+    _probe(url)
+    options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
+    return await _connect(url, name, timeout, options)
+
+
+def _probe(url: str) -> None:
+    """Fail fast with "connection refused" instead of waiting out a connect timeout."""
+    parsed = urlsplit(url if "://" in url else f"nats://{url}")
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 4222
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            pass
+    except OSError as exc:
+        raise BusUnreachable(url, exc.strerror or type(exc).__name__) from exc
+
+
+async def _connect(url: str, name: str, timeout: float, options: dict[str, Any]) -> Bus:
+    async def _quiet(_exc: Exception) -> None:
+        # nats-py reports connection errors through this callback *and* by raising; we
+        # surface the raise only, as one line, instead of a logged traceback per attempt.
+        return None
+
+    try:
+        nc = await asyncio.wait_for(
+            nats.connect(
+                url, name=name, connect_timeout=min(timeout, 2.0), error_cb=_quiet, **options
+            ),
+            timeout,
+        )
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        raise BusUnreachable(url, type(exc).__name__) from exc
+    return Bus(nc, url)
+
+
+class Bus:
+    """A connection to the loopbus log. Create with :func:`connect`; close with :meth:`close`."""
+
+    def __init__(self, nc: NatsClient, url: str):
+        self.nc = nc
+        self.url = url
+        self.js: JetStreamContext = nc.jetstream(timeout=ACK_TIMEOUT)
+        self._reply_seq = itertools.count()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+
+    async def __aenter__(self) -> Bus:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    # -- publishing ---------------------------------------------------------------------
+
+    async def publish(self, event: Event) -> Ack:
+        """Append one event. ``Nats-Msg-Id`` is the event id, so a retry is stored once."""
+        return await self._publish(event, {Header.MSG_ID: event.id})
+
+    async def publish_transition(self, event: Event, expected_last_subject_seq: int) -> Ack:
+        """Append ``event`` only if its subject's last sequence is still the one we read.
+
+        ``0`` means "nothing on this subject yet". Raises :class:`TransitionConflict` when
+        another writer appended first.
+        """
+        headers = {
+            Header.MSG_ID: event.id,
+            Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected_last_subject_seq),
+        }
+        try:
+            return await self._publish(event, headers)
+        except PublishFailed as exc:
+            if f"err_code={WRONG_LAST_SEQUENCE}" in exc.detail:
+                raise TransitionConflict(subject_of(event), expected_last_subject_seq) from exc
+            raise
+
+    async def _publish(self, event: Event, headers: dict[str, str]) -> Ack:
+        subject = subject_of(event)
+        payload = encode_event(event)
+        last: Exception | None = None
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                ack = await self.js.publish(subject, payload, headers=headers)
+                return Ack(ack.seq, bool(ack.duplicate))
+            except nats.js.errors.APIError as exc:
+                raise PublishFailed(
+                    subject, f"{exc.description} (err_code={exc.err_code})"
+                ) from exc
+            except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError) as exc:
+                last = exc  # unanswered: safe to retry, the server de-duplicates by Msg-Id
+            except nats.errors.ConnectionClosedError as exc:
+                raise PublishFailed(subject, "connection closed") from exc
+        raise PublishFailed(subject, f"no acknowledgement after {MAX_ATTEMPTS} attempts: {last!r}")
+
+    async def publish_many(
+        self, events: Iterable[Event], window: int = DEFAULT_WINDOW
+    ) -> list[Ack]:
+        """Append many events with up to ``window`` acknowledgements in flight.
+
+        nats-py's ``publish_async`` costs a future and a task per message, which is what
+        limits a Python publisher. Here every event is a core publish whose reply subject
+        is one wildcard inbox of ours; a single callback files the acks by index. Events
+        that stay unacknowledged are re-sent with the same ``Nats-Msg-Id``, so nothing is
+        lost and nothing is stored twice.
+        """
+        batch = list(events)
+        if not batch:
+            return []
+        subjects = [subject_of(e) for e in batch]
+        payloads = [encode_event(e) for e in batch]
+        acks: list[Ack | None] = [None] * len(batch)
+        errors: dict[int, str] = {}
+        prefix = f"{self.nc.new_inbox()}.pub"
+        free = asyncio.Semaphore(window)
+        remaining = len(batch)
+        done = asyncio.Event()
+
+        async def on_ack(msg: Msg) -> None:
+            nonlocal remaining
+            index = int(msg.subject.rpartition(".")[2])
+            if acks[index] is not None or index in errors:
+                return  # a late answer to a retried publish
+            reply = json.loads(msg.data) if msg.data else {}
+            if "error" in reply:
+                err = reply["error"]
+                errors[index] = f"{err.get('description')} (err_code={err.get('err_code')})"
+            elif "seq" in reply:
+                acks[index] = Ack(int(reply["seq"]), bool(reply.get("duplicate")))
+            else:  # "no responders" status or an empty reply: treat as unanswered
+                return
+            free.release()
+            remaining -= 1
+            if remaining == 0:
+                done.set()
+
+        sub = await self.nc.subscribe(f"{prefix}.*", cb=on_ack, pending_msgs_limit=-1)
+        try:
+            pending = list(range(len(batch)))
+            for _attempt in range(MAX_ATTEMPTS):
+                for index in pending:
+                    await free.acquire()
+                    await self.nc.publish(
+                        subjects[index],
+                        payloads[index],
+                        reply=f"{prefix}.{index}",
+                        headers={Header.MSG_ID: batch[index].id},
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), ACK_TIMEOUT)
+                pending = [i for i in range(len(batch)) if acks[i] is None and i not in errors]
+                if not pending:
+                    break
+                for _ in pending:  # their permits were never returned by an ack
+                    free.release()
+        finally:
+            await sub.unsubscribe()
+        if errors:
+            first = min(errors)
+            raise PublishFailed(subjects[first], f"{len(errors)} events refused: {errors[first]}")
+        missing = [i for i, a in enumerate(acks) if a is None]
+        if missing:
+            raise PublishFailed(subjects[missing[0]], f"{len(missing)} events never acknowledged")
+        return [a for a in acks if a is not None]
+
+    async def publish_atomic(self, events: Sequence[Event]) -> list[Ack]:
+        """Append ``events`` as one JetStream atomic batch: a reader sees all or none.
+
+        Raises :class:`BatchRefused` when the server did not commit the batch.
+        """
+        if not events:
+            return []
+        if len(events) > ATOMIC_BATCH_LIMIT:
+            raise BatchRefused(f"{len(events)} events exceed the {ATOMIC_BATCH_LIMIT} limit")
+        batch_id = events[0].id  # unique, and ties the batch to its first event
+        last = len(events)
+        for position, event in enumerate(events, start=1):
+            headers = {
+                Header.MSG_ID: event.id,
+                Header.BATCH_ID: batch_id,
+                Header.BATCH_SEQUENCE: str(position),
+            }
+            if position < last:
+                await self.nc.publish(subject_of(event), encode_event(event), headers=headers)
+                continue
+            headers[Header.BATCH_COMMIT] = "1"
+            try:
+                reply = await self.nc.request(
+                    subject_of(event), encode_event(event), timeout=ACK_TIMEOUT, headers=headers
+                )
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
+                raise BatchRefused(f"no answer to the commit: {exc!r}") from exc
+            body = json.loads(reply.data) if reply.data else {}
+            if "error" in body:
+                err = body["error"]
+                raise BatchRefused(f"{err.get('description')} (err_code={err.get('err_code')})")
+            first_seq = int(body["seq"]) - last + 1
+            return [Ack(first_seq + i) for i in range(last)]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def last_subject_seq(self, subject: str) -> int:
+        """Stream sequence of the last message on ``subject`` (0 when there is none)."""
+        try:
+            msg = await self.js.get_last_msg(LOG_STREAM, subject)
+        except nats.js.errors.NotFoundError:
+            return 0
+        return int(msg.seq or 0)
+
+    async def stream_last_seq(self) -> int:
+        """The log's last sequence right now."""
+        info = await self.stream_info()
+        return int(info.state.last_seq)
+
+    async def stream_info(self) -> Any:
+        try:
+            return await self.js.stream_info(LOG_STREAM)
+        except nats.js.errors.NotFoundError as exc:
+            raise LogNotProvisioned(self.url) from exc
+
+    async def get(self, seq: int) -> tuple[str, bytes]:
+        """The subject and bytes stored at ``seq``."""
+        msg = await self.js.get_msg(LOG_STREAM, seq)
+        return str(msg.subject), bytes(msg.data or b"")
+
+    async def kv(self, bucket: str) -> KeyValue:
+        """An existing KV bucket (provisioned by :mod:`bus.provision`)."""
+        try:
+            return await self.js.key_value(bucket)
+        except nats.js.errors.BucketNotFoundError as exc:
+            raise LogNotProvisioned(self.url) from exc

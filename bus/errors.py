@@ -1,0 +1,70 @@
+"""Errors raised by the bus: NATS exceptions are translated here, at the boundary, only.
+
+Each keeps its cause (``raise … from exc``) and carries its data as fields.
+"""
+
+from __future__ import annotations
+
+
+class BusError(Exception):
+    """Root of every bus error."""
+
+
+class BusUnreachable(BusError):
+    """Raised when no NATS server answers at ``url``."""
+
+    def __init__(self, url: str, detail: str = ""):
+        super().__init__(
+            f"cannot reach NATS at {url}"
+            + (f" ({detail})" if detail else "")
+            + "; start one with `loopbus up`, or pass --nats-url / set LOOPBUS_NATS_URL"
+        )
+        self.url = url
+
+
+class LogNotProvisioned(BusError):
+    """Raised when the server is up but has no LOOP stream yet."""
+
+    def __init__(self, url: str):
+        super().__init__(
+            f"NATS at {url} has no loopbus log (stream LOOP); "
+            "run `loopbus up` against it once, or `loopbus provision`"
+        )
+        self.url = url
+
+
+class PublishFailed(BusError):
+    """Raised when the server refused an event or never acknowledged it."""
+
+    def __init__(self, subject: str, detail: str):
+        super().__init__(f"publish to {subject} failed: {detail}")
+        self.subject = subject
+        self.detail = detail
+
+
+class TransitionConflict(BusError):
+    """Raised when another writer appended to ``subject`` after sequence ``expected``.
+
+    The loser must re-read the subject, re-validate against the new state, and try again
+    (or give up if its transition no longer applies); it must never overwrite.
+    """
+
+    def __init__(self, subject: str, expected: int):
+        super().__init__(
+            f"{subject} moved past sequence {expected}: another writer got there first; "
+            "re-read the unit and re-validate"
+        )
+        self.subject = subject
+        self.expected = expected
+
+
+class BatchRefused(BusError):
+    """Raised when an atomic batch was not committed; none of its events are on the log."""
+
+    def __init__(self, detail: str):
+        super().__init__(f"atomic batch not committed: {detail}")
+        self.detail = detail
+
+
+class EmbeddedServerError(BusError):
+    """Raised when the embedded nats-server cannot be found or does not start."""

@@ -1,0 +1,72 @@
+"""Idempotent provisioning of the log and the buckets every daemon relies on.
+
+The log is immutable by server configuration, not by convention: DenyDelete and DenyPurge
+are set on the stream, so no client (ours or anyone's) can remove or rewrite history.
+"""
+
+from __future__ import annotations
+
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import (
+    DiscardPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+
+LOG_STREAM = "LOOP"
+LOG_SUBJECTS = ["loop.>"]
+
+PROJECTION_BUCKET = "loopbus_projections"
+"""Materialised projection states (one key per projection and project) and checkpoints."""
+
+HEARTBEAT_BUCKET = "loopbus_heartbeats"
+"""Latest heartbeat per unit: liveness, not history, so it never goes on the log."""
+
+WORKER_BUCKET = "loopbus_workers"
+"""Per-daemon checkpoints and health beacons."""
+
+BUCKETS = (PROJECTION_BUCKET, HEARTBEAT_BUCKET, WORKER_BUCKET)
+
+
+def log_config(replicas: int = 1) -> StreamConfig:
+    """The LOOP stream: file storage, limits retention with no age limit, no deletes."""
+    return StreamConfig(
+        name=LOG_STREAM,
+        subjects=LOG_SUBJECTS,
+        storage=StorageType.FILE,
+        retention=RetentionPolicy.LIMITS,
+        discard=DiscardPolicy.OLD,
+        max_age=0,
+        max_msgs=-1,
+        max_bytes=-1,
+        num_replicas=replicas,
+        deny_delete=True,
+        deny_purge=True,
+        allow_direct=True,
+        allow_atomic=True,
+        # Two minutes of Msg-Id memory: a retried publish inside it is stored once.
+        duplicate_window=120.0,
+    )
+
+
+async def ensure_log(js: JetStreamContext, replicas: int = 1) -> None:
+    """Create the log and buckets, or leave them as they are (safe to call every start)."""
+    config = log_config(replicas)
+    try:
+        await js.stream_info(LOG_STREAM)
+    except nats.js.errors.NotFoundError:
+        await js.add_stream(config)
+    for bucket in BUCKETS:
+        await _ensure_bucket(js, bucket, replicas)
+
+
+async def _ensure_bucket(js: JetStreamContext, bucket: str, replicas: int) -> None:
+    try:
+        await js.key_value(bucket)
+    except nats.js.errors.BucketNotFoundError:
+        await js.create_key_value(
+            KeyValueConfig(bucket=bucket, history=1, replicas=replicas, direct=True)
+        )

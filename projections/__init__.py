@@ -1,0 +1,53 @@
+"""loopbus projections: pure folds of the log into the loop's state. Never imports ``bus``.
+
+Each projection module exposes ``FOLD`` (a :class:`projections.base.Fold`) and query
+functions. :data:`FOLDS` is the list the projector materialises and ``loopbus replay``
+folds; add a new projection's ``FOLD`` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from projections import findings, units
+from projections.base import Fold, to_builtins
+from schemas import Event
+
+FOLDS: tuple[Fold[Any], ...] = (units.FOLD, findings.FOLD)
+
+ProjectStates = dict[str, Any]
+"""projection name -> state, for one project."""
+
+
+def initial_states() -> ProjectStates:
+    return {fold.name: fold.initial() for fold in FOLDS}
+
+
+def apply_all(states: ProjectStates, event: Event) -> ProjectStates:
+    """Apply one event to every projection of its project."""
+    for fold in FOLDS:
+        states[fold.name] = fold.apply(states[fold.name], event)
+    return states
+
+
+def fold_events(events: Iterable[Event]) -> dict[str, ProjectStates]:
+    """Fold a whole event sequence, per project (what a replay computes)."""
+    by_project: dict[str, ProjectStates] = {}
+    for event in events:
+        states = by_project.get(event.project)
+        if states is None:
+            states = by_project[event.project] = initial_states()
+        apply_all(states, event)
+    return by_project
+
+
+__all__ = [
+    "FOLDS",
+    "Fold",
+    "ProjectStates",
+    "apply_all",
+    "fold_events",
+    "initial_states",
+    "to_builtins",
+]

@@ -1,0 +1,55 @@
+"""The fold protocol every projection follows.
+
+A projection is a pure fold over one project's events: ``apply(state, event) -> state``
+plus query functions over the state. No I/O, no logging, no clock, no randomness: the
+same fold runs live in the projector, in ``loopbus replay``, and in unit tests, and that
+sameness is what makes a replay an audit rather than a reconstruction.
+
+States are *owned*: ``apply`` may update the state it is given in place and return it,
+because copying a state per event would make folding a long log quadratic. Whoever
+holds a state and wants to keep an old version copies it first (``msgspec`` round trip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from schemas import Event
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Fold(Generic[S]):
+    """A named projection: how to start, how to apply one event, and the state's type."""
+
+    name: str
+    state_type: type[S]
+    initial: Callable[[], S]
+    apply: Callable[[S, Event], S]
+
+    def fold(self, events: Iterable[Event], state: S | None = None) -> S:
+        """Apply ``events`` in order to ``state`` (a fresh initial state when omitted)."""
+        current = self.initial() if state is None else state
+        for event in events:
+            current = self.apply(current, event)
+        return current
+
+    def encode(self, state: S) -> bytes:
+        """Deterministic bytes for the materialised view: same events, same bytes."""
+        return _encoder.encode(state)
+
+    def decode(self, data: bytes) -> S:
+        return msgspec.json.decode(data, type=self.state_type)
+
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def to_builtins(state: Any) -> Any:
+    """A state as plain JSON-ready data, for ``--json`` output."""
+    return msgspec.to_builtins(state, order="deterministic")

