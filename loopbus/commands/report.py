@@ -1,0 +1,140 @@
+"""``loopbus report …``: claims. Agents and operators speak only through reports.
+
+``report finding`` raises a finding as a reviewer, builder, standards role or operator. The
+producers that are system daemons (gate_runner, trunk_gate, meta_rule) are refused here:
+their findings are facts, and only the daemon that established them publishes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import os
+from typing import Any
+
+from bus import connect_once
+from loopbus.errors import UsageError
+from loopbus.settings import add_nats_url, nats_url
+from schemas import (
+    FINDING_CLASSES,
+    PRODUCERS,
+    SEVERITIES,
+    Actor,
+    FindingRaised,
+    InvalidValue,
+    Role,
+    parse_target,
+)
+from schemas.ids import is_token
+
+SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
+_PRODUCER_ROLE: dict[str, Role] = {
+    "reviewer": "reviewer",
+    "builder": "builder",
+    "standards": "standards",
+    "operator": "operator",
+}
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("report", help="publish a claim (a report or a finding)")
+    kinds = parser.add_subparsers(dest="report_kind", metavar="KIND")
+    kinds.required = True
+    finding = kinds.add_parser("finding", help="raise a finding")
+    add_nats_url(finding)
+    add_claimant(finding)
+    finding.add_argument("--project", required=True)
+    finding.add_argument("--producer", required=True, help=", ".join(PRODUCERS))
+    finding.add_argument(
+        "--target",
+        required=True,
+        help="code:PATH:START-END, plan:SLICE, record:ID, check:ID, budget:NAME, "
+        "profile:NAME or decision:ID",
+    )
+    finding.add_argument("--severity", required=True, help=", ".join(SEVERITIES))
+    finding.add_argument("--criterion", default="")
+    finding.add_argument("--class", dest="cls", default="defect", help=", ".join(FINDING_CLASSES))
+    finding.add_argument("--message", required=True)
+    finding.add_argument("--unit", default=None)
+    finding.add_argument("--slice", default=None)
+    finding.add_argument("--owner", default=None, help="who must act (default: routed by class)")
+    finding.add_argument(
+        "--evidence", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
+    )
+    finding.set_defaults(handler=run_finding)
+
+
+def add_claimant(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--principal",
+        default=None,
+        help="who is claiming (default: $LOOPBUS_PRINCIPAL, else your user name)",
+    )
+
+
+def principal(args: argparse.Namespace) -> str:
+    return str(args.principal or os.environ.get("LOOPBUS_PRINCIPAL") or getpass.getuser())
+
+
+def choice(option: str, value: str, allowed: tuple[str, ...] | frozenset[str]) -> str:
+    """``value`` when it is one of ``allowed``; a one-line usage error naming them otherwise."""
+    if value not in allowed:
+        raise UsageError(f"{option} {value!r} is not one of: {', '.join(sorted(allowed))}")
+    return value
+
+
+def token(option: str, value: str) -> str:
+    if not is_token(value):
+        raise UsageError(
+            f"{option} {value!r} is not a valid id: use letters, digits, '_' or '-' (max 64)"
+        )
+    return value
+
+
+def build_finding(args: argparse.Namespace) -> FindingRaised:
+    producer = choice("--producer", args.producer, PRODUCERS)
+    if producer in SYSTEM_PRODUCERS:
+        raise UsageError(
+            f"--producer {producer} is a system daemon: its findings are facts it publishes "
+            f"itself; report as one of {', '.join(sorted(_PRODUCER_ROLE))}"
+        )
+    evidence: dict[str, str] = {}
+    for item in args.evidence:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--evidence {item!r} must be KEY=VALUE")
+        evidence[key] = value
+    try:
+        target = parse_target(args.target)
+    except InvalidValue as exc:
+        raise UsageError(f"--target {args.target!r}: {exc.hint}") from exc
+    return FindingRaised(
+        project=token("--project", args.project),
+        actor=Actor(role=_PRODUCER_ROLE[producer], principal=principal(args)),
+        producer=producer,  # type: ignore[arg-type]
+        target=target,
+        severity=choice("--severity", args.severity, SEVERITIES),  # type: ignore[arg-type]
+        criterion=args.criterion,
+        cls=choice("--class", args.cls, FINDING_CLASSES),  # type: ignore[arg-type]
+        message=args.message,
+        evidence=evidence,
+        unit=token("--unit", args.unit) if args.unit else None,
+        slice=token("--slice", args.slice) if args.slice else None,
+        owner=args.owner,
+    )
+
+
+def run_finding(args: argparse.Namespace) -> int:
+    finding = build_finding(args)
+
+    async def publish() -> int:
+        bus = await connect_once(nats_url(args))
+        try:
+            ack = await bus.publish(finding)
+        finally:
+            await bus.close()
+        print(f"finding {finding.id} published at seq {ack.seq}")
+        return 0
+
+    return asyncio.run(publish())

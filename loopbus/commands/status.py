@@ -1,0 +1,74 @@
+"""``loopbus status``: the projector's materialised view of a project, read instantly from KV."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+import msgspec
+from nats.js.errors import KeyNotFoundError
+
+from bus import PROJECTION_BUCKET, connect_once
+from loopbus.errors import UsageError
+from loopbus.render import render_state
+from loopbus.settings import add_nats_url, nats_url
+from projections import FOLDS, to_builtins
+from schemas.ids import is_token
+from workers.projector.materialise import CHECKPOINT_KEY, decode_view, state_key
+
+_json = msgspec.json.Encoder()
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("status", help="the current state, from the materialised view")
+    add_nats_url(parser)
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.set_defaults(handler=run)
+
+
+async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, int], int, int]:
+    """(states by projection, seq of each, projector checkpoint, log's last seq)."""
+    bus = await connect_once(url)
+    try:
+        kv = await bus.kv(PROJECTION_BUCKET)
+        states: dict[str, Any] = {}
+        seqs: dict[str, int] = {}
+        for fold in FOLDS:
+            try:
+                entry = await kv.get(state_key(project, fold))
+                seqs[fold.name], states[fold.name] = decode_view(fold, entry.value or b"")
+            except KeyNotFoundError:
+                seqs[fold.name], states[fold.name] = 0, fold.initial()
+        try:
+            checkpoint = int((await kv.get(CHECKPOINT_KEY)).value or b"0")
+        except KeyNotFoundError:
+            checkpoint = 0
+        last = await bus.stream_last_seq()
+    finally:
+        await bus.close()
+    return states, seqs, checkpoint, last
+
+
+def run(args: argparse.Namespace) -> int:
+    if not is_token(args.project):
+        raise UsageError(f"--project {args.project!r} is not a valid project id")
+    states, seqs, checkpoint, last = asyncio.run(load_view(nats_url(args), args.project))
+    if args.json:
+        document = {
+            "project": args.project,
+            "projector_checkpoint": checkpoint,
+            "log_last_seq": last,
+            "seq": seqs,
+            "state": {name: to_builtins(state) for name, state in states.items()},
+        }
+        sys.stdout.write(_json.encode(document).decode() + "\n")
+        return 0
+    lag = "" if checkpoint >= last else f" (projector behind: {last - checkpoint} to fold)"
+    print(f"status of {args.project}, projector at seq {checkpoint} of {last}{lag}:")
+    for name, state in states.items():
+        for line in render_state(name, state):
+            print(f"  {line}")
+    return 0

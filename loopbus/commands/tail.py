@@ -1,0 +1,143 @@
+"""``loopbus tail``: follow the log live, one readable line (or one JSON object) per event."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from bus import Record, connect_once, read
+from loopbus.errors import UsageError
+from loopbus.render import Palette, record_json, record_line
+from loopbus.settings import add_nats_url, nats_url
+from schemas import PRODUCERS, project_subjects
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
+
+_json = msgspec.json.Encoder()
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("tail", help="follow findings and transitions live")
+    add_nats_url(parser)
+    add_filters(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--no-follow", action="store_true", help="print what is there now and exit")
+    parser.set_defaults(handler=run)
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--project", default=None, help="only this project (default: all)")
+    parser.add_argument("--producer", default=None, help="only findings from this producer")
+    parser.add_argument("--unit", default=None, help="only events about this unit")
+    parser.add_argument(
+        "--kind", default=None, help="only this kind or family (finding, unit, verdict …)"
+    )
+    parser.add_argument(
+        "--since",
+        default=None,
+        metavar="SEQ|DURATION|TIME",
+        help="start at a stream sequence, a duration ago (10m) or an ISO time",
+    )
+
+
+class Filter:
+    """Which records to show; built from the command line, applied per record."""
+
+    def __init__(self, args: argparse.Namespace):
+        if args.project is not None and not is_token(args.project):
+            raise UsageError(f"--project {args.project!r} is not a valid project id")
+        if args.producer is not None and args.producer not in PRODUCERS:
+            raise UsageError(f"--producer {args.producer!r} is not one of: {', '.join(PRODUCERS)}")
+        self.project = args.project
+        self.producer = args.producer
+        self.unit = args.unit
+        self.kind = args.kind
+
+    def subjects(self) -> list[str]:
+        if self.project and self.producer:
+            return [f"loop.{self.project}.finding.{self.producer}"]
+        if self.project:
+            return [project_subjects(self.project)]
+        if self.producer:
+            return [f"loop.*.finding.{self.producer}"]
+        return ["loop.>"]
+
+    def accepts(self, record: Record) -> bool:
+        event = record.event
+        if event is None:
+            return self.kind is None and self.unit is None
+        if self.kind is not None and not kind_matches(self.kind, event.kind):
+            return False
+        if self.unit is not None and getattr(event, "unit", None) != self.unit:
+            return False
+        return self.producer is None or getattr(event, "producer", None) == self.producer
+
+
+def kind_matches(wanted: str, kind: str) -> bool:
+    """``finding`` matches ``finding.raised.v1``: a prefix, a dotted component, or the tag."""
+    return kind == wanted or kind.startswith(f"{wanted}.") or wanted in kind.split(".")
+
+
+_SEQ = re.compile(r"^\d+$")
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> tuple[int, datetime | None]:
+    """``(start_seq, start_time)`` for ``--since``: a sequence, a duration ago, or a time."""
+    if text is None:
+        return 1, None
+    if _SEQ.match(text):
+        return max(int(text), 1), None
+    try:
+        ago = parse_duration(text, "--since")
+        return 1, (now or datetime.now(UTC)) - timedelta(seconds=ago)
+    except InvalidValue:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r} is not a sequence number, a duration (10m, 2h) or an ISO time"
+        ) from None
+    return 1, when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def emit(record: Record, as_json: bool, paint: Palette) -> None:
+    if as_json:
+        sys.stdout.write(_json.encode(record_json(record)).decode() + "\n")
+    else:
+        sys.stdout.write(record_line(record, paint) + "\n")
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    chosen = Filter(args)
+    start_seq, start_time = parse_since(args.since)
+    paint = Palette.for_stream(sys.stdout)
+
+    async def follow() -> int:
+        bus = await connect_once(nats_url(args))
+        try:
+            async for record in read(
+                bus,
+                subjects=chosen.subjects(),
+                start_seq=start_seq,
+                start_time=start_time,
+                follow=not args.no_follow,
+            ):
+                if chosen.accepts(record):
+                    emit(record, args.json, paint)
+        finally:
+            await bus.close()
+        return 0
+
+    try:
+        return asyncio.run(follow())
+    except KeyboardInterrupt:
+        return 0

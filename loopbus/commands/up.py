@@ -1,0 +1,112 @@
+"""``loopbus up``: the embedded default — a nats-server, the log, and every daemon.
+
+With ``LOOPBUS_NATS_URL`` (or ``--nats-url``) it starts no server and uses that one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from bus import EmbeddedServer, connect, ensure_log, port_is_free
+from bus.embedded import DEFAULT_PORT, free_port
+from loopbus.errors import UsageError
+from loopbus.settings import DEFAULT_DATA_DIR, DEFAULT_HEARTBEAT_LAPSE, NATS_URL_ENV
+from loopbus.supervisor import Supervisor, UpSettings
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from workers.runtime import configure_logging
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
+    parser.add_argument(
+        "--nats-url",
+        default=None,
+        metavar="URL",
+        help=f"use this server instead of starting one (default: ${NATS_URL_ENV})",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where JetStream stores the log"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="client port (default %(default)s)"
+    )
+    parser.add_argument(
+        "--heartbeat-lapse",
+        default=DEFAULT_HEARTBEAT_LAPSE,
+        help="a working unit silent this long is LOST (default %(default)s)",
+    )
+    parser.add_argument(
+        "--repo", type=Path, default=None, help="the target repository daemons work on"
+    )
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        parse_duration(args.heartbeat_lapse, "--heartbeat-lapse")
+    except InvalidValue as exc:
+        raise UsageError(f"--heartbeat-lapse {args.heartbeat_lapse!r}: {exc.hint}") from exc
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
+    if args.repo is not None and not args.repo.is_dir():
+        raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
+    configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"))
+    return asyncio.run(_up(args))
+
+
+async def _up(args: argparse.Namespace) -> int:
+    external = args.nats_url or os.environ.get(NATS_URL_ENV)
+    server: EmbeddedServer | None = None
+    data_dir: Path = args.data_dir.resolve()
+    if external:
+        url = external
+        print(f"loopbus: using NATS at {url} (no embedded server)", flush=True)
+    else:
+        port = args.port
+        if not port_is_free(port):
+            taken, port = port, free_port()
+            print(
+                f"loopbus: port {taken} is taken; the embedded server uses port {port} instead",
+                flush=True,
+            )
+        server = EmbeddedServer(data_dir, port=port)
+        await server.start()
+        url = server.url
+        print(f"loopbus: NATS with JetStream at {url} (data in {data_dir})", flush=True)
+    try:
+        bus = await connect(url, name="loopbus-up")
+        await ensure_log(bus.js, replicas=args.replicas)
+        await bus.close()
+        print("loopbus: log provisioned (stream LOOP, deny delete, deny purge)", flush=True)
+        settings = UpSettings(
+            nats_url=url,
+            data_dir=data_dir,
+            heartbeat_lapse=args.heartbeat_lapse,
+            repo=args.repo.resolve() if args.repo else None,
+        )
+        supervisor = Supervisor(settings)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, supervisor.stopping.set)
+        names = ", ".join(spec.name for spec in supervisor.specs)
+        print(f"loopbus: running {names}; in another terminal:", flush=True)
+        print(f"  export {NATS_URL_ENV}={url}", flush=True)
+        print("  loopbus tail --project demo", flush=True)
+        print("loopbus: press Ctrl-C to stop", flush=True)
+        await supervisor.run()
+        print("loopbus: every daemon stopped", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+            print("loopbus: NATS stopped", file=sys.stderr, flush=True)
+    return 0

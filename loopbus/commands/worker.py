@@ -1,0 +1,58 @@
+"""``loopbus worker NAME`` runs one daemon in the foreground; ``loopbus health NAME`` checks
+its beacon (the compose healthcheck)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from bus import connect_once
+from loopbus.errors import UsageError
+from loopbus.settings import add_nats_url, nats_url
+from loopbus.supervisor import DAEMONS
+from workers.runtime import check_health
+
+
+def register(sub: Any) -> None:
+    names = [spec.name for spec in DAEMONS]
+    worker = sub.add_parser("worker", help="run one daemon in the foreground")
+    worker.add_argument("name", help=", ".join(names))
+    worker.add_argument("rest", nargs=argparse.REMAINDER, help="the daemon's own options")
+    worker.set_defaults(handler=run_worker)
+    health = sub.add_parser("health", help="exit 0 when a daemon's beacon is fresh")
+    add_nats_url(health)
+    health.add_argument("name", help=", ".join(names))
+    health.set_defaults(handler=run_health)
+
+
+def _module(name: str) -> str:
+    for spec in DAEMONS:
+        if spec.name == name:
+            return spec.module
+    raise UsageError(f"no daemon named {name!r}; daemons: {', '.join(s.name for s in DAEMONS)}")
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    module = _module(args.name)
+    os.execv(sys.executable, [sys.executable, "-m", module, *args.rest])
+
+
+def run_health(args: argparse.Namespace) -> int:
+    _module(args.name)
+
+    async def check() -> int:
+        bus = await connect_once(nats_url(args))
+        try:
+            beacon = await check_health(bus, args.name)
+        finally:
+            await bus.close()
+        if beacon is None:
+            print(f"{args.name}: no fresh health beacon", file=sys.stderr)
+            return 1
+        print(f"{args.name}: healthy (pid {beacon.pid} on {beacon.host}, seq {beacon.last_seq})")
+        return 0
+
+    return asyncio.run(check())

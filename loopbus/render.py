@@ -1,0 +1,150 @@
+"""How events and projection states look to a person (and as JSON to a program)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from bus import Record
+from projections import findings as findings_fold
+from projections import to_builtins
+from projections import units as units_fold
+from schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
+
+_RESET = "\x1b[0m"
+_COLOURS = {
+    "critical": "\x1b[1;31m",
+    "high": "\x1b[31m",
+    "medium": "\x1b[33m",
+    "low": "\x1b[36m",
+    "info": "\x1b[2m",
+    "kind": "\x1b[1m",
+    "dim": "\x1b[2m",
+    "error": "\x1b[1;35m",
+}
+
+
+class Palette:
+    """ANSI colour when writing to a terminal, plain text otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, stream: TextIO = sys.stdout) -> Palette:
+        return cls(bool(getattr(stream, "isatty", lambda: False)()))
+
+    def __call__(self, style: str, text: str) -> str:
+        if not self.enabled or style not in _COLOURS:
+            return text
+        return f"{_COLOURS[style]}{text}{_RESET}"
+
+
+def record_json(record: Record) -> dict[str, Any]:
+    """One record as ``tail --json`` prints it: seq, subject, time, kind and the event's fields."""
+    head: dict[str, Any] = {
+        "seq": record.seq,
+        "subject": record.subject,
+        "time": record.time.isoformat() if record.time else None,
+    }
+    if record.event is None:
+        head["kind"] = None
+        head["error"] = str(record.error)
+        return head
+    return head | event_to_builtins(record.event)
+
+
+def record_line(record: Record, paint: Palette) -> str:
+    """One record as one readable line."""
+    when = (record.time or datetime.now(UTC)).astimezone(UTC).strftime("%H:%M:%S")
+    prefix = f"{paint('dim', f'#{record.seq:<6}')} {when}"
+    event = record.event
+    if event is None:
+        return f"{prefix} {paint('error', 'undecodable')} {record.subject}: {record.error}"
+    kind = paint("kind", event.kind.removesuffix(f".v{event.v}"))
+    match event:
+        case FindingRaised():
+            scope = f" unit={event.unit}" if event.unit else ""
+            criterion = f" [{event.criterion}]" if event.criterion else ""
+            return (
+                f"{prefix} {kind} {paint(event.severity, event.severity)} {event.producer}"
+                f" {event.cls} {format_target(event.target)}{criterion}{scope}: {event.message}"
+            )
+        case MessageQuarantined():
+            return (
+                f"{prefix} {kind} seq {event.original_seq} on {event.original_subject}: "
+                f"{event.reason}"
+            )
+    return f"{prefix} {kind} {_summary(event_to_builtins(event))}"
+
+
+_ENVELOPE = {"kind", "project", "actor", "id", "at", "v"}
+
+
+def _summary(fields: dict[str, Any]) -> str:
+    parts = []
+    for name, value in fields.items():
+        if name in _ENVELOPE or value in (None, [], {}, ""):
+            continue
+        if isinstance(value, dict):
+            value = ",".join(f"{k}={v}" for k, v in value.items() if v not in (None, ""))
+        elif isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        parts.append(f"{name}={value}")
+    return " ".join(parts)
+
+
+# -- projection states ------------------------------------------------------------------
+
+StateRenderer = Callable[[Any], list[str]]
+
+
+def render_units(state: units_fold.UnitsState) -> list[str]:
+    if not state.units:
+        return ["units: none planned"]
+    lines = [f"units: {len(state.units)}"]
+    for group, views in units_fold.by_state(state).items():
+        lines.append(f"  {group} ({len(views)})")
+        for view in views:
+            detail = ""
+            if view.block is not None:
+                detail = f" {view.block.reason} -> {view.block.subject}"
+            elif view.outcome is not None:
+                detail = f" ({view.outcome.ended_by}: {view.outcome.summary})"
+            elif view.ready:
+                detail = " ready"
+            title = f" {view.title}" if view.title else ""
+            lines.append(f"    {view.unit}{title}{detail}")
+    return lines
+
+
+def render_findings(state: findings_fold.FindingsState) -> list[str]:
+    open_findings = findings_fold.open_findings(state)
+    lines = [f"open findings: {len(open_findings)} (resolved: {state.resolved})"]
+    for f in open_findings:
+        scope = f.unit or "project"
+        seen = f" x{f.times}" if f.times > 1 else ""
+        criterion = f" [{f.criterion}]" if f.criterion else ""
+        lines.append(
+            f"  {scope}: {f.severity} {f.producer} {f.cls} {f.target}{criterion}{seen}: {f.message}"
+        )
+    return lines
+
+
+RENDERERS: dict[str, StateRenderer] = {
+    "units": render_units,
+    "findings": render_findings,
+}
+"""projection name -> renderer; a projection without one is shown as JSON."""
+
+
+def render_state(name: str, state: Any) -> list[str]:
+    renderer = RENDERERS.get(name)
+    if renderer is not None:
+        return renderer(state)
+    import json
+
+    body = json.dumps(to_builtins(state), indent=2, default=str)
+    return [f"{name}:"] + ["  " + line for line in body.splitlines()]

@@ -1,0 +1,135 @@
+"""The local supervisor behind ``loopbus up``: every daemon as a child process.
+
+A child that dies is restarted with a growing back-off (a daemon is restart-safe by
+design); SIGINT/SIGTERM stop every child with SIGTERM first, SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class UpSettings:
+    """What ``loopbus up`` passes down to daemons."""
+
+    nats_url: str
+    data_dir: Path
+    heartbeat_lapse: str
+    repo: Path | None = None
+
+
+@dataclass(frozen=True)
+class DaemonSpec:
+    """One supervised daemon: ``python -m <module>`` plus arguments derived from settings."""
+
+    name: str
+    module: str
+    args: Callable[[UpSettings], list[str]] = lambda _s: []
+
+
+DAEMONS: tuple[DaemonSpec, ...] = (DaemonSpec("projector", "workers.projector"),)
+"""Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
+
+
+@dataclass
+class Child:
+    spec: DaemonSpec
+    process: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    backoff: float = 0.5
+
+
+@dataclass
+class Supervisor:
+    settings: UpSettings
+    specs: tuple[DaemonSpec, ...] = DAEMONS
+    grace_s: float = 10.0
+    children: list[Child] = field(default_factory=list)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def command(self, spec: DaemonSpec) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            spec.module,
+            "--nats-url",
+            self.settings.nats_url,
+            *spec.args(self.settings),
+        ]
+
+    async def _spawn(self, child: Child) -> None:
+        logs = self.settings.data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / f"{child.spec.name}.log", "ab") as sink:
+            child.process = await asyncio.create_subprocess_exec(
+                *self.command(child.spec),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=sink,
+                stderr=sink,
+                env=os.environ | {"LOOPBUS_NATS_URL": self.settings.nats_url},
+                start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
+            )
+        child.started_at = time.monotonic()
+        log.info("daemon.spawned", daemon=child.spec.name, pid=child.process.pid)
+
+    async def _watch(self, child: Child) -> None:
+        while not self.stopping.is_set():
+            await self._spawn(child)
+            assert child.process is not None
+            code = await child.process.wait()
+            if self.stopping.is_set():
+                return
+            if time.monotonic() - child.started_at > 30:
+                child.backoff = 0.5  # it ran a while: a fresh failure, not a crash loop
+            log.warning(
+                "daemon.exited", daemon=child.spec.name, code=code, restart_in=child.backoff
+            )
+            print(
+                f"loopbus: {child.spec.name} exited with code {code}; restarting in "
+                f"{child.backoff:.1f}s (log: {self.settings.data_dir / 'logs'})",
+                file=sys.stderr,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), child.backoff)
+            child.backoff = min(child.backoff * 2, 30.0)
+            child.restarts += 1
+
+    async def run(self) -> None:
+        """Run every daemon until :attr:`stopping` is set, then stop them all."""
+        self.children = [Child(spec) for spec in self.specs]
+        watchers = [asyncio.create_task(self._watch(child)) for child in self.children]
+        await self.stopping.wait()
+        await self.stop_children()
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+
+    async def stop_children(self) -> None:
+        running = [c for c in self.children if c.process and c.process.returncode is None]
+        for child in running:
+            assert child.process is not None
+            with contextlib.suppress(ProcessLookupError):
+                child.process.send_signal(signal.SIGTERM)
+        for child in running:
+            assert child.process is not None
+            try:
+                await asyncio.wait_for(child.process.wait(), self.grace_s)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    child.process.kill()
+                await child.process.wait()
+            log.info("daemon.stopped", daemon=child.spec.name, code=child.process.returncode)

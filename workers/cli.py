@@ -1,0 +1,48 @@
+"""The shared command line of every daemon: ``python -m workers.<name> --nats-url URL``.
+
+A daemon's ``cli.py`` builds its parser with :func:`daemon_parser`, adds its own options,
+and calls :func:`main_for` with a ``make_body(args)`` that returns the daemon body.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Sequence
+
+from bus import BusError
+from workers.runtime import DaemonContext, configure_logging, run_daemon
+
+DEFAULT_URL = "nats://127.0.0.1:4222"
+
+Body = Callable[[DaemonContext], Awaitable[None]]
+
+
+def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
+    parser.add_argument(
+        "--nats-url",
+        default=os.environ.get("LOOPBUS_NATS_URL", DEFAULT_URL),
+        help="NATS server (default: LOOPBUS_NATS_URL, else %(default)s)",
+    )
+    parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
+    return parser
+
+
+def main_for(
+    name: str,
+    parser: argparse.ArgumentParser,
+    make_body: Callable[[argparse.Namespace], Body],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """Parse arguments, configure logging (entry point only), run the daemon."""
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    body = make_body(args)
+    try:
+        return asyncio.run(run_daemon(name, body, args.nats_url))
+    except BusError as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,1 @@
+"""The projector daemon: materialises every projection into the projections KV bucket."""

@@ -1,0 +1,146 @@
+"""The projector: folds the log into every projection and materialises each into KV.
+
+It resumes from its own checkpoint with an ordered consumer (reads ~4x faster than a pull
+consumer's ``fetch`` in nats-py, see docs/performance.md), applies the folds, and flushes
+dirty states when it catches up with the log or every ``flush_every`` events. A message
+that does not decode is quarantined exactly once (on its own subject, written with an
+expected subject sequence of 0) and never stops the fold.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KeyValue
+
+from bus import PROJECTION_BUCKET, Bus, Record, TransitionConflict, read
+from projections import FOLDS, Fold
+from schemas import Actor, MessageQuarantined
+from schemas.ids import is_token
+from workers.projector.materialise import (
+    CHECKPOINT_KEY,
+    decode_view,
+    encode_view,
+    state_key,
+)
+from workers.runtime import DaemonContext
+
+log = structlog.get_logger()
+
+FLUSH_EVERY = 5_000
+QUARANTINE_PREFIX = "quarantine"
+ACTOR = Actor(role="system", principal="projector")
+
+
+@dataclass
+class _View:
+    seq: int  # last stream sequence folded into this state
+    state: Any
+    dirty: bool = False
+
+
+@dataclass
+class Projector:
+    """The folding core, separate from the daemon loop so tests can drive batch boundaries."""
+
+    bus: Bus
+    kv: KeyValue
+    folds: tuple[Fold[Any], ...] = FOLDS
+    checkpoint: int = 0
+    views: dict[tuple[str, str], _View] = field(default_factory=dict)
+    applied: int = 0
+
+    @classmethod
+    async def open(cls, bus: Bus) -> Projector:
+        kv = await bus.kv(PROJECTION_BUCKET)
+        projector = cls(bus=bus, kv=kv)
+        try:
+            entry = await kv.get(CHECKPOINT_KEY)
+            projector.checkpoint = int(entry.value or b"0")
+        except KeyNotFoundError:
+            projector.checkpoint = 0
+        return projector
+
+    async def _view(self, project: str, fold: Fold[Any]) -> _View:
+        key = (project, fold.name)
+        view = self.views.get(key)
+        if view is None:
+            try:
+                entry = await self.kv.get(state_key(project, fold))
+                seq, state = decode_view(fold, entry.value or b"")
+            except KeyNotFoundError:
+                seq, state = 0, fold.initial()
+            view = self.views[key] = _View(seq, state)
+        return view
+
+    async def apply(self, record: Record) -> None:
+        """Fold one record into every projection of its project (or quarantine it)."""
+        if record.event is None:
+            await self._quarantine(record)
+            return
+        event = record.event
+        for fold in self.folds:
+            view = await self._view(event.project, fold)
+            if record.seq <= view.seq:
+                continue  # already folded before a restart
+            view.state = fold.apply(view.state, event)
+            view.seq = record.seq
+            view.dirty = True
+        self.applied += 1
+
+    async def flush(self, through_seq: int) -> None:
+        """Write every dirty state, then the checkpoint (in that order: see materialise)."""
+        for (project, name), view in self.views.items():
+            if view.dirty:
+                fold = next(f for f in self.folds if f.name == name)
+                await self.kv.put(state_key(project, fold), encode_view(fold, view.seq, view.state))
+                view.dirty = False
+        if through_seq > self.checkpoint:
+            await self.kv.put(CHECKPOINT_KEY, str(through_seq).encode())
+            self.checkpoint = through_seq
+
+    async def _quarantine(self, record: Record) -> None:
+        tokens = record.subject.split(".")
+        if len(tokens) > 2 and tokens[2] == QUARANTINE_PREFIX:
+            # A broken quarantine record cannot be quarantined again; log it and move on.
+            log.error("quarantine.record_undecodable", seq=record.seq, subject=record.subject)
+            return
+        project = tokens[1] if len(tokens) > 1 and is_token(tokens[1]) else "_unknown"
+        error = record.error
+        event = MessageQuarantined(
+            project=project,
+            actor=ACTOR,
+            original_seq=record.seq,
+            original_subject=record.subject,
+            reason=str(error) if error else "undecodable",
+            field=error.field if error else None,
+            data_b64=base64.b64encode(record.data).decode(),
+        )
+        log.warning(
+            "message.quarantined", seq=record.seq, subject=record.subject, reason=event.reason
+        )
+        with contextlib.suppress(TransitionConflict):  # already quarantined before a restart
+            await self.bus.publish_transition(event, expected_last_subject_seq=0)
+
+
+async def run(ctx: DaemonContext, flush_every: int = FLUSH_EVERY) -> None:
+    """The daemon body: fold from the checkpoint for ever, flushing as it goes."""
+    projector = await Projector.open(ctx.bus)
+    log.info("projector.resuming", checkpoint=projector.checkpoint)
+    since_flush = 0
+    async for record in read(ctx.bus, start_seq=projector.checkpoint + 1, follow=True):
+        structlog.contextvars.bind_contextvars(seq=record.seq, subject=record.subject)
+        try:
+            await projector.apply(record)
+        except Exception:  # a fold bug must not stop the log; it is logged with its seq
+            log.exception("projector.apply_failed")
+        ctx.last_seq = record.seq
+        since_flush += 1
+        if record.pending == 0 or since_flush >= flush_every:
+            await projector.flush(record.seq)
+            since_flush = 0

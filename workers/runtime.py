@@ -1,0 +1,186 @@
+"""What every daemon shares: logging set-up, signals, health beacons, and the live fold.
+
+A daemon is an ``async def body(ctx: DaemonContext) -> None`` handed to :func:`run_daemon`,
+which connects, installs SIGTERM/SIGINT handlers that set ``ctx.stop``, beats a health
+beacon, and closes everything in order when the body returns or the stop is requested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from bus import WORKER_BUCKET, Bus, Record, connect, ensure_log, read
+from projections import FOLDS, Fold, ProjectStates, apply_all, initial_states
+from schemas import Event
+
+log = structlog.get_logger()
+
+HEALTH_INTERVAL_S = 5.0
+HEALTH_STALE_S = 30.0
+
+
+def configure_logging(level: str = "info", *, json: bool = True) -> None:
+    """Configure structlog for an entry point: JSON lines on stderr (one object a line)."""
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+    ]
+    processors.append(
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+@dataclass
+class DaemonContext:
+    """Handed to a daemon body: its bus, its name, and the event that asks it to stop."""
+
+    bus: Bus
+    name: str
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    last_seq: int = 0  # what the health beacon reports as progress
+
+
+class Beacon(msgspec.Struct):
+    """A daemon's health beacon in the workers bucket."""
+
+    name: str
+    pid: int
+    host: str
+    at: float
+    last_seq: int
+
+
+def health_key(name: str) -> str:
+    return f"health.{name}"
+
+
+async def run_daemon(
+    name: str,
+    body: Callable[[DaemonContext], Awaitable[None]],
+    nats_url: str,
+) -> int:
+    """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop."""
+    structlog.contextvars.bind_contextvars(daemon=name)
+    bus = await connect(nats_url, name=name)
+    await ensure_log(bus.js)
+    ctx = DaemonContext(bus=bus, name=name)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, ctx.stop.set)
+    log.info("daemon.started", url=nats_url, pid=os.getpid())
+    beacon = asyncio.create_task(_beat(ctx))
+    work = asyncio.create_task(body(ctx))
+    stopper = asyncio.create_task(ctx.stop.wait())
+    try:
+        done, _ = await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if work in done:
+            work.result()  # re-raise a crash so the supervisor sees a non-zero exit
+    finally:
+        for task in (work, stopper, beacon):
+            task.cancel()
+        for task in (work, stopper, beacon):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await bus.close()
+        log.info("daemon.stopped")
+    return 0
+
+
+async def _beat(ctx: DaemonContext) -> None:
+    kv = await ctx.bus.kv(WORKER_BUCKET)
+    host = socket.gethostname()
+    while True:
+        beacon = Beacon(ctx.name, os.getpid(), host, time.time(), ctx.last_seq)
+        with contextlib.suppress(Exception):  # a missed beat is what the check detects
+            await kv.put(health_key(ctx.name), msgspec.json.encode(beacon))
+        await asyncio.sleep(HEALTH_INTERVAL_S)
+
+
+async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
+    """The daemon's beacon when it is fresher than ``stale_s``, else ``None``."""
+    kv = await bus.kv(WORKER_BUCKET)
+    try:
+        entry = await kv.get(health_key(name))
+    except Exception:
+        return None
+    beacon = msgspec.json.decode(entry.value or b"{}", type=Beacon)
+    return beacon if time.time() - beacon.at <= stale_s else None
+
+
+class LiveFold:
+    """Per-project projection states kept current from the log, for daemons that act on them.
+
+    A daemon that must not repeat an effect after a restart derives "already done" from
+    these states (a fact records the ``cause`` it answered), because the states are
+    rebuilt from the same log on every start.
+    """
+
+    def __init__(self, folds: Sequence[Fold[Any]] = FOLDS):
+        self.folds = tuple(folds)
+        self.projects: dict[str, ProjectStates] = {}
+
+    def states(self, project: str) -> ProjectStates:
+        states = self.projects.get(project)
+        if states is None:
+            if self.folds == FOLDS:
+                states = initial_states()
+            else:
+                states = {fold.name: fold.initial() for fold in self.folds}
+            self.projects[project] = states
+        return states
+
+    def apply(self, event: Event) -> ProjectStates:
+        states = self.states(event.project)
+        if self.folds == FOLDS:
+            return apply_all(states, event)
+        for fold in self.folds:
+            states[fold.name] = fold.apply(states[fold.name], event)
+        return states
+
+
+async def follow(
+    ctx: DaemonContext,
+    *,
+    subjects: Sequence[str] = ("loop.>",),
+    start_seq: int = 1,
+) -> AsyncIterator[tuple[Record, bool]]:
+    """Yield ``(record, live)`` from ``start_seq`` for ever; ``live`` once past the log's end
+    as it was at start (history is for folding, live records are for acting on).
+
+    Undecodable records are logged and skipped here: the projector quarantines them.
+    """
+    caught_up_at = await ctx.bus.stream_last_seq()
+    async for record in read(ctx.bus, subjects=subjects, start_seq=start_seq, follow=True):
+        ctx.last_seq = record.seq
+        if record.event is None:
+            log.warning(
+                "record.undecodable",
+                seq=record.seq,
+                subject=record.subject,
+                error=str(record.error),
+            )
+            continue
+        yield record, record.seq > caught_up_at
