@@ -1,0 +1,129 @@
+"""The log's guarantees: immutable, de-duplicated, conditional, atomic, pipelined."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from nats.js.errors import APIError
+
+from bus import LOG_STREAM, Bus, TransitionConflict, read
+from schemas import (
+    Actor,
+    Block,
+    Event,
+    FindingRaised,
+    UnitPlanned,
+    UnitTransitioned,
+    parse_target,
+    project_subjects,
+)
+
+
+def finding(project: str, line: int = 1, message: str = "m") -> FindingRaised:
+    return FindingRaised(
+        project=project,
+        actor=Actor(role="reviewer", principal="r1"),
+        producer="reviewer",
+        target=parse_target(f"code:a.py:{line}-{line}"),
+        severity="low",
+        message=message,
+    )
+
+
+async def project_events(bus: Bus, project: str) -> list[tuple[int, Event | None]]:
+    return [(r.seq, r.event) async for r in read(bus, subjects=[project_subjects(project)])]
+
+
+async def test_publish_then_read_back(bus: Bus, project: str) -> None:
+    """An event published to the log reads back equal, at the sequence its ack named."""
+    event = finding(project)
+    ack = await bus.publish(event)
+    assert await project_events(bus, project) == [(ack.seq, event)]
+
+
+async def test_server_refuses_purge(bus: Bus, project: str) -> None:
+    """The server itself refuses to purge the log (DenyPurge), so history cannot be erased."""
+    await bus.publish(finding(project))
+    before = await bus.stream_last_seq()
+    with pytest.raises(APIError, match="purge not permitted"):
+        await bus.js.purge_stream(LOG_STREAM)
+    info = await bus.stream_info()
+    assert info.state.last_seq >= before and info.state.first_seq == 1
+
+
+async def test_server_refuses_delete(bus: Bus, project: str) -> None:
+    """The server refuses to delete a message (DenyDelete); the event is still there after."""
+    event = finding(project)
+    ack = await bus.publish(event)
+    with pytest.raises(APIError, match="delete not permitted"):
+        await bus.js.delete_msg(LOG_STREAM, ack.seq)
+    assert await project_events(bus, project) == [(ack.seq, event)]
+
+
+async def test_same_event_twice_is_stored_once(bus: Bus, project: str) -> None:
+    """Publishing the same event again (a retry) is acked as a duplicate and stored once."""
+    event = finding(project)
+    first = await bus.publish(event)
+    second = await bus.publish(event)
+    assert (second.seq, second.duplicate) == (first.seq, True)
+    assert await project_events(bus, project) == [(first.seq, event)]
+
+
+async def test_pipelined_batch_stores_each_event_once_in_order(bus: Bus, project: str) -> None:
+    """publish_many stores every event once, in order, even when some were sent before."""
+    events = [finding(project, line=i + 1) for i in range(500)]
+    await bus.publish_many(events[:100])
+    acks = await bus.publish_many(events)
+    assert [a.duplicate for a in acks[:100]] == [True] * 100
+    assert not any(a.duplicate for a in acks[100:])
+    stored = await project_events(bus, project)
+    assert [event for _, event in stored] == events
+
+
+async def test_racing_transitions_exactly_one_wins(bus: Bus, project: str, system: Actor) -> None:
+    """Two writers racing on one unit from the same read: one is stored, one gets a conflict."""
+    planned = UnitPlanned(project=project, actor=system, unit="U1", slice="S1")
+    ack = await bus.publish(planned)
+    expected = await bus.last_subject_seq(f"loop.{project}.unit.U1")
+    assert expected == ack.seq
+    working = UnitTransitioned(project=project, actor=system, unit="U1", state="working")
+    blocked = UnitTransitioned(
+        project=project,
+        actor=system,
+        unit="U1",
+        state="blocked",
+        block=Block(reason="awaiting-gate", subject="tests"),
+    )
+    results = await asyncio.gather(
+        bus.publish_transition(working, expected),
+        bus.publish_transition(blocked, expected),
+        return_exceptions=True,
+    )
+    conflicts = [r for r in results if isinstance(r, TransitionConflict)]
+    winners = [r for r in results if not isinstance(r, BaseException)]
+    assert len(conflicts) == 1 and len(winners) == 1
+    assert conflicts[0].expected == expected
+    stored = [event for _, event in await project_events(bus, project)]
+    assert stored[0] == planned and len(stored) == 2
+    assert stored[1] in (working, blocked)
+
+
+async def test_transition_on_empty_subject_expects_zero(
+    bus: Bus, project: str, system: Actor
+) -> None:
+    """Expected sequence 0 means 'nothing on this subject yet': a second such write conflicts."""
+    first = UnitPlanned(project=project, actor=system, unit="U9", slice="S1")
+    second = UnitPlanned(project=project, actor=system, unit="U9", slice="S2")
+    await bus.publish_transition(first, 0)
+    with pytest.raises(TransitionConflict, match="another writer got there first"):
+        await bus.publish_transition(second, 0)
+
+
+async def test_atomic_batch_is_stored_contiguously(bus: Bus, project: str) -> None:
+    """An atomic batch lands whole, at consecutive sequences, in the order given."""
+    events = [finding(project, line=i + 1) for i in range(5)]
+    acks = await bus.publish_atomic(events)
+    assert [a.seq for a in acks] == list(range(acks[0].seq, acks[0].seq + 5))
+    stored = await project_events(bus, project)
+    assert stored == list(zip([a.seq for a in acks], events, strict=True))
