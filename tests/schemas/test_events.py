@@ -201,7 +201,7 @@ def test_upcaster_rewrites_an_old_shape_before_decoding() -> None:
         return doc
 
     assert decode_event(old_raw, upcasters={"finding.v0": v0_to_v1}) == current
-    with pytest.raises(InvalidEvent, match="unknown event kind 'finding.v0'"):
+    with pytest.raises(InvalidEvent, match=r"unknown event kind 'finding\.v0'"):
         decode_event(old_raw, upcasters={})
 
 
