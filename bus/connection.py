@@ -74,15 +74,32 @@ async def connect_once(url: str, *, name: str = "loopbus-cli", timeout: float = 
     return await _connect(url, name, timeout, options)
 
 
+def server_urls(url: str) -> list[str]:
+    """The servers in ``url``: one URL, or several separated by commas (a cluster).
+
+    nats-py takes a cluster as a list; a comma-separated string would be parsed as one URL.
+    """
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
 def _probe(url: str) -> None:
-    """Fail fast with "connection refused" instead of waiting out a connect timeout."""
-    parsed = urlsplit(url if "://" in url else f"nats://{url}")
-    host, port = parsed.hostname or "127.0.0.1", parsed.port or 4222
-    try:
-        with socket.create_connection((host, port), timeout=2.0):
-            pass
-    except OSError as exc:
-        raise BusUnreachable(url, exc.strerror or type(exc).__name__) from exc
+    """Fail fast with "connection refused" instead of waiting out a connect timeout.
+
+    With several servers it is enough that one of them accepts a connection.
+    """
+    reason = "no server in the URL"
+    for server in server_urls(url):
+        try:
+            parsed = urlsplit(server if "://" in server else f"nats://{server}")
+            host, port = parsed.hostname or "127.0.0.1", parsed.port or 4222
+        except ValueError as exc:  # e.g. a port that is not a number
+            raise BusUnreachable(url, f"invalid server URL {server!r}: {exc}") from exc
+        try:
+            with socket.create_connection((host, port), timeout=2.0):
+                return
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise BusUnreachable(url, reason)
 
 
 async def _connect(url: str, name: str, timeout: float, options: dict[str, Any]) -> Bus:
@@ -94,7 +111,11 @@ async def _connect(url: str, name: str, timeout: float, options: dict[str, Any])
     try:
         nc = await asyncio.wait_for(
             nats.connect(
-                url, name=name, connect_timeout=min(timeout, 2.0), error_cb=_quiet, **options
+                server_urls(url),
+                name=name,
+                connect_timeout=min(timeout, 2.0),
+                error_cb=_quiet,
+                **options,
             ),
             timeout,
         )
@@ -157,7 +178,9 @@ class Bus:
                 raise PublishFailed(
                     subject, f"{exc.description} (err_code={exc.err_code})"
                 ) from exc
-            except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError) as exc:
+            except nats.js.errors.NoStreamResponseError as exc:
+                raise LogNotProvisioned(self.url) from exc
+            except nats.errors.TimeoutError as exc:
                 last = exc  # unanswered: safe to retry, the server de-duplicates by Msg-Id
             except nats.errors.ConnectionClosedError as exc:
                 raise PublishFailed(subject, "connection closed") from exc

@@ -27,8 +27,15 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedSe
 
     server = EmbeddedServer(tmp_path_factory.mktemp("nats"), port=free_port())
     asyncio.run(server.start())
+    asyncio.run(_provision(server.url))
     yield server
     server.stop()
+
+
+async def _provision(url: str) -> None:
+    connection = await connect(url, name="tests-provision")
+    await ensure_log(connection.js)
+    await connection.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,101 @@
+"""Run the real ``loopbus`` command line as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
+
+def loopbus(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    """Run one ``loopbus`` command to completion."""
+    done = subprocess.run(
+        [*LOOPBUS, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=(os.environ | (env or {})),
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class Up:
+    process: subprocess.Popen[str]
+    url: str
+    lines: list[str]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        self.process.send_signal(sig)
+        rest, _ = self.process.communicate(timeout=timeout)
+        self.lines.extend(rest.splitlines())
+        return self.process.returncode
+
+
+def start_up(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> Up:
+    """Start ``loopbus up`` and wait for the line that names the URL to connect to."""
+    process = subprocess.Popen(
+        [*LOOPBUS, "up", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=os.environ | (env or {}),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    url = None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        match = re.search(r"nats://[\w.\-]+:\d+", line)
+        if match and url is None:
+            url = match.group(0)
+        if "press Ctrl-C to stop" in line:
+            break
+    if url is None or process.poll() is not None:
+        process.kill()
+        raise AssertionError("loopbus up did not start:\n" + "\n".join(lines))
+    return Up(process, url, lines)
+
+
+@pytest.fixture
+def up_factory(tmp_path: Path) -> Iterator[Any]:
+    started: list[Up] = []
+
+    def factory(*args: str, env: dict[str, str] | None = None) -> Up:
+        up = start_up("--data-dir", str(tmp_path / f"data{len(started)}"), *args, env=env)
+        started.append(up)
+        return up
+
+    yield factory
+    for up in started:
+        if up.process.poll() is None:
+            up.process.kill()
+            up.process.wait()

@@ -1,0 +1,151 @@
+"""The command line end to end, as a user runs it: up, report, tail, replay, status."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from bus import free_port
+
+from .conftest import loopbus
+
+pytestmark = pytest.mark.slow
+
+FINDING_ARGS = (
+    "--producer", "reviewer", "--target", "code:src/app.py:10-14", "--severity", "high",
+    "--criterion", "C1", "--message", "unchecked None",
+)  # fmt: skip
+
+
+def wait_for_status(url: str, project: str, seq: int, timeout: float = 30) -> dict[str, Any]:
+    """`status --json` once the projector has folded through ``seq``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = loopbus("status", "--project", project, "--json", "--nats-url", url)
+        assert result.code == 0, result.err
+        document = result.json_lines()[0]
+        if document["projector_checkpoint"] >= seq or time.monotonic() > deadline:
+            return document
+        time.sleep(0.1)
+
+
+def test_up_report_tail_replay_status(up_factory: Any) -> None:
+    """A finding reported through the CLI shows in tail, replay and status, all agreeing;
+    SIGTERM stops up and every child cleanly."""
+    up = up_factory("--port", str(free_port()))
+    env_url = ("--nats-url", up.url)
+    reported = loopbus("report", "finding", "--project", "demo", *FINDING_ARGS, *env_url)
+    assert reported.code == 0, reported.err
+    assert "published at seq 1" in reported.out
+
+    tail = loopbus("tail", "--project", "demo", "--no-follow", "--json", *env_url)
+    assert tail.code == 0, tail.err
+    [line] = tail.json_lines()
+    assert line["seq"] == 1 and line["subject"] == "loop.demo.finding.reviewer"
+    assert line["kind"] == "finding.raised.v1"
+    assert (line["producer"], line["severity"], line["criterion"]) == ("reviewer", "high", "C1")
+    assert line["target"] == {"type": "code", "path": "src/app.py", "start": 10, "end": 14}
+    assert line["message"] == "unchecked None"
+
+    plain = loopbus("tail", "--project", "demo", "--no-follow", *env_url)
+    assert plain.out.count("\n") == 1 and "unchecked None" in plain.out
+    assert "\x1b[" not in plain.out, "no colour when stdout is not a terminal"
+
+    replay = loopbus("replay", "--project", "demo", "--json", *env_url)
+    assert replay.code == 0, replay.err
+    document = replay.json_lines()[0]
+    assert document["events"] == [line]
+    [(key, open_finding)] = document["state"]["findings"]["open"]["-"].items()
+    assert key == "code:src/app.py:10-14|high|C1" and open_finding["message"] == "unchecked None"
+
+    status = wait_for_status(up.url, "demo", 1)
+    assert status["projector_checkpoint"] >= 1
+    assert status["state"] == document["state"], "the materialised view equals the replay"
+
+    assert up.stop() == 0
+    assert any("every daemon stopped" in line for line in up.lines)
+    host, port = up.url.removeprefix("nats://").split(":")
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=1).close()
+
+
+def test_replay_until_shows_the_state_as_it_was(up_factory: Any) -> None:
+    """`replay --until SEQ` folds only up to that sequence."""
+    up = up_factory("--port", str(free_port()))
+    for line in ("1-1", "2-2"):
+        args = list(FINDING_ARGS)
+        args[3] = f"code:a.py:{line}"
+        assert loopbus("report", "finding", "--project", "p", *args, "--nats-url", up.url).code == 0
+    full = loopbus("replay", "--project", "p", "--json", "--nats-url", up.url).json_lines()[0]
+    early = loopbus(
+        "replay", "--project", "p", "--json", "--until", "1", "--nats-url", up.url
+    ).json_lines()[0]
+    assert [e["seq"] for e in full["events"]] == [1, 2]
+    assert [e["seq"] for e in early["events"]] == [1]
+    assert len(early["state"]["findings"]["open"]["-"]) == 1
+    assert up.stop() == 0
+
+
+def test_taken_port_falls_back_with_a_clear_message(up_factory: Any) -> None:
+    """When the asked-for port is taken, up says so and serves on another port."""
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        taken = blocker.getsockname()[1]
+        up = up_factory("--port", str(taken))
+        assert any(f"port {taken} is taken" in line for line in up.lines)
+        assert not up.url.endswith(f":{taken}")
+        assert loopbus("tail", "--no-follow", "--nats-url", up.url).code == 0
+        assert up.stop() == 0
+
+
+def test_external_url_starts_no_server(up_factory: Any, nats_url: str) -> None:
+    """With LOOPBUS_NATS_URL set, up uses that server and starts none of its own."""
+    up = up_factory(env={"LOOPBUS_NATS_URL": nats_url})
+    assert up.url == nats_url
+    assert any("no embedded server" in line for line in up.lines)
+    assert up.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(("tail", "--no-follow"), id="tail"),
+        pytest.param(("status", "--project", "demo"), id="status"),
+        pytest.param(("replay", "--project", "demo"), id="replay"),
+        pytest.param(("report", "finding", "--project", "demo", *FINDING_ARGS), id="report"),
+    ],
+)
+def test_unreachable_server_is_one_line(command: tuple[str, ...]) -> None:
+    """With no server at the URL, every command prints one line naming it and how to start one."""
+    url = f"nats://127.0.0.1:{free_port()}"
+    result = loopbus(*command, env={"LOOPBUS_NATS_URL": url})
+    assert result.code == 1
+    assert result.err.count("\n") == 1, result.err
+    assert url in result.err and "loopbus up" in result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        pytest.param(("--target", "code:a.py:9-2"), "--target 'code:a.py:9-2'", id="range"),
+        pytest.param(("--severity", "huge"), "--severity 'huge' is not one of", id="severity"),
+        pytest.param(("--producer", "gate_runner"), "system daemon", id="system-producer"),
+        pytest.param(("--project", "a.b"), "--project 'a.b' is not a valid id", id="project"),
+    ],
+)
+def test_bad_report_input_is_one_clear_line(args: tuple[str, ...], needle: str) -> None:
+    """A bad value is refused before anything is sent, naming the option and the value."""
+    base = dict(zip(FINDING_ARGS[::2], FINDING_ARGS[1::2], strict=True))
+    base["--project"] = "demo"
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    flat = [item for pair in base.items() for item in pair]
+    result = loopbus("report", "finding", *flat, env={"LOOPBUS_NATS_URL": "nats://127.0.0.1:1"})
+    assert result.code == 2, result.err
+    assert needle in result.err and result.err.count("\n") == 1
+    assert os.linesep not in result.out
