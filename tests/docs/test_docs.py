@@ -27,7 +27,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-NOT_RUN = ("loopbus up", "loopbus worker", "loopbus health", "pip ", "docker ", "git ", "export ", "cd ", "python -m workers", "pytest")
+NOT_RUN = (
+    "loopbus up",
+    "loopbus worker",
+    "loopbus health",
+    "pip ",
+    "docker ",
+    "git ",
+    "export ",
+    "cd ",
+    "python -m workers",
+    "pytest",
+)
 
 TOML_VALIDATORS: dict[str, Callable[[str, Path], Any]] = {}
 """First-line marker -> validator(text, tmp_dir). Modules that own a file format register
