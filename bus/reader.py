@@ -37,6 +37,8 @@ class Record:
     event: Event | None
     error: InvalidEvent | None = None
     data: bytes = b""
+    pending: int = 0
+    """Messages matching the filter still behind this one when it was delivered."""
 
 
 async def read(
@@ -106,6 +108,7 @@ async def read(
                 event=event,
                 error=error,
                 data=data if (keep_data or error is not None) else b"",
+                pending=meta.num_pending,
             )
             if not follow and (meta.num_pending == 0 or seq == stop_at):
                 return
