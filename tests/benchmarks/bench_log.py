@@ -1,0 +1,275 @@
+"""Benchmark the log: loopbus publish and replay against raw nats-py, in one run, one server.
+
+    python tests/benchmarks/bench_log.py [--events 50000] [--rounds 3] [--memory-events 1000000]
+
+Prints, for each path, the median events/s over ``--rounds`` and the ratio against its raw
+baseline measured in the same run:
+
+* publish: ``Bus.publish_many`` of findings vs nats-py ``publish_async`` of the same bytes
+  (both pipelined), and the core-NATS ceiling (core publish onto the stream subject, timed
+  until the stream has stored every message);
+* replay: ``loopbus.read`` + every fold vs a raw ordered consumer + msgspec decode;
+* memory: the projector daemon's peak RSS folding ``--memory-events`` events about 100
+  units, next to its peak RSS folding a tenth of that (bounded means about the same).
+
+Not collected by pytest (the file name does not start with ``test_``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import msgspec
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from bus import (
+    LOG_STREAM,
+    PROJECTION_BUCKET,
+    Bus,
+    EmbeddedServer,
+    connect,
+    ensure_log,
+    free_port,
+    read,
+)
+from projections import apply_all, initial_states
+from schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    UnitPlanned,
+    UnitTransitioned,
+    encode_event,
+    parse_target,
+    project_subjects,
+    subject_of,
+)
+from workers.projector.materialise import CHECKPOINT_KEY
+
+REVIEWER = Actor(role="reviewer", principal="bench")
+SYSTEM = Actor(role="system", principal="bench")
+_decoder = msgspec.json.Decoder(Event)
+
+
+def findings(project: str, count: int) -> list[Event]:
+    return [
+        FindingRaised(
+            project=project,
+            actor=REVIEWER,
+            producer="reviewer",
+            target=parse_target(f"code:src/module_{i % 40}.py:{i % 500 + 1}-{i % 500 + 9}"),
+            severity="high",
+            criterion=f"C{i % 7}",
+            message="the value may be None here and is dereferenced without a check",
+            unit=f"U{i % 100}",
+            evidence={"rule": "none-check", "round": str(i % 5)},
+        )
+        for i in range(count)
+    ]
+
+
+async def raw_publish_async(bus: Bus, subjects: list[str], payloads: list[bytes]) -> float:
+    start = time.perf_counter()
+    for subject, payload in zip(subjects, payloads, strict=True):
+        await bus.js.publish_async(subject, payload)
+    await bus.js.publish_async_completed()
+    return time.perf_counter() - start
+
+
+async def core_ceiling(bus: Bus, subject: str, payloads: list[bytes]) -> float:
+    before = (await bus.js.stream_info(LOG_STREAM)).state.last_seq
+    target = before + len(payloads)
+    start = time.perf_counter()
+    for payload in payloads:
+        await bus.nc.publish(subject, payload)
+    await bus.nc.flush()
+    while (await bus.js.stream_info(LOG_STREAM)).state.last_seq < target:
+        await asyncio.sleep(0.001)
+    return time.perf_counter() - start
+
+
+async def raw_ordered_read(bus: Bus, subject: str, count: int) -> float:
+    start = time.perf_counter()
+    config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL, filter_subject=subject)
+    sub = await bus.js.subscribe(
+        subject,
+        ordered_consumer=True,
+        config=config,
+        pending_msgs_limit=65_536,
+        pending_bytes_limit=-1,
+    )
+    seen = 0
+    async for msg in sub.messages:
+        _decoder.decode(msg.data)
+        seen += 1
+        if seen == count:
+            break
+    elapsed = time.perf_counter() - start
+    await sub.unsubscribe()
+    return elapsed
+
+
+async def loopbus_replay(bus: Bus, project: str, count: int) -> float:
+    start = time.perf_counter()
+    states = initial_states()
+    seen = 0
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        if record.event is not None:
+            apply_all(states, record.event)
+        seen += 1
+    assert seen == count, (seen, count)
+    return time.perf_counter() - start
+
+
+def rate(count: int, seconds: list[float]) -> float:
+    return count / statistics.median(seconds)
+
+
+async def throughput(bus: Bus, count: int, rounds: int) -> None:
+    timings: dict[str, list[float]] = {"loopbus": [], "raw": [], "core": []}
+    replay: dict[str, list[float]] = {"loopbus": [], "raw": []}
+    for round_no in range(rounds):
+        mine = findings(f"benchL{round_no}", count)
+        raw_events = findings(f"benchR{round_no}", count)
+        raw_subjects = [subject_of(e) for e in raw_events]
+        raw_payloads = [encode_event(e) for e in raw_events]
+        core_payloads = [encode_event(e) for e in findings(f"benchC{round_no}", count)]
+
+        start = time.perf_counter()
+        await bus.publish_many(mine)
+        timings["loopbus"].append(time.perf_counter() - start)
+        timings["raw"].append(await raw_publish_async(bus, raw_subjects, raw_payloads))
+        timings["core"].append(
+            await core_ceiling(bus, f"loop.benchC{round_no}.finding.reviewer", core_payloads)
+        )
+        replay["loopbus"].append(await loopbus_replay(bus, f"benchL{round_no}", count))
+        replay["raw"].append(await raw_ordered_read(bus, f"loop.benchR{round_no}.>", count))
+    pub, raw, core = (rate(count, timings[k]) for k in ("loopbus", "raw", "core"))
+    rep, rawrep = rate(count, replay["loopbus"]), rate(count, replay["raw"])
+    print(f"events per figure: {count}, rounds: {rounds} (median)")
+    print(f"{'path':58} {'events/s':>10} {'ratio':>7}")
+    print(f"{'core publish onto the stream subject, until stored (ceiling)':58} {core:10.0f}")
+    print(f"{'raw nats-py publish_async (baseline)':58} {raw:10.0f} {1.0:7.2f}")
+    print(f"{'loopbus Bus.publish_many (Nats-Msg-Id, pipelined)':58} {pub:10.0f} {pub / raw:7.2f}")
+    print(f"{'raw ordered consumer + msgspec decode (baseline)':58} {rawrep:10.0f} {1.0:7.2f}")
+    print(f"{'loopbus read + every fold (replay)':58} {rep:10.0f} {rep / rawrep:7.2f}")
+
+
+def unit_history(project: str, count: int) -> list[Event]:
+    """``count`` events about 100 units: transitions and findings whose keys repeat."""
+    units = [f"U{i}" for i in range(100)]
+    events: list[Event] = [
+        UnitPlanned(project=project, actor=SYSTEM, unit=u, slice="S1") for u in units
+    ]
+    for i in range(count - len(events)):
+        unit = units[i % 100]
+        if i % 2:
+            events.append(
+                UnitTransitioned(
+                    project=project, actor=SYSTEM, unit=unit, state="working", ready=bool(i % 3)
+                )
+            )
+        else:
+            events.append(
+                FindingRaised(
+                    project=project,
+                    actor=REVIEWER,
+                    producer="reviewer",
+                    target=parse_target(f"code:src/u{i % 100}.py:{i % 20 + 1}-{i % 20 + 2}"),
+                    severity="medium",
+                    criterion="C1",
+                    message="repeated finding",
+                    unit=unit,
+                )
+            )
+    return events
+
+
+async def projector_peak_rss(count: int) -> tuple[float, float]:
+    """(peak RSS in MiB, seconds) of a fresh projector folding ``count`` events."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedServer(Path(tmp), port=free_port())
+        await server.start()
+        try:
+            bus = await connect(server.url)
+            await ensure_log(bus.js)
+            history = unit_history("mem", count)
+            for start in range(0, len(history), 50_000):
+                await bus.publish_many(history[start : start + 50_000])
+            last = await bus.stream_last_seq()
+            kv = await bus.kv(PROJECTION_BUCKET)
+            began = time.perf_counter()
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "workers.projector",
+                    "--nats-url",
+                    server.url,
+                    "--log-level",
+                    "warning",
+                ],
+                stderr=subprocess.DEVNULL,
+            )
+            while True:
+                try:
+                    if int((await kv.get(CHECKPOINT_KEY)).value or b"0") >= last:
+                        break
+                except Exception:
+                    pass
+                await asyncio.sleep(0.2)
+            elapsed = time.perf_counter() - began
+            child.terminate()
+            _, _, usage = os.wait4(child.pid, 0)
+            await bus.close()
+        finally:
+            server.stop()
+    return usage.ru_maxrss / 1024, elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--memory-events", type=int, default=1_000_000)
+    args = parser.parse_args()
+    print(
+        f"nats-py {metadata.version('nats-py')}, msgspec {msgspec.__version__}, "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedServer(Path(tmp), port=free_port())
+        await server.start()
+        try:
+            bus = await connect(server.url)
+            await ensure_log(bus.js)
+            await throughput(bus, args.events, args.rounds)
+            await bus.close()
+        finally:
+            server.stop()
+    if args.memory_events:
+        small = max(args.memory_events // 10, 1000)
+        small_rss, small_s = await projector_peak_rss(small)
+        big_rss, big_s = await projector_peak_rss(args.memory_events)
+        print(
+            f"projector peak RSS folding {small:>9} events about 100 units: "
+            f"{small_rss:7.1f} MiB ({small / small_s:.0f} events/s)"
+        )
+        print(
+            f"projector peak RSS folding {args.memory_events:>9} events about 100 units: "
+            f"{big_rss:7.1f} MiB ({args.memory_events / big_s:.0f} events/s)"
+        )
+        print(f"RSS ratio (10x the events): {big_rss / small_rss:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
