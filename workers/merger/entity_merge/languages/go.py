@@ -1,0 +1,102 @@
+"""Go entities: package, imports, funcs, methods (parented by receiver), type/var/const."""
+
+from __future__ import annotations
+
+import tree_sitter_go
+from tree_sitter import Node
+
+from . import EntityInfo, LanguageSpec, node_text
+
+# A parenthesised declaration (`import ( … )`, `const ( … )`) has no single name. It
+# is matched by kind and order, and what it holds is merged spec by spec.
+GROUP = "(...)"
+
+_SPEC_KIND = {
+    "import_spec": "import",
+    "var_spec": "var",
+    "const_spec": "const",
+    "type_spec": "type",
+    "type_alias": "type",
+}
+_DECLARATION_KIND = {
+    "import_declaration": "import",
+    "var_declaration": "var",
+    "const_declaration": "const",
+    "type_declaration": "type",
+}
+
+
+def classify(node: Node, container: str | None) -> EntityInfo | None:
+    """Name `node` if it is a Go entity; `container` is the enclosing entity's kind."""
+    kind = node.type
+    if kind == "package_clause":
+        return EntityInfo("package", node_text(node.named_children[0]))
+    if kind == "function_declaration":
+        return EntityInfo("function", node_text(node.child_by_field_name("name")))
+    if kind == "method_declaration":
+        return EntityInfo(
+            "method",
+            node_text(node.child_by_field_name("name")),
+            parent=_receiver_type(node),
+        )
+    if kind in _DECLARATION_KIND:
+        return _declaration(node, _DECLARATION_KIND[kind])
+    if kind in _SPEC_KIND:
+        return _spec(node)
+    if kind == "field_declaration":
+        names = [node_text(c) for c in node.children_by_field_name("name")]
+        # An embedded field has no name; its type is what identifies it.
+        name = ", ".join(names) or node_text(node.child_by_field_name("type"))
+        return EntityInfo("field", name)
+    if kind == "method_elem":
+        return EntityInfo("method", node_text(node.child_by_field_name("name")))
+    return None
+
+
+def _declaration(node: Node, kind: str) -> EntityInfo | None:
+    grouped = next(
+        (c for c in node.children if c.type in ("(", "import_spec_list", "var_spec_list")),
+        None,
+    )
+    if grouped is not None:
+        # import and var wrap their parentheses in a list node; const and type do not.
+        body = grouped if grouped.type != "(" else node
+        return EntityInfo(kind, GROUP, body=body)
+    spec = next((c for c in node.named_children if c.type in _SPEC_KIND), None)
+    return _spec(spec) if spec is not None else None
+
+
+def _spec(node: Node) -> EntityInfo:
+    kind = _SPEC_KIND[node.type]
+    if kind == "import":
+        # Keyed by path: Go rejects a package imported twice, so both sides adding
+        # the same import must collapse into one.
+        return EntityInfo(kind, node_text(node.child_by_field_name("path")))
+    names = ", ".join(node_text(c) for c in node.children_by_field_name("name"))
+    body = None
+    if node.type == "type_spec":
+        shape = node.child_by_field_name("type")
+        if shape is not None and shape.type == "struct_type":
+            body = next((c for c in shape.children if c.type == "field_declaration_list"), None)
+        elif shape is not None and shape.type == "interface_type":
+            body = shape
+    return EntityInfo(kind, names, body=body)
+
+
+def _receiver_type(node: Node) -> str:
+    receiver = node.child_by_field_name("receiver")
+    stack = [receiver] if receiver is not None else []
+    while stack:
+        current = stack.pop(0)
+        if current.type == "type_identifier":
+            return node_text(current)
+        stack.extend(current.named_children)
+    return ""
+
+
+SPEC = LanguageSpec(
+    name="go",
+    extensions=(".go",),
+    grammar=tree_sitter_go.language,
+    classify=classify,
+)
