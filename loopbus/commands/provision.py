@@ -1,0 +1,87 @@
+"""``loopbus provision``: create the log and its buckets on a server or cluster, then exit.
+
+``loopbus up`` provisions its embedded server itself; this command is for a server loopbus
+did not start — the compose cluster's one-shot ``provision`` service runs it with
+``--replicas 3``. Safe to run any number of times: an existing log is left as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from bus import LOG_STREAM, BusUnreachable, connect, ensure_log
+from loopbus.errors import LoopbusError, UsageError
+from loopbus.settings import add_nats_url, nats_url
+
+RETRY_EVERY_S = 1.0
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "provision", help="create the log and buckets (idempotent) on an existing server"
+    )
+    add_nats_url(parser)
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="copies of the log and buckets: 1 on one server, 3 on a 3-node cluster",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep retrying this long while the server or cluster is not ready (default 0)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.replicas < 1:
+        raise UsageError(f"--replicas {args.replicas}: give 1 or more (3 on a 3-node cluster)")
+    if args.wait < 0:
+        raise UsageError(f"--wait {args.wait}: give a number of seconds, 0 or more")
+    url = nats_url(args)
+    replicas = asyncio.run(_provision(url, args.replicas, args.wait))
+    if replicas != args.replicas:
+        raise LoopbusError(
+            f"stream {LOG_STREAM} at {url} already exists with {replicas} replica(s), not "
+            f"{args.replicas}; provisioning never changes an existing log (scale it with "
+            f"`nats stream edit {LOG_STREAM} --replicas {args.replicas}`)"
+        )
+    print(
+        f"loopbus: log provisioned at {url} (stream {LOG_STREAM}, {replicas} replica(s), "
+        "deny delete, deny purge)",
+        flush=True,
+    )
+    return 0
+
+
+async def _provision(url: str, replicas: int, wait_s: float) -> int:
+    """Provision, retrying until ``wait_s`` has passed; return the log's replica count.
+
+    A cluster that has just started may accept connections before JetStream has elected
+    its meta leader, so a refusal is retried rather than reported at once.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        try:
+            bus = await connect(url, name="loopbus-provision")
+            try:
+                await ensure_log(bus.js, replicas=replicas)
+                info = await bus.stream_info()
+            finally:
+                await bus.close()
+            return int(info.config.num_replicas)
+        except Exception as exc:  # any refusal is retried until the deadline, then reported
+            if loop.time() + RETRY_EVERY_S > deadline:
+                if isinstance(exc, BusUnreachable):
+                    raise
+                raise LoopbusError(
+                    f"could not provision the log at {url}: {type(exc).__name__}: {exc}"
+                ) from exc
+        await asyncio.sleep(RETRY_EVERY_S)

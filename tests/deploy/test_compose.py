@@ -1,0 +1,412 @@
+"""compose.yaml and the Dockerfile, checked without Docker (none exists on the machines
+these tests run on).
+
+What is checked: compose.yaml is valid against the Compose Specification JSON Schema; it
+describes a three-node NATS cluster with JetStream, provisions the log at replication 3,
+and runs every daemon of ``loopbus.supervisor.DAEMONS`` with a healthcheck and a restart
+policy; every loopbus command line in it is accepted by the real CLI parser. The NATS
+nodes' own command lines are then run for real (with the wheel's nats-server, host names
+mapped to free local ports), and the provision job, the daemons and their healthchecks
+are run against that cluster exactly as compose would start them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import pytest
+import yaml
+
+from bus import LOG_STREAM, connect, free_port, server_binary
+from bus.connection import server_urls
+from loopbus.cli import build_parser
+from loopbus.supervisor import DAEMONS
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+NODES = ("n1", "n2", "n3")
+CLIENT_PORT = 4222  # nats-server's default; the nodes set no --port
+DAEMON_NAMES = [spec.name for spec in DAEMONS]
+
+
+def _load_compose() -> dict[str, Any]:
+    document = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return _load_compose()
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(compose["services"])
+
+
+def flags(command: list[str]) -> dict[str, str]:
+    """``--name=value`` / ``--name value`` / bare ``--name`` (→ "true") as a dict."""
+    found: dict[str, str] = {}
+    words = list(command)
+    for index, word in enumerate(words):
+        if not word.startswith("-"):
+            continue
+        name, equals, value = word.lstrip("-").partition("=")
+        if not equals:
+            following = words[index + 1] if index + 1 < len(words) else "-"
+            value = following if not following.startswith("-") else "true"
+        found[name] = value
+    return found
+
+
+def nats_nodes(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: svc for name, svc in services.items() if svc.get("image", "").startswith("nats")}
+
+
+def cluster_servers(url: str) -> list[tuple[str | None, int | None]]:
+    return [(urlsplit(s).hostname, urlsplit(s).port) for s in server_urls(url)]
+
+
+def cli(command: list[str]) -> Any:
+    """Parse a compose ``command`` (the image's entrypoint is ``loopbus``) with the real CLI."""
+    return build_parser().parse_args(command)
+
+
+# -- the schema --------------------------------------------------------------------------
+
+
+def validation_errors(document: dict[str, Any]) -> list[str]:
+    schema = json.loads((DATA / "compose-spec.json").read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+        for e in validator.iter_errors(document)
+    ]
+
+
+def test_compose_file_is_valid_against_the_compose_specification(
+    compose: dict[str, Any],
+) -> None:
+    """compose.yaml validates against the Compose Specification JSON Schema (draft-07)."""
+    jsonschema.Draft7Validator.check_schema(json.loads((DATA / "compose-spec.json").read_text()))
+    assert validation_errors(compose) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value"),
+    [
+        pytest.param("projector", "restrat", "always", id="misspelt-service-key"),
+        pytest.param("provision", "restart", False, id="unquoted-restart-no"),
+        pytest.param("n1", "healthcheck", {"test": "x", "intervall": "5s"}, id="bad-healthcheck"),
+    ],
+)
+def test_the_schema_check_rejects_a_broken_service(
+    compose: dict[str, Any], where: str, key: str, value: object
+) -> None:
+    """The schema check is not vacuous: a typo a compose engine would refuse is reported."""
+    broken = copy.deepcopy(compose)
+    broken["services"][where][key] = value
+    assert validation_errors(broken) != []
+
+
+# -- the NATS cluster --------------------------------------------------------------------
+
+
+def test_three_nats_nodes_form_one_jetstream_cluster(services: dict[str, dict[str, Any]]) -> None:
+    """n1, n2, n3 run JetStream in one cluster, each routing to the other two by name."""
+    nodes = nats_nodes(services)
+    assert sorted(nodes) == list(NODES)
+    cluster_names = set()
+    for name, svc in nodes.items():
+        opts = flags(svc["command"])
+        assert opts.get("jetstream") == "true" or opts.get("js") == "true", name
+        assert opts.get("server_name") == name
+        cluster_names.add(opts.get("cluster_name"))
+        listen = urlsplit(opts["cluster"])
+        routes = [urlsplit(r) for r in opts["routes"].split(",")]
+        assert sorted(r.hostname or "" for r in routes) == [n for n in NODES if n != name]
+        assert {r.port for r in routes} == {listen.port}
+    assert len(cluster_names) == 1 and None not in cluster_names
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_each_nats_node_has_its_own_volume_monitoring_and_healthcheck(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]], node: str
+) -> None:
+    """A node stores JetStream on its own named volume, serves /healthz and checks it."""
+    svc = services[node]
+    opts = flags(svc["command"])
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in svc["volumes"]}
+    assert mounts[opts["store_dir"]] == f"{node}-data"
+    assert f"{node}-data" in compose["volumes"]
+    test = " ".join(svc["healthcheck"]["test"])
+    assert test.startswith("CMD wget ") and f":{opts['http_port']}/healthz" in test
+    assert svc["restart"] == "unless-stopped"
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_nats_image_has_atomic_batches(services: dict[str, dict[str, Any]], node: str) -> None:
+    """Each node runs nats 2.12 or newer, the first release with the atomic batch publish."""
+    tag = services[node]["image"].partition(":")[2]
+    match = re.match(r"(\d+)\.(\d+)", tag)
+    assert match, tag
+    assert (int(match[1]), int(match[2])) >= (2, 12)
+
+
+# -- provisioning and daemons -------------------------------------------------------------
+
+
+def test_provision_service_asks_for_replication_three(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """The one-shot provision job asks all three healthy nodes for a log at replication 3."""
+    svc = services["provision"]
+    args = cli(svc["command"])
+    assert (args.command, args.replicas) == ("provision", 3)
+    assert cluster_servers(args.nats_url) == [(n, CLIENT_PORT) for n in NODES]
+    assert svc["depends_on"] == {n: {"condition": "service_healthy"} for n in NODES}
+    assert svc["restart"] == "no"
+
+
+@pytest.mark.parametrize("daemon", DAEMON_NAMES)
+def test_every_daemon_has_a_service_with_healthcheck_and_restart_policy(
+    services: dict[str, dict[str, Any]], daemon: str
+) -> None:
+    """Each daemon has a service: restarts, checks `loopbus health NAME`, waits for provision."""
+    svc = services.get(daemon)
+    assert svc is not None, f"compose.yaml has no service for daemon {daemon!r}"
+    assert svc["restart"] == "unless-stopped"
+    check = svc["healthcheck"]["test"]
+    assert check[0] == "CMD" and check[1] == "loopbus"
+    args = cli(check[2:])
+    assert (args.command, args.name) == ("health", daemon)
+    assert cluster_servers(args.nats_url) == [(n, CLIENT_PORT) for n in NODES]
+    assert svc["depends_on"] == {"provision": {"condition": "service_completed_successfully"}}
+    assert svc["build"] == "." and (ROOT / "Dockerfile").is_file()
+
+
+def test_every_worker_service_runs_an_existing_daemon(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """Each `loopbus worker NAME` service names a daemon in DAEMONS, once, against the cluster."""
+    workers = {}
+    for service, svc in services.items():
+        if svc.get("command", [None])[0] != "worker":
+            continue
+        args = cli(svc["command"])
+        assert args.name in DAEMON_NAMES, f"service {service!r} runs unknown daemon {args.name!r}"
+        assert args.rest[0] == "--nats-url"
+        assert cluster_servers(args.rest[1]) == [(n, CLIENT_PORT) for n in NODES]
+        workers[service] = args.name
+    assert sorted(workers.values()) == sorted(DAEMON_NAMES)
+    assert all(service == daemon for service, daemon in workers.items())
+
+
+def test_dockerfile_installs_every_package_the_project_ships() -> None:
+    """The image copies every shipped package, runs as non-root, and enters via `loopbus`."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
+    copied = re.findall(r"^COPY (.+?) \S+$", dockerfile, re.MULTILINE)
+    sources = {word.rstrip("/") for line in copied for word in line.split()}
+    assert {"pyproject.toml", "README.md", *packages} <= sources
+    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.MULTILINE)
+    assert re.search(r"^USER (?!root)\S+$", dockerfile, re.MULTILINE)
+    assert 'ENTRYPOINT ["loopbus"]' in dockerfile and "loopbus" in project["project"]["scripts"]
+
+
+# -- `loopbus provision` against a real server ---------------------------------------------
+
+
+def run_loopbus(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def test_provision_succeeds_and_is_idempotent(nats_url: str) -> None:
+    """`loopbus provision --replicas 1` succeeds, and running it again changes nothing."""
+    for _ in range(2):
+        done = run_loopbus("provision", "--replicas", "1", "--nats-url", nats_url)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.count("\n") == 1
+        assert f"stream {LOG_STREAM}, 1 replica(s)" in done.stdout
+
+
+def test_provision_accepts_a_comma_separated_server_list(nats_url: str) -> None:
+    """A cluster URL list works when one listed server is down and another answers."""
+    dead = f"nats://127.0.0.1:{free_port()}"
+    done = run_loopbus("provision", "--nats-url", f"{dead},{nats_url}")
+    assert done.returncode == 0, done.stderr
+
+
+def test_provision_refuses_to_claim_replicas_it_did_not_get(nats_url: str) -> None:
+    """On a log that exists with 1 replica, `--replicas 3` exits 1 with one line saying so."""
+    assert run_loopbus("provision", "--nats-url", nats_url).returncode == 0
+    done = run_loopbus("provision", "--replicas", "3", "--nats-url", nats_url)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "1 replica(s), not 3" in done.stderr
+
+
+# -- compose's command lines, run for real on this machine ---------------------------------
+
+
+def _wait_healthz(port: int, deadline: float) -> None:
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"node on monitoring port {port} never reported healthy")
+        time.sleep(0.2)
+
+
+class LocalCluster:
+    """compose.yaml's NATS nodes as local processes: names mapped to 127.0.0.1 ports."""
+
+    def __init__(self, services: dict[str, dict[str, Any]], store: Path):
+        self.nodes = nats_nodes(services)
+        self.client = {name: free_port() for name in self.nodes}
+        self.route = {name: free_port() for name in self.nodes}
+        self.http = {name: free_port() for name in self.nodes}
+        self.store = store
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def localise(self, text: str) -> str:
+        """Rewrite compose's ``nats://nX:4222`` / ``nX:6222`` addresses to local ports."""
+        for name in self.nodes:
+            text = text.replace(
+                f"nats://{name}:{CLIENT_PORT}", f"nats://127.0.0.1:{self.client[name]}"
+            )
+            text = text.replace(f"nats://{name}:6222", f"nats://127.0.0.1:{self.route[name]}")
+        return text
+
+    def node_command(self, name: str) -> list[str]:
+        command = list(self.nodes[name]["command"])
+        assert command[0] == "nats-server"
+        out = [server_binary(), "--addr", "127.0.0.1", "--port", str(self.client[name])]
+        for word in command[1:]:
+            flag = word.partition("=")[0]
+            if flag == "--cluster":
+                word = f"--cluster=nats://127.0.0.1:{self.route[name]}"
+            elif flag == "--http_port":
+                word = f"--http_port={self.http[name]}"
+            elif flag == "--store_dir":
+                word = f"--store_dir={self.store / name}"
+            out.append(self.localise(word))
+        return out
+
+    def start(self) -> None:
+        for name in self.nodes:
+            log = open(self.store / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+            self.processes.append(
+                subprocess.Popen(
+                    self.node_command(name),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+            log.close()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def local_cluster(services: dict[str, dict[str, Any]], tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(services, tmp_path)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+async def _log_config(url: str) -> Any:
+    bus = await connect(url, name="tests-compose")
+    try:
+        return await bus.stream_info()
+    finally:
+        await bus.close()
+
+
+@pytest.mark.slow
+def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
+    services: dict[str, dict[str, Any]], local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Compose's command lines, run locally, give 3 healthy nodes, an R3 log, healthy daemons."""
+    deadline = time.monotonic() + 60
+    for name in local_cluster.nodes:
+        _wait_healthz(local_cluster.http[name], deadline)
+
+    provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
+    done = run_loopbus(*provision)
+    assert done.returncode == 0, done.stderr
+    assert "3 replica(s)" in done.stdout
+
+    url = local_cluster.localise(",".join(f"nats://{n}:{CLIENT_PORT}" for n in NODES))
+    info = asyncio.run(_log_config(url))
+    assert info.config.num_replicas == 3
+    assert info.config.deny_delete and info.config.deny_purge
+    assert len(info.cluster.replicas or []) == 2
+
+    env = os.environ | {"LOOPBUS_LOG_LEVEL": "warning"}
+    daemons: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for name in DAEMON_NAMES:
+            command = [local_cluster.localise(w) for w in services[name]["command"]]
+            with open(tmp_path / f"{name}.log", "wb") as log:
+                daemons[name] = subprocess.Popen(
+                    [sys.executable, "-m", "loopbus.cli", *command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                )
+        for name in DAEMON_NAMES:
+            check = [local_cluster.localise(w) for w in services[name]["healthcheck"]["test"][2:]]
+            while True:
+                health = run_loopbus(*check)
+                if health.returncode == 0:
+                    break
+                assert daemons[name].poll() is None, (tmp_path / f"{name}.log").read_text()
+                assert time.monotonic() < deadline, f"{name} never healthy: {health.stderr}"
+                time.sleep(0.5)
+    finally:
+        for process in daemons.values():
+            process.send_signal(signal.SIGTERM)
+        codes = {name: process.wait(timeout=30) for name, process in daemons.items()}
+    assert codes == dict.fromkeys(DAEMON_NAMES, 0)
