@@ -22,7 +22,11 @@ from bus.provision import LOG_STREAM
 from schemas import Event, InvalidEvent, decode_event
 
 _DEFAULT_FILTER = ("loop.>",)
-PENDING_MSGS = 65_536
+PENDING_MSGS = 0
+"""nats-py's own queue is left unbounded: with a limit it *drops* messages when full (a
+"slow consumer"), and an ordered consumer cannot notice a drop at the tail. The bound on
+memory comes from JetStream flow control instead: nats-py answers the server's flow-control
+requests only once earlier messages left its queue, so a slow reader pauses the server."""
 BUFFER_LIMIT = 8_192
 
 
@@ -82,7 +86,7 @@ async def read(
     # ``sub.messages``: nats-py's iterator creates a task and an ``asyncio.wait`` per
     # message, which on replay costs more than decoding and folding together. When the
     # buffer is full the callback waits, nats-py holds back the flow-control reply, and
-    # the server pauses: memory stays bounded however long the log is.
+    # the server pauses: memory stays bounded however long the log is (see PENDING_MSGS).
     buffer: deque[Msg] = deque()
     arrived = asyncio.Event()
     drained = asyncio.Event()

@@ -1,0 +1,212 @@
+"""``loopbus plan check|submit``: a slice plan, validated locally or submitted as a claim.
+
+``check`` publishes nothing: it reads the plan (TOML, or JSON for ``*.json``), validates it
+— with ``--repo``, also against the pending criteria of that repository's ``loopbus.toml``
+— and prints the waves, the disjoint-file sub-waves and the dispatch order. A refused plan
+exits 1 with one line per problem.
+
+``submit`` publishes the plan as a planner's claim; the dispatcher daemon answers it with
+``SlicePlanAccepted`` or a refusal finding (``--wait`` waits for that answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bus import connect_once, read
+from loopbus.commands.report import add_claimant, principal
+from loopbus.errors import LoopbusError, UsageError
+from loopbus.settings import add_nats_url, nats_url
+from loopbus.slice_render import render_schedule
+from projections.planning import (
+    PlanInvalid,
+    parse_plan,
+    plan_format,
+    schedule,
+    unclaimed_extras,
+    validate,
+)
+from projections.slices import REFUSAL_EVIDENCE_KEY
+from schemas import Actor, FindingRaised, project_subjects
+from schemas.ids import is_token
+from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
+from workers.dispatcher.repo import RepoUnreadable, read_pending_file
+
+_json = msgspec.json.Encoder()
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("plan", help="check or submit a slice plan")
+    verbs = parser.add_subparsers(dest="plan_verb", metavar="VERB")
+    verbs.required = True
+
+    check = verbs.add_parser("check", help="validate a plan and show its waves and order")
+    check.add_argument("plan", type=Path, help="plan file (TOML, or JSON when *.json)")
+    check.add_argument(
+        "--repo", type=Path, default=None, help="also check the pending criteria of PATH"
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON document")
+    check.set_defaults(handler=run_check)
+
+    submit = verbs.add_parser("submit", help="publish a plan as a planner's claim")
+    submit.add_argument("plan", type=Path, help="plan file (TOML, or JSON when *.json)")
+    submit.add_argument("--project", required=True)
+    submit.add_argument(
+        "--as",
+        dest="role",
+        choices=("planner", "operator"),
+        default="planner",
+        help="the role claiming (default %(default)s)",
+    )
+    submit.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for the dispatcher's answer (default: do not wait)",
+    )
+    add_claimant(submit)
+    add_nats_url(submit)
+    submit.set_defaults(handler=run_submit)
+
+
+def load_plan(path: Path) -> SlicePlan:
+    """Read and parse a plan file; problems are raised as one :class:`PlanRefused`."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read plan {str(path)!r}: {exc.strerror or exc}") from exc
+    try:
+        return parse_plan(text, plan_format(path.name))
+    except PlanInvalid as exc:
+        raise PlanRefused(str(path), exc.problems) from exc
+
+
+class PlanRefused(LoopbusError):
+    """Raised when a plan does not stand; printed one problem a line."""
+
+    def __init__(self, source: str, problems: list[str]):
+        super().__init__(f"{source}: {len(problems)} problems")
+        self.source = source
+        self.problems = problems
+
+
+def run_check(args: argparse.Namespace) -> int:
+    pending: list[str] | None = None
+    if args.repo is not None:
+        config = args.repo / "loopbus.toml"
+        if not config.is_file():
+            raise UsageError(f"--repo {str(args.repo)!r} has no loopbus.toml at its root")
+        try:
+            pending = read_pending_file(config)
+        except RepoUnreadable as exc:
+            raise LoopbusError(str(exc)) from exc
+    try:
+        plan = load_plan(args.plan)
+        problems = validate(plan, pending)
+        if problems:
+            raise PlanRefused(str(args.plan), problems)
+    except PlanRefused as refused:
+        if args.json:
+            doc = {"accepted": False, "problems": refused.problems}
+            sys.stdout.write(_json.encode(doc).decode() + "\n")
+        for problem in refused.problems:
+            print(f"{refused.source}: {problem}", file=sys.stderr)
+        return 1
+    sched = schedule(plan)
+    warnings = unclaimed_extras(plan, pending) if pending is not None else []
+    if args.json:
+        doc = {
+            "accepted": True,
+            "slice": plan.slice,
+            "order": sched.order,
+            "waves": sched.groups(),
+            "structure": sched.waves,
+            "depth": sched.depth,
+            "dependents": sched.dependents,
+            "pending": pending,
+            "warnings": warnings,
+        }
+        sys.stdout.write(_json.encode(doc).decode() + "\n")
+        return 0
+    checked = (
+        f"{len(pending)} pending criteria of {args.repo} each claimed once"
+        if pending is not None
+        else "criteria not checked against a repository (pass --repo)"
+    )
+    print(f"plan {plan.slice}: {len(plan.units)} units in {len(sched.waves)} waves; {checked}")
+    for line in render_schedule(sched):
+        print(f"  {line}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    if not is_token(args.project):
+        raise UsageError(f"--project {args.project!r} is not a valid project id")
+    if args.wait < 0:
+        raise UsageError(f"--wait {args.wait} must be zero or more seconds")
+    try:
+        plan = load_plan(args.plan)
+    except PlanRefused as refused:
+        for problem in refused.problems:
+            print(f"{refused.source}: {problem}", file=sys.stderr)
+        return 1
+    submission = PlanSubmission(
+        project=args.project,
+        actor=Actor(role=args.role, principal=principal(args)),
+        plan=plan,
+    )
+    return asyncio.run(_submit(nats_url(args), submission, args.wait))
+
+
+async def _submit(url: str, submission: PlanSubmission, wait_s: float) -> int:
+    bus = await connect_once(url)
+    try:
+        ack = await bus.publish(submission)
+        print(
+            f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"
+        )
+        if wait_s <= 0:
+            return 0
+        try:
+            answer = await asyncio.wait_for(_answer(bus, submission, ack.seq), wait_s)
+        except TimeoutError:
+            print(
+                f"no answer within {wait_s:g}s; is the dispatcher running "
+                "(`loopbus up`, or `python -m workers.dispatcher`)?",
+                file=sys.stderr,
+            )
+            return 1
+    finally:
+        await bus.close()
+    if isinstance(answer, SlicePlanAccepted):
+        print(f"accepted: slice {submission.plan.slice} ({answer.id})")
+        return 0
+    print(f"refused ({answer.id}):", file=sys.stderr)
+    for problem in answer.evidence.get("problems", [answer.message]):
+        print(f"  {problem}", file=sys.stderr)
+    return 1
+
+
+async def _answer(
+    bus: Any, submission: PlanSubmission, after: int
+) -> SlicePlanAccepted | FindingRaised:
+    subjects = [project_subjects(submission.project)]
+    async for record in read(bus, subjects=subjects, start_seq=after + 1, follow=True):
+        event = record.event
+        if isinstance(event, SlicePlanAccepted) and event.cause == submission.id:
+            return event
+        if (
+            isinstance(event, FindingRaised)
+            and event.evidence.get(REFUSAL_EVIDENCE_KEY) == submission.id
+        ):
+            return event
+    raise AssertionError("a followed read never ends")  # pragma: no cover

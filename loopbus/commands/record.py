@@ -1,0 +1,75 @@
+"""``loopbus record``: the run record, derived from the log alone.
+
+One entry per unit per dispatch: the heading is the dispatch (``UnitDispatched``, written
+the moment the unit entered its wave) and the lines under it are the completion the
+dispatcher wrote when the unit reached the TERMINAL barrier (``RunEntryCompleted``):
+what ended it, the commands the system ran with their real outcomes, the files changed,
+and what was not run and why. A heading with nothing under it is a unit that was
+dispatched and never came back. Both halves are facts on an immutable log, so the record
+can be read, never edited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+import msgspec
+
+from bus import connect_once, read
+from loopbus.errors import UsageError
+from loopbus.settings import add_nats_url, nats_url
+from loopbus.slice_render import record_json, render_record
+from projections import slices
+from projections.slices import SlicesState
+from schemas import project_subjects
+from schemas.ids import is_token
+
+_json = msgspec.json.Encoder()
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("record", help="the run record of a project, from the log")
+    add_nats_url(parser)
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--slice", default=None, help="only this slice")
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.set_defaults(handler=run)
+
+
+async def fold_slices(url: str, project: str) -> SlicesState:
+    """The slices projection of ``project``, folded from sequence 1 of the log."""
+    bus = await connect_once(url)
+    try:
+        state = slices.initial()
+        async for record in read(bus, subjects=[project_subjects(project)]):
+            if record.event is not None:
+                slices.apply(state, record.event)
+    finally:
+        await bus.close()
+    return state
+
+
+def run(args: argparse.Namespace) -> int:
+    if not is_token(args.project):
+        raise UsageError(f"--project {args.project!r} is not a valid project id")
+    if args.slice is not None and not is_token(args.slice):
+        raise UsageError(f"--slice {args.slice!r} is not a valid slice id")
+    state = asyncio.run(fold_slices(nats_url(args), args.project))
+    if args.slice is not None and args.slice not in state.slices:
+        known = ", ".join(sorted(state.slices)) or "none yet"
+        raise UsageError(f"--slice {args.slice}: no such slice in {args.project} (known: {known})")
+    if args.json:
+        sys.stdout.write(_json.encode(record_json(state, args.slice)).decode() + "\n")
+        return 0
+    scope = f", slice {args.slice}" if args.slice else ""
+    print(f"# Run record of {args.project}{scope}")
+    print()
+    lines = render_record(state, args.slice)
+    if not lines:
+        print("(no unit has been dispatched)")
+    for line in lines:
+        print(line)
+    return 0

@@ -1,0 +1,206 @@
+"""The machinery budget: measured per slice from the log, breaches raised once to standards."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from slice_helpers import BUILDER, SYSTEM, accepted, plan, transition, unit
+
+from bus import Bus, read
+from projections import budgets
+from schemas import Block, Event, FindingRaised, new_id, project_subjects
+from schemas.gates import GateSuiteCompleted, SuiteEntry
+from schemas.reviews import RoundClosed
+from schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
+from workers.standards.daemon import Standards
+
+P = "proj"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def suite(project: str, unit_id: str, seconds: float, cached: list[bool]) -> GateSuiteCompleted:
+    return GateSuiteCompleted(
+        project=project,
+        actor=SYSTEM,
+        commit="c" * 40,
+        tree="d" * 40,
+        unit=unit_id,
+        reason="unit",
+        outcome="pass",
+        checks=[
+            SuiteEntry(check=f"k{i}", outcome="pass", cached=c, result=new_id(), duration_s=1.0)
+            for i, c in enumerate(cached)
+        ],
+        duration_s=seconds,
+        runner="r1",
+    )
+
+
+def rounds(project: str, unit_id: str, action: str, n: int) -> RoundClosed:
+    return RoundClosed(
+        project=project,
+        actor=SYSTEM,
+        unit=unit_id,
+        round=n,
+        head="e" * 40,
+        failure_signature="sig",
+        diff_digest="x",
+        passed=False,
+        convergence="converging",
+        action=action,  # type: ignore[arg-type]
+        cause=new_id(),
+    )
+
+
+def fold(*events: Event) -> budgets.BudgetsState:
+    return budgets.FOLD.fold(events)
+
+
+def measure(state: budgets.BudgetsState, name: str) -> budgets.Measure:
+    return next(m for m in budgets.measures(state.slices["S1"]) if m.budget == name)
+
+
+LIMITS = SliceBudgets(
+    gate_wall_clock_s=60, tokens_per_unit=1000, rework_rounds=2, cache_hit_rate=0.5, wait_s=600
+)
+
+
+def test_every_measure_against_its_limit() -> None:
+    """Wall clock, tokens per delivered unit, rework, cache hit rate and wait are measured."""
+    state = fold(
+        *accepted(P, plan("S1", unit("U1"), unit("U2"), budgets=LIMITS)),
+        transition(P, "U1", "working", by="started", at=T0),
+        suite(P, "U1", 42.0, [False, False, True, True]),
+        suite(P, "U2", 12.0, [True, False]),
+        UsageReport(project=P, actor=BUILDER, unit="U1", tokens_in=700, tokens_out=100),
+        UsageReport(project=P, actor=BUILDER, unit="U2", tokens_in=300, tokens_out=100),
+        rounds(P, "U1", "continue", 1),
+        rounds(P, "U1", "approved", 2),
+        transition(P, "U1", "working", by="returned"),
+        transition(P, "U1", "done", by="merged"),
+    )
+    assert measure(state, "gate_wall_clock").value == 42.0
+    assert measure(state, "tokens_per_unit").value == 1200.0  # 1200 tokens, one delivered
+    assert measure(state, "rework_rounds").value == 2.0  # one "continue", one "returned"
+    assert measure(state, "cache_hit_rate").value == pytest.approx(0.5)
+    assert budgets.breaches(state) == []  # nothing over, and ratios wait for the close
+
+
+def test_time_in_wait_counts_dispatched_units_per_reason() -> None:
+    """Blocked spans of dispatched units are summed per reason; a hold is not machinery wait."""
+    from schemas.slices import UnitDispatched
+
+    dispatched = UnitDispatched(
+        project=P, actor=SYSTEM, slice="S1", unit="U1", wave=0, sub_wave=0, position=0
+    )
+    state = fold(
+        *accepted(P, plan("S1", unit("U1"), unit("U2", "U1"), budgets=LIMITS)),
+        dispatched,
+        transition(P, "U1", "working", by="started", at=T0),
+        transition(
+            P,
+            "U1",
+            "blocked",
+            by="blocked",
+            block=Block("awaiting-gate", "tests"),
+            at=T0 + timedelta(seconds=10),
+        ),
+        transition(P, "U1", "working", by="unblocked", at=T0 + timedelta(seconds=400)),
+        transition(
+            P,
+            "U2",
+            "blocked",
+            by="hold",
+            block=Block("awaiting-dependency", "U1"),
+            at=T0 + timedelta(seconds=401),
+        ),
+        transition(
+            P,
+            "U1",
+            "blocked",
+            by="blocked",
+            block=Block("awaiting-operator", "F1"),
+            at=T0 + timedelta(seconds=500),
+        ),
+        transition(P, "U1", "working", by="unblocked", at=T0 + timedelta(seconds=800)),
+    )
+    assert budgets.wait_by_reason(state.slices["S1"]) == {
+        "awaiting-gate": 390.0,
+        "awaiting-operator": 300.0,
+    }
+    [breach] = budgets.breaches(state)
+    assert (breach.budget, breach.value, breach.limit) == ("wait", 690.0, 600.0)
+
+
+def test_ratios_are_judged_at_the_close() -> None:
+    """Tokens per delivered unit and the cache hit rate breach only once the slice closes."""
+    events = [
+        *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
+        suite(P, "U1", 5.0, [False, False, False]),
+        UsageReport(project=P, actor=BUILDER, unit="U1", tokens_in=5000),
+        transition(P, "U1", "failed", by="gave-up"),
+    ]
+    assert budgets.breaches(fold(*events)) == []
+    closed = SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome="pass"))
+    found = {b.budget: b for b in budgets.breaches(fold(*events, closed))}
+    assert set(found) == {"tokens_per_unit", "cache_hit_rate"}
+    assert "no unit delivered" in found["tokens_per_unit"].detail
+    assert found["cache_hit_rate"].value == 0.0
+
+
+def test_a_raised_breach_is_not_raised_again() -> None:
+    """A standards budget-breach finding on the log marks that (slice, budget) as raised."""
+    from workers.standards.daemon import breach_finding
+
+    events = [
+        *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
+        suite(P, "U1", 90.0, [False]),
+    ]
+    [breach] = budgets.breaches(fold(*events))
+    finding = breach_finding(P, breach)
+    assert finding.owner == "standards" and finding.producer == "standards"
+    assert finding.cls == "budget-breach" and finding.unit is None
+    assert budgets.breaches(fold(*events, finding, suite(P, "U1", 120.0, [False]))) == []
+
+
+async def collect_findings(bus: Bus, project: str) -> list[FindingRaised]:
+    return [
+        r.event
+        async for r in read(bus, subjects=[project_subjects(project)])
+        if isinstance(r.event, FindingRaised)
+    ]
+
+
+async def settle(standards: Standards, bus: Bus, event: Event) -> None:
+    """Publish ``event`` and wait (bounded) until the daemon has folded it and acted."""
+    ack = await bus.publish(event)
+    await asyncio.wait_for(standards.wait_acted(ack.seq), 20)
+
+
+async def test_breach_is_raised_once_to_standards_across_restarts(bus: Bus, project: str) -> None:
+    """Slow suites, more slow suites and a daemon restart make exactly one finding, owned by
+    standards and never by the unit whose suite tripped the budget."""
+    await bus.publish_many(accepted(project, plan("S1", unit("U1"), unit("U2"), budgets=LIMITS)))
+    stop = asyncio.Event()
+    first = Standards(bus, projects=[project])
+    running = asyncio.create_task(first.run(stop))
+    await settle(first, bus, suite(project, "U1", 75.0, [False]))
+    [finding] = await collect_findings(bus, project)
+    assert finding.producer == "standards" and finding.owner == "standards"
+    assert finding.actor.role == "system"
+    assert finding.cls == "budget-breach" and finding.unit is None and finding.slice == "S1"
+    assert finding.target.budget == "gate_wall_clock"  # type: ignore[union-attr]
+    assert finding.evidence["value"] == 75.0 and finding.evidence["limit"] == 60.0
+    await settle(first, bus, suite(project, "U2", 95.0, [False]))
+    stop.set()
+    await running
+    stop = asyncio.Event()
+    second = Standards(bus, projects=[project])
+    running = asyncio.create_task(second.run(stop))
+    await settle(second, bus, suite(project, "U1", 99.0, [True]))
+    stop.set()
+    await running
+    findings = await collect_findings(bus, project)
+    assert [f.id for f in findings] == [finding.id]

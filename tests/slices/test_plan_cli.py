@@ -1,0 +1,201 @@
+"""``loopbus plan check|submit`` and the status renderers, run as a user runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from slice_helpers import PureDispatcher, accepted, loopbus_toml, plan, transition, unit
+
+from bus import Bus
+from loopbus.slice_render import render_budgets, render_slices
+from projections import budgets
+from schemas.slices import SliceBudgets
+from workers.dispatcher.daemon import Dispatcher
+
+CHAIN_VS_FAN = """
+[slice]
+id = "S1"
+capabilities = ["cli"]
+
+[[unit]]
+id = "B"
+files = ["src/b.py"]
+
+[[unit]]
+id = "A"
+files = ["src/a.py"]
+""" + "".join(
+    f'\n[[unit]]\nid = "{x}"\nfiles = ["src/{x.lower()}.py"]\nblocked_by = ["{b}"]\n'
+    for x, b in [("C", "A"), ("D", "C"), ("E", "D"), ("F", "E")] + [(x, "B") for x in "GHIJK"]
+)
+
+
+def loopbus(*args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = os.environ | ({"LOOPBUS_NATS_URL": url} if url else {})
+    return subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_check_prints_order_and_waves_as_json(tmp_path: Path) -> None:
+    """The chain-versus-fan plan: A is dispatched before B, each wave is one group."""
+    done = loopbus("plan", "check", str(write(tmp_path, "plan.toml", CHAIN_VS_FAN)), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["order"] == ["A", "B", "C", "G", "H", "I", "J", "K", "D", "E", "F"]
+    assert doc["waves"] == [["A", "B"], ["C", "G", "H", "I", "J", "K"], ["D"], ["E"], ["F"]]
+
+
+def test_check_shows_sub_waves_as_their_own_groups(tmp_path: Path) -> None:
+    """Units whose owned files overlap come out as separate groups, in dispatch order."""
+    text = (
+        '[slice]\nid = "S1"\n'
+        '[[unit]]\nid = "U1"\nfiles = ["app.py"]\n'
+        '[[unit]]\nid = "U2"\nfiles = ["app.py", "cli.py"]\n'
+        '[[unit]]\nid = "U3"\nfiles = ["lib/"]\n'
+        '[[unit]]\nid = "U4"\nfiles = ["lib/x.py"]\nblocked_by = ["U2"]\n'
+    )
+    done = loopbus("plan", "check", str(write(tmp_path, "p.toml", text)), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["waves"] == [["U2", "U3"], ["U1"], ["U4"]]
+    assert doc["order"] == ["U2", "U3", "U1", "U4"]
+    text_out = loopbus("plan", "check", str(tmp_path / "p.toml"))
+    assert "wave 0.0: U2" in text_out.stdout and "wave 0.1: U1" in text_out.stdout
+
+
+def test_refused_plan_exits_1_with_one_line_per_problem(tmp_path: Path) -> None:
+    """A cycle, an unresolved blocker and a doubly claimed criterion: three lines, exit 1."""
+    text = (
+        '[slice]\nid = "S1"\n'
+        '[[unit]]\nid = "U3"\nblocked_by = ["U5"]\ncriteria = ["t::a"]\n'
+        '[[unit]]\nid = "U5"\nblocked_by = ["U3"]\ncriteria = ["t::a"]\n'
+        '[[unit]]\nid = "U6"\nblocked_by = ["U9"]\n'
+    )
+    done = loopbus("plan", "check", str(write(tmp_path, "bad.toml", text)))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 3, lines
+    assert any("U6: blocked_by U9 does not resolve" in line for line in lines)
+    assert any("dependency cycle: U3 -> U5 -> U3" in line for line in lines)
+    assert any("criterion t::a is claimed by more than one unit: U3, U5" in line for line in lines)
+    as_json = loopbus("plan", "check", str(tmp_path / "bad.toml"), "--json")
+    assert as_json.returncode == 1 and len(json.loads(as_json.stdout)["problems"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("claims", "code", "says"),
+    [
+        pytest.param(["t::a", "t::b"], 0, "2 pending criteria", id="all-claimed"),
+        pytest.param(["t::a"], 1, "pending criterion t::b is claimed by no unit", id="unclaimed"),
+    ],
+)
+def test_check_against_a_repository(
+    tmp_path: Path, claims: list[str], code: int, says: str
+) -> None:
+    """With --repo every pending criterion of its loopbus.toml must be claimed exactly once."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "loopbus.toml").write_text(loopbus_toml("demo", ["t::a", "t::b"], None))
+    quoted = ", ".join(f'"{c}"' for c in claims)
+    text = f'[slice]\nid = "S1"\n[[unit]]\nid = "U1"\ncriteria = [{quoted}]\n'
+    done = loopbus("plan", "check", str(write(tmp_path, "p.toml", text)), "--repo", str(repo))
+    assert done.returncode == code
+    assert says in (done.stdout + done.stderr)
+
+
+def test_json_plan_file_is_read_like_toml(tmp_path: Path) -> None:
+    """A *.json plan with the same fields is checked the same way."""
+    doc = {
+        "slice": {"id": "S1"},
+        "unit": [{"id": "A", "files": ["a"]}, {"id": "B", "files": ["b"], "blocked_by": ["A"]}],
+    }
+    done = loopbus("plan", "check", str(write(tmp_path, "p.json", json.dumps(doc))), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["waves"] == [["A"], ["B"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        pytest.param(["no-such-plan.toml"], 2, "cannot read plan", id="missing-file"),
+        pytest.param(["{plan}", "--repo", "{tmp}"], 2, "has no loopbus.toml", id="repo-no-config"),
+    ],
+)
+def test_check_usage_errors_are_one_line(
+    tmp_path: Path, args: list[str], code: int, says: str
+) -> None:
+    """A missing file or a repository without loopbus.toml is one line, no traceback."""
+    path = write(tmp_path, "p.toml", CHAIN_VS_FAN)
+    argv = [a.format(plan=path, tmp=tmp_path) for a in args]
+    done = loopbus("plan", "check", *argv)
+    assert done.returncode == code
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+async def test_submit_waits_for_the_dispatchers_answer(
+    bus: Bus, project: str, nats_url: str, tmp_path: Path
+) -> None:
+    """``plan submit --wait`` publishes the claim and reports acceptance (0) or refusal (1)."""
+    good = write(tmp_path, "good.toml", CHAIN_VS_FAN)
+    bad = write(
+        tmp_path,
+        "bad.toml",
+        '[slice]\nid = "S2"\n[[unit]]\nid = "X"\nblocked_by = ["Y"]\n[[unit]]\nid = "Y"\n'
+        'blocked_by = ["X"]\n',
+    )
+    stop = asyncio.Event()
+    daemon = asyncio.create_task(Dispatcher(bus, projects=[project]).run(stop))
+    try:
+        ok = await asyncio.to_thread(
+            loopbus, "plan", "submit", str(good), "--project", project, "--wait", "20", url=nats_url
+        )
+        refused = await asyncio.to_thread(
+            loopbus, "plan", "submit", str(bad), "--project", project, "--wait", "20", url=nats_url
+        )
+    finally:
+        stop.set()
+        await daemon
+    assert ok.returncode == 0, ok.stderr
+    assert "accepted: slice S1" in ok.stdout
+    assert refused.returncode == 1
+    assert "dependency cycle: X -> Y -> X" in refused.stderr
+
+
+def test_status_renders_current_wave_waits_and_budgets() -> None:
+    """Status shows the current wave, what each unit waits on, and use against budget."""
+    d = PureDispatcher("p")
+    limits = SliceBudgets(rework_rounds=1, gate_wall_clock_s=30)
+    events = accepted("p", plan("S1", unit("A"), unit("B"), unit("C", "A"), budgets=limits))
+    d.apply(*events)
+    d.step()
+    d.apply(transition("p", "A", "failed", by="gave-up"))
+    d.step()
+    lines = render_slices(d.state)
+    assert "  S1: current wave 0" in lines
+    assert "    C [wave 1] blocked; waiting on awaiting-dependency A" in lines
+    assert "    B [wave 0] dispatched; waiting on its builder to start" in lines
+    d.apply(transition("p", "B", "working", by="started"))
+    assert "    B [wave 0] working; waiting on its builder" in render_slices(d.state)
+    assert "    A [wave 0] failed (gave-up)" in lines
+    use = budgets.FOLD.fold(d.log)
+    shown = "\n".join(render_budgets(use))
+    assert "rework_rounds: 0 / <= 1" in shown and "gate_wall_clock: - / <= 30.0s" in shown

@@ -1,0 +1,230 @@
+"""The slices fold and its decisions, pure: waves, the TERMINAL barrier, holds, capacity."""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from slice_helpers import (
+    BUILDER,
+    OPERATOR,
+    PureDispatcher,
+    accepted,
+    plan,
+    transition,
+    unit,
+)
+
+from projections import slices
+from projections.slices import BlockDependent, Close, Dispatch
+from schemas import FindingRaised
+from schemas.reports import CommitReport, StartedReport
+from schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
+from schemas.targets import PlanTarget
+
+P = "proj"
+
+
+def chain_and_fan() -> SlicePlan:
+    return plan(
+        "S1",
+        unit("B"),
+        *(unit(x, "B") for x in "GHIJK"),
+        unit("A"),
+        unit("C", "A"),
+        unit("D", "C"),
+        unit("E", "D"),
+        unit("F", "E"),
+    )
+
+
+def test_first_wave_dispatches_in_order_and_waits_at_the_barrier() -> None:
+    """Wave 0 goes out longest-chain first; nothing of wave 1 starts before wave 0 settles."""
+    d = PureDispatcher(P)
+    d.apply(*accepted(P, chain_and_fan()))
+    d.step()
+    assert d.dispatched() == ["A", "B"]
+    d.apply(transition(P, "A", "working", by="started"), transition(P, "A", "done", by="merged"))
+    assert [a for a in d.step() if isinstance(a, Dispatch)] == []  # B is not terminal yet
+    d.apply(transition(P, "B", "working", by="started"), transition(P, "B", "done", by="merged"))
+    d.step()
+    assert d.dispatched() == ["A", "B", "C", "G", "H", "I", "J", "K"]
+
+
+def test_barrier_waits_for_terminal_not_success() -> None:
+    """A failed unit satisfies the barrier; its chain is held, the fan keeps draining."""
+    d = PureDispatcher(P)
+    d.apply(*accepted(P, chain_and_fan()))
+    d.step()
+    d.apply(transition(P, "A", "failed", by="halted", ended_by="halted"))
+    actions = d.step()
+    holds = {(a.unit, a.failed) for a in actions if isinstance(a, BlockDependent)}
+    assert holds == {("C", "A"), ("D", "A"), ("E", "A"), ("F", "A")}
+    assert d.dispatched() == ["A", "B"]
+    d.apply(transition(P, "B", "done", by="merged"))
+    d.step()
+    assert d.dispatched() == ["A", "B", "G", "H", "I", "J", "K"]
+    view = d.state.slices["S1"]
+    for held in "CDEF":
+        assert view.units[held].state == "blocked"
+        assert view.units[held].block is not None and view.units[held].block.subject == "A"
+    for leaf in "GHIJ":
+        d.apply(transition(P, leaf, "done", by="merged"))
+    assert not any(isinstance(a, Close) for a in d.step())
+    d.apply(transition(P, "K", "lost", by="heartbeat-lapse"))
+    actions = d.step()
+    assert [a for a in actions if isinstance(a, Close)] == [Close(slice="S1")]
+    summary = slices.settled_summary(view)
+    assert summary == {
+        "done": ["B", "G", "H", "I", "J"],
+        "failed": ["A"],
+        "lost": ["K"],
+        "blocked": ["C", "D", "E", "F"],
+    }
+
+
+def test_capacity_bounds_running_units_across_slices() -> None:
+    """No more than ``capacity`` units run at once; a freed slot goes to the next in order."""
+    d = PureDispatcher(P, capacity=3)
+    d.apply(*accepted(P, plan("S1", *(unit(f"U{i}") for i in range(5)))))
+    d.step()
+    assert d.dispatched() == ["U0", "U1", "U2"]
+    d.apply(transition(P, "U1", "done", by="merged"))
+    d.step()
+    assert d.dispatched() == ["U0", "U1", "U2", "U3"]
+    assert len(slices.running(d.state)) == 3
+
+
+def test_sub_waves_run_one_after_another() -> None:
+    """Units sharing a file never run at once: the second sub-wave waits for the first."""
+    d = PureDispatcher(P)
+    d.apply(
+        *accepted(
+            P,
+            plan(
+                "S1",
+                unit("U1", files=["app.py"]),
+                unit("U2", files=["app.py"]),
+                unit("U3", files=["cli.py"]),
+            ),
+        )
+    )
+    d.step()
+    assert d.dispatched() == ["U1", "U3"]
+    d.apply(transition(P, "U1", "done", by="merged"))
+    d.step()
+    assert d.dispatched() == ["U1", "U3"]
+    d.apply(transition(P, "U3", "failed", by="gave-up"))
+    d.step()
+    assert d.dispatched() == ["U1", "U3", "U2"]
+    dispatched = [e for e in d.log if isinstance(e, UnitDispatched)]
+    assert [(e.wave, e.sub_wave) for e in dispatched] == [(0, 0), (0, 0), (0, 1)]
+
+
+def test_run_record_has_a_stub_until_the_barrier() -> None:
+    """Each dispatch opens an entry; only a unit that reached the barrier gets a completion."""
+    d = PureDispatcher(P)
+    d.apply(*accepted(P, plan("S1", unit("U1"), unit("U2"))))
+    d.step()
+    d.apply(
+        StartedReport(project=P, actor=BUILDER, unit="U1"),
+        CommitReport(project=P, actor=BUILDER, unit="U1", sha="a" * 40),
+        transition(P, "U1", "done", by="merged"),
+        StartedReport(project=P, actor=BUILDER, unit="U2"),
+    )
+    d.step()
+    entries = {e.unit: e for e in slices.record_entries(d.state)}
+    assert entries["U1"].completion is not None
+    assert entries["U1"].completion.returned_nothing is False
+    assert entries["U2"].completion is None
+    d.apply(transition(P, "U2", "lost", by="heartbeat-lapse"))
+    d.step()
+    lost = slices.record_entries(d.state)[1].completion
+    assert lost is not None and lost.state == "lost" and lost.returned_nothing is True
+
+
+def test_refusal_and_acceptance_answer_submissions() -> None:
+    """A submission stays pending until the system accepts it or refuses it by id."""
+    state = slices.initial()
+    events = accepted(P, plan("S1", unit("U1")))
+    slices.apply(state, events[0])
+    assert [s.id for s in slices.pending_submissions(state)] == [events[0].id]
+    slices.apply(state, events[1])
+    assert slices.pending_submissions(state) == []
+    other = accepted(P, plan("S2", unit("V1")))[0]
+    slices.apply(state, other)
+    refusal = FindingRaised(
+        project=P,
+        actor=msgspec.structs.replace(OPERATOR, role="system"),
+        producer="gate_runner",
+        target=PlanTarget(slice="S2"),
+        severity="high",
+        cls="refused-transition",
+        message="refused",
+        evidence={"submission": other.id, "problems": ["x"]},
+    )
+    slices.apply(state, refusal)
+    assert state.submissions[other.id].status == "refused"
+    assert state.submissions[other.id].problems == ["x"]
+
+
+def test_misaligned_criteria_from_field_and_evidence() -> None:
+    """The criteria a misaligned finding names come from its criterion and its evidence."""
+    finding = FindingRaised(
+        project=P,
+        actor=OPERATOR,
+        producer="operator",
+        target=PlanTarget(slice="S1"),
+        severity="high",
+        criterion="t::a",
+        cls="misaligned",
+        message="not what I asked for",
+        evidence={"criteria": "t::b, t::a"},
+    )
+    assert slices.misaligned_criteria(finding) == ["t::a", "t::b"]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[SlicePlan, list[str]]:
+    size = draw(st.integers(min_value=1, max_value=10))
+    names = [f"U{i}" for i in range(size)]
+    units = []
+    for i, name in enumerate(names):
+        blockers = draw(st.lists(st.sampled_from(names[:i]), unique=True)) if i else []
+        files = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, unique=True))
+        units.append(PlannedUnit(id=name, blocked_by=blockers, files=files))
+    endings = draw(st.lists(st.sampled_from(["done", "failed", "lost"]), min_size=size))
+    return SlicePlan(slice="S", units=units), endings
+
+
+@given(runs(), st.integers(min_value=1, max_value=4))
+@settings(max_examples=100, deadline=None)
+def test_a_run_always_settles_and_replays_identically(
+    run: tuple[SlicePlan, list[str]], capacity: int
+) -> None:
+    """Ending units in dispatch order always settles the slice; a failed unit's dependents are
+    never dispatched; no two running units share a file; a replay of the log decides the same."""
+    p, endings = run
+    d = PureDispatcher(P, capacity=capacity)
+    d.apply(*accepted(P, p))
+    for ended in range(100):
+        d.step()
+        running = slices.running(d.state)
+        view = d.state.slices["S"]
+        owned = [view.units[u].files for u in running]
+        assert not any(set(a) & set(b) for i, a in enumerate(owned) for b in owned[i + 1 :])
+        if view.status == "closed":
+            break
+        assert running, "a run that is not closed always has a unit running"
+        victim = running[0]
+        d.apply(transition(P, victim, endings[ended % len(endings)], by="merged"))
+    view = d.state.slices["S"]
+    assert view.status == "closed"
+    for u in p.units:
+        failed = slices.failed_blocker(view, u.id)
+        if failed is not None:
+            assert u.id not in d.dispatched()
+    replay = PureDispatcher(P, capacity=capacity)
+    replay.apply(*d.log)
+    assert replay.state == d.state
+    assert slices.next_actions(replay.state, capacity) == []

@@ -1,0 +1,1 @@
+"""The dispatcher daemon: plans become facts, slices run wave by wave, increments boot."""

@@ -1,0 +1,112 @@
+"""Command line of the dispatcher daemon."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+from workers.cli import Body, daemon_parser, main_for
+from workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
+from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
+from workers.runtime import DaemonContext
+
+log = structlog.get_logger()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = daemon_parser(
+        "dispatcher", "Validate slice plans, dispatch units wave by wave, boot increments."
+    )
+    parser.add_argument(
+        "--repo",
+        action="append",
+        default=[],
+        metavar="[PROJECT=]PATH",
+        help="a project's repository (repeatable); without PROJECT= the project id is read "
+        "from [project] id in the loopbus.toml on its trunk",
+    )
+    parser.add_argument(
+        "--trunk",
+        default=os.environ.get("LOOPBUS_TRUNK", "HEAD"),
+        help="the ref that is trunk in every --repo (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=int,
+        default=int(os.environ.get("LOOPBUS_CAPACITY", DEFAULT_CAPACITY)),
+        help="most units running at once per project (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        help="only these projects (repeatable; default: every project on the log)",
+    )
+
+    def make_body(args: argparse.Namespace) -> Body:
+        if args.capacity < 1:
+            parser.error(f"--capacity {args.capacity} must be at least 1")
+        repos = parse_repos(args.repo, args.trunk)
+
+        async def body(ctx: DaemonContext) -> None:
+            def progress(seq: int) -> None:
+                ctx.last_seq = seq
+
+            dispatcher = Dispatcher(
+                ctx.bus,
+                repos=repos,
+                capacity=args.capacity,
+                projects=args.project,
+                on_record=progress,
+            )
+            await dispatcher.run(ctx.stop)
+
+        return body
+
+    return main_for("dispatcher", parser, make_body, argv)
+
+
+def parse_repos(values: Sequence[str], trunk: str) -> dict[str, ProjectRepo]:
+    """``[PROJECT=]PATH`` options as project -> repository.
+
+    A repository whose project cannot be told is left out with a warning rather than
+    stopping the daemon: its slices still run, and their increments close with an error
+    boot result that names the missing repository.
+    """
+    repos: dict[str, ProjectRepo] = {}
+    for value in values:
+        project, sep, path = value.partition("=")
+        if not sep:
+            project, path = "", value
+        repo = ProjectRepo(Path(path).resolve(), trunk)
+        if not project:
+            try:
+                project = project_id(repo)
+            except RepoUnreadable as exc:
+                log.warning("dispatcher.repo_skipped", repo=str(repo.path), error=str(exc))
+                continue
+        repos[project] = repo
+    return repos
+
+
+def project_id(repo: ProjectRepo) -> str:
+    """``[project] id`` of the ``loopbus.toml`` on the repository's trunk."""
+    info = repo.trunk_commit()
+    if info.config_text is None:
+        raise RepoUnreadable(
+            f"--repo {repo.path}: trunk has no loopbus.toml; pass --repo PROJECT={repo.path}"
+        )
+    try:
+        project = tomllib.loads(info.config_text).get("project", {}).get("id")
+    except (tomllib.TOMLDecodeError, AttributeError) as exc:
+        raise RepoUnreadable(f"--repo {repo.path}: loopbus.toml on trunk: {exc}") from exc
+    if not isinstance(project, str) or not project:
+        raise RepoUnreadable(
+            f"--repo {repo.path}: loopbus.toml has no [project] id; pass --repo PROJECT=PATH"
+        )
+    return project

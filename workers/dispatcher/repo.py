@@ -1,0 +1,160 @@
+"""What the dispatcher reads from a project's repository: trunk, its ``loopbus.toml``, a
+unit's changed files, and the increment's boot check.
+
+The configuration is read with the gate runner's parser (``workers.gate_runner.config``)
+from the trunk commit itself, never from a working tree, so the pending criteria a plan is
+checked against are the ones trunk declares. The boot check is the ``[[check]]`` whose id
+is ``boot``; it runs in a fresh checkout of the trunk commit through the gate runner's
+subprocess executor (process group, hard timeout), and its three outcomes are kept apart:
+exit 0 is pass, another exit is fail, and anything that could not be established (no
+config, no ``boot`` check, could not start, timed out, killed) is error.
+
+Every function here blocks (dulwich, subprocesses); the daemon runs them in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.diff_tree import tree_changes
+from dulwich.objects import Commit
+
+from schemas.slices import BootResult, CommandOutcome
+from workers.gate_runner.config import ProjectConfig, parse_config
+from workers.gate_runner.errors import GateRunnerError
+from workers.gate_runner.executors import RunSpec, SubprocessExecutor
+from workers.gate_runner.trees import CommitInfo, checkout, open_repo, resolve
+
+BOOT_CHECK = "boot"
+"""The id of the check in ``loopbus.toml`` that starts the software and probes it."""
+
+
+class RepoUnreadable(Exception):
+    """Raised when trunk, a commit or the configuration on it cannot be read."""
+
+
+@dataclass(frozen=True)
+class ProjectRepo:
+    """One project's repository and the ref that is its trunk."""
+
+    path: Path
+    trunk: str = "HEAD"
+
+    def trunk_commit(self) -> CommitInfo:
+        try:
+            return resolve(self.path, self.trunk)
+        except GateRunnerError as exc:
+            raise RepoUnreadable(str(exc)) from exc
+
+    def config(self, info: CommitInfo) -> ProjectConfig:
+        if info.config_text is None:
+            raise RepoUnreadable(f"commit {info.commit[:12]} has no loopbus.toml")
+        try:
+            return parse_config(info.config_text)
+        except GateRunnerError as exc:
+            raise RepoUnreadable(f"loopbus.toml at {info.commit[:12]}: {exc}") from exc
+
+    def pending(self) -> tuple[list[str], str]:
+        """(pending criteria declared on trunk, where they were read)."""
+        info = self.trunk_commit()
+        config = self.config(info)
+        return pending_criteria(config), f"loopbus.toml@{info.commit}"
+
+    def commands(self, commit: str | None) -> dict[str, str]:
+        """check id -> the command as configured at ``commit`` (empty when unreadable)."""
+        try:
+            info = resolve(self.path, commit) if commit else self.trunk_commit()
+            return {spec.id: spec.command for spec in self.config(info).checks}
+        except (GateRunnerError, RepoUnreadable):
+            return {}
+
+    def files_changed(self, base: str, head: str) -> list[str]:
+        """Paths that differ between two commits' trees, sorted."""
+        try:
+            with open_repo(self.path) as repo:
+                old, new = repo[base.encode()], repo[head.encode()]
+                if not isinstance(old, Commit) or not isinstance(new, Commit):
+                    raise RepoUnreadable(f"{base[:12]} or {head[:12]} is not a commit")
+                paths: set[str] = set()
+                for change in tree_changes(repo.object_store, old.tree, new.tree):
+                    for side in (change.old, change.new):
+                        if side is not None and side.path is not None:
+                            paths.add(side.path.decode("utf-8", errors="surrogateescape"))
+                return sorted(paths)
+        except (KeyError, GateRunnerError) as exc:
+            raise RepoUnreadable(f"cannot diff {base[:12]}..{head[:12]}: {exc}") from exc
+
+    def boot(self) -> BootResult:
+        """Run the boot check on the trunk commit; never raises, an unknowable run is error."""
+        try:
+            info = self.trunk_commit()
+        except RepoUnreadable as exc:
+            return BootResult(outcome="error", detail=str(exc))
+        try:
+            spec = self.config(info).check(BOOT_CHECK)
+        except (RepoUnreadable, GateRunnerError) as exc:
+            return BootResult(
+                outcome="error",
+                commit=info.commit,
+                detail=f"no boot check to run on trunk: {exc}",
+            )
+        with tempfile.TemporaryDirectory(prefix="loopbus-boot-") as scratch:
+            work, out = Path(scratch, "work"), Path(scratch, "out")
+            work.mkdir()
+            out.mkdir()
+            try:
+                checkout(self.path, info.tree, work)
+            except GateRunnerError as exc:
+                return BootResult(
+                    outcome="error", command=spec.command, commit=info.commit, detail=str(exc)
+                )
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(out),
+                "LANG": "C.UTF-8",
+                **spec.env,
+            }
+            run = RunSpec(
+                argv=spec.argv(), workdir=work, outdir=out, env=env, timeout_s=spec.timeout_s
+            )
+            output = asyncio.run(SubprocessExecutor().run(run))
+        tail = output.output_tail(1000)
+        outcome: CommandOutcome = "error"
+        if output.start_error is not None:
+            detail = f"could not start: {output.start_error}"
+        elif output.timed_out:
+            detail = f"timed out after {spec.timeout_s:g}s"
+        elif output.exit_code is None:
+            detail = f"killed by signal {output.signal}"
+        else:
+            outcome = "pass" if output.exit_code == 0 else "fail"
+            detail = ""
+        return BootResult(
+            outcome=outcome,
+            command=spec.command,
+            commit=info.commit,
+            exit_code=output.exit_code,
+            duration_s=round(output.duration_s, 3),
+            detail="\n".join(part for part in (detail, tail) if part),
+        )
+
+
+def pending_criteria(config: ProjectConfig) -> list[str]:
+    """Every pending criterion any check of the configuration declares, in file order."""
+    return list(dict.fromkeys(c for spec in config.checks for c in spec.pending))
+
+
+def read_pending_file(path: Path) -> list[str]:
+    """Pending criteria of a ``loopbus.toml`` on disk (``loopbus plan check --repo``)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RepoUnreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return pending_criteria(parse_config(text, source=str(path)))
+    except GateRunnerError as exc:
+        raise RepoUnreadable(str(exc)) from exc

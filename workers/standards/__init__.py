@@ -1,0 +1,1 @@
+"""The standards daemon: machinery-budget breaches, each raised once, owned by standards."""

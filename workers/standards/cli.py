@@ -1,0 +1,28 @@
+"""Command line of the standards daemon."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from workers.cli import Body, daemon_parser, main_for
+from workers.runtime import DaemonContext
+from workers.standards.daemon import Standards
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = daemon_parser("standards", "Raise one budget-breach finding per machinery breach.")
+    parser.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        help="only these projects (repeatable; default: every project on the log)",
+    )
+
+    def make_body(args: argparse.Namespace) -> Body:
+        async def body(ctx: DaemonContext) -> None:
+            await Standards(ctx.bus, projects=args.project).run(ctx.stop)
+
+        return body
+
+    return main_for("standards", parser, make_body, argv)
