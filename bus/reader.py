@@ -1,33 +1,37 @@
 """Reading the log back: ``tail`` (follow) and ``replay`` (up to now) as async iterators.
 
-Both run an ordered consumer from a start sequence (or time) with subject filters: it is
-ephemeral, needs no acks and delivers in stream order, and on the baseline machine it
-reads about four times faster than a pull consumer's ``fetch`` in nats-py.
+Both use an ephemeral pull consumer (no acks, in-memory, filtered by subject) that we feed
+with our own batch requests, keeping at most two batches in flight:
+
+* memory is bounded by the batch size, however long the log and however slow the reader
+  (an ordered *push* consumer let the server run ahead into nats-py's queue: folding a
+  million events took over a gigabyte; with a capped queue nats-py silently drops);
+* every message arrives through one callback into a buffer, so there is no task, future
+  or ``wait_for`` per message (what makes nats-py's own ``fetch`` slow).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bus.connection import Bus
 from bus.provision import LOG_STREAM
 from schemas import Event, InvalidEvent, decode_event
 
 _DEFAULT_FILTER = ("loop.>",)
-PENDING_MSGS = 0
-"""nats-py's own queue is left unbounded: with a limit it *drops* messages when full (a
-"slow consumer"), and an ordered consumer cannot notice a drop at the tail. The bound on
-memory comes from JetStream flow control instead: nats-py answers the server's flow-control
-requests only once earlier messages left its queue, so a slow reader pauses the server."""
-BUFFER_LIMIT = 8_192
+BATCH = 2_000
+"""Messages per pull request; at most two requests are outstanding."""
+EXPIRES_S = 5.0
+"""How long one pull request waits on the server when there is nothing new (follow)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,95 @@ class Record:
     data: bytes = b""
     pending: int = 0
     """Messages matching the filter still behind this one when it was delivered."""
+
+
+def _consumer_config(
+    subjects: Sequence[str], start_seq: int, start_time: datetime | None
+) -> ConsumerConfig:
+    if start_time is not None:
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_TIME,
+            opt_start_time=start_time.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        )
+    else:
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
+        )
+    config.ack_policy = AckPolicy.NONE
+    config.mem_storage = True
+    config.num_replicas = 1
+    config.inactive_threshold = 60.0  # a reader that vanished leaves no consumer behind
+    config.max_waiting = 4
+    if len(subjects) == 1:
+        config.filter_subject = subjects[0]
+    else:
+        config.filter_subjects = list(subjects)
+    return config
+
+
+class _Puller:
+    """Keeps up to two batch requests outstanding and collects what they deliver.
+
+    The server serves a consumer's waiting requests in order, so the messages and the
+    terminating statuses that arrive belong to the oldest open request: ``open`` holds how
+    many messages each open request may still bring.
+    """
+
+    def __init__(self, bus: Bus, consumer: str, follow: bool):
+        self.bus = bus
+        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{LOG_STREAM}.{consumer}"
+        self.inbox = bus.nc.new_inbox()
+        self.follow = follow
+        self.buffer: deque[Msg] = deque()
+        self.arrived = asyncio.Event()
+        self.open: deque[int] = deque()
+        self.failed: str | None = None
+
+    async def on_message(self, msg: Msg) -> None:
+        headers = msg.headers or {}
+        status = headers.get("Status")
+        if status is None:
+            self.buffer.append(msg)
+            if self.open:
+                self.open[0] -= 1
+                if self.open[0] <= 0:
+                    self.open.popleft()  # the request got its whole batch
+        elif status == "100":  # idle heartbeat
+            return
+        else:
+            # 404 no messages / 408 expired: that request is over. 409 ends it too; a
+            # deleted consumer means no request will ever be answered again.
+            if self.open:
+                self.open.popleft()
+            if status == "409" and "deleted" in headers.get("Description", "").lower():
+                self.failed = f"{status} {headers.get('Description', '')}"
+        self.arrived.set()
+
+    async def top_up(self) -> None:
+        """Ask for more while fewer than two requests are open and the buffer is low."""
+        while len(self.open) < 2 and sum(self.open) < BATCH and len(self.buffer) < BATCH:
+            body: dict[str, object] = {"batch": BATCH}
+            if self.follow:
+                body["expires"] = int(EXPIRES_S * 1e9)
+                body["idle_heartbeat"] = int(EXPIRES_S / 2 * 1e9)
+            else:
+                body["no_wait"] = True
+            self.open.append(BATCH)
+            await self.bus.nc.publish(self.subject, json.dumps(body).encode(), reply=self.inbox)
+
+    async def next(self) -> Msg:
+        while not self.buffer:
+            if self.failed:
+                raise RuntimeError(f"log consumer failed: {self.failed}")
+            self.arrived.clear()
+            await self.top_up()
+            if self.buffer:
+                break
+            await self.arrived.wait()
+        msg = self.buffer.popleft()
+        if len(self.buffer) < BATCH // 2:
+            await self.top_up()
+        return msg
 
 
 async def read(
@@ -69,60 +162,18 @@ async def read(
         stop_at = last if stop_at is None else min(stop_at, last)
         if stop_at < max(start_seq, 1) and start_time is None:
             return
-    if start_time is not None:
-        config = ConsumerConfig(
-            deliver_policy=DeliverPolicy.BY_START_TIME,
-            opt_start_time=start_time.isoformat().replace("+00:00", "Z"),
-        )
-    else:
-        config = ConsumerConfig(
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
-        )
-    if len(subjects) == 1:
-        config.filter_subject = subjects[0]
-    else:
-        config.filter_subjects = list(subjects)
-    # Messages are handed over through a callback into a bounded buffer rather than with
-    # ``sub.messages``: nats-py's iterator creates a task and an ``asyncio.wait`` per
-    # message, which on replay costs more than decoding and folding together. When the
-    # buffer is full the callback waits, nats-py holds back the flow-control reply, and
-    # the server pauses: memory stays bounded however long the log is (see PENDING_MSGS).
-    buffer: deque[Msg] = deque()
-    arrived = asyncio.Event()
-    drained = asyncio.Event()
-
-    async def on_message(msg: Msg) -> None:
-        while len(buffer) >= BUFFER_LIMIT:
-            drained.clear()
-            await drained.wait()
-        buffer.append(msg)
-        arrived.set()
-
-    sub = await bus.js.subscribe(
-        subjects[0],
-        stream=LOG_STREAM,
-        ordered_consumer=True,
-        config=config,
-        cb=on_message,
-        pending_msgs_limit=PENDING_MSGS,
-        pending_bytes_limit=-1,
+    info = await bus.js.add_consumer(
+        LOG_STREAM, config=_consumer_config(subjects, start_seq, start_time)
     )
+    consumer = str(info.name)
+    if not follow and info.num_pending == 0:
+        await _delete(bus, consumer)
+        return
+    puller = _Puller(bus, consumer, follow)
+    sub = await bus.nc.subscribe(puller.inbox, cb=puller.on_message, pending_msgs_limit=0)
     try:
-        if not follow:
-            # Push delivery starts at once, so "nothing pending" alone may mean "all already
-            # delivered to us"; only nothing pending *and* nothing delivered means empty.
-            info = await sub.consumer_info()
-            if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
-                return
         while True:
-            if not buffer:
-                arrived.clear()
-                drained.set()
-                await arrived.wait()
-                continue
-            msg = buffer.popleft()
-            if len(buffer) < BUFFER_LIMIT // 2:
-                drained.set()
+            msg = await puller.next()
             seq, time_ns, pending = _position(msg)
             if stop_at is not None and seq > stop_at:
                 return
@@ -146,6 +197,12 @@ async def read(
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(sub.unsubscribe())
+        await _delete(bus, consumer)
+
+
+async def _delete(bus: Bus, consumer: str) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.shield(bus.js.delete_consumer(LOG_STREAM, consumer))
 
 
 def _position(msg: Msg) -> tuple[int, int, int]:
