@@ -1,0 +1,182 @@
+"""``loopbus gate run``: run a commit's gates once, through the same code path as the daemon.
+
+Results go on the running bus, so the cache is shared with the gate-runner daemon (and
+with every other ``loopbus gate run``): a check already established for the same tree and
+configuration is answered from the log without running anything.
+
+Exit status: 0 when every check passed, 1 when any is red (fail or error), 2 on a usage
+mistake (not a repository, no such commit or check, an invalid ``loopbus.toml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bus import connect_once, ensure_log
+from loopbus.errors import UsageError
+from loopbus.settings import DEFAULT_DATA_DIR, add_nats_url, nats_url
+from schemas import format_target
+from workers.gate_runner.config import ProjectConfig, parse_config
+from workers.gate_runner.errors import ConfigError, GateRunnerError
+from workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
+from workers.gate_runner.signing import DEFAULT_NAME, load_or_create
+from workers.gate_runner.trees import CONFIG_FILE, resolve
+from workers.runtime import configure_logging
+
+
+def register(sub: Any) -> None:
+    gate = sub.add_parser("gate", help="run a commit's gates (cached, signed, three outcomes)")
+    actions = gate.add_subparsers(dest="gate_action", metavar="ACTION", parser_class=type(gate))
+    actions.required = True
+    run_parser = actions.add_parser(
+        "run", help="run every check (or --check) on a commit and print each outcome"
+    )
+    add_nats_url(run_parser)
+    run_parser.add_argument(
+        "--repo",
+        type=Path,
+        default=Path(os.environ.get("LOOPBUS_REPO", ".")),
+        help="the repository (default: $LOOPBUS_REPO, else the current directory)",
+    )
+    run_parser.add_argument("--commit", default=None, metavar="SHA", help="default: HEAD")
+    run_parser.add_argument(
+        "--check", action="append", default=[], metavar="ID", help="only this check (repeatable)"
+    )
+    run_parser.add_argument("--json", action="store_true", help="one JSON object per check")
+    run_parser.add_argument(
+        "--force", action="store_true", help="run even when a cached pass or fail exists"
+    )
+    run_parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("LOOPBUS_DATA_DIR", str(DEFAULT_DATA_DIR))),
+        help="where the runner key lives (default: $LOOPBUS_DATA_DIR, else .loopbus)",
+    )
+    run_parser.add_argument("--runner-name", default=DEFAULT_NAME, help="key name")
+    run_parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
+    run_parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``loopbus gate run``: 0 all green, 1 any red, 2 usage."""
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give 1 or more")
+    # stdout is the command's output (a table, or JSON lines); logs go to stderr, quietly.
+    configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"), json=False)
+    config = _preflight(args.repo, args.commit, args.check)
+    try:
+        signer = load_or_create(args.data_dir, args.runner_name)
+    except GateRunnerError as exc:
+        raise UsageError(str(exc)) from exc
+    suite = asyncio.run(_run(args, signer, config))
+    if suite.config_error is not None:
+        raise UsageError(str(suite.config_error))
+    if suite.error:
+        raise UsageError(suite.error)
+    if args.json:
+        for check in suite.checks:
+            print(json.dumps(check_json(check), sort_keys=True))
+    else:
+        _print_human(suite)
+    return 0 if suite.green else 1
+
+
+def _preflight(repo: Path, commit: str | None, checks: list[str]) -> ProjectConfig:
+    """Usage mistakes are found before touching the bus."""
+    try:
+        info = resolve(repo, commit)
+    except GateRunnerError as exc:
+        raise UsageError(str(exc)) from exc
+    if info.config_text is None:
+        raise UsageError(
+            f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root; see docs/gates.md"
+        )
+    try:
+        config = parse_config(info.config_text)
+        for check in checks:
+            config.check(check)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    return config
+
+
+async def _run(args: argparse.Namespace, signer: Any, config: ProjectConfig) -> SuiteResult:
+    bus = await connect_once(nats_url(args))
+    try:
+        await ensure_log(bus.js)
+        runner = GateRunner(
+            bus,
+            args.repo,
+            signer,
+            principal="loopbus-gate-run",
+            jobs=args.jobs,
+            project=config.project,
+        )
+        return await runner.run_commit(
+            args.commit, checks=args.check, reason="manual", force=args.force
+        )
+    finally:
+        await bus.close()
+
+
+def check_json(check: CheckRun) -> dict[str, Any]:
+    """One check as the ``--json`` line: outcome, cache, tree, timing and findings."""
+    result = check.result
+    return {
+        "check": check.check,
+        "outcome": check.outcome,
+        "cached": check.cached,
+        "tree": result.tree,
+        "commit": result.commit,
+        "inputs": result.inputs,
+        "config_sha": result.config_sha,
+        "duration_s": round(result.duration_s, 6),
+        "cost": msgspec.to_builtins(result.cost) if result.cost else None,
+        "summary": result.summary,
+        "error": result.error,
+        "result": result.id,
+        "seq": check.seq,
+        "runner": result.runner,
+        "findings_total": result.findings_total,
+        "findings": [
+            {
+                "id": f.id,
+                "target": format_target(f.target),
+                "severity": f.severity,
+                "criterion": f.criterion,
+                "message": f.message,
+                "evidence": f.evidence,
+            }
+            for f in check.findings
+        ],
+    }
+
+
+_MARK = {"pass": "pass ", "fail": "FAIL ", "error": "ERROR"}
+
+
+def _print_human(suite: SuiteResult) -> None:
+    out = sys.stdout
+    commit = (suite.commit or "?")[:12]
+    tree = (suite.tree or "?")[:12]
+    print(f"gates for {suite.project} at {commit} (tree {tree})", file=out)
+    width = max((len(c.check) for c in suite.checks), default=5)
+    for check in suite.checks:
+        source = "cached" if check.cached else "ran"
+        line = f"  {_MARK[check.outcome]}  {check.check:<{width}}  {check.duration_s:7.2f}s  "
+        line += f"{source:<6}  {check.result.error or check.result.summary}"
+        print(line, file=out)
+        for finding in check.findings:
+            target = format_target(finding.target)
+            print(f"      {finding.severity:<8} {target}  {finding.message}", file=out)
+    red = [c.check for c in suite.checks if c.outcome != "pass"]
+    verdict = "green" if not red else f"red ({', '.join(red)})"
+    print(f"suite: {suite.outcome}, {verdict}", file=out)

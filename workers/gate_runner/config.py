@@ -1,0 +1,410 @@
+"""``loopbus.toml``: a project's gate configuration, parsed and validated.
+
+The file lives at the root of the repository and is read from the commit being gated (not
+from whatever is checked out), so a commit's gates, its ``pending`` list included, are the
+ones that commit declares. Every mistake is one :class:`ConfigError` line naming the
+field, the value and the fix. See ``docs/gates.md`` for the format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from workers.gate_runner.errors import ConfigError, WeakensProfile
+
+CONFIG_FILE = "loopbus.toml"
+PARSERS: tuple[str, ...] = ("pytest", "ruff", "exit-code")
+DEFAULT_TIMEOUT_S = 600.0
+RUNNER_SEMANTICS = "loopbus-gate-runner/1"
+"""Part of every config digest: bump it when a parser's reading of tool output changes, so
+results established under the old reading are not served from the cache."""
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending")
+PROJECT_KEYS = ("id", "capabilities", "salt")
+TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge")
+# [review] and [investigator] are read and validated by workers/reviewer/config.py;
+# [merge] by workers/merger/config.py.
+
+_digest_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+class CheckSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One resolved check: what to run, how to read its output, and where it came from.
+
+    ``origin`` is ``project`` or ``profile:<name>@<version>``; ``reads`` is ``("*",)`` when
+    the check reads the whole tree.
+    """
+
+    id: str
+    command: str
+    parser: str
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    reads: tuple[str, ...] = ("*",)
+    image: str | None = None
+    env: dict[str, str] = {}
+    pending: tuple[str, ...] = ()
+    origin: str = "project"
+
+    def argv(self) -> list[str]:
+        """The command split into words the way a POSIX shell would (no shell runs it)."""
+        return shlex.split(self.command)
+
+    @property
+    def reads_all(self) -> bool:
+        return "*" in self.reads
+
+    def config_sha(self, salt: str = "") -> str:
+        """Digest of everything that decides what this check measures (and the salt)."""
+        doc = {
+            "semantics": RUNNER_SEMANTICS,
+            "salt": salt,
+            "id": self.id,
+            "command": self.command,
+            "parser": self.parser,
+            "timeout_s": self.timeout_s,
+            "reads": sorted(self.reads),
+            "image": self.image,
+            "env": self.env,
+            "pending": sorted(self.pending),
+            "origin": self.origin,
+        }
+        return hashlib.sha256(_digest_encoder.encode(doc)).hexdigest()
+
+
+class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated ``loopbus.toml`` with the capability profiles' checks merged in
+    (profile checks first, then the project's own, each in file order)."""
+
+    project: str
+    capabilities: tuple[str, ...] = ()
+    salt: str = ""
+    checks: tuple[CheckSpec, ...] = ()
+    params: dict[str, dict[str, str]] = {}
+    text: str = ""
+
+    def check(self, check_id: str) -> CheckSpec:
+        for spec in self.checks:
+            if spec.id == check_id:
+                return spec
+        known = ", ".join(c.id for c in self.checks) or "none"
+        raise ConfigError("check", check_id, f"no such check; this project's checks: {known}")
+
+    def line_of(self, needle: str) -> int:
+        """The 1-based line of ``loopbus.toml`` where ``needle`` first appears quoted (else 1)."""
+        for quoted in (f'"{needle}"', f"'{needle}'", needle):
+            for number, line in enumerate(self.text.splitlines(), start=1):
+                if quoted in line:
+                    return number
+        return 1
+
+
+def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
+    """Parse and validate a ``loopbus.toml``; raise :class:`ConfigError` on the first mistake."""
+    from workers.gate_runner.profiles import load_profiles  # profiles reuse this module
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            "file", None, f"not valid TOML ({exc}); fix the syntax", source=source
+        ) from exc
+    _known_keys(doc, TOP_KEYS, "", source)
+    project = doc.get("project")
+    if not isinstance(project, dict):
+        raise ConfigError(
+            "project", None, 'add a [project] table with id = "<project id>"', source=source
+        )
+    _known_keys(project, PROJECT_KEYS, "project.", source)
+    project_id = _token(project.get("id"), "project.id", source)
+    salt = project.get("salt", "")
+    if not isinstance(salt, str):
+        raise ConfigError(
+            "project.salt", salt, "a salt is a string; change it to drop the cache", source=source
+        )
+    profiles = load_profiles()
+    capabilities = _capabilities(project.get("capabilities", []), profiles, source)
+    params = _params(doc.get("capability", {}), capabilities, profiles, source)
+
+    checks: list[CheckSpec] = []
+    owner: dict[str, str] = {}
+    for name in capabilities:
+        for spec in profiles[name].resolve(params.get(name, {})):
+            if spec.id in owner:
+                continue  # the same check brought by two profiles runs once
+            owner[spec.id] = name
+            checks.append(spec)
+
+    tables = doc.get("check", [])
+    if not isinstance(tables, list):
+        raise ConfigError("check", tables, "write each check as a [[check]] table", source=source)
+    for index, table in enumerate(tables):
+        where = f"check[{index}]"
+        fields = parse_check_table(table, where, source=source)
+        check_id = fields["id"]
+        if check_id in owner:
+            profile = owner[check_id]
+            if profile == "project":
+                raise ConfigError(
+                    f"{where}.id",
+                    check_id,
+                    "another check has this id; ids must be unique",
+                    source=source,
+                )
+            raise WeakensProfile(f"{where}.id", check_id, profile, check_id)
+        owner[check_id] = "project"
+        checks.append(CheckSpec(**fields, origin="project"))
+    if not checks:
+        raise ConfigError(
+            "check",
+            None,
+            "declare at least one [[check]] or a capability whose profile brings checks",
+            source=source,
+        )
+    return ProjectConfig(
+        project=project_id,
+        capabilities=tuple(capabilities),
+        salt=salt,
+        checks=tuple(checks),
+        params=params,
+        text=text,
+    )
+
+
+def load_config_text(text: str) -> ProjectConfig:
+    """``parse_config`` under the name the docs test looks for (``# loopbus.toml`` blocks)."""
+    return parse_config(text)
+
+
+def parse_check_table(
+    table: Any, where: str, *, source: str, placeholders: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """Validate one ``[[check]]`` table into :class:`CheckSpec` fields (without ``origin``).
+
+    ``placeholders`` (profiles only) are the ``{name}`` parameters a command may use.
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(where, table, "write each check as a [[check]] table", source=source)
+    _known_keys(table, CHECK_KEYS, f"{where}.", source)
+    check_id = _token(table.get("id"), f"{where}.id", source)
+    command = table.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ConfigError(
+            f"{where}.command",
+            command,
+            'give the command to run, e.g. command = "python -m pytest -q"',
+            source=source,
+        )
+    _command_words(command, f"{where}.command", source, placeholders)
+    parser = table.get("parser", "exit-code")
+    if parser not in PARSERS:
+        raise ConfigError(
+            f"{where}.parser", parser, f"use one of {', '.join(PARSERS)}", source=source
+        )
+    timeout_s = _timeout(table.get("timeout", DEFAULT_TIMEOUT_S), f"{where}.timeout", source)
+    reads = _reads(table.get("reads", ["*"]), f"{where}.reads", source)
+    image = table.get("image")
+    if image is not None and (not isinstance(image, str) or not image.strip()):
+        raise ConfigError(
+            f"{where}.image",
+            image,
+            'name a container image, e.g. "python:3.12-slim"',
+            source=source,
+        )
+    env = _env(table.get("env", {}), f"{where}.env", source)
+    pending = _pending(table.get("pending", []), parser, f"{where}.pending", source)
+    return {
+        "id": check_id,
+        "command": command,
+        "parser": parser,
+        "timeout_s": timeout_s,
+        "reads": reads,
+        "image": image,
+        "env": env,
+        "pending": pending,
+    }
+
+
+# -- field validators --------------------------------------------------------------------
+
+
+def _known_keys(
+    table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, source: str
+) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                f"{prefix}{key}",
+                table[key],
+                f"unknown key; allowed: {', '.join(allowed)}",
+                source=source,
+            )
+
+
+def _token(value: Any, field: str, source: str) -> str:
+    if value is None:
+        raise ConfigError(field, None, "required; letters, digits, '-' or '_'", source=source)
+    if not isinstance(value, str) or not _TOKEN.match(value):
+        raise ConfigError(
+            field,
+            value,
+            "use 1-64 letters, digits, '-' or '_' (no dots or spaces)",
+            source=source,
+        )
+    return value
+
+
+def _command_words(
+    command: str, field: str, source: str, placeholders: frozenset[str] | None
+) -> None:
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise ConfigError(
+            field, command, f"cannot split into words ({exc})", source=source
+        ) from exc
+    if not words:
+        raise ConfigError(field, command, "the command is empty", source=source)
+    if placeholders is None:
+        return
+    for name in re.findall(r"\{([^{}]*)\}", command):
+        if name not in placeholders:
+            raise ConfigError(
+                field,
+                command,
+                f"uses {{{name}}} but the profile declares no such param",
+                source=source,
+            )
+
+
+def _timeout(value: Any, field: str, source: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(field, value, "give seconds (300) or a duration ('5m')", source=source)
+    if isinstance(value, int | float):
+        if value <= 0:
+            raise ConfigError(field, value, "a timeout must be greater than zero", source=source)
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value, field)
+        except InvalidValue as exc:
+            raise ConfigError(field, value, exc.hint, source=source) from exc
+    raise ConfigError(field, value, "give seconds (300) or a duration ('5m')", source=source)
+
+
+def _reads(value: Any, field: str, source: str) -> tuple[str, ...]:
+    if value == "*":
+        return ("*",)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(
+            field,
+            value,
+            'list the paths or globs it reads (["src/", "*.py"]) or "*"',
+            source=source,
+        )
+    for pattern in value:
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ConfigError(
+                field, pattern, "paths are relative to the repository root", source=source
+            )
+    return ("*",) if "*" in value else tuple(value)
+
+
+def _env(value: Any, field: str, source: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(
+            field, value, 'write env as a table: env = { KEY = "value" }', source=source
+        )
+    env: dict[str, str] = {}
+    for key, item in value.items():
+        if not _ENV_NAME.match(key):
+            raise ConfigError(f"{field}.{key}", item, "not a valid variable name", source=source)
+        if key.startswith("LOOPBUS_"):
+            raise ConfigError(
+                f"{field}.{key}", item, "LOOPBUS_* variables are the runner's own", source=source
+            )
+        if not isinstance(item, str):
+            raise ConfigError(f"{field}.{key}", item, "env values are strings", source=source)
+        env[key] = item
+    return env
+
+
+def _pending(value: Any, parser: str, field: str, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            field, value, 'list pytest node ids, e.g. ["tests/test_x.py::test_y"]', source=source
+        )
+    if value and parser != "pytest":
+        raise ConfigError(
+            field,
+            value,
+            'pending tests need parser = "pytest" (it reads each test\'s ending)',
+            source=source,
+        )
+    seen: set[str] = set()
+    for node in value:
+        path, sep, name = node.partition("::")
+        if not sep or not path or not name or node.endswith("::"):
+            raise ConfigError(
+                field,
+                node,
+                "name one test as PATH::TEST (as pytest prints it), not a file",
+                source=source,
+            )
+        if node in seen:
+            raise ConfigError(field, node, "listed twice", source=source)
+        seen.add(node)
+    return tuple(value)
+
+
+def _capabilities(value: Any, profiles: Mapping[str, Any], source: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            "project.capabilities", value, 'list capability names, e.g. ["cli"]', source=source
+        )
+    for name in value:
+        if name not in profiles:
+            raise ConfigError(
+                "project.capabilities",
+                name,
+                f"no such capability profile; shipped: {', '.join(sorted(profiles))}",
+                source=source,
+            )
+    return list(dict.fromkeys(value))
+
+
+def _params(
+    value: Any, capabilities: list[str], profiles: Mapping[str, Any], source: str
+) -> dict[str, dict[str, str]]:
+    if not isinstance(value, dict):
+        raise ConfigError(
+            "capability", value, 'write [capability."<name>"] tables of strings', source=source
+        )
+    for name in value:
+        if name not in capabilities:
+            raise ConfigError(
+                f"capability.{name}",
+                value[name],
+                "parameters for a capability the project does not declare; "
+                "add it to project.capabilities or remove the table",
+                source=source,
+            )
+    resolved: dict[str, dict[str, str]] = {}
+    for name in capabilities:
+        table = value.get(name, {})
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"capability.{name}", table, "write a table of strings", source=source
+            )
+        resolved[name] = profiles[name].bind(table, f'capability."{name}"', source)
+    return resolved

@@ -1,0 +1,250 @@
+"""Reading a pytest run, with pending tests narrow and strict.
+
+A test listed in a check's ``pending`` is a criterion nobody has implemented yet. Exactly
+one ending of it is green: its own assertion failing (an ``AssertionError`` raised in the
+test's file during the call). Every other ending is red:
+
+* it passes — red until the same commit removes it from ``pending`` ("clear the marker");
+* it raises anything else, errors in setup or teardown, is skipped or xfailed — red (fail);
+* it was collected but did not run, or its module did not import — red (error);
+* the id names no collected test at all — a configuration error (error).
+
+Tests not listed in ``pending`` are ordinary: any failure or error is red (fail). A
+collection error anywhere, or a pytest exit status other than 0/1, is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.gates import GateOutcome
+from schemas.targets import CheckTarget, CodeTarget
+from workers.gate_runner.config import CheckSpec, ProjectConfig
+from workers.gate_runner.verdicts import Finding, Verdict
+
+EXIT_STATUS = {
+    2: "pytest was interrupted",
+    3: "pytest hit an internal error",
+    4: "pytest was called wrongly (usage error)",
+    5: "pytest collected no tests; nothing was measured",
+}
+
+
+@dataclass
+class TestEnding:
+    """How one test ended, reduced from its setup/call/teardown phases."""
+
+    nodeid: str
+    path: str
+    line: int
+    ending: str  # passed | failed | error | skipped | xfailed | xpassed | norun
+    phase: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def declared_failure(self) -> bool:
+        """Its own assertion failed during the call: the one green ending of a pending test."""
+        return (
+            self.ending == "failed"
+            and bool(self.phase.get("assertion"))
+            and bool(self.phase.get("in_test_file"))
+        )
+
+    def target(self) -> CodeTarget:
+        path = self.phase.get("frame_path") or self.path
+        line = self.phase.get("frame_line") or self.line
+        return CodeTarget(path=str(path), start=max(int(line), 1), end=max(int(line), 1))
+
+
+def ending_of(test: dict[str, Any]) -> TestEnding:
+    phases: dict[str, dict[str, Any]] = test.get("phases", {})
+    nodeid = str(test["nodeid"])
+    path = str(test.get("path") or nodeid.split("::")[0])
+    line = int(test.get("line") or 1)
+    for when in ("setup", "call", "teardown"):
+        phase = phases.get(when)
+        if phase is not None and phase.get("outcome") == "failed":
+            ending = "failed" if when == "call" else "error"
+            return TestEnding(nodeid, path, line, ending, {**phase, "when": when})
+    call = phases.get("call")
+    setup = phases.get("setup", {})
+    if call is None:
+        if setup.get("outcome") == "skipped":
+            kind = "xfailed" if setup.get("xfail") else "skipped"
+            return TestEnding(nodeid, path, line, kind, setup)
+        return TestEnding(nodeid, path, line, "norun", {})
+    if call.get("outcome") == "skipped":
+        return TestEnding(nodeid, path, line, "xfailed" if call.get("xfail") else "skipped", call)
+    return TestEnding(nodeid, path, line, "xpassed" if call.get("xfail") else "passed", call)
+
+
+def _is_instance_of(nodeid: str, pending_id: str) -> bool:
+    """A pending id names a test and each of its parametrisations (``id[...]``)."""
+    return nodeid == pending_id or nodeid.startswith(pending_id + "[")
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig) -> Verdict:
+    """The outcome and findings of one pytest run (a plugin report document)."""
+    findings: list[Finding] = []
+    errors: list[str] = []
+    fails = 0
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "pending": 0}
+
+    for err in report.get("collect_errors", []):
+        errors.append(f"collection error in {err['nodeid'] or err['path']}")
+        findings.append(
+            Finding(
+                target=CodeTarget(
+                    path=str(err["path"]), start=int(err["line"]), end=int(err["line"])
+                ),
+                severity="high",
+                message=f"collection error in {err['nodeid'] or err['path']}: "
+                f"{_first_line(str(err.get('longrepr', '')))}",
+                evidence={"longrepr": err.get("longrepr", "")},
+            )
+        )
+
+    endings = [ending_of(t) for t in report.get("tests", [])]
+    pending = set(check.pending)
+    broken_files = {str(e["path"]) for e in report.get("collect_errors", [])}
+    broken_files |= {str(e["nodeid"]).split("::")[0] for e in report.get("collect_errors", [])}
+    collected = list(report.get("collected", [])) + list(report.get("deselected", []))
+
+    for pid in check.pending:
+        if any(_is_instance_of(n, pid) for n in collected):
+            continue
+        if pid.split("::")[0] in broken_files:
+            continue  # its module did not import; the collection error already says so
+        errors.append(f"pending id {pid} names no test")
+        line = config.line_of(pid)
+        findings.append(
+            Finding(
+                target=CodeTarget(path="loopbus.toml", start=line, end=line),
+                severity="high",
+                message=f"pending id {pid} names no test in this commit: fix the id or remove it "
+                f"from check {check.id!r}",
+                evidence={"pending": pid, "check": check.id},
+            )
+        )
+
+    ran = {e.nodeid for e in endings}
+    for nodeid in report.get("collected", []):
+        if nodeid not in ran:
+            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
+    for nodeid in report.get("deselected", []):
+        if any(_is_instance_of(nodeid, pid) for pid in pending):
+            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
+
+    for ending in endings:
+        pid = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
+        if pid is None:
+            fails += _ordinary(ending, counts, findings)
+            continue
+        counts["pending"] += 1
+        verdict = _pending(ending, pid, config, findings)
+        if verdict == "error":
+            errors.append(f"pending test {ending.nodeid} did not run")
+        elif verdict == "fail":
+            fails += 1
+
+    status = int(report.get("exitstatus", -1))
+    if status not in (0, 1) and not errors:
+        errors.append(EXIT_STATUS.get(status, f"pytest exited with status {status}"))
+        findings.append(
+            Finding(
+                target=CheckTarget(check=check.id),
+                severity="high",
+                message=f"{errors[-1]} (exit status {status})",
+            )
+        )
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
+    outcome: GateOutcome = "error" if errors else ("fail" if fails else "pass")
+    return Verdict(
+        outcome=outcome,
+        summary=summary,
+        error="; ".join(errors[:3]) + ("; …" if len(errors) > 3 else "") if errors else "",
+        findings=findings,
+    )
+
+
+def _ordinary(ending: TestEnding, counts: dict[str, int], findings: list[Finding]) -> int:
+    if ending.ending in ("passed", "xpassed"):
+        counts["passed"] += 1
+        return 0
+    if ending.ending in ("skipped", "xfailed"):
+        counts["skipped"] += 1
+        return 0
+    if ending.ending == "norun":
+        counts["skipped"] += 1
+        return 0
+    counts["failed" if ending.ending == "failed" else "errors"] += 1
+    phase = ending.phase
+    what = phase.get("exception") or "failure"
+    where = "" if ending.ending == "failed" else f" in {phase.get('when', 'setup')}"
+    detail = _first_line(str(phase.get("message") or phase.get("longrepr") or ""))
+    findings.append(
+        Finding(
+            target=ending.target(),
+            severity="high",
+            message=f"{ending.nodeid} failed{where}: {what}" + (f": {detail}" if detail else ""),
+            evidence={"nodeid": ending.nodeid, "longrepr": phase.get("longrepr", "")},
+        )
+    )
+    return 1
+
+
+def _pending(ending: TestEnding, pid: str, config: ProjectConfig, findings: list[Finding]) -> str:
+    """``green``, ``fail`` or ``error`` for one pending test, adding its finding when red."""
+    if ending.declared_failure:
+        return "green"
+    phase = ending.phase
+    evidence = {"nodeid": ending.nodeid, "pending": pid, "longrepr": phase.get("longrepr", "")}
+    if ending.ending in ("passed", "xpassed"):
+        line = config.line_of(pid)
+        findings.append(
+            Finding(
+                target=CodeTarget(path="loopbus.toml", start=line, end=line),
+                severity="medium",
+                message=f"pending test {ending.nodeid} passes: clear the marker (remove {pid!r} "
+                "from pending in loopbus.toml) in this same commit",
+                evidence={**evidence, "test": f"{ending.path}:{ending.line}"},
+            )
+        )
+        return "fail"
+    if ending.ending == "norun":
+        findings.append(
+            Finding(
+                target=CodeTarget(path=ending.path, start=ending.line, end=ending.line),
+                severity="high",
+                message=f"pending test {ending.nodeid} did not run, so nothing was measured",
+                evidence=evidence,
+            )
+        )
+        return "error"
+    if ending.ending in ("skipped", "xfailed"):
+        why = f"pending test {ending.nodeid} was {ending.ending}"
+    elif ending.ending == "error":
+        why = (
+            f"pending test {ending.nodeid} errored in {phase.get('when')}: {phase.get('exception')}"
+        )
+    elif phase.get("assertion"):
+        where = phase.get("frame_path") or "outside the checkout"
+        why = (
+            f"pending test {ending.nodeid} hit an AssertionError in {where}, not its own assertion"
+        )
+    else:
+        why = f"pending test {ending.nodeid} raised {phase.get('exception')}, not its assertion"
+    findings.append(
+        Finding(
+            target=ending.target(),
+            severity="high",
+            message=f"{why}; only the test's own assertion failing is green",
+            evidence=evidence,
+        )
+    )
+    return "fail"

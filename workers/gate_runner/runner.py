@@ -1,0 +1,557 @@
+"""Running a commit's gates: the one code path the daemon, ``loopbus gate run`` and the merger
+share.
+
+For each check: compute the cache key ``(check, inputs, config_sha)`` from the commit's tree
+without checking anything out; answer from the cache when a verified pass or fail exists;
+otherwise check the tree out into a private temporary folder, run the command through an
+executor, parse the output into a verdict, sign the result and publish it atomically with
+its findings. Concurrent asks for the same key in one process share one run. Finally a
+signed :class:`GateSuiteCompleted` records what the suite came to and what it answered.
+
+Public API (for other daemons)::
+
+    runner = GateRunner(bus, repo_path, signer)
+    suite = await runner.run_commit(sha, reason="trunk")     # -> SuiteResult
+    suite.green, suite.outcome, suite.checks[i].cached, suite.checks[i].findings
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bus import Bus
+from schemas import Actor, FindingRaised
+from schemas.gates import (
+    GateOutcome,
+    GateResultRecorded,
+    GateSuiteCompleted,
+    RunReason,
+    SuiteEntry,
+    cache_key,
+    cache_key_digest,
+    worst,
+)
+from schemas.targets import CheckTarget, CodeTarget, RecordTarget
+from workers.gate_runner import trees
+from workers.gate_runner.cache import GateCache
+from workers.gate_runner.config import CheckSpec, ProjectConfig, parse_config
+from workers.gate_runner.errors import ConfigError, RepoError
+from workers.gate_runner.executors import (
+    ContainerExecutor,
+    Executor,
+    RunOutput,
+    RunSpec,
+    SubprocessExecutor,
+    docker_reachable,
+)
+from workers.gate_runner.parsers import REPORT_NAME, parse
+from workers.gate_runner.signing import Signer
+from workers.gate_runner.verdicts import Finding, Verdict
+
+log = structlog.get_logger()
+
+MAX_FINDINGS = 500
+"""Findings published per result; past it, one summary finding stands for the rest (an
+atomic batch holds at most 1000 messages)."""
+EVIDENCE_TEXT_CAP = 4000
+SUITE_CRITERION = "gate-suite"
+"""The criterion of a finding about a whole suite (no such commit, an invalid config)."""
+PASSED_ENV = ("LANG", "LC_ALL", "TZ")
+"""The only variables a check inherits from the runner's own environment (plus PATH)."""
+
+
+@dataclass
+class CheckRun:
+    """One check's answer for one commit."""
+
+    check: str
+    outcome: GateOutcome
+    cached: bool
+    result: GateResultRecorded
+    findings: list[FindingRaised]
+    seq: int | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return self.result.duration_s
+
+
+@dataclass
+class SuiteResult:
+    """Every check's answer for one commit, and the suite fact that recorded it."""
+
+    project: str | None
+    commit: str | None
+    tree: str | None
+    outcome: GateOutcome
+    checks: list[CheckRun] = field(default_factory=list)
+    error: str = ""
+    config_error: ConfigError | None = None
+    suite: GateSuiteCompleted | None = None
+
+    @property
+    def green(self) -> bool:
+        return self.outcome == "pass"
+
+    def check(self, check_id: str) -> CheckRun:
+        return next(run for run in self.checks if run.check == check_id)
+
+
+def scrubbed_env(extra: dict[str, str], home: Path, tmp: Path) -> dict[str, str]:
+    """The whole environment a check sees: no inherited secrets or loopbus settings.
+
+    ``python`` and tools installed next to it (ruff, pytest) resolve first on PATH, so a
+    check runs with the interpreter loopbus runs with unless it names another.
+    """
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    env = {
+        "PATH": path,
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "CI": "true",
+    }
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    env.update(extra)
+    return env
+
+
+class GateRunner:
+    """Runs gates for commits of one repository, publishing to ``bus`` as ``signer``."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        repo: Path,
+        signer: Signer,
+        *,
+        principal: str = "gate-runner",
+        jobs: int = 2,
+        project: str | None = None,
+    ):
+        self.bus = bus
+        self.repo = Path(repo)
+        self.signer = signer
+        self.actor = Actor(role="system", principal=principal)
+        self.project = project
+        self._slots = asyncio.Semaphore(max(jobs, 1))
+        self._caches: dict[str, GateCache] = {}
+        self._opening = asyncio.Lock()
+        self._inflight: dict[str, asyncio.Future[CheckRun]] = {}
+        self._subprocess = SubprocessExecutor()
+        self._container = ContainerExecutor()
+        self.executions = 0  # commands actually run by this process (the benchmark reads it)
+
+    async def cache(self, project: str) -> GateCache:
+        """The project's cache, opened (and this runner's key registered) on first use."""
+        async with self._opening:
+            cache = self._caches.get(project)
+            if cache is None:
+                cache = await GateCache(self.bus, project).open()
+                await cache.ensure_key(self.signer.registration(project, self.actor))
+                self._caches[project] = cache
+            return cache
+
+    # -- the suite -----------------------------------------------------------------------
+
+    async def run_commit(
+        self,
+        commit: str | None = None,
+        *,
+        checks: Sequence[str] = (),
+        unit: str | None = None,
+        reason: RunReason = "manual",
+        cause: str | None = None,
+        force: bool = False,
+    ) -> SuiteResult:
+        """Run (or answer from the cache) every configured check, or ``checks``, on ``commit``
+        (``HEAD`` when ``None``), record a signed suite fact, and return the suite.
+
+        A commit that does not exist or whose ``loopbus.toml`` is missing or invalid is an
+        error suite (with ``config_error`` set for the latter); it is recorded on the log
+        when the project is known (the runner's own project, or the config's).
+        """
+        started = time.monotonic()
+        try:
+            info = await asyncio.to_thread(trees.resolve, self.repo, commit)
+        except RepoError as exc:
+            return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
+        if info.config_text is None:
+            return await self._failed_suite(
+                info.commit,
+                info.tree,
+                f"commit {info.commit[:12]} has no {trees.CONFIG_FILE} at its root "
+                "(see docs/gates.md)",
+                unit,
+                reason,
+                cause,
+                started,
+            )
+        try:
+            config = parse_config(info.config_text)
+            if self.project is not None and config.project != self.project:
+                raise ConfigError(
+                    "project.id", config.project, f"this runner serves project {self.project!r}"
+                )
+            specs = [config.check(c) for c in checks] if checks else list(config.checks)
+        except ConfigError as exc:
+            suite = await self._failed_suite(
+                info.commit,
+                info.tree,
+                str(exc),
+                unit,
+                reason,
+                cause,
+                started,
+                finding=_config_finding(exc, info.config_text),
+            )
+            suite.config_error = exc
+            return suite
+
+        runs = await asyncio.gather(
+            *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
+        )
+        entries = [
+            SuiteEntry(
+                check=run.check,
+                outcome=run.outcome,
+                cached=run.cached,
+                result=run.result.id,
+                duration_s=run.result.duration_s,
+                findings=len(run.findings),
+            )
+            for run in runs
+        ]
+        suite = self.signer.sign(
+            GateSuiteCompleted(
+                project=config.project,
+                actor=self.actor,
+                commit=info.commit,
+                tree=info.tree,
+                unit=unit,
+                reason=reason,
+                cause=cause,
+                outcome=worst([run.outcome for run in runs]),
+                checks=entries,
+                duration_s=time.monotonic() - started,
+                runner=self.signer.runner,
+            )
+        )
+        cache = await self.cache(config.project)
+        reraised = self._reraise(runs, unit, config.project)
+        await self.bus.publish_atomic([*reraised, suite])
+        cache.observe(suite)
+        return SuiteResult(
+            project=config.project,
+            commit=info.commit,
+            tree=info.tree,
+            outcome=suite.outcome,
+            checks=list(runs),
+            suite=suite,
+        )
+
+    async def _failed_suite(
+        self,
+        commit: str | None,
+        tree: str | None,
+        error: str,
+        unit: str | None,
+        reason: RunReason,
+        cause: str | None,
+        started: float,
+        finding: Finding | None = None,
+    ) -> SuiteResult:
+        result = SuiteResult(
+            project=self.project, commit=commit, tree=tree, outcome="error", error=error
+        )
+        if self.project is None:
+            return result
+        suite = self.signer.sign(
+            GateSuiteCompleted(
+                project=self.project,
+                actor=self.actor,
+                commit=commit,
+                tree=tree,
+                unit=unit,
+                reason=reason,
+                cause=cause,
+                outcome="error",
+                error=error,
+                duration_s=time.monotonic() - started,
+                runner=self.signer.runner,
+            )
+        )
+        cache = await self.cache(self.project)
+        raised = finding or Finding(
+            target=RecordTarget(id=f"commit:{commit or 'unknown'}"), severity="high", message=error
+        )
+        event = self._finding_event(self.project, raised, SUITE_CRITERION, unit, {"commit": commit})
+        await self.bus.publish_atomic([event, suite])
+        cache.observe(suite)
+        result.suite = suite
+        return result
+
+    def _reraise(
+        self, runs: Sequence[CheckRun], unit: str | None, project: str
+    ) -> list[FindingRaised]:
+        """Copies, for ``unit``, of a cached red result's findings raised for someone else."""
+        if unit is None:
+            return []
+        copies: list[FindingRaised] = []
+        for run in runs:
+            if not run.cached or run.outcome == "pass":
+                continue
+            for finding in run.findings:
+                if finding.unit == unit or len(copies) >= MAX_FINDINGS:
+                    continue
+                copies.append(
+                    FindingRaised(
+                        project=project,
+                        actor=self.actor,
+                        producer="gate_runner",
+                        target=finding.target,
+                        severity=finding.severity,
+                        criterion=finding.criterion,
+                        cls=finding.cls,
+                        message=finding.message,
+                        evidence={**finding.evidence, "cached_from": run.result.id},
+                        unit=unit,
+                        owner=f"builder:{unit}",
+                    )
+                )
+        return copies
+
+    # -- one check -----------------------------------------------------------------------
+
+    async def run_check(
+        self,
+        config: ProjectConfig,
+        spec: CheckSpec,
+        info: trees.CommitInfo,
+        *,
+        unit: str | None = None,
+        force: bool = False,
+    ) -> CheckRun:
+        """One check on one commit: from the cache, from a run in flight, or run now."""
+        inputs = await asyncio.to_thread(trees.inputs_digest, self.repo, info.tree, spec.reads)
+        config_sha = spec.config_sha(config.salt)
+        key = cache_key(spec.id, inputs, config_sha)
+        cache = await self.cache(config.project)
+        if not force:
+            hit = await cache.lookup(key)
+            if hit is not None:
+                return CheckRun(
+                    spec.id, hit.result.outcome, True, hit.result, hit.findings, hit.seq
+                )
+        flight_key = cache_key_digest(f"{config.project}|{key}|{force}")
+        running = self._inflight.get(flight_key)
+        if running is not None:
+            shared = await asyncio.shield(running)
+            return CheckRun(
+                spec.id, shared.outcome, True, shared.result, shared.findings, shared.seq
+            )
+        future: asyncio.Future[CheckRun] = asyncio.get_running_loop().create_future()
+        self._inflight[flight_key] = future
+        try:
+            run = await self._run_and_record(config, spec, info, inputs, config_sha, unit, cache)
+            future.set_result(run)
+            return run
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here, so an unshared failure is not logged as lost
+            raise
+        finally:
+            del self._inflight[flight_key]
+
+    async def _run_and_record(
+        self,
+        config: ProjectConfig,
+        spec: CheckSpec,
+        info: trees.CommitInfo,
+        inputs: str,
+        config_sha: str,
+        unit: str | None,
+        cache: GateCache,
+    ) -> CheckRun:
+        async with self._slots:
+            started = time.monotonic()
+            verdict, output = await self._execute(config, spec, info)
+            duration = time.monotonic() - started
+        findings = [
+            self._finding_event(
+                config.project, f, spec.id, unit, {"tree": info.tree, "commit": info.commit}
+            )
+            for f in _capped(verdict.findings, spec.id)
+        ]
+        result = self.signer.sign(
+            GateResultRecorded(
+                project=config.project,
+                actor=self.actor,
+                check=spec.id,
+                tree=info.tree,
+                commit=info.commit,
+                inputs=inputs,
+                config_sha=config_sha,
+                outcome=verdict.outcome,
+                error=verdict.error,
+                summary=verdict.summary,
+                duration_s=duration,
+                cost=output.cost if output is not None else None,
+                exit_code=output.exit_code if output is not None else None,
+                executor=output.executor if output is not None else "subprocess",
+                runner=self.signer.runner,
+                findings=[f.id for f in findings],
+                findings_total=len(verdict.findings),
+            )
+        )
+        seq = await cache.record(result, findings)
+        log.info(
+            "gate.recorded",
+            check=spec.id,
+            tree=info.tree,
+            outcome=verdict.outcome,
+            duration_s=round(duration, 3),
+            seq=seq,
+        )
+        return CheckRun(spec.id, verdict.outcome, False, result, findings, seq)
+
+    async def _execute(
+        self, config: ProjectConfig, spec: CheckSpec, info: trees.CommitInfo
+    ) -> tuple[Verdict, RunOutput | None]:
+        """Check out, run, parse; every way this can go wrong ends as an error verdict."""
+        executor: Executor = self._subprocess
+        if spec.image is not None:
+            unreachable = await docker_reachable()
+            if unreachable is not None:
+                return _error_verdict(
+                    spec,
+                    f"it names image {spec.image} but {unreachable}; "
+                    "a containerised check never falls back to the host",
+                ), None
+            executor = self._container
+        scratch = Path(tempfile.mkdtemp(prefix=f"loopbus-gate-{spec.id}-")).resolve()
+        try:
+            work, out = scratch / "work", scratch / "out"
+            for folder in (work, out, out / "home", out / "tmp"):
+                folder.mkdir()
+            try:
+                await asyncio.to_thread(trees.checkout, self.repo, info.tree, work)
+            except (RepoError, OSError, KeyError) as exc:
+                return _error_verdict(spec, f"could not check out tree {info.tree}: {exc}"), None
+            dirs = (work, out)
+            env = scrubbed_env(spec.env, out / "home", out / "tmp")
+            if executor is self._container:
+                env.update({"HOME": "/tmp", "TMPDIR": "/tmp"})
+                env.pop("PATH", None)  # the image's own PATH
+            if spec.parser == "pytest":
+                env.update(_pytest_env(spec.env, executor, dirs))
+            self.executions += 1
+            output = await executor.run(
+                RunSpec(spec.argv(), work, out, env, spec.timeout_s, spec.image)
+            )
+            return parse(spec, output, config, out, executor.view("work", dirs)), output
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+    def _finding_event(
+        self,
+        project: str,
+        finding: Finding,
+        check: str,
+        unit: str | None,
+        context: dict[str, Any],
+    ) -> FindingRaised:
+        return FindingRaised(
+            project=project,
+            actor=self.actor,
+            producer="gate_runner",
+            target=finding.target,
+            severity=finding.severity,
+            criterion=check,
+            message=finding.message[:EVIDENCE_TEXT_CAP],
+            evidence={**_capped_evidence(finding.evidence), **context, "check": check},
+            unit=unit,
+            owner=f"builder:{unit}" if unit else None,
+        )
+
+
+def _pytest_env(
+    check_env: dict[str, str], executor: Executor, dirs: tuple[Path, Path]
+) -> dict[str, str]:
+    """Load the reporting plugin into whatever pytest the command starts."""
+    plugin = executor.view("plugin", dirs)
+    report = f"{executor.view('out', dirs)}/{REPORT_NAME}"
+    python_path = os.pathsep.join(p for p in (plugin, check_env.get("PYTHONPATH", "")) if p)
+    addopts = " ".join(
+        p
+        for p in ("-p loopbus_gate_pytest -p no:cacheprovider", check_env.get("PYTEST_ADDOPTS", ""))
+        if p
+    )
+    return {"PYTHONPATH": python_path, "PYTEST_ADDOPTS": addopts, "LOOPBUS_GATE_REPORT": report}
+
+
+def _error_verdict(spec: CheckSpec, reason: str) -> Verdict:
+    return Verdict(
+        outcome="error",
+        summary=reason,
+        error=reason,
+        findings=[
+            Finding(
+                target=CheckTarget(check=spec.id),
+                severity="high",
+                message=f"check {spec.id!r}: {reason}",
+            )
+        ],
+    )
+
+
+def _capped(findings: list[Finding], check: str) -> list[Finding]:
+    if len(findings) <= MAX_FINDINGS:
+        return findings
+    rest = findings[MAX_FINDINGS - 1 :]
+    files: dict[str, int] = {}
+    for finding in rest:
+        name = finding.target.path if isinstance(finding.target, CodeTarget) else "-"
+        files[name] = files.get(name, 0) + 1
+    summary = Finding(
+        target=CheckTarget(check=check),
+        severity="high",
+        message=f"{len(rest)} more findings from check {check!r} are not listed one by one",
+        evidence={"by_file": dict(sorted(files.items(), key=lambda kv: -kv[1])[:50])},
+    )
+    return [*findings[: MAX_FINDINGS - 1], summary]
+
+
+def _capped_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v[-EVIDENCE_TEXT_CAP:] if isinstance(v, str) else v) for k, v in evidence.items()}
+
+
+def _config_finding(exc: ConfigError, text: str) -> Finding:
+    line = 1
+    if exc.value is not None:
+        needle = str(exc.value)
+        for number, content in enumerate(text.splitlines(), start=1):
+            if needle and needle in content:
+                line = number
+                break
+    return Finding(
+        target=CodeTarget(path=trees.CONFIG_FILE, start=line, end=line),
+        severity="high",
+        message=str(exc),
+        evidence={"field": exc.field},
+    )
