@@ -1,0 +1,382 @@
+"""The ``merges`` projection: approvals to answer, the merge queue, trunk, and trunk-red history.
+
+Everything the merger daemon needs to act, and to resume after a restart, is here:
+
+* ``approvals``: approval claims and accepted approve verdicts not answered yet (an answer
+  is a :class:`MergeQueued` whose ``cause`` is the approval, or a refusal finding whose
+  ``evidence["approval"]`` names it);
+* ``authors``: per unit, every principal whose commit report the system accepted; the
+  merger refuses an approval from any of them;
+* ``queue``: queued heads in approval order, each with its latest decisive candidate test
+  and conflict. An entry leaves the queue when its unit merges (``TrunkAdvanced``) or when
+  the unit moves so that the queued head no longer stands (not working, not ready, or a
+  different head);
+* ``trunk``: the trunk commit as the merger last recorded it, what moved it there, the
+  trunk gates' verdict on it, and the last trunk known green (what a revert goes back to);
+* ``last_advance``: the latest merge that reached trunk, until it is settled (done, or
+  reverted);
+* ``reds``: per unit, the trunk-red findings sent to its author that are still open, with
+  the interface (failing tests) each was about; a second red on the same interface, or
+  the builder giving up, promotes them to ``contract-wrong``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from projections.base import Fold
+from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
+from schemas.merges import (
+    ApproveReport,
+    CandidateTested,
+    CheckVerdict,
+    FailingTest,
+    MergeConflicted,
+    MergeQueued,
+    MergeReverted,
+    TrunkAdvanced,
+)
+from schemas.reports import CommitReport
+from schemas.reviews import VerdictAccepted
+
+REFUSAL_CLASS = "refused-transition"
+TRUNK_RED_CLASS = "trunk-red"
+CONTRACT_WRONG_CLASS = "contract-wrong"
+TRUNK_PRODUCER = "trunk_gate"
+
+
+class Approval(msgspec.Struct, kw_only=True):
+    """An approval waiting for the merger's answer."""
+
+    id: str
+    unit: str
+    head: str
+    approver: str
+    role: str
+    via: str
+    at: datetime
+
+
+class Tested(msgspec.Struct, kw_only=True):
+    """A trunk gate run as the log recorded it (a ``CandidateTested``)."""
+
+    id: str
+    candidate: str
+    tree: str
+    base: str | None
+    outcome: str
+    checks: list[CheckVerdict] = []
+    failing: list[FailingTest] = []
+
+    @property
+    def green(self) -> bool:
+        return self.outcome == "pass"
+
+
+class QueueEntry(msgspec.Struct, kw_only=True):
+    """One queued head: the ``MergeQueued`` id, the approval, and what happened to it since."""
+
+    queued: str
+    unit: str
+    head: str
+    approval: str
+    approver: str
+    via: str
+    at: datetime
+    tested: Tested | None = None
+    """The latest decisive candidate test (it sat directly on the trunk of its time)."""
+    conflicted: str | None = None
+    """The ``MergeConflicted`` id, once the head collided with trunk."""
+
+
+class Advance(msgspec.Struct, kw_only=True):
+    """The latest merge that reached trunk, until it is done or reverted."""
+
+    id: str
+    unit: str
+    commit: str
+    merge: str
+    tree: str
+    previous: str
+    at: datetime
+    reverted: str | None = None
+    done: bool = False
+    """The unit was marked done (trunk green after it merged)."""
+    returned: bool = False
+    """The unit moved after the revert (the merger returns it to work)."""
+
+
+class TrunkView(msgspec.Struct, kw_only=True):
+    """Trunk as the merger last recorded it.
+
+    ``moved_by`` is the ``TrunkAdvanced`` / ``MergeReverted`` id that put it at ``commit``
+    (``None`` when the merger found it there: first sight, or an outside push). ``checked``
+    is the trunk gates' verdict on ``commit`` (``None`` until they ran).
+    """
+
+    commit: str | None = None
+    tree: str | None = None
+    moved_by: str | None = None
+    checked: Tested | None = None
+    green_commit: str | None = None
+    green_tree: str | None = None
+    red_notice: str | None = None
+    """The trunk commit the operator was told is red with no green trunk to go back to."""
+
+
+class RedRecord(msgspec.Struct, kw_only=True):
+    """An open trunk-red finding sent to a unit's author."""
+
+    finding: str
+    unit: str
+    interface: list[str]
+    stage: str
+    at: datetime
+
+
+class MergesState(msgspec.Struct):
+    approvals: list[Approval] = []
+    commit_reports: dict[str, list[str]] = {}
+    """Commit reports not answered yet: report id -> [unit, principal]."""
+    authors: dict[str, list[str]] = {}
+    queue: list[QueueEntry] = []
+    trunk: TrunkView = msgspec.field(default_factory=TrunkView)
+    last_advance: Advance | None = None
+    reds: dict[str, list[RedRecord]] = {}
+    queued: int = 0
+    tested: int = 0
+    merged: int = 0
+    reverted: int = 0
+    conflicted: int = 0
+    promoted: int = 0
+    refused: int = 0
+
+
+def initial() -> MergesState:
+    return MergesState()
+
+
+def apply(state: MergesState, event: Event) -> MergesState:
+    match event:
+        case CommitReport():
+            state.commit_reports[event.id] = [event.unit, event.actor.principal]
+        case UnitTransitioned():
+            _transitioned(state, event)
+        case ApproveReport():
+            state.approvals.append(
+                Approval(
+                    id=event.id,
+                    unit=event.unit,
+                    head=event.head,
+                    approver=event.actor.principal,
+                    role=event.actor.role,
+                    via="report",
+                    at=event.at,
+                )
+            )
+        case VerdictAccepted(decision="approve"):
+            state.approvals.append(
+                Approval(
+                    id=event.id,
+                    unit=event.unit,
+                    head=event.head,
+                    approver=event.reviewer,
+                    role="reviewer",
+                    via="verdict",
+                    at=event.at,
+                )
+            )
+        case MergeQueued():
+            state.approvals = [a for a in state.approvals if a.id != event.cause]
+            state.queued += 1
+            state.queue.append(
+                QueueEntry(
+                    queued=event.id,
+                    unit=event.unit,
+                    head=event.head,
+                    approval=event.approval,
+                    approver=event.approver,
+                    via=event.via,
+                    at=event.at,
+                )
+            )
+        case CandidateTested():
+            _tested(state, event)
+        case TrunkAdvanced():
+            state.merged += 1
+            state.queue = [e for e in state.queue if e.unit != event.unit]
+            trunk = state.trunk
+            state.trunk = TrunkView(
+                commit=event.merge,
+                tree=event.tree,
+                moved_by=event.id,
+                green_commit=trunk.green_commit,
+                green_tree=trunk.green_tree,
+            )
+            state.last_advance = Advance(
+                id=event.id,
+                unit=event.unit,
+                commit=event.commit,
+                merge=event.merge,
+                tree=event.tree,
+                previous=event.previous,
+                at=event.at,
+            )
+        case MergeReverted():
+            state.reverted += 1
+            trunk = state.trunk
+            state.trunk = TrunkView(
+                commit=event.revert,
+                tree=event.tree,
+                moved_by=event.id,
+                green_commit=trunk.green_commit,
+                green_tree=trunk.green_tree,
+            )
+            if state.last_advance is not None and state.last_advance.merge == event.merge:
+                state.last_advance.reverted = event.id
+        case MergeConflicted():
+            state.conflicted += 1
+            for entry in state.queue:
+                if entry.queued == event.cause:
+                    entry.conflicted = event.id
+        case FindingRaised():
+            _finding(state, event)
+        case FindingResolved():
+            _resolved(state, event.finding)
+        case _:
+            pass
+    return state
+
+
+def _transitioned(state: MergesState, event: UnitTransitioned) -> None:
+    if event.by == "commit" and event.cause is not None:
+        claim = state.commit_reports.pop(event.cause, None)
+        if claim is not None and claim[0] == event.unit:
+            principals = state.authors.setdefault(event.unit, [])
+            if claim[1] not in principals:
+                principals.append(claim[1])
+    stands = event.state == "working" and event.ready
+    state.queue = [
+        entry
+        for entry in state.queue
+        if entry.unit != event.unit
+        or (stands and (event.commit is None or event.commit == entry.head))
+    ]
+    advance = state.last_advance
+    if advance is not None and advance.unit == event.unit:
+        if event.by == "merged":
+            advance.done = True
+        elif advance.reverted is not None:
+            advance.returned = True
+
+
+def _tested(state: MergesState, event: CandidateTested) -> None:
+    state.tested += 1
+    tested = Tested(
+        id=event.id,
+        candidate=event.candidate,
+        tree=event.tree,
+        base=event.base,
+        outcome=event.outcome,
+        checks=list(event.checks),
+        failing=list(event.failing),
+    )
+    if event.stage == "candidate":
+        for entry in state.queue:
+            if entry.queued == event.cause:
+                entry.tested = tested
+        return
+    trunk = state.trunk
+    if trunk.commit != event.candidate:  # trunk found somewhere the merger did not put it
+        trunk = state.trunk = TrunkView(
+            commit=event.candidate,
+            tree=event.tree,
+            moved_by=None,
+            green_commit=trunk.green_commit,
+            green_tree=trunk.green_tree,
+            red_notice=trunk.red_notice,
+        )
+    trunk.checked = tested
+    if tested.green:
+        trunk.green_commit, trunk.green_tree = event.candidate, event.tree
+
+
+def _finding(state: MergesState, event: FindingRaised) -> None:
+    evidence: dict[str, Any] = event.evidence
+    if event.cls == REFUSAL_CLASS:
+        report = evidence.get("report")
+        if isinstance(report, str):
+            state.commit_reports.pop(report, None)
+        approval = evidence.get("approval")
+        if isinstance(approval, str):
+            before = len(state.approvals)
+            state.approvals = [a for a in state.approvals if a.id != approval]
+            state.refused += before - len(state.approvals)
+        return
+    if event.producer != TRUNK_PRODUCER:
+        return
+    if event.cls == TRUNK_RED_CLASS and event.unit is not None:
+        interface = evidence.get("interface")
+        state.reds.setdefault(event.unit, []).append(
+            RedRecord(
+                finding=event.id,
+                unit=event.unit,
+                interface=[str(t) for t in interface] if isinstance(interface, list) else [],
+                stage=str(evidence.get("stage", "")),
+                at=event.at,
+            )
+        )
+    elif event.cls == TRUNK_RED_CLASS and evidence.get("trunk_red_without_green"):
+        state.trunk.red_notice = str(evidence.get("trunk", ""))
+    elif event.cls == CONTRACT_WRONG_CLASS:
+        promoted = evidence.get("promoted_from")
+        if isinstance(promoted, list):
+            state.promoted += 1
+            for finding in promoted:
+                _resolved(state, str(finding))
+
+
+def _resolved(state: MergesState, finding: str) -> None:
+    for unit, records in list(state.reds.items()):
+        kept = [r for r in records if r.finding != finding]
+        if kept:
+            state.reds[unit] = kept
+        else:
+            del state.reds[unit]
+
+
+FOLD = Fold(name="merges", state_type=MergesState, initial=initial, apply=apply)
+
+
+# -- queries ----------------------------------------------------------------------------
+
+
+def authors(state: MergesState, unit: str) -> list[str]:
+    """Principals whose commits of ``unit`` the system accepted (its authors)."""
+    return list(state.authors.get(unit, []))
+
+
+def open_reds(state: MergesState, unit: str) -> list[RedRecord]:
+    """Trunk-red findings sent to ``unit``'s author that are still open, oldest first."""
+    return list(state.reds.get(unit, []))
+
+
+def same_interface(record: RedRecord, interface: list[str]) -> list[str]:
+    """The failing tests ``interface`` shares with an earlier red (empty: a different one)."""
+    return sorted(set(record.interface) & set(interface))
+
+
+def entry_of(state: MergesState, unit: str) -> QueueEntry | None:
+    for entry in state.queue:
+        if entry.unit == unit:
+            return entry
+    return None
+
+
+def trunk_settled(state: MergesState) -> bool:
+    """True when trunk's gates ran on the commit trunk is at and it was green."""
+    checked = state.trunk.checked
+    return checked is not None and checked.green and checked.candidate == state.trunk.commit

@@ -1,0 +1,5 @@
+"""``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``: run the merger."""
+
+from workers.merger.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,162 @@
+"""The speculative part of the merge queue: candidates stacked on the ones ahead of them.
+
+Queued heads are merged in order into trunk, each on top of the candidate ahead of it
+(``trunk + U1``, ``trunk + U1 + U2`` …, up to ``window`` deep), and all of them are tested
+at once. Only the head of the queue can decide anything: when its result is in and green,
+trunk moves to it and the next candidate, which already sits on exactly that commit, is
+next. When the head is red, every candidate stacked on it sits on a commit trunk will never
+hold, so they are dropped and rebuilt on trunk without it — the re-test.
+
+A candidate is keyed by what it is made of (``base``, unit, head), so a stack that stays
+valid is never rebuilt or re-tested, and one that stops being valid is simply never asked
+for again (and its test is cancelled). Nothing here publishes: the daemon records results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from projections.merges import QueueEntry
+from schemas.merges import FailingTest
+from workers.gate_runner.errors import GateRunnerError
+from workers.merger import gitops
+from workers.merger.config import MergeConfigError, merge_config_at
+from workers.merger.gates import TrunkGates, TrunkVerdict
+
+log = structlog.get_logger()
+
+Key = tuple[str, str, str]
+"""(base commit, unit, head): what a candidate is made of."""
+
+
+def merge_message(entry: QueueEntry, trunk: str) -> str:
+    """The merge commit's message; its trailers let a restarted merger recognise it."""
+    return (
+        f"Merge unit {entry.unit} into {trunk}\n\n"
+        f"Loopbus-Unit: {entry.unit}\n"
+        f"Loopbus-Head: {entry.head}\n"
+        f"Loopbus-Queued: {entry.queued}\n"
+    )
+
+
+@dataclass
+class Candidate:
+    """One queued head merged onto ``base``, and its test once started."""
+
+    key: Key
+    entry: QueueEntry
+    attempt: gitops.MergeAttempt
+    ahead: list[str]
+    task: asyncio.Task[TrunkVerdict] | None = None
+    failures: int = 0
+
+    @property
+    def base(self) -> str:
+        return self.key[0]
+
+    @property
+    def commit(self) -> str:
+        assert self.attempt.commit is not None
+        return self.attempt.commit
+
+
+@dataclass
+class Pipeline:
+    """The candidates under test, for one repository and trunk."""
+
+    repo: Path
+    trunk: str
+    gates: TrunkGates
+    window: int = 3
+    on_done: Callable[[], None] = lambda: None
+    candidates: dict[Key, Candidate] = field(default_factory=dict)
+
+    async def stack(self, entries: Sequence[QueueEntry], trunk_commit: str) -> list[Candidate]:
+        """Build (or reuse) the candidates for the first ``window`` entries on trunk, start
+        their tests, and drop every candidate no longer wanted. The list stops after the
+        first candidate that does not merge (nothing can be stacked on it)."""
+        stacked: list[Candidate] = []
+        base = trunk_commit
+        ahead: list[str] = []
+        for entry in entries[: max(self.window, 1)]:
+            key = (base, entry.unit, entry.head)
+            candidate = self.candidates.get(key)
+            if candidate is None:
+                attempt = await asyncio.to_thread(
+                    gitops.merge, self.repo, base, entry.head, merge_message(entry, self.trunk)
+                )
+                candidate = Candidate(key=key, entry=entry, attempt=attempt, ahead=list(ahead))
+                self.candidates[key] = candidate
+            stacked.append(candidate)
+            if not candidate.attempt.clean:
+                break
+            if candidate.task is None:
+                candidate.task = asyncio.create_task(self._test(candidate))
+                candidate.task.add_done_callback(lambda _t: self.on_done())
+                log.info(
+                    "merger.candidate_testing",
+                    unit=entry.unit,
+                    candidate=candidate.commit,
+                    ahead=candidate.ahead,
+                )
+            ahead.append(entry.unit)
+            base = candidate.commit
+        self.keep({c.key for c in stacked})
+        return stacked
+
+    def keep(self, wanted: set[Key]) -> None:
+        """Forget (and stop testing) every candidate not in ``wanted``."""
+        for key in [k for k in self.candidates if k not in wanted]:
+            self._drop(key)
+
+    def forget(self, candidate: Candidate) -> None:
+        """Drop one candidate so the next :meth:`stack` builds and tests it afresh."""
+        self._drop(candidate.key)
+
+    def cancel_all(self) -> None:
+        self.keep(set())
+
+    async def close(self) -> None:
+        """Stop every test and wait until each has unwound (its processes killed)."""
+        tasks = [c.task for c in self.candidates.values() if c.task is not None]
+        self.cancel_all()
+        for task in tasks:
+            await settle(task)
+
+    def _drop(self, key: Key) -> None:
+        candidate = self.candidates.pop(key)
+        if candidate.task is not None and not candidate.task.done():
+            candidate.task.cancel()
+
+    async def _test(self, candidate: Candidate) -> TrunkVerdict:
+        """The candidate stage: every check but the trunk-only ones, on the merge result."""
+        commit = candidate.commit
+        try:
+            config = await asyncio.to_thread(merge_config_at, self.repo, commit)
+        except (MergeConfigError, GateRunnerError) as exc:
+            return config_error(commit, candidate.attempt.tree or "", str(exc))
+        checks = config.candidate_checks if config.trunk_only else ()
+        return await self.gates.run(self.repo, commit, checks=checks)
+
+
+def config_error(commit: str, tree: str, message: str) -> TrunkVerdict:
+    """An error verdict for a commit whose gate configuration cannot be read: red."""
+    return TrunkVerdict(
+        commit=commit,
+        tree=tree,
+        outcome="error",
+        failing=[FailingTest(test="config", check="config", message=message[:500])],
+        error=message,
+    )
+
+
+async def settle(task: asyncio.Task[TrunkVerdict]) -> None:
+    """Wait for a cancelled test to finish unwinding."""
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
