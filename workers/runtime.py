@@ -30,6 +30,7 @@ log = structlog.get_logger()
 
 HEALTH_INTERVAL_S = 5.0
 HEALTH_STALE_S = 30.0
+SHUTDOWN_GRACE_S = 5.0
 
 
 def configure_logging(level: str = "info", *, json: bool = True) -> None:
@@ -101,22 +102,26 @@ async def run_daemon(
     finally:
         for task in (work, stopper, beacon):
             task.cancel()
-        for task in (work, stopper, beacon):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        ctx.stop.set()
+        # Bounded: a task that swallows its cancellation must not keep the process alive.
+        await asyncio.wait({work, stopper, beacon}, timeout=SHUTDOWN_GRACE_S)
         await bus.close()
         log.info("daemon.stopped")
     return 0
 
 
 async def _beat(ctx: DaemonContext) -> None:
+    # The loop ends on ctx.stop rather than by cancellation alone: a cancel that lands
+    # inside nats-py's kv.put can be swallowed there, which left the daemon hanging on
+    # SIGTERM.
     kv = await ctx.bus.kv(WORKER_BUCKET)
     host = socket.gethostname()
-    while True:
+    while not ctx.stop.is_set():
         beacon = Beacon(ctx.name, os.getpid(), host, time.time(), ctx.last_seq)
         with contextlib.suppress(Exception):  # a missed beat is what the check detects
             await kv.put(health_key(ctx.name), msgspec.json.encode(beacon))
-        await asyncio.sleep(HEALTH_INTERVAL_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ctx.stop.wait(), HEALTH_INTERVAL_S)
 
 
 async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
