@@ -1,0 +1,102 @@
+"""``loopbus status --project P --unit U``: one unit's review history.
+
+Its state, the rung it is on and what that rung asks, the latest accepted verdict, each
+round with its finding set, blocking set and convergence verdict, and — when it ended —
+whether the ceiling, the progress test or a halt ended it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+
+from loopbus.errors import LoopbusError
+from projections import convergence as conv
+from projections import findings as findings_fold
+from projections import to_builtins
+from projections.units import UnitsState
+
+_json = msgspec.json.Encoder()
+
+
+def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, Any]:
+    """Everything ``--unit`` shows, as plain data."""
+    units: UnitsState = states["units"]
+    view = units.units.get(unit)
+    history = conv.unit_view(states["convergence"], unit)
+    if view is None and history is None:
+        known = ", ".join(sorted(units.units)) or "none yet"
+        raise LoopbusError(f"project {project} has no unit {unit!r} (units: {known})")
+    open_findings = findings_fold.open_findings(states["findings"], unit)
+    brief = conv.brief(states["convergence"], unit)
+    return {
+        "project": project,
+        "unit": unit,
+        "state": view.state if view is not None else None,
+        "ready": view.ready if view is not None else False,
+        "head": view.head if view is not None else None,
+        "block": to_builtins(view.block) if view is not None and view.block else None,
+        "outcome": to_builtins(view.outcome) if view is not None and view.outcome else None,
+        "rung": brief["rung"],
+        "tactic": brief["tactic"],
+        "ask": brief["ask"],
+        "verdict": history.verdict if history is not None else None,
+        "reviewer": history.reviewer if history is not None else None,
+        "reviews": history.reviews if history is not None else 0,
+        "refused": history.refused if history is not None else 0,
+        "ended_by": history.ended_by if history is not None else None,
+        "rounds": [to_builtins(r) for r in history.rounds] if history is not None else [],
+        "promotions": [to_builtins(p) for p in history.promotions] if history else [],
+        "open_findings": [to_builtins(f) for f in open_findings],
+    }
+
+
+def print_unit(project: str, unit: str, states: dict[str, Any], *, as_json: bool) -> int:
+    document = unit_document(project, unit, states)
+    if as_json:
+        sys.stdout.write(_json.encode(document).decode() + "\n")
+        return 0
+    state = document["state"] or "planned"
+    if document["ready"]:
+        state += " (ready)"
+    print(f"unit {unit} of {project}: {state}")
+    if document["block"]:
+        print(f"  blocked: {document['block']['reason']} -> {document['block']['subject']}")
+    if document["outcome"]:
+        outcome = document["outcome"]
+        print(f"  outcome: {outcome['ended_by']}: {outcome['summary']}")
+    print(f"  rung {document['rung']} ({document['tactic']}): {document['ask']}")
+    reviewer = f" by {document['reviewer']}" if document["reviewer"] else ""
+    print(
+        f"  verdict: {document['verdict'] or 'none yet'}{reviewer}; reviews "
+        f"{document['reviews']}, refused {document['refused']}"
+    )
+    if document["ended_by"]:
+        print(f"  ended by: {document['ended_by']}")
+    for item in document["rounds"]:
+        print(
+            f"  round {item['round']} ({item['source']}, rung {item['rung']}, head "
+            f"{item['head'][:12]}): {item['convergence']} -> {item['action']}"
+            + (f" [{item['ended_by']}]" if item["ended_by"] else "")
+        )
+        print(f"    findings ({len(item['finding_keys'])}): {_keys(item['finding_keys'])}")
+        print(f"    blocking ({len(item['blocking_keys'])}): {_keys(item['blocking_keys'])}")
+        if item["failing_checks"]:
+            print(f"    failing checks: {', '.join(item['failing_checks'])}")
+        if item["why"]:
+            print(f"    why: {item['why']}")
+    if not document["rounds"]:
+        print("  no rounds yet")
+    print(f"  open findings: {len(document['open_findings'])}")
+    for finding in document["open_findings"]:
+        print(
+            f"    {finding['severity']:<8} {finding['target']} [{finding['criterion']}] "
+            f"{finding['message']}"
+        )
+    return 0
+
+
+def _keys(keys: list[str]) -> str:
+    return ", ".join(keys) if keys else "-"

@@ -1,0 +1,396 @@
+"""Rounds through the reviewer daemon: the convergence verdicts, the ceiling, the ladder and
+the halts, on real NATS with real repositories and a scripted reviewer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reviewkit import (
+    CRITERION,
+    GateSigner,
+    GitRepo,
+    Scripted,
+    code_finding,
+    config_of,
+    count,
+    of,
+    ready,
+    running,
+    setup_repo,
+    verdict,
+    wait_log,
+)
+
+from bus import Bus
+from schemas import FindingRaised, FindingResolved, UnitTransitioned
+from schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
+from workers.reviewer.daemon import Reviewer
+
+A = code_finding("src/app.py", 2, criterion="C1")
+B = code_finding("src/app.py", 2, criterion="C2")
+NIT_X = code_finding("src/app.py", 2, severity="low", criterion="style-x")
+NIT_Y = code_finding("src/app.py", 2, severity="low", criterion="style-y")
+
+
+def body(expression: str) -> str:
+    return f"def total(xs):\n    return {expression}\n\n\ndef other():\n    return 1\n"
+
+
+HEADS = [
+    "sum(xs)",
+    "sum(list(xs))",
+    "sum(x for x in xs)",
+    "sum(xs, 0)",
+    "0 + sum(xs)",
+    "sum([*xs])",
+]
+
+
+async def rounds(
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    agent: Scripted,
+    steps: list[dict[str, Any]],
+    *,
+    until: Any,
+    heads: list[Any] | None = None,
+    **review: Any,
+) -> tuple[GitRepo, list[Any]]:
+    """Run the unit through ``len(steps)`` rounds: each round a new head, made ready once the
+    previous round sent the unit back; stop waiting when ``until(events)``."""
+    agent.plan(steps)
+    table = {"command": agent.command, "roster": ["bob", "carol"], **review}
+    repo = setup_repo(tmp_path, project, table)
+    changes = heads or [{"src/app.py": body(h)} for h in HEADS[: len(steps)]]
+    parent = repo.base
+    commits = []
+    base_toml = (repo.path / "loopbus.toml").read_text()
+    for change in changes:
+        if callable(change):  # an edit of the trunk's loopbus.toml
+            change = {"loopbus.toml": change(base_toml)}
+        parent = repo.commit(change, parent=parent)
+        commits.append(parent)
+    events: list[Any] = []
+    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+        await ready(bus, project, "U1", commits[0])
+        for number, head in enumerate(commits[1:], start=1):
+            events = await wait_log(bus, project, lambda ev, n=number: _settled(ev, n) or until(ev))
+            if until(events):
+                break
+            await ready(bus, project, "U1", head, first=False)
+        events = await wait_log(bus, project, until)
+    return repo, events
+
+
+def _settled(events: list[Any], closed: int) -> bool:
+    """Round ``closed`` is closed and the unit has been sent back for the next one."""
+    return (
+        len(of(RoundClosed, events)) >= closed
+        and len(of(UnitTransitioned, events, by="returned")) >= closed
+    )
+
+
+def stopped(events: list[Any]) -> bool:
+    return bool(of(UnitTransitioned, events, state="blocked")) or bool(
+        of(UnitTransitioned, events, state="failed")
+    )
+
+
+async def test_stalled_under_supervision_asks_the_operator_with_both_sets(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """The blocking set did not move: the unit stops, BLOCKED awaiting-operator on a finding
+    that states the verdict and the two rounds' sets."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A, NIT_X), verdict("reject", A, NIT_Y)],
+        until=stopped, oversight="supervised",
+    )  # fmt: skip
+    first, second = of(RoundClosed, events)
+    assert (first.convergence, second.convergence) == ("first", "stalled")
+    assert (second.action, second.ended_by) == ("stopped", "progress-test")
+    (blocked,) = of(UnitTransitioned, events, state="blocked")
+    assert blocked.block is not None and blocked.block.reason == "awaiting-operator"
+    (finding,) = of(FindingRaised, events, id=blocked.block.subject)
+    assert finding.criterion == "convergence" and "stalled" in finding.message
+    assert finding.evidence["previous"] == sorted(first.finding_keys)
+    assert finding.evidence["current"] == sorted(second.finding_keys)
+    assert finding.evidence["previous_blocking"] == finding.evidence["current_blocking"]
+    assert "code:src/app.py:2-2|low|style-x" in finding.message
+    assert "code:src/app.py:2-2|low|style-y" in finding.message
+
+
+async def test_stalled_at_full_oversight_fails_the_unit(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """At oversight full a stop is a failure whose outcome names the progress test."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A, NIT_X), verdict("reject", A, NIT_Y)],
+        until=stopped, oversight="full",
+    )  # fmt: skip
+    (failed,) = of(UnitTransitioned, events, state="failed")
+    assert failed.outcome is not None and failed.outcome.ended_by == "progress-test"
+    assert (failed.by, failed.cause) == ("halted", of(RoundClosed, events)[-1].id)
+    assert of(FindingRaised, events, criterion="convergence") == []
+
+
+async def test_thrashing_stops_the_unit(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Same number of findings, a different set: thrashing, and the unit stops."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A), verdict("reject", B)],
+        until=stopped, oversight="full",
+    )  # fmt: skip
+    second = of(RoundClosed, events)[-1]
+    assert (second.convergence, second.action, second.ended_by) == (
+        "thrashing",
+        "stopped",
+        "progress-test",
+    )
+
+
+async def test_converging_rounds_continue_until_the_ceiling_ends_them(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Fewer findings each round continue; the ceiling stops the unit and says it did."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A, B, NIT_X), verdict("reject", A, B), verdict("reject", A)],
+        until=stopped, oversight="full", ceiling=3,
+    )  # fmt: skip
+    closed = of(RoundClosed, events)
+    assert [(r.convergence, r.action) for r in closed] == [
+        ("first", "continue"),
+        ("converging", "continue"),
+        ("converging", "stopped"),
+    ]
+    assert closed[-1].ended_by == "ceiling"
+    (failed,) = of(UnitTransitioned, events, state="failed")
+    assert failed.outcome is not None and failed.outcome.ended_by == "ceiling"
+
+
+async def test_identical_signature_promotes_the_rung_and_the_unit_goes_on(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """The same findings on a new diff climb a rung; the unit is sent back, not stopped,
+    and the next round runs (and here passes) on rung 2."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A), verdict("reject", A), verdict("approve")],
+        until=count(RoundClosed, 1, action="approved"),
+    )  # fmt: skip
+    (promoted,) = of(RungPromoted, events)
+    assert (promoted.from_rung, promoted.to_rung, promoted.tactic) == (1, 2, "diagnose")
+    assert "identical failure signature" in promoted.why
+    closed = of(RoundClosed, events)
+    assert [(r.action, r.rung) for r in closed] == [
+        ("continue", 1),
+        ("promoted", 1),
+        ("approved", 2),
+    ]
+    assert not stopped(events)
+
+
+async def test_identical_diff_promotes_the_rung(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A resubmission with the same diff promotes even though the findings changed."""
+    agent = Scripted(agent_dir)
+    same = {"src/app.py": body("sum(xs)")}
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A), verdict("reject", B)],
+        heads=[same, dict(same)],  # the second head: a new commit, the very same tree
+        until=count(RungPromoted),
+    )  # fmt: skip
+    (promoted,) = of(RungPromoted, events)
+    assert "identical diff" in promoted.why
+    first, second = of(RoundClosed, events)
+    assert first.head != second.head and first.diff_digest == second.diff_digest
+    assert second.convergence == "thrashing" and second.action == "promoted"
+
+
+async def test_repeating_the_same_failure_spends_the_ladder_then_halts(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Rungs 2, 3 and 4 are each spent by a repeat; the repeat on rung 4 halts the unit."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("reject", A)] * 5, until=stopped
+    )
+    assert [(p.from_rung, p.to_rung) for p in of(RungPromoted, events)] == [
+        (1, 2),
+        (2, 3),
+        (3, 4),
+        (4, 5),
+    ]
+    (failed,) = of(UnitTransitioned, events, state="failed")
+    assert failed.outcome is not None and failed.outcome.ended_by == "halted"
+    assert "ladder spent" in failed.outcome.summary
+
+
+SECRET = {"src/settings.py": "AWS_KEY = 'AKIAIOSFODNN7EXAMPLE'\n"}
+CRITERIA_EDIT = {"tests/test_criteria.py": "def test_total():\n    assert True\n"}
+
+
+@pytest.mark.parametrize(
+    ("change", "criterion"),
+    [
+        pytest.param(SECRET, "no-secrets-in-diff", id="secret-in-diff"),
+        pytest.param(CRITERIA_EDIT, "frozen-artifact", id="edits-criteria-test"),
+        pytest.param(
+            lambda toml: toml.replace("pytest -q", "pytest -q -x"),
+            "frozen-artifact",
+            id="edits-gate-config",
+        ),
+    ],
+)
+async def test_halts_before_any_review(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path, change: Any, criterion: str
+) -> None:
+    """A secret or a frozen-artifact edit skips the ladder: no reviewer runs, the unit lands
+    on rung 5 and FAILS with ended_by halted, on a critical finding naming why."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")], heads=[change], until=stopped
+    )
+    assert agent.calls() == [] and of(ReviewRequested, events) == []
+    (halt,) = of(FindingRaised, events, criterion=criterion)
+    assert halt.severity == "critical"
+    (closed,) = of(RoundClosed, events)
+    assert (closed.action, closed.ended_by, closed.finding) == ("halted", "halted", halt.id)
+    (promoted,) = of(RungPromoted, events)
+    assert (promoted.from_rung, promoted.to_rung) == (1, 5)
+    (failed,) = of(UnitTransitioned, events, state="failed")
+    assert failed.outcome is not None and failed.outcome.ended_by == "halted"
+
+
+async def test_clearing_its_own_pending_marker_is_not_a_frozen_edit(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """The one edit to loopbus.toml a unit's contract requires is reviewed normally."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")],
+        heads=[lambda toml: toml.replace(f'pending = ["{CRITERION}"]', "pending = []")],
+        until=count(RoundClosed),
+    )  # fmt: skip
+    assert of(VerdictAccepted, events)[0].decision == "approve"
+    assert not stopped(events)
+
+
+async def test_a_high_security_finding_halts_at_once(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A reviewer's high security finding on the unit's lines halts it in round one."""
+    agent = Scripted(agent_dir)
+    security = code_finding("src/app.py", 2, severity="high", criterion="security")
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("reject", security)], until=stopped
+    )
+    (closed,) = of(RoundClosed, events)
+    assert (closed.action, closed.ended_by) == ("halted", "halted")
+    (raised,) = of(FindingRaised, events, criterion="security")
+    assert closed.finding == raised.id
+    (failed,) = of(UnitTransitioned, events, state="failed")
+    assert failed.outcome is not None and failed.outcome.ended_by == "halted"
+
+
+async def test_a_security_finding_outside_the_diff_does_not_halt(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Subtraction comes first: a security finding about code the unit did not write is
+    subtracted, and the unit is not punished for it."""
+    agent = Scripted(agent_dir)
+    elsewhere = code_finding("src/app.py", 5, severity="critical", criterion="security")
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("reject", elsewhere)],
+        until=count(RoundClosed),
+    )  # fmt: skip
+    (closed,) = of(RoundClosed, events)
+    assert (closed.action, closed.passed) == ("approved", True)
+    (accepted,) = of(VerdictAccepted, events)
+    assert (accepted.claimed, accepted.decision, len(accepted.subtracted)) == (
+        "reject",
+        "approve",
+        1,
+    )
+
+
+async def test_red_gate_suites_are_rounds_and_repeat_to_promote(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A red suite on the unit's head is a gate round: findings outside the diff are
+    resolved as subtracted, the failing check is in the signature, and the same failure
+    again promotes the rung."""
+    agent = Scripted(agent_dir)
+    table = {"command": agent.command, "roster": ["bob"]}
+    repo = setup_repo(tmp_path, project, table)
+    head1 = repo.commit({"src/app.py": body("sum(xs)")}, parent=repo.base)
+    head2 = repo.commit({"src/app.py": body("sum(list(xs))")}, parent=head1)
+    signer = GateSigner()
+    await signer.register(bus, project)
+    await ready(bus, project, "U1", head1, gates=False)
+    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+        for number, head in enumerate((head1, head2), start=1):
+            inside = gate_finding(project, "src/app.py", 2)
+            outside = gate_finding(project, "src/app.py", 5)
+            result = signer.result(project, "tests", head, "fail", [inside.id, outside.id])
+            await bus.publish_atomic([inside, outside, result])
+            await bus.publish(signer.suite(project, "U1", head, [result]))
+            events = await wait_log(bus, project, count(RoundClosed, number, source="gate"))
+        events = await wait_log(bus, project, count(RungPromoted))
+    assert of(ReviewRequested, events) == []  # a red unit is not ready: nothing to review
+    first, second = of(RoundClosed, events, source="gate")
+    assert first.failing_checks == ["tests"]
+    assert first.finding_keys == ["code:src/app.py:2-2|high|tests"]
+    assert (second.action, second.rung) == ("promoted", 1)
+    assert of(RungPromoted, events)[0].to_rung == 2
+    resolved = of(FindingResolved, events)
+    assert len(resolved) == 2 and all(r.why.startswith("subtracted:") for r in resolved)
+
+
+def gate_finding(project: str, path: str, line: int) -> FindingRaised:
+    from reviewkit import SYSTEM
+
+    from schemas.targets import CodeTarget
+
+    return FindingRaised(
+        project=project,
+        actor=SYSTEM,
+        producer="gate_runner",
+        target=CodeTarget(path=path, start=line, end=line),
+        severity="high",
+        criterion="tests",
+        message="assertion failed",
+        unit="U1",
+    )
+
+
+async def test_review_findings_not_raised_again_are_resolved(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A finding the next round no longer raises is resolved, naming the round that dropped
+    it; one raised again stays open (one finding, seen twice)."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A, NIT_X), verdict("reject", A)],
+        until=count(RoundClosed, 2),
+    )  # fmt: skip
+    first = of(VerdictAccepted, events)[0]
+    raised = [f for f in of(FindingRaised, events) if f.id in first.raised]
+    (nit,) = [f for f in raised if f.severity == "low"]
+    (resolved,) = of(FindingResolved, events)
+    assert resolved.finding == nit.id and resolved.why.startswith("not raised again in round 2")

@@ -1,0 +1,128 @@
+"""`loopbus status --project P --unit U`: rounds, finding sets, verdict and rung, read from
+the projector's materialised view (the real projector, the real CLI as a subprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from reviewkit import (
+    Scripted,
+    code_finding,
+    config_of,
+    count,
+    ready,
+    running,
+    setup_repo,
+    verdict,
+    wait_log,
+)
+
+from bus import PROJECTION_BUCKET, Bus
+from projections import convergence as conv
+from schemas import UnitTransitioned
+from workers.projector.daemon import run as projector_run
+from workers.projector.materialise import decode_view, state_key
+from workers.reviewer.daemon import Reviewer
+from workers.runtime import DaemonContext
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ProjectorBody:
+    def __init__(self, ctx: DaemonContext):
+        self.ctx = ctx
+
+    async def run(self) -> None:
+        await projector_run(self.ctx, flush_every=1)
+
+
+async def materialised(bus: Bus, project: str, seq: int, timeout: float = 60) -> None:
+    """Wait (by watching the KV entry, not by sleeping) until the convergence view of
+    ``project`` has folded through ``seq``."""
+    kv = await bus.kv(PROJECTION_BUCKET)
+    watcher = await kv.watch(state_key(project, conv.FOLD))
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                entry = await watcher.updates(timeout=timeout)
+                if entry is not None and entry.value:
+                    stored_seq, _ = decode_view(conv.FOLD, entry.value)
+                    if stored_seq >= seq:
+                        return
+    finally:
+        await watcher.stop()
+
+
+def status(nats_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", "status", *args, "--nats-url", nats_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=os.environ | {"LOOPBUS_NATS_URL": nats_url},
+    )
+
+
+async def test_status_unit_shows_rounds_sets_verdict_and_rung(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A reject and a second review with one finding fewer show as two rounds with their
+    finding and blocking sets, the verdict and the rung, exactly as docs/review.md shows."""
+    agent = Scripted(agent_dir)
+    blocker = code_finding("src/app.py", 2, criterion="C1")
+    nit = code_finding("src/app.py", 2, severity="low", criterion="naming")
+    agent.plan([verdict("reject", blocker, nit), verdict("reject", blocker)])
+    repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["alice", "bob"]})
+    head1 = repo.commit({"src/app.py": "def total(xs):\n    return sum(xs)\n"}, parent=repo.base)
+    head2 = repo.commit({"src/app.py": "def total(xs):\n    return sum(list(xs))\n"}, parent=head1)
+    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+        await ready(bus, project, "U1", head1)
+        await wait_log(bus, project, count(UnitTransitioned, by="returned"))
+        await ready(bus, project, "U1", head2, first=False)
+        await wait_log(bus, project, count(UnitTransitioned, 2, by="returned"))
+    last = await bus.last_subject_seq(f"loop.{project}.>")
+    async with running(bus, ProjectorBody, name="projector-test"):
+        await materialised(bus, project, last)
+    done = status(nats_url, "--project", project, "--unit", "U1", "--json")
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    assert (document["unit"], document["state"], document["verdict"]) == ("U1", "working", "reject")
+    assert (document["rung"], document["tactic"], document["reviewer"]) == (1, "repair", "bob")
+    key, nit_key = "code:src/app.py:2-2|high|C1", "code:src/app.py:2-2|low|naming"
+    rounds = [(r["round"], r["finding_keys"], r["blocking_keys"]) for r in document["rounds"]]
+    assert rounds == [(1, [key, nit_key], [key]), (2, [key], [key])]
+    assert [(r["convergence"], r["action"]) for r in document["rounds"]] == [
+        ("first", "continue"),
+        ("converging", "continue"),
+    ]
+    assert [f["target"] for f in document["open_findings"]] == ["code:src/app.py:2-2"]
+    text = status(nats_url, "--project", project, "--unit", "U1")
+    assert text.returncode == 0, text.stderr
+    shown = text.stdout.replace(project, "demo")
+    shown = shown.replace(head1[:12], "67f34817b430").replace(head2[:12], "75c4c17e2b04")
+    assert shown.strip() == docs_example().strip()
+
+
+def docs_example() -> str:
+    """The `loopbus status --unit` example in docs/review.md."""
+    text = (ROOT / "docs" / "review.md").read_text()
+    match = re.search(r"```text\n(unit U1 of demo:.*?)```", text, re.DOTALL)
+    assert match is not None, "docs/review.md lost its status --unit example"
+    return match.group(1)
+
+
+def test_status_of_an_unknown_unit_is_one_line(nats_url: str, project: str) -> None:
+    """An unknown unit is a one-line error naming it, exit 1, no traceback."""
+    done = status(nats_url, "--project", project, "--unit", "NOPE")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"loopbus: error: project {project} has no unit 'NOPE' (units: none yet)"
+    ]

@@ -1,0 +1,1 @@
+"""The investigator daemon: one investigation on the second failure of anything."""

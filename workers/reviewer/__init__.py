@@ -1,0 +1,1 @@
+"""The reviewer daemon and what it is made of: diffs, guards, the reviewer command."""

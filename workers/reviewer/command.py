@@ -1,0 +1,165 @@
+"""Running an external agent command (reviewer or investigator) and reading its answer.
+
+The command is split into words like a POSIX shell would (no shell runs it), gets one
+JSON document on stdin, runs in its own process group so a timeout kills everything it
+started, and is judged by its exit code and its stdout. Nothing it prints is trusted
+until it decodes against the schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import shlex
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from projections.convergence import is_blocking
+from projections.findings import key_text
+from schemas.reviews import ReviewFinding, VerdictDocument
+from schemas.targets import format_target
+
+OUTPUT_LIMIT = 1 << 20  # a verdict larger than 1 MiB is not a verdict
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What a command did: exit code (``None`` when killed or never started), output, time."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+    start_error: str | None = None
+
+    def failure(self, timeout_s: float) -> str | None:
+        """Why the run produced no answer at all, or ``None`` when it exited 0."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out:
+            return f"timed out after {timeout_s:g}s"
+        if self.exit_code != 0:
+            tail = self.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+            detail = f": {' | '.join(tail)}" if tail else ""
+            return f"exited with code {self.exit_code}{detail}"
+        return None
+
+
+def argv_of(command: str, substitutions: Mapping[str, str]) -> list[str]:
+    """The command's words with ``{name}`` placeholders filled in each word."""
+    words = shlex.split(command)
+    out = []
+    for word in words:
+        for name, value in substitutions.items():
+            word = word.replace("{" + name + "}", value)
+        out.append(word)
+    return out
+
+
+async def run_command(
+    argv: list[str],
+    *,
+    stdin: bytes,
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    powerless: bool = False,
+) -> CommandResult:
+    """Run ``argv`` in ``cwd`` with ``stdin``; ``powerless`` drops every capability first."""
+    started = time.monotonic()
+    environment = dict(os.environ)
+    environment.update(env or {})
+    identity: dict[str, object] = {}
+    if powerless and os.geteuid() == 0:
+        identity = {"preexec_fn": drop_capabilities}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd),
+            env=environment,
+            start_new_session=True,
+            **identity,  # type: ignore[arg-type]
+        )
+    except (OSError, KeyError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        return CommandResult(None, b"", b"", 0.0, start_error=f"{argv[0]}: {reason}")
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(stdin), timeout_s)
+    except TimeoutError:
+        _kill_group(proc.pid)
+        with contextlib.suppress(Exception):
+            await proc.wait()
+        return CommandResult(None, b"", b"", time.monotonic() - started, timed_out=True)
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)
+        raise
+    return CommandResult(proc.returncode, stdout, stderr, time.monotonic() - started)
+
+
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_LAST_CAP = 63
+
+
+def drop_capabilities() -> None:
+    """In the child, before exec: empty the capability bounding set and forbid regaining
+    privileges, so a root daemon's agent is bound by file modes and ownership like any
+    other user (it can no longer override them, chmod or chown what it does not own)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    for cap in range(_LAST_CAP + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last cap
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+_verdict_decoder = msgspec.json.Decoder(VerdictDocument)
+
+
+def parse_verdict(stdout: bytes, blocking: str) -> VerdictDocument | str:
+    """The verdict a reviewer printed, or the reason it is not one (one line)."""
+    text = stdout.strip()
+    if not text:
+        return "printed nothing; expected one JSON verdict on stdout"
+    if len(text) > OUTPUT_LIMIT:
+        return f"printed {len(text)} bytes; a verdict must be under {OUTPUT_LIMIT}"
+    try:
+        document = _verdict_decoder.decode(text)
+    except msgspec.ValidationError as exc:
+        return f"wrong verdict schema: {exc}"
+    except msgspec.DecodeError as exc:
+        return f"malformed JSON: {exc}"
+    return consistency_problem(document.verdict, document.findings, blocking) or document
+
+
+def consistency_problem(verdict: str, findings: list[ReviewFinding], blocking: str) -> str | None:
+    """An approve may carry no blocking finding; a reject must carry at least one."""
+    blockers = [f for f in findings if is_blocking(f.severity, blocking)]
+    if verdict == "approve" and blockers:
+        first = blockers[0]
+        return (
+            f"verdict approve carries a blocking finding ({format_target(first.target)}, "
+            f"{first.severity}); reject, or lower it below {blocking}"
+        )
+    if verdict == "reject" and not blockers:
+        return f"verdict reject names no finding of severity {blocking} or above"
+    return None
+
+
+def review_finding_key(finding: ReviewFinding) -> str:
+    """The convergence key text of a verdict's finding: ``target|severity|criterion``."""
+    return key_text(format_target(finding.target), finding.severity, finding.criterion)

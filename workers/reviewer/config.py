@@ -1,0 +1,205 @@
+"""The ``[review]`` and ``[investigator]`` tables of a project's ``loopbus.toml``.
+
+The gate runner's parser (``workers/gate_runner/config.py``) owns the file and the
+``[project]`` / ``[[check]]`` tables; it lets these two tables through and this module
+reads them. Both are optional: a project without a ``command`` gets no reviews (or no
+investigations), and the daemons do nothing for it.
+
+```toml
+[review]
+command = "python reviewer.py {reviewer}"   # any CLI; {reviewer} is the chosen principal
+roster = ["r1", "r2"]
+timeout = 300            # seconds, or a duration such as "5m"
+subtraction = "added"    # added | context | file
+oversight = "supervised" # full | supervised | manual
+ceiling = 6              # hard round ceiling per unit
+blocking = "medium"      # lowest severity that blocks
+trunk = "main"           # the trunk branch (default: main, else HEAD)
+frozen = ["docs/acceptance.md"]  # more paths a unit may never edit
+
+[investigator]
+command = "python investigate.py"
+timeout = 600
+```
+"""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
+from schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
+from workers.reviewer.errors import ReviewConfigError
+
+CONFIG_FILE = "loopbus.toml"
+REVIEW_KEYS = (
+    "command",
+    "roster",
+    "timeout",
+    "subtraction",
+    "oversight",
+    "ceiling",
+    "blocking",
+    "trunk",
+    "frozen",
+)
+INVESTIGATOR_KEYS = ("command", "timeout")
+DEFAULT_REVIEW_TIMEOUT_S = 300.0
+DEFAULT_INVESTIGATION_TIMEOUT_S = 600.0
+
+
+class ReviewConfig(msgspec.Struct, frozen=True, kw_only=True):
+    command: str | None = None
+    roster: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_REVIEW_TIMEOUT_S
+    subtraction: SubtractionMode = "added"
+    oversight: Oversight = "supervised"
+    ceiling: int = DEFAULT_CEILING
+    blocking: str = DEFAULT_BLOCKING
+    trunk: str | None = None
+    frozen: tuple[str, ...] = ()
+
+
+class InvestigatorConfig(msgspec.Struct, frozen=True, kw_only=True):
+    command: str | None = None
+    timeout_s: float = DEFAULT_INVESTIGATION_TIMEOUT_S
+
+
+class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What the reviewer and investigator read from one repository's ``loopbus.toml``."""
+
+    project: str
+    repo: str
+    review: ReviewConfig = ReviewConfig()
+    investigator: InvestigatorConfig = InvestigatorConfig()
+
+
+def load(repo: str | Path) -> RepoConfig:
+    """Read ``<repo>/loopbus.toml``; :class:`ReviewConfigError` names the field on a mistake."""
+    path = Path(repo) / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReviewConfigError("file", str(path), f"cannot read it ({exc.strerror})") from exc
+    return parse(text, repo=str(Path(repo).resolve()))
+
+
+def parse(text: str, *, repo: str = ".") -> RepoConfig:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ReviewConfigError("file", None, f"not valid TOML ({exc})") from exc
+    project = doc.get("project")
+    project_id = project.get("id") if isinstance(project, dict) else None
+    if not isinstance(project_id, str) or not is_token(project_id):
+        raise ReviewConfigError("project.id", project_id, 'add [project] id = "<project id>"')
+    return RepoConfig(
+        project=project_id,
+        repo=repo,
+        review=_review(doc.get("review", {})),
+        investigator=_investigator(doc.get("investigator", {})),
+    )
+
+
+def _review(table: Any) -> ReviewConfig:
+    _table(table, "review", REVIEW_KEYS)
+    roster = table.get("roster", [])
+    if not isinstance(roster, list) or not all(isinstance(r, str) and r.strip() for r in roster):
+        raise ReviewConfigError("review.roster", roster, 'list reviewer principals: ["r1", "r2"]')
+    if len(set(roster)) != len(roster):
+        raise ReviewConfigError("review.roster", roster, "a principal is listed twice")
+    command = _command(table.get("command"), "review.command")
+    if command is not None and not roster:
+        raise ReviewConfigError(
+            "review.roster", roster, "a review command needs a roster of reviewer principals"
+        )
+    subtraction = table.get("subtraction", "added")
+    if subtraction not in SUBTRACTION_MODES:
+        raise ReviewConfigError(
+            "review.subtraction", subtraction, f"use one of {', '.join(SUBTRACTION_MODES)}"
+        )
+    oversight = table.get("oversight", "supervised")
+    if oversight not in OVERSIGHT_LEVELS:
+        raise ReviewConfigError(
+            "review.oversight", oversight, f"use one of {', '.join(OVERSIGHT_LEVELS)}"
+        )
+    ceiling = table.get("ceiling", DEFAULT_CEILING)
+    if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling < 1:
+        raise ReviewConfigError("review.ceiling", ceiling, "a whole number of rounds, 1 or more")
+    blocking = table.get("blocking", DEFAULT_BLOCKING)
+    if blocking not in SEVERITY_RANK:
+        raise ReviewConfigError(
+            "review.blocking", blocking, f"use one of {', '.join(SEVERITY_RANK)}"
+        )
+    trunk = table.get("trunk")
+    if trunk is not None and (not isinstance(trunk, str) or not trunk.strip()):
+        raise ReviewConfigError("review.trunk", trunk, 'name the trunk branch, e.g. "main"')
+    frozen = table.get("frozen", [])
+    if not isinstance(frozen, list) or not all(isinstance(f, str) and f for f in frozen):
+        raise ReviewConfigError("review.frozen", frozen, 'list paths or globs: ["docs/spec.md"]')
+    return ReviewConfig(
+        command=command,
+        roster=tuple(roster),
+        timeout_s=_timeout(table.get("timeout", DEFAULT_REVIEW_TIMEOUT_S), "review.timeout"),
+        subtraction=subtraction,
+        oversight=oversight,
+        ceiling=ceiling,
+        blocking=blocking,
+        trunk=trunk,
+        frozen=tuple(frozen),
+    )
+
+
+def _investigator(table: Any) -> InvestigatorConfig:
+    _table(table, "investigator", INVESTIGATOR_KEYS)
+    return InvestigatorConfig(
+        command=_command(table.get("command"), "investigator.command"),
+        timeout_s=_timeout(
+            table.get("timeout", DEFAULT_INVESTIGATION_TIMEOUT_S), "investigator.timeout"
+        ),
+    )
+
+
+def _table(table: Any, name: str, allowed: tuple[str, ...]) -> None:
+    if not isinstance(table, dict):
+        raise ReviewConfigError(name, table, f"write it as a [{name}] table")
+    for key in table:
+        if key not in allowed:
+            raise ReviewConfigError(
+                f"{name}.{key}", table[key], f"unknown key; allowed: {', '.join(allowed)}"
+            )
+
+
+def _command(value: Any, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ReviewConfigError(field, value, 'give the command to run, e.g. "python review.py"')
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise ReviewConfigError(field, value, f"cannot split into words ({exc})") from exc
+    return value
+
+
+def _timeout(value: Any, field: str) -> float:
+    if isinstance(value, bool):
+        raise ReviewConfigError(field, value, "give seconds (300) or a duration ('5m')")
+    if isinstance(value, int | float):
+        if value <= 0:
+            raise ReviewConfigError(field, value, "a timeout must be greater than zero")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value, field)
+        except InvalidValue as exc:
+            raise ReviewConfigError(field, value, exc.hint) from exc
+    raise ReviewConfigError(field, value, "give seconds (300) or a duration ('5m')")

@@ -1,0 +1,145 @@
+"""What halts a unit at once instead of climbing the ladder. Pure: no I/O.
+
+Three things are not defects to repair but the gates doing their job:
+
+* a secret in the diff (an added line matching one of a few high-signal patterns);
+* an edit to a frozen artifact: an acceptance-criteria test file, ``loopbus.toml``
+  (which holds the gate configuration and the pending list), or a path the project lists
+  under ``[review] frozen``. The one edit to ``loopbus.toml`` a unit may make is the one
+  its contract requires: removing its own criteria from a ``pending`` list;
+* a security finding of high or critical severity (its criterion or class names security).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workers.reviewer.diff import Diff, normalise_path
+
+CONFIG_FILE = "loopbus.toml"
+
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    (
+        "aws-secret-access-key",
+        re.compile(r"(?i)aws_?secret_?access_?key\s*[:=]\s*['\"]?[A-Za-z0-9/+=]{40}\b"),
+    ),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("stripe-secret-key", re.compile(r"\b[sr]k_live_[A-Za-z0-9]{20,}")),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+)
+"""High-signal only: each pattern names a credential format, not an entropy guess."""
+
+SECURITY_SEVERITIES = frozenset({"high", "critical"})
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """Why a unit halts: ``kind`` is ``secret``, ``frozen-artifact`` or ``security``."""
+
+    kind: str
+    path: str
+    line: int
+    detail: str
+
+
+def find_secrets(diff: Diff) -> list[Violation]:
+    """Every added line that carries a credential, with the pattern that matched it."""
+    found: list[Violation] = []
+    for changed in diff.files:
+        for line, text in changed.added_text:
+            for name, pattern in SECRET_PATTERNS:
+                if pattern.search(text):
+                    found.append(Violation("secret", changed.path, line, name))
+                    break
+    return found
+
+
+def criteria_files(criteria: Iterable[str]) -> set[str]:
+    """The test files acceptance criteria live in (``tests/x.py::test_y`` -> ``tests/x.py``)."""
+    return {normalise_path(c.split("::", 1)[0]) for c in criteria if c.split("::", 1)[0]}
+
+
+def find_frozen_edits(
+    diff: Diff,
+    *,
+    all_criteria: Iterable[str],
+    own_criteria: Sequence[str],
+    frozen_globs: Sequence[str] = (),
+    config_before: bytes | None = None,
+    config_after: bytes | None = None,
+) -> list[Violation]:
+    """Edits the unit may not make: criteria test files, extra frozen paths, and any change
+    to ``loopbus.toml`` other than clearing the unit's own pending markers."""
+    found: list[Violation] = []
+    tests = criteria_files(all_criteria)
+    for path in diff.paths:
+        if path in tests:
+            found.append(Violation("frozen-artifact", path, 1, "an acceptance-criteria test"))
+        elif path != CONFIG_FILE and any(fnmatch.fnmatchcase(path, g) for g in frozen_globs):
+            found.append(Violation("frozen-artifact", path, 1, "listed under [review] frozen"))
+    if CONFIG_FILE in diff.paths:
+        problem = config_edit_problem(config_before, config_after, own_criteria)
+        if problem is not None:
+            found.append(Violation("frozen-artifact", CONFIG_FILE, 1, problem))
+    return found
+
+
+def config_edit_problem(
+    before: bytes | None, after: bytes | None, own_criteria: Sequence[str]
+) -> str | None:
+    """``None`` when ``after`` is ``before`` minus some of the unit's own pending markers."""
+    if before is None or after is None:
+        return "loopbus.toml was added or deleted"
+    try:
+        old = tomllib.loads(before.decode("utf-8"))
+        new = tomllib.loads(after.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return f"loopbus.toml no longer parses ({exc})"
+    own = set(own_criteria)
+    if _without_pending(old, own) != _without_pending(new, own):
+        return (
+            "the gate configuration changed "
+            "(only clearing the unit's own pending markers is allowed)"
+        )
+    added = _pending(new) - _pending(old)
+    if added:
+        return f"pending markers were added: {', '.join(sorted(added))}"
+    return None
+
+
+def _pending(config: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for check in config.get("check", []) or []:
+        if isinstance(check, dict):
+            found.update(str(p) for p in check.get("pending", []) or [])
+    return found
+
+
+def _without_pending(config: dict[str, Any], own: set[str]) -> dict[str, Any]:
+    """The config with the unit's own criteria removed from every pending list."""
+    copy = dict(config)
+    checks = []
+    for check in config.get("check", []) or []:
+        if isinstance(check, dict) and "pending" in check:
+            check = dict(check)
+            check["pending"] = [p for p in check["pending"] or [] if p not in own]
+        checks.append(check)
+    if "check" in config:
+        copy["check"] = checks
+    return copy
+
+
+def is_security_finding(severity: str, criterion: str, cls: str) -> bool:
+    """High or critical, and its criterion or class names security."""
+    if severity not in SECURITY_SEVERITIES:
+        return False
+    return "security" in criterion.lower() or "security" in cls.lower()
