@@ -114,7 +114,7 @@ async def test_one_investigation_on_the_second_failure_not_the_first_nor_the_thi
     (finding,) = of(FindingRaised, events, id=completed.finding)
     assert (finding.cls, finding.producer, finding.severity) == (
         "investigation",
-        "investigator",
+        "meta_rule",
         "high",
     )
     assert finding.message == "the fixture never creates the totals table"

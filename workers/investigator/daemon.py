@@ -168,7 +168,7 @@ class Investigator:
             finding = FindingRaised(
                 project=config.project,
                 actor=self.actor,
-                producer="investigator",
+                producer="meta_rule",  # the second-failure rule; the seven producers are closed
                 target=linked,
                 severity=severity,
                 criterion="investigation-failed",
@@ -183,7 +183,7 @@ class Investigator:
             finding = FindingRaised(
                 project=config.project,
                 actor=self.actor,
-                producer="investigator",
+                producer="meta_rule",  # the second-failure rule; the seven producers are closed
                 target=answer.target or linked,
                 severity=answer.severity,
                 criterion=answer.criterion or view.kind,
