@@ -23,6 +23,11 @@ COMMANDS = (
     "replay",
     "status",
     "worker",
+    "provision",
+    "plan",
+    "record",
+    "gate",
+    "merge-driver",
 )
 """Modules under ``loopbus.commands``, in the order ``loopbus --help`` lists them."""
 

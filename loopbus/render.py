@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bus import Record
+from loopbus import slice_render
+from loopbus.merges_status import render_merges
+from loopbus.units_status import render_units
 from projections import findings as findings_fold
 from projections import to_builtins
-from projections import units as units_fold
 from schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 
 _RESET = "\x1b[0m"
@@ -101,25 +103,6 @@ def _summary(fields: dict[str, Any]) -> str:
 StateRenderer = Callable[[Any], list[str]]
 
 
-def render_units(state: units_fold.UnitsState) -> list[str]:
-    if not state.units:
-        return ["units: none planned"]
-    lines = [f"units: {len(state.units)}"]
-    for group, views in units_fold.by_state(state).items():
-        lines.append(f"  {group} ({len(views)})")
-        for view in views:
-            detail = ""
-            if view.block is not None:
-                detail = f" {view.block.reason} -> {view.block.subject}"
-            elif view.outcome is not None:
-                detail = f" ({view.outcome.ended_by}: {view.outcome.summary})"
-            elif view.ready:
-                detail = " ready"
-            title = f" {view.title}" if view.title else ""
-            lines.append(f"    {view.unit}{title}{detail}")
-    return lines
-
-
 def render_findings(state: findings_fold.FindingsState) -> list[str]:
     open_findings = findings_fold.open_findings(state)
     lines = [f"open findings: {len(open_findings)} (resolved: {state.resolved})"]
@@ -136,6 +119,9 @@ def render_findings(state: findings_fold.FindingsState) -> list[str]:
 RENDERERS: dict[str, StateRenderer] = {
     "units": render_units,
     "findings": render_findings,
+    "slices": slice_render.render_slices,
+    "budgets": slice_render.render_budgets,
+    "merges": render_merges,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

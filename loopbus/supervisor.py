@@ -40,7 +40,37 @@ class DaemonSpec:
     args: Callable[[UpSettings], list[str]] = lambda _s: []
 
 
-DAEMONS: tuple[DaemonSpec, ...] = (DaemonSpec("projector", "workers.projector"),)
+DAEMONS: tuple[DaemonSpec, ...] = (
+    DaemonSpec("projector", "workers.projector"),
+    DaemonSpec(
+        "dispatcher",
+        "workers.dispatcher",
+        lambda s: ["--repo", str(s.repo)] if s.repo is not None else [],
+    ),
+    DaemonSpec("standards", "workers.standards"),
+    DaemonSpec("units", "workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []),
+    DaemonSpec(
+        "watchdog",
+        "workers.watchdog",
+        lambda s: (
+            ["--heartbeat-lapse", s.heartbeat_lapse] + (["--repo", str(s.repo)] if s.repo else [])
+        ),
+    ),
+    DaemonSpec(
+        "gate-runner",
+        "workers.gate_runner",
+        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+    ),
+    DaemonSpec("reviewer", "workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []),
+    DaemonSpec(
+        "investigator", "workers.investigator", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
+    DaemonSpec(
+        "merger",
+        "workers.merger",
+        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+    ),
+)
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
 
 

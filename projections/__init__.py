@@ -10,11 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from projections import findings, units
+from projections import budgets, convergence, findings, gates, merges, slices, units
 from projections.base import Fold, to_builtins
 from schemas import Event
 
-FOLDS: tuple[Fold[Any], ...] = (units.FOLD, findings.FOLD)
+FOLDS: tuple[Fold[Any], ...] = (
+    units.FOLD,
+    findings.FOLD,
+    gates.FOLD,
+    slices.FOLD,
+    budgets.FOLD,
+    convergence.FOLD,
+    merges.FOLD,
+)
 
 ProjectStates = dict[str, Any]
 """projection name -> state, for one project."""

@@ -24,6 +24,15 @@ from schemas.findings import (
     Severity,
     finding_key,
 )
+from schemas.gates import (
+    GATE_OUTCOMES,
+    GateOutcome,
+    GateResultRecorded,
+    GateRunnerKeyRegistered,
+    GateRunRequested,
+    GateSuiteCompleted,
+    SuiteEntry,
+)
 from schemas.ids import Token, new_id, utcnow
 from schemas.quarantine import MessageQuarantined
 from schemas.targets import Target, format_target, parse_target
@@ -43,6 +52,7 @@ __all__ = [
     "BLOCK_REASONS",
     "EVENT_TYPES",
     "FINDING_CLASSES",
+    "GATE_OUTCOMES",
     "KINDS",
     "PRODUCERS",
     "ROLES",
@@ -58,6 +68,11 @@ __all__ = [
     "FindingKey",
     "FindingRaised",
     "FindingResolved",
+    "GateOutcome",
+    "GateResultRecorded",
+    "GateRunRequested",
+    "GateRunnerKeyRegistered",
+    "GateSuiteCompleted",
     "InvalidEvent",
     "InvalidValue",
     "MessageQuarantined",
@@ -66,6 +81,7 @@ __all__ = [
     "Role",
     "SchemaError",
     "Severity",
+    "SuiteEntry",
     "Target",
     "Token",
     "UnitPlanned",

@@ -13,11 +13,91 @@ import msgspec
 
 from schemas.errors import InvalidEvent
 from schemas.findings import FindingRaised, FindingResolved
+from schemas.gates import (
+    GateResultRecorded,
+    GateRunnerKeyRegistered,
+    GateRunRequested,
+    GateSuiteCompleted,
+)
+from schemas.merges import (
+    ApproveReport,
+    CandidateTested,
+    MergeConflicted,
+    MergeQueued,
+    MergeReverted,
+    TrunkAdvanced,
+)
 from schemas.quarantine import MessageQuarantined
+from schemas.reports import (
+    BlockedReport,
+    CommitReport,
+    GaveUpReport,
+    StartedReport,
+    UnblockedReport,
+)
+from schemas.reviews import (
+    FindingSubtracted,
+    InvestigationCompleted,
+    InvestigationRequested,
+    ReviewRequested,
+    ReviewVerdict,
+    RoundClosed,
+    RungPromoted,
+    VerdictAccepted,
+    VerdictRefused,
+)
+from schemas.slices import (
+    MisalignmentRouted,
+    PlanSubmission,
+    RunEntryCompleted,
+    SliceClosed,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+    UnitDispatched,
+    UsageReport,
+)
 from schemas.units import UnitPlanned, UnitTransitioned
 from schemas.upcasters import UPCASTERS, Upcaster, upcast
 
-Event = FindingRaised | FindingResolved | UnitPlanned | UnitTransitioned | MessageQuarantined
+Event = (
+    FindingRaised
+    | FindingResolved
+    | UnitPlanned
+    | UnitTransitioned
+    | MessageQuarantined
+    | StartedReport
+    | BlockedReport
+    | UnblockedReport
+    | CommitReport
+    | GaveUpReport
+    | GateRunnerKeyRegistered
+    | GateResultRecorded
+    | GateSuiteCompleted
+    | GateRunRequested
+    | ReviewRequested
+    | ReviewVerdict
+    | VerdictAccepted
+    | VerdictRefused
+    | FindingSubtracted
+    | RoundClosed
+    | RungPromoted
+    | InvestigationRequested
+    | InvestigationCompleted
+    | PlanSubmission
+    | SlicePlanAccepted
+    | UnitDispatched
+    | RunEntryCompleted
+    | SliceClosed
+    | MisalignmentRouted
+    | SlicePlanDiscarded
+    | UsageReport
+    | ApproveReport
+    | MergeQueued
+    | CandidateTested
+    | TrunkAdvanced
+    | MergeReverted
+    | MergeConflicted
+)
 """Every kind that may appear on the log."""
 
 EVENT_TYPES: tuple[type[Any], ...] = (
@@ -26,6 +106,38 @@ EVENT_TYPES: tuple[type[Any], ...] = (
     UnitPlanned,
     UnitTransitioned,
     MessageQuarantined,
+    StartedReport,
+    BlockedReport,
+    UnblockedReport,
+    CommitReport,
+    GaveUpReport,
+    GateRunnerKeyRegistered,
+    GateResultRecorded,
+    GateSuiteCompleted,
+    GateRunRequested,
+    ReviewRequested,
+    ReviewVerdict,
+    VerdictAccepted,
+    VerdictRefused,
+    FindingSubtracted,
+    RoundClosed,
+    RungPromoted,
+    InvestigationRequested,
+    InvestigationCompleted,
+    PlanSubmission,
+    SlicePlanAccepted,
+    UnitDispatched,
+    RunEntryCompleted,
+    SliceClosed,
+    MisalignmentRouted,
+    SlicePlanDiscarded,
+    UsageReport,
+    ApproveReport,
+    MergeQueued,
+    CandidateTested,
+    TrunkAdvanced,
+    MergeReverted,
+    MergeConflicted,
 )
 
 KINDS: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -33,6 +33,23 @@ BLOCK_REASONS: tuple[BlockReason, ...] = (
 )
 
 
+TransitionBy = Literal[
+    "started",  # a builder's started report, after dispatch
+    "blocked",  # a builder's blocked report (reason + subject)
+    "unblocked",  # a builder's unblocked report
+    "commit",  # a builder's commit report: head recorded, readiness cleared
+    "gave-up",  # a builder's gave-up report (why)
+    "heartbeat-lapse",  # the watchdog: a working unit went silent
+    "hold",  # the dispatcher: a planned unit held awaiting a dependency
+    "gates",  # gate results for the unit's head commit set or clear readiness
+    "merged",  # the merger merged a ready unit and trunk stayed green
+    "escalated",  # convergence stopped the unit to ask the operator (awaiting-operator)
+    "returned",  # review rejected it, or the merge conflicted or turned trunk red: back to work
+    "halted",  # convergence or the operator halted the unit
+]
+"""What warranted a transition; the table in ``projections.transitions`` is keyed on it."""
+
+
 class Block(msgspec.Struct, frozen=True):
     """Why a unit is blocked and the subject it waits on; a reason never stands alone."""
 
@@ -77,7 +94,9 @@ class UnitPlanned(EventBase, frozen=True, kw_only=True, tag="unit.planned.v1"):
 class UnitTransitioned(EventBase, frozen=True, kw_only=True, tag="unit.transitioned.v1"):
     """The system moved a unit to ``state``; ``cause`` is the id of the event that warranted it.
 
-    A blocked state carries its ``block``; a terminal state carries its ``outcome``.
+    A blocked state carries its ``block``; a terminal state carries its ``outcome``. ``by``
+    names the row of the transition table (``projections.transitions``) it follows, and
+    ``commit`` the unit's head once it submitted one.
     """
 
     unit: Token
@@ -87,6 +106,8 @@ class UnitTransitioned(EventBase, frozen=True, kw_only=True, tag="unit.transitio
     block: Block | None = None
     outcome: Outcome | None = None
     cause: str | None = None
+    by: TransitionBy | None = None
+    commit: str | None = None  # the unit's head commit once one was submitted
 
     def __post_init__(self) -> None:
         if (self.state == "blocked") != (self.block is not None):

@@ -63,6 +63,9 @@ def register(sub: Any) -> None:
         "--evidence", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
     )
     finding.set_defaults(handler=run_finding)
+    from loopbus.commands import unit_reports  # imports this module: register it here
+
+    unit_reports.register(kinds)  # started, heartbeat, blocked, unblocked, commit, gave-up
 
 
 def add_claimant(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ import msgspec
 from nats.js.errors import KeyNotFoundError
 
 from bus import PROJECTION_BUCKET, connect_once
+from loopbus import review_status, units_status
 from loopbus.errors import UsageError
 from loopbus.render import render_state
 from loopbus.settings import add_nats_url, nats_url
@@ -26,6 +27,14 @@ def register(sub: Any) -> None:
     add_nats_url(parser)
     parser.add_argument("--project", required=True)
     parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument(
+        "--waiting",
+        action="store_true",
+        help="only what the run is waiting on: blocked units grouped by subject",
+    )
+    parser.add_argument(
+        "--unit", default=None, help="one unit: its rounds, finding sets, verdict and rung"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -56,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
     states, seqs, checkpoint, last = asyncio.run(load_view(nats_url(args), args.project))
+    if args.unit is not None:
+        return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
+    if args.waiting:
+        return units_status.print_waiting(args.project, states["units"], as_json=args.json)
     if args.json:
         document = {
             "project": args.project,

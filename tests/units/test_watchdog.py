@@ -1,0 +1,256 @@
+"""The watchdog: silence becomes LOST; a wait past its budget becomes one finding, owned by
+whoever owns the blocker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+
+import pytest
+from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
+
+from bus import HEARTBEAT_BUCKET, Bus, connect
+from projections import units as units_fold
+from schemas import FindingRaised, UnitTransitioned
+from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from workers.units.checks import DeclaredChecks
+from workers.watchdog.daemon import Watchdog
+from workers.watchdog.limits import Limits, parse_limits
+
+
+@contextlib.asynccontextmanager
+async def watchdog(
+    url: str, project: str, limits: Limits, checks: DeclaredChecks | None = None
+) -> AsyncIterator[Watchdog]:
+    """The real watchdog core on its own connection, folding ``project``; sweeps are the
+    test's to call, with an explicit time."""
+    connection = await connect(url, name="watchdog-under-test")
+    dog = Watchdog(connection, limits, projects=[project], checks=checks)
+    await dog.open()
+    follower = asyncio.create_task(dog.follow())
+    try:
+        await asyncio.wait_for(dog.caught_up.wait(), 15)
+        yield dog
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await dog.close()
+        await connection.close()
+
+
+async def start(bus: Bus, url: str, project: str, units: Sequence[str]) -> None:
+    """Plan ``units`` in slice S1 and have the units daemon move each to WORKING."""
+    await plan(bus, project, {"S1": list(units)})
+    async with units_daemon(url, project):
+        for unit in units:
+            report = claim(project, unit, "started")
+            await bus.publish(report)
+            await wait_log(bus, project, answered(report))
+
+
+def view(dog: Watchdog, project: str, unit: str) -> units_fold.UnitView:
+    return dog.live.units(project).units[unit]
+
+
+async def heartbeat(bus: Bus, project: str, unit: str) -> None:
+    kv = await bus.kv(HEARTBEAT_BUCKET)
+    beat = HeartbeatReport(project=project, unit=unit, actor=claim(project, unit, "started").actor)
+    await kv.put(heartbeat_key(project, unit), encode_heartbeat(beat))
+
+
+async def test_a_silent_working_unit_is_lost_after_the_lapse_with_its_outcome(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """A silent WORKING unit is LOST just after the 1 s lapse, with an outcome naming it."""
+    await start(bus, nats_url, project, ["U1"])
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
+        since = view(dog, project, "U1").since
+        assert since is not None
+        assert await dog.sweep(since + timedelta(seconds=1.0)) == []
+        lost = await dog.sweep(since + timedelta(seconds=1.001))
+    assert len(lost) == 1 and isinstance(lost[0], UnitTransitioned)
+    events = await log_events(bus, project)
+    moved = transitions(events, "U1")
+    assert moved[-1] == lost[0]
+    assert (moved[-1].prior, moved[-1].state, moved[-1].by) == (
+        "working",
+        "lost",
+        "heartbeat-lapse",
+    )
+    outcome = moved[-1].outcome
+    assert outcome is not None
+    assert (outcome.ended_by, outcome.last_heartbeat, outcome.lapse_s) == (
+        "heartbeat-lapse",
+        None,
+        1.0,
+    )
+    assert "last heartbeat: never" in outcome.summary
+
+
+async def test_a_heartbeat_just_before_the_lapse_keeps_the_unit_alive(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """A heartbeat inside the lapse keeps a unit WORKING while its silent sibling is LOST."""
+    await start(bus, nats_url, project, ["U1", "U2"])
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
+        await heartbeat(bus, project, "U1")
+        await dog.live.until(lambda: dog.heartbeats.of(project, "U1") is not None, 10)
+        beat = dog.heartbeats.of(project, "U1")
+        since = max(view(dog, project, u).since for u in ("U1", "U2"))  # type: ignore[type-var]
+        assert beat is not None and since is not None and beat > since
+        # Past the lapse from both starts, inside it from U1's heartbeat.
+        now = since + timedelta(seconds=1.0) + (beat - since) / 2
+        first = await dog.sweep(now)
+        assert [e.unit for e in first if isinstance(e, UnitTransitioned)] == ["U2"]
+        assert view(dog, project, "U1").state == "working"
+        later = await dog.sweep(beat + timedelta(seconds=1.001))
+    assert [e.unit for e in later if isinstance(e, UnitTransitioned)] == ["U1"]
+    outcome = later[0].outcome  # type: ignore[union-attr]
+    assert outcome is not None and outcome.last_heartbeat == beat
+
+
+async def test_blocked_and_terminal_units_are_never_lost(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """A unit that declared a block, or that gave up, is not LOST however long it is silent."""
+    await plan(bus, project, {"S1": ["U1", "U2", "U3"]})
+    async with units_daemon(nats_url, project):
+        reports = [
+            claim(project, "U1", "started"),
+            claim(project, "U2", "started"),
+            claim(project, "U1", "blocked", reason="awaiting-dependency", subject="U3"),
+            claim(project, "U2", "gave-up", why="the API is gone"),
+        ]
+        for report in reports:
+            await bus.publish(report)
+        await wait_log(bus, project, lambda evs: all(answered(r)(evs) for r in reports))
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
+        lost = await dog.sweep(datetime.now().astimezone() + timedelta(days=1))
+    assert [e for e in lost if isinstance(e, UnitTransitioned)] == []
+
+
+OWNERS = [
+    pytest.param("awaiting-operator", None, "operator", "record", id="operator"),
+    pytest.param("awaiting-dependency", "U2", "builder:U2", "record:U2", id="dependency"),
+    pytest.param("awaiting-gate", "tests", "gate:tests", "check:tests", id="project-gate"),
+    pytest.param("awaiting-gate", "lint", "standards", "check:lint", id="profile-gate"),
+    pytest.param(
+        "awaiting-capacity", "tokens_per_unit", "standards", "budget:tokens_per_unit", id="capacity"
+    ),
+]
+
+
+@pytest.mark.parametrize(("reason", "subject", "owner", "target"), OWNERS)
+async def test_a_wait_past_its_budget_raises_one_finding_for_the_blockers_owner(
+    bus: Bus, nats_url: str, project: str, reason: str, subject: str | None, owner: str, target: str
+) -> None:
+    """A wait past budget raises one finding, owned by the blocker's owner, even after restart."""
+    from schemas import Actor, parse_target
+
+    await plan(bus, project, {"S1": ["U1", "U2"]})
+    if subject is None:
+        question = FindingRaised(
+            project=project,
+            actor=Actor(role="builder", principal="b"),
+            producer="builder",
+            target=parse_target("plan:S1"),
+            severity="medium",
+            message="which storage engine?",
+        )
+        await bus.publish(question)
+        subject = question.id
+        target = f"record:{question.id}"
+    checks = DeclaredChecks(project, {"tests": "project", "lint": "profile:cli@1"})
+    async with units_daemon(nats_url, project, checks=checks):
+        for report in (
+            claim(project, "U1", "started"),
+            claim(project, "U1", "blocked", reason=reason, subject=subject),
+        ):
+            await bus.publish(report)
+            await wait_log(bus, project, answered(report))
+    limits = parse_limits(budgets=["30m", f"{reason}=60s"])
+    async with watchdog(nats_url, project, limits, checks) as dog:
+        opened = view(dog, project, "U1").blocked_since
+        assert opened is not None
+        assert await dog.sweep(opened + timedelta(seconds=60)) == []
+        raised = await dog.sweep(opened + timedelta(seconds=61))
+        again = await dog.sweep(opened + timedelta(seconds=3600))
+    async with watchdog(nats_url, project, limits, checks) as restarted:
+        after_restart = await restarted.sweep(opened + timedelta(seconds=7200))
+    assert again == [] and after_restart == []
+    assert len(raised) == 1 and isinstance(raised[0], FindingRaised)
+    finding = raised[0]
+    from schemas import format_target
+
+    assert (finding.cls, finding.owner, format_target(finding.target)) == (
+        "wait-budget",
+        owner,
+        target,
+    )
+    assert finding.owner != "builder:U1" and finding.unit == "U1"
+    assert finding.evidence["block"] == view(dog, project, "U1").block_id
+    events = await log_events(bus, project)
+    assert [e for e in events if isinstance(e, FindingRaised) and e.cls == "wait-budget"] == [
+        finding
+    ]
+
+
+async def test_a_new_block_gets_its_own_wait_budget_finding(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """Once per block, not per unit: a second block past its budget raises a second finding."""
+    await plan(bus, project, {"S1": ["U1", "U2"]})
+    block = {"reason": "awaiting-dependency", "subject": "U2"}
+    limits = parse_limits(budgets=["60s"])
+    async with units_daemon(nats_url, project):
+        for report in (claim(project, "U1", "started"), claim(project, "U1", "blocked", **block)):
+            await bus.publish(report)
+            await wait_log(bus, project, answered(report))
+        async with watchdog(nats_url, project, limits) as dog:
+            first_open = view(dog, project, "U1").blocked_since
+            assert first_open is not None
+            first = await dog.sweep(first_open + timedelta(seconds=61))
+            for report in (
+                claim(project, "U1", "unblocked"),
+                claim(project, "U1", "blocked", **block),
+            ):
+                await bus.publish(report)
+                await wait_log(bus, project, answered(report))
+            await dog.live.until(lambda: view(dog, project, "U1").blocked_since != first_open, 10)
+            second_open = view(dog, project, "U1").blocked_since
+            assert second_open is not None
+            second = await dog.sweep(second_open + timedelta(seconds=61))
+    assert len(first) == len(second) == 1
+    assert first[0].evidence["block"] != second[0].evidence["block"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("lapses", "budgets", "says"),
+    [
+        pytest.param(["soon"], [], "--heartbeat-lapse", id="bad-lapse"),
+        pytest.param(["bad project=5m"], [], "not a project id", id="bad-project"),
+        pytest.param([], ["awaiting-godot=5m"], "awaiting-operator", id="bad-reason"),
+    ],
+)
+def test_limits_refuse_what_is_not_a_duration_a_project_or_a_reason(
+    lapses: list[str], budgets: list[str], says: str
+) -> None:
+    """A malformed --heartbeat-lapse or --wait-budget is refused naming the option and fix."""
+    from schemas import InvalidValue
+
+    with pytest.raises(InvalidValue, match=says):
+        parse_limits(lapses, budgets)
+
+
+def test_limits_apply_per_project_and_per_reason() -> None:
+    """`90s` sets the default lapse, `demo=5m` one project's; budgets likewise per reason."""
+    limits = parse_limits(["90s", "demo=5m"], ["45m", "awaiting-operator=2h"])
+    assert (limits.lapse_for("other"), limits.lapse_for("demo")) == (90.0, 300.0)
+    assert (limits.budget_for("awaiting-gate"), limits.budget_for("awaiting-operator")) == (
+        2700.0,
+        7200.0,
+    )
+    assert (parse_limits().lapse_s, parse_limits().wait_budget_s) == (300.0, 1800.0)

@@ -1,0 +1,120 @@
+"""Helpers for the units tests: plan units, make claims, run the real daemons in-process,
+and wait on the log (bounded, never by sleeping)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import pytest
+
+from bus import Bus, connect, read
+from projections import units as units_fold
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from schemas.reports import (
+    BlockedReport,
+    CommitReport,
+    GaveUpReport,
+    StartedReport,
+    UnblockedReport,
+    UnitReport,
+)
+from workers.units.daemon import UnitsDaemon
+
+BUILDER = Actor(role="builder", principal="test-builder")
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+
+
+async def plan(bus: Bus, project: str, slices: dict[str, Sequence[str]]) -> None:
+    """Publish a ``UnitPlanned`` for every unit, by slice."""
+    system = Actor(role="system", principal="test-planner")
+    for slice_id, units in slices.items():
+        for unit in units:
+            await bus.publish(UnitPlanned(project=project, actor=system, unit=unit, slice=slice_id))
+
+
+def claim(project: str, unit: str, verb: str, **fields: Any) -> UnitReport:
+    """One report as a builder (``actor=`` overrides)."""
+    actor = fields.pop("actor", BUILDER)
+    kinds: dict[str, Any] = {
+        "started": StartedReport,
+        "blocked": BlockedReport,
+        "unblocked": UnblockedReport,
+        "commit": CommitReport,
+        "gave-up": GaveUpReport,
+    }
+    report: UnitReport = kinds[verb](project=project, actor=actor, unit=unit, **fields)
+    return report
+
+
+async def log_events(bus: Bus, project: str) -> list[Event]:
+    return [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
+
+
+async def wait_log(
+    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 15.0
+) -> list[Event]:
+    """Follow the project's log until ``done(events so far)``; ``TimeoutError`` otherwise."""
+    events: list[Event] = []
+    async with asyncio.timeout(timeout):
+        async for record in read(bus, subjects=[project_subjects(project)], follow=True):
+            if record.event is not None:
+                events.append(record.event)
+            if done(events):
+                return events
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def answered(report: UnitReport) -> Callable[[list[Event]], bool]:
+    """True once the log carries an answer to ``report`` (a transition or a refusal)."""
+
+    def check(events: list[Event]) -> bool:
+        return any(answer_of(e, report) for e in events)
+
+    return check
+
+
+def answer_of(event: Event, report: UnitReport) -> bool:
+    if isinstance(event, UnitTransitioned):
+        return event.cause == report.id
+    return getattr(event, "evidence", {}).get("report") == report.id
+
+
+def all_answered(reports: Sequence[UnitReport]) -> Callable[[list[Event]], bool]:
+    """True once every one of ``reports`` is on the log and none is still unanswered."""
+    wanted = {r.id for r in reports}
+
+    def check(events: list[Event]) -> bool:
+        seen = {e.id for e in events} >= wanted
+        return seen and not units_fold.FOLD.fold(events).claims
+
+    return check
+
+
+def transitions(events: list[Event], unit: str | None = None) -> list[UnitTransitioned]:
+    return [
+        e for e in events if isinstance(e, UnitTransitioned) and (unit is None or e.unit == unit)
+    ]
+
+
+@contextlib.asynccontextmanager
+async def units_daemon(url: str, project: str, **kwargs: Any) -> AsyncIterator[UnitsDaemon]:
+    """The real units daemon, on its own connection, serving only ``project``."""
+    connection = await connect(url, name="units-under-test")
+    daemon = UnitsDaemon(connection, **kwargs)
+    task = asyncio.create_task(daemon.run(None, [project_subjects(project)]))
+    try:
+        yield daemon
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await connection.close()
+
+
+@pytest.fixture
+def builder() -> Actor:
+    return BUILDER

@@ -1,0 +1,1 @@
+"""The units daemon: unit reports (claims) become transitions, or refusal findings."""
