@@ -25,13 +25,15 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bus.connection import Bus
 from bus.provision import LOG_STREAM
-from schemas import Event, InvalidEvent, decode_event
+from schemas import Event, InvalidEvent, decode_event, subject_of
 
 _DEFAULT_FILTER = ("loop.>",)
 BATCH = 2_000
 """Messages per pull request; at most two requests are outstanding."""
 EXPIRES_S = 5.0
 """How long one pull request waits on the server when there is nothing new (follow)."""
+SILENCE_S = 3 * EXPIRES_S
+"""No message, heartbeat or expiry for this long means the consumer is gone (see _Puller)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,22 +79,45 @@ def _consumer_config(
 
 
 class _Puller:
-    """Keeps up to two batch requests outstanding and collects what they deliver.
+    """Owns the ephemeral consumer, keeps up to two batch requests outstanding, and
+    collects what they deliver.
 
     The server serves a consumer's waiting requests in order, so the messages and the
     terminating statuses that arrive belong to the oldest open request: ``open`` holds how
     many messages each open request may still bring.
+
+    An ephemeral consumer lives in one server's memory: a server restart or a cluster
+    failover loses it together with the requests in flight, and nothing would ever say
+    so. Hence the silence rule: when nothing at all (not even a heartbeat or an expiry)
+    arrives for ``SILENCE_S``, the consumer is checked and, if gone, re-created from the
+    sequence after the last one handed out, so a reader never hangs and never skips.
     """
 
-    def __init__(self, bus: Bus, consumer: str, follow: bool):
+    def __init__(self, bus: Bus, config: ConsumerConfig, follow: bool):
         self.bus = bus
-        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{LOG_STREAM}.{consumer}"
-        self.inbox = bus.nc.new_inbox()
+        self.config = config
         self.follow = follow
+        self.inbox = bus.nc.new_inbox()
+        self.consumer = ""
+        self.subject = ""
         self.buffer: deque[Msg] = deque()
         self.arrived = asyncio.Event()
         self.open: deque[int] = deque()
         self.failed: str | None = None
+        self.last_seq = 0  # the last stream sequence handed to the reader
+
+    async def create(self) -> int:
+        """(Re-)create the consumer after ``last_seq``; returns its pending count."""
+        if self.last_seq:
+            self.config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            self.config.opt_start_seq = self.last_seq + 1
+            self.config.opt_start_time = None
+        info = await self.bus.js.add_consumer(LOG_STREAM, config=self.config)
+        self.consumer = str(info.name)
+        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{LOG_STREAM}.{self.consumer}"
+        self.open.clear()
+        self.failed = None
+        return int(info.num_pending)
 
     async def on_message(self, msg: Msg) -> None:
         headers = msg.headers or {}
@@ -103,9 +128,7 @@ class _Puller:
                 self.open[0] -= 1
                 if self.open[0] <= 0:
                     self.open.popleft()  # the request got its whole batch
-        elif status == "100":  # idle heartbeat
-            return
-        else:
+        elif status != "100":  # 100 is a heartbeat: it only proves the server is there
             # 404 no messages / 408 expired: that request is over. 409 ends it too; a
             # deleted consumer means no request will ever be answered again.
             if self.open:
@@ -126,15 +149,28 @@ class _Puller:
             self.open.append(BATCH)
             await self.bus.nc.publish(self.subject, json.dumps(body).encode(), reply=self.inbox)
 
+    async def recover(self) -> None:
+        """The consumer went silent or was deleted: re-create it where we left off."""
+        with contextlib.suppress(Exception):
+            await self.bus.js.consumer_info(LOG_STREAM, self.consumer)
+            if not self.failed:
+                self.open.clear()  # it exists: only our requests were lost; ask again
+                return
+        await _delete(self.bus, self.consumer)
+        await self.create()
+
     async def next(self) -> Msg:
         while not self.buffer:
             if self.failed:
-                raise RuntimeError(f"log consumer failed: {self.failed}")
+                await self.recover()
             self.arrived.clear()
             await self.top_up()
             if self.buffer:
                 break
-            await self.arrived.wait()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), SILENCE_S)
+            except TimeoutError:
+                await self.recover()
         msg = self.buffer.popleft()
         if len(self.buffer) < BATCH // 2:
             await self.top_up()
@@ -155,6 +191,10 @@ async def read(
 
     Without ``follow`` it stops at the log's end as it was when reading began (or at
     ``until_seq``); with ``follow`` it waits for new messages until cancelled.
+
+    A message that does not decode, or whose event names another project than its
+    subject (it would fold into one project and replay into another), is yielded with
+    ``event=None`` and the reason in ``error``.
     """
     stop_at = until_seq
     if not follow:
@@ -162,25 +202,27 @@ async def read(
         stop_at = last if stop_at is None else min(stop_at, last)
         if stop_at < max(start_seq, 1) and start_time is None:
             return
-    info = await bus.js.add_consumer(
-        LOG_STREAM, config=_consumer_config(subjects, start_seq, start_time)
-    )
-    consumer = str(info.name)
-    if not follow and info.num_pending == 0:
-        await _delete(bus, consumer)
+    puller = _Puller(bus, _consumer_config(subjects, start_seq, start_time), follow)
+    pending_at_start = await puller.create()
+    if not follow and pending_at_start == 0:
+        await _delete(bus, puller.consumer)
         return
-    puller = _Puller(bus, consumer, follow)
     sub = await bus.nc.subscribe(puller.inbox, cb=puller.on_message, pending_msgs_limit=0)
     try:
         while True:
             msg = await puller.next()
             seq, time_ns, pending = _position(msg)
+            if seq <= puller.last_seq:
+                continue  # re-delivered after a recovery
+            puller.last_seq = seq
             if stop_at is not None and seq > stop_at:
                 return
             data = msg.data
             try:
                 event: Event | None = decode_event(data)
                 error = None
+                if event is not None and subject_of(event) != msg.subject:
+                    event, error = None, _misfiled(event, msg.subject)
             except InvalidEvent as exc:
                 event, error = None, exc
             yield Record(
@@ -197,7 +239,17 @@ async def read(
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(sub.unsubscribe())
-        await _delete(bus, consumer)
+        await _delete(bus, puller.consumer)
+
+
+def _misfiled(event: Event, subject: str) -> InvalidEvent:
+    return InvalidEvent(
+        f"{event.kind}: stored on {subject} but belongs on {subject_of(event)} "
+        f"(project {event.project!r})",
+        field="project",
+        value=event.project,
+        kind=event.kind,
+    )
 
 
 async def _delete(bus: Bus, consumer: str) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
-from bus import Bus, read
-from schemas import Actor, FindingRaised, parse_target, project_subjects
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
+from schemas import Actor, Event, FindingRaised, encode_event, parse_target, project_subjects
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 
@@ -63,3 +64,60 @@ async def test_empty_filter_returns_at_once(bus: Bus, project: str) -> None:
     """Reading a project with no events ends immediately instead of waiting for one."""
     async with asyncio.timeout(10):
         assert [r async for r in read(bus, subjects=[project_subjects(project)])] == []
+
+
+@pytest.mark.slow
+async def test_a_follower_survives_a_server_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A following reader whose server restarts (losing its in-memory consumer) resumes
+    after the last event it handed out: it neither hangs nor skips nor repeats."""
+    monkeypatch.setattr(reader, "SILENCE_S", 1.0)
+    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    await server.start()
+    own = await connect(server.url, name="restart-test")
+    try:
+        await ensure_log(own.js)
+        before = findings("r", 3)
+        await own.publish_many(before)
+        seen: list[Event] = []
+        got_three, got_all = asyncio.Event(), asyncio.Event()
+
+        async def follow() -> None:
+            async for record in read(own, subjects=["loop.r.>"], follow=True):
+                assert record.event is not None
+                seen.append(record.event)
+                if len(seen) == 3:
+                    got_three.set()
+                if len(seen) == 5:
+                    got_all.set()
+
+        follower = asyncio.create_task(follow())
+        async with asyncio.timeout(30):
+            await got_three.wait()
+            server.stop()
+            await server.start()
+            after = findings("r", 2)
+            for event in after:  # the client reconnects on its own; retry until it has
+                while True:
+                    try:
+                        await own.publish(event)
+                        break
+                    except Exception:
+                        await asyncio.sleep(0.2)
+            await got_all.wait()
+        follower.cancel()
+        assert seen == before + after
+    finally:
+        await own.close()
+        server.stop()
+
+
+async def test_an_event_filed_under_another_project_is_not_folded(bus: Bus, project: str) -> None:
+    """An event whose project differs from its subject's is yielded as an error, so it can
+    never fold into one project in the projector and into another in a replay."""
+    stray = findings("elsewhere", 1)[0]
+    await bus.js.publish(f"loop.{project}.finding.reviewer", encode_event(stray))
+    [record] = [r async for r in read(bus, subjects=[project_subjects(project)])]
+    assert record.event is None and record.error is not None
+    assert record.error.field == "project" and "belongs on loop.elsewhere" in str(record.error)
