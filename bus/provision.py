@@ -56,11 +56,33 @@ async def ensure_log(js: JetStreamContext, replicas: int = 1) -> None:
     """Create the log and buckets, or leave them as they are (safe to call every start)."""
     config = log_config(replicas)
     try:
-        await js.stream_info(LOG_STREAM)
+        info = await js.stream_info(LOG_STREAM)
     except nats.js.errors.NotFoundError:
         await js.add_stream(config)
+    else:
+        await _restore_guarantees(js, info.config)
     for bucket in BUCKETS:
         await _ensure_bucket(js, bucket, replicas)
+
+
+async def _restore_guarantees(js: JetStreamContext, current: StreamConfig) -> None:
+    """An existing LOOP stream made by hand may lack what makes it a log: put it back.
+
+    Only tightening changes are made (deny delete/purge, no age or size limit, the
+    subjects); replication is left as it is (changing it is an operator's decision).
+    """
+    wanted = log_config(current.num_replicas or 1)
+    loose = (
+        not current.deny_delete
+        or not current.deny_purge
+        or (current.max_age or 0) != 0
+        or (current.max_msgs or -1) != -1
+        or (current.max_bytes or -1) != -1
+        or "loop.>" not in (current.subjects or [])
+    )
+    if loose:
+        wanted.duplicate_window = current.duplicate_window or wanted.duplicate_window
+        await js.update_stream(wanted)
 
 
 async def _ensure_bucket(js: JetStreamContext, bucket: str, replicas: int) -> None:

@@ -15,6 +15,15 @@ import msgspec
 from schemas.errors import InvalidValue
 
 Line = Annotated[int, msgspec.Meta(ge=1)]
+
+
+def _require(field: str, value: str) -> None:
+    # Constructors do not apply Meta constraints (only decoding does); without this an
+    # empty target could be built in code, published, and then fail to decode on replay.
+    if not value:
+        raise InvalidValue(field, value, "must not be empty")
+
+
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
 
@@ -44,11 +53,17 @@ class PlanTarget(msgspec.Struct, frozen=True, tag_field="type", tag="plan"):
     slice: NonEmpty
     item: str = ""
 
+    def __post_init__(self) -> None:
+        _require("target.slice", self.slice)
+
 
 class RecordTarget(msgspec.Struct, frozen=True, tag_field="type", tag="record"):
     """Any addressable record on the log, by id (an event id, a unit id, a run record)."""
 
     id: NonEmpty
+
+    def __post_init__(self) -> None:
+        _require("target.id", self.id)
 
 
 class CheckTarget(msgspec.Struct, frozen=True, tag_field="type", tag="check"):
@@ -56,11 +71,17 @@ class CheckTarget(msgspec.Struct, frozen=True, tag_field="type", tag="check"):
 
     check: NonEmpty
 
+    def __post_init__(self) -> None:
+        _require("target.check", self.check)
+
 
 class BudgetTarget(msgspec.Struct, frozen=True, tag_field="type", tag="budget"):
     """A machinery budget by name (``gate_wall_clock``, ``tokens_per_unit`` …)."""
 
     budget: NonEmpty
+
+    def __post_init__(self) -> None:
+        _require("target.budget", self.budget)
 
 
 class ProfileTarget(msgspec.Struct, frozen=True, tag_field="type", tag="profile"):
@@ -68,11 +89,17 @@ class ProfileTarget(msgspec.Struct, frozen=True, tag_field="type", tag="profile"
 
     profile: NonEmpty
 
+    def __post_init__(self) -> None:
+        _require("target.profile", self.profile)
+
 
 class DecisionTarget(msgspec.Struct, frozen=True, tag_field="type", tag="decision"):
     """A durable decision record, by id."""
 
     decision: NonEmpty
+
+    def __post_init__(self) -> None:
+        _require("target.decision", self.decision)
 
 
 Target = (

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
+from pathlib import Path
 
 import pytest
+from nats.js.api import StreamConfig
 from nats.js.errors import APIError
 
-from bus import LOG_STREAM, Bus, TransitionConflict, read
+from bus import (
+    LOG_STREAM,
+    Bus,
+    EmbeddedServer,
+    TransitionConflict,
+    connect,
+    ensure_log,
+    free_port,
+    read,
+)
 from schemas import (
     Actor,
     Block,
     Event,
     FindingRaised,
+    InvalidEvent,
     UnitPlanned,
     UnitTransitioned,
     parse_target,
@@ -127,3 +140,35 @@ async def test_atomic_batch_is_stored_contiguously(bus: Bus, project: str) -> No
     assert [a.seq for a in acks] == list(range(acks[0].seq, acks[0].seq + 5))
     stored = await project_events(bus, project)
     assert stored == list(zip([a.seq for a in acks], events, strict=True))
+
+
+async def test_an_event_that_would_not_decode_is_never_published(bus: Bus, project: str) -> None:
+    """An event built in code that breaks a decode-time rule is refused before it is sent,
+    so nothing on the log can be quarantined by its own writer."""
+    bad = UnitPlanned(
+        project="not a token", actor=Actor(role="system", principal="t"), unit="U1", slice="S1"
+    )
+    with pytest.raises(InvalidEvent, match="project"):
+        await bus.publish(bad)
+    with pytest.raises(InvalidEvent, match="project"):
+        await bus.publish_many([finding(project), bad])
+    assert await project_events(bus, project) == []
+
+
+async def test_provisioning_restores_the_log_guarantees() -> None:
+    """ensure_log on an existing stream without DenyDelete/DenyPurge turns them on rather
+    than reporting an immutable log it does not have."""
+    server_dir = tempfile.mkdtemp()
+    server = EmbeddedServer(Path(server_dir), port=free_port())
+    await server.start()
+    own = await connect(server.url, name="provision-test")
+    try:
+        await own.js.add_stream(StreamConfig(name=LOG_STREAM, subjects=["loop.>"]))
+        await ensure_log(own.js)
+        config = (await own.js.stream_info(LOG_STREAM)).config
+        assert config.deny_delete and config.deny_purge
+        with pytest.raises(APIError, match="purge not permitted"):
+            await own.js.purge_stream(LOG_STREAM)
+    finally:
+        await own.close()
+        server.stop()
