@@ -1,8 +1,9 @@
 """The projector: folds the log into every projection and materialises each into KV.
 
-It resumes from its own checkpoint with an ordered consumer (reads ~4x faster than a pull
-consumer's ``fetch`` in nats-py, see docs/performance.md), applies the folds, and flushes
-dirty states when it catches up with the log or every ``flush_every`` events. A message
+It resumes from its own checkpoint (``bus.read``: a bounded pull consumer fed with batch
+requests, faster than nats-py's own readers, see docs/performance.md), applies the folds,
+and flushes dirty states when it catches up with the log or every ``flush_every`` events.
+A message
 that does not decode is quarantined exactly once (on its own subject, written with an
 expected subject sequence of 0) and never stops the fold.
 """
@@ -14,6 +15,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
@@ -35,6 +37,10 @@ log = structlog.get_logger()
 FLUSH_EVERY = 5_000
 QUARANTINE_PREFIX = "quarantine"
 ACTOR = Actor(role="system", principal="projector")
+
+
+class Rewind(Exception):
+    """Raised when a view must be rebuilt: folding restarts at sequence 1."""
 
 
 @dataclass
@@ -72,9 +78,16 @@ class Projector:
         if view is None:
             try:
                 entry = await self.kv.get(state_key(project, fold))
-                seq, state = decode_view(fold, entry.value or b"")
             except KeyNotFoundError:
                 seq, state = 0, fold.initial()
+            else:
+                try:
+                    seq, state = decode_view(fold, entry.value or b"")
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    # The stored view predates a change to the state's shape: rebuild it
+                    # from the start of the log (the others skip what they already hold).
+                    self.views[key] = _View(0, fold.initial(), dirty=True)
+                    raise Rewind(f"{key[0]}.{key[1]}: {exc}") from exc
             view = self.views[key] = _View(seq, state)
         return view
 
@@ -104,6 +117,11 @@ class Projector:
             await self.kv.put(CHECKPOINT_KEY, str(through_seq).encode())
             self.checkpoint = through_seq
 
+    async def reset_checkpoint(self) -> None:
+        """Fold again from sequence 1; persisted first, so a crash mid-rebuild resumes it."""
+        await self.kv.put(CHECKPOINT_KEY, b"0")
+        self.checkpoint = 0
+
     async def _quarantine(self, record: Record) -> None:
         tokens = record.subject.split(".")
         if len(tokens) > 2 and tokens[2] == QUARANTINE_PREFIX:
@@ -129,18 +147,40 @@ class Projector:
 
 
 async def run(ctx: DaemonContext, flush_every: int = FLUSH_EVERY) -> None:
-    """The daemon body: fold from the checkpoint for ever, flushing as it goes."""
+    """The daemon body: fold from the checkpoint for ever, flushing as it goes.
+
+    Only a message that does not decode is set aside (quarantined). Any other failure
+    while folding a good event stops the daemon *without* moving the checkpoint past it,
+    so the supervisor restarts it on the same event: a fold defect is loud, never a
+    silently missing event.
+    """
     projector = await Projector.open(ctx.bus)
-    log.info("projector.resuming", checkpoint=projector.checkpoint)
+    start = projector.checkpoint + 1
+    while True:
+        log.info("projector.resuming", start=start)
+        try:
+            await _fold_from(ctx, projector, start, flush_every)
+        except Rewind as why:
+            log.warning("projector.rebuilding_view", view=str(why))
+            await projector.reset_checkpoint()
+            start = 1
+            continue
+        return
+
+
+async def _fold_from(ctx: DaemonContext, projector: Projector, start: int, every: int) -> None:
     since_flush = 0
-    async for record in read(ctx.bus, start_seq=projector.checkpoint + 1, follow=True):
+    async for record in read(ctx.bus, start_seq=start, follow=True):
         structlog.contextvars.bind_contextvars(seq=record.seq, subject=record.subject)
         try:
             await projector.apply(record)
-        except Exception:  # a fold bug must not stop the log; it is logged with its seq
+        except Rewind:
+            raise
+        except Exception:
             log.exception("projector.apply_failed")
+            raise
         ctx.last_seq = record.seq
         since_flush += 1
-        if record.pending == 0 or since_flush >= flush_every:
+        if record.pending == 0 or since_flush >= every:
             await projector.flush(record.seq)
             since_flush = 0
