@@ -15,7 +15,7 @@ from bus import Record, connect_once, read
 from loopbus.errors import UsageError
 from loopbus.render import Palette, record_json, record_line
 from loopbus.settings import add_nats_url, nats_url
-from schemas import PRODUCERS, project_subjects
+from schemas import KINDS, PRODUCERS, project_subjects
 from schemas.durations import parse_duration
 from schemas.errors import InvalidValue
 from schemas.ids import is_token
@@ -55,6 +55,13 @@ class Filter:
             raise UsageError(f"--project {args.project!r} is not a valid project id")
         if args.producer is not None and args.producer not in PRODUCERS:
             raise UsageError(f"--producer {args.producer!r} is not one of: {', '.join(PRODUCERS)}")
+        if args.unit is not None and not is_token(args.unit):
+            raise UsageError(f"--unit {args.unit!r} is not a valid unit id")
+        if args.kind is not None and not any(kind_matches(args.kind, k) for k in KINDS):
+            families = sorted({k.split(".")[0] for k in KINDS})
+            raise UsageError(
+                f"--kind {args.kind!r} matches no event kind; families: {', '.join(families)}"
+            )
         self.project = args.project
         self.producer = args.producer
         self.unit = args.unit

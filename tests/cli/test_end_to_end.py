@@ -187,3 +187,17 @@ def test_no_child_outlives_up(up_factory: Any, sig: int) -> None:
     up.stop(sig)
     _gone, alive = psutil.wait_procs(children, timeout=20)
     assert alive == [], [" ".join(p.cmdline()) for p in alive]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        pytest.param(("--kind", "bogus"), "--kind 'bogus' matches no event kind", id="kind"),
+        pytest.param(("--unit", "a.b"), "--unit 'a.b' is not a valid unit id", id="unit"),
+        pytest.param(("--since", "yesterday"), "--since 'yesterday'", id="since"),
+    ],
+)
+def test_bad_tail_filters_are_one_line(args: tuple[str, ...], needle: str) -> None:
+    """A tail filter that could never match is refused instead of printing nothing."""
+    result = loopbus("tail", "--no-follow", *args, env={"LOOPBUS_NATS_URL": "nats://127.0.0.1:1"})
+    assert result.code == 2 and needle in result.err and result.err.count("\n") == 1
