@@ -66,6 +66,9 @@ def register(sub: Any) -> None:
     from loopbus.commands import unit_reports  # imports this module: register it here
 
     unit_reports.register(kinds)  # started, heartbeat, blocked, unblocked, commit, gave-up
+    from loopbus.commands import usage_report
+
+    usage_report.register(kinds)
 
 
 def add_claimant(parser: argparse.ArgumentParser) -> None:

@@ -201,3 +201,24 @@ def test_bad_tail_filters_are_one_line(args: tuple[str, ...], needle: str) -> No
     """A tail filter that could never match is refused instead of printing nothing."""
     result = loopbus("tail", "--no-follow", *args, env={"LOOPBUS_NATS_URL": "nats://127.0.0.1:1"})
     assert result.code == 2 and needle in result.err and result.err.count("\n") == 1
+
+
+def test_usage_report_is_published_as_a_builder_claim(nats_url: str, project: str) -> None:
+    """`report usage` publishes the builder's token claim on its unit's report subject."""
+    result = loopbus(
+        "report", "usage", "--project", project, "--unit", "U1", "--tokens-in", "1200",
+        "--tokens-out", "300", "--nats-url", nats_url,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    [line] = loopbus(
+        "tail", "--project", project, "--no-follow", "--json", "--nats-url", nats_url
+    ).json_lines()
+    assert line["subject"] == f"loop.{project}.report.builder.U1"
+    assert (line["kind"], line["tokens_in"], line["tokens_out"]) == ("usage.report.v1", 1200, 300)
+    assert line["actor"]["role"] == "builder"
+
+
+def test_usage_report_of_nothing_is_refused() -> None:
+    """A usage report with no tokens, or negative ones, is refused in one line."""
+    result = loopbus("report", "usage", "--project", "p", "--unit", "U1", "--tokens-in", "-5")
+    assert result.code == 2 and "--tokens-in -5 is negative" in result.err

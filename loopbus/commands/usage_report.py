@@ -1,0 +1,62 @@
+"""``loopbus report usage``: a builder's claim of the tokens a turn spent on a unit.
+
+Usage reports feed the slice budget "tokens per delivered unit"; the standards daemon
+raises the breach when the budget is exceeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from bus import connect_once
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import UsageError
+from loopbus.settings import add_nats_url, nats_url
+from schemas import Actor
+from schemas.slices import UsageReport
+
+
+def register(kinds: Any) -> None:
+    text = "report the tokens one builder turn spent on a unit"
+    parser = kinds.add_parser("usage", help=text, description=text)
+    add_nats_url(parser)
+    add_claimant(parser)
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--unit", required=True)
+    parser.add_argument("--tokens-in", type=int, default=0, metavar="N")
+    parser.add_argument("--tokens-out", type=int, default=0, metavar="N")
+    parser.add_argument("--model", default="")
+    parser.set_defaults(handler=run)
+
+
+def build(args: argparse.Namespace) -> UsageReport:
+    for option, value in (("--tokens-in", args.tokens_in), ("--tokens-out", args.tokens_out)):
+        if value < 0:
+            raise UsageError(f"{option} {value} is negative; give the tokens spent (0 or more)")
+    if args.tokens_in == 0 and args.tokens_out == 0:
+        raise UsageError("give --tokens-in and/or --tokens-out: a usage report of 0 says nothing")
+    return UsageReport(
+        project=token("--project", args.project),
+        actor=Actor(role="builder", principal=principal(args)),
+        unit=token("--unit", args.unit),
+        tokens_in=args.tokens_in,
+        tokens_out=args.tokens_out,
+        model=args.model,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    report = build(args)
+
+    async def publish() -> int:
+        bus = await connect_once(nats_url(args))
+        try:
+            ack = await bus.publish(report)
+        finally:
+            await bus.close()
+        print(f"usage report {report.id} published at seq {ack.seq}")
+        return 0
+
+    return asyncio.run(publish())
