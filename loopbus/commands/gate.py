@@ -22,12 +22,12 @@ import msgspec
 
 from bus import connect_once, ensure_log
 from loopbus.errors import UsageError
-from loopbus.settings import DEFAULT_DATA_DIR, add_nats_url, nats_url
+from loopbus.settings import add_nats_url, nats_url
 from schemas import format_target
 from workers.gate_runner.config import ProjectConfig, parse_config
 from workers.gate_runner.errors import ConfigError, GateRunnerError
 from workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
-from workers.gate_runner.signing import DEFAULT_NAME, load_or_create
+from workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
 from workers.gate_runner.trees import CONFIG_FILE, resolve
 from workers.runtime import configure_logging
 
@@ -57,8 +57,9 @@ def register(sub: Any) -> None:
     run_parser.add_argument(
         "--data-dir",
         type=Path,
-        default=Path(os.environ.get("LOOPBUS_DATA_DIR", str(DEFAULT_DATA_DIR))),
-        help="where the runner key lives (default: $LOOPBUS_DATA_DIR, else .loopbus)",
+        default=None,
+        help=f"keep the runner key in DATA_DIR/keys (default: ${KEY_DIR_ENV}, else "
+        "$XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
     )
     run_parser.add_argument("--runner-name", default=DEFAULT_NAME, help="key name")
     run_parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
@@ -73,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"), json=False)
     config = _preflight(args.repo, args.commit, args.check)
     try:
-        signer = load_or_create(args.data_dir, args.runner_name)
+        key_path(args.data_dir, args.runner_name)  # a bad name or home: before the bus
     except GateRunnerError as exc:
         raise UsageError(str(exc)) from exc
-    suite = asyncio.run(_run(args, signer, config))
+    suite = asyncio.run(_run(args, config))
     if suite.config_error is not None:
         raise UsageError(str(suite.config_error))
     if suite.error:
@@ -108,10 +109,16 @@ def _preflight(repo: Path, commit: str | None, checks: list[str]) -> ProjectConf
     return config
 
 
-async def _run(args: argparse.Namespace, signer: Any, config: ProjectConfig) -> SuiteResult:
+async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
     bus = await connect_once(nats_url(args))
     try:
         await ensure_log(bus.js)
+        # The key is made only once the bus answered: a run that cannot reach it leaves
+        # nothing behind.
+        try:
+            signer = await asyncio.to_thread(load_or_create, args.data_dir, args.runner_name)
+        except GateRunnerError as exc:
+            raise UsageError(str(exc)) from exc
         runner = GateRunner(
             bus,
             args.repo,

@@ -12,7 +12,7 @@ from gate_repos import GitRepo, config
 
 from bus import Bus, read
 from projections import gates as gates_projection
-from schemas import decode_event
+from schemas import decode_event, new_id
 from schemas.gates import GateResultRecorded
 from workers.gate_runner.cache import GateCache
 from workers.gate_runner.runner import GateRunner
@@ -188,9 +188,7 @@ async def test_index_answers_what_a_fold_of_the_log_answers(
     cache = await runner.cache(project)
     orphan_source = (await runner.run_commit(repo.change(README="three\n"))).check("a").result
     orphan = runner.signer.sign(
-        msgspec.structs.replace(
-            orphan_source, id=orphan_source.id[:-1] + "Z", tree="f" * 40, inputs="f" * 40
-        )
+        msgspec.structs.replace(orphan_source, id=new_id(), tree="f" * 40, inputs="f" * 40)
     )
     await bus.publish_atomic([orphan])
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -133,3 +135,109 @@ async def test_usage_errors_exit_2_with_one_line(
     assert done.stdout == ""
     assert done.stderr.startswith("loopbus: error: ") and done.stderr.count("\n") == 1
     assert needle in done.stderr
+
+
+def user_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment with a private home and none of the key-location variables set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LOOPBUS_KEY_DIR", "XDG_DATA_HOME")}
+    env.update(HOME=str(home), **extra)
+    return env
+
+
+def gate_run_in(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``loopbus gate run`` started inside ``cwd`` with ``env``, without ``--data-dir``."""
+    return subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", "gate", "run", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"nats://127.0.0.1:{port}"
+
+
+async def test_key_defaults_to_the_user_data_folder_never_the_repository(
+    git: Callable[[str], GitRepo], nats_url: str, tmp_path: Path, project: str
+) -> None:
+    """Run inside the target repository, the key goes to ~/.local/share/loopbus/keys
+    (mode 0600, folder 0700) and the repository's working tree gains nothing."""
+    repo = git("repo")
+    repo.commit({"loopbus.toml": config(project, OK_CHECK)})
+    before = sorted(p.name for p in repo.path.iterdir())
+    env = user_env(tmp_path / "home")
+    done = gate_run_in(repo.path, env, "--nats-url", nats_url)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in repo.path.iterdir()) == before
+    folder = tmp_path / "home" / ".local" / "share" / "loopbus" / "keys"
+    assert (folder / "gate-runner.key").stat().st_mode & 0o777 == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+
+async def test_no_key_is_made_when_the_bus_is_unreachable(
+    git: Callable[[str], GitRepo], tmp_path: Path, project: str
+) -> None:
+    """A run that cannot reach NATS fails in one line and leaves no key anywhere."""
+    repo = git("repo")
+    repo.commit({"loopbus.toml": config(project, OK_CHECK)})
+    env = user_env(tmp_path / "home", XDG_DATA_HOME=str(tmp_path / "xdg"))
+    done = gate_run_in(repo.path, env, "--nats-url", closed_port_url())
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()
+    assert not (repo.path / ".loopbus").exists()
+
+
+async def test_gate_runner_daemon_makes_no_key_before_the_bus_answers(
+    git: Callable[[str], GitRepo], tmp_path: Path, project: str
+) -> None:
+    """The daemon's start-up checks read an existing key but never create one: with NATS
+    unreachable it exits 1 and leaves nothing behind."""
+    repo = git("repo")
+    repo.commit({"loopbus.toml": config(project, OK_CHECK)})
+    env = user_env(tmp_path / "home", LOOPBUS_KEY_DIR=str(tmp_path / "keys"))
+    url = closed_port_url()
+    done = subprocess.run(
+        [sys.executable, "-m", "workers.gate_runner", "--repo", ".", "--nats-url", url],
+        cwd=repo.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert not (tmp_path / "keys").exists() and not (repo.path / ".loopbus").exists()
+
+
+@pytest.mark.parametrize(
+    "data_dir",
+    [
+        pytest.param("/proc/x", id="proc"),
+        pytest.param("a-file", id="a-file-not-a-folder"),
+    ],
+)
+async def test_unusable_data_dir_is_one_line_exit_2(
+    git: Callable[[str], GitRepo], nats_url: str, tmp_path: Path, project: str, data_dir: str
+) -> None:
+    """A --data-dir where no key can be kept is one line naming the key's path and what to
+    do, exit 2, never a traceback."""
+    repo = git("repo")
+    repo.commit({"loopbus.toml": config(project, OK_CHECK)})
+    (tmp_path / "a-file").write_text("x\n")
+    where = Path(data_dir) if data_dir.startswith("/") else tmp_path / data_dir
+    done = gate_run(nats_url, where, "--repo", str(repo.path))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        f"loopbus: error: cannot keep the runner key at {where}/keys/gate-runner.key: "
+    )
+    assert "--data-dir" in done.stderr and "LOOPBUS_KEY_DIR" in done.stderr

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gate_repos import GitRepo, config
+from gate_repos import CALC_DONE, PENDING_ID, PYTEST_CHECK, GitRepo, config, pytest_project
 
 from bus import Bus, read
 from schemas import FindingRaised, format_target
@@ -268,3 +268,82 @@ async def test_a_suite_that_cannot_run_is_an_error_on_the_log(
     assert len(findings) == 1 and needle in findings[0].message
     assert format_target(findings[0].target).startswith(target)
     assert any(isinstance(e, GateSuiteCompleted) and e.outcome == "error" for e in events)
+
+
+SKIP_MARKED = "import pytest\n\n\n@pytest.mark.skip(reason='later')\ndef test_{name}():\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "pending", "files", "outcome", "needle"),
+    [
+        pytest.param(
+            "python -m pytest -q --co",
+            (),
+            {},
+            "error",
+            "none of the 2 collected tests ran: nothing was run",
+            id="collect-only-is-error",
+        ),
+        pytest.param(
+            "python -m pytest -q -x",
+            (),
+            {"tests/test_aaa.py": "def test_first():\n    assert False\n"},
+            "error",
+            "2 of the 3 collected tests did not run: nothing was run",
+            id="tests-left-unrun-by-x-is-error",
+        ),
+        pytest.param(
+            "python -m pytest -q",
+            (),
+            {
+                "tests/test_calc.py": SKIP_MARKED.format(name="empty"),
+                "tests/test_criteria.py": SKIP_MARKED.format(name="total_is_sum"),
+            },
+            "error",
+            "every test was skipped: nothing was established",
+            id="all-skipped-is-error",
+        ),
+        pytest.param(
+            "python -m pytest -q",
+            (PENDING_ID,),
+            {"tests/test_calc.py": SKIP_MARKED.format(name="empty")},
+            "error",
+            "every test was skipped: nothing was established",
+            id="only-pending-ran-is-error",
+        ),
+        pytest.param(
+            "python -m pytest -q",
+            (),
+            {"calc.py": CALC_DONE, "tests/test_calc.py": SKIP_MARKED.format(name="empty")},
+            "pass",
+            "1 passed, 1 skipped",
+            id="a-genuine-skip-beside-a-pass-is-a-skip",
+        ),
+    ],
+)
+async def test_a_pytest_run_that_ran_nothing_is_an_error(
+    git: Callable[[str], GitRepo],
+    make_runner: Callable[..., GateRunner],
+    project: str,
+    command: str,
+    pending: tuple[str, ...],
+    files: dict[str, str],
+    outcome: str,
+    needle: str,
+) -> None:
+    """Collected tests that never ran, or a run whose every ordinary test was skipped, is an
+    error with a finding on the check; a genuine skip beside a real pass stays a skip."""
+    listed = ", ".join(f'"{p}"' for p in pending)
+    checks = PYTEST_CHECK.format(pending=listed).replace("python -m pytest -q", command)
+    repo = git("repo")
+    repo.commit(
+        {**pytest_project(project, pending, **files), "loopbus.toml": config(project, checks)}
+    )
+    run = (await make_runner(repo).run_commit(checks=["tests"])).check("tests")
+    assert run.outcome == outcome, run.result.summary + " | " + run.result.error
+    if outcome == "pass":
+        assert needle == run.result.summary and run.findings == []
+        return
+    assert needle in run.result.error
+    (finding,) = [f for f in run.findings if needle in f.message]
+    assert finding.target == CheckTarget(check="tests") and finding.severity == "high"

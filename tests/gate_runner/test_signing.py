@@ -18,6 +18,7 @@ from schemas import Actor, FindingRaised, decode_event, encode_event
 from schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry, canonical_bytes
 from schemas.targets import RecordTarget
 from workers.gate_runner.cache import GateCache
+from workers.gate_runner.errors import GateRunnerError
 from workers.gate_runner.runner import GateRunner
 from workers.gate_runner.signing import Signer, load_or_create
 
@@ -258,3 +259,61 @@ async def test_forged_pass_on_the_log_is_not_served(
     run = (await runner.run_commit(commit)).check("c")
     assert run.outcome == "fail" and not run.cached and runner.executions == 1
     assert cache.state.keys
+
+
+@pytest.mark.parametrize(
+    ("data_dir", "env", "expected"),
+    [
+        pytest.param(
+            "data",
+            {"LOOPBUS_KEY_DIR": "{tmp}/k", "XDG_DATA_HOME": "{tmp}/xdg"},
+            "{tmp}/data/keys",
+            id="data-dir-overrides-all",
+        ),
+        pytest.param(
+            None,
+            {"LOOPBUS_KEY_DIR": "{tmp}/k", "XDG_DATA_HOME": "{tmp}/xdg"},
+            "{tmp}/k",
+            id="key-dir-variable",
+        ),
+        pytest.param(None, {"XDG_DATA_HOME": "{tmp}/xdg"}, "{tmp}/xdg/loopbus/keys", id="xdg"),
+        pytest.param(
+            None,
+            {"XDG_DATA_HOME": "relative/xdg"},
+            "{tmp}/home/.local/share/loopbus/keys",
+            id="relative-xdg-is-ignored",
+        ),
+        pytest.param(None, {}, "{tmp}/home/.local/share/loopbus/keys", id="home"),
+    ],
+)
+def test_key_location_is_per_user_unless_given(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    data_dir: str | None,
+    env: dict[str, str],
+    expected: str,
+) -> None:
+    """--data-dir, then $LOOPBUS_KEY_DIR, then $XDG_DATA_HOME/loopbus/keys, then
+    ~/.local/share/loopbus/keys; never the current directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("LOOPBUS_KEY_DIR", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(tmp=tmp_path))
+    given = tmp_path / data_dir if data_dir else None
+    made = load_or_create(given, "runner")
+    assert made.path == Path(expected.format(tmp=tmp_path)) / "runner.key"
+    assert made.path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_an_unreadable_key_location_is_a_one_line_error(tmp_path: Path) -> None:
+    """An OSError where the key should be (here: a file standing in for the folder) is a
+    GateRunnerError naming the key's path and what to do, not a bare OSError."""
+    (tmp_path / "plain").write_text("x\n")
+    with pytest.raises(GateRunnerError) as caught:
+        load_or_create(tmp_path / "plain", "runner")
+    message = str(caught.value)
+    assert message.startswith(f"cannot keep the runner key at {tmp_path}/plain/keys/runner.key")
+    assert "\n" not in message and "LOOPBUS_KEY_DIR" in message

@@ -41,7 +41,7 @@ from workers.gate_runner import trees
 from workers.gate_runner.config import parse_config
 from workers.gate_runner.errors import GateRunnerError
 from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import DEFAULT_NAME, load_or_create
+from workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
 from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -267,7 +267,7 @@ async def run(
     ctx: DaemonContext,
     *,
     repo: Path,
-    data_dir: Path,
+    data_dir: Path | None,
     runner_name: str = DEFAULT_NAME,
     project: str | None = None,
     jobs: int = 2,
@@ -275,7 +275,7 @@ async def run(
     trunk_poll_s: float = 2.0,
 ) -> None:
     project = project or await asyncio.to_thread(project_of, repo)
-    signer = load_or_create(data_dir, runner_name)
+    signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
     runner = GateRunner(
         ctx.bus,
         repo,
@@ -306,8 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        default=Path(os.environ.get("LOOPBUS_DATA_DIR", ".loopbus")),
-        help="where the runner's signing key lives (default: $LOOPBUS_DATA_DIR, else .loopbus)",
+        default=None,
+        help=f"keep the signing key in DATA_DIR/keys (default: ${KEY_DIR_ENV}, else "
+        "$XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
     )
     parser.add_argument(
         "--runner-name", default=DEFAULT_NAME, help="the key's name (default %(default)s)"
@@ -336,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--jobs {args.jobs}: give 1 or more")
         try:  # a wrong repo or key is one line and exit 2, before connecting to anything
             project = args.project or project_of(args.repo)
-            load_or_create(args.data_dir, args.runner_name)
+            load_existing(args.data_dir, args.runner_name)  # a new key waits for the bus
         except GateRunnerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
         return lambda ctx: run(

@@ -10,7 +10,10 @@ test's file during the call). Every other ending is red:
 * the id names no collected test at all — a configuration error (error).
 
 Tests not listed in ``pending`` are ordinary: any failure or error is red (fail). A
-collection error anywhere, or a pytest exit status other than 0/1, is an error.
+collection error anywhere, or a pytest exit status other than 0/1, is an error. So is a run
+that establishes nothing: an ordinary test collected but never run (``--co``, ``-x``, an
+interrupted session), or every ordinary test skipped or xfailed. A skip beside tests that
+did run stays a skip.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
     findings: list[Finding] = []
     errors: list[str] = []
     fails = 0
-    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "pending": 0}
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "not run": 0, "pending": 0}
 
     for err in report.get("collect_errors", []):
         errors.append(f"collection error in {err['nodeid'] or err['path']}")
@@ -140,9 +143,14 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
         if any(_is_instance_of(nodeid, pid) for pid in pending):
             endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
 
+    unrun: list[str] = []
+    ordinary = 0
     for ending in endings:
         pid = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
         if pid is None:
+            ordinary += 1
+            if ending.ending == "norun":
+                unrun.append(ending.nodeid)
             fails += _ordinary(ending, counts, findings)
             continue
         counts["pending"] += 1
@@ -162,6 +170,10 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
                 message=f"{errors[-1]} (exit status {status})",
             )
         )
+    nothing = _nothing_established(check.id, unrun, ordinary, counts, bool(broken_files))
+    if nothing is not None and (unrun or ordinary or not errors):
+        errors.append(nothing.message)
+        findings.append(nothing)
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
     outcome: GateOutcome = "error" if errors else ("fail" if fails else "pass")
     return Verdict(
@@ -180,7 +192,7 @@ def _ordinary(ending: TestEnding, counts: dict[str, int], findings: list[Finding
         counts["skipped"] += 1
         return 0
     if ending.ending == "norun":
-        counts["skipped"] += 1
+        counts["not run"] += 1
         return 0
     counts["failed" if ending.ending == "failed" else "errors"] += 1
     phase = ending.phase
@@ -196,6 +208,37 @@ def _ordinary(ending: TestEnding, counts: dict[str, int], findings: list[Finding
         )
     )
     return 1
+
+
+def _nothing_established(
+    check_id: str, unrun: list[str], ordinary: int, counts: dict[str, int], collection_failed: bool
+) -> Finding | None:
+    """The finding for a run that measured nothing (or left ordinary tests unrun), else None.
+
+    A collected test that never ran is not a skip: nobody asked for it to be skipped, and
+    nothing is known about it. A run whose every ordinary test was skipped establishes
+    nothing either, however green its pending tests are.
+    """
+    if unrun:
+        why = " (pytest stopped at a collection error)" if collection_failed else ""
+        shown = ", ".join(unrun[:3]) + (", …" if len(unrun) > 3 else "")
+        if len(unrun) == ordinary:
+            head = f"none of the {ordinary} collected tests ran: nothing was run"
+        else:
+            head = f"{len(unrun)} of the {ordinary} collected tests did not run: nothing was run"
+        message = f"{head} for them{why} ({shown})"
+        evidence: dict[str, Any] = {"not_run": unrun[:50], "count": len(unrun)}
+    elif ordinary and counts["passed"] + counts["failed"] + counts["errors"] == 0:
+        message = f"every test was skipped: nothing was established ({counts['skipped']} skipped)"
+        evidence = {"skipped": counts["skipped"]}
+    elif not ordinary and not counts["pending"]:
+        message = "no test ran: nothing was established"
+        evidence = {}
+    else:
+        return None
+    return Finding(
+        target=CheckTarget(check=check_id), severity="high", message=message, evidence=evidence
+    )
 
 
 def _pending(ending: TestEnding, pid: str, config: ProjectConfig, findings: list[Finding]) -> str:
