@@ -11,7 +11,9 @@ from bus import Record
 from loopbus import slice_render
 from loopbus.merges_status import render_merges
 from loopbus.units_status import render_units
+from projections import convergence as convergence_fold
 from projections import findings as findings_fold
+from projections import gates as gates_fold
 from projections import to_builtins
 from schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 
@@ -116,12 +118,36 @@ def render_findings(state: findings_fold.FindingsState) -> list[str]:
     return lines
 
 
+def render_gates(state: gates_fold.GatesState) -> list[str]:
+    lines = [
+        f"gates: {state.results} results recorded ({state.errors} errors), "
+        f"{len(state.cache)} cached, {len(state.keys)} runner keys, "
+        f"{len(state.refused)} results refused"
+    ]
+    lines += [f"  refused {key}: {refusal}" for key, refusal in list(state.refused.items())[:5]]
+    return lines
+
+
+def render_convergence(state: convergence_fold.ConvergenceState) -> list[str]:
+    if not state.units:
+        return ["convergence: no rounds yet"]
+    lines = [f"convergence: {len(state.units)} units with rounds"]
+    for unit, view in state.units.items():
+        last = view.rounds[-1] if view.rounds else None
+        verdict = f"round {last.round} {last.convergence}" if last else "no round closed"
+        ended = f", ended by {last.ended_by}" if last and last.ended_by else ""
+        lines.append(f"  {unit}: {verdict}{ended}; rung {view.rung} ({view.tactic})")
+    return lines
+
+
 RENDERERS: dict[str, StateRenderer] = {
     "units": render_units,
     "findings": render_findings,
     "slices": slice_render.render_slices,
     "budgets": slice_render.render_budgets,
     "merges": render_merges,
+    "gates": render_gates,
+    "convergence": render_convergence,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 
