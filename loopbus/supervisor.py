@@ -47,7 +47,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "dispatcher",
         "workers.dispatcher",
-        lambda s: ["--repo", str(s.repo)] if s.repo is not None else [],
+        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
     DaemonSpec("standards", "workers.standards"),
     DaemonSpec("units", "workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []),

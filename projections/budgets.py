@@ -9,6 +9,11 @@ slice's plan declared; a measure without a limit is shown and never breached.
 Ceilings that only grow (wall clock, rework, wait) are judged as soon as they are
 crossed; ratios that early numbers would mislead (tokens per delivered unit, cache hit
 rate — the first run of every check is a miss) are judged when the slice closes.
+
+Only facts are measured: a gate suite counts when the ``gates`` projection would accept
+it (published by the system, signed by a registered runner key, signature verified —
+:func:`projections.gates.judge`), and a breach counts as raised only by the system's own
+``standards`` finding, so nobody can hide a breach by publishing a look-alike.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from datetime import datetime
 
 import msgspec
 
+from projections import gates
 from projections.base import Fold
 from schemas import Event, FindingRaised, UnitTransitioned
-from schemas.gates import GateSuiteCompleted
+from schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted
 from schemas.reviews import RoundClosed
 from schemas.slices import (
     SliceBudgets,
@@ -59,6 +65,8 @@ class SliceUse(msgspec.Struct, kw_only=True):
 class BudgetsState(msgspec.Struct, kw_only=True):
     slices: dict[str, SliceUse] = {}
     unit_slice: dict[str, str] = {}
+    runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
+    """Runner key registrations only, folded by the gates projection's own rule."""
 
 
 class Measure(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,9 +116,15 @@ def apply(state: BudgetsState, event: Event) -> BudgetsState:
             found = _unit(state, event.unit)
             if found is not None and event.action in REWORK_ACTIONS:
                 found[1].rework += 1
+        case GateRunnerKeyRegistered():
+            gates.apply(state.runner_keys, event)
         case GateSuiteCompleted():
             found = _unit(state, event.unit) if event.unit else None
-            if found is not None and not event.error:
+            if (
+                found is not None
+                and not event.error
+                and gates.judge(state.runner_keys, event) is None
+            ):
                 ran = found[0]
                 ran.suites += 1
                 ran.suite_max_s = max(ran.suite_max_s, event.duration_s)
@@ -124,6 +138,7 @@ def apply(state: BudgetsState, event: Event) -> BudgetsState:
             use = state.slices.get(event.slice) if event.slice else None
             if (
                 use is not None
+                and event.actor.role == "system"
                 and event.producer == "standards"
                 and event.cls == "budget-breach"
                 and isinstance(event.target, BudgetTarget)

@@ -119,8 +119,31 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
         raw_units = []
     units = [u for i, raw in enumerate(raw_units) if (u := _unit(raw, i, problems)) is not None]
     if problems:
+        # The shape is wrong, but the dependency graph may still be readable: list its
+        # problems too, so one round of fixes is enough.
+        skeleton, every_id = _skeleton(raw_units)
+        problems.extend(_graph_problems(skeleton, resolve=every_id))
         return None
     return SlicePlan(slice=str(slice_id), capabilities=capabilities, budgets=budgets, units=units)
+
+
+def _skeleton(raw_units: list[Any]) -> tuple[list[PlannedUnit], bool]:
+    """Each unit entry's id and well-formed ``blocked_by`` ids, whatever else is wrong with
+    it, and whether every entry had a valid id (only then can a blocker be called
+    unresolved: it may name an entry whose id did not read)."""
+    units: list[PlannedUnit] = []
+    every_id = True
+    for raw in raw_units:
+        unit_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(unit_id, str) or not is_token(unit_id):
+            every_id = False
+            continue
+        blocked = raw.get("blocked_by", [])
+        blockers = [b for b in blocked if isinstance(b, str) and is_token(b)]
+        units.append(
+            PlannedUnit(id=unit_id, blocked_by=blockers if isinstance(blocked, list) else [])
+        )
+    return units, every_id
 
 
 def _unit(raw: Any, index: int, problems: list[str]) -> PlannedUnit | None:
@@ -232,25 +255,32 @@ def validate(plan: SlicePlan, pending: Iterable[str] | None = None) -> list[str]
     ``pending`` is the repository's pending criteria; when ``None`` (no repository to read)
     only double claims are checked, since coverage cannot be.
     """
+    problems = _graph_problems(plan.units)
+    problems.extend(_criteria_problems(plan, pending))
+    if not problems:
+        problems.extend(_ownership_problems(plan, schedule(plan)))
+    return problems
+
+
+def _graph_problems(units: Sequence[PlannedUnit], *, resolve: bool = True) -> list[str]:
+    """Repeated unit ids, ``blocked_by`` ids that name no unit (when ``resolve``), and
+    every dependency cycle."""
     problems: list[str] = []
-    ids = [unit.id for unit in plan.units]
+    ids = [unit.id for unit in units]
     seen: set[str] = set()
     for unit_id in ids:
         if unit_id in seen:
             problems.append(f"unit {unit_id} is declared more than once; unit ids must be unique")
         seen.add(unit_id)
     known = set(ids)
-    for unit in plan.units:
+    for unit in units if resolve else ():
         for blocker in unit.blocked_by:
             if blocker not in known:
                 problems.append(
                     f"unit {unit.id}: blocked_by {blocker} does not resolve to a unit of this plan"
                 )
-    for cycle in find_cycles(plan):
+    for cycle in find_cycles(SlicePlan(slice="graph", units=list(units))):
         problems.append(f"dependency cycle: {' -> '.join(cycle)} (each is blocked by the next)")
-    problems.extend(_criteria_problems(plan, pending))
-    if not problems:
-        problems.extend(_ownership_problems(plan, schedule(plan)))
     return problems
 
 

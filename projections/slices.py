@@ -5,6 +5,12 @@ every unit's latest state, its dispatches and their completions. The queries ans
 the dispatcher does next (:func:`next_actions`), what the run is waiting on
 (:func:`waiting_on`), the current wave, and the run record (:func:`record_entries`).
 
+Gate outcomes enter the run record only as facts: a ``GateResultRecorded`` or
+``GateSuiteCompleted`` is folded when the ``gates`` projection would accept it — published
+by the system and signed by a registered runner key whose signature verifies
+(:func:`projections.gates.judge`, applied to the key registrations seen so far in log
+order). An unsigned or forged outcome is not shown as a command that ran.
+
 Settled means a unit will not move again in this slice: it is terminal (done, failed,
 lost — a halt is a failure ended by ``halted``), or it was never dispatched and one of its
 transitive blockers ended without being done. The TERMINAL barrier waits for settled,
@@ -18,6 +24,7 @@ from typing import Literal
 
 import msgspec
 
+from projections import gates
 from projections.base import Fold
 from projections.planning import schedule
 from schemas import (
@@ -29,7 +36,7 @@ from schemas import (
     UnitState,
     UnitTransitioned,
 )
-from schemas.gates import GateResultRecorded, GateSuiteCompleted
+from schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
 from schemas.reports import CommitReport, StartedReport
 from schemas.reviews import VerdictAccepted
 from schemas.slices import (
@@ -130,12 +137,16 @@ class RecordEntry(msgspec.Struct, kw_only=True):
 
 
 class Misaligned(msgspec.Struct, kw_only=True):
-    """A ``misaligned`` finding and, once derived, where it was routed."""
+    """A ``misaligned`` finding, who raised it, and, once decided, where it was routed (or
+    ``"refused"``). Only one raised by role ``operator`` as producer ``operator`` is routed;
+    :func:`is_operators` tells."""
 
     finding: str
     slice: str | None
     criteria: list[str]
     at: datetime
+    role: str = ""
+    producer: str = ""
     route: str | None = None
 
 
@@ -146,6 +157,8 @@ class SlicesState(msgspec.Struct, kw_only=True):
     record: list[RecordEntry] = []
     misaligned: dict[str, Misaligned] = {}
     accepted: int = 0
+    runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
+    """Runner key registrations only, folded by the gates projection's own rule."""
 
 
 def initial() -> SlicesState:
@@ -191,10 +204,14 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
             unit = _unit(state, event.unit)
             if unit is not None and state.unit_slice.get(event.unit) == event.slice:
                 unit.planned = True
+        case GateRunnerKeyRegistered():
+            gates.apply(state.runner_keys, event)
         case GateResultRecorded():
-            _gate_result(state, event)
+            if gates.judge(state.runner_keys, event) is None:
+                _gate_result(state, event)
         case GateSuiteCompleted():
-            _gate_suite(state, event)
+            if gates.judge(state.runner_keys, event) is None:
+                _gate_suite(state, event)
         case VerdictAccepted():
             unit = _unit(state, event.unit)
             if unit is not None and unit.dispatches:
@@ -304,6 +321,8 @@ def _finding(state: SlicesState, event: FindingRaised) -> None:
             slice=event.slice,
             criteria=misaligned_criteria(event),
             at=event.at,
+            role=event.actor.role,
+            producer=event.producer,
         )
         return
     if event.actor.role != "system":
@@ -602,6 +621,12 @@ def pending_submissions(state: SlicesState) -> list[Submission]:
     return sorted(
         (s for s in state.submissions.values() if s.status == "pending"), key=lambda s: s.id
     )
+
+
+def is_operators(misaligned: Misaligned) -> bool:
+    """True when the operator raised it (role and producer ``operator``): the only
+    misaligned findings the system routes. Anyone else's is refused, never acted on."""
+    return misaligned.role == "operator" and misaligned.producer == "operator"
 
 
 def open_misaligned(state: SlicesState) -> list[Misaligned]:

@@ -87,8 +87,9 @@ class SlicePlanAccepted(EventBase, frozen=True, kw_only=True, tag="slice.plan_ac
     """The system validated a submission; from here the plan is a fact.
 
     ``pending`` lists the pending criteria it was checked against and ``criteria_source``
-    says where they came from (``loopbus.toml@<commit>``, or ``none`` when the project has
-    no repository configured, in which case only double claims could be checked).
+    says where they were read (``loopbus.toml@<commit>``). The check is never skipped: a
+    plan whose pending criteria cannot be read (no repository configured, an unreadable
+    trunk or ``loopbus.toml``) is refused, not accepted unchecked.
     """
 
     plan: SlicePlan
@@ -171,7 +172,12 @@ class RunEntryCompleted(EventBase, frozen=True, kw_only=True, tag="record.entry_
 
 
 class BootResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The boot check run on trunk at the end of a slice: three outcomes, error is red."""
+    """The boot check run on trunk at the end of a slice: three outcomes, error is red.
+
+    ``result`` is the id of the signed ``GateResultRecorded`` the gate runner recorded for
+    the run (``None`` when no run could be made); ``cached`` is true when the gate cache
+    answered for an unchanged trunk.
+    """
 
     outcome: CommandOutcome
     check: str = "boot"
@@ -180,6 +186,8 @@ class BootResult(msgspec.Struct, frozen=True, kw_only=True):
     exit_code: int | None = None
     duration_s: NonNegative = 0.0
     detail: str = ""
+    result: str | None = None
+    cached: bool = False
 
 
 class SliceClosed(EventBase, frozen=True, kw_only=True, tag="slice.closed.v1"):

@@ -3,7 +3,8 @@
 ``check`` publishes nothing: it reads the plan (TOML, or JSON for ``*.json``), validates it
 — with ``--repo``, also against the pending criteria of that repository's ``loopbus.toml``
 — and prints the waves, the disjoint-file sub-waves and the dispatch order. A refused plan
-exits 1 with one line per problem.
+exits 1 with one line per problem; a ``--repo`` whose ``loopbus.toml`` is missing or cannot
+be read is a usage error (exit 2, one line).
 
 ``submit`` publishes the plan as a planner's claim; the dispatcher daemon answers it with
 ``SlicePlanAccepted`` or a refusal finding (``--wait`` waits for that answer).
@@ -106,7 +107,9 @@ def run_check(args: argparse.Namespace) -> int:
         try:
             pending = read_pending_file(config)
         except RepoUnreadable as exc:
-            raise LoopbusError(str(exc)) from exc
+            # A configuration that cannot be read is a wrong --repo, like a missing one.
+            detail = " ".join(str(exc).split())
+            raise UsageError(f"--repo {str(args.repo)!r}: {detail}") from exc
     try:
         plan = load_plan(args.plan)
         problems = validate(plan, pending)

@@ -28,7 +28,14 @@ from schemas import (
     Outcome,
     UnitPlanned,
     UnitTransitioned,
+    new_id,
     project_subjects,
+)
+from schemas.gates import (
+    GateResultRecorded,
+    GateRunnerKeyRegistered,
+    GateSuiteCompleted,
+    SuiteEntry,
 )
 from schemas.slices import (
     BootResult,
@@ -41,6 +48,7 @@ from schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
+from workers.gate_runner.signing import Signer
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")
@@ -97,6 +105,82 @@ def transition(
         commit=commit,
         **extra,
     )
+
+
+def registration(project: str, signer: Signer) -> GateRunnerKeyRegistered:
+    """The system registering ``signer``'s key: what makes its signatures count."""
+    return signer.registration(project, SYSTEM)
+
+
+def gate_result(
+    signer: Signer | None,
+    project: str,
+    *,
+    commit: str,
+    tree: str,
+    outcome: str = "pass",
+    check: str = "tests",
+    **kw: Any,
+) -> GateResultRecorded:
+    """A gate result as a runner records it, signed by ``signer`` (``None``: unsigned)."""
+    fields: dict[str, Any] = {
+        "project": project,
+        "actor": SYSTEM,
+        "check": check,
+        "tree": tree,
+        "commit": commit,
+        "inputs": tree,
+        "config_sha": "0" * 64,
+        "outcome": outcome,
+        "summary": "3 passed",
+        "duration_s": 1.25,
+        "exit_code": 0,
+        "runner": signer.runner if signer is not None else "r1",
+    } | kw
+    event = GateResultRecorded(**fields)
+    return signer.sign(event) if signer is not None else event
+
+
+def gate_suite(
+    signer: Signer | None,
+    project: str,
+    unit_id: str,
+    *,
+    seconds: float = 1.3,
+    cached: list[bool] | None = None,
+    results: list[GateResultRecorded] | None = None,
+    commit: str = "c" * 40,
+    tree: str = "d" * 40,
+    **kw: Any,
+) -> GateSuiteCompleted:
+    """A suite on ``unit_id``'s commit, signed by ``signer`` (``None``: unsigned): one entry
+    per result, or one uncached/cached entry per ``cached`` flag."""
+    if results is not None:
+        entries = [
+            SuiteEntry(
+                check=r.check, outcome=r.outcome, cached=False, result=r.id, duration_s=r.duration_s
+            )
+            for r in results
+        ]
+    else:
+        entries = [
+            SuiteEntry(check=f"k{i}", outcome="pass", cached=c, result=new_id(), duration_s=1.0)
+            for i, c in enumerate(cached or [])
+        ]
+    fields: dict[str, Any] = {
+        "project": project,
+        "actor": SYSTEM,
+        "commit": commit,
+        "tree": tree,
+        "unit": unit_id,
+        "reason": "unit",
+        "outcome": "pass",
+        "checks": entries,
+        "duration_s": seconds,
+        "runner": signer.runner if signer is not None else "r1",
+    } | kw
+    event = GateSuiteCompleted(**fields)
+    return signer.sign(event) if signer is not None else event
 
 
 class PureDispatcher:

@@ -4,38 +4,39 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import msgspec
 import pytest
-from slice_helpers import BUILDER, SYSTEM, accepted, plan, transition, unit
+from slice_helpers import (
+    BUILDER,
+    SYSTEM,
+    accepted,
+    gate_suite,
+    plan,
+    registration,
+    transition,
+    unit,
+)
 
 from bus import Bus, read
 from projections import budgets
-from schemas import Block, Event, FindingRaised, new_id, project_subjects
-from schemas.gates import GateSuiteCompleted, SuiteEntry
+from schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
+from schemas.gates import GateSuiteCompleted
 from schemas.reviews import RoundClosed
 from schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
-from workers.standards.daemon import Standards
+from workers.gate_runner.signing import Signer, load_or_create
+from workers.standards.daemon import Standards, breach_finding
 
 P = "proj"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def suite(project: str, unit_id: str, seconds: float, cached: list[bool]) -> GateSuiteCompleted:
-    return GateSuiteCompleted(
-        project=project,
-        actor=SYSTEM,
-        commit="c" * 40,
-        tree="d" * 40,
-        unit=unit_id,
-        reason="unit",
-        outcome="pass",
-        checks=[
-            SuiteEntry(check=f"k{i}", outcome="pass", cached=c, result=new_id(), duration_s=1.0)
-            for i, c in enumerate(cached)
-        ],
-        duration_s=seconds,
-        runner="r1",
-    )
+def suite(
+    signer: Signer | None, project: str, unit_id: str, seconds: float, cached: list[bool]
+) -> GateSuiteCompleted:
+    """A suite run on ``unit_id``'s commit, signed by ``signer`` (``None``: unsigned)."""
+    return gate_suite(signer, project, unit_id, seconds=seconds, cached=cached)
 
 
 def rounds(project: str, unit_id: str, action: str, n: int) -> RoundClosed:
@@ -67,13 +68,14 @@ LIMITS = SliceBudgets(
 )
 
 
-def test_every_measure_against_its_limit() -> None:
+def test_every_measure_against_its_limit(signer: Signer) -> None:
     """Wall clock, tokens per delivered unit, rework, cache hit rate and wait are measured."""
     state = fold(
+        registration(P, signer),
         *accepted(P, plan("S1", unit("U1"), unit("U2"), budgets=LIMITS)),
         transition(P, "U1", "working", by="started", at=T0),
-        suite(P, "U1", 42.0, [False, False, True, True]),
-        suite(P, "U2", 12.0, [True, False]),
+        suite(signer, P, "U1", 42.0, [False, False, True, True]),
+        suite(signer, P, "U2", 12.0, [True, False]),
         UsageReport(project=P, actor=BUILDER, unit="U1", tokens_in=700, tokens_out=100),
         UsageReport(project=P, actor=BUILDER, unit="U2", tokens_in=300, tokens_out=100),
         rounds(P, "U1", "continue", 1),
@@ -134,11 +136,12 @@ def test_time_in_wait_counts_dispatched_units_per_reason() -> None:
     assert (breach.budget, breach.value, breach.limit) == ("wait", 690.0, 600.0)
 
 
-def test_ratios_are_judged_at_the_close() -> None:
+def test_ratios_are_judged_at_the_close(signer: Signer) -> None:
     """Tokens per delivered unit and the cache hit rate breach only once the slice closes."""
     events = [
+        registration(P, signer),
         *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
-        suite(P, "U1", 5.0, [False, False, False]),
+        suite(signer, P, "U1", 5.0, [False, False, False]),
         UsageReport(project=P, actor=BUILDER, unit="U1", tokens_in=5000),
         transition(P, "U1", "failed", by="gave-up"),
     ]
@@ -150,19 +153,73 @@ def test_ratios_are_judged_at_the_close() -> None:
     assert found["cache_hit_rate"].value == 0.0
 
 
-def test_a_raised_breach_is_not_raised_again() -> None:
+def test_a_raised_breach_is_not_raised_again(signer: Signer) -> None:
     """A standards budget-breach finding on the log marks that (slice, budget) as raised."""
-    from workers.standards.daemon import breach_finding
-
     events = [
+        registration(P, signer),
         *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
-        suite(P, "U1", 90.0, [False]),
+        suite(signer, P, "U1", 90.0, [False]),
     ]
     [breach] = budgets.breaches(fold(*events))
     finding = breach_finding(P, breach)
     assert finding.owner == "standards" and finding.producer == "standards"
     assert finding.cls == "budget-breach" and finding.unit is None
-    assert budgets.breaches(fold(*events, finding, suite(P, "U1", 120.0, [False]))) == []
+    assert budgets.breaches(fold(*events, finding, suite(signer, P, "U1", 120.0, [False]))) == []
+
+
+@pytest.mark.parametrize(
+    "role",
+    [
+        pytest.param("builder", id="builder"),
+        pytest.param("operator", id="operator"),
+        pytest.param("standards", id="a-role-named-standards"),
+    ],
+)
+def test_a_breach_finding_not_published_by_the_system_suppresses_nothing(
+    signer: Signer, role: str
+) -> None:
+    """Only the system's own budget-breach finding marks a breach raised: one published by
+    anyone else, however it is labelled, leaves the breach to be raised."""
+    events = [
+        registration(P, signer),
+        *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
+        suite(signer, P, "U1", 90.0, [False]),
+    ]
+    [breach] = budgets.breaches(fold(*events))
+    claimed = msgspec.structs.replace(
+        breach_finding(P, breach), actor=Actor(role=role, principal="someone")
+    )
+    assert budgets.breaches(fold(*events, claimed)) == [breach]
+
+
+def forged(signer: Signer, other: Signer) -> dict[str, GateSuiteCompleted]:
+    """A slow suite in every way that is not a verified fact."""
+    slow = suite(signer, P, "U1", 90.0, [False])
+    return {
+        "unsigned": suite(None, P, "U1", 90.0, [False]),
+        "altered-after-signing": msgspec.structs.replace(
+            suite(signer, P, "U1", 5.0, [False]), duration_s=90.0
+        ),
+        "unknown-runner": suite(other, P, "U1", 90.0, [False]),
+        "not-the-system": signer.sign(msgspec.structs.replace(slow, actor=BUILDER, signature=None)),
+    }
+
+
+@pytest.mark.parametrize(
+    "how", ["unsigned", "altered-after-signing", "unknown-runner", "not-the-system"]
+)
+def test_an_unverified_suite_is_not_measured(signer: Signer, tmp_path: Path, how: str) -> None:
+    """A gate suite the gates projection would refuse (unsigned, forged, signed by a key
+    nobody registered, or published by a role other than system) counts for no budget."""
+    other = load_or_create(tmp_path / "other", "other")
+    state = fold(
+        registration(P, signer),
+        *accepted(P, plan("S1", unit("U1"), budgets=LIMITS)),
+        forged(signer, other)[how],
+    )
+    use = state.slices["S1"]
+    assert (use.suites, use.suite_max_s, use.checks) == (0, 0.0, 0)
+    assert budgets.breaches(state) == []
 
 
 async def collect_findings(bus: Bus, project: str) -> list[FindingRaised]:
@@ -179,27 +236,30 @@ async def settle(standards: Standards, bus: Bus, event: Event) -> None:
     await asyncio.wait_for(standards.wait_acted(ack.seq), 20)
 
 
-async def test_breach_is_raised_once_to_standards_across_restarts(bus: Bus, project: str) -> None:
+async def test_breach_is_raised_once_to_standards_across_restarts(
+    bus: Bus, project: str, signer: Signer
+) -> None:
     """Slow suites, more slow suites and a daemon restart make exactly one finding, owned by
     standards and never by the unit whose suite tripped the budget."""
+    await bus.publish(registration(project, signer))
     await bus.publish_many(accepted(project, plan("S1", unit("U1"), unit("U2"), budgets=LIMITS)))
     stop = asyncio.Event()
     first = Standards(bus, projects=[project])
     running = asyncio.create_task(first.run(stop))
-    await settle(first, bus, suite(project, "U1", 75.0, [False]))
+    await settle(first, bus, suite(signer, project, "U1", 75.0, [False]))
     [finding] = await collect_findings(bus, project)
     assert finding.producer == "standards" and finding.owner == "standards"
     assert finding.actor.role == "system"
     assert finding.cls == "budget-breach" and finding.unit is None and finding.slice == "S1"
     assert finding.target.budget == "gate_wall_clock"  # type: ignore[union-attr]
     assert finding.evidence["value"] == 75.0 and finding.evidence["limit"] == 60.0
-    await settle(first, bus, suite(project, "U2", 95.0, [False]))
+    await settle(first, bus, suite(signer, project, "U2", 95.0, [False]))
     stop.set()
     await running
     stop = asyncio.Event()
     second = Standards(bus, projects=[project])
     running = asyncio.create_task(second.run(stop))
-    await settle(second, bus, suite(project, "U1", 99.0, [True]))
+    await settle(second, bus, suite(signer, project, "U1", 99.0, [True]))
     stop.set()
     await running
     findings = await collect_findings(bus, project)

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
@@ -25,20 +26,22 @@ from slice_helpers import (
     BUILDER,
     OPERATOR,
     PLANNER,
-    SYSTEM,
+    gate_result,
+    gate_suite,
     loopbus_toml,
     make_repo,
     of_type,
     plan,
+    registration,
     transition,
     unit,
     wait_state,
 )
 
 from bus import Bus, read
-from projections import transitions
+from projections import gates, transitions
 from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned, project_subjects
-from schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
+from schemas.gates import GateResultRecorded
 from schemas.reports import CommitReport, StartedReport
 from schemas.slices import (
     MisalignmentRouted,
@@ -51,8 +54,9 @@ from schemas.slices import (
     UnitDispatched,
 )
 from schemas.targets import PlanTarget
-from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.daemon import Dispatcher, cancel_all
 from workers.dispatcher.repo import ProjectRepo
+from workers.gate_runner.signing import Signer
 
 BOOT_OK = f"{sys.executable} -c \"print('booted')\""
 
@@ -178,14 +182,14 @@ async def test_invalid_plan_is_refused_with_every_problem(
 
 
 async def test_failure_holds_dependents_transitively_while_branches_drain(
-    bus: Bus, project: str, tmp_path: Path
+    bus: Bus, project: str, tmp_path: Path, signer: Signer
 ) -> None:
     """A halted unit holds its whole downstream (BLOCKED awaiting-dependency naming it), the
     independent branch keeps going, and when every unit is settled trunk is booted and the
     slice closes with the boot result."""
     path = repo_for(tmp_path, project, [])
     p = plan("S1", unit("A"), unit("B"), unit("C", "A"), unit("D", "C"), unit("E", "B"))
-    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}) as d:
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}, signer=signer) as d:
         await settle(d, bus, submit(project, p))
         await settle(d, bus, transition(project, "A", "failed", by="halted", ended_by="halted"))
         events = await log_of(bus, project)
@@ -200,8 +204,10 @@ async def test_failure_holds_dependents_transitively_while_branches_drain(
         _state, events = await wait_state(bus, project, closed_slice("S1"))
     [closed] = of_type(events, SliceClosed)
     assert closed.done == ["B", "E"] and closed.failed == ["A"] and closed.blocked == ["C", "D"]
-    assert closed.boot.outcome == "pass" and "booted" in closed.boot.detail
+    assert closed.boot.outcome == "pass" and closed.boot.exit_code == 0
     assert closed.boot.commit == ProjectRepo(path).trunk_commit().commit
+    [booted] = [e for e in of_type(events, GateResultRecorded) if e.id == closed.boot.result]
+    assert booted.check == "boot" and booted.commit == closed.boot.commit
     completed = of_type(events, RunEntryCompleted)
     assert [c.unit for c in completed] == ["A", "B", "E"]
     assert dispatched(events) == ["A", "B", "E"]
@@ -216,11 +222,17 @@ async def test_failure_holds_dependents_transitively_while_branches_drain(
     ],
 )
 async def test_boot_result_has_three_outcomes(
-    bus: Bus, project: str, tmp_path: Path, boot: str | None, outcome: str, says: str
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    signer: Signer,
+    boot: str | None,
+    outcome: str,
+    says: str,
 ) -> None:
     """The increment's boot check is pass, fail or error; what cannot be established is error."""
     path = repo_for(tmp_path, project, [], boot=boot)
-    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}) as d:
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}, signer=signer) as d:
         await settle(d, bus, submit(project, plan("S1", unit("U1"))))
         await settle(d, bus, transition(project, "U1", "done", by="merged"))
         _state, events = await wait_state(bus, project, closed_slice("S1"))
@@ -231,16 +243,19 @@ async def test_boot_result_has_three_outcomes(
         assert closed.boot.exit_code == 3
 
 
-async def test_restart_and_a_second_dispatcher_never_dispatch_twice(bus: Bus, project: str) -> None:
+async def test_restart_and_a_second_dispatcher_never_dispatch_twice(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
     """Dispatch state comes from the log: a restarted dispatcher carries on where the first
     stopped, and two running at once dispatch each unit exactly once."""
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, []))}
     p = plan("S1", *(unit(f"U{i}") for i in range(4)))
-    async with dispatcher(bus, project, capacity=1) as d:
+    async with dispatcher(bus, project, capacity=1, repos=repos) as d:
         await settle(d, bus, submit(project, p))
     assert dispatched(await log_of(bus, project)) == ["U0"]
     async with (
-        dispatcher(bus, project, capacity=1) as first,
-        dispatcher(bus, project, capacity=1) as second,
+        dispatcher(bus, project, capacity=1, repos=repos) as first,
+        dispatcher(bus, project, capacity=1, repos=repos) as second,
     ):
         await settle(first, bus, transition(project, "U0", "done", by="merged"))
         await asyncio.wait_for(second.wait_acted(first.acted_seq), 20)
@@ -259,7 +274,7 @@ async def test_restart_and_a_second_dispatcher_never_dispatch_twice(bus: Bus, pr
     ],
 )
 async def test_misaligned_routes_by_what_its_criteria_reach(
-    bus: Bus, project: str, merged_first: bool, route: str, owner: str
+    bus: Bus, project: str, tmp_path: Path, merged_first: bool, route: str, owner: str
 ) -> None:
     """Misaligned goes where the affected set says: no reached unit merged -> re-slice (the plan
     is discarded), some merged -> contract change; never to an author."""
@@ -282,7 +297,8 @@ async def test_misaligned_routes_by_what_its_criteria_reach(
         slice="S1",
     )
     both_done = [transition(project, u, "done", by="merged") for u in ("U1", "U2")]
-    async with dispatcher(bus, project) as d:
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, ["t::a", "t::b", "t::c"]))}
+    async with dispatcher(bus, project, repos=repos) as d:
         await settle(d, bus, submit(project, p))
         if merged_first:
             await settle(d, bus, *both_done)
@@ -351,7 +367,7 @@ def branch_commit(path: Path, branch: str, name: str, text: str) -> str:
 
 
 async def test_run_record_keeps_a_stub_for_a_unit_killed_mid_run(
-    bus: Bus, project: str, nats_url: str, tmp_path: Path
+    bus: Bus, project: str, nats_url: str, tmp_path: Path, signer: Signer
 ) -> None:
     """The record has one entry per dispatch: the unit that reached the barrier shows its real
     commands, files and what did not run; the one whose builder was killed is a bare heading."""
@@ -360,7 +376,7 @@ async def test_run_record_keeps_a_stub_for_a_unit_killed_mid_run(
     tree = Repo(str(path))[head.encode()].tree.decode()  # type: ignore[union-attr]
     p = plan("S1", unit("U1", title="parse the input"), unit("U2", title="print the total"))
     async with dispatcher(bus, project, repos={project: ProjectRepo(path)}) as d:
-        await settle(d, bus, submit(project, p))
+        await settle(d, bus, registration(project, signer), submit(project, p))
         builder = subprocess.Popen(
             [sys.executable, "-c", BUILDER_SCRIPT, nats_url, project, "U2"],
             stdout=subprocess.PIPE,
@@ -373,36 +389,8 @@ async def test_run_record_keeps_a_stub_for_a_unit_killed_mid_run(
         finally:
             os.kill(builder.pid, signal.SIGKILL)
             builder.wait(timeout=10)
-        result = GateResultRecorded(
-            project=project,
-            actor=SYSTEM,
-            check="tests",
-            tree=tree,
-            commit=head,
-            inputs=tree,
-            config_sha="0" * 64,
-            outcome="pass",
-            summary="3 passed",
-            duration_s=1.25,
-            exit_code=0,
-            runner="r1",
-        )
-        suite = GateSuiteCompleted(
-            project=project,
-            actor=SYSTEM,
-            commit=head,
-            tree=tree,
-            unit="U1",
-            reason="unit",
-            outcome="pass",
-            checks=[
-                SuiteEntry(
-                    check="tests", outcome="pass", cached=False, result=result.id, duration_s=1.25
-                )
-            ],
-            duration_s=1.3,
-            runner="r1",
-        )
+        result = gate_result(signer, project, commit=head, tree=tree)
+        suite = gate_suite(signer, project, "U1", results=[result], commit=head, tree=tree)
         await settle(
             d,
             bus,
@@ -444,15 +432,18 @@ async def test_run_record_keeps_a_stub_for_a_unit_killed_mid_run(
     assert stubs == {"U1": False, "U2": True}
 
 
-async def test_holds_and_the_close_are_not_repeated_after_a_restart(bus: Bus, project: str) -> None:
+async def test_holds_and_the_close_are_not_repeated_after_a_restart(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
     """What the dispatcher already answered is read back from the log: a restarted dispatcher
     writes no second hold, completion or close."""
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, [], boot=None))}
     p = plan("S1", unit("A"), unit("B", "A"), unit("C", "B"))
-    async with dispatcher(bus, project) as d:
+    async with dispatcher(bus, project, repos=repos) as d:
         await settle(d, bus, submit(project, p))
         await settle(d, bus, transition(project, "A", "lost", by="heartbeat-lapse"))
         await wait_state(bus, project, closed_slice("S1"))
-    async with dispatcher(bus, project) as d:
+    async with dispatcher(bus, project, repos=repos) as d:
         await settle(d, bus, nudge(project))
     events = await log_of(bus, project)
     holds = [e.unit for e in of_type(events, UnitTransitioned) if e.by == "hold"]
@@ -460,9 +451,273 @@ async def test_holds_and_the_close_are_not_repeated_after_a_restart(bus: Bus, pr
     assert [c.unit for c in of_type(events, RunEntryCompleted)] == ["A"]
     [closed] = of_type(events, SliceClosed)
     assert closed.lost == ["A"] and closed.blocked == ["B", "C"]
-    assert closed.boot.outcome == "error" and "no repository" in closed.boot.detail
+    assert closed.boot.outcome == "error" and "no boot check" in closed.boot.detail
 
 
 def nudge(project: str) -> Event:
     """An unrelated claim, to give a dispatcher a record to act on."""
     return StartedReport(project=project, actor=BUILDER, unit="nobody")
+
+
+async def test_plan_is_refused_when_no_repository_is_configured(bus: Bus, project: str) -> None:
+    """Without a repository the pending criteria cannot be read, so the check cannot run and
+    the plan is refused with one line saying what to do; nothing is accepted or planned."""
+    submission = submit(project, plan("S1", unit("U1", criteria=["t::a"])))
+    async with dispatcher(bus, project) as d:
+        await settle(d, bus, submission)
+    events = await log_of(bus, project)
+    [refusal] = of_type(events, FindingRaised)
+    assert refusal.evidence["submission"] == submission.id
+    assert refusal.evidence["problems"] == [
+        f"pending criteria cannot be read: no repository configured for {project}; "
+        "run the dispatcher with --repo"
+    ]
+    assert not of_type(events, SlicePlanAccepted) and not of_type(events, UnitPlanned)
+
+
+def misaligned_finding(
+    project: str,
+    criteria: list[str],
+    slice_id: str | None,
+    actor: Actor = OPERATOR,
+    producer: str = "operator",
+) -> FindingRaised:
+    return FindingRaised(
+        project=project,
+        actor=actor,
+        producer=producer,  # type: ignore[arg-type]
+        target=PlanTarget(slice=slice_id or "S1"),
+        severity="high",
+        criterion=criteria[0],
+        cls="misaligned",
+        message="this is not what I asked for",
+        evidence={"criteria": ",".join(criteria[1:])} if criteria[1:] else {},
+        slice=slice_id,
+    )
+
+
+THREE_UNITS = (
+    unit("U1", criteria=["t::a"]),
+    unit("U2", criteria=["t::b"]),
+    unit("U3", "U1", criteria=["t::c"]),
+)
+
+
+@pytest.mark.parametrize(
+    ("criteria", "slice_id", "actor", "producer", "says"),
+    [
+        pytest.param(
+            ["t::typo"],
+            "S1",
+            OPERATOR,
+            "operator",
+            "no unit of slice S1 claims t::typo",
+            id="typo-in-a-named-slice",
+        ),
+        pytest.param(
+            ["t::typo", "t::other"],
+            None,
+            OPERATOR,
+            "operator",
+            "no unit of any slice claims t::typo, t::other",
+            id="typo-and-no-slice-named",
+        ),
+        pytest.param(
+            ["t::b"],
+            None,
+            OPERATOR,
+            "operator",
+            "a re-slice discards slice S1's plan; raise it again naming the slice (--slice S1)",
+            id="re-slice-of-a-slice-it-did-not-name",
+        ),
+        pytest.param(
+            ["t::a"],
+            "S1",
+            BUILDER,
+            "operator",
+            "raised by role 'builder' as producer 'operator'; only the operator's",
+            id="a-builder-posing-as-operator",
+        ),
+        pytest.param(
+            ["t::a"],
+            "S1",
+            OPERATOR,
+            "reviewer",
+            "raised by role 'operator' as producer 'reviewer'; only the operator's",
+            id="operator-role-another-producer",
+        ),
+    ],
+)
+async def test_misaligned_that_cannot_be_routed_is_refused_and_discards_nothing(
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    criteria: list[str],
+    slice_id: str | None,
+    actor: Actor,
+    producer: str,
+    says: str,
+) -> None:
+    """A misaligned finding that reaches no unit, that would discard a plan it did not name,
+    or that is not the operator's, is refused by the system (producer standards, owner
+    operator) naming why; no route is derived and no plan is discarded."""
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, ["t::a", "t::b", "t::c"]))}
+    finding = misaligned_finding(project, criteria, slice_id, actor, producer)
+    async with dispatcher(bus, project, repos=repos) as d:
+        await settle(d, bus, submit(project, plan("S1", *THREE_UNITS)))
+        await settle(d, bus, finding)
+        await settle(d, bus, *(transition(project, u, "done", by="merged") for u in ("U1", "U2")))
+    events = await log_of(bus, project)
+    [refusal] = [f for f in of_type(events, FindingRaised) if f.evidence.get("misaligned")]
+    assert refusal.evidence["misaligned"] == finding.id
+    assert refusal.producer == "standards" and refusal.actor.role == "system"
+    assert refusal.owner == "operator" and refusal.cls == "refused-transition"
+    assert says in refusal.message, refusal.message
+    assert of_type(events, MisalignmentRouted) == []
+    assert of_type(events, SlicePlanDiscarded) == []
+    assert "U3" in dispatched(events)  # S1 carries on
+
+
+async def test_misaligned_naming_no_slice_routes_a_contract_change(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """Without a slice named, the slice is derived from the units reached; a contract change
+    discards nothing, so it is routed."""
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, ["t::a", "t::b", "t::c"]))}
+    finding = misaligned_finding(project, ["t::a"], None)
+    async with dispatcher(bus, project, repos=repos) as d:
+        await settle(d, bus, submit(project, plan("S1", *THREE_UNITS)))
+        await settle(d, bus, transition(project, "U1", "done", by="merged"))
+        await settle(d, bus, finding)
+    events = await log_of(bus, project)
+    [routed] = of_type(events, MisalignmentRouted)
+    assert (routed.slice, routed.route, routed.merged) == ("S1", "contract-change", ["U1"])
+    assert of_type(events, SlicePlanDiscarded) == []
+
+
+def boot_repo(tmp_path: Path, project: str, name: str, check: str) -> Path:
+    """A repository whose loopbus.toml has only a boot check, as given."""
+    path = tmp_path / name
+    text = f'[project]\nid = "{project}"\n\n[[check]]\nid = "boot"\n{check}'
+    make_repo(path, {"loopbus.toml": text, "README.md": "hi\n"})
+    return path
+
+
+async def test_boot_runs_through_the_gate_runner_signed_and_cached(
+    bus: Bus, project: str, tmp_path: Path, signer: Signer
+) -> None:
+    """The increment's boot is a gate run: a signed result on the log (verified by the gates
+    projection's rule) that the close names, and a second increment on the same trunk is
+    answered from the gate cache."""
+    path = repo_for(tmp_path, project, [])
+    trunk = ProjectRepo(path).trunk_commit().commit
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}, signer=signer) as d:
+        for slice_id, unit_id in (("S1", "U1"), ("S2", "U2")):
+            await settle(d, bus, submit(project, plan(slice_id, unit(unit_id))))
+            await settle(d, bus, transition(project, unit_id, "done", by="merged"))
+            await wait_state(bus, project, closed_slice(slice_id))
+    events = await log_of(bus, project)
+    first, second = of_type(events, SliceClosed)
+    results = {e.id: e for e in of_type(events, GateResultRecorded)}
+    booted = results[first.boot.result]  # type: ignore[index]
+    assert booted.check == "boot" and booted.commit == trunk and booted.outcome == "pass"
+    assert booted.runner == signer.runner
+    state = gates.FOLD.fold(events)
+    assert gates.judge(state, booted) is None and state.refused == {}
+    assert first.boot.cached is False and first.boot.outcome == "pass"
+    assert second.boot.cached is True and second.boot.result == first.boot.result
+    assert len(results) == 1  # the command ran once
+
+
+@pytest.mark.parametrize(
+    ("check", "says"),
+    [
+        pytest.param(
+            f"command = '''{sys.executable} -c \"print(1)\"'''\nparser = \"pytest\"\n",
+            "no pytest report",
+            id="parser-pytest-without-a-pytest-run",
+        ),
+        pytest.param(
+            f"command = '''{sys.executable} -c \"print(1)\"'''\nimage = \"python:3.12-slim\"\n",
+            "never falls back to the host",
+            id="image-without-a-docker-engine",
+        ),
+    ],
+)
+async def test_boot_honours_the_checks_parser_and_image(
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    signer: Signer,
+    monkeypatch: pytest.MonkeyPatch,
+    check: str,
+    says: str,
+) -> None:
+    """The boot check is read like any check: its parser judges the run and its image
+    decides where it runs; a command that exits 0 is not a pass when either says otherwise."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    path = boot_repo(tmp_path, project, "repo", check)
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}, signer=signer) as d:
+        await settle(d, bus, submit(project, plan("S1", unit("U1"))))
+        await settle(d, bus, transition(project, "U1", "done", by="merged"))
+        _state, events = await wait_state(bus, project, closed_slice("S1"))
+    [closed] = of_type(events, SliceClosed)
+    assert closed.boot.outcome == "error"
+    assert says in closed.boot.detail, closed.boot.detail
+
+
+@pytest.mark.parametrize("how", ["unsigned", "altered-after-signing"])
+async def test_run_record_shows_no_outcome_for_an_unverified_gate_suite(
+    bus: Bus, project: str, tmp_path: Path, signer: Signer, how: str
+) -> None:
+    """A gate suite that is not a verified fact (unsigned, or altered after signing) is not a
+    command the record shows as run: the completion says no gate suite ran."""
+    path = repo_for(tmp_path, project, [])
+    head = branch_commit(path, "u1", "u1.py", "print('u1')\n")
+    tree = Repo(str(path))[head.encode()].tree.decode()  # type: ignore[union-attr]
+    if how == "unsigned":
+        result = gate_result(None, project, commit=head, tree=tree)
+        suite = gate_suite(None, project, "U1", results=[result], commit=head, tree=tree)
+    else:
+        result = gate_result(signer, project, commit=head, tree=tree, outcome="fail")
+        red = gate_suite(
+            signer, project, "U1", results=[result], commit=head, tree=tree, outcome="fail"
+        )
+        suite = msgspec.structs.replace(  # turned green after it was signed
+            red,
+            outcome="pass",
+            checks=[msgspec.structs.replace(c, outcome="pass") for c in red.checks],
+        )
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}) as d:
+        await settle(d, bus, registration(project, signer), submit(project, plan("S1", unit("U1"))))
+        await settle(
+            d,
+            bus,
+            CommitReport(project=project, actor=BUILDER, unit="U1", sha=head),
+            result,
+            suite,
+            transition(project, "U1", "done", by="merged", commit=head),
+        )
+    [entry] = of_type(await log_of(bus, project), RunEntryCompleted)
+    assert entry.commands == []
+    assert [n.what for n in entry.not_run] == ["gates"]
+    assert "no gate suite ran" in entry.not_run[0].why
+
+
+async def test_stopping_cancels_again_a_task_that_swallowed_its_cancel() -> None:
+    """A task that swallows one cancel (as Python 3.11's wait_for can, inside the log reader)
+    is cancelled again until it ends, so stopping a dispatcher never hangs."""
+    started, swallowed = asyncio.Event(), asyncio.Event()
+
+    async def stubborn() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            swallowed.set()  # and carries on, as if the cancel had never come
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(stubborn())
+    await started.wait()
+    await asyncio.wait_for(cancel_all([task], retry_s=0.05), 10)
+    assert swallowed.is_set() and task.cancelled()

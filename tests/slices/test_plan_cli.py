@@ -10,13 +10,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from slice_helpers import PureDispatcher, accepted, loopbus_toml, plan, transition, unit
+from slice_helpers import (
+    PureDispatcher,
+    accepted,
+    loopbus_toml,
+    make_repo,
+    plan,
+    transition,
+    unit,
+)
 
 from bus import Bus
 from loopbus.slice_render import render_budgets, render_slices
 from projections import budgets
 from schemas.slices import SliceBudgets
 from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
 
 CHAIN_VS_FAN = """
 [slice]
@@ -137,18 +146,50 @@ def test_json_plan_file_is_read_like_toml(tmp_path: Path) -> None:
     [
         pytest.param(["no-such-plan.toml"], 2, "cannot read plan", id="missing-file"),
         pytest.param(["{plan}", "--repo", "{tmp}"], 2, "has no loopbus.toml", id="repo-no-config"),
+        pytest.param(
+            ["{plan}", "--repo", "{broken}"], 2, "loopbus.toml", id="repo-config-not-toml"
+        ),
+        pytest.param(
+            ["{plan}", "--repo", "{invalid}"], 2, "parser", id="repo-config-invalid-field"
+        ),
     ],
 )
 def test_check_usage_errors_are_one_line(
     tmp_path: Path, args: list[str], code: int, says: str
 ) -> None:
-    """A missing file or a repository without loopbus.toml is one line, no traceback."""
+    """A missing file, or a repository whose loopbus.toml is missing, not TOML or invalid, is
+    a usage error: one line, exit 2, no traceback."""
     path = write(tmp_path, "p.toml", CHAIN_VS_FAN)
-    argv = [a.format(plan=path, tmp=tmp_path) for a in args]
+    broken, invalid = tmp_path / "broken", tmp_path / "invalid"
+    for folder in (broken, invalid):
+        folder.mkdir()
+    (broken / "loopbus.toml").write_text("[project\nid = \n")
+    (invalid / "loopbus.toml").write_text(
+        '[project]\nid = "demo"\n[[check]]\nid = "tests"\ncommand = "true"\nparser = "nope"\n'
+    )
+    argv = [a.format(plan=path, tmp=tmp_path, broken=broken, invalid=invalid) for a in args]
     done = loopbus("plan", "check", *argv)
     assert done.returncode == code
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+def test_a_misshapen_plan_also_names_its_cycles_and_unresolved_blockers(tmp_path: Path) -> None:
+    """Shape problems do not hide graph problems: a bad field, a cycle and a blocker that
+    resolves to no unit are all listed, one line each."""
+    text = (
+        '[slice]\nid = "S1"\n'
+        '[[unit]]\nid = "U3"\ntitle = 3\nblocked_by = ["U5"]\n'
+        '[[unit]]\nid = "U5"\nblocked_by = ["U3"]\n'
+        '[[unit]]\nid = "U6"\nblocked_by = ["U9"]\n'
+    )
+    done = loopbus("plan", "check", str(write(tmp_path, "bad.toml", text)))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 3, lines
+    assert any("unit U3: title=3 must be a string" in line for line in lines)
+    assert any("dependency cycle: U3 -> U5 -> U3" in line for line in lines)
+    assert any("U6: blocked_by U9 does not resolve" in line for line in lines)
 
 
 async def test_submit_waits_for_the_dispatchers_answer(
@@ -162,8 +203,11 @@ async def test_submit_waits_for_the_dispatchers_answer(
         '[slice]\nid = "S2"\n[[unit]]\nid = "X"\nblocked_by = ["Y"]\n[[unit]]\nid = "Y"\n'
         'blocked_by = ["X"]\n',
     )
+    repo = tmp_path / "repo"
+    make_repo(repo, {"loopbus.toml": loopbus_toml(project, [], None)})
     stop = asyncio.Event()
-    daemon = asyncio.create_task(Dispatcher(bus, projects=[project]).run(stop))
+    repos = {project: ProjectRepo(repo)}
+    daemon = asyncio.create_task(Dispatcher(bus, projects=[project], repos=repos).run(stop))
     try:
         ok = await asyncio.to_thread(
             loopbus, "plan", "submit", str(good), "--project", project, "--wait", "20", url=nats_url

@@ -256,6 +256,50 @@ def test_bad_plan_text_names_the_field(text: str, expected: str) -> None:
     assert any(expected in problem for problem in caught.value.problems), caught.value.problems
 
 
+@pytest.mark.parametrize(
+    ("text", "expected", "absent"),
+    [
+        pytest.param(
+            "[slice]\nid='S1'\n[[unit]]\nid='U3'\ntitle=3\nblocked_by=['U5']\n"
+            "[[unit]]\nid='U5'\nblocked_by=['U3']\n[[unit]]\nid='U6'\nblocked_by=['U9']\n",
+            [
+                "unit U3: title=3 must be a string",
+                "dependency cycle: U3 -> U5 -> U3",
+                "unit U6: blocked_by U9 does not resolve",
+            ],
+            [],
+            id="bad-field-cycle-and-unresolved",
+        ),
+        pytest.param(
+            "[slice]\nid='S 1'\n[[unit]]\nid='A'\nblocked_by=['B']\n"
+            "[[unit]]\nid='B'\nblocked_by=['A']\n",
+            ["slice.id='S 1'", "dependency cycle: A -> B -> A"],
+            [],
+            id="bad-slice-id-and-cycle",
+        ),
+        pytest.param(
+            "[slice]\nid='S1'\n[[unit]]\nid='U 1'\n[[unit]]\nid='U2'\nblocked_by=['U1']\n",
+            ["unit[0].id='U 1'"],
+            ["does not resolve"],
+            id="unit-without-an-id-leaves-blockers-unjudged",
+        ),
+    ],
+)
+def test_shape_problems_come_with_the_graph_problems(
+    text: str, expected: list[str], absent: list[str]
+) -> None:
+    """A plan that fails on its shape still names every cycle and unresolved blocker that can
+    be told from the units that did read; a blocker is judged only when every unit has an id."""
+    with pytest.raises(PlanInvalid) as caught:
+        parse_plan(text, "toml")
+    problems = caught.value.problems
+    for want in expected:
+        assert any(want in problem for problem in problems), problems
+    for unwanted in absent:
+        assert not any(unwanted in problem for problem in problems), problems
+    assert len(problems) == len(expected), problems
+
+
 # -- determinism ---------------------------------------------------------------------------
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from slice_helpers import (
@@ -10,7 +14,10 @@ from slice_helpers import (
     OPERATOR,
     PureDispatcher,
     accepted,
+    gate_result,
+    gate_suite,
     plan,
+    registration,
     transition,
     unit,
 )
@@ -18,9 +25,11 @@ from slice_helpers import (
 from projections import slices
 from projections.slices import BlockDependent, Close, Dispatch
 from schemas import FindingRaised
+from schemas.gates import GateSuiteCompleted
 from schemas.reports import CommitReport, StartedReport
 from schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
 from schemas.targets import PlanTarget
+from workers.gate_runner.signing import Signer, load_or_create
 
 P = "proj"
 
@@ -141,6 +150,54 @@ def test_run_record_has_a_stub_until_the_barrier() -> None:
     d.step()
     lost = slices.record_entries(d.state)[1].completion
     assert lost is not None and lost.state == "lost" and lost.returned_nothing is True
+
+
+def unverified(signer: Signer, other: Signer, how: str, **kw: Any) -> GateSuiteCompleted:
+    """A suite on U1's commit the gates projection would refuse, in the way ``how`` names."""
+    if how == "unsigned":
+        return gate_suite(None, P, "U1", **kw)
+    if how == "altered-after-signing":
+        fail = gate_suite(signer, P, "U1", **kw | {"outcome": "fail"})
+        return msgspec.structs.replace(fail, outcome="pass")
+    if how == "unknown-runner":
+        return gate_suite(other, P, "U1", **kw)
+    assert how == "not-the-system"
+    return gate_suite(signer, P, "U1", actor=BUILDER, **kw)
+
+
+@pytest.mark.parametrize(
+    "how", ["unsigned", "altered-after-signing", "unknown-runner", "not-the-system"]
+)
+def test_an_unverified_gate_suite_is_not_a_command_run(
+    signer: Signer, tmp_path: Path, how: str
+) -> None:
+    """Only a suite the gates projection accepts (system, signed by a registered key, the
+    signature verified) becomes a command of the run record; anything else is ignored."""
+    other = load_or_create(tmp_path / "other", "other")
+    head = "a" * 40
+    result = gate_result(signer, P, commit=head, tree="b" * 40)
+    d = PureDispatcher(P)
+    d.apply(registration(P, signer), *accepted(P, plan("S1", unit("U1"))))
+    d.step()
+    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head), result)
+    d.apply(unverified(signer, other, how, results=[result], commit=head, tree="b" * 40))
+    assert d.state.slices["S1"].units["U1"].commands == []
+    d.apply(gate_suite(signer, P, "U1", results=[result], commit=head, tree="b" * 40))
+    [command] = d.state.slices["S1"].units["U1"].commands
+    assert command.outcome == "pass" and "exit 0; 3 passed" in command.detail
+
+
+def test_an_unverified_gate_result_lends_no_detail(signer: Signer) -> None:
+    """A result that is not a verified fact gives a suite entry no detail to show."""
+    head = "a" * 40
+    result = gate_result(None, P, commit=head, tree="b" * 40, summary="forged: 99 passed")
+    d = PureDispatcher(P)
+    d.apply(registration(P, signer), *accepted(P, plan("S1", unit("U1"))))
+    d.step()
+    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head), result)
+    d.apply(gate_suite(signer, P, "U1", results=[result], commit=head, tree="b" * 40))
+    [command] = d.state.slices["S1"].units["U1"].commands
+    assert "forged" not in command.detail
 
 
 def test_refusal_and_acceptance_answer_submissions() -> None:

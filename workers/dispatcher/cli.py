@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import tomllib
 from collections.abc import Sequence
@@ -13,9 +14,14 @@ import structlog
 from workers.cli import Body, daemon_parser, main_for
 from workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
 from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
+from workers.gate_runner.errors import GateRunnerError
+from workers.gate_runner.signing import KEY_DIR_ENV, load_existing, load_or_create
 from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
+
+RUNNER_NAME = "dispatcher"
+"""The gate-runner key (under ``--data-dir``) the dispatcher signs boot results with."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,6 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the ref that is trunk in every --repo (default: %(default)s)",
     )
     parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep the key boot results are signed with in DATA_DIR/keys (default: "
+        f"${KEY_DIR_ENV}, else $XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
+    )
+    parser.add_argument(
         "--capacity",
         type=int,
         default=int(os.environ.get("LOOPBUS_CAPACITY", DEFAULT_CAPACITY)),
@@ -52,14 +65,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.capacity < 1:
             parser.error(f"--capacity {args.capacity} must be at least 1")
         repos = parse_repos(args.repo, args.trunk)
+        try:  # a key that cannot be read is one line and exit 2, before connecting
+            load_existing(args.data_dir, RUNNER_NAME)  # a new key waits for the bus
+        except GateRunnerError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
 
         async def body(ctx: DaemonContext) -> None:
+            signer = await asyncio.to_thread(load_or_create, args.data_dir, RUNNER_NAME)
+
             def progress(seq: int) -> None:
                 ctx.last_seq = seq
 
             dispatcher = Dispatcher(
                 ctx.bus,
                 repos=repos,
+                signer=signer,
                 capacity=args.capacity,
                 projects=args.project,
                 on_record=progress,
@@ -75,8 +95,8 @@ def parse_repos(values: Sequence[str], trunk: str) -> dict[str, ProjectRepo]:
     """``[PROJECT=]PATH`` options as project -> repository.
 
     A repository whose project cannot be told is left out with a warning rather than
-    stopping the daemon: its slices still run, and their increments close with an error
-    boot result that names the missing repository.
+    stopping the daemon: that project's plans are then refused, since the pending criteria
+    they are checked against cannot be read.
     """
     repos: dict[str, ProjectRepo] = {}
     for value in values:

@@ -9,8 +9,15 @@ log, acts on what the fold says:
   (BLOCKED awaiting-dependency naming it, ``by="hold"``), while independent branches drain;
 * completes the run-record entry of every unit that reached the TERMINAL barrier;
 * dispatches the current group's units in dispatch order up to ``capacity`` running units;
-* when every unit of a slice is settled, boots trunk and closes the slice with the result;
-* routes ``misaligned`` findings from the units their criteria reach.
+* when every unit of a slice is settled, boots trunk through the gate runner (a signed,
+  cached gate result) and closes the slice with that result;
+* routes the operator's ``misaligned`` findings from the units their criteria reach, and
+  refuses the rest: a finding that is not the operator's, that reaches no unit, or that
+  would discard a plan it did not name.
+
+Every refusal the dispatcher raises is the machinery speaking: producer ``standards``,
+actor role ``system``, class ``refused-transition``, owned by whoever must act (the
+planner for a plan, the operator for a misaligned finding).
 
 Restart safety comes from the log: every answer names what it answers (``cause``,
 ``evidence.submission``, ``dispatch``) and the fold skips what is answered. Every slice
@@ -22,7 +29,6 @@ appended with the unit subject's expected last sequence, as every unit transitio
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -54,11 +60,13 @@ from schemas import (
     project_subjects,
     subject_of,
 )
+from schemas.findings import Producer
 from schemas.slices import (
     BootResult,
     CommandRun,
     MisalignmentRouted,
     NotRun,
+    Route,
     RunEntryCompleted,
     SliceClosed,
     SlicePlanAccepted,
@@ -67,16 +75,39 @@ from schemas.slices import (
 )
 from schemas.targets import PlanTarget, RecordTarget
 from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
+from workers.gate_runner.runner import GateRunner
+from workers.gate_runner.signing import Signer
 
 log = structlog.get_logger()
 
 ACTOR = Actor(role="system", principal="dispatcher")
+REFUSER: Producer = "standards"
+"""The producer of every refusal the dispatcher raises: the machinery's own voice. A
+refusal is never labelled as if the operator, a planner or the gate runner had raised it."""
 DEFAULT_CAPACITY = 8
 PLAN_ROLES = frozenset({"planner", "operator"})
 MAX_PASSES = 64  # actions per project per catch-up; each pass publishes at least one fact
 ACT_EVERY = 512
 """Once caught up, act at least every this many records even if more are queued, so a
 busy log (many projects) cannot starve one project's dispatch."""
+
+
+async def cancel_all(tasks: Sequence[asyncio.Task[Any]], retry_s: float = 1.0) -> None:
+    """Cancel ``tasks`` and wait until every one has ended.
+
+    A cancel can be lost on the way: on Python 3.11, ``asyncio.wait_for`` returns the inner
+    result instead of raising when the cancel lands just as its inner await completes (the
+    log reader waits that way for new messages), and the task then runs on. So a task still
+    running after ``retry_s`` is cancelled again rather than awaited for ever.
+    """
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=retry_s)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("task.ended_with_error", task=task.get_name(), error=repr(task.exception()))
 
 
 class Dispatcher:
@@ -87,6 +118,7 @@ class Dispatcher:
         bus: Bus,
         *,
         repos: Mapping[str, ProjectRepo] | None = None,
+        signer: Signer | None = None,
         capacity: int = DEFAULT_CAPACITY,
         projects: Sequence[str] = (),
         on_record: Callable[[int], None] | None = None,
@@ -95,6 +127,8 @@ class Dispatcher:
             raise ValueError(f"capacity={capacity} must be at least 1")
         self.bus = bus
         self.repos = dict(repos or {})
+        self.signer = signer
+        self.runners: dict[str, GateRunner] = {}
         self.capacity = capacity
         self.projects = tuple(projects)
         self.on_record = on_record
@@ -226,20 +260,28 @@ class Dispatcher:
                     f"unit {unit.id} already belongs to slice {owner}; unit ids are unique "
                     "within a project"
                 )
-        pending: list[str] | None = None
-        source = "none"
+        # The criteria check is never skipped: a check that cannot run refuses the plan.
+        pending: list[str] = []
+        source = ""
         repo = self.repos.get(project)
-        if repo is not None:
+        if repo is None:
+            problems.append(
+                f"pending criteria cannot be read: no repository configured for {project}; "
+                "run the dispatcher with --repo"
+            )
+        else:
             try:
                 pending, source = await asyncio.to_thread(repo.pending)
             except RepoUnreadable as exc:
-                problems.append(f"the pending criteria on trunk cannot be read: {exc}")
-        problems.extend(validate(plan, pending))
+                problems.append(f"pending criteria cannot be read: {exc}")
+        # Without the pending criteria the plan is refused above; the rest of the check
+        # still runs so the refusal lists every problem at once.
+        problems.extend(validate(plan, pending if source else None))
         if problems:
             refusal = FindingRaised(
                 project=project,
                 actor=ACTOR,
-                producer="gate_runner",
+                producer=REFUSER,
                 target=PlanTarget(slice=plan.slice),
                 severity="high",
                 criterion="plan-valid",
@@ -260,7 +302,7 @@ class Dispatcher:
             actor=ACTOR,
             plan=plan,
             cause=submission.id,
-            pending=pending or [],
+            pending=pending,
             criteria_source=source,
         )
         await self._publish_fact(accepted)
@@ -421,14 +463,7 @@ class Dispatcher:
     async def _boot_and_close(self, project: str, view: SliceView) -> None:
         key = (project, view.slice)
         try:
-            repo = self.repos.get(project)
-            if repo is None:
-                result = BootResult(
-                    outcome="error",
-                    detail=f"no repository is configured for {project}; nothing to boot",
-                )
-            else:
-                result = await asyncio.to_thread(repo.boot)
+            result = await self._boot(project)
             async with self.lock:
                 current = self.state(project).slices.get(view.slice)
                 if current is None or current.status != "open":
@@ -458,11 +493,34 @@ class Dispatcher:
             self.booting.pop(key, None)
         await self.act()
 
+    async def _boot(self, project: str) -> BootResult:
+        """The boot check on trunk, run by the gate runner (signed, cached)."""
+        repo = self.repos.get(project)
+        if repo is None:
+            return BootResult(
+                outcome="error",
+                detail=f"no repository is configured for {project}; nothing to boot",
+            )
+        runner = self.runners.get(project)
+        if runner is None and self.signer is not None:
+            runner = self.runners[project] = GateRunner(
+                self.bus, repo.path, self.signer, principal=ACTOR.principal, jobs=1, project=project
+            )
+        return await repo.boot(runner)
+
     # -- misaligned routing -------------------------------------------------------------
 
     async def _route(self, project: str, misaligned: Misaligned) -> None:
         state = self.state(project)
         criteria = misaligned.criteria
+        if not slices.is_operators(misaligned):
+            await self._unroutable(
+                project,
+                misaligned,
+                f"raised by role {misaligned.role!r} as producer {misaligned.producer!r}; only "
+                "the operator's misaligned findings (role and producer operator) are routed",
+            )
+            return
         if not criteria:
             await self._unroutable(
                 project,
@@ -471,14 +529,24 @@ class Dispatcher:
                 "(--criterion, or --evidence criteria=a,b)",
             )
             return
-        reached = slices.units_reached(state, criteria, misaligned.slice)
-        slice_id = misaligned.slice if misaligned.slice in state.slices else None
-        if slice_id is None and reached:
-            slice_id = state.unit_slice[reached[0]]
-        if slice_id is None and state.slices:
-            slice_id = max(state.slices.values(), key=lambda v: v.rank).slice
-        if slice_id is None:
-            await self._unroutable(project, misaligned, "no slice has been planned yet")
+        named = misaligned.slice
+        if named is not None and named not in state.slices:
+            await self._unroutable(
+                project,
+                misaligned,
+                f"it names slice {named}, which has no accepted plan; raise it again naming "
+                "the slice whose increment you do not recognise",
+            )
+            return
+        reached = slices.units_reached(state, criteria, named)
+        if not reached:
+            where = f"slice {named}" if named is not None else "any slice"
+            await self._unroutable(
+                project,
+                misaligned,
+                f"no unit of {where} claims {', '.join(criteria)}; raise it again naming "
+                "criteria the plan's units claim",
+            )
             return
         merged = [
             unit_id
@@ -486,7 +554,23 @@ class Dispatcher:
             if (view := slices.view_of(state, unit_id)) is not None
             and view.units[unit_id].state == "done"
         ]
-        route = "contract-change" if merged else "re-slice"
+        owners = list(dict.fromkeys(state.unit_slice[unit_id] for unit_id in reached))
+        slice_id = named if named is not None else owners[0]
+        route: Route = "contract-change" if merged else "re-slice"
+        if route == "re-slice" and named is None:
+            # A re-slice discards a plan; only a plan the operator named is ever discarded.
+            which = (
+                f"slice {owners[0]}'s plan"
+                if len(owners) == 1
+                else f"a plan, and it reaches slices {', '.join(owners)}"
+            )
+            await self._unroutable(
+                project,
+                misaligned,
+                f"none of the units it reaches ({', '.join(reached)}) has merged: a re-slice "
+                f"discards {which}; raise it again naming the slice (--slice {owners[0]})",
+            )
+            return
         routed = MisalignmentRouted(
             project=project,
             actor=ACTOR,
@@ -507,16 +591,17 @@ class Dispatcher:
                 actor=ACTOR,
                 slice=slice_id,
                 why=f"misaligned finding {misaligned.finding}: none of the units its criteria "
-                f"reach ({', '.join(reached) or 'none'}) has merged, so the plan is re-sliced",
+                f"reach ({', '.join(reached)}) has merged, so the plan is re-sliced",
                 cause=misaligned.finding,
             )
             await self._publish_fact(discarded)
 
     async def _unroutable(self, project: str, misaligned: Misaligned, why: str) -> None:
+        """Refuse to route: the system's finding (never the operator's), for the operator."""
         refusal = FindingRaised(
             project=project,
             actor=ACTOR,
-            producer="operator",
+            producer=REFUSER,
             target=RecordTarget(id=misaligned.finding),
             severity="medium",
             criterion="misaligned-route",
@@ -528,6 +613,7 @@ class Dispatcher:
         )
         await self.bus.publish(refusal)
         self._applied(refusal)
+        log.info("misaligned.refused", project=project, finding=misaligned.finding, why=why)
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -540,11 +626,7 @@ class Dispatcher:
             if reader in done:
                 reader.result()
         finally:
-            for task in (reader, stopper, *self.booting.values()):
-                task.cancel()
-            for task in (reader, stopper, *self.booting.values()):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_all([reader, stopper, *self.booting.values()])
 
     async def _follow(self) -> None:
         caught_up = False

@@ -4,30 +4,30 @@ unit's changed files, and the increment's boot check.
 The configuration is read with the gate runner's parser (``workers.gate_runner.config``)
 from the trunk commit itself, never from a working tree, so the pending criteria a plan is
 checked against are the ones trunk declares. The boot check is the ``[[check]]`` whose id
-is ``boot``; it runs in a fresh checkout of the trunk commit through the gate runner's
-subprocess executor (process group, hard timeout), and its three outcomes are kept apart:
-exit 0 is pass, another exit is fail, and anything that could not be established (no
-config, no ``boot`` check, could not start, timed out, killed) is error.
+is ``boot``; it is run by the gate runner (:class:`workers.gate_runner.runner.GateRunner`)
+on the trunk commit exactly as any check is — in a fresh checkout, with the executor its
+``image`` asks for, judged by its ``parser``, signed, recorded and cached — and its three
+outcomes are kept apart: pass, fail, and error for anything that could not be established
+(no config, no ``boot`` check, could not start, timed out, killed, unreadable output).
 
-Every function here blocks (dulwich, subprocesses); the daemon runs them in a thread.
+Every function here except :meth:`ProjectRepo.boot` blocks (dulwich); the daemon runs
+them in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.diff_tree import tree_changes
 from dulwich.objects import Commit
 
-from schemas.slices import BootResult, CommandOutcome
+from schemas.slices import BootResult
 from workers.gate_runner.config import ProjectConfig, parse_config
 from workers.gate_runner.errors import GateRunnerError
-from workers.gate_runner.executors import RunSpec, SubprocessExecutor
-from workers.gate_runner.trees import CommitInfo, checkout, open_repo, resolve
+from workers.gate_runner.runner import GateRunner
+from workers.gate_runner.trees import CommitInfo, open_repo, resolve
 
 BOOT_CHECK = "boot"
 """The id of the check in ``loopbus.toml`` that starts the software and probes it."""
@@ -88,10 +88,17 @@ class ProjectRepo:
         except (KeyError, GateRunnerError) as exc:
             raise RepoUnreadable(f"cannot diff {base[:12]}..{head[:12]}: {exc}") from exc
 
-    def boot(self) -> BootResult:
-        """Run the boot check on the trunk commit; never raises, an unknowable run is error."""
+    async def boot(self, runner: GateRunner | None) -> BootResult:
+        """Run the boot check on the trunk commit through the gate runner; never raises.
+
+        The run is the gate runner's like any other check's — its ``image`` picks the
+        executor, its ``parser`` judges the run, the result is signed and recorded on the log
+        and answered from the gate cache when trunk's inputs have not changed — so the
+        close can name the signed result. What cannot be established is error, including
+        having no ``runner`` (no key to sign with) for a boot check that exists.
+        """
         try:
-            info = self.trunk_commit()
+            info = await asyncio.to_thread(self.trunk_commit)
         except RepoUnreadable as exc:
             return BootResult(outcome="error", detail=str(exc))
         try:
@@ -102,44 +109,37 @@ class ProjectRepo:
                 commit=info.commit,
                 detail=f"no boot check to run on trunk: {exc}",
             )
-        with tempfile.TemporaryDirectory(prefix="loopbus-boot-") as scratch:
-            work, out = Path(scratch, "work"), Path(scratch, "out")
-            work.mkdir()
-            out.mkdir()
-            try:
-                checkout(self.path, info.tree, work)
-            except GateRunnerError as exc:
-                return BootResult(
-                    outcome="error", command=spec.command, commit=info.commit, detail=str(exc)
-                )
-            env = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(out),
-                "LANG": "C.UTF-8",
-                **spec.env,
-            }
-            run = RunSpec(
-                argv=spec.argv(), workdir=work, outdir=out, env=env, timeout_s=spec.timeout_s
+        if runner is None:
+            return BootResult(
+                outcome="error",
+                command=spec.command,
+                commit=info.commit,
+                detail="the dispatcher has no gate-runner key to sign the boot result with; "
+                "run it with --data-dir",
             )
-            output = asyncio.run(SubprocessExecutor().run(run))
-        tail = output.output_tail(1000)
-        outcome: CommandOutcome = "error"
-        if output.start_error is not None:
-            detail = f"could not start: {output.start_error}"
-        elif output.timed_out:
-            detail = f"timed out after {spec.timeout_s:g}s"
-        elif output.exit_code is None:
-            detail = f"killed by signal {output.signal}"
-        else:
-            outcome = "pass" if output.exit_code == 0 else "fail"
-            detail = ""
+        suite = await runner.run_commit(info.commit, checks=[BOOT_CHECK], reason="trunk")
+        if not suite.checks:
+            return BootResult(
+                outcome="error",
+                command=spec.command,
+                commit=info.commit,
+                detail=f"the boot check could not be run: {suite.error}",
+            )
+        run = suite.check(BOOT_CHECK)
+        result = run.result
+        tail = ""
+        if run.outcome != "pass":
+            tails = [f.evidence.get("output_tail") for f in run.findings]
+            tail = next((t for t in tails if isinstance(t, str) and t.strip()), "")[-1000:]
         return BootResult(
-            outcome=outcome,
+            outcome=run.outcome,
             command=spec.command,
             commit=info.commit,
-            exit_code=output.exit_code,
-            duration_s=round(output.duration_s, 3),
-            detail="\n".join(part for part in (detail, tail) if part),
+            exit_code=result.exit_code,
+            duration_s=round(result.duration_s, 3),
+            detail="\n".join(part for part in (result.error or result.summary, tail) if part),
+            result=result.id,
+            cached=run.cached,
         )
 
 

@@ -14,7 +14,6 @@ sequence of ``finding.standards``, so two daemons from the same view cannot both
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 
 import structlog
@@ -24,6 +23,7 @@ from projections import budgets
 from projections.budgets import Breach, BudgetsState
 from schemas import Actor, FindingRaised, project_subjects, subject_of
 from schemas.targets import BudgetTarget
+from workers.dispatcher.daemon import cancel_all
 
 log = structlog.get_logger()
 
@@ -159,7 +159,4 @@ class Standards:
             if reader in done:
                 reader.result()
         finally:
-            for task in (reader, stopper):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_all([reader, stopper])
