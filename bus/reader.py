@@ -167,8 +167,11 @@ class _Puller:
             await self.top_up()
             if self.buffer:
                 break
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
+            # that lands as the wait completes, and the reader would then run on.
             try:
-                await asyncio.wait_for(self.arrived.wait(), SILENCE_S)
+                async with asyncio.timeout(SILENCE_S):
+                    await self.arrived.wait()
             except TimeoutError:
                 await self.recover()
         msg = self.buffer.popleft()

@@ -121,7 +121,8 @@ async def _beat(ctx: DaemonContext) -> None:
         with contextlib.suppress(Exception):  # a missed beat is what the check detects
             await kv.put(health_key(ctx.name), msgspec.json.encode(beacon))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ctx.stop.wait(), HEALTH_INTERVAL_S)
+            async with asyncio.timeout(HEALTH_INTERVAL_S):
+                await ctx.stop.wait()
 
 
 async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
@@ -133,6 +134,42 @@ async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> 
         return None
     beacon = msgspec.json.decode(entry.value or b"{}", type=Beacon)
     return beacon if time.time() - beacon.at <= stale_s else None
+
+
+async def cancel_all(tasks: Sequence[asyncio.Task[Any]], retry_s: float = 1.0) -> None:
+    """Cancel ``tasks`` and wait until every one has ended.
+
+    A cancel can be lost on the way: on Python 3.11, ``asyncio.wait_for`` returns the inner
+    result instead of raising when the cancel lands just as its inner await completes
+    (nats-py waits that way for acknowledgements), and the task then runs on. So a task
+    still running after ``retry_s`` is cancelled again rather than awaited for ever.
+    """
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=retry_s)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("task.ended_with_error", task=task.get_name(), error=repr(task.exception()))
+
+
+class Progress:
+    """How far a daemon has folded *and acted*: lets tests and peers wait for a sequence."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self._changed = asyncio.Condition()
+
+    async def wait(self, seq: int) -> None:
+        """Return once everything through ``seq`` has been folded and acted on."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.seq >= seq)
+
+    async def mark(self, seq: int) -> None:
+        async with self._changed:
+            self.seq = max(self.seq, seq)
+            self._changed.notify_all()
 
 
 class LiveFold:

@@ -54,9 +54,10 @@ from schemas.slices import (
     UnitDispatched,
 )
 from schemas.targets import PlanTarget
-from workers.dispatcher.daemon import Dispatcher, cancel_all
+from workers.dispatcher.daemon import Dispatcher
 from workers.dispatcher.repo import ProjectRepo
 from workers.gate_runner.signing import Signer
+from workers.runtime import cancel_all
 
 BOOT_OK = f"{sys.executable} -c \"print('booted')\""
 

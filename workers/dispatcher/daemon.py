@@ -77,6 +77,7 @@ from schemas.targets import PlanTarget, RecordTarget
 from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
 from workers.gate_runner.runner import GateRunner
 from workers.gate_runner.signing import Signer
+from workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()
 
@@ -90,24 +91,6 @@ MAX_PASSES = 64  # actions per project per catch-up; each pass publishes at leas
 ACT_EVERY = 512
 """Once caught up, act at least every this many records even if more are queued, so a
 busy log (many projects) cannot starve one project's dispatch."""
-
-
-async def cancel_all(tasks: Sequence[asyncio.Task[Any]], retry_s: float = 1.0) -> None:
-    """Cancel ``tasks`` and wait until every one has ended.
-
-    A cancel can be lost on the way: on Python 3.11, ``asyncio.wait_for`` returns the inner
-    result instead of raising when the cancel lands just as its inner await completes (the
-    log reader waits that way for new messages), and the task then runs on. So a task still
-    running after ``retry_s`` is cancelled again rather than awaited for ever.
-    """
-    pending = {task for task in tasks if not task.done()}
-    while pending:
-        for task in pending:
-            task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=retry_s)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("task.ended_with_error", task=task.get_name(), error=repr(task.exception()))
 
 
 class Dispatcher:
@@ -138,18 +121,15 @@ class Dispatcher:
         self.dirty: set[str] = set()
         self.booting: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.lock = asyncio.Lock()
-        self.acted_seq = 0
-        self._progress = asyncio.Condition()
+        self.progress = Progress()
 
     async def wait_acted(self, seq: int) -> None:
         """Return once the dispatcher has folded through ``seq`` and acted on it."""
-        async with self._progress:
-            await self._progress.wait_for(lambda: self.acted_seq >= seq)
+        await self.progress.wait(seq)
 
-    async def _acted(self, seq: int) -> None:
-        async with self._progress:
-            self.acted_seq = max(self.acted_seq, seq)
-            self._progress.notify_all()
+    @property
+    def acted_seq(self) -> int:
+        return self.progress.seq
 
     # -- folding ------------------------------------------------------------------------
 
@@ -643,5 +623,5 @@ class Dispatcher:
             caught_up = caught_up or record.pending == 0
             if record.pending == 0 or (caught_up and unacted >= ACT_EVERY):
                 await self.act()
-                await self._acted(record.seq)
+                await self.progress.mark(record.seq)
                 unacted = 0

@@ -23,7 +23,7 @@ from projections import budgets
 from projections.budgets import Breach, BudgetsState
 from schemas import Actor, FindingRaised, project_subjects, subject_of
 from schemas.targets import BudgetTarget
-from workers.dispatcher.daemon import cancel_all
+from workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()
 
@@ -79,18 +79,15 @@ class Standards:
         self.subject_seq: dict[str, int] = {}
         self.local: set[str] = set()
         self.dirty: set[str] = set()
-        self.acted_seq = 0
-        self._progress = asyncio.Condition()
+        self.progress = Progress()
 
     async def wait_acted(self, seq: int) -> None:
         """Return once the daemon has folded through ``seq`` and acted on it."""
-        async with self._progress:
-            await self._progress.wait_for(lambda: self.acted_seq >= seq)
+        await self.progress.wait(seq)
 
-    async def _acted(self, seq: int) -> None:
-        async with self._progress:
-            self.acted_seq = max(self.acted_seq, seq)
-            self._progress.notify_all()
+    @property
+    def acted_seq(self) -> int:
+        return self.progress.seq
 
     def observe(self, record: Record) -> None:
         self.subject_seq[record.subject] = max(self.subject_seq.get(record.subject, 0), record.seq)
@@ -149,7 +146,7 @@ class Standards:
                 # records, so a busy log cannot postpone a breach for ever.
                 if record.pending == 0 or (caught_up and unacted >= ACT_EVERY):
                     await self.act()
-                    await self._acted(record.seq)
+                    await self.progress.mark(record.seq)
                     unacted = 0
 
         reader = asyncio.create_task(follow())
