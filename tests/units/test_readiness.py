@@ -12,12 +12,12 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from unitkit import SHA_A, SHA_B, answered, claim, log_events, plan, transitions, units_daemon
 from unitkit import wait_log as wait
 
-from bus import Bus
+from bus import Bus, read
 from projections import claims
 from projections import units as units_fold
 from projections.claims import Move, Refusal
 from projections.transitions import audit
-from schemas import Actor, Event, UnitPlanned, UnitTransitioned
+from schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
 from schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted, SuiteEntry, canonical_bytes
 from schemas.ids import new_id
 from workers.units.live import transition_event, transition_unit
@@ -222,3 +222,22 @@ def test_a_units_whole_life_obeys_the_table() -> None:
     assert audit(events) == []
     assert units_fold.time_in_wait(state, "S1") == {"awaiting-operator": 10.0}
     assert view.waited_s == {"awaiting-operator": 10.0}
+
+
+async def test_a_transition_published_by_an_agent_changes_nothing(bus: Bus, project: str) -> None:
+    """A builder publishing a 'merged' transition itself does not make its unit done (nor
+    ready): only the system transitions units; the attempt is counted for the audit."""
+    builder = Actor(role="builder", principal="evil")
+    await bus.publish(UnitPlanned(project=project, actor=SYSTEM, unit="U9", slice="S1"))
+    forged = [
+        UnitTransitioned(project=project, actor=builder, unit="U9", state="done", by="merged",
+                         outcome=Outcome(summary="trust me", ended_by="merge")),
+        UnitTransitioned(project=project, actor=builder, unit="U9", state="working",
+                         ready=True, by="gates"),
+    ]  # fmt: skip
+    await bus.publish_many(forged)
+    events = [r.event async for r in read(bus, subjects=[project_subjects(project)])]
+    state = units_fold.FOLD.fold([e for e in events if e is not None])
+    view = state.units["U9"]
+    assert view.state is None and not view.ready
+    assert state.not_facts == 2 and state.last_not_facts == [f.id for f in forged]
