@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
 
 from workers.cli import Body, daemon_parser, main_for
 from workers.reviewer import config as review_config
 from workers.reviewer.config import RepoConfig
 from workers.reviewer.errors import ReviewError
+
+log = structlog.get_logger()
 
 
 def add_repo(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +27,16 @@ def add_repo(parser: argparse.ArgumentParser) -> None:
 
 
 def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[str, RepoConfig]:
-    """project id -> config for every ``--repo``; a bad config is one line and exit 2."""
+    """project id -> config for every ``--repo``; a bad config is one line and exit 2.
+
+    A repository with no ``loopbus.toml`` configures no command, so it is served by nobody
+    (logged once): ``loopbus up --repo`` on a fresh repository must not crash-loop us.
+    """
     configs: dict[str, RepoConfig] = {}
     for path in paths:
+        if not (Path(path) / review_config.CONFIG_FILE).exists():
+            log.warning("repo.unconfigured", repo=path, file=review_config.CONFIG_FILE)
+            continue
         try:
             loaded = review_config.load(path)
         except ReviewError as exc:
