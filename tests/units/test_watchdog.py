@@ -7,13 +7,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
 
 from bus import HEARTBEAT_BUCKET, Bus, connect
 from projections import units as units_fold
-from schemas import FindingRaised, UnitTransitioned
+from schemas import Actor, FindingRaised, UnitTransitioned
 from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
 from workers.units.checks import DeclaredChecks
 from workers.watchdog.daemon import Watchdog
@@ -254,3 +255,37 @@ def test_limits_apply_per_project_and_per_reason() -> None:
         7200.0,
     )
     assert (parse_limits().lapse_s, parse_limits().wait_budget_s) == (300.0, 1800.0)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(b"alive!", id="not-a-heartbeat"),
+        pytest.param("other-unit", id="another-units-heartbeat"),
+        pytest.param("reviewer", id="a-role-that-cannot-speak-for-a-unit"),
+    ],
+)
+async def test_only_a_units_own_heartbeat_keeps_it_alive(
+    bus: Bus, nats_url: str, project: str, value: Any
+) -> None:
+    """Garbage, another unit's heartbeat or a non-claimant's value under a unit's key does
+    not count as that unit's heartbeat: the silent unit is still LOST at the lapse."""
+    await start(bus, nats_url, project, ["U1"])
+    kv = await bus.kv(HEARTBEAT_BUCKET)
+    if value == "other-unit":
+        actor = claim(project, "U2", "started").actor
+        data = encode_heartbeat(HeartbeatReport(project=project, unit="U2", actor=actor))
+    elif value == "reviewer":
+        actor = Actor(role="reviewer", principal="r1")
+        data = encode_heartbeat(HeartbeatReport(project=project, unit="U1", actor=actor))
+    else:
+        data = value
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
+        await kv.put(heartbeat_key(project, "U1"), data)
+        await heartbeat(bus, project, "U0")  # a valid beat after it: the feed has moved past
+        await dog.live.until(lambda: dog.heartbeats.of(project, "U0") is not None, 10)
+        assert dog.heartbeats.of(project, "U1") is None
+        since = view(dog, project, "U1").since
+        assert since is not None
+        lost = await dog.sweep(since + timedelta(seconds=1.001))
+    assert [e.unit for e in lost if isinstance(e, UnitTransitioned)] == ["U1"]

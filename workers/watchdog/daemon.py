@@ -266,6 +266,9 @@ async def run(
                 await asyncio.wait_for(ctx.stop.wait(), tick)
             if follower.done():
                 follower.result()  # a crashed fold is a crashed daemon: let the supervisor see
+            stopped = dog.heartbeats.failed()
+            if stopped is not None:  # never sweep on a dead heartbeat feed: exit, restart
+                raise RuntimeError(f"heartbeat feed stopped: {stopped!r}")
             if dog.caught_up.is_set():
                 await dog.sweep()
             raise_if_cancelled()

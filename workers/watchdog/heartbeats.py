@@ -12,11 +12,27 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
+import msgspec
 import structlog
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from bus import HEARTBEAT_BUCKET, Bus
-from schemas.reports import heartbeat_key, split_heartbeat_key
+from schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
+
+CLAIMANT_ROLES = frozenset({"builder", "operator"})
+
+
+def is_heartbeat_for(data: bytes, key: str) -> bool:
+    """True when ``data`` is a heartbeat report for the unit the key names, from a claimant."""
+    try:
+        heartbeat = decode_heartbeat(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    return (
+        heartbeat_key(heartbeat.project, heartbeat.unit) == key
+        and heartbeat.actor.role in CLAIMANT_ROLES
+    )
+
 
 log = structlog.get_logger()
 
@@ -64,8 +80,21 @@ class Heartbeats:
         if entry.operation in (KV_DEL, KV_PURGE):
             self.latest.pop(key, None)
             return
+        if not is_heartbeat_for(entry.value or b"", key):
+            # Anything else under a unit's key (garbage, another unit's heartbeat, a value
+            # put by a role that cannot speak for a unit) must not keep that unit alive.
+            log.warning("heartbeat.ignored", key=key)
+            return
         if isinstance(entry.created, datetime):
             self.latest[key] = entry.created
+
+    def failed(self) -> BaseException | None:
+        """Why following stopped, if it did: sweeping on a dead feed would mark live units
+        LOST, so the watchdog checks this before every sweep."""
+        for task in self._tasks:
+            if task.done():
+                return task.exception() if not task.cancelled() else RuntimeError("cancelled")
+        return None
 
     async def close(self) -> None:
         for task in self._tasks:
