@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import pty
 import signal
 import socket
+import subprocess
 import time
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from bus import free_port
 
-from .conftest import loopbus, start_up
+from .conftest import LOOPBUS, loopbus, start_up
 
 pytestmark = pytest.mark.slow
 
@@ -222,3 +224,36 @@ def test_usage_report_of_nothing_is_refused() -> None:
     """A usage report with no tokens, or negative ones, is refused in one line."""
     result = loopbus("report", "usage", "--project", "p", "--unit", "U1", "--tokens-in", "-5")
     assert result.code == 2 and "--tokens-in -5 is negative" in result.err
+
+
+def test_tail_colours_a_terminal(nats_url: str, project: str) -> None:
+    """On a terminal, tail paints severity and kind; piped (above) it prints plain text."""
+    args = list(FINDING_ARGS)
+    assert (
+        loopbus("report", "finding", "--project", project, *args, "--nats-url", nats_url).code == 0
+    )
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*LOOPBUS, "tail", "--project", project, "--no-follow", "--nats-url", nats_url],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+        os.close(follower)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed: everything has been read
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    text = output.decode()
+    assert "unchecked None" in text
+    assert "\x1b[31mhigh\x1b[0m" in text, "high severity is painted red on a terminal"
