@@ -9,9 +9,9 @@ await bus.publish_atomic(events)             # all or nothing (JetStream atomic 
 async for rec in read(bus, subjects=[...], start_seq=1, follow=False): ...
 """
 
-from bus.connection import Ack, Bus, connect, connect_once
-from bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
-from bus.errors import (
+from loopbus.bus.connection import Ack, Bus, connect, connect_once
+from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
+from loopbus.bus.errors import (
     BatchRefused,
     BusError,
     BusUnreachable,
@@ -20,7 +20,7 @@ from bus.errors import (
     PublishFailed,
     TransitionConflict,
 )
-from bus.provision import (
+from loopbus.bus.provision import (
     HEARTBEAT_BUCKET,
     LOG_STREAM,
     PROJECTION_BUCKET,
@@ -28,7 +28,7 @@ from bus.provision import (
     ensure_log,
     log_config,
 )
-from bus.reader import Record, read
+from loopbus.bus.reader import Record, read
 
 __all__ = [
     "HEARTBEAT_BUCKET",

@@ -1,8 +1,8 @@
 """The one place that talks to NATS: connect, publish (single, pipelined, conditional,
 atomic), read the log back, and open KV buckets.
 
-Why the cut is here: every other package speaks in :mod:`schemas` events and stream
-sequences. NATS exceptions are translated into :mod:`bus.errors` at this boundary, so a
+Why the cut is here: every other package speaks in :mod:`loopbus.schemas` events and stream
+sequences. NATS exceptions are translated into :mod:`loopbus.bus.errors` at this boundary, so a
 worker never has to know which client library raised what.
 """
 
@@ -21,21 +21,20 @@ from urllib.parse import urlsplit
 import nats
 import nats.errors
 import nats.js.errors
-from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-from nats.js.api import Header
-from nats.js.kv import KeyValue
-
-from bus.errors import (
+from loopbus.bus.errors import (
     BatchRefused,
     BusUnreachable,
     LogNotProvisioned,
     PublishFailed,
     TransitionConflict,
 )
-from bus.provision import LOG_STREAM
-from schemas import Event, decode_event, encode_event, subject_of
+from loopbus.bus.provision import LOG_STREAM
+from loopbus.schemas import Event, decode_event, encode_event, subject_of
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import Header
+from nats.js.kv import KeyValue
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
@@ -332,7 +331,7 @@ class Bus:
         return str(msg.subject), bytes(msg.data or b"")
 
     async def kv(self, bucket: str) -> KeyValue:
-        """An existing KV bucket (provisioned by :mod:`bus.provision`)."""
+        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`)."""
         try:
             return await self.js.key_value(bucket)
         except nats.js.errors.BucketNotFoundError as exc:

@@ -20,7 +20,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bus.errors import EmbeddedServerError
+from loopbus.bus.errors import EmbeddedServerError
 
 DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1

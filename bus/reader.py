@@ -20,12 +20,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from loopbus.bus.connection import Bus
+from loopbus.bus.provision import LOG_STREAM
+from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-
-from bus.connection import Bus
-from bus.provision import LOG_STREAM
-from schemas import Event, InvalidEvent, decode_event, subject_of
 
 _DEFAULT_FILTER = ("loop.>",)
 BATCH = 2_000

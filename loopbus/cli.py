@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bus import BusError
+from loopbus.bus import BusError
 from loopbus.errors import LoopbusError
-from schemas import SchemaError
+from loopbus.schemas import SchemaError
 
 COMMANDS = (
     "up",

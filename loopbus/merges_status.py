@@ -3,7 +3,7 @@ flight, and the trunk-red findings that are still their authors' to resolve."""
 
 from __future__ import annotations
 
-from projections.merges import MergesState
+from loopbus.projections.merges import MergesState
 
 
 def _short(sha: str | None) -> str:

@@ -7,15 +7,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from bus import Record
 from loopbus import slice_render
+from loopbus.bus import Record
 from loopbus.merges_status import render_merges
+from loopbus.projections import convergence as convergence_fold
+from loopbus.projections import findings as findings_fold
+from loopbus.projections import gates as gates_fold
+from loopbus.projections import to_builtins
+from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 from loopbus.units_status import render_units
-from projections import convergence as convergence_fold
-from projections import findings as findings_fold
-from projections import gates as gates_fold
-from projections import to_builtins
-from schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 
 _RESET = "\x1b[0m"
 _COLOURS = {

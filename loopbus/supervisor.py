@@ -18,7 +18,7 @@ from pathlib import Path
 
 import structlog
 
-from bus.embedded import die_with_parent
+from loopbus.bus.embedded import die_with_parent
 
 log = structlog.get_logger()
 
@@ -43,33 +43,39 @@ class DaemonSpec:
 
 
 DAEMONS: tuple[DaemonSpec, ...] = (
-    DaemonSpec("projector", "workers.projector"),
+    DaemonSpec("projector", "loopbus.workers.projector"),
     DaemonSpec(
         "dispatcher",
-        "workers.dispatcher",
+        "loopbus.workers.dispatcher",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
-    DaemonSpec("standards", "workers.standards"),
-    DaemonSpec("units", "workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []),
+    DaemonSpec("standards", "loopbus.workers.standards"),
+    DaemonSpec(
+        "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
     DaemonSpec(
         "watchdog",
-        "workers.watchdog",
+        "loopbus.workers.watchdog",
         lambda s: (
             ["--heartbeat-lapse", s.heartbeat_lapse] + (["--repo", str(s.repo)] if s.repo else [])
         ),
     ),
     DaemonSpec(
         "gate-runner",
-        "workers.gate_runner",
+        "loopbus.workers.gate_runner",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
-    DaemonSpec("reviewer", "workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []),
     DaemonSpec(
-        "investigator", "workers.investigator", lambda s: ["--repo", str(s.repo)] if s.repo else []
+        "reviewer", "loopbus.workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
+    DaemonSpec(
+        "investigator",
+        "loopbus.workers.investigator",
+        lambda s: ["--repo", str(s.repo)] if s.repo else [],
     ),
     DaemonSpec(
         "merger",
-        "workers.merger",
+        "loopbus.workers.merger",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
 )

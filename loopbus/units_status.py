@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from projections import units as units_fold
-from projections.units import UnitsState, UnitView
+from loopbus.projections import units as units_fold
+from loopbus.projections.units import UnitsState, UnitView
 
 STATE_ORDER = ("planned", "working", "blocked", "done", "failed", "lost")
 

@@ -1,6 +1,6 @@
 """loopbus projections: pure folds of the log into the loop's state. Never imports ``bus``.
 
-Each projection module exposes ``FOLD`` (a :class:`projections.base.Fold`) and query
+Each projection module exposes ``FOLD`` (a :class:`loopbus.projections.base.Fold`) and query
 functions. :data:`FOLDS` is the list the projector materialises and ``loopbus replay``
 folds; add a new projection's ``FOLD`` here.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from projections import budgets, convergence, findings, gates, merges, slices, units
-from projections.base import Fold, to_builtins
-from schemas import Event
+from loopbus.projections import budgets, convergence, findings, gates, merges, slices, units
+from loopbus.projections.base import Fold, to_builtins
+from loopbus.schemas import Event
 
 FOLDS: tuple[Fold[Any], ...] = (
     units.FOLD,

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import msgspec
-
-from schemas import Event
+from loopbus.schemas import Event
 
 S = TypeVar("S")
 

@@ -5,7 +5,7 @@ units daemon turns a report into one of these and publishes it; the watchdog, th
 dispatcher, the merger and convergence use the system functions (:func:`lapse`,
 :func:`hold`, :func:`gates`, :func:`merged`, :func:`returned`, :func:`escalate`,
 :func:`halt`) so that every transition, whoever establishes it, obeys the one table in
-:mod:`projections.transitions`.
+:mod:`loopbus.projections.transitions`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from projections import findings as findings_fold
-from projections import gates as gates_fold
-from projections.transitions import allowed
-from projections.units import UnitsState, UnitView
-from schemas import BLOCK_REASONS, TERMINAL_STATES, Block, BlockReason, Outcome, UnitState
-from schemas.ids import is_token
-from schemas.reports import (
+from loopbus.projections import findings as findings_fold
+from loopbus.projections import gates as gates_fold
+from loopbus.projections.transitions import allowed
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.schemas import BLOCK_REASONS, TERMINAL_STATES, Block, BlockReason, Outcome, UnitState
+from loopbus.schemas.ids import is_token
+from loopbus.schemas.reports import (
     CAPACITY_BUDGETS,
     REPORT_VERBS,
     BlockedReport,
@@ -32,7 +32,7 @@ from schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from schemas.units import TransitionBy
+from loopbus.schemas.units import TransitionBy
 
 CLAIMANT_ROLES = frozenset({"builder", "operator"})
 """Who may report on a unit: its builder, or an operator speaking for it."""

@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
-
-from projections.base import Fold
-from schemas import Event, UnitTransitioned
-from schemas.reviews import (
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, UnitTransitioned
+from loopbus.schemas.reviews import (
     Convergence,
     Decision,
     EndedBy,

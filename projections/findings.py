@@ -10,9 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-
-from projections.base import Fold
-from schemas import (
+from loopbus.projections.base import Fold
+from loopbus.schemas import (
     Event,
     FindingRaised,
     FindingResolved,

@@ -25,11 +25,10 @@ import re
 from typing import Any
 
 import msgspec
-
-from projections.base import Fold
-from schemas import Event, FindingRaised, UnitTransitioned, format_target
-from schemas.gates import GateResultRecorded
-from schemas.reviews import (
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised, UnitTransitioned, format_target
+from loopbus.schemas.gates import GateResultRecorded
+from loopbus.schemas.reviews import (
     InvestigationCompleted,
     InvestigationRequested,
     RoundClosed,

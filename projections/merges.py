@@ -26,10 +26,9 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-
-from projections.base import Fold
-from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
-from schemas.merges import (
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
+from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
     CheckVerdict,
@@ -39,8 +38,8 @@ from schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from schemas.reports import CommitReport
-from schemas.reviews import VerdictAccepted
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.reviews import VerdictAccepted
 
 REFUSAL_CLASS = "refused-transition"
 TRUNK_RED_CLASS = "trunk-red"

@@ -16,11 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-
-from schemas.durations import parse_duration
-from schemas.errors import InvalidValue, SchemaError
-from schemas.ids import is_token
-from schemas.slices import PlannedUnit, SliceBudgets, SlicePlan
+from loopbus.schemas.durations import parse_duration
+from loopbus.schemas.errors import InvalidValue, SchemaError
+from loopbus.schemas.ids import is_token
+from loopbus.schemas.slices import PlannedUnit, SliceBudgets, SlicePlan
 
 
 class PlanInvalid(SchemaError):

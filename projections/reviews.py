@@ -16,20 +16,19 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import msgspec
-
-from projections.base import Fold
-from projections.findings import key_text
-from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned, format_target
-from schemas.gates import GateResultRecorded, GateSuiteCompleted
-from schemas.reviews import (
+from loopbus.projections.base import Fold
+from loopbus.projections.findings import key_text
+from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned, format_target
+from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted
+from loopbus.schemas.reviews import (
     ReviewRequested,
     ReviewVerdict,
     RoundClosed,
     VerdictAccepted,
     VerdictRefused,
 )
-from schemas.slices import UnitDispatched
-from schemas.targets import CodeTarget
+from loopbus.schemas.slices import UnitDispatched
+from loopbus.schemas.targets import CodeTarget
 
 ESCALATES = "escalates"
 """Evidence key of a reviewer finding that stops a ready unit before any review could be

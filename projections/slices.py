@@ -1,6 +1,7 @@
 """The ``slices`` projection: accepted plans as DAGs, where each run stands, and the record.
 
-Per slice it keeps the plan, its waves and dispatch order (from :mod:`projections.planning`),
+Per slice it keeps the plan, its waves and dispatch order (from
+:mod:`loopbus.projections.planning`),
 every unit's latest state, its dispatches and their completions. The queries answer what
 the dispatcher does next (:func:`next_actions`), what the run is waiting on
 (:func:`waiting_on`), the current wave, and the run record (:func:`record_entries`).
@@ -8,7 +9,7 @@ the dispatcher does next (:func:`next_actions`), what the run is waiting on
 Gate outcomes enter the run record only as facts: a ``GateResultRecorded`` or
 ``GateSuiteCompleted`` is folded when the ``gates`` projection would accept it — published
 by the system and signed by a registered runner key whose signature verifies
-(:func:`projections.gates.judge`, applied to the key registrations seen so far in log
+(:func:`loopbus.projections.gates.judge`, applied to the key registrations seen so far in log
 order). An unsigned or forged outcome is not shown as a command that ran.
 
 Settled means a unit will not move again in this slice: it is terminal (done, failed,
@@ -23,11 +24,10 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-
-from projections import gates
-from projections.base import Fold
-from projections.planning import schedule
-from schemas import (
+from loopbus.projections import gates
+from loopbus.projections.base import Fold
+from loopbus.projections.planning import schedule
+from loopbus.schemas import (
     TERMINAL_STATES,
     Block,
     Event,
@@ -36,10 +36,10 @@ from schemas import (
     UnitState,
     UnitTransitioned,
 )
-from schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
-from schemas.reports import CommitReport, StartedReport
-from schemas.reviews import VerdictAccepted
-from schemas.slices import (
+from loopbus.schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
+from loopbus.schemas.reports import CommitReport, StartedReport
+from loopbus.schemas.reviews import VerdictAccepted
+from loopbus.schemas.slices import (
     BootResult,
     CommandRun,
     MisalignmentRouted,

@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
-
-from projections.base import Fold
-from schemas import (
+from loopbus.projections.base import Fold
+from loopbus.schemas import (
     TERMINAL_STATES,
     Block,
     Event,
@@ -35,7 +34,7 @@ from schemas import (
     UnitState,
     UnitTransitioned,
 )
-from schemas.reports import (
+from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
@@ -43,8 +42,8 @@ from schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from schemas.slices import SlicePlanAccepted, UnitDispatched
-from schemas.units import TransitionBy
+from loopbus.schemas.slices import SlicePlanAccepted, UnitDispatched
+from loopbus.schemas.units import TransitionBy
 
 REFUSAL_CLASS: Final = "refused-transition"
 """The finding class of a refused claim; its ``evidence["report"]`` is the report id."""

@@ -1,8 +1,8 @@
 """loopbus schemas: every event and report as a msgspec Struct, ids, subjects. No I/O."""
 
-from schemas.envelope import ROLES, Actor, EventBase, Role
-from schemas.errors import InvalidEvent, InvalidValue, SchemaError
-from schemas.events import (
+from loopbus.schemas.envelope import ROLES, Actor, EventBase, Role
+from loopbus.schemas.errors import InvalidEvent, InvalidValue, SchemaError
+from loopbus.schemas.events import (
     EVENT_TYPES,
     KINDS,
     Event,
@@ -12,7 +12,7 @@ from schemas.events import (
     project_subjects,
     subject_of,
 )
-from schemas.findings import (
+from loopbus.schemas.findings import (
     FINDING_CLASSES,
     PRODUCERS,
     SEVERITIES,
@@ -24,7 +24,7 @@ from schemas.findings import (
     Severity,
     finding_key,
 )
-from schemas.gates import (
+from loopbus.schemas.gates import (
     GATE_OUTCOMES,
     GateOutcome,
     GateResultRecorded,
@@ -33,10 +33,10 @@ from schemas.gates import (
     GateSuiteCompleted,
     SuiteEntry,
 )
-from schemas.ids import Token, new_id, utcnow
-from schemas.quarantine import MessageQuarantined
-from schemas.targets import Target, format_target, parse_target
-from schemas.units import (
+from loopbus.schemas.ids import Token, new_id, utcnow
+from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.targets import Target, format_target, parse_target
+from loopbus.schemas.units import (
     BLOCK_REASONS,
     TERMINAL_STATES,
     UNIT_STATES,

@@ -3,7 +3,7 @@
 Every event kind subclasses :class:`EventBase` with an explicit versioned tag
 (``tag="finding.raised.v1"``). The tag is what is stored on the log, so renaming a class
 never changes what is on disk; a new shape of an existing kind gets a new tag and an
-upcaster in :mod:`schemas.upcasters`.
+upcaster in :mod:`loopbus.schemas.upcasters`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-
-from schemas.ids import EventId, Token, new_id, utcnow
+from loopbus.schemas.ids import EventId, Token, new_id, utcnow
 
 Role = Literal[
     "system",  # a loopbus daemon: the only role whose events are facts

@@ -1,6 +1,6 @@
 """The one tagged union of every event kind, its codec, and the subject of each event.
 
-To add a kind: define a Struct subclassing :class:`schemas.envelope.EventBase` with an
+To add a kind: define a Struct subclassing :class:`loopbus.schemas.envelope.EventBase` with an
 explicit versioned tag and a ``subject_suffix``, then add it to :data:`Event` below.
 """
 
@@ -10,16 +10,15 @@ import re
 from typing import Any
 
 import msgspec
-
-from schemas.errors import InvalidEvent
-from schemas.findings import FindingRaised, FindingResolved
-from schemas.gates import (
+from loopbus.schemas.errors import InvalidEvent
+from loopbus.schemas.findings import FindingRaised, FindingResolved
+from loopbus.schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateRunRequested,
     GateSuiteCompleted,
 )
-from schemas.merges import (
+from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
     MergeConflicted,
@@ -27,15 +26,15 @@ from schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from schemas.quarantine import MessageQuarantined
-from schemas.reports import (
+from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
     StartedReport,
     UnblockedReport,
 )
-from schemas.reviews import (
+from loopbus.schemas.reviews import (
     FindingSubtracted,
     InvestigationCompleted,
     InvestigationRequested,
@@ -46,7 +45,7 @@ from schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
-from schemas.slices import (
+from loopbus.schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
     RunEntryCompleted,
@@ -56,8 +55,8 @@ from schemas.slices import (
     UnitDispatched,
     UsageReport,
 )
-from schemas.units import UnitPlanned, UnitTransitioned
-from schemas.upcasters import UPCASTERS, Upcaster, upcast
+from loopbus.schemas.units import UnitPlanned, UnitTransitioned
+from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
 
 Event = (
     FindingRaised

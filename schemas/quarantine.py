@@ -7,7 +7,7 @@ auditor finds it, and how it is reported as a finding.
 
 from __future__ import annotations
 
-from schemas.envelope import EventBase
+from loopbus.schemas.envelope import EventBase
 
 
 class MessageQuarantined(EventBase, frozen=True, kw_only=True, tag="message.quarantined.v1"):

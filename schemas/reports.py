@@ -21,10 +21,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-
-from schemas.envelope import Actor, EventBase
-from schemas.ids import Token, utcnow
-from schemas.slices import BUDGET_NAMES
+from loopbus.schemas.envelope import Actor, EventBase
+from loopbus.schemas.ids import Token, utcnow
+from loopbus.schemas.slices import BUDGET_NAMES
 
 
 class _UnitReport(EventBase, frozen=True, kw_only=True):
@@ -43,7 +42,7 @@ class StartedReport(_UnitReport, frozen=True, kw_only=True, tag="report.started.
 class BlockedReport(_UnitReport, frozen=True, kw_only=True, tag="report.blocked.v1"):
     """ "I cannot proceed until ``subject`` changes", for one of the closed set of reasons.
 
-    ``reason`` should be one of :data:`schemas.units.BLOCK_REASONS` and ``subject`` must
+    ``reason`` should be one of :data:`loopbus.schemas.units.BLOCK_REASONS` and ``subject`` must
     name what the unit waits on; the units daemon refuses the claim when either is wrong.
     """
 

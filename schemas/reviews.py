@@ -16,13 +16,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-
-from schemas.envelope import EventBase
-from schemas.errors import InvalidValue
-from schemas.findings import FindingClass, Producer, Severity
-from schemas.gates import GitSha
-from schemas.ids import Token
-from schemas.targets import Target
+from loopbus.schemas.envelope import EventBase
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.findings import FindingClass, Producer, Severity
+from loopbus.schemas.gates import GitSha
+from loopbus.schemas.ids import Token
+from loopbus.schemas.targets import Target
 
 Decision = Literal["approve", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "reject")

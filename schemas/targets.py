@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-
-from schemas.errors import InvalidValue
+from loopbus.schemas.errors import InvalidValue
 
 Line = Annotated[int, msgspec.Meta(ge=1)]
 

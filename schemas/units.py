@@ -10,10 +10,9 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-
-from schemas.envelope import EventBase
-from schemas.errors import InvalidValue
-from schemas.ids import Token
+from loopbus.schemas.envelope import EventBase
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import Token
 
 UnitState = Literal["working", "blocked", "done", "failed", "lost"]
 UNIT_STATES: tuple[UnitState, ...] = ("working", "blocked", "done", "failed", "lost")

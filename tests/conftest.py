@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-
-from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
-from schemas import Actor
+from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from loopbus.schemas import Actor
 
 _project_counter = itertools.count()
 

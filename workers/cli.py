@@ -1,4 +1,4 @@
-"""The shared command line of every daemon: ``python -m workers.<name> --nats-url URL``.
+"""The shared command line of every daemon: ``python -m loopbus.workers.<name> --nats-url URL``.
 
 A daemon's ``cli.py`` builds its parser with :func:`daemon_parser`, adds its own options,
 and calls :func:`main_for` with a ``make_body(args)`` that returns the daemon body.
@@ -11,8 +11,8 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
 
-from bus import BusError
-from workers.runtime import DaemonContext, configure_logging, run_daemon
+from loopbus.bus import BusError
+from loopbus.workers.runtime import DaemonContext, configure_logging, run_daemon
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
@@ -20,7 +20,9 @@ Body = Callable[[DaemonContext], Awaitable[None]]
 
 
 def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m loopbus.workers.{name}", description=description
+    )
     parser.add_argument(
         "--nats-url",
         default=os.environ.get("LOOPBUS_NATS_URL", DEFAULT_URL),

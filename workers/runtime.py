@@ -21,10 +21,9 @@ from typing import Any
 
 import msgspec
 import structlog
-
-from bus import WORKER_BUCKET, Bus, Record, connect, ensure_log, read
-from projections import FOLDS, Fold, ProjectStates, apply_all, initial_states
-from schemas import Event
+from loopbus.bus import WORKER_BUCKET, Bus, Record, connect, ensure_log, read
+from loopbus.projections import FOLDS, Fold, ProjectStates, apply_all, initial_states
+from loopbus.schemas import Event
 
 log = structlog.get_logger()
 

@@ -20,16 +20,16 @@ from typing import Any
 
 import msgspec
 
-from bus import connect_once, ensure_log
+from loopbus.bus import connect_once, ensure_log
 from loopbus.errors import UsageError
+from loopbus.schemas import format_target
 from loopbus.settings import add_nats_url, nats_url
-from schemas import format_target
-from workers.gate_runner.config import ProjectConfig, parse_config
-from workers.gate_runner.errors import ConfigError, GateRunnerError
-from workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
-from workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
-from workers.gate_runner.trees import CONFIG_FILE, resolve
-from workers.runtime import configure_logging
+from loopbus.workers.gate_runner.config import ProjectConfig, parse_config
+from loopbus.workers.gate_runner.errors import ConfigError, GateRunnerError
+from loopbus.workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
+from loopbus.workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
+from loopbus.workers.gate_runner.trees import CONFIG_FILE, resolve
+from loopbus.workers.runtime import configure_logging
 
 
 def register(sub: Any) -> None:

@@ -20,12 +20,10 @@ from typing import Any
 
 import msgspec
 
-from bus import connect_once, read
+from loopbus.bus import connect_once, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.settings import add_nats_url, nats_url
-from loopbus.slice_render import render_schedule
-from projections.planning import (
+from loopbus.projections.planning import (
     PlanInvalid,
     parse_plan,
     plan_format,
@@ -33,11 +31,13 @@ from projections.planning import (
     unclaimed_extras,
     validate,
 )
-from projections.slices import REFUSAL_EVIDENCE_KEY
-from schemas import Actor, FindingRaised, project_subjects
-from schemas.ids import is_token
-from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
-from workers.dispatcher.repo import RepoUnreadable, read_pending_file
+from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
+from loopbus.schemas import Actor, FindingRaised, project_subjects
+from loopbus.schemas.ids import is_token
+from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
+from loopbus.settings import add_nats_url, nats_url
+from loopbus.slice_render import render_schedule
+from loopbus.workers.dispatcher.repo import RepoUnreadable, read_pending_file
 
 _json = msgspec.json.Encoder()
 
@@ -184,7 +184,7 @@ async def _submit(url: str, submission: PlanSubmission, wait_s: float) -> int:
         except TimeoutError:
             print(
                 f"no answer within {wait_s:g}s; is the dispatcher running "
-                "(`loopbus up`, or `python -m workers.dispatcher`)?",
+                "(`loopbus up`, or `python -m loopbus.workers.dispatcher`)?",
                 file=sys.stderr,
             )
             return 1

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from bus import LOG_STREAM, BusUnreachable, connect, ensure_log
+from loopbus.bus import LOG_STREAM, BusUnreachable, connect, ensure_log
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import add_nats_url, nats_url
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import msgspec
 
-from bus import connect_once, read
+from loopbus.bus import connect_once, read
 from loopbus.errors import UsageError
+from loopbus.projections import slices
+from loopbus.projections.slices import SlicesState
+from loopbus.schemas import project_subjects
+from loopbus.schemas.ids import is_token
 from loopbus.settings import add_nats_url, nats_url
 from loopbus.slice_render import record_json, render_record
-from projections import slices
-from projections.slices import SlicesState
-from schemas import project_subjects
-from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

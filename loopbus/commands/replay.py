@@ -13,13 +13,13 @@ from typing import Any
 
 import msgspec
 
-from bus import Record, connect_once, read
+from loopbus.bus import Record, connect_once, read
 from loopbus.errors import UsageError
+from loopbus.projections import ProjectStates, apply_all, initial_states, to_builtins
 from loopbus.render import Palette, record_json, record_line, render_state
+from loopbus.schemas import project_subjects
+from loopbus.schemas.ids import is_token
 from loopbus.settings import add_nats_url, nats_url
-from projections import ProjectStates, apply_all, initial_states, to_builtins
-from schemas import project_subjects
-from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

@@ -13,10 +13,9 @@ import getpass
 import os
 from typing import Any
 
-from bus import connect_once
+from loopbus.bus import connect_once
 from loopbus.errors import UsageError
-from loopbus.settings import add_nats_url, nats_url
-from schemas import (
+from loopbus.schemas import (
     FINDING_CLASSES,
     PRODUCERS,
     SEVERITIES,
@@ -26,7 +25,8 @@ from schemas import (
     Role,
     parse_target,
 )
-from schemas.ids import is_token
+from loopbus.schemas.ids import is_token
+from loopbus.settings import add_nats_url, nats_url
 
 SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
 _PRODUCER_ROLE: dict[str, Role] = {

@@ -10,14 +10,14 @@ from typing import Any
 import msgspec
 from nats.js.errors import KeyNotFoundError
 
-from bus import PROJECTION_BUCKET, connect_once
 from loopbus import review_status, units_status
+from loopbus.bus import PROJECTION_BUCKET, connect_once
 from loopbus.errors import UsageError
+from loopbus.projections import FOLDS, to_builtins
 from loopbus.render import render_state
+from loopbus.schemas.ids import is_token
 from loopbus.settings import add_nats_url, nats_url
-from projections import FOLDS, to_builtins
-from schemas.ids import is_token
-from workers.projector.materialise import CHECKPOINT_KEY, decode_view, state_key
+from loopbus.workers.projector.materialise import CHECKPOINT_KEY, decode_view, state_key
 
 _json = msgspec.json.Encoder()
 

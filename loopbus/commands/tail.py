@@ -11,14 +11,14 @@ from typing import Any
 
 import msgspec
 
-from bus import Record, connect_once, read
+from loopbus.bus import Record, connect_once, read
 from loopbus.errors import UsageError
 from loopbus.render import Palette, record_json, record_line
+from loopbus.schemas import KINDS, PRODUCERS, project_subjects
+from loopbus.schemas.durations import parse_duration
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import is_token
 from loopbus.settings import add_nats_url, nats_url
-from schemas import KINDS, PRODUCERS, project_subjects
-from schemas.durations import parse_duration
-from schemas.errors import InvalidValue
-from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

@@ -17,14 +17,13 @@ import argparse
 import asyncio
 from typing import Any
 
-from bus import HEARTBEAT_BUCKET, Bus, connect_once, read
+from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect_once, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.settings import add_nats_url, nats_url
-from projections.claims import SHA, SUBJECT_KINDS
-from projections.units import REFUSAL_CLASS
-from schemas import BLOCK_REASONS, Actor, FindingRaised, Role, UnitTransitioned
-from schemas.reports import (
+from loopbus.projections.claims import SHA, SUBJECT_KINDS
+from loopbus.projections.units import REFUSAL_CLASS
+from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, Role, UnitTransitioned
+from loopbus.schemas.reports import (
     CAPACITY_BUDGETS,
     BlockedReport,
     CommitReport,
@@ -36,8 +35,9 @@ from schemas.reports import (
     encode_heartbeat,
     heartbeat_key,
 )
-from workers.units.daemon import ANSWER_SALT
-from workers.units.live import answer_id
+from loopbus.settings import add_nats_url, nats_url
+from loopbus.workers.units.daemon import ANSWER_SALT
+from loopbus.workers.units.live import answer_id
 
 CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
 
@@ -199,5 +199,5 @@ async def wait_for_answer(
         pass
     raise LoopbusError(
         f"no answer to report {report.id} within {timeout:g}s; is the units daemon running? "
-        "(`loopbus up` runs it; `python -m workers.units` alone)"
+        "(`loopbus up` runs it; `python -m loopbus.workers.units` alone)"
     )

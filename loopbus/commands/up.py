@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bus import EmbeddedServer, connect, ensure_log, port_is_free
-from bus.embedded import DEFAULT_PORT, free_port
+from loopbus.bus import EmbeddedServer, connect, ensure_log, port_is_free
+from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.errors import UsageError
+from loopbus.schemas.durations import parse_duration
+from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import DEFAULT_DATA_DIR, DEFAULT_HEARTBEAT_LAPSE, NATS_URL_ENV
 from loopbus.supervisor import Supervisor, UpSettings
-from schemas.durations import parse_duration
-from schemas.errors import InvalidValue
-from workers.runtime import configure_logging
+from loopbus.workers.runtime import configure_logging
 
 
 def register(sub: Any) -> None:

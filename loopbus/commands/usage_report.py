@@ -10,12 +10,12 @@ import argparse
 import asyncio
 from typing import Any
 
-from bus import connect_once
+from loopbus.bus import connect_once
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
+from loopbus.schemas import Actor
+from loopbus.schemas.slices import UsageReport
 from loopbus.settings import add_nats_url, nats_url
-from schemas import Actor
-from schemas.slices import UsageReport
 
 
 def register(kinds: Any) -> None:

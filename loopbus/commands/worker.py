@@ -9,11 +9,11 @@ import os
 import sys
 from typing import Any
 
-from bus import connect_once
+from loopbus.bus import connect_once
 from loopbus.errors import UsageError
 from loopbus.settings import add_nats_url, nats_url
 from loopbus.supervisor import DAEMONS
-from workers.runtime import check_health
+from loopbus.workers.runtime import check_health
 
 
 def register(sub: Any) -> None:

@@ -30,12 +30,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "gate_runner"))
 
 from gate_repos import GitRepo  # noqa: E402
-
-from bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
-from workers.gate_runner import trees  # noqa: E402
-from workers.gate_runner.runner import GateRunner  # noqa: E402
-from workers.gate_runner.signing import load_or_create  # noqa: E402
-from workers.runtime import configure_logging  # noqa: E402
+from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
+from loopbus.workers.gate_runner import trees  # noqa: E402
+from loopbus.workers.gate_runner.runner import GateRunner  # noqa: E402
+from loopbus.workers.gate_runner.signing import load_or_create  # noqa: E402
+from loopbus.workers.runtime import configure_logging  # noqa: E402
 
 PER_FILE = 10
 

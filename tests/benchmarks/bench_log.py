@@ -30,9 +30,7 @@ from pathlib import Path
 
 import msgspec
 import psutil
-from nats.js.api import ConsumerConfig, DeliverPolicy
-
-from bus import (
+from loopbus.bus import (
     LOG_STREAM,
     PROJECTION_BUCKET,
     Bus,
@@ -42,8 +40,8 @@ from bus import (
     free_port,
     read,
 )
-from projections import apply_all, initial_states
-from schemas import (
+from loopbus.projections import apply_all, initial_states
+from loopbus.schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -54,7 +52,8 @@ from schemas import (
     project_subjects,
     subject_of,
 )
-from workers.projector.materialise import CHECKPOINT_KEY
+from loopbus.workers.projector.materialise import CHECKPOINT_KEY
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 REVIEWER = Actor(role="reviewer", principal="bench")
 SYSTEM = Actor(role="system", principal="bench")
@@ -213,7 +212,7 @@ async def projector_peak_rss(count: int) -> tuple[float, float]:
                 [
                     sys.executable,
                     "-m",
-                    "workers.projector",
+                    "loopbus.workers.projector",
                     "--nats-url",
                     server.url,
                     "--log-level",

@@ -28,8 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "merger"))
 
 from entity_merge_cases import Scenario, corpus  # noqa: E402
-
-from workers.merger.entity_merge import language_for_path, merge_file  # noqa: E402
+from loopbus.workers.merger.entity_merge import language_for_path, merge_file  # noqa: E402
 
 
 @dataclass
@@ -84,7 +83,14 @@ def _driver_process(directory: Path, s: Scenario) -> tuple[bytes, bool, float]:
     for name, data in (("base", s.base), ("ours", s.ours), ("theirs", s.theirs)):
         (directory / name).write_bytes(data)
     start = time.perf_counter()
-    command = [sys.executable, "-m", "workers.merger.entity_merge", "base", "ours", "theirs"]
+    command = [
+        sys.executable,
+        "-m",
+        "loopbus.workers.merger.entity_merge",
+        "base",
+        "ours",
+        "theirs",
+    ]
     done = subprocess.run(
         [*command, s.lang.path],
         cwd=directory,

@@ -7,10 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from nats.js.api import StreamConfig
-from nats.js.errors import APIError
-
-from bus import (
+from loopbus.bus import (
     LOG_STREAM,
     Bus,
     EmbeddedServer,
@@ -20,7 +17,7 @@ from bus import (
     free_port,
     read,
 )
-from schemas import (
+from loopbus.schemas import (
     Actor,
     Block,
     Event,
@@ -31,6 +28,8 @@ from schemas import (
     parse_target,
     project_subjects,
 )
+from nats.js.api import StreamConfig
+from nats.js.errors import APIError
 
 
 def finding(project: str, line: int = 1, message: str = "m") -> FindingRaised:

@@ -6,9 +6,15 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
-from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
-from schemas import Actor, Event, FindingRaised, encode_event, parse_target, project_subjects
+from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
+from loopbus.schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    encode_event,
+    parse_target,
+    project_subjects,
+)
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

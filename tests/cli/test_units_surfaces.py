@@ -8,10 +8,9 @@ import time
 from typing import Any
 
 import pytest
-
-from bus import connect_once, free_port
-from schemas import Actor, UnitPlanned
-from schemas.reports import BlockedReport, StartedReport
+from loopbus.bus import connect_once, free_port
+from loopbus.schemas import Actor, UnitPlanned
+from loopbus.schemas.reports import BlockedReport, StartedReport
 
 from .conftest import loopbus
 

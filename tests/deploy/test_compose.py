@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
+from loopbus.bus import LOG_STREAM, connect, free_port, server_binary
+from loopbus.bus.connection import server_urls
 
-from bus import LOG_STREAM, connect, free_port, server_binary
-from bus.connection import server_urls
 from loopbus.cli import build_parser
 from loopbus.supervisor import DAEMONS
 
@@ -223,7 +223,7 @@ def test_dockerfile_installs_every_package_the_project_ships() -> None:
     """The image copies every shipped package, runs as non-root, and enters via `loopbus`."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
+    packages = set(project["tool"]["setuptools"]["package-dir"].values())
     copied = re.findall(r"^COPY (.+?) \S+$", dockerfile, re.MULTILINE)
     sources = {word.rstrip("/") for line in copied for word in line.split()}
     assert {"pyproject.toml", "README.md", *packages} <= sources

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from schemas import KINDS
+from loopbus.schemas import KINDS
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 

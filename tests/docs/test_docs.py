@@ -36,7 +36,7 @@ NOT_RUN = (
     "git ",
     "export ",
     "cd ",
-    "python -m workers",
+    "python -m loopbus.workers",
     "pytest",
 )
 
@@ -47,13 +47,13 @@ theirs below, so the docs are checked by the same code that reads the real files
 
 def _register_validators() -> None:
     try:
-        from workers.gate_runner.config import load_config_text  # type: ignore[attr-defined]
+        from loopbus.workers.gate_runner.config import load_config_text  # type: ignore[attr-defined]
     except ImportError:
         pass
     else:
         TOML_VALIDATORS["# loopbus.toml"] = lambda text, _tmp: load_config_text(text)
     try:
-        from projections.planning import parse_plan_text  # type: ignore[attr-defined]
+        from loopbus.projections.planning import parse_plan_text  # type: ignore[attr-defined]
     except ImportError:
         pass
     else:

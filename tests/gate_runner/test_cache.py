@@ -9,14 +9,13 @@ from pathlib import Path
 
 import msgspec
 from gate_repos import GitRepo, config
-
-from bus import Bus, read
-from projections import gates as gates_projection
-from schemas import decode_event, new_id
-from schemas.gates import GateResultRecorded
-from workers.gate_runner.cache import GateCache
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import load_or_create
+from loopbus.bus import Bus, read
+from loopbus.projections import gates as gates_projection
+from loopbus.schemas import decode_event, new_id
+from loopbus.schemas.gates import GateResultRecorded
+from loopbus.workers.gate_runner.cache import GateCache
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.signing import load_or_create
 
 
 def exit_check(check_id: str, code: int | str = 0, extra: str = "") -> str:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from workers.gate_runner.config import parse_config
-from workers.gate_runner.errors import ConfigError, WeakensProfile
-from workers.gate_runner.profiles import DEFAULT_REVIEW_EVERY, load_profiles, parse_profile
+from loopbus.workers.gate_runner.config import parse_config
+from loopbus.workers.gate_runner.errors import ConfigError, WeakensProfile
+from loopbus.workers.gate_runner.profiles import DEFAULT_REVIEW_EVERY, load_profiles, parse_profile
 
 ISSUE_EXAMPLE = """
 [project]

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gate_repos import LINT_CHECK, GitRepo, config, pytest_project
-
-from bus import Bus, read
-from schemas import FindingRaised, GateResultRecorded
-from schemas.targets import CodeTarget
-from workers.gate_runner.runner import GateRunner
+from loopbus.bus import Bus, read
+from loopbus.schemas import FindingRaised, GateResultRecorded
+from loopbus.schemas.targets import CodeTarget
+from loopbus.workers.gate_runner.runner import GateRunner
 
 HELPER = "def check_sum(value):\n    assert value == 3, f'got {value}'\n"
 USES_HELPER = (

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, PYTEST_CHECK, GitRepo, config, pytest_project
-
-from bus import Bus, read
-from schemas import FindingRaised, format_target
-from schemas.gates import GateSuiteCompleted
-from schemas.targets import CheckTarget
-from workers.gate_runner.executors import docker_configured, docker_reachable
-from workers.gate_runner.runner import GateRunner
+from loopbus.bus import Bus, read
+from loopbus.schemas import FindingRaised, format_target
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.targets import CheckTarget
+from loopbus.workers.gate_runner.executors import docker_configured, docker_reachable
+from loopbus.workers.gate_runner.runner import GateRunner
 
 
 def check(check_id: str, command: str, parser: str = "exit-code", extra: str = "") -> str:

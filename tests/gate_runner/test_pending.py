@@ -11,9 +11,8 @@ from gate_repos import (
     GitRepo,
     pytest_project,
 )
-
-from schemas.targets import CodeTarget
-from workers.gate_runner.runner import GateRunner
+from loopbus.schemas.targets import CodeTarget
+from loopbus.workers.gate_runner.runner import GateRunner
 
 RAISES_OTHER = "def total(xs):\n    raise NotImplementedError('later')\n"
 ASSERTS_INSIDE = "def total(xs):\n    assert xs == [], 'not written yet'\n    return 0\n"

@@ -14,18 +14,17 @@ from typing import Any
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-
-from bus import Bus, read
-from projections.merges import MergesState
-from projections.units import UnitsState
-from schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
-from schemas.ids import new_id
-from schemas.merges import ApproveReport
-from schemas.reports import CommitReport, StartedReport
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import load_or_create
-from workers.merger.daemon import MergerDaemon
-from workers.merger.gates import RunnerTrunkGates
+from loopbus.bus import Bus, read
+from loopbus.projections.merges import MergesState
+from loopbus.projections.units import UnitsState
+from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas.ids import new_id
+from loopbus.schemas.merges import ApproveReport
+from loopbus.schemas.reports import CommitReport, StartedReport
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.signing import load_or_create
+from loopbus.workers.merger.daemon import MergerDaemon
+from loopbus.workers.merger.gates import RunnerTrunkGates
 
 SYSTEM = Actor(role="system", principal="tests")
 AUTHOR = b"Builder <builder@example.com>"

@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from workers.merger.config import MergeConfigError, parse_merge_config
+from loopbus.workers.merger.config import MergeConfigError, parse_merge_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "merger.md"
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from loopbus.projections import merges as merges_fold
+from loopbus.schemas import FindingRaised, UnitTransitioned
+from loopbus.schemas.gates import GateResultRecorded
+from loopbus.schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
 from merger_scene import Scene, make_trunk
-
-from projections import merges as merges_fold
-from schemas import FindingRaised, UnitTransitioned
-from schemas.gates import GateResultRecorded
-from schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
 
 CENTS = """\
 def total(items):

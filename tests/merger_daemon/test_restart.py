@@ -7,11 +7,10 @@ import contextlib
 from typing import Any
 
 import pytest
+from loopbus.schemas import FindingRaised, UnitTransitioned
+from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
+from loopbus.workers.merger.daemon import MergerDaemon
 from merger_scene import Scene, make_collision, make_trunk
-
-from schemas import FindingRaised, UnitTransitioned
-from schemas.merges import MergeReverted, TrunkAdvanced
-from workers.merger.daemon import MergerDaemon
 
 
 class Crash(BaseException):

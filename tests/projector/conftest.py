@@ -7,11 +7,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest_asyncio
 from hypothesis import strategies as st
-from nats.js.api import KeyValueConfig
-from nats.js.kv import KeyValue
-
-from bus import Bus
-from schemas import (
+from loopbus.bus import Bus
+from loopbus.schemas import (
     Actor,
     Block,
     Event,
@@ -22,6 +19,8 @@ from schemas import (
     UnitTransitioned,
     parse_target,
 )
+from nats.js.api import KeyValueConfig
+from nats.js.kv import KeyValue
 
 SYSTEM = Actor(role="system", principal="tests")
 REVIEWER = Actor(role="reviewer", principal="r1")

@@ -15,13 +15,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loopbus.bus import PROJECTION_BUCKET, Bus, read
+from loopbus.projections import FOLDS, Fold, fold_events
+from loopbus.schemas import Event, MessageQuarantined, project_subjects
+from loopbus.workers.projector.daemon import Projector, Rewind
+from loopbus.workers.projector.materialise import CHECKPOINT_KEY, encode_view, state_key
 from nats.js.kv import KeyValue
-
-from bus import PROJECTION_BUCKET, Bus, read
-from projections import FOLDS, Fold, fold_events
-from schemas import Event, MessageQuarantined, project_subjects
-from workers.projector.daemon import Projector, Rewind
-from workers.projector.materialise import CHECKPOINT_KEY, encode_view, state_key
 
 from .conftest import event_sequences, finding, planned, transition
 
@@ -183,7 +182,7 @@ async def test_projector_killed_mid_stream_converges_to_replay(bus: Bus, nats_ur
     command = [
         sys.executable,
         "-m",
-        "workers.projector",
+        "loopbus.workers.projector",
         "--nats-url",
         nats_url,
         "--flush-every",

@@ -16,19 +16,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-
-from bus import Bus, read
-from schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
-from schemas.gates import (
+from loopbus.bus import Bus, read
+from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
     SuiteEntry,
     canonical_bytes,
 )
-from schemas.reports import StartedReport
-from workers.reviewer.config import RepoConfig, parse
-from workers.runtime import DaemonContext
+from loopbus.schemas.reports import StartedReport
+from loopbus.workers.reviewer.config import RepoConfig, parse
+from loopbus.workers.runtime import DaemonContext
 
 SYSTEM = Actor(role="system", principal="test-system")
 ALICE = "alice <alice@example.com>"

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from projections import convergence as conv
-from schemas import Actor, Outcome, UnitTransitioned
-from schemas.reviews import RoundClosed, RungPromoted
+from loopbus.projections import convergence as conv
+from loopbus.schemas import Actor, Outcome, UnitTransitioned
+from loopbus.schemas.reviews import RoundClosed, RungPromoted
 
 SYSTEM = Actor(role="system", principal="tests")
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reviewkit import GitRepo
-
-from schemas.targets import (
+from loopbus.schemas.targets import (
     BudgetTarget,
     CheckTarget,
     CodeTarget,
@@ -17,8 +15,9 @@ from schemas.targets import (
     RecordTarget,
     Target,
 )
-from workers.reviewer.diff import parse_unified_diff, subtraction_reason
-from workers.reviewer.repo import principal_matches, unit_change
+from loopbus.workers.reviewer.diff import parse_unified_diff, subtraction_reason
+from loopbus.workers.reviewer.repo import principal_matches, unit_change
+from reviewkit import GitRepo
 
 BEFORE = "".join(f"line {n}\n" for n in range(1, 21))
 # line 10 changed, a line added after 15: head lines 10 and 16 are the unit's.

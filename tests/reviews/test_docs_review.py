@@ -12,11 +12,10 @@ from typing import Any
 import jsonschema
 import msgspec
 import pytest
-
-from schemas.reviews import InvestigationReport, VerdictDocument
-from workers.investigator.daemon import parse_report
-from workers.reviewer.command import parse_verdict
-from workers.reviewer.config import parse
+from loopbus.schemas.reviews import InvestigationReport, VerdictDocument
+from loopbus.workers.investigator.daemon import parse_report
+from loopbus.workers.reviewer.command import parse_verdict
+from loopbus.workers.reviewer.config import parse
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -1,4 +1,5 @@
-"""`python -m workers.reviewer` and `python -m workers.investigator` as real processes."""
+"""`python -m loopbus.workers.reviewer` and `python -m loopbus.workers.investigator` as real
+processes."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from loopbus.bus import WORKER_BUCKET, Bus
+from loopbus.schemas.reviews import RoundClosed
+from loopbus.workers.runtime import health_key
 from reviewkit import Scripted, count, ready, setup_repo, wait_log
-
-from bus import WORKER_BUCKET, Bus
-from schemas.reviews import RoundClosed
-from workers.runtime import health_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ async def test_the_reviewer_process_reviews_and_stops_cleanly(
     agent = Scripted(agent_dir)
     repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["bob"]})
     head = repo.commit({"src/app.py": "def total(xs):\n    return sum(xs)\n"}, parent=repo.base)
-    process = await start("workers.reviewer", nats_url, "--repo", str(repo.path))
+    process = await start("loopbus.workers.reviewer", nats_url, "--repo", str(repo.path))
     try:
         await ready(bus, project, "U1", head)
         await wait_log(bus, project, count(RoundClosed), timeout=60)
@@ -60,7 +60,7 @@ async def test_the_reviewer_process_reviews_and_stops_cleanly(
     assert b'"daemon.stopped"' in stderr
 
 
-@pytest.mark.parametrize("module", ["workers.reviewer", "workers.investigator"])
+@pytest.mark.parametrize("module", ["loopbus.workers.reviewer", "loopbus.workers.investigator"])
 async def test_a_bad_config_is_one_line_and_exit_2(
     nats_url: str, tmp_path: Path, module: str
 ) -> None:
@@ -77,7 +77,7 @@ async def test_a_bad_config_is_one_line_and_exit_2(
 
 async def test_without_a_repo_the_investigator_idles_until_stopped(bus: Bus, nats_url: str) -> None:
     """No --repo: nothing configured, the daemon idles, and stops cleanly on SIGTERM."""
-    process = await start("workers.investigator", nats_url)
+    process = await start("loopbus.workers.investigator", nats_url)
     assert process.stderr is not None
     async with asyncio.timeout(30):
         while b"investigator.idle" not in (line := await process.stderr.readline()):

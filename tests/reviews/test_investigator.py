@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopbus.bus import Bus
+from loopbus.projections.investigations import error_signature
+from loopbus.schemas import Event, FindingRaised, Outcome, UnitTransitioned
+from loopbus.schemas.reviews import InvestigationCompleted, InvestigationRequested, RoundClosed
+from loopbus.schemas.targets import CheckTarget
+from loopbus.workers.investigator.daemon import Investigator
 from reviewkit import (
     SYSTEM,
     GateSigner,
@@ -20,13 +26,6 @@ from reviewkit import (
     setup_repo,
     wait_log,
 )
-
-from bus import Bus
-from projections.investigations import error_signature
-from schemas import Event, FindingRaised, Outcome, UnitTransitioned
-from schemas.reviews import InvestigationCompleted, InvestigationRequested, RoundClosed
-from schemas.targets import CheckTarget
-from workers.investigator.daemon import Investigator
 
 REPORT = {
     "stdout": {
@@ -263,7 +262,7 @@ async def test_a_project_without_an_investigator_command_is_left_alone(
 ) -> None:
     """No [investigator] command: the daemon serves nothing for that project."""
     repo = setup_repo(tmp_path, project, None)
-    from workers.runtime import DaemonContext
+    from loopbus.workers.runtime import DaemonContext
 
     daemon = Investigator(DaemonContext(bus=bus, name="idle"), config_of(repo))
     assert daemon.configs == {}

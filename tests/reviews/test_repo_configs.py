@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-
-from workers.reviewer.cli import load_configs
+from loopbus.workers.reviewer.cli import load_configs
 
 
 def test_a_repository_without_loopbus_toml_is_served_by_nobody(tmp_path: Path) -> None:

@@ -8,6 +8,18 @@ import os
 from pathlib import Path
 
 import pytest
+from loopbus.bus import Bus
+from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
+from loopbus.schemas.reviews import (
+    FindingSubtracted,
+    ReviewRequested,
+    ReviewVerdict,
+    RoundClosed,
+    VerdictAccepted,
+    VerdictRefused,
+)
+from loopbus.workers.reviewer.daemon import Reviewer
+from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
     CRITERION,
     GateSigner,
@@ -23,19 +35,6 @@ from reviewkit import (
     verdict,
     wait_log,
 )
-
-from bus import Bus
-from schemas import Actor, FindingRaised, UnitTransitioned
-from schemas.reviews import (
-    FindingSubtracted,
-    ReviewRequested,
-    ReviewVerdict,
-    RoundClosed,
-    VerdictAccepted,
-    VerdictRefused,
-)
-from workers.reviewer.daemon import Reviewer
-from workers.runtime import DaemonContext
 
 
 def review_table(agent: Scripted, **overrides: object) -> dict[str, object]:

@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopbus.bus import Bus
+from loopbus.schemas import FindingRaised, FindingResolved, UnitTransitioned
+from loopbus.schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
+from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     CRITERION,
     GateSigner,
@@ -22,11 +26,6 @@ from reviewkit import (
     verdict,
     wait_log,
 )
-
-from bus import Bus
-from schemas import FindingRaised, FindingResolved, UnitTransitioned
-from schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
-from workers.reviewer.daemon import Reviewer
 
 A = code_finding("src/app.py", 2, criterion="C1")
 B = code_finding("src/app.py", 2, criterion="C2")
@@ -362,9 +361,8 @@ async def test_red_gate_suites_are_rounds_and_repeat_to_promote(
 
 
 def gate_finding(project: str, path: str, line: int) -> FindingRaised:
+    from loopbus.schemas.targets import CodeTarget
     from reviewkit import SYSTEM
-
-    from schemas.targets import CodeTarget
 
     return FindingRaised(
         project=project,

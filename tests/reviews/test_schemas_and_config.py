@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from schemas import Actor, decode_event, encode_event, subject_of
-from schemas.reviews import (
+from loopbus.schemas import Actor, decode_event, encode_event, subject_of
+from loopbus.schemas.reviews import (
     FindingSubtracted,
     InvestigationCompleted,
     InvestigationRequested,
@@ -20,10 +19,10 @@ from schemas.reviews import (
     VerdictDocument,
     VerdictRefused,
 )
-from schemas.targets import CodeTarget
-from workers.reviewer.command import parse_verdict
-from workers.reviewer.config import parse
-from workers.reviewer.errors import ReviewConfigError
+from loopbus.schemas.targets import CodeTarget
+from loopbus.workers.reviewer.command import parse_verdict
+from loopbus.workers.reviewer.config import parse
+from loopbus.workers.reviewer.errors import ReviewConfigError
 
 SYSTEM = Actor(role="system", principal="tests")
 SHA = "a" * 40

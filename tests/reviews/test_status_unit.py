@@ -12,6 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopbus.bus import PROJECTION_BUCKET, Bus
+from loopbus.projections import convergence as conv
+from loopbus.schemas import UnitTransitioned
+from loopbus.workers.projector.daemon import run as projector_run
+from loopbus.workers.projector.materialise import decode_view, state_key
+from loopbus.workers.reviewer.daemon import Reviewer
+from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
     Scripted,
     code_finding,
@@ -23,14 +30,6 @@ from reviewkit import (
     verdict,
     wait_log,
 )
-
-from bus import PROJECTION_BUCKET, Bus
-from projections import convergence as conv
-from schemas import UnitTransitioned
-from workers.projector.daemon import run as projector_run
-from workers.projector.materialise import decode_view, state_key
-from workers.reviewer.daemon import Reviewer
-from workers.runtime import DaemonContext
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,7 @@ import re
 
 import msgspec
 import pytest
-
-from schemas import (
+from loopbus.schemas import (
     EVENT_TYPES,
     Actor,
     Block,
@@ -22,8 +21,8 @@ from schemas import (
     parse_target,
     subject_of,
 )
-from schemas.targets import CodeTarget, format_target
-from schemas.upcasters import upcast
+from loopbus.schemas.targets import CodeTarget, format_target
+from loopbus.schemas.upcasters import upcast
 
 ACTOR = Actor(role="reviewer", principal="r1")
 

@@ -10,10 +10,9 @@ from typing import Any
 
 from dulwich import porcelain
 from dulwich.repo import Repo
-
-from bus import Bus, read
-from projections import slices
-from projections.slices import (
+from loopbus.bus import Bus, read
+from loopbus.projections import slices
+from loopbus.projections.slices import (
     BlockDependent,
     Close,
     Complete,
@@ -21,7 +20,7 @@ from projections.slices import (
     PlanUnits,
     SlicesState,
 )
-from schemas import (
+from loopbus.schemas import (
     Actor,
     Block,
     Event,
@@ -31,13 +30,13 @@ from schemas import (
     new_id,
     project_subjects,
 )
-from schemas.gates import (
+from loopbus.schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
     SuiteEntry,
 )
-from schemas.slices import (
+from loopbus.schemas.slices import (
     BootResult,
     PlannedUnit,
     PlanSubmission,
@@ -48,7 +47,7 @@ from schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from workers.gate_runner.signing import Signer
+from loopbus.workers.gate_runner.signing import Signer
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")

@@ -8,6 +8,14 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from loopbus.bus import Bus, read
+from loopbus.projections import budgets
+from loopbus.schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.reviews import RoundClosed
+from loopbus.schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
+from loopbus.workers.gate_runner.signing import Signer, load_or_create
+from loopbus.workers.standards.daemon import Standards, breach_finding
 from slice_helpers import (
     BUILDER,
     SYSTEM,
@@ -18,15 +26,6 @@ from slice_helpers import (
     transition,
     unit,
 )
-
-from bus import Bus, read
-from projections import budgets
-from schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
-from schemas.gates import GateSuiteCompleted
-from schemas.reviews import RoundClosed
-from schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
-from workers.gate_runner.signing import Signer, load_or_create
-from workers.standards.daemon import Standards, breach_finding
 
 P = "proj"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -92,7 +91,7 @@ def test_every_measure_against_its_limit(signer: Signer) -> None:
 
 def test_time_in_wait_counts_dispatched_units_per_reason() -> None:
     """Blocked spans of dispatched units are summed per reason; a hold is not machinery wait."""
-    from schemas.slices import UnitDispatched
+    from loopbus.schemas.slices import UnitDispatched
 
     dispatched = UnitDispatched(
         project=P, actor=SYSTEM, slice="S1", unit="U1", wave=0, sub_wave=0, position=0

@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from loopbus.bus import Bus
+from loopbus.projections import budgets
+from loopbus.schemas.slices import SliceBudgets
+from loopbus.workers.dispatcher.daemon import Dispatcher
+from loopbus.workers.dispatcher.repo import ProjectRepo
 from slice_helpers import (
     PureDispatcher,
     accepted,
@@ -20,12 +25,7 @@ from slice_helpers import (
     unit,
 )
 
-from bus import Bus
 from loopbus.slice_render import render_budgets, render_slices
-from projections import budgets
-from schemas.slices import SliceBudgets
-from workers.dispatcher.daemon import Dispatcher
-from workers.dispatcher.repo import ProjectRepo
 
 CHAIN_VS_FAN = """
 [slice]

@@ -8,8 +8,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from projections.planning import (
+from loopbus.projections.planning import (
     PlanInvalid,
     files_overlap,
     find_cycles,
@@ -17,7 +16,7 @@ from projections.planning import (
     schedule,
     validate,
 )
-from schemas.slices import PlannedUnit, SlicePlan
+from loopbus.schemas.slices import PlannedUnit, SlicePlan
 
 
 def unit(uid: str, *blocked_by: str, files: list[str] | None = None, **kw: object) -> PlannedUnit:

@@ -9,6 +9,14 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loopbus.projections import slices
+from loopbus.projections.slices import BlockDependent, Close, Dispatch
+from loopbus.schemas import FindingRaised
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.reports import CommitReport, StartedReport
+from loopbus.schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
+from loopbus.schemas.targets import PlanTarget
+from loopbus.workers.gate_runner.signing import Signer, load_or_create
 from slice_helpers import (
     BUILDER,
     OPERATOR,
@@ -21,15 +29,6 @@ from slice_helpers import (
     transition,
     unit,
 )
-
-from projections import slices
-from projections.slices import BlockDependent, Close, Dispatch
-from schemas import FindingRaised
-from schemas.gates import GateSuiteCompleted
-from schemas.reports import CommitReport, StartedReport
-from schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
-from schemas.targets import PlanTarget
-from workers.gate_runner.signing import Signer, load_or_create
 
 P = "proj"
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from loopbus.bus import Bus, connect, read
+from loopbus.projections.transitions import audit
+from loopbus.schemas import Actor, FindingRaised, UnitTransitioned, parse_target, project_subjects
+from loopbus.schemas.reports import UnitReport
+from loopbus.workers.units.daemon import UnitsDaemon
 from unitkit import (
     SHA_A,
     all_answered,
@@ -17,15 +22,9 @@ from unitkit import (
     wait_log,
 )
 
-from bus import Bus, connect, read
-from projections.transitions import audit
-from schemas import Actor, FindingRaised, UnitTransitioned, parse_target, project_subjects
-from schemas.reports import UnitReport
-from workers.units.daemon import UnitsDaemon
-
 
 def reports_of(events: list) -> list[UnitReport]:
-    from schemas.reports import UNIT_REPORT_TYPES
+    from loopbus.schemas.reports import UNIT_REPORT_TYPES
 
     return [e for e in events if isinstance(e, UNIT_REPORT_TYPES)]
 

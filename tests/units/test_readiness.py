@@ -9,18 +9,22 @@ from datetime import UTC, datetime
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from loopbus.bus import Bus, read
+from loopbus.projections import claims
+from loopbus.projections import units as units_fold
+from loopbus.projections.claims import Move, Refusal
+from loopbus.projections.transitions import audit
+from loopbus.schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas.gates import (
+    GateRunnerKeyRegistered,
+    GateSuiteCompleted,
+    SuiteEntry,
+    canonical_bytes,
+)
+from loopbus.schemas.ids import new_id
+from loopbus.workers.units.live import transition_event, transition_unit
 from unitkit import SHA_A, SHA_B, answered, claim, log_events, plan, transitions, units_daemon
 from unitkit import wait_log as wait
-
-from bus import Bus, read
-from projections import claims
-from projections import units as units_fold
-from projections.claims import Move, Refusal
-from projections.transitions import audit
-from schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
-from schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted, SuiteEntry, canonical_bytes
-from schemas.ids import new_id
-from workers.units.live import transition_event, transition_unit
 
 SYSTEM = Actor(role="system", principal="test-gate-runner")
 

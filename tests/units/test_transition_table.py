@@ -11,14 +11,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unitkit import all_answered, claim, log_events, plan, units_daemon, wait_log
-
-from bus import Bus, connect
-from projections import claims
-from projections import units as units_fold
-from projections.claims import Move, References
-from projections.transitions import ALLOWED, TABLE, audit
-from schemas import (
+from loopbus.bus import Bus, connect
+from loopbus.projections import claims
+from loopbus.projections import units as units_fold
+from loopbus.projections.claims import Move, References
+from loopbus.projections.transitions import ALLOWED, TABLE, audit
+from loopbus.schemas import (
     BLOCK_REASONS,
     Actor,
     Block,
@@ -29,11 +27,12 @@ from schemas import (
     UnitTransitioned,
     parse_target,
 )
-from schemas.reports import UnitReport
-from workers.units.daemon import ANSWER_SALT, refusal_finding
-from workers.units.live import answer_id, transition_event
-from workers.watchdog.daemon import Watchdog
-from workers.watchdog.limits import Limits
+from loopbus.schemas.reports import UnitReport
+from loopbus.workers.units.daemon import ANSWER_SALT, refusal_finding
+from loopbus.workers.units.live import answer_id, transition_event
+from loopbus.workers.watchdog.daemon import Watchdog
+from loopbus.workers.watchdog.limits import Limits
+from unitkit import all_answered, claim, log_events, plan, units_daemon, wait_log
 
 PROJECT = "prop"
 SYSTEM = Actor(role="system", principal="test-system")

@@ -10,15 +10,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect
+from loopbus.projections import units as units_fold
+from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
+from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from loopbus.workers.units.checks import DeclaredChecks
+from loopbus.workers.watchdog.daemon import Watchdog
+from loopbus.workers.watchdog.limits import Limits, parse_limits
 from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
-
-from bus import HEARTBEAT_BUCKET, Bus, connect
-from projections import units as units_fold
-from schemas import Actor, FindingRaised, UnitTransitioned
-from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
-from workers.units.checks import DeclaredChecks
-from workers.watchdog.daemon import Watchdog
-from workers.watchdog.limits import Limits, parse_limits
 
 
 @contextlib.asynccontextmanager
@@ -149,7 +148,7 @@ async def test_a_wait_past_its_budget_raises_one_finding_for_the_blockers_owner(
     bus: Bus, nats_url: str, project: str, reason: str, subject: str | None, owner: str, target: str
 ) -> None:
     """A wait past budget raises one finding, owned by the blocker's owner, even after restart."""
-    from schemas import Actor, parse_target
+    from loopbus.schemas import Actor, parse_target
 
     await plan(bus, project, {"S1": ["U1", "U2"]})
     if subject is None:
@@ -184,7 +183,7 @@ async def test_a_wait_past_its_budget_raises_one_finding_for_the_blockers_owner(
     assert again == [] and after_restart == []
     assert len(raised) == 1 and isinstance(raised[0], FindingRaised)
     finding = raised[0]
-    from schemas import format_target
+    from loopbus.schemas import format_target
 
     assert (finding.cls, finding.owner, format_target(finding.target)) == (
         "wait-budget",
@@ -240,7 +239,7 @@ def test_limits_refuse_what_is_not_a_duration_a_project_or_a_reason(
     lapses: list[str], budgets: list[str], says: str
 ) -> None:
     """A malformed --heartbeat-lapse or --wait-budget is refused naming the option and fix."""
-    from schemas import InvalidValue
+    from loopbus.schemas import InvalidValue
 
     with pytest.raises(InvalidValue, match=says):
         parse_limits(lapses, budgets)

@@ -9,11 +9,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
-
-from bus import Bus, connect, read
-from projections import units as units_fold
-from schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
-from schemas.reports import (
+from loopbus.bus import Bus, connect, read
+from loopbus.projections import units as units_fold
+from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
@@ -21,7 +20,7 @@ from schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from workers.units.daemon import UnitsDaemon
+from loopbus.workers.units.daemon import UnitsDaemon
 
 BUILDER = Actor(role="builder", principal="test-builder")
 SHA_A = "a" * 40

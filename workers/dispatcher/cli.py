@@ -10,13 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-
-from workers.cli import Body, daemon_parser, main_for
-from workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
-from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
-from workers.gate_runner.errors import GateRunnerError
-from workers.gate_runner.signing import KEY_DIR_ENV, load_existing, load_or_create
-from workers.runtime import DaemonContext
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
+from loopbus.workers.dispatcher.repo import ProjectRepo, RepoUnreadable
+from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.gate_runner.signing import KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

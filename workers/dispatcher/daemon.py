@@ -33,11 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
-
-from bus import Bus, Record, TransitionConflict, read
-from projections import slices
-from projections.planning import validate
-from projections.slices import (
+from loopbus.bus import Bus, Record, TransitionConflict, read
+from loopbus.projections import slices
+from loopbus.projections.planning import validate
+from loopbus.projections.slices import (
     MISALIGNED_EVIDENCE_KEY,
     REFUSAL_EVIDENCE_KEY,
     BlockDependent,
@@ -50,7 +49,7 @@ from projections.slices import (
     SliceView,
     Submission,
 )
-from schemas import (
+from loopbus.schemas import (
     Actor,
     Block,
     Event,
@@ -60,8 +59,8 @@ from schemas import (
     project_subjects,
     subject_of,
 )
-from schemas.findings import Producer
-from schemas.slices import (
+from loopbus.schemas.findings import Producer
+from loopbus.schemas.slices import (
     BootResult,
     CommandRun,
     MisalignmentRouted,
@@ -73,11 +72,11 @@ from schemas.slices import (
     SlicePlanDiscarded,
     UnitDispatched,
 )
-from schemas.targets import PlanTarget, RecordTarget
-from workers.dispatcher.repo import ProjectRepo, RepoUnreadable
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import Signer
-from workers.runtime import Progress, cancel_all
+from loopbus.schemas.targets import PlanTarget, RecordTarget
+from loopbus.workers.dispatcher.repo import ProjectRepo, RepoUnreadable
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.signing import Signer
+from loopbus.workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()
 

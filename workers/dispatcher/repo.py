@@ -1,10 +1,10 @@
 """What the dispatcher reads from a project's repository: trunk, its ``loopbus.toml``, a
 unit's changed files, and the increment's boot check.
 
-The configuration is read with the gate runner's parser (``workers.gate_runner.config``)
+The configuration is read with the gate runner's parser (``loopbus.workers.gate_runner.config``)
 from the trunk commit itself, never from a working tree, so the pending criteria a plan is
 checked against are the ones trunk declares. The boot check is the ``[[check]]`` whose id
-is ``boot``; it is run by the gate runner (:class:`workers.gate_runner.runner.GateRunner`)
+is ``boot``; it is run by the gate runner (:class:`loopbus.workers.gate_runner.runner.GateRunner`)
 on the trunk commit exactly as any check is — in a fresh checkout, with the executor its
 ``image`` asks for, judged by its ``parser``, signed, recorded and cached — and its three
 outcomes are kept apart: pass, fail, and error for anything that could not be established
@@ -22,12 +22,11 @@ from pathlib import Path
 
 from dulwich.diff_tree import tree_changes
 from dulwich.objects import Commit
-
-from schemas.slices import BootResult
-from workers.gate_runner.config import ProjectConfig, parse_config
-from workers.gate_runner.errors import GateRunnerError
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.trees import CommitInfo, open_repo, resolve
+from loopbus.schemas.slices import BootResult
+from loopbus.workers.gate_runner.config import ProjectConfig, parse_config
+from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.trees import CommitInfo, open_repo, resolve
 
 BOOT_CHECK = "boot"
 """The id of the check in ``loopbus.toml`` that starts the software and probes it."""

@@ -1,5 +1,5 @@
-"""``python -m workers.gate_runner --repo PATH --nats-url URL``: run the gate-runner daemon."""
+"""``python -m loopbus.workers.gate_runner --repo PATH --nats-url URL``: run the gate runner."""
 
-from workers.gate_runner.daemon import main
+from loopbus.workers.gate_runner.daemon import main
 
 raise SystemExit(main())

@@ -21,17 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
-from nats.js.kv import KeyValue
-
-from bus import PROJECTION_BUCKET, Bus, read
-from projections import gates as gates_projection
-from schemas import Event, FindingRaised
-from schemas.gates import (
+from loopbus.bus import PROJECTION_BUCKET, Bus, read
+from loopbus.projections import gates as gates_projection
+from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     cache_key_digest,
 )
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
 
 log = structlog.get_logger()
 
@@ -163,7 +162,7 @@ class GateCache:
 
     async def fetch(self, seq: int, key: str | None = None) -> CachedResult | None:
         """The result stored at ``seq`` with its findings, verified; ``None`` if it is not one."""
-        from schemas import decode_event
+        from loopbus.schemas import decode_event
 
         _subject, data = await self.bus.get(seq)
         result = decode_event(data)

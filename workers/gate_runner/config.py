@@ -16,10 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
-from schemas.durations import parse_duration
-from schemas.errors import InvalidValue
-from workers.gate_runner.errors import ConfigError, WeakensProfile
+from loopbus.schemas.durations import parse_duration
+from loopbus.schemas.errors import InvalidValue
+from loopbus.workers.gate_runner.errors import ConfigError, WeakensProfile
 
 CONFIG_FILE = "loopbus.toml"
 PARSERS: tuple[str, ...] = ("pytest", "ruff", "exit-code")
@@ -111,7 +110,7 @@ class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
     """Parse and validate a ``loopbus.toml``; raise :class:`ConfigError` on the first mistake."""
-    from workers.gate_runner.profiles import load_profiles  # profiles reuse this module
+    from loopbus.workers.gate_runner.profiles import load_profiles  # profiles reuse this module
 
     try:
         doc = tomllib.loads(text)

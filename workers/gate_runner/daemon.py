@@ -7,7 +7,7 @@ the asking event's id:
 * a unit's accepted commit — the units daemon's ``UnitTransitioned`` with ``by="commit"``
   (the claim itself is validated there first; a refused claim costs no gate run);
 * a :class:`GateRunRequested` from anyone (the merger asks for trunk candidates this way
-  when it does not call :class:`workers.gate_runner.runner.GateRunner` itself).
+  when it does not call :class:`loopbus.workers.gate_runner.runner.GateRunner` itself).
 
 Restart-safe without a checkpoint of its own: on start it reads its subjects to the end,
 folds the ``gates`` projection (whose ``answered`` says which causes have a verified
@@ -29,20 +29,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-
-from bus import read
-from projections import gates as gates_projection
-from schemas import Event, FindingRaised, UnitTransitioned
-from schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
-from schemas.ids import id_time
-from schemas.targets import RecordTarget
-from workers.cli import Body, daemon_parser, main_for
-from workers.gate_runner import trees
-from workers.gate_runner.config import parse_config
-from workers.gate_runner.errors import GateRunnerError
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
-from workers.runtime import DaemonContext
+from loopbus.bus import read
+from loopbus.projections import gates as gates_projection
+from loopbus.schemas import Event, FindingRaised, UnitTransitioned
+from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
+from loopbus.schemas.ids import id_time
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.gate_runner import trees
+from loopbus.workers.gate_runner.config import parse_config
+from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.signing import (
+    DEFAULT_NAME,
+    KEY_DIR_ENV,
+    load_existing,
+    load_or_create,
+)
+from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

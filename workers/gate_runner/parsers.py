@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from schemas.targets import CheckTarget, CodeTarget
-from workers.gate_runner.config import CheckSpec, ProjectConfig
-from workers.gate_runner.executors import RunOutput
-from workers.gate_runner.pending import judge_pytest
-from workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.schemas.targets import CheckTarget, CodeTarget
+from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig
+from loopbus.workers.gate_runner.executors import RunOutput
+from loopbus.workers.gate_runner.pending import judge_pytest
+from loopbus.workers.gate_runner.verdicts import Finding, Verdict
 
 REPORT_NAME = "pytest-report.json"
 """The plugin's report file, in the run's private scratch folder."""

@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.gates import GateOutcome
-from schemas.targets import CheckTarget, CodeTarget
-from workers.gate_runner.config import CheckSpec, ProjectConfig
-from workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.schemas.gates import GateOutcome
+from loopbus.schemas.targets import CheckTarget, CodeTarget
+from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig
+from loopbus.workers.gate_runner.verdicts import Finding, Verdict
 
 EXIT_STATUS = {
     2: "pytest was interrupted",

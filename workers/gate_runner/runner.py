@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-
-from bus import Bus
-from schemas import Actor, FindingRaised
-from schemas.gates import (
+from loopbus.bus import Bus
+from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas.gates import (
     GateOutcome,
     GateResultRecorded,
     GateSuiteCompleted,
@@ -42,12 +41,12 @@ from schemas.gates import (
     cache_key_digest,
     worst,
 )
-from schemas.targets import CheckTarget, CodeTarget, RecordTarget
-from workers.gate_runner import trees
-from workers.gate_runner.cache import GateCache
-from workers.gate_runner.config import CheckSpec, ProjectConfig, parse_config
-from workers.gate_runner.errors import ConfigError, RepoError
-from workers.gate_runner.executors import (
+from loopbus.schemas.targets import CheckTarget, CodeTarget, RecordTarget
+from loopbus.workers.gate_runner import trees
+from loopbus.workers.gate_runner.cache import GateCache
+from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig, parse_config
+from loopbus.workers.gate_runner.errors import ConfigError, RepoError
+from loopbus.workers.gate_runner.executors import (
     ContainerExecutor,
     Executor,
     RunOutput,
@@ -55,9 +54,9 @@ from workers.gate_runner.executors import (
     SubprocessExecutor,
     docker_reachable,
 )
-from workers.gate_runner.parsers import REPORT_NAME, parse
-from workers.gate_runner.signing import Signer
-from workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.workers.gate_runner.parsers import REPORT_NAME, parse
+from loopbus.workers.gate_runner.signing import Signer
+from loopbus.workers.gate_runner.verdicts import Finding, Verdict
 
 log = structlog.get_logger()
 

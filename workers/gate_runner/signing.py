@@ -22,10 +22,9 @@ from typing import TypeVar
 import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from schemas import Actor
-from schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
-from workers.gate_runner.errors import GateRunnerError
+from loopbus.schemas import Actor
+from loopbus.schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
+from loopbus.workers.gate_runner.errors import GateRunnerError
 
 DEFAULT_NAME = "gate-runner"
 KEY_DIR_ENV = "LOOPBUS_KEY_DIR"

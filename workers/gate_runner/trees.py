@@ -22,9 +22,8 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit
 from dulwich.objectspec import parse_commit
 from dulwich.repo import Repo
-
-from workers.gate_runner.config import CONFIG_FILE
-from workers.gate_runner.errors import RepoError
+from loopbus.workers.gate_runner.config import CONFIG_FILE
+from loopbus.workers.gate_runner.errors import RepoError
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from workers.cli import Body, daemon_parser, main_for
-from workers.reviewer.cli import add_repo, load_configs
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.reviewer.cli import add_repo, load_configs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -14,7 +14,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from workers.investigator.daemon import Investigator
+        from loopbus.workers.investigator.daemon import Investigator
 
         configs = load_configs(parser, args.repo)
         return lambda ctx: Investigator(ctx, configs).run()

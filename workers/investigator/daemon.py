@@ -21,16 +21,19 @@ from typing import Any
 
 import msgspec
 import structlog
-
-from bus import TransitionConflict
-from projections import investigations as inv
-from schemas import Actor, FindingRaised, project_subjects
-from schemas.findings import Severity
-from schemas.reviews import InvestigationCompleted, InvestigationReport, InvestigationRequested
-from schemas.targets import RecordTarget, Target
-from workers.reviewer.command import argv_of, run_command
-from workers.reviewer.config import RepoConfig
-from workers.runtime import DaemonContext, LiveFold, follow
+from loopbus.bus import TransitionConflict
+from loopbus.projections import investigations as inv
+from loopbus.schemas import Actor, FindingRaised, project_subjects
+from loopbus.schemas.findings import Severity
+from loopbus.schemas.reviews import (
+    InvestigationCompleted,
+    InvestigationReport,
+    InvestigationRequested,
+)
+from loopbus.schemas.targets import RecordTarget, Target
+from loopbus.workers.reviewer.command import argv_of, run_command
+from loopbus.workers.reviewer.config import RepoConfig
+from loopbus.workers.runtime import DaemonContext, LiveFold, follow
 
 log = structlog.get_logger()
 

@@ -1,5 +1,5 @@
-"""``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``: run the merger."""
+"""``python -m loopbus.workers.merger --nats-url URL --repo PATH [--trunk main]``: the merger."""
 
-from workers.merger.cli import main
+from loopbus.workers.merger.cli import main
 
 raise SystemExit(main())

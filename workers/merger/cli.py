@@ -1,5 +1,5 @@
 """Command line of the merger daemon:
-``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``."""
+``python -m loopbus.workers.merger --nats-url URL --repo PATH [--trunk main]``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from workers.cli import Body, daemon_parser, main_for
-from workers.merger.daemon import run
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.merger.daemon import run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

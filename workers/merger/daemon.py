@@ -11,7 +11,7 @@ step at a time, each decided from the folded state and the trunk ref alone:
    is gated; a trunk that moved is gated again (the candidate's checks come from the
    cache, the trunk-only checks run); green after a merge marks the unit DONE, red reverts
    the merge and sends the finding;
-4. move the queue: stack candidates (:mod:`workers.merger.queue`), and when the head's
+4. move the queue: stack candidates (:mod:`loopbus.workers.merger.queue`), and when the head's
    result is in, record it; green moves trunk to exactly that commit, red returns the unit
    with a trunk-red (or contract-wrong) finding, a conflict returns it with the hunks.
 
@@ -32,16 +32,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
-
-from bus import Bus, BusError, Record, TransitionConflict, read
-from projections import merges as merges_fold
-from projections import units as units_fold
-from projections.claims import Refusal, Verdict, merged, returned
-from projections.merges import Advance, Approval, MergesState, QueueEntry, Tested
-from projections.units import UnitsState, UnitView
-from schemas import Actor, Event, project_subjects
-from schemas.ids import is_token, new_id
-from schemas.merges import (
+from loopbus.bus import Bus, BusError, Record, TransitionConflict, read
+from loopbus.projections import merges as merges_fold
+from loopbus.projections import units as units_fold
+from loopbus.projections.claims import Refusal, Verdict, merged, returned
+from loopbus.projections.merges import Advance, Approval, MergesState, QueueEntry, Tested
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.schemas import Actor, Event, project_subjects
+from loopbus.schemas.ids import is_token, new_id
+from loopbus.schemas.merges import (
     CandidateTested,
     CheckVerdict,
     FailingTest,
@@ -50,15 +49,15 @@ from schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from workers.gate_runner.config import CONFIG_FILE
-from workers.gate_runner.runner import GateRunner
-from workers.gate_runner.signing import load_or_create
-from workers.merger import evidence, gitops
-from workers.merger.config import config_text_at
-from workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict
-from workers.merger.queue import Candidate, Pipeline, merge_message
-from workers.runtime import DaemonContext
-from workers.units.live import UnitsLive, answer_id, transition_event, unit_subject
+from loopbus.workers.gate_runner.config import CONFIG_FILE
+from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gate_runner.signing import load_or_create
+from loopbus.workers.merger import evidence, gitops
+from loopbus.workers.merger.config import config_text_at
+from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict
+from loopbus.workers.merger.queue import Candidate, Pipeline, merge_message
+from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.units.live import UnitsLive, answer_id, transition_event, unit_subject
 
 log = structlog.get_logger()
 

@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
-from projections.merges import RedRecord
-from schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
-from schemas.merges import CheckVerdict, FailingTest, MergeStage
-from schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
-from workers.merger.gitops import ConflictFile, Siblings
+from loopbus.projections.merges import RedRecord
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
+from loopbus.schemas.merges import CheckVerdict, FailingTest, MergeStage
+from loopbus.schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
+from loopbus.workers.merger.gitops import ConflictFile, Siblings
 
 TRUNK_CRITERION = "trunk-green"
 CONTRACT_CRITERION = "contract"

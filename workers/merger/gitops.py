@@ -30,8 +30,7 @@ from dulwich.merge import Merger, recursive_merge
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.patch import write_tree_diff
 from dulwich.repo import Repo
-
-from workers.merger.entity_merge import (
+from loopbus.workers.merger.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,

@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-
-from projections.merges import QueueEntry
-from schemas.merges import FailingTest
-from workers.gate_runner.errors import GateRunnerError
-from workers.merger import gitops
-from workers.merger.config import MergeConfigError, merge_config_at
-from workers.merger.gates import TrunkGates, TrunkVerdict
+from loopbus.projections.merges import QueueEntry
+from loopbus.schemas.merges import FailingTest
+from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.merger import gitops
+from loopbus.workers.merger.config import MergeConfigError, merge_config_at
+from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict
 
 log = structlog.get_logger()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from workers.cli import Body, daemon_parser, main_for
-from workers.projector.daemon import FLUSH_EVERY, run
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.projector.daemon import FLUSH_EVERY, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,20 +17,19 @@ from typing import Any
 
 import msgspec
 import structlog
-from nats.js.errors import KeyNotFoundError
-from nats.js.kv import KeyValue
-
-from bus import PROJECTION_BUCKET, Bus, Record, TransitionConflict, read
-from projections import FOLDS, Fold
-from schemas import Actor, MessageQuarantined
-from schemas.ids import is_token
-from workers.projector.materialise import (
+from loopbus.bus import PROJECTION_BUCKET, Bus, Record, TransitionConflict, read
+from loopbus.projections import FOLDS, Fold
+from loopbus.schemas import Actor, MessageQuarantined
+from loopbus.schemas.ids import is_token
+from loopbus.workers.projector.materialise import (
     CHECKPOINT_KEY,
     decode_view,
     encode_view,
     state_key,
 )
-from workers.runtime import DaemonContext
+from loopbus.workers.runtime import DaemonContext
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KeyValue
 
 log = structlog.get_logger()
 

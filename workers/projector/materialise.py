@@ -16,8 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from projections import Fold
+from loopbus.projections import Fold
 
 CHECKPOINT_KEY = "_checkpoint"
 

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-
-from workers.cli import Body, daemon_parser, main_for
-from workers.reviewer import config as review_config
-from workers.reviewer.config import RepoConfig
-from workers.reviewer.errors import ReviewError
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.reviewer import config as review_config
+from loopbus.workers.reviewer.config import RepoConfig
+from loopbus.workers.reviewer.errors import ReviewError
 
 log = structlog.get_logger()
 
@@ -52,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from workers.reviewer.daemon import Reviewer
+        from loopbus.workers.reviewer.daemon import Reviewer
 
         configs = load_configs(parser, args.repo)
         return lambda ctx: Reviewer(ctx, configs).run()

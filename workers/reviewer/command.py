@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
-
-from projections.convergence import is_blocking
-from projections.findings import key_text
-from schemas.reviews import ReviewFinding, VerdictDocument
-from schemas.targets import format_target
+from loopbus.projections.convergence import is_blocking
+from loopbus.projections.findings import key_text
+from loopbus.schemas.reviews import ReviewFinding, VerdictDocument
+from loopbus.schemas.targets import format_target
 
 OUTPUT_LIMIT = 1 << 20  # a verdict larger than 1 MiB is not a verdict
 

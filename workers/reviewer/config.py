@@ -31,13 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
-from projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
-from schemas.durations import parse_duration
-from schemas.errors import InvalidValue
-from schemas.ids import is_token
-from schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from workers.reviewer.errors import ReviewConfigError
+from loopbus.projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
+from loopbus.schemas.durations import parse_duration
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import is_token
+from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
+from loopbus.workers.reviewer.errors import ReviewConfigError
 
 CONFIG_FILE = "loopbus.toml"
 REVIEW_KEYS = (

@@ -30,16 +30,15 @@ from typing import Any
 
 import msgspec
 import structlog
-
-from bus import TransitionConflict
-from projections import FOLDS
-from projections import convergence as conv
-from projections import reviews as rv
-from projections.findings import key_text
-from projections.gates import GatesState, suite_for
-from projections.transitions import allowed
-from projections.units import UnitsState, UnitView
-from schemas import (
+from loopbus.bus import TransitionConflict
+from loopbus.projections import FOLDS
+from loopbus.projections import convergence as conv
+from loopbus.projections import reviews as rv
+from loopbus.projections.findings import key_text
+from loopbus.projections.gates import GatesState, suite_for
+from loopbus.projections.transitions import allowed
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.schemas import (
     Actor,
     Block,
     Event,
@@ -51,7 +50,7 @@ from schemas import (
     project_subjects,
     subject_of,
 )
-from schemas.reviews import (
+from loopbus.schemas.reviews import (
     Decision,
     FindingSubtracted,
     ReviewFinding,
@@ -63,19 +62,29 @@ from schemas.reviews import (
     VerdictDocument,
     VerdictRefused,
 )
-from schemas.targets import CodeTarget, RecordTarget, Target
-from workers.reviewer import repo as git
-from workers.reviewer.command import (
+from loopbus.schemas.targets import CodeTarget, RecordTarget, Target
+from loopbus.workers.reviewer import repo as git
+from loopbus.workers.reviewer.command import (
     argv_of,
     consistency_problem,
     parse_verdict,
     review_finding_key,
     run_command,
 )
-from workers.reviewer.config import RepoConfig
-from workers.reviewer.diff import Diff, normalise_path, parse_unified_diff, subtraction_reason
-from workers.reviewer.guards import Violation, find_frozen_edits, find_secrets, is_security_finding
-from workers.runtime import DaemonContext, LiveFold, follow
+from loopbus.workers.reviewer.config import RepoConfig
+from loopbus.workers.reviewer.diff import (
+    Diff,
+    normalise_path,
+    parse_unified_diff,
+    subtraction_reason,
+)
+from loopbus.workers.reviewer.guards import (
+    Violation,
+    find_frozen_edits,
+    find_secrets,
+    is_security_finding,
+)
+from loopbus.workers.runtime import DaemonContext, LiveFold, follow
 
 log = structlog.get_logger()
 

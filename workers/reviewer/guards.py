@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workers.reviewer.diff import Diff, normalise_path
+from loopbus.workers.reviewer.diff import Diff, normalise_path
 
 CONFIG_FILE = "loopbus.toml"
 

@@ -18,9 +18,8 @@ from dulwich.objects import Blob, Commit
 from dulwich.objectspec import parse_commit
 from dulwich.patch import write_tree_diff
 from dulwich.repo import Repo
-
-from workers.gate_runner.trees import checkout, open_repo
-from workers.reviewer.errors import RepoError
+from loopbus.workers.gate_runner.trees import checkout, open_repo
+from loopbus.workers.reviewer.errors import RepoError
 
 CONFIG_FILE = "loopbus.toml"
 

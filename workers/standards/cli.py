@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from workers.cli import Body, daemon_parser, main_for
-from workers.runtime import DaemonContext
-from workers.standards.daemon import Standards
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.standards.daemon import Standards
 
 
 def main(argv: Sequence[str] | None = None) -> int:

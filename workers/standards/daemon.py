@@ -17,13 +17,12 @@ import asyncio
 from collections.abc import Sequence
 
 import structlog
-
-from bus import Bus, Record, TransitionConflict, read
-from projections import budgets
-from projections.budgets import Breach, BudgetsState
-from schemas import Actor, FindingRaised, project_subjects, subject_of
-from schemas.targets import BudgetTarget
-from workers.runtime import Progress, cancel_all
+from loopbus.bus import Bus, Record, TransitionConflict, read
+from loopbus.projections import budgets
+from loopbus.projections.budgets import Breach, BudgetsState
+from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
+from loopbus.schemas.targets import BudgetTarget
+from loopbus.workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()
 

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-
-from workers.gate_runner.config import CONFIG_FILE, parse_config
-from workers.gate_runner.errors import ConfigError
+from loopbus.workers.gate_runner.config import CONFIG_FILE, parse_config
+from loopbus.workers.gate_runner.errors import ConfigError
 
 log = structlog.get_logger()
 

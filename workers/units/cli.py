@@ -1,4 +1,4 @@
-"""Command line of the units daemon: ``python -m workers.units --nats-url URL``."""
+"""Command line of the units daemon: ``python -m loopbus.workers.units --nats-url URL``."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from schemas import project_subjects
-from workers.cli import Body, daemon_parser, main_for
-from workers.units.daemon import run
+from loopbus.schemas import project_subjects
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.units.daemon import run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

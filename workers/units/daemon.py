@@ -2,7 +2,7 @@
 
 It folds the log (units, findings, gates), and once it has caught up with the log it
 answers, per unit and in log order, every report the units projection still holds as
-unanswered: :func:`projections.claims.decide` gives a :class:`Move`, published with the
+unanswered: :func:`loopbus.projections.claims.decide` gives a :class:`Move`, published with the
 expected last sequence of the unit's subject, or a :class:`Refusal`, published as a
 ``refused-transition`` finding. It also keeps each working unit's ready flag in step with
 the verified gate suite for its head commit.
@@ -22,22 +22,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-
-from bus import Bus, BusError, Record, read
-from projections import findings as findings_fold
-from projections import gates as gates_fold
-from projections import units as units_fold
-from projections.claims import Move, References, Refusal, decide, gates, verb
-from projections.findings import FindingsState
-from projections.units import REFUSAL_CLASS, UnitsState
-from schemas import Actor, Event, FindingRaised, Producer
-from schemas.gates import GateSuiteCompleted
-from schemas.reports import UnitReport
-from schemas.targets import RecordTarget
-from schemas.units import UnitTransitioned
-from workers.runtime import DaemonContext
-from workers.units.checks import DeclaredChecks, declared_checks
-from workers.units.live import UnitsLive, answer_id, publish_move, raise_if_cancelled
+from loopbus.bus import Bus, BusError, Record, read
+from loopbus.projections import findings as findings_fold
+from loopbus.projections import gates as gates_fold
+from loopbus.projections import units as units_fold
+from loopbus.projections.claims import Move, References, Refusal, decide, gates, verb
+from loopbus.projections.findings import FindingsState
+from loopbus.projections.units import REFUSAL_CLASS, UnitsState
+from loopbus.schemas import Actor, Event, FindingRaised, Producer
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.reports import UnitReport
+from loopbus.schemas.targets import RecordTarget
+from loopbus.schemas.units import UnitTransitioned
+from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.units.checks import DeclaredChecks, declared_checks
+from loopbus.workers.units.live import UnitsLive, answer_id, publish_move, raise_if_cancelled
 
 log = structlog.get_logger()
 

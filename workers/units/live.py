@@ -20,16 +20,16 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bus import Bus, Record, TransitionConflict, read
-from projections import FOLDS, Fold
-from projections.claims import Move, Refusal, Verdict
-from projections.units import UnitsState, UnitView
-from projections.units import apply as units_apply
-from projections.units import initial as units_initial
-from schemas import Actor, UnitPlanned, UnitTransitioned
-from schemas.events import SUBJECT_PREFIX
-from schemas.ids import id_time, new_id
-from workers.runtime import LiveFold
+from loopbus.bus import Bus, Record, TransitionConflict, read
+from loopbus.projections import FOLDS, Fold
+from loopbus.projections.claims import Move, Refusal, Verdict
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.projections.units import apply as units_apply
+from loopbus.projections.units import initial as units_initial
+from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned
+from loopbus.schemas.events import SUBJECT_PREFIX
+from loopbus.schemas.ids import id_time, new_id
+from loopbus.workers.runtime import LiveFold
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -157,7 +157,7 @@ async def transition_unit(
     """Apply a system decision to one unit with optimistic concurrency.
 
     For the daemons that establish the other facts (dispatcher holds, merger, convergence):
-    read the unit, ``decide`` (one of :mod:`projections.claims`' system functions), publish
+    read the unit, ``decide`` (one of :mod:`loopbus.projections.claims`' system functions), publish
     conditionally on the unit subject's sequence, and on a conflict read again and decide
     again. The event id derives from the move's ``cause`` and ``salt``, so repeating the
     same call after a crash stores nothing twice. Raises ``LookupError`` for an unknown

@@ -1,4 +1,4 @@
-"""Command line of the watchdog: ``python -m workers.watchdog --nats-url URL``."""
+"""Command line of the watchdog: ``python -m loopbus.workers.watchdog --nats-url URL``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from schemas.errors import InvalidValue
-from workers.cli import Body, daemon_parser, main_for
-from workers.watchdog.daemon import run
-from workers.watchdog.limits import parse_limits
+from loopbus.schemas.errors import InvalidValue
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.watchdog.daemon import run
+from loopbus.workers.watchdog.limits import parse_limits
 
 
 def main(argv: Sequence[str] | None = None) -> int:

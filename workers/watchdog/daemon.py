@@ -26,19 +26,18 @@ from datetime import datetime
 from pathlib import Path
 
 import structlog
-
-from bus import Bus, BusError, read
-from projections import units as units_fold
-from projections.claims import lapse
-from projections.units import WAIT_BUDGET_CLASS, UnitView
-from schemas import Actor, Event, FindingRaised, project_subjects, utcnow
-from schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
-from workers.runtime import DaemonContext
-from workers.units.checks import DeclaredChecks, declared_checks
-from workers.units.daemon import system_actor
-from workers.units.live import UnitsLive, answer_id, publish_move, raise_if_cancelled
-from workers.watchdog.heartbeats import Heartbeats
-from workers.watchdog.limits import Limits
+from loopbus.bus import Bus, BusError, read
+from loopbus.projections import units as units_fold
+from loopbus.projections.claims import lapse
+from loopbus.projections.units import WAIT_BUDGET_CLASS, UnitView
+from loopbus.schemas import Actor, Event, FindingRaised, project_subjects, utcnow
+from loopbus.schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
+from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.units.checks import DeclaredChecks, declared_checks
+from loopbus.workers.units.daemon import system_actor
+from loopbus.workers.units.live import UnitsLive, answer_id, publish_move, raise_if_cancelled
+from loopbus.workers.watchdog.heartbeats import Heartbeats
+from loopbus.workers.watchdog.limits import Limits
 
 log = structlog.get_logger()
 

@@ -14,10 +14,9 @@ from datetime import datetime
 
 import msgspec
 import structlog
+from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from loopbus.schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
-
-from bus import HEARTBEAT_BUCKET, Bus
-from schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
 
 CLAIMANT_ROLES = frozenset({"builder", "operator"})
 

@@ -1,4 +1,4 @@
-"""``python -m workers.merger.entity_merge BASE OURS THEIRS PATH`` — the git driver."""
+"""``python -m loopbus.workers.merger.entity_merge BASE OURS THEIRS PATH`` — the git driver."""
 
 import sys
 
