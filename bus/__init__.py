@@ -6,6 +6,7 @@ ack = await bus.publish(event)               # Nats-Msg-Id = event.id
 acks = await bus.publish_many(events)        # pipelined, many acks in flight
 await bus.publish_transition(ev, expected)   # TransitionConflict if someone got there first
 await bus.publish_atomic(events)             # all or nothing (JetStream atomic batch)
+views = await bus.bucket(PROJECTION_BUCKET)  # KV, behind loopbus's own types
 async for rec in read(bus, subjects=[...], start_seq=1, follow=False): ...
 """
 
@@ -16,10 +17,13 @@ from loopbus.bus.errors import (
     BusError,
     BusUnreachable,
     EmbeddedServerError,
+    KeyChanged,
     LogNotProvisioned,
     PublishFailed,
     TransitionConflict,
+    ViewUnreadable,
 )
+from loopbus.bus.kv import Bucket, KvEntry
 from loopbus.bus.provision import (
     HEARTBEAT_BUCKET,
     LOG_STREAM,
@@ -29,6 +33,7 @@ from loopbus.bus.provision import (
     log_config,
 )
 from loopbus.bus.reader import Record, read
+from loopbus.bus.views import Views
 
 __all__ = [
     "HEARTBEAT_BUCKET",
@@ -37,15 +42,20 @@ __all__ = [
     "WORKER_BUCKET",
     "Ack",
     "BatchRefused",
+    "Bucket",
     "Bus",
     "BusError",
     "BusUnreachable",
     "EmbeddedServer",
     "EmbeddedServerError",
+    "KeyChanged",
+    "KvEntry",
     "LogNotProvisioned",
     "PublishFailed",
     "Record",
     "TransitionConflict",
+    "ViewUnreadable",
+    "Views",
     "connect",
     "connect_once",
     "ensure_log",

@@ -28,13 +28,13 @@ from loopbus.bus.errors import (
     PublishFailed,
     TransitionConflict,
 )
+from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.schemas import Event, decode_event, encode_event, subject_of
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import Header
-from nats.js.kv import KeyValue
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
@@ -330,9 +330,9 @@ class Bus:
         msg = await self.js.get_msg(LOG_STREAM, seq)
         return str(msg.subject), bytes(msg.data or b"")
 
-    async def kv(self, bucket: str) -> KeyValue:
+    async def bucket(self, name: str) -> Bucket:
         """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`)."""
         try:
-            return await self.js.key_value(bucket)
+            return Bucket(name, await self.js.key_value(name))
         except nats.js.errors.BucketNotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc

@@ -58,6 +58,24 @@ class TransitionConflict(BusError):
         self.expected = expected
 
 
+class KeyChanged(BusError):
+    """Raised when a conditional KV write finds the key already set or moved on."""
+
+    def __init__(self, bucket: str, key: str):
+        super().__init__(f"{bucket}/{key} changed since it was read; read it again")
+        self.bucket = bucket
+        self.key = key
+
+
+class ViewUnreadable(BusError):
+    """Raised when a stored view no longer decodes (its state's shape changed)."""
+
+    def __init__(self, view: str, detail: str):
+        super().__init__(f"view {view} does not decode ({detail}); rebuild it from the log")
+        self.view = view
+        self.detail = detail
+
+
 class BatchRefused(BusError):
     """Raised when an atomic batch was not committed; none of its events are on the log."""
 

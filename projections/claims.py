@@ -1,11 +1,12 @@
 """What a claim or a system fact warrants for a unit: a :class:`Move` or a :class:`Refusal`.
 
 Pure decisions over the units projection (no I/O, no clock: ``now`` is an argument). The
-units daemon turns a report into one of these and publishes it; the watchdog, the
-dispatcher, the merger and convergence use the system functions (:func:`lapse`,
-:func:`hold`, :func:`gates`, :func:`merged`, :func:`returned`, :func:`escalate`,
-:func:`halt`) so that every transition, whoever establishes it, obeys the one table in
-:mod:`loopbus.projections.transitions`.
+units daemon turns a report into one of these; the watchdog, the dispatcher, the merger
+and the reviewer use the system functions (:func:`lapse`, :func:`hold`, :func:`gates`,
+:func:`merged`, :func:`returned`, :func:`escalate`, :func:`halt`). A :class:`Move` checks
+the one table in :mod:`loopbus.projections.transitions` when it is made, and
+:func:`transition_event` is the only code that turns a move into the fact on the log, so
+every transition, whoever establishes it, obeys that table.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
 from loopbus.projections.transitions import allowed
 from loopbus.projections.units import UnitsState, UnitView
-from loopbus.schemas import BLOCK_REASONS, TERMINAL_STATES, Block, BlockReason, Outcome, UnitState
+from loopbus.schemas import (
+    BLOCK_REASONS,
+    TERMINAL_STATES,
+    Actor,
+    Block,
+    BlockReason,
+    Outcome,
+    UnitState,
+    UnitTransitioned,
+)
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reports import (
     CAPACITY_BUDGETS,
@@ -82,6 +92,24 @@ class Refusal:
 
 
 Verdict = Move | Refusal
+
+
+def transition_event(move: Move, project: str, actor: Actor, event_id: str) -> UnitTransitioned:
+    """The fact a :class:`Move` stands for: the only place a unit transition is built."""
+    return UnitTransitioned(
+        id=event_id,
+        project=project,
+        actor=actor,
+        unit=move.unit,
+        state=move.state,
+        prior=move.prior,
+        ready=move.ready,
+        block=move.block,
+        outcome=move.outcome,
+        cause=move.cause,
+        by=move.by,
+        commit=move.commit,
+    )
 
 
 @dataclass(frozen=True)

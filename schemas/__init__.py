@@ -9,8 +9,6 @@ from loopbus.schemas.events import (
     decode_event,
     encode_event,
     event_to_builtins,
-    project_subjects,
-    subject_of,
 )
 from loopbus.schemas.findings import (
     FINDING_CLASSES,
@@ -35,6 +33,7 @@ from loopbus.schemas.gates import (
 )
 from loopbus.schemas.ids import Token, new_id, utcnow
 from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.schemas.targets import Target, format_target, parse_target
 from loopbus.schemas.units import (
     BLOCK_REASONS,

@@ -1,13 +1,15 @@
-"""The one tagged union of every event kind, its codec, and the subject of each event.
+"""The one tagged union of every event kind and its codec.
 
 To add a kind: define a Struct subclassing :class:`loopbus.schemas.envelope.EventBase` with an
-explicit versioned tag and a ``subject_suffix``, then add it to :data:`Event` below.
+explicit versioned tag and a ``subject_suffix``, then add it to :data:`Event` below (the
+list of classes and of kinds is derived from the union). Subjects live in
+:mod:`loopbus.schemas.subjects`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas.errors import InvalidEvent
@@ -99,64 +101,15 @@ Event = (
 )
 """Every kind that may appear on the log."""
 
-EVENT_TYPES: tuple[type[Any], ...] = (
-    FindingRaised,
-    FindingResolved,
-    UnitPlanned,
-    UnitTransitioned,
-    MessageQuarantined,
-    StartedReport,
-    BlockedReport,
-    UnblockedReport,
-    CommitReport,
-    GaveUpReport,
-    GateRunnerKeyRegistered,
-    GateResultRecorded,
-    GateSuiteCompleted,
-    GateRunRequested,
-    ReviewRequested,
-    ReviewVerdict,
-    VerdictAccepted,
-    VerdictRefused,
-    FindingSubtracted,
-    RoundClosed,
-    RungPromoted,
-    InvestigationRequested,
-    InvestigationCompleted,
-    PlanSubmission,
-    SlicePlanAccepted,
-    UnitDispatched,
-    RunEntryCompleted,
-    SliceClosed,
-    MisalignmentRouted,
-    SlicePlanDiscarded,
-    UsageReport,
-    ApproveReport,
-    MergeQueued,
-    CandidateTested,
-    TrunkAdvanced,
-    MergeReverted,
-    MergeConflicted,
-)
+EVENT_TYPES: tuple[type[Any], ...] = get_args(Event)
+"""The same kinds as classes, in the union's order (derived, so there is one list)."""
 
 KINDS: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)
-
-SUBJECT_PREFIX = "loop"
 
 _encoder = msgspec.json.Encoder()
 _decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 _generic = msgspec.json.Decoder()
 _PATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
-
-
-def subject_of(event: Event) -> str:
-    """``loop.<project>.<suffix>``: the one place an event's subject is derived."""
-    return f"{SUBJECT_PREFIX}.{event.project}.{event.subject_suffix()}"
-
-
-def project_subjects(project: str) -> str:
-    """The wildcard covering every subject of one project."""
-    return f"{SUBJECT_PREFIX}.{project}.>"
 
 
 def encode_event(event: Event) -> bytes:

@@ -8,6 +8,7 @@ coordination. Minting reads the clock and the OS random source; nothing else in
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -33,7 +34,24 @@ EventId = Annotated[str, msgspec.Meta(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")]
 def new_id(now_ns: int | None = None) -> str:
     """Mint a ULID for ``now_ns`` (nanoseconds since the epoch; the clock when omitted)."""
     ms = (time.time_ns() if now_ns is None else now_ns) // 1_000_000
-    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    return _ulid(ms, int.from_bytes(os.urandom(10), "big"))
+
+
+def answer_id(seed: str, salt: str) -> str:
+    """A ULID fixed by ``seed`` (a ULID) and ``salt``: the same question, the same answer id.
+
+    Its time part is the seed's and its random part a digest of both. A daemon derives the
+    id of every answer from what it answers (a report, a unit's last event, a block), so
+    two daemons racing, or one restarted between publishing and folding its own answer,
+    publish the *same* id, and the log's Msg-Id de-duplication keeps one.
+    """
+    ms = int(id_time(seed).timestamp() * 1000)
+    digest = int.from_bytes(hashlib.sha256(f"{seed}|{salt}".encode()).digest()[:10], "big")
+    return _ulid(ms, digest)
+
+
+def _ulid(ms: int, random80: int) -> str:
+    value = (ms << 80) | random80
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])

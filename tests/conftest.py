@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port
 from loopbus.schemas import Actor
 
 _project_counter = itertools.count()
+
+# Shared helpers (kernelkit) live beside this file; each test folder adds its own.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 
 from loopbus.bus import BusError
+from loopbus.workers.kernel import Daemon, Kernel
 from loopbus.workers.runtime import DaemonContext, configure_logging, run_daemon
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
@@ -30,6 +31,17 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
     return parser
+
+
+def kernel_body(make_daemon: Callable[[], Daemon]) -> Body:
+    """The body of a daemon written on the kernel: build it, run it until stopped."""
+
+    async def body(ctx: DaemonContext) -> None:
+        daemon = make_daemon()
+        kernel = Kernel(ctx.bus, daemon, on_record=ctx.note_progress)
+        await kernel.run(ctx.stop)
+
+    return body
 
 
 def main_for(

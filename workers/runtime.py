@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import WORKER_BUCKET, Bus, Record, connect, ensure_log, read
+from loopbus.bus import WORKER_BUCKET, Bus, BusError, Record, connect, ensure_log, read
 from loopbus.projections import FOLDS, Fold, ProjectStates, apply_all, initial_states
 from loopbus.schemas import Event
 
@@ -61,6 +61,9 @@ class DaemonContext:
     name: str
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     last_seq: int = 0  # what the health beacon reports as progress
+
+    def note_progress(self, seq: int) -> None:
+        self.last_seq = seq
 
 
 class Beacon(msgspec.Struct):
@@ -113,12 +116,12 @@ async def _beat(ctx: DaemonContext) -> None:
     # The loop ends on ctx.stop rather than by cancellation alone: a cancel that lands
     # inside nats-py's kv.put can be swallowed there, which left the daemon hanging on
     # SIGTERM.
-    kv = await ctx.bus.kv(WORKER_BUCKET)
+    beacons = await ctx.bus.bucket(WORKER_BUCKET)
     host = socket.gethostname()
     while not ctx.stop.is_set():
         beacon = Beacon(ctx.name, os.getpid(), host, time.time(), ctx.last_seq)
-        with contextlib.suppress(Exception):  # a missed beat is what the check detects
-            await kv.put(health_key(ctx.name), msgspec.json.encode(beacon))
+        with contextlib.suppress(BusError):  # a missed beat is what the check detects
+            await beacons.put(health_key(ctx.name), msgspec.json.encode(beacon))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(HEALTH_INTERVAL_S):
                 await ctx.stop.wait()
@@ -126,12 +129,17 @@ async def _beat(ctx: DaemonContext) -> None:
 
 async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
     """The daemon's beacon when it is fresher than ``stale_s``, else ``None``."""
-    kv = await bus.kv(WORKER_BUCKET)
+    beacons = await bus.bucket(WORKER_BUCKET)
     try:
-        entry = await kv.get(health_key(name))
-    except Exception:
+        entry = await beacons.get(health_key(name))
+    except BusError:
         return None
-    beacon = msgspec.json.decode(entry.value or b"{}", type=Beacon)
+    if entry is None:
+        return None
+    try:
+        beacon = msgspec.json.decode(entry.value, type=Beacon)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
     return beacon if time.time() - beacon.at <= stale_s else None
 
 
@@ -151,6 +159,20 @@ async def cancel_all(tasks: Sequence[asyncio.Task[Any]], retry_s: float = 1.0) -
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
             log.warning("task.ended_with_error", task=task.get_name(), error=repr(task.exception()))
+
+
+def raise_if_cancelled() -> None:
+    """Re-raise a cancellation that an await swallowed.
+
+    Python 3.11's ``asyncio.wait_for`` returns the result instead of raising when the
+    cancellation arrives as the awaited future completes (gh-86296), and nats-py waits for
+    every publish acknowledgement with it: a daemon cancelled while publishing would carry
+    on reading for ever. The task still counts the request (``cancelling()``), so the
+    loops check it after each step.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 class Progress:

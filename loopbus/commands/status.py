@@ -8,16 +8,14 @@ import sys
 from typing import Any
 
 import msgspec
-from nats.js.errors import KeyNotFoundError
 
 from loopbus import review_status, units_status
-from loopbus.bus import PROJECTION_BUCKET, connect_once
+from loopbus.bus import Views, ViewUnreadable, connect_once
 from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
 from loopbus.settings import add_nats_url, nats_url
-from loopbus.workers.projector.materialise import CHECKPOINT_KEY, decode_view, state_key
 
 _json = msgspec.json.Encoder()
 
@@ -42,19 +40,16 @@ async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, i
     """(states by projection, seq of each, projector checkpoint, log's last seq)."""
     bus = await connect_once(url)
     try:
-        kv = await bus.kv(PROJECTION_BUCKET)
+        views = await Views.open(bus)
         states: dict[str, Any] = {}
         seqs: dict[str, int] = {}
         for fold in FOLDS:
             try:
-                entry = await kv.get(state_key(project, fold))
-                seqs[fold.name], states[fold.name] = decode_view(fold, entry.value or b"")
-            except KeyNotFoundError:
-                seqs[fold.name], states[fold.name] = 0, fold.initial()
-        try:
-            checkpoint = int((await kv.get(CHECKPOINT_KEY)).value or b"0")
-        except KeyNotFoundError:
-            checkpoint = 0
+                stored = await views.read(project, fold)
+            except ViewUnreadable:
+                stored = None  # the projector is rebuilding it; nothing to show yet
+            seqs[fold.name], states[fold.name] = stored if stored else (0, fold.initial())
+        checkpoint = await views.checkpoint()
         last = await bus.stream_last_seq()
     finally:
         await bus.close()

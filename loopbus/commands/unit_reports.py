@@ -23,6 +23,7 @@ from loopbus.errors import LoopbusError, UsageError
 from loopbus.projections.claims import SHA, SUBJECT_KINDS
 from loopbus.projections.units import REFUSAL_CLASS
 from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, Role, UnitTransitioned
+from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import (
     CAPACITY_BUDGETS,
     BlockedReport,
@@ -37,7 +38,6 @@ from loopbus.schemas.reports import (
 )
 from loopbus.settings import add_nats_url, nats_url
 from loopbus.workers.units.daemon import ANSWER_SALT
-from loopbus.workers.units.live import answer_id
 
 CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
 
@@ -150,8 +150,8 @@ async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) ->
     bus = await connect_once(nats_url(args))
     try:
         if isinstance(claim, HeartbeatReport):
-            kv = await bus.kv(HEARTBEAT_BUCKET)
-            revision = await kv.put(
+            beats = await bus.bucket(HEARTBEAT_BUCKET)
+            revision = await beats.put(
                 heartbeat_key(claim.project, claim.unit), encode_heartbeat(claim)
             )
             print(f"heartbeat for {claim.project}/{claim.unit} stored (revision {revision})")

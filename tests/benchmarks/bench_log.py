@@ -32,9 +32,9 @@ import msgspec
 import psutil
 from loopbus.bus import (
     LOG_STREAM,
-    PROJECTION_BUCKET,
     Bus,
     EmbeddedServer,
+    Views,
     connect,
     ensure_log,
     free_port,
@@ -52,7 +52,6 @@ from loopbus.schemas import (
     project_subjects,
     subject_of,
 )
-from loopbus.workers.projector.materialise import CHECKPOINT_KEY
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 REVIEWER = Actor(role="reviewer", principal="bench")
@@ -206,7 +205,7 @@ async def projector_peak_rss(count: int) -> tuple[float, float]:
             for start in range(0, count, 50_000):
                 await bus.publish_many(unit_history("mem", min(50_000, count - start), start))
             last = await bus.stream_last_seq()
-            kv = await bus.kv(PROJECTION_BUCKET)
+            views = await Views.open(bus)
             began = time.perf_counter()
             child = subprocess.Popen(
                 [
@@ -227,7 +226,7 @@ async def projector_peak_rss(count: int) -> tuple[float, float]:
             while True:
                 peak = max(peak, process.memory_info().rss)
                 try:
-                    if int((await kv.get(CHECKPOINT_KEY)).value or b"0") >= last:
+                    if await views.checkpoint() >= last:
                         break
                 except Exception:
                     pass

@@ -7,6 +7,7 @@ loopbus never collides with another distribution's ``schemas`` or ``bus``.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest_asyncio
 from hypothesis import strategies as st
-from loopbus.bus import Bus
+from loopbus.bus import Bus, Views
 from loopbus.schemas import (
     Actor,
     Block,
@@ -20,7 +20,6 @@ from loopbus.schemas import (
     parse_target,
 )
 from nats.js.api import KeyValueConfig
-from nats.js.kv import KeyValue
 
 SYSTEM = Actor(role="system", principal="tests")
 REVIEWER = Actor(role="reviewer", principal="r1")
@@ -89,14 +88,15 @@ def event_sequences(draw: st.DrawFn, project: str) -> list[Event]:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def private_kv(bus: Bus) -> AsyncIterator[Callable[[], KeyValue]]:
-    """Fresh KV buckets for an in-process projector, so tests never share a checkpoint."""
+async def private_kv(bus: Bus) -> AsyncIterator[Callable[[], Views]]:
+    """Fresh view buckets for an in-process projector, so tests never share a checkpoint."""
     created: list[str] = []
 
-    async def make() -> KeyValue:
+    async def make() -> Views:
         name = f"test_projections_{next(_bucket_counter)}"
         created.append(name)
-        return await bus.js.create_key_value(KeyValueConfig(bucket=name, history=1))
+        await bus.js.create_key_value(KeyValueConfig(bucket=name, history=1))
+        return Views(await bus.bucket(name))
 
     yield make  # type: ignore[misc]
     for name in created:

@@ -22,16 +22,11 @@ async def beaconed(bus: Bus, name: str, timeout: float = 30) -> None:
 
     Stopping a daemon while nats-py is inside that first KV put can swallow the
     cancellation (the runtime's beacon loop then never ends); the tests stop it after."""
-    kv = await bus.kv(WORKER_BUCKET)
-    watcher = await kv.watch(health_key(name))
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                entry = await watcher.updates(timeout=timeout)
-                if entry is not None and entry.value:
-                    return
-    finally:
-        await watcher.stop()
+    beacons = await bus.bucket(WORKER_BUCKET)
+    async with asyncio.timeout(timeout):
+        async for entry in beacons.watch(health_key(name)):
+            if entry is not None and entry.value:
+                return
 
 
 async def start(module: str, nats_url: str, *args: str) -> asyncio.subprocess.Process:

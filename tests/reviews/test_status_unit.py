@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import PROJECTION_BUCKET, Bus
+from loopbus.bus import Bus, Views
 from loopbus.projections import convergence as conv
 from loopbus.schemas import UnitTransitioned
-from loopbus.workers.projector.daemon import run as projector_run
-from loopbus.workers.projector.materialise import decode_view, state_key
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.projector.daemon import ProjectorDaemon
 from loopbus.workers.reviewer.daemon import Reviewer
 from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
@@ -39,24 +39,18 @@ class ProjectorBody:
         self.ctx = ctx
 
     async def run(self) -> None:
-        await projector_run(self.ctx, flush_every=1)
+        daemon = ProjectorDaemon(self.ctx.bus, flush_every=1)
+        await Kernel(self.ctx.bus, daemon).run(self.ctx.stop)
 
 
 async def materialised(bus: Bus, project: str, seq: int, timeout: float = 60) -> None:
     """Wait (by watching the KV entry, not by sleeping) until the convergence view of
     ``project`` has folded through ``seq``."""
-    kv = await bus.kv(PROJECTION_BUCKET)
-    watcher = await kv.watch(state_key(project, conv.FOLD))
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                entry = await watcher.updates(timeout=timeout)
-                if entry is not None and entry.value:
-                    stored_seq, _ = decode_view(conv.FOLD, entry.value)
-                    if stored_seq >= seq:
-                        return
-    finally:
-        await watcher.stop()
+    views = await Views.open(bus)
+    async with asyncio.timeout(timeout):
+        async for stored_seq, _state in views.watch(project, conv.FOLD):
+            if stored_seq >= seq:
+                return
 
 
 def status(nats_url: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import budgets
 from loopbus.schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
@@ -15,6 +16,7 @@ from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.reviews import RoundClosed
 from loopbus.schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
 from loopbus.workers.gate_runner.signing import Signer, load_or_create
+from loopbus.workers.kernel import Kernel
 from loopbus.workers.standards.daemon import Standards, breach_finding
 from slice_helpers import (
     BUILDER,
@@ -29,6 +31,8 @@ from slice_helpers import (
 
 P = "proj"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+STANDARDS = Actor(role="system", principal="standards")
 
 
 def suite(
@@ -160,7 +164,7 @@ def test_a_raised_breach_is_not_raised_again(signer: Signer) -> None:
         suite(signer, P, "U1", 90.0, [False]),
     ]
     [breach] = budgets.breaches(fold(*events))
-    finding = breach_finding(P, breach)
+    finding = breach_finding(P, breach, STANDARDS)
     assert finding.owner == "standards" and finding.producer == "standards"
     assert finding.cls == "budget-breach" and finding.unit is None
     assert budgets.breaches(fold(*events, finding, suite(signer, P, "U1", 120.0, [False]))) == []
@@ -186,7 +190,7 @@ def test_a_breach_finding_not_published_by_the_system_suppresses_nothing(
     ]
     [breach] = budgets.breaches(fold(*events))
     claimed = msgspec.structs.replace(
-        breach_finding(P, breach), actor=Actor(role=role, principal="someone")
+        breach_finding(P, breach, STANDARDS), actor=Actor(role=role, principal="someone")
     )
     assert budgets.breaches(fold(*events, claimed)) == [breach]
 
@@ -229,7 +233,7 @@ async def collect_findings(bus: Bus, project: str) -> list[FindingRaised]:
     ]
 
 
-async def settle(standards: Standards, bus: Bus, event: Event) -> None:
+async def settle(standards: Kernel, bus: Bus, event: Event) -> None:
     """Publish ``event`` and wait (bounded) until the daemon has folded it and acted."""
     ack = await bus.publish(event)
     await asyncio.wait_for(standards.wait_acted(ack.seq), 20)
@@ -242,24 +246,16 @@ async def test_breach_is_raised_once_to_standards_across_restarts(
     standards and never by the unit whose suite tripped the budget."""
     await bus.publish(registration(project, signer))
     await bus.publish_many(accepted(project, plan("S1", unit("U1"), unit("U2"), budgets=LIMITS)))
-    stop = asyncio.Event()
-    first = Standards(bus, projects=[project])
-    running = asyncio.create_task(first.run(stop))
-    await settle(first, bus, suite(signer, project, "U1", 75.0, [False]))
-    [finding] = await collect_findings(bus, project)
-    assert finding.producer == "standards" and finding.owner == "standards"
-    assert finding.actor.role == "system"
-    assert finding.cls == "budget-breach" and finding.unit is None and finding.slice == "S1"
-    assert finding.target.budget == "gate_wall_clock"  # type: ignore[union-attr]
-    assert finding.evidence["value"] == 75.0 and finding.evidence["limit"] == 60.0
-    await settle(first, bus, suite(signer, project, "U2", 95.0, [False]))
-    stop.set()
-    await running
-    stop = asyncio.Event()
-    second = Standards(bus, projects=[project])
-    running = asyncio.create_task(second.run(stop))
-    await settle(second, bus, suite(signer, project, "U1", 99.0, [True]))
-    stop.set()
-    await running
+    async with running(bus, Standards(projects=[project])) as first:
+        await settle(first, bus, suite(signer, project, "U1", 75.0, [False]))
+        [finding] = await collect_findings(bus, project)
+        assert finding.producer == "standards" and finding.owner == "standards"
+        assert finding.actor.role == "system"
+        assert finding.cls == "budget-breach" and finding.unit is None and finding.slice == "S1"
+        assert finding.target.budget == "gate_wall_clock"  # type: ignore[union-attr]
+        assert finding.evidence["value"] == 75.0 and finding.evidence["limit"] == 60.0
+        await settle(first, bus, suite(signer, project, "U2", 95.0, [False]))
+    async with running(bus, Standards(projects=[project])) as second:
+        await settle(second, bus, suite(signer, project, "U1", 99.0, [True]))
     findings = await collect_findings(bus, project)
     assert [f.id for f in findings] == [finding.id]

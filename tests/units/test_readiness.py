@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from loopbus.bus import Bus, read
 from loopbus.projections import claims
 from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, Refusal
+from loopbus.projections.claims import Move, Refusal, transition_event
 from loopbus.projections.transitions import audit
 from loopbus.schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
 from loopbus.schemas.gates import (
@@ -22,7 +22,7 @@ from loopbus.schemas.gates import (
     canonical_bytes,
 )
 from loopbus.schemas.ids import new_id
-from loopbus.workers.units.live import transition_event, transition_unit
+from loopbus.workers.kernel.oneshot import transition_unit
 from unitkit import SHA_A, SHA_B, answered, claim, log_events, plan, transitions, units_daemon
 from unitkit import wait_log as wait
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from loopbus.bus import Bus, connect
 from loopbus.projections import claims
 from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, References
+from loopbus.projections.claims import Move, References, transition_event
 from loopbus.projections.transitions import ALLOWED, TABLE, audit
 from loopbus.schemas import (
     BLOCK_REASONS,
@@ -27,9 +27,11 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
+from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import UnitReport
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.runtime import cancel_all
 from loopbus.workers.units.daemon import ANSWER_SALT, refusal_finding
-from loopbus.workers.units.live import answer_id, transition_event
 from loopbus.workers.watchdog.daemon import Watchdog
 from loopbus.workers.watchdog.limits import Limits
 from unitkit import all_answered, claim, log_events, plan, units_daemon, wait_log
@@ -331,12 +333,12 @@ async def test_random_claims_through_the_real_daemons_keep_the_table(
     connection = await connect(nats_url)
     try:
         dog = Watchdog(connection, Limits(lapse_s=1.0, wait_budget_s=1.0), projects=[project])
-        await dog.open()
-        follower = asyncio.create_task(dog.follow())
-        await asyncio.wait_for(dog.caught_up.wait(), 15)
-        await dog.sweep(datetime.now(UTC) + timedelta(hours=1))
-        follower.cancel()
-        await dog.close()
+        kernel = Kernel(connection, dog)
+        await dog.start(kernel)
+        follower = asyncio.create_task(kernel.follow())
+        await asyncio.wait_for(kernel.reached_end.wait(), 15)
+        await kernel.act_on(project, now=datetime.now(UTC) + timedelta(hours=1))
+        await cancel_all([follower, *kernel.sensors])
     finally:
         await connection.close()
     events = await log_events(bus, project)

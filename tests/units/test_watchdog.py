@@ -12,32 +12,44 @@ from typing import Any
 import pytest
 from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect
 from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
+from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.runtime import cancel_all
 from loopbus.workers.units.checks import DeclaredChecks
 from loopbus.workers.watchdog.daemon import Watchdog
 from loopbus.workers.watchdog.limits import Limits, parse_limits
 from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
 
 
+class DogUnderTest:
+    """The real watchdog folding one project, whose sweeps the test calls at chosen times."""
+
+    def __init__(self, kernel: Kernel, dog: Watchdog, project: str) -> None:
+        self.kernel = kernel
+        self.heartbeats = dog.heartbeats
+        self.project = project
+
+    async def sweep(self, now: datetime) -> list[Event]:
+        return await self.kernel.act_on(self.project, now=now)
+
+
 @contextlib.asynccontextmanager
 async def watchdog(
     url: str, project: str, limits: Limits, checks: DeclaredChecks | None = None
-) -> AsyncIterator[Watchdog]:
-    """The real watchdog core on its own connection, folding ``project``; sweeps are the
-    test's to call, with an explicit time."""
+) -> AsyncIterator[DogUnderTest]:
+    """The real watchdog on its own connection, folding ``project`` and following the
+    heartbeats; sweeps are the test's to call, with an explicit time."""
     connection = await connect(url, name="watchdog-under-test")
     dog = Watchdog(connection, limits, projects=[project], checks=checks)
-    await dog.open()
-    follower = asyncio.create_task(dog.follow())
+    kernel = Kernel(connection, dog)
+    await dog.start(kernel)
+    follower = asyncio.create_task(kernel.follow())
     try:
-        await asyncio.wait_for(dog.caught_up.wait(), 15)
-        yield dog
+        await asyncio.wait_for(kernel.reached_end.wait(), 15)
+        yield DogUnderTest(kernel, dog, project)
     finally:
-        follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await dog.close()
+        await cancel_all([follower, *kernel.sensors])
         await connection.close()
 
 
@@ -51,14 +63,14 @@ async def start(bus: Bus, url: str, project: str, units: Sequence[str]) -> None:
             await wait_log(bus, project, answered(report))
 
 
-def view(dog: Watchdog, project: str, unit: str) -> units_fold.UnitView:
-    return dog.live.units(project).units[unit]
+def view(dog: DogUnderTest, project: str, unit: str) -> units_fold.UnitView:
+    return dog.kernel.project_states(project)["units"].units[unit]
 
 
 async def heartbeat(bus: Bus, project: str, unit: str) -> None:
-    kv = await bus.kv(HEARTBEAT_BUCKET)
+    beats = await bus.bucket(HEARTBEAT_BUCKET)
     beat = HeartbeatReport(project=project, unit=unit, actor=claim(project, unit, "started").actor)
-    await kv.put(heartbeat_key(project, unit), encode_heartbeat(beat))
+    await beats.put(heartbeat_key(project, unit), encode_heartbeat(beat))
 
 
 async def test_a_silent_working_unit_is_lost_after_the_lapse_with_its_outcome(
@@ -97,7 +109,7 @@ async def test_a_heartbeat_just_before_the_lapse_keeps_the_unit_alive(
     await start(bus, nats_url, project, ["U1", "U2"])
     async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
         await heartbeat(bus, project, "U1")
-        await dog.live.until(lambda: dog.heartbeats.of(project, "U1") is not None, 10)
+        await dog.heartbeats.until(lambda: dog.heartbeats.of(project, "U1") is not None, 10)
         beat = dog.heartbeats.of(project, "U1")
         since = max(view(dog, project, u).since for u in ("U1", "U2"))  # type: ignore[type-var]
         assert beat is not None and since is not None and beat > since
@@ -219,7 +231,10 @@ async def test_a_new_block_gets_its_own_wait_budget_finding(
             ):
                 await bus.publish(report)
                 await wait_log(bus, project, answered(report))
-            await dog.live.until(lambda: view(dog, project, "U1").blocked_since != first_open, 10)
+            # Unblocked (None) is not enough: wait for the second block to be folded.
+            await dog.kernel.until(
+                lambda: view(dog, project, "U1").blocked_since not in (None, first_open), 10
+            )
             second_open = view(dog, project, "U1").blocked_since
             assert second_open is not None
             second = await dog.sweep(second_open + timedelta(seconds=61))
@@ -270,7 +285,7 @@ async def test_only_a_units_own_heartbeat_keeps_it_alive(
     """Garbage, another unit's heartbeat or a non-claimant's value under a unit's key does
     not count as that unit's heartbeat: the silent unit is still LOST at the lapse."""
     await start(bus, nats_url, project, ["U1"])
-    kv = await bus.kv(HEARTBEAT_BUCKET)
+    kv = await bus.bucket(HEARTBEAT_BUCKET)
     if value == "other-unit":
         actor = claim(project, "U2", "started").actor
         data = encode_heartbeat(HeartbeatReport(project=project, unit="U2", actor=actor))
@@ -282,7 +297,7 @@ async def test_only_a_units_own_heartbeat_keeps_it_alive(
     async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
         await kv.put(heartbeat_key(project, "U1"), data)
         await heartbeat(bus, project, "U0")  # a valid beat after it: the feed has moved past
-        await dog.live.until(lambda: dog.heartbeats.of(project, "U0") is not None, 10)
+        await dog.heartbeats.until(lambda: dog.heartbeats.of(project, "U0") is not None, 10)
         assert dog.heartbeats.of(project, "U1") is None
         since = view(dog, project, "U1").since
         assert since is not None

@@ -56,7 +56,7 @@ async def test_sigkill_and_restart_neither_loses_a_unit_twice_nor_misses_one(
         for report in reports:
             await bus.publish(report)
         await wait_log(bus, project, lambda evs: all(answered(r)(evs) for r in reports))
-    kv = await bus.kv(HEARTBEAT_BUCKET)
+    kv = await bus.bucket(HEARTBEAT_BUCKET)
     stop_beating = asyncio.Event()
 
     async def beat() -> None:  # the live builders of ALIVE, until their runner "dies"

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
+from kernelkit import running
 from loopbus.bus import Bus, connect, read
 from loopbus.projections import units as units_fold
 from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
@@ -20,7 +21,8 @@ from loopbus.schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from loopbus.workers.units.daemon import UnitsDaemon
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.units.daemon import Units
 
 BUILDER = Actor(role="builder", principal="test-builder")
 SHA_A = "a" * 40
@@ -100,17 +102,13 @@ def transitions(events: list[Event], unit: str | None = None) -> list[UnitTransi
 
 
 @contextlib.asynccontextmanager
-async def units_daemon(url: str, project: str, **kwargs: Any) -> AsyncIterator[UnitsDaemon]:
+async def units_daemon(url: str, project: str, **kwargs: Any) -> AsyncIterator[Kernel]:
     """The real units daemon, on its own connection, serving only ``project``."""
     connection = await connect(url, name="units-under-test")
-    daemon = UnitsDaemon(connection, **kwargs)
-    task = asyncio.create_task(daemon.run(None, [project_subjects(project)]))
     try:
-        yield daemon
+        async with running(connection, Units(projects=[project], **kwargs)) as kernel:
+            yield kernel
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         await connection.close()
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from loopbus.bus import PROJECTION_BUCKET, Bus, read
+from loopbus.bus import PROJECTION_BUCKET, Bucket, Bus, KeyChanged, read
 from loopbus.projections import gates as gates_projection
 from loopbus.schemas import Event, FindingRaised
 from loopbus.schemas.gates import (
@@ -29,8 +29,7 @@ from loopbus.schemas.gates import (
     GateRunnerKeyRegistered,
     cache_key_digest,
 )
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
-from nats.js.kv import KeyValue
+from loopbus.schemas.subjects import finding_subjects, gate_subjects
 
 log = structlog.get_logger()
 
@@ -60,17 +59,17 @@ class GateCache:
         self.project = project
         self.state = gates_projection.initial()
         self.synced = 0
-        self._kv: KeyValue | None = None
+        self._kv: Bucket | None = None
         self._syncing = asyncio.Lock()  # concurrent lookups share one catch-up
 
     @property
-    def subjects(self) -> tuple[str, str]:
-        return (f"loop.{self.project}.gatekey.>", f"loop.{self.project}.gate.>")
+    def subjects(self) -> list[str]:
+        return gate_subjects(self.project)
 
     async def open(self) -> GateCache:
         """Load the runner keys registered up to the checkpoint, then catch up from it (in
         log order, so a key registered after a result never vouches for that result)."""
-        self._kv = await self.bus.kv(PROJECTION_BUCKET)
+        self._kv = await self.bus.bucket(PROJECTION_BUCKET)
         self.synced = await self._checkpoint()
         if self.synced:
             async for record in read(self.bus, subjects=[self.subjects[0]], until_seq=self.synced):
@@ -80,16 +79,13 @@ class GateCache:
         return self
 
     @property
-    def kv(self) -> KeyValue:
+    def kv(self) -> Bucket:
         assert self._kv is not None, "call open() first"
         return self._kv
 
     async def _checkpoint(self) -> int:
-        try:
-            entry = await self.kv.get(f"{INDEX_PREFIX}.{self.project}.{CHECKPOINT}")
-        except KeyNotFoundError:
-            return 0
-        return int(entry.value or b"0")
+        entry = await self.kv.get(f"{INDEX_PREFIX}.{self.project}.{CHECKPOINT}")
+        return int(entry.value or b"0") if entry is not None else 0
 
     async def sync(self) -> int:
         """Index every accepted result appended since the last sync; return how many.
@@ -106,7 +102,7 @@ class GateCache:
             return 0
         indexed = 0
         async for record in read(
-            self.bus, subjects=list(self.subjects), start_seq=self.synced + 1, until_seq=end
+            self.bus, subjects=self.subjects, start_seq=self.synced + 1, until_seq=end
         ):
             if record.event is None:
                 continue
@@ -133,29 +129,24 @@ class GateCache:
         """Set ``kv_key`` to ``seq`` unless it already holds a later sequence (CAS loop)."""
         value = str(seq).encode()
         for _ in range(CAS_ATTEMPTS):
+            entry = await self.kv.get(kv_key)
             try:
-                entry = await self.kv.get(kv_key)
-            except KeyNotFoundError:
-                try:
+                if entry is None:
                     await self.kv.create(kv_key, value)
                     return
-                except KeyWrongLastSequenceError:
-                    continue
-            if int(entry.value or b"0") >= seq:
+                if int(entry.value or b"0") >= seq:
+                    return
+                await self.kv.update(kv_key, value, entry.revision)
                 return
-            try:
-                await self.kv.update(kv_key, value, last=entry.revision)
-                return
-            except KeyWrongLastSequenceError:
+            except KeyChanged:
                 continue
         log.warning("gate_cache.index_contended", key=kv_key, seq=seq)
 
     async def lookup(self, key: str) -> CachedResult | None:
         """The latest verified pass or fail for ``check|inputs|config_sha``, or ``None``."""
         await self.sync()
-        try:
-            entry = await self.kv.get(index_key(self.project, key))
-        except KeyNotFoundError:
+        entry = await self.kv.get(index_key(self.project, key))
+        if entry is None:
             return None
         seq = int(entry.value or b"0")
         return await self.fetch(seq, key)
@@ -188,7 +179,7 @@ class GateCache:
         found: list[FindingRaised] = []
         async for record in read(
             self.bus,
-            subjects=[f"loop.{self.project}.finding.gate_runner"],
+            subjects=[finding_subjects(self.project, "gate_runner")],
             start_seq=first,
             until_seq=seq - 1,
         ):

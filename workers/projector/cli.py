@@ -6,7 +6,9 @@ import argparse
 from collections.abc import Sequence
 
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.projector.daemon import FLUSH_EVERY, run
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.projector.daemon import FLUSH_EVERY, ProjectorDaemon
+from loopbus.workers.runtime import DaemonContext
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,6 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        return lambda ctx: run(ctx, flush_every=args.flush_every)
+        async def body(ctx: DaemonContext) -> None:
+            daemon = ProjectorDaemon(ctx.bus, flush_every=args.flush_every)
+            await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+
+        return body
 
     return main_for("projector", parser, make_body, argv)

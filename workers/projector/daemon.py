@@ -1,45 +1,35 @@
 """The projector: folds the log into every projection and materialises each into KV.
 
-It resumes from its own checkpoint (``bus.read``: a bounded pull consumer fed with batch
-requests, faster than nats-py's own readers, see docs/performance.md), applies the folds,
-and flushes dirty states when it catches up with the log or every ``flush_every`` events.
-A message
-that does not decode is quarantined exactly once (on its own subject, written with an
-expected subject sequence of 0) and never stops the fold.
+It is a daemon on the kernel like every other, with a fold step of its own: it keeps one
+state per (project, projection) together with the last sequence folded into it, resumes
+from its checkpoint, and skips, per state, what that state already holds (see
+:mod:`loopbus.bus.views`). Its only decision is *flush*: write the dirty states, then the
+checkpoint — every ``flush_every`` events while it replays history, and whenever it has
+caught up. A message that does not decode is quarantined exactly once (on its own subject,
+written with an expected subject sequence of 0); any other failure while folding a good
+event stops the daemon without moving the checkpoint past it, so a fold defect is loud,
+never a silently missing event.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import structlog
-from loopbus.bus import PROJECTION_BUCKET, Bus, Record, TransitionConflict, read
+from loopbus.bus import Bus, Record, Views, ViewUnreadable
 from loopbus.projections import FOLDS, Fold
-from loopbus.schemas import Actor, MessageQuarantined
+from loopbus.projections.intents import Effect, Intent, PublishIf
+from loopbus.schemas import MessageQuarantined
 from loopbus.schemas.ids import is_token
-from loopbus.workers.projector.materialise import (
-    CHECKPOINT_KEY,
-    decode_view,
-    encode_view,
-    state_key,
-)
-from loopbus.workers.runtime import DaemonContext
-from nats.js.errors import KeyNotFoundError
-from nats.js.kv import KeyValue
+from loopbus.schemas.subjects import parse_subject
+from loopbus.workers.errors import FoldFailed
+from loopbus.workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
 
 FLUSH_EVERY = 5_000
-QUARANTINE_PREFIX = "quarantine"
-ACTOR = Actor(role="system", principal="projector")
-
-
-class Rewind(Exception):
-    """Raised when a view must be rebuilt: folding restarts at sequence 1."""
 
 
 @dataclass
@@ -51,135 +41,139 @@ class _View:
 
 @dataclass
 class Projector:
-    """The folding core, separate from the daemon loop so tests can drive batch boundaries."""
+    """The materialising core: states, their sequences, and how they reach KV."""
 
-    bus: Bus
-    kv: KeyValue
+    views: Views
     folds: tuple[Fold[Any], ...] = FOLDS
     checkpoint: int = 0
-    views: dict[tuple[str, str], _View] = field(default_factory=dict)
+    states: dict[tuple[str, str], _View] = field(default_factory=dict)
     applied: int = 0
+    rebuild: bool = False
+    """A stored view no longer decoded: fold again from sequence 1 (the others skip)."""
 
     @classmethod
-    async def open(cls, bus: Bus) -> Projector:
-        kv = await bus.kv(PROJECTION_BUCKET)
-        projector = cls(bus=bus, kv=kv)
-        try:
-            entry = await kv.get(CHECKPOINT_KEY)
-            projector.checkpoint = int(entry.value or b"0")
-        except KeyNotFoundError:
+    async def open(cls, views: Views, folds: tuple[Fold[Any], ...] = FOLDS) -> Projector:
+        """Load the checkpoint and every stored view."""
+        projector = cls(views=views, folds=folds)
+        projector.checkpoint = await projector.views.checkpoint()
+        by_name = {fold.name: fold for fold in folds}
+        for key in await projector.views.bucket.keys():
+            project, _, name = key.partition(".")
+            fold = by_name.get(name)
+            if fold is None or not is_token(project):
+                continue
+            try:
+                stored = await projector.views.read(project, fold)
+            except ViewUnreadable as exc:
+                # The state's shape changed since it was written: rebuild this one view
+                # from the start of the log; the others skip what they already hold.
+                log.warning("projector.rebuilding_view", view=key, error=exc.detail)
+                projector.states[(project, name)] = _View(0, fold.initial(), dirty=True)
+                projector.rebuild = True
+                continue
+            if stored is not None:
+                projector.states[(project, name)] = _View(*stored)
+        if projector.rebuild:
+            await projector.views.set_checkpoint(0)  # persisted first: a crash resumes it
             projector.checkpoint = 0
         return projector
 
-    async def _view(self, project: str, fold: Fold[Any]) -> _View:
-        key = (project, fold.name)
-        view = self.views.get(key)
-        if view is None:
-            try:
-                entry = await self.kv.get(state_key(project, fold))
-            except KeyNotFoundError:
-                seq, state = 0, fold.initial()
-            else:
-                try:
-                    seq, state = decode_view(fold, entry.value or b"")
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    # The stored view predates a change to the state's shape: rebuild it
-                    # from the start of the log (the others skip what they already hold).
-                    self.views[key] = _View(0, fold.initial(), dirty=True)
-                    raise Rewind(f"{key[0]}.{key[1]}: {exc}") from exc
-            view = self.views[key] = _View(seq, state)
-        return view
+    @property
+    def resume_from(self) -> int:
+        return self.checkpoint + 1
 
-    async def apply(self, record: Record) -> None:
-        """Fold one record into every projection of its project (or quarantine it)."""
-        if record.event is None:
-            await self._quarantine(record)
-            return
+    def apply(self, record: Record) -> None:
+        """Fold one decoded record into every projection of its project."""
         event = record.event
+        assert event is not None
         for fold in self.folds:
-            view = await self._view(event.project, fold)
+            view = self.states.get((event.project, fold.name))
+            if view is None:
+                view = self.states[(event.project, fold.name)] = _View(0, fold.initial())
             if record.seq <= view.seq:
                 continue  # already folded before a restart
-            view.state = fold.apply(view.state, event)
+            try:
+                view.state = fold.apply(view.state, event)
+            except Exception as exc:
+                raise FoldFailed(record.seq, fold.name, event.project, exc) from exc
             view.seq = record.seq
             view.dirty = True
         self.applied += 1
 
+    @property
+    def dirty(self) -> bool:
+        return any(view.dirty for view in self.states.values())
+
     async def flush(self, through_seq: int) -> None:
-        """Write every dirty state, then the checkpoint (in that order: see materialise)."""
-        for (project, name), view in self.views.items():
+        """Write every dirty state, then the checkpoint (in that order: see bus.views)."""
+        by_name = {fold.name: fold for fold in self.folds}
+        for (project, name), view in list(self.states.items()):
             if view.dirty:
-                fold = next(f for f in self.folds if f.name == name)
-                await self.kv.put(state_key(project, fold), encode_view(fold, view.seq, view.state))
+                # Taken together, before the write's await: the seq always matches the state.
+                seq, state = view.seq, view.state
                 view.dirty = False
+                try:
+                    await self.views.write(project, by_name[name], seq, state)
+                except BaseException:
+                    view.dirty = True
+                    raise
         if through_seq > self.checkpoint:
-            await self.kv.put(CHECKPOINT_KEY, str(through_seq).encode())
+            await self.views.set_checkpoint(through_seq)
             self.checkpoint = through_seq
 
-    async def reset_checkpoint(self) -> None:
-        """Fold again from sequence 1; persisted first, so a crash mid-rebuild resumes it."""
-        await self.kv.put(CHECKPOINT_KEY, b"0")
-        self.checkpoint = 0
 
-    async def _quarantine(self, record: Record) -> None:
-        tokens = record.subject.split(".")
-        if len(tokens) > 2 and tokens[2] == QUARANTINE_PREFIX:
-            # A broken quarantine record cannot be quarantined again; log it and move on.
-            log.error("quarantine.record_undecodable", seq=record.seq, subject=record.subject)
-            return
-        project = tokens[1] if len(tokens) > 1 and is_token(tokens[1]) else "_unknown"
-        error = record.error
-        event = MessageQuarantined(
-            project=project,
-            actor=ACTOR,
-            original_seq=record.seq,
-            original_subject=record.subject,
-            reason=str(error) if error else "undecodable",
-            field=error.field if error else None,
-            data_b64=base64.b64encode(record.data).decode(),
-        )
-        log.warning(
-            "message.quarantined", seq=record.seq, subject=record.subject, reason=event.reason
-        )
-        with contextlib.suppress(TransitionConflict):  # already quarantined before a restart
-            await self.bus.publish_transition(event, expected_last_subject_seq=0)
+def quarantine_record(record: Record) -> MessageQuarantined | None:
+    """The quarantine fact for an undecodable record (``None`` for a broken quarantine
+    record: it cannot be quarantined again)."""
+    parsed = parse_subject(record.subject)
+    if parsed is not None and parsed.quarantined:
+        log.error("quarantine.record_undecodable", seq=record.seq, subject=record.subject)
+        return None
+    project = parsed.project if parsed is not None and is_token(parsed.project) else "_unknown"
+    return MessageQuarantined.of(project, record.seq, record.subject, record.data, record.error)
 
 
-async def run(ctx: DaemonContext, flush_every: int = FLUSH_EVERY) -> None:
-    """The daemon body: fold from the checkpoint for ever, flushing as it goes.
+class ProjectorDaemon(Daemon):
+    """The projector as a daemon: fold with :class:`Projector`, flush as its decision."""
 
-    Only a message that does not decode is set aside (quarantined). Any other failure
-    while folding a good event stops the daemon *without* moving the checkpoint past it,
-    so the supervisor restarts it on the same event: a fold defect is loud, never a
-    silently missing event.
-    """
-    projector = await Projector.open(ctx.bus)
-    start = projector.checkpoint + 1
-    while True:
-        log.info("projector.resuming", start=start)
-        try:
-            await _fold_from(ctx, projector, start, flush_every)
-        except Rewind as why:
-            log.warning("projector.rebuilding_view", view=str(why))
-            await projector.reset_checkpoint()
-            start = 1
-            continue
-        return
+    name = "projector"
+    acts_during_replay = True
 
+    def __init__(self, bus: Bus, *, flush_every: int = FLUSH_EVERY) -> None:
+        super().__init__()
+        self.bus = bus
+        self.flush_every = flush_every
+        self.core: Projector | None = None
+        self.since_flush = 0
+        self.at_end = False
 
-async def _fold_from(ctx: DaemonContext, projector: Projector, start: int, every: int) -> None:
-    since_flush = 0
-    async for record in read(ctx.bus, start_seq=start, follow=True):
-        structlog.contextvars.bind_contextvars(seq=record.seq, subject=record.subject)
-        try:
-            await projector.apply(record)
-        except Rewind:
-            raise
-        except Exception:
-            log.exception("projector.apply_failed")
-            raise
-        ctx.last_seq = record.seq
-        since_flush += 1
-        if record.pending == 0 or since_flush >= every:
-            await projector.flush(record.seq)
-            since_flush = 0
+    async def start(self, kernel: Kernel) -> None:
+        self.core = await Projector.open(await Views.open(self.bus))
+        kernel.start_seq = self.core.resume_from
+        log.info("projector.resuming", start=kernel.start_seq)
+
+    def fold(self, states: dict[str, Any], record: Record) -> None:
+        assert self.core is not None
+        self.core.apply(record)
+        self.since_flush += 1
+        self.at_end = record.pending == 0
+
+    def undecodable(self, record: Record) -> Sequence[Intent]:
+        quarantine = quarantine_record(record)
+        if quarantine is None:
+            return ()
+        log.warning("message.quarantined", seq=record.seq, subject=record.subject)
+        # Conditional on an empty subject: quarantined exactly once, across restarts too.
+        return [PublishIf(quarantine, 0)]
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        due = self.at_end or self.since_flush >= self.flush_every
+        if self.core is None or not due or not self.core.dirty:
+            return ()
+        return [Effect("flush", world.project, "flush", {"through": world.folded})]
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        assert self.core is not None
+        self.since_flush = 0
+        await self.core.flush(int(effect.args["through"]))
+        return ()

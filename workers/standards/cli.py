@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
 from loopbus.workers.standards.daemon import Standards
 
 
@@ -20,9 +19,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        async def body(ctx: DaemonContext) -> None:
-            await Standards(ctx.bus, projects=args.project).run(ctx.stop)
-
-        return body
+        return kernel_body(lambda: Standards(projects=args.project))
 
     return main_for("standards", parser, make_body, argv)

@@ -6,9 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.schemas import project_subjects
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.units.daemon import run
+from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
+from loopbus.workers.units.daemon import make_units
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,7 +27,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        subjects = [project_subjects(p) for p in args.project] or ["loop.>"]
-        return lambda ctx: run(ctx, repo=args.repo, subjects=subjects)
+        return kernel_body(lambda: make_units(args.repo, args.project))
 
     return main_for("units", parser, make_body, argv)

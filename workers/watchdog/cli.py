@@ -8,7 +8,9 @@ from pathlib import Path
 
 from loopbus.schemas.errors import InvalidValue
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.watchdog.daemon import run
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.watchdog.daemon import make_watchdog
 from loopbus.workers.watchdog.limits import parse_limits
 
 
@@ -52,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             limits = parse_limits(args.heartbeat_lapse, args.wait_budget)
         except InvalidValue as exc:
             parser.error(f"{exc.field} {exc.value!r}: {exc.hint}")
-        return lambda ctx: run(ctx, limits, repo=args.repo, projects=args.project)
+
+        async def body(ctx: DaemonContext) -> None:
+            dog = make_watchdog(ctx.bus, limits, repo=args.repo, projects=args.project)
+            await Kernel(ctx.bus, dog, on_record=ctx.note_progress).run(ctx.stop)
+
+        return body
 
     return main_for("watchdog", parser, make_body, argv)

@@ -1,7 +1,7 @@
 """The watchdog: silence becomes LOST, and a wait past its budget becomes a finding.
 
 It folds the units projection from the log, keeps every unit's latest heartbeat from the
-heartbeat bucket, and sweeps on a tick:
+heartbeat bucket (its sensor), and decides on a tick:
 
 * a WORKING unit (not blocked, not terminal, not ready) whose last sign of life — its
   latest heartbeat, or its latest transition when that is later — is older than the
@@ -14,32 +14,27 @@ heartbeat bucket, and sweeps on a tick:
   the block (the id of the transition that opened it); the units projection records it,
   so it is raised once per block, across restarts too.
 
-``sweep(now)`` takes the time as an argument so that tests (and a replay) can drive it.
+:func:`sweep` is pure and takes the time from the world, so tests (and a replay) can
+drive it at any instant.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from pathlib import Path
 
-import structlog
-from loopbus.bus import Bus, BusError, read
+from loopbus.bus import Bus
 from loopbus.projections import units as units_fold
 from loopbus.projections.claims import lapse
-from loopbus.projections.units import WAIT_BUDGET_CLASS, UnitView
-from loopbus.schemas import Actor, Event, FindingRaised, project_subjects, utcnow
+from loopbus.projections.intents import Intent, Publish
+from loopbus.projections.units import WAIT_BUDGET_CLASS, UnitsState, UnitView
+from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
-from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.units.checks import DeclaredChecks, declared_checks
-from loopbus.workers.units.daemon import system_actor
-from loopbus.workers.units.live import UnitsLive, answer_id, publish_move, raise_if_cancelled
 from loopbus.workers.watchdog.heartbeats import Heartbeats
 from loopbus.workers.watchdog.limits import Limits
-
-log = structlog.get_logger()
 
 LOST_SALT = "lost"
 WAIT_SALT = "wait-budget"
@@ -98,8 +93,42 @@ def wait_budget_finding(
     )
 
 
-class Watchdog:
-    """The sweeping core; the daemon body runs :meth:`follow` and calls :meth:`sweep`."""
+def sweep(
+    world: World, limits: Limits, checks: DeclaredChecks, heartbeats: Heartbeats | None
+) -> list[Intent]:
+    """Pure: LOST for every lapsed working unit, a finding for every wait past its budget,
+    as of ``world.now``."""
+    intents: list[Intent] = []
+    units: UnitsState = world.state("units")
+    for view in units.units.values():
+        if view.state == "working" and view.last_event is not None:
+            beat = heartbeats.of(world.project, view.unit) if heartbeats else None
+            move = lapse(view, beat, limits.lapse_for(world.project), world.now)
+            if move is not None:
+                intents.append(world.move(move, answer_id(view.last_event, LOST_SALT)))
+        elif view.state == "blocked" and view.block is not None and view.block_id is not None:
+            if view.wait_finding is not None:
+                continue  # raised once per block, and the projection remembers it
+            budget_s = limits.budget_for(view.block.reason)
+            waited_s = units_fold.waited(view, world.now)
+            if waited_s > budget_s:
+                finding = wait_budget_finding(
+                    view,
+                    world.project,
+                    waited_s=waited_s,
+                    budget_s=budget_s,
+                    actor=world.actor,
+                    checks=checks,
+                )
+                intents.append(Publish(finding))
+    return intents
+
+
+class Watchdog(Daemon):
+    """Sweeps on a tick; heartbeats come from the heartbeat bucket (a sensor)."""
+
+    name = "watchdog"
+    folds = (units_fold.FOLD,)
 
     def __init__(
         self,
@@ -109,120 +138,22 @@ class Watchdog:
         actor: Actor | None = None,
         checks: DeclaredChecks | None = None,
         projects: Sequence[str] = (),
-        clock: Callable[[], datetime] = utcnow,
     ):
-        self.bus = bus
+        super().__init__(projects=projects, actor=actor)
         self.limits = limits or Limits()
-        self.actor = actor or system_actor("watchdog")
         self.checks = checks or DeclaredChecks()
-        self.projects = tuple(projects)
-        self.clock = clock
-        self.live = UnitsLive(folds=(units_fold.FOLD,))
         self.heartbeats = Heartbeats(bus, self.projects)
-        self.caught_up = asyncio.Event()
-        self._lost: dict[tuple[str, str], str] = {}  # LOST published for this last event
-        self._raised: set[str] = set()  # blocks whose finding we published
+        self.tick_s = tick_for(self.limits)
 
-    @property
-    def subjects(self) -> list[str]:
-        return [project_subjects(p) for p in self.projects] or ["loop.>"]
+    async def start(self, kernel: Kernel) -> None:
+        # Every heartbeat is loaded before the first sweep; a feed that dies stops the
+        # daemon (to be restarted), because sweeping on a dead feed marks live units LOST.
+        await self.heartbeats.load()
+        for index in range(self.heartbeats.feeds):
+            kernel.spawn(self.heartbeats.follow(index), f"heartbeats-{index}")
 
-    async def open(self) -> None:
-        """Load the heartbeats (every sweep needs them all)."""
-        await self.heartbeats.open(self.live.notify)
-
-    async def close(self) -> None:
-        await self.heartbeats.close()
-
-    async def follow(self, ctx: DaemonContext | None = None) -> None:
-        """Fold the log for ever; :attr:`caught_up` is set once the fold reached its end."""
-        start_last = await self.bus.stream_last_seq()
-        if not await _has_any(self.bus, self.subjects):
-            self.caught_up.set()
-        async for record in read(self.bus, subjects=self.subjects, follow=True):
-            if ctx is not None:
-                ctx.last_seq = record.seq
-            self.live.apply(record)
-            if record.pending == 0 or record.seq >= start_last:
-                self.caught_up.set()
-            await self.live.notify()
-            raise_if_cancelled()
-
-    async def sweep(self, now: datetime | None = None) -> list[Event]:
-        """Mark lapsed units LOST and raise due wait-budget findings, as of ``now``."""
-        at = now or self.clock()
-        published: list[Event] = []
-        open_blocks: set[str] = set()
-        for project in list(self.live.fold.projects):
-            units = self.live.units(project)
-            for view in list(units.units.values()):
-                if view.block_id is not None:
-                    open_blocks.add(view.block_id)
-                try:
-                    if view.state == "working":
-                        event = await self._lapse(project, view, at)
-                    elif view.state == "blocked":
-                        event = await self._wait_budget(project, view, at)
-                    else:
-                        continue
-                except BusError as exc:  # transient: the next sweep tries again
-                    log.warning("watchdog.publish_failed", unit=view.unit, error=str(exc))
-                    continue
-                if event is not None:
-                    published.append(event)
-        self._raised &= open_blocks  # a closed block never needs its finding again
-        return published
-
-    async def _lapse(self, project: str, view: UnitView, now: datetime) -> Event | None:
-        key = (project, view.unit)
-        if view.last_event is None or self._lost.get(key) == view.last_event:
-            return None
-        lapse_s = self.limits.lapse_for(project)
-        move = lapse(view, self.heartbeats.of(project, view.unit), lapse_s, now)
-        if move is None:
-            return None
-        event = await publish_move(
-            self.bus,
-            move,
-            project,
-            self.actor,
-            answer_id(view.last_event, LOST_SALT),
-            self.live.expected(project, view.unit),
-        )
-        if event is None:  # the unit moved meanwhile: the next sweep judges the new state
-            log.info("watchdog.lost_conflict", project=project, unit=view.unit)
-            return None
-        self._lost[key] = view.last_event
-        log.info("watchdog.lost", project=project, unit=view.unit, lapse_s=lapse_s)
-        return event
-
-    async def _wait_budget(self, project: str, view: UnitView, now: datetime) -> Event | None:
-        if view.block is None or view.block_id is None or view.wait_finding is not None:
-            return None
-        if view.block_id in self._raised:
-            return None
-        budget_s = self.limits.budget_for(view.block.reason)
-        waited_s = units_fold.waited(view, now)
-        if waited_s <= budget_s:
-            return None
-        finding = wait_budget_finding(
-            view,
-            project,
-            waited_s=waited_s,
-            budget_s=budget_s,
-            actor=self.actor,
-            checks=self.checks,
-        )
-        await self.bus.publish(finding)  # a repeat (same block, same id) is de-duplicated
-        self._raised.add(view.block_id)
-        log.info("watchdog.wait_budget", project=project, unit=view.unit, owner=finding.owner)
-        return finding
-
-
-async def _has_any(bus: Bus, subjects: Sequence[str]) -> bool:
-    async for _record in read(bus, subjects=subjects):
-        return True
-    return False
+    def decide(self, world: World) -> Sequence[Intent]:
+        return sweep(world, self.limits, self.checks, self.heartbeats)
 
 
 def _human(seconds: float) -> str:
@@ -241,38 +172,8 @@ def tick_for(limits: Limits) -> float:
     return min(max(limits.shortest() / 4, 0.05), 5.0)
 
 
-async def run(
-    ctx: DaemonContext,
-    limits: Limits,
-    *,
-    repo: Path | None = None,
-    projects: Sequence[str] = (),
-) -> None:
-    """The daemon body: fold, then sweep every tick until asked to stop."""
-    dog = Watchdog(
-        ctx.bus,
-        limits,
-        actor=system_actor(ctx.name),
-        checks=declared_checks(repo),
-        projects=projects,
-    )
-    await dog.open()
-    follower = asyncio.create_task(dog.follow(ctx))
-    tick = tick_for(limits)
-    try:
-        while not ctx.stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ctx.stop.wait(), tick)
-            if follower.done():
-                follower.result()  # a crashed fold is a crashed daemon: let the supervisor see
-            stopped = dog.heartbeats.failed()
-            if stopped is not None:  # never sweep on a dead heartbeat feed: exit, restart
-                raise RuntimeError(f"heartbeat feed stopped: {stopped!r}")
-            if dog.caught_up.is_set():
-                await dog.sweep()
-            raise_if_cancelled()
-    finally:
-        follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await follower
-        await dog.close()
+def make_watchdog(
+    bus: Bus, limits: Limits, *, repo: Path | None = None, projects: Sequence[str] = ()
+) -> Watchdog:
+    """The daemon as ``python -m loopbus.workers.watchdog`` runs it."""
+    return Watchdog(bus, limits, checks=declared_checks(repo), projects=projects)

@@ -1,6 +1,6 @@
 """The latest heartbeat of every unit, kept current from the heartbeat bucket.
 
-A KV watcher first delivers the last entry of every key, then each update as it is put.
+A bucket watch first delivers the last entry of every key, then each update as it is put.
 The time that counts is the one the *server* stamped on the entry: a claimant can put any
 ``at`` it likes in the value, but it cannot choose when the server stored it.
 """
@@ -8,17 +8,17 @@ The time that counts is the one the *server* stamped on the entry: a claimant ca
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 
 import msgspec
 import structlog
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from loopbus.bus import HEARTBEAT_BUCKET, Bus, KvEntry
 from loopbus.schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
-from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 CLAIMANT_ROLES = frozenset({"builder", "operator"})
+
+log = structlog.get_logger()
 
 
 def is_heartbeat_for(data: bytes, key: str) -> bool:
@@ -33,9 +33,6 @@ def is_heartbeat_for(data: bytes, key: str) -> bool:
     )
 
 
-log = structlog.get_logger()
-
-
 class Heartbeats:
     """key ``<project>.<unit>`` -> the server time of its latest heartbeat."""
 
@@ -43,64 +40,55 @@ class Heartbeats:
         self.bus = bus
         self.projects = tuple(projects)
         self.latest: dict[str, datetime] = {}
-        self._watchers: list[KeyValue.KeyWatcher] = []
-        self._tasks: list[asyncio.Task[None]] = []
+        self._feeds: list[AsyncIterator[KvEntry | None]] = []
+        self._updated = asyncio.Event()
 
     def of(self, project: str, unit: str) -> datetime | None:
         return self.latest.get(heartbeat_key(project, unit))
 
-    async def open(self, on_update: Callable[[], Awaitable[None]]) -> None:
-        """Load every current heartbeat, then keep following updates in the background."""
-        kv = await self.bus.kv(HEARTBEAT_BUCKET)
-        patterns = [f"{project}.*" for project in self.projects] or [">"]
-        for pattern in patterns:
-            watcher = await kv.watch(pattern)
-            self._watchers.append(watcher)
-            while True:  # the initial values end with a None marker
-                entry = await watcher.updates(timeout=30.0)
+    async def load(self) -> None:
+        """Read every current heartbeat (each sweep needs them all) and keep the feeds open."""
+        bucket = await self.bus.bucket(HEARTBEAT_BUCKET)
+        for pattern in [f"{project}.*" for project in self.projects] or [">"]:
+            feed = bucket.watch(pattern)
+            async for entry in feed:
                 if entry is None:
                     break
-                self._take(entry)
-            self._tasks.append(asyncio.create_task(self._follow(watcher, on_update)))
+                self.take(entry)
+            self._feeds.append(feed)
 
-    async def _follow(
-        self, watcher: KeyValue.KeyWatcher, on_update: Callable[[], Awaitable[None]]
-    ) -> None:
-        async for entry in watcher:
+    async def follow(self, index: int) -> None:
+        """Keep the ``index``-th feed's heartbeats current; returning or raising means the
+        feed is dead, and the watchdog must not sweep on a dead feed."""
+        async for entry in self._feeds[index]:
             if entry is not None:
-                self._take(entry)
-                await on_update()
+                self.take(entry)
+        raise RuntimeError("the heartbeat feed ended")
 
-    def _take(self, entry: KeyValue.Entry) -> None:
+    @property
+    def feeds(self) -> int:
+        return len(self._feeds)
+
+    async def until(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until ``predicate()`` holds after some update."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self._updated.clear()
+                await self._updated.wait()
+
+    def take(self, entry: KvEntry) -> None:
+        self._updated.set()
         key = entry.key
         if split_heartbeat_key(key) is None:
             log.warning("heartbeat.bad_key", key=key)
             return
-        if entry.operation in (KV_DEL, KV_PURGE):
+        if entry.deleted:
             self.latest.pop(key, None)
             return
-        if not is_heartbeat_for(entry.value or b"", key):
+        if not is_heartbeat_for(entry.value, key):
             # Anything else under a unit's key (garbage, another unit's heartbeat, a value
             # put by a role that cannot speak for a unit) must not keep that unit alive.
             log.warning("heartbeat.ignored", key=key)
             return
-        if isinstance(entry.created, datetime):
-            self.latest[key] = entry.created
-
-    def failed(self) -> BaseException | None:
-        """Why following stopped, if it did: sweeping on a dead feed would mark live units
-        LOST, so the watchdog checks this before every sweep."""
-        for task in self._tasks:
-            if task.done():
-                return task.exception() if not task.cancelled() else RuntimeError("cancelled")
-        return None
-
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        for watcher in self._watchers:
-            with contextlib.suppress(Exception):
-                await watcher.stop()
+        if entry.time is not None:
+            self.latest[key] = entry.time

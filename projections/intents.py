@@ -1,0 +1,97 @@
+"""What a daemon's decision asks for: intents, plain data carried out by the daemon kernel.
+
+A daemon's ``decide`` is pure: it reads folded state and returns a list of intents. The
+kernel (:mod:`loopbus.workers.kernel`) carries each one out:
+
+* :class:`Publish` appends one event (the event id is its ``Nats-Msg-Id``, so a repeat is
+  stored once);
+* :class:`PublishBatch` appends several events as one atomic batch (all or none);
+* :class:`PublishIf` appends an event only if its subject's last sequence is still
+  ``expected`` — the sequence the decision was made on — so two daemons deciding from the
+  same view cannot both win;
+* :class:`MoveUnit` moves a unit: the kernel builds the transition with
+  :func:`loopbus.projections.claims.transition_event` (the one function that builds unit
+  transitions) and appends it conditionally on the unit subject's sequence;
+* :class:`Effect` asks the daemon's shell for work that is not publishing (run a check,
+  an agent command, a git operation). The shell answers with more intents.
+
+Intents are data so that a decision can be tested without a server and replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopbus.projections.claims import Move
+from loopbus.schemas import Event, UnitTransitioned
+
+
+def _not_a_transition(events: tuple[Event, ...]) -> None:
+    for event in events:
+        if isinstance(event, UnitTransitioned):
+            raise TypeError(
+                "a unit transition is published only through MoveUnit, which builds it with "
+                "projections.claims.transition_event and checks the transition table"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Append one event."""
+
+    event: Event
+
+    def __post_init__(self) -> None:
+        _not_a_transition((self.event,))
+
+
+@dataclass(frozen=True, slots=True)
+class PublishBatch:
+    """Append ``events`` as one atomic batch: a reader sees all of them or none."""
+
+    events: tuple[Event, ...]
+
+    def __post_init__(self) -> None:
+        _not_a_transition(self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishIf:
+    """Append ``event`` only while its subject's last sequence is ``expected`` (0: empty)."""
+
+    event: Event
+    expected: int
+
+    def __post_init__(self) -> None:
+        _not_a_transition((self.event,))
+
+
+@dataclass(frozen=True, slots=True)
+class MoveUnit:
+    """Move a unit as ``move`` says, if its subject is still at ``expected``.
+
+    ``event_id`` is derived from what the move answers (see
+    :func:`loopbus.schemas.ids.answer_id`), so repeating the same decision stores nothing
+    twice.
+    """
+
+    project: str
+    move: Move
+    event_id: str
+    expected: int
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """Work for the daemon's shell. ``key`` names it: while an effect with that key runs,
+    asking again does nothing; one that raised is not retried by the same process."""
+
+    key: str
+    project: str
+    action: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+Intent = Publish | PublishBatch | PublishIf | MoveUnit | Effect
+"""Everything a decision can ask for."""

@@ -1,0 +1,120 @@
+"""Subjects: the one place where a subject of the log is built or taken apart.
+
+Every subject is ``loop.<project>.<family>[.<token>...]``. An event's subject is derived
+from the event (:func:`subject_of`); readers filter with the wildcards built here; and the
+few places that must know which project or unit a stored subject belongs to ask
+:func:`parse_subject`. Nothing else in loopbus writes ``"loop."`` by hand, so a change to
+the layout is a change to this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loopbus.schemas.events import Event
+
+PREFIX = "loop"
+ALL = f"{PREFIX}.>"
+"""Every subject of every project (what the stream ``LOOP`` stores)."""
+
+QUARANTINE = "quarantine"
+"""The family of quarantine records: a broken message is never quarantined twice."""
+
+
+def subject_of(event: Event) -> str:
+    """``loop.<project>.<suffix>``: the subject an event is stored under."""
+    return f"{PREFIX}.{event.project}.{event.subject_suffix()}"
+
+
+def project_subjects(project: str) -> str:
+    """Every subject of one project."""
+    return f"{PREFIX}.{project}.>"
+
+
+def serving(projects: tuple[str, ...] | list[str]) -> list[str]:
+    """The filter of a daemon serving ``projects`` (every project when empty)."""
+    return [project_subjects(p) for p in projects] or [ALL]
+
+
+def unit_subject(project: str, unit: str) -> str:
+    """Where a unit's plan and transitions live (conditional publishes are keyed on it)."""
+    return f"{PREFIX}.{project}.unit.{unit}"
+
+
+def unit_subjects(project: str) -> str:
+    """Every unit subject of a project."""
+    return f"{PREFIX}.{project}.unit.*"
+
+
+def finding_subjects(project: str = "*", producer: str = "*") -> str:
+    """Findings of one producer (or all) in one project (or all)."""
+    return f"{PREFIX}.{project}.finding.{producer}"
+
+
+def gate_subjects(project: str) -> list[str]:
+    """Gate-runner keys and gate results of a project (what the gate cache folds)."""
+    return [f"{PREFIX}.{project}.gatekey.>", f"{PREFIX}.{project}.gate.>"]
+
+
+def gate_request_subjects(project: str) -> str:
+    """Gate-run requests of a project."""
+    return f"{PREFIX}.{project}.gatereq.>"
+
+
+def gate_suite_subjects(project: str) -> str:
+    """Completed gate suites of a project."""
+    return f"{PREFIX}.{project}.gatesuite.>"
+
+
+def claim_subjects(project: str, unit: str) -> list[str]:
+    """What answers a unit's claim: its transitions and the findings that refuse claims."""
+    return [unit_subject(project, unit), finding_subjects(project, ">")]
+
+
+def quarantine_subject(project: str, seq: int) -> str:
+    """Where the quarantine record of the message at ``seq`` goes."""
+    return f"{PREFIX}.{project}.{QUARANTINE}.{seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """A stored subject taken apart: its project, family and the tokens after it."""
+
+    project: str
+    family: str
+    rest: tuple[str, ...] = ()
+
+    @property
+    def unit(self) -> str | None:
+        """The unit of a ``unit.<unit>`` subject."""
+        return self.rest[0] if self.family == "unit" and len(self.rest) == 1 else None
+
+    @property
+    def quarantined(self) -> bool:
+        return self.family == QUARANTINE
+
+
+def parse_subject(subject: str) -> Subject | None:
+    """``loop.<project>.<family>...`` taken apart; ``None`` for anything else."""
+    tokens = subject.split(".")
+    if len(tokens) < 3 or tokens[0] != PREFIX or not tokens[1] or not tokens[2]:
+        return None
+    return Subject(project=tokens[1], family=tokens[2], rest=tuple(tokens[3:]))
+
+
+def matches(pattern: str, subject: str) -> bool:
+    """NATS wildcard matching: ``*`` is one token, a final ``>`` one or more."""
+    want = pattern.split(".")
+    have = subject.split(".")
+    for index, token in enumerate(want):
+        if token == ">":
+            return len(have) > index
+        if index >= len(have) or (token != "*" and token != have[index]):
+            return False
+    return len(have) == len(want)
+
+
+def matches_any(patterns: list[str] | tuple[str, ...], subject: str) -> bool:
+    return any(matches(p, subject) for p in patterns)

@@ -1,0 +1,36 @@
+"""The daemon kernel: the one loop every loopbus daemon runs.
+
+A daemon is a :class:`Daemon`: the folds it keeps, the subjects it follows, a **pure**
+``decide(world) -> intents`` and, for work that is not publishing, a thin shell
+(``perform``). The :class:`Kernel` follows the subjects, folds, decides once caught up,
+carries the intents out, and waits until it has folded its own events before deciding
+again for that project. Crash policy, in one place:
+
+* a message that does not decode is logged with its sequence and skipped (the projector
+  quarantines it); the daemon never dies on it;
+* a fold that raises stops the daemon without moving past the event (:class:`FoldFailed`);
+* a decision that raises is logged and retried when the project next changes;
+* an effect that raises is logged and not run again by this process under the same key;
+* a publish that fails is retried with back-off; one that loses a race is decided again
+  once the winner is folded.
+
+See docs/extending.md for a complete daemon in a few dozen lines.
+"""
+
+from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from loopbus.workers.errors import FoldFailed
+from loopbus.workers.kernel.daemon import Daemon, World
+from loopbus.workers.kernel.kernel import Kernel
+
+__all__ = [
+    "Daemon",
+    "Effect",
+    "FoldFailed",
+    "Intent",
+    "Kernel",
+    "MoveUnit",
+    "Publish",
+    "PublishBatch",
+    "PublishIf",
+    "World",
+]

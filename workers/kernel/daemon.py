@@ -1,0 +1,124 @@
+"""What a daemon is to the kernel: its folds, its subjects, a pure decision and a shell.
+
+Subclass :class:`Daemon`, set ``name`` and ``folds``, and write ``decide``. The kernel
+hands ``decide`` a :class:`World` — one project's folded states, the last sequence of
+every subject it follows, the time, and what the shell observed — and carries out the
+intents it returns. ``decide`` must not do I/O, read the clock or keep state of its own
+between calls: everything it needs is in the world, so the same decision can be tested
+on a list of events and audited by replaying the log.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from loopbus.bus import Record
+from loopbus.projections import Fold
+from loopbus.projections.claims import Move
+from loopbus.projections.intents import Effect, Intent, MoveUnit, PublishIf
+from loopbus.schemas import Actor, Event, subject_of
+from loopbus.schemas.subjects import serving, unit_subject
+from loopbus.workers.errors import FoldFailed
+
+if TYPE_CHECKING:
+    from loopbus.workers.kernel.kernel import Kernel
+
+
+def system_actor(name: str) -> Actor:
+    """The actor a daemon instance publishes facts as: role ``system``, named per process."""
+    return Actor(role="system", principal=f"{name}@{socket.gethostname()}:{os.getpid()}")
+
+
+@dataclass(frozen=True)
+class World:
+    """What one decision sees: one project's states and everything else it may depend on."""
+
+    project: str
+    states: Mapping[str, Any]
+    """Fold name -> that fold's state for this project (read only)."""
+    seqs: Mapping[str, int]
+    """Subject -> the last stream sequence folded on it (0: nothing yet)."""
+    now: datetime
+    actor: Actor
+    """Who the daemon publishes as (role ``system``)."""
+    outside: Mapping[str, Any]
+    """What the daemon's shell observed outside the log (a ref, heartbeats), by name."""
+    folded: int = 0
+    """The last stream sequence folded (of any subject this daemon follows)."""
+    running: frozenset[str] = frozenset()
+    """Keys of the effects in flight."""
+    failed: frozenset[str] = frozenset()
+    """Keys of the effects that raised in this process (they are not run again)."""
+
+    def state(self, name: str) -> Any:
+        return self.states[name]
+
+    def expected(self, event: Event) -> int:
+        """The last sequence of ``event``'s subject as this daemon has folded it."""
+        return self.seqs.get(subject_of(event), 0)
+
+    def unit_seq(self, unit: str) -> int:
+        return self.seqs.get(unit_subject(self.project, unit), 0)
+
+    def publish_if(self, event: Event) -> PublishIf:
+        """Publish ``event`` only if its subject has not moved since this view."""
+        return PublishIf(event, self.expected(event))
+
+    def move(self, move: Move, event_id: str) -> MoveUnit:
+        """Move a unit, conditionally on the unit subject as this view knows it."""
+        return MoveUnit(self.project, move, event_id, self.unit_seq(move.unit))
+
+
+class Daemon:
+    """A daemon's policy (``decide``) and shell (``perform``, ``start``, ``close``)."""
+
+    name: ClassVar[str] = "daemon"
+    folds: tuple[Fold[Any], ...] = ()
+    tick_s: float | None = None
+    """Decide for every project at least this often (for decisions that depend on time)."""
+    acts_during_replay: ClassVar[bool] = False
+    """Decide while the log's history is still being folded (the projector flushes its
+    views as it goes); every other daemon decides only once it has caught up."""
+
+    def __init__(self, *, projects: Sequence[str] = (), actor: Actor | None = None) -> None:
+        self.projects = tuple(projects)
+        self.actor = actor or system_actor(self.name)
+
+    def subjects(self) -> list[str]:
+        """What the kernel follows (every subject of the served projects)."""
+        return serving(self.projects)
+
+    def fold(self, states: dict[str, Any], record: Record) -> None:
+        """Fold one decoded record into its project's states (every fold of ``folds``).
+
+        A fold that raises stops the daemon: :class:`FoldFailed` names it."""
+        assert record.event is not None
+        for fold in self.folds:
+            try:
+                states[fold.name] = fold.apply(states[fold.name], record.event)
+            except Exception as exc:
+                raise FoldFailed(record.seq, fold.name, record.event.project, exc) from exc
+
+    def undecodable(self, record: Record) -> Sequence[Intent]:
+        """What a record that does not decode warrants (nothing: the projector quarantines
+        it, every other daemon skips it)."""
+        return ()
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        """Pure: the intents the world warrants for ``world.project`` (none by default)."""
+        return ()
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        """Carry out an effect ``decide`` asked for; return the intents its result warrants."""
+        raise NotImplementedError(f"{type(self).__name__} asked for effect {effect.action!r}")
+
+    async def start(self, kernel: Kernel) -> None:
+        """Start the shell's sensors (with ``kernel.spawn``) before the log is followed."""
+
+    async def close(self) -> None:
+        """Release what the shell holds (called once, when the kernel stops)."""

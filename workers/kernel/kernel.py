@@ -1,0 +1,367 @@
+"""The kernel's loop: follow, fold, decide once caught up, carry out, wait for our own events.
+
+Two tasks share the state (asyncio, one thread, so a fold and a decision never interleave
+mid-step): the *reader* folds every record as it arrives; the *actor* decides for each
+project that changed, once the log has been read to its end at least once and the
+project's own last publication has been folded back (its *barrier*). Deciding only on a
+state that includes our own last facts is what makes a decision safe to repeat: a restart
+re-folds the log and decides the same thing, and every fact carries an id derived from
+what it answers, so a repeat is de-duplicated by the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from loopbus.bus import Bus, BusError, Record, TransitionConflict, read
+from loopbus.projections.claims import transition_event
+from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from loopbus.schemas import Event, subject_of, utcnow
+from loopbus.schemas.subjects import matches_any, parse_subject
+from loopbus.workers.errors import FoldFailed
+from loopbus.workers.kernel.daemon import Daemon, World
+from loopbus.workers.runtime import Progress, cancel_all, raise_if_cancelled
+
+log = structlog.get_logger()
+
+RETRY_FIRST_S = 0.2
+RETRY_MAX_S = 5.0
+
+
+def parse_project(subject: str) -> str:
+    parsed = parse_subject(subject)
+    return parsed.project if parsed is not None else "_unknown"
+
+
+class Kernel:
+    """Runs one :class:`Daemon` against the log until stopped."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        daemon: Daemon,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        on_record: Callable[[int], None] | None = None,
+        start_seq: int = 1,
+    ) -> None:
+        self.bus = bus
+        self.daemon = daemon
+        self.clock = clock
+        self.on_record = on_record
+        self.start_seq = start_seq
+        self.subjects = daemon.subjects()
+        self.states: dict[str, dict[str, Any]] = {}
+        self.seqs: dict[str, int] = {}
+        self.outside: dict[str, Any] = {}
+        self.folded = 0
+        self.caught_up = False
+        self.dirty: set[str] = set()
+        self.barrier: dict[str, int] = {}
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.failed: set[str] = set()
+        self.idle: dict[str, tuple[int, Effect]] = {}
+        """Effects that warranted nothing, with the sequence folded when they ended: asked
+        for again before anything new is folded (or the next tick), they would only
+        repeat themselves, so they wait."""
+        self.results: deque[tuple[str, Sequence[Intent]]] = deque()
+        self.acted = Progress()
+        self.reached_end = asyncio.Event()
+        """Set once the log has been folded to its end (decisions start then)."""
+        self.published = 0
+        """Events this kernel appended (a duplicate the log already held counts too)."""
+        self.wake = asyncio.Event()
+        self._retry_s = 0.0
+        self._retry_at: float | None = None
+        self._next_tick: float | None = None
+        self.sensors: list[asyncio.Task[Any]] = []
+        self._changed = asyncio.Event()
+
+    # -- what tests and peers read ------------------------------------------------------
+
+    @property
+    def acted_seq(self) -> int:
+        """The sequence through which the log is folded and decided on."""
+        return self.acted.seq
+
+    async def wait_acted(self, seq: int) -> None:
+        """Return once everything through ``seq`` has been folded and decided on."""
+        await self.acted.wait(seq)
+
+    def project_states(self, project: str) -> dict[str, Any]:
+        """This daemon's folded states of ``project`` (created empty on first use)."""
+        states = self.states.get(project)
+        if states is None:
+            states = self.states[project] = {f.name: f.initial() for f in self.daemon.folds}
+        return states
+
+    async def until(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until ``predicate()`` holds after a fold or an
+        observation; for tests and peers that wait on what this daemon has seen."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self._changed.clear()
+                await self._changed.wait()
+
+    def world(self, project: str) -> World:
+        return World(
+            project=project,
+            states=self.project_states(project),
+            seqs=self.seqs,
+            now=self.clock(),
+            actor=self.daemon.actor,
+            outside=self.outside,
+            folded=self.folded,
+            running=frozenset(self.running),
+            failed=frozenset(self.failed),
+        )
+
+    # -- what the shell calls -------------------------------------------------------------
+
+    def observe(
+        self, name: str, value: Any, *, project: str | None = None, decide: bool = True
+    ) -> None:
+        """Record what a sensor saw outside the log; unless ``decide`` is false, decide
+        again (for one project, or for every project)."""
+        self.outside[name] = value
+        self._changed.set()
+        if decide:
+            self.dirty.update([project] if project is not None else self.states)
+            self.wake.set()
+
+    def spawn(self, work: Awaitable[Any], name: str) -> None:
+        """Run a sensor for as long as the kernel runs; if it fails, the daemon stops."""
+        self.sensors.append(asyncio.ensure_future(work))
+        self.sensors[-1].set_name(name)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Follow, fold and act until ``stop`` is set; re-raises what stopped the daemon."""
+        stop = stop or asyncio.Event()
+        await self.daemon.start(self)
+        reader = asyncio.create_task(self.follow(), name=f"{self.daemon.name}-reader")
+        actor = asyncio.create_task(self._act(), name=f"{self.daemon.name}-actor")
+        stopper = asyncio.create_task(stop.wait(), name=f"{self.daemon.name}-stop")
+        watched = {reader, actor, stopper, *self.sensors}
+        try:
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper:
+                    task.result()  # a crash is the daemon's crash: the supervisor sees it
+                    raise RuntimeError(f"{task.get_name()} ended on its own")
+        finally:
+            await cancel_all([reader, actor, stopper, *self.sensors, *self.running.values()])
+            await self.daemon.close()
+
+    async def follow(self) -> None:
+        """Fold the log for ever (the reader half of :meth:`run`; a test may run it alone
+        and decide by hand with :meth:`act_on`)."""
+        if not await self._has_history():
+            self._caught_up()
+        async for record in read(
+            self.bus, subjects=self.subjects, start_seq=self.start_seq, follow=True
+        ):
+            self.fold_record(record)
+            if record.pending == 0:
+                self._caught_up()
+            self.wake.set()
+            self._changed.set()
+            raise_if_cancelled()
+
+    async def _has_history(self) -> bool:
+        async for _record in read(self.bus, subjects=self.subjects, start_seq=self.start_seq):
+            return True
+        return False
+
+    def _caught_up(self) -> None:
+        if not self.caught_up:
+            self.caught_up = True
+            self.reached_end.set()
+            log.info("daemon.caught_up", seq=self.folded)
+
+    def fold_record(self, record: Record) -> None:
+        """Fold one record (the reader calls this; a test may feed records itself)."""
+        self.folded = record.seq
+        self.seqs[record.subject] = record.seq
+        if self.on_record is not None:
+            self.on_record(record.seq)
+        event = record.event
+        if event is None:
+            log.warning(
+                "record.undecodable", seq=record.seq, subject=record.subject, error=record.error
+            )
+            intents = self.daemon.undecodable(record)
+            if intents:
+                self.results.append((parse_project(record.subject), intents))
+            return
+        try:
+            self.daemon.fold(self.project_states(event.project), record)
+        except FoldFailed:
+            raise
+        except Exception as exc:  # a daemon's own fold step failed outside any one fold
+            raise FoldFailed(record.seq, self.daemon.name, event.project, exc) from exc
+        self.dirty.add(event.project)
+
+    async def _act(self) -> None:
+        while True:
+            await self._sleep()
+            if not (self.caught_up or self.daemon.acts_during_replay):
+                continue
+            now = asyncio.get_running_loop().time()
+            if self._retry_at is not None and now >= self._retry_at:
+                self._retry_at = None
+            while self.results and self._retry_at is None:
+                project, intents = self.results.popleft()
+                _published, rest = await self._carry_out_rest(project, intents)
+                if rest:  # an effect's result is never dropped: retried after the back-off
+                    self.results.appendleft((project, rest))
+            if self._next_tick is not None and now >= self._next_tick:
+                self.dirty.update(self.states)
+                self.idle.clear()
+                self._next_tick = None
+            if self._retry_at is None:
+                await self._decide_dirty()
+            if not self.dirty:
+                await self.acted.mark(self.folded)
+            raise_if_cancelled()
+
+    async def _sleep(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.daemon.tick_s is not None and self._next_tick is None:
+            self._next_tick = loop.time() + self.daemon.tick_s
+        deadlines = [t for t in (self._next_tick, self._retry_at) if t is not None]
+        timeout = max(min(deadlines) - loop.time(), 0.0) if deadlines else None
+        try:
+            async with asyncio.timeout(timeout):
+                await self.wake.wait()
+        except TimeoutError:
+            pass
+        self.wake.clear()
+
+    async def _decide_dirty(self) -> None:
+        for project in sorted(self.dirty):
+            if self.folded < self.barrier.get(project, 0):
+                continue  # our own last events are not folded yet: decide after them
+            self.dirty.discard(project)
+            await self.act_on(project)
+
+    async def act_on(self, project: str, *, now: datetime | None = None) -> list[Event]:
+        """Decide for ``project`` on the state folded so far (as of ``now``, the clock by
+        default) and carry the intents out; returns the events published."""
+        world = self.world(project)
+        if now is not None:
+            world = dataclasses.replace(world, now=now)
+        try:
+            intents = self.daemon.decide(world)
+        except Exception:
+            log.exception("daemon.decide_failed", project=project, seq=self.folded)
+            return []  # decided again when the project next changes
+        return await self._carry_out(project, intents) if intents else []
+
+    # -- carrying intents out -----------------------------------------------------------
+
+    async def _carry_out(self, project: str, intents: Sequence[Intent]) -> list[Event]:
+        """Publish in order; stop at the first publish that fails or loses a race."""
+        published, _rest = await self._carry_out_rest(project, intents)
+        return published
+
+    async def _carry_out_rest(
+        self, project: str, intents: Sequence[Intent]
+    ) -> tuple[list[Event], Sequence[Intent]]:
+        """Like :meth:`_carry_out`; also returns what a failed publish left undone."""
+        published: list[Event] = []
+        for index, intent in enumerate(intents):
+            try:
+                published.extend(await self._one(intent))
+            except TransitionConflict as exc:
+                log.info("daemon.lost_race", project=project, subject=exc.subject)
+                self._wait_for_more(project)
+                return published, ()
+            except BusError as exc:
+                log.warning("daemon.publish_failed", project=project, error=str(exc))
+                self._retry(project)
+                return published, intents[index:]
+            except Exception:
+                log.exception("daemon.intent_failed", project=project, intent=type(intent).__name__)
+        self._retry_s = 0.0
+        return published, ()
+
+    async def _one(self, intent: Intent) -> list[Event]:
+        events: list[Event]
+        match intent:
+            case Publish(event=event):
+                events, acks = [event], [await self.bus.publish(event)]
+            case PublishBatch(events=batch):
+                events = list(batch)
+                if len(events) == 1:
+                    acks = [await self.bus.publish(events[0])]
+                else:
+                    acks = await self.bus.publish_atomic(events)
+            case PublishIf(event=event, expected=expected):
+                events, acks = [event], [await self.bus.publish_transition(event, expected)]
+            case MoveUnit(project=project, move=move, event_id=event_id, expected=expected):
+                fact = transition_event(move, project, self.daemon.actor, event_id)
+                events, acks = [fact], [await self.bus.publish_transition(fact, expected)]
+            case Effect():
+                self._start(intent)
+                return []
+        for event, ack in zip(events, acks, strict=True):
+            self._published(event, ack.seq)
+        return events
+
+    def _published(self, event: Event, seq: int) -> None:
+        """Decide for this project again only once the event is folded back (when we follow
+        its subject; a publication elsewhere never comes back to us)."""
+        self.published += 1
+        if matches_any(self.subjects, subject_of(event)):
+            self.barrier[event.project] = max(self.barrier.get(event.project, 0), seq)
+        self.dirty.add(event.project)
+
+    def _wait_for_more(self, project: str) -> None:
+        # The winner's event is on a subject we follow and not folded yet: decide after it.
+        self.barrier[project] = max(self.barrier.get(project, 0), self.folded + 1)
+        self.dirty.add(project)
+
+    def _retry(self, project: str) -> None:
+        self.dirty.add(project)
+        self._retry_s = min(max(self._retry_s * 2, RETRY_FIRST_S), RETRY_MAX_S)
+        self._retry_at = asyncio.get_running_loop().time() + self._retry_s
+
+    # -- effects --------------------------------------------------------------------------
+
+    def _start(self, effect: Effect) -> None:
+        if effect.key in self.running or effect.key in self.failed:
+            return
+        if self.idle.get(effect.key) == (self.folded, effect):
+            return
+        task = asyncio.create_task(self._perform(effect), name=f"effect:{effect.key}")
+        self.running[effect.key] = task
+
+    async def _perform(self, effect: Effect) -> None:
+        intents: Sequence[Intent] = ()
+        try:
+            intents = await self.daemon.perform(effect)
+        except asyncio.CancelledError:
+            raise
+        except BusError as exc:  # transient: asked for again after the back-off
+            log.warning("daemon.effect_publish_failed", key=effect.key, error=str(exc))
+            self._retry(effect.project)
+        except Exception:
+            self.failed.add(effect.key)
+            log.exception("daemon.effect_failed", key=effect.key, action=effect.action)
+        finally:
+            self.running.pop(effect.key, None)
+            self.dirty.add(effect.project)  # decide again: the effect is over
+            self.wake.set()
+        if intents:
+            self.idle.pop(effect.key, None)
+            self.results.append((effect.project, intents))
+        else:
+            self.idle[effect.key] = (self.folded, effect)
