@@ -22,19 +22,12 @@ MAPPED = {"schemas": "schemas", "projections": "projections", "bus": "bus", "wor
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project built as a wheel and installed (no dependencies) into an empty target."""
     work = tmp_path_factory.mktemp("install")
+    # Built from a copy: an in-tree build leaves build/ behind in the checkout.
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info"))
     wheels = work / "wheels"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "-w",
-            str(wheels),
-            str(ROOT),
-        ],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         check=True,
         capture_output=True,
     )

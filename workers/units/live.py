@@ -83,5 +83,3 @@ async def publish_move(
     except TransitionConflict:
         return None
     return event
-
-
