@@ -13,6 +13,8 @@ from loopbus.merges_status import render_merges
 from loopbus.projections import convergence as convergence_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
+from loopbus.projections import investigations as investigations_fold
+from loopbus.projections import reviews as reviews_fold
 from loopbus.projections import to_builtins
 from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 from loopbus.units_status import render_units
@@ -140,6 +142,31 @@ def render_convergence(state: convergence_fold.ConvergenceState) -> list[str]:
     return lines
 
 
+def render_reviews(state: reviews_fold.ReviewsState) -> list[str]:
+    requests = list(state.requests.values())
+    lines = [
+        f"reviews: {len(requests)} requested, {len(state.open)} open, "
+        f"{sum(state.rounds.values())} rounds closed"
+    ]
+    for unit, request_id in sorted(state.open.items()):
+        request = state.requests[request_id]
+        lines.append(
+            f"  {unit}: round {request.round} with {request.reviewer} on {request.head[:12]}"
+        )
+    return lines
+
+
+def render_investigations(state: investigations_fold.InvestigationsState) -> list[str]:
+    triggers = list(state.triggers.values())
+    done = sum(1 for t in triggers if t.completed)
+    lines = [f"investigations: {len(triggers)} triggers, {done} investigated"]
+    for view in triggers:
+        if view.requested and not view.completed:
+            where = f" ({view.unit})" if view.unit else ""
+            lines.append(f"  open: {view.kind}{where} after {len(view.failures)} failures")
+    return lines
+
+
 RENDERERS: dict[str, StateRenderer] = {
     "units": render_units,
     "findings": render_findings,
@@ -148,6 +175,8 @@ RENDERERS: dict[str, StateRenderer] = {
     "merges": render_merges,
     "gates": render_gates,
     "convergence": render_convergence,
+    "reviews": render_reviews,
+    "investigations": render_investigations,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -1,8 +1,9 @@
 """loopbus projections: pure folds of the log into the loop's state. Never imports ``bus``.
 
 Each projection module exposes ``FOLD`` (a :class:`loopbus.projections.base.Fold`) and query
-functions. :data:`FOLDS` is the list the projector materialises and ``loopbus replay``
-folds; add a new projection's ``FOLD`` here.
+functions. :data:`FOLDS` is every projection a daemon keeps: the projector materialises
+them and ``loopbus replay`` folds them, so any decision a daemon took can be audited from
+the log; add a new projection's ``FOLD`` here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from loopbus.projections import budgets, convergence, findings, gates, merges, slices, units
+from loopbus.projections import (
+    budgets,
+    convergence,
+    findings,
+    gates,
+    investigations,
+    merges,
+    reviews,
+    slices,
+    units,
+)
 from loopbus.projections.base import Fold, to_builtins
 from loopbus.schemas import Event
 
@@ -22,6 +33,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     budgets.FOLD,
     convergence.FOLD,
     merges.FOLD,
+    reviews.FOLD,
+    investigations.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -24,11 +24,11 @@ from loopbus.bus import connect_once, ensure_log
 from loopbus.errors import UsageError
 from loopbus.schemas import format_target
 from loopbus.settings import add_nats_url, nats_url
-from loopbus.workers.gate_runner.config import ProjectConfig, parse_config
-from loopbus.workers.gate_runner.errors import ConfigError, GateRunnerError
-from loopbus.workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
-from loopbus.workers.gate_runner.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
-from loopbus.workers.gate_runner.trees import CONFIG_FILE, resolve
+from loopbus.workers.errors import ConfigError, WorkerError
+from loopbus.workers.gates.config import ProjectConfig, parse_config
+from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
+from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
+from loopbus.workers.repository import CONFIG_FILE, resolve
 from loopbus.workers.runtime import configure_logging
 
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     config = _preflight(args.repo, args.commit, args.check)
     try:
         key_path(args.data_dir, args.runner_name)  # a bad name or home: before the bus
-    except GateRunnerError as exc:
+    except WorkerError as exc:
         raise UsageError(str(exc)) from exc
     suite = asyncio.run(_run(args, config))
     if suite.config_error is not None:
@@ -94,7 +94,7 @@ def _preflight(repo: Path, commit: str | None, checks: list[str]) -> ProjectConf
     """Usage mistakes are found before touching the bus."""
     try:
         info = resolve(repo, commit)
-    except GateRunnerError as exc:
+    except WorkerError as exc:
         raise UsageError(str(exc)) from exc
     if info.config_text is None:
         raise UsageError(
@@ -117,7 +117,7 @@ async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
         # nothing behind.
         try:
             signer = await asyncio.to_thread(load_or_create, args.data_dir, args.runner_name)
-        except GateRunnerError as exc:
+        except WorkerError as exc:
             raise UsageError(str(exc)) from exc
         runner = GateRunner(
             bus,

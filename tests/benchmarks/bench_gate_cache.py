@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT / "tests" / "gate_runner"))
 
 from gate_repos import GitRepo  # noqa: E402
 from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
-from loopbus.workers.gate_runner import trees  # noqa: E402
-from loopbus.workers.gate_runner.runner import GateRunner  # noqa: E402
-from loopbus.workers.gate_runner.signing import load_or_create  # noqa: E402
+from loopbus.workers import repository  # noqa: E402
+from loopbus.workers.gates.runner import GateRunner  # noqa: E402
+from loopbus.workers.gates.signing import load_or_create  # noqa: E402
 from loopbus.workers.runtime import configure_logging  # noqa: E402
 
 PER_FILE = 10
@@ -59,7 +59,7 @@ def raw_pytest(repo: Path, tree: str) -> float:
     """One plain pytest run on a checkout of ``tree`` (the checkout is not timed)."""
     scratch = Path(tempfile.mkdtemp(prefix="bench-raw-"))
     try:
-        trees.checkout(repo, tree, scratch)
+        repository.checkout(repo, tree, scratch)
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],

@@ -47,7 +47,7 @@ theirs below, so the docs are checked by the same code that reads the real files
 
 def _register_validators() -> None:
     try:
-        from loopbus.workers.gate_runner.config import load_config_text  # type: ignore[attr-defined]
+        from loopbus.workers.gates.config import load_config_text  # type: ignore[attr-defined]
     except ImportError:
         pass
     else:

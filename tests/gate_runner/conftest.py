@@ -15,8 +15,8 @@ if _HERE not in sys.path:
 
 from gate_repos import GitRepo  # noqa: E402
 from loopbus.bus import Bus  # noqa: E402
-from loopbus.workers.gate_runner.runner import GateRunner  # noqa: E402
-from loopbus.workers.gate_runner.signing import Signer, load_or_create  # noqa: E402
+from loopbus.workers.gates.runner import GateRunner  # noqa: E402
+from loopbus.workers.gates.signing import Signer, load_or_create  # noqa: E402
 
 
 @pytest.fixture

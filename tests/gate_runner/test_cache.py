@@ -13,9 +13,9 @@ from loopbus.bus import Bus, read
 from loopbus.projections import gates as gates_projection
 from loopbus.schemas import decode_event, new_id
 from loopbus.schemas.gates import GateResultRecorded
-from loopbus.workers.gate_runner.cache import GateCache
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import load_or_create
+from loopbus.workers.gates.cache import GateCache
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import load_or_create
 
 
 def exit_check(check_id: str, code: int | str = 0, extra: str = "") -> str:

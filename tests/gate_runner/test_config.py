@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.gate_runner.config import parse_config
-from loopbus.workers.gate_runner.errors import ConfigError, WeakensProfile
-from loopbus.workers.gate_runner.profiles import DEFAULT_REVIEW_EVERY, load_profiles, parse_profile
+from loopbus.workers.errors import ConfigError, WeakensProfile
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.profiles import DEFAULT_REVIEW_EVERY, load_profiles, parse_profile
 
 ISSUE_EXAMPLE = """
 [project]

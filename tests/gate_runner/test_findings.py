@@ -9,7 +9,7 @@ from gate_repos import LINT_CHECK, GitRepo, config, pytest_project
 from loopbus.bus import Bus, read
 from loopbus.schemas import FindingRaised, GateResultRecorded
 from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gates.runner import GateRunner
 
 HELPER = "def check_sum(value):\n    assert value == 3, f'got {value}'\n"
 USES_HELPER = (

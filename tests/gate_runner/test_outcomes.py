@@ -14,8 +14,8 @@ from loopbus.bus import Bus, read
 from loopbus.schemas import FindingRaised, format_target
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.targets import CheckTarget
-from loopbus.workers.gate_runner.executors import docker_configured, docker_reachable
-from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gates.executors import docker_configured, docker_reachable
+from loopbus.workers.gates.runner import GateRunner
 
 
 def check(check_id: str, command: str, parser: str = "exit-code", extra: str = "") -> str:

@@ -12,7 +12,7 @@ from gate_repos import (
     pytest_project,
 )
 from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gates.runner import GateRunner
 
 RAISES_OTHER = "def total(xs):\n    raise NotImplementedError('later')\n"
 ASSERTS_INSIDE = "def total(xs):\n    assert xs == [], 'not written yet'\n    return 0\n"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from gate_repos import GitRepo
-from loopbus.workers.gate_runner.runner import GateRunner
+from loopbus.workers.gates.runner import GateRunner
 
 CLI_GOOD = (
     "import argparse\n\n\ndef main():\n"

@@ -21,10 +21,10 @@ from loopbus.schemas.gates import (
     canonical_bytes,
 )
 from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.gate_runner.cache import GateCache
-from loopbus.workers.gate_runner.errors import GateRunnerError
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import Signer, load_or_create
+from loopbus.workers.errors import GateError
+from loopbus.workers.gates.cache import GateCache
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import Signer, load_or_create
 
 SYSTEM = Actor(role="system", principal="gate-runner@test")
 TREE = "a" * 40
@@ -239,7 +239,7 @@ async def test_forged_pass_on_the_log_is_not_served(
     commit = repo.commit({"loopbus.toml": config(project, checks)})
     runner = make_runner(repo)
     cache = await runner.cache(project)
-    from loopbus.workers.gate_runner.config import parse_config
+    from loopbus.workers.gates.config import parse_config
 
     spec = parse_config(repo.files["loopbus.toml"]).check("c")
     tree = repo.tree_of(commit)
@@ -314,9 +314,9 @@ def test_key_location_is_per_user_unless_given(
 
 def test_an_unreadable_key_location_is_a_one_line_error(tmp_path: Path) -> None:
     """An OSError where the key should be (here: a file standing in for the folder) is a
-    GateRunnerError naming the key's path and what to do, not a bare OSError."""
+    GateError naming the key's path and what to do, not a bare OSError."""
     (tmp_path / "plain").write_text("x\n")
-    with pytest.raises(GateRunnerError) as caught:
+    with pytest.raises(GateError) as caught:
         load_or_create(tmp_path / "plain", "runner")
     message = str(caught.value)
     assert message.startswith(f"cannot keep the runner key at {tmp_path}/plain/keys/runner.key")

@@ -21,8 +21,8 @@ from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.merges import ApproveReport
 from loopbus.schemas.reports import CommitReport, StartedReport
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import load_or_create
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.merger.daemon import MergerDaemon
 from loopbus.workers.merger.gates import RunnerTrunkGates
 

@@ -47,7 +47,7 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from loopbus.workers.gate_runner.signing import Signer
+from loopbus.workers.gates.signing import Signer
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")

@@ -15,7 +15,7 @@ from loopbus.schemas import Actor, Block, Event, FindingRaised, new_id, project_
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.reviews import RoundClosed
 from loopbus.schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
-from loopbus.workers.gate_runner.signing import Signer, load_or_create
+from loopbus.workers.gates.signing import Signer, load_or_create
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.standards.daemon import Standards, breach_finding
 from slice_helpers import (

@@ -47,7 +47,7 @@ from loopbus.schemas.slices import (
 from loopbus.schemas.targets import PlanTarget
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.gate_runner.signing import Signer
+from loopbus.workers.gates.signing import Signer
 from loopbus.workers.runtime import cancel_all
 from slice_helpers import (
     BUILDER,

@@ -16,7 +16,7 @@ from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.reports import CommitReport, StartedReport
 from loopbus.schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
 from loopbus.schemas.targets import PlanTarget
-from loopbus.workers.gate_runner.signing import Signer, load_or_create
+from loopbus.workers.gates.signing import Signer, load_or_create
 from slice_helpers import (
     BUILDER,
     OPERATOR,

@@ -13,8 +13,8 @@ import structlog
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo, RepoUnreadable
-from loopbus.workers.gate_runner.errors import GateRunnerError
-from loopbus.workers.gate_runner.signing import KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.errors import WorkerError
+from loopbus.workers.gates.signing import KEY_DIR_ENV, load_existing, load_or_create
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         repos = parse_repos(args.repo, args.trunk)
         try:  # a key that cannot be read is one line and exit 2, before connecting
             load_existing(args.data_dir, RUNNER_NAME)  # a new key waits for the bus
-        except GateRunnerError as exc:
+        except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
 
         async def body(ctx: DaemonContext) -> None:

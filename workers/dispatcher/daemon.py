@@ -74,8 +74,8 @@ from loopbus.schemas.slices import (
 )
 from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers.dispatcher.repo import ProjectRepo, RepoUnreadable
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import Signer
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import Signer
 from loopbus.workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()

@@ -1,10 +1,10 @@
 """What the dispatcher reads from a project's repository: trunk, its ``loopbus.toml``, a
 unit's changed files, and the increment's boot check.
 
-The configuration is read with the gate runner's parser (``loopbus.workers.gate_runner.config``)
+The configuration is read with the gate runner's parser (``loopbus.workers.gates.config``)
 from the trunk commit itself, never from a working tree, so the pending criteria a plan is
 checked against are the ones trunk declares. The boot check is the ``[[check]]`` whose id
-is ``boot``; it is run by the gate runner (:class:`loopbus.workers.gate_runner.runner.GateRunner`)
+is ``boot``; it is run by the gate runner (:class:`loopbus.workers.gates.runner.GateRunner`)
 on the trunk commit exactly as any check is — in a fresh checkout, with the executor its
 ``image`` asks for, judged by its ``parser``, signed, recorded and cached — and its three
 outcomes are kept apart: pass, fail, and error for anything that could not be established
@@ -23,10 +23,10 @@ from pathlib import Path
 from dulwich.diff_tree import tree_changes
 from dulwich.objects import Commit
 from loopbus.schemas.slices import BootResult
-from loopbus.workers.gate_runner.config import ProjectConfig, parse_config
-from loopbus.workers.gate_runner.errors import GateRunnerError
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.trees import CommitInfo, open_repo, resolve
+from loopbus.workers.errors import WorkerError
+from loopbus.workers.gates.config import ProjectConfig, parse_config
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.repository import CommitInfo, open_repo, resolve
 
 BOOT_CHECK = "boot"
 """The id of the check in ``loopbus.toml`` that starts the software and probes it."""
@@ -46,7 +46,7 @@ class ProjectRepo:
     def trunk_commit(self) -> CommitInfo:
         try:
             return resolve(self.path, self.trunk)
-        except GateRunnerError as exc:
+        except WorkerError as exc:
             raise RepoUnreadable(str(exc)) from exc
 
     def config(self, info: CommitInfo) -> ProjectConfig:
@@ -54,7 +54,7 @@ class ProjectRepo:
             raise RepoUnreadable(f"commit {info.commit[:12]} has no loopbus.toml")
         try:
             return parse_config(info.config_text)
-        except GateRunnerError as exc:
+        except WorkerError as exc:
             raise RepoUnreadable(f"loopbus.toml at {info.commit[:12]}: {exc}") from exc
 
     def pending(self) -> tuple[list[str], str]:
@@ -68,7 +68,7 @@ class ProjectRepo:
         try:
             info = resolve(self.path, commit) if commit else self.trunk_commit()
             return {spec.id: spec.command for spec in self.config(info).checks}
-        except (GateRunnerError, RepoUnreadable):
+        except (WorkerError, RepoUnreadable):
             return {}
 
     def files_changed(self, base: str, head: str) -> list[str]:
@@ -84,7 +84,7 @@ class ProjectRepo:
                         if side is not None and side.path is not None:
                             paths.add(side.path.decode("utf-8", errors="surrogateescape"))
                 return sorted(paths)
-        except (KeyError, GateRunnerError) as exc:
+        except (KeyError, WorkerError) as exc:
             raise RepoUnreadable(f"cannot diff {base[:12]}..{head[:12]}: {exc}") from exc
 
     async def boot(self, runner: GateRunner | None) -> BootResult:
@@ -102,7 +102,7 @@ class ProjectRepo:
             return BootResult(outcome="error", detail=str(exc))
         try:
             spec = self.config(info).check(BOOT_CHECK)
-        except (RepoUnreadable, GateRunnerError) as exc:
+        except (RepoUnreadable, WorkerError) as exc:
             return BootResult(
                 outcome="error",
                 commit=info.commit,
@@ -155,5 +155,5 @@ def read_pending_file(path: Path) -> list[str]:
         raise RepoUnreadable(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         return pending_criteria(parse_config(text, source=str(path)))
-    except GateRunnerError as exc:
+    except WorkerError as exc:
         raise RepoUnreadable(str(exc)) from exc

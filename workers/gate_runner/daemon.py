@@ -7,7 +7,7 @@ the asking event's id:
 * a unit's accepted commit — the units daemon's ``UnitTransitioned`` with ``by="commit"``
   (the claim itself is validated there first; a refused claim costs no gate run);
 * a :class:`GateRunRequested` from anyone (the merger asks for trunk candidates this way
-  when it does not call :class:`loopbus.workers.gate_runner.runner.GateRunner` itself).
+  when it does not call :class:`loopbus.workers.gates.runner.GateRunner` itself).
 
 Restart-safe without a checkpoint of its own: on start it reads its subjects to the end,
 folds the ``gates`` projection (whose ``answered`` says which causes have a verified
@@ -35,12 +35,12 @@ from loopbus.schemas import Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
 from loopbus.schemas.ids import id_time
 from loopbus.schemas.targets import RecordTarget
+from loopbus.workers import repository
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.gate_runner import trees
-from loopbus.workers.gate_runner.config import parse_config
-from loopbus.workers.gate_runner.errors import GateRunnerError
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import (
+from loopbus.workers.errors import GateError, WorkerError
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import (
     DEFAULT_NAME,
     KEY_DIR_ENV,
     load_existing,
@@ -96,11 +96,9 @@ def derived_id(seed: str, salt: str) -> str:
 
 def project_of(repo: Path) -> str:
     """The project id declared by the repository's ``HEAD`` commit."""
-    info = trees.resolve(repo)
+    info = repository.resolve(repo)
     if info.config_text is None:
-        raise GateRunnerError(
-            f"{repo} has no loopbus.toml at HEAD; pass --project to name the project"
-        )
+        raise GateError(f"{repo} has no loopbus.toml at HEAD; pass --project to name the project")
     return parse_config(info.config_text).project
 
 
@@ -219,8 +217,8 @@ class GateRunnerDaemon:
         seen: str | None = None
         while not self.ctx.stop.is_set():
             try:
-                info = await asyncio.to_thread(trees.resolve, self.runner.repo, ref)
-            except GateRunnerError as exc:
+                info = await asyncio.to_thread(repository.resolve, self.runner.repo, ref)
+            except WorkerError as exc:
                 log.warning("gate.trunk_unreadable", ref=ref, error=str(exc))
             else:
                 if info.commit != seen:
@@ -342,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:  # a wrong repo or key is one line and exit 2, before connecting to anything
             project = args.project or project_of(args.repo)
             load_existing(args.data_dir, args.runner_name)  # a new key waits for the bus
-        except GateRunnerError as exc:
+        except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
         return lambda ctx: run(
             ctx,

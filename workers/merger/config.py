@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.objects import Blob, Commit, Tree
-from loopbus.workers.gate_runner.config import CONFIG_FILE, parse_config
+from loopbus.workers.gates.config import CONFIG_FILE, parse_config
 from loopbus.workers.merger.gitops import open_repo
 
 MERGE_KEYS = ("trunk_only",)

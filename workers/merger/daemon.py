@@ -49,9 +49,9 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from loopbus.workers.gate_runner.config import CONFIG_FILE
-from loopbus.workers.gate_runner.runner import GateRunner
-from loopbus.workers.gate_runner.signing import load_or_create
+from loopbus.workers.gates.config import CONFIG_FILE
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.merger import evidence, gitops
 from loopbus.workers.merger.config import config_text_at
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict

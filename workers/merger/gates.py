@@ -2,7 +2,7 @@
 
 The merger depends only on :class:`TrunkGates`. :class:`RunnerTrunkGates` is the one
 implementation: it calls the gate runner's own suite code path
-(:meth:`loopbus.workers.gate_runner.runner.GateRunner.run_commit`, reason ``trunk``), so every
+(:meth:`loopbus.workers.gates.runner.GateRunner.run_commit`, reason ``trunk``), so every
 result is published as a signed ``GateResultRecorded`` and served from the shared,
 content-addressed cache. A candidate's tree is exactly the tree trunk moves to, so trunk's
 own run finds every candidate check in the cache and runs only the trunk-only ones.
@@ -18,7 +18,7 @@ from typing import Protocol
 from loopbus.schemas import FindingRaised, format_target
 from loopbus.schemas.gates import GateOutcome
 from loopbus.schemas.merges import CheckVerdict, FailingTest
-from loopbus.workers.gate_runner.runner import CheckRun, GateRunner, SuiteResult
+from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
 
 MESSAGE_CAP = 500
 DETAIL_CAP = 1500

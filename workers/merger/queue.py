@@ -23,7 +23,7 @@ from pathlib import Path
 import structlog
 from loopbus.projections.merges import QueueEntry
 from loopbus.schemas.merges import FailingTest
-from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.errors import WorkerError
 from loopbus.workers.merger import gitops
 from loopbus.workers.merger.config import MergeConfigError, merge_config_at
 from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict
@@ -138,7 +138,7 @@ class Pipeline:
         commit = candidate.commit
         try:
             config = await asyncio.to_thread(merge_config_at, self.repo, commit)
-        except (MergeConfigError, GateRunnerError) as exc:
+        except (MergeConfigError, WorkerError) as exc:
             return config_error(commit, candidate.attempt.tree or "", str(exc))
         checks = config.candidate_checks if config.trunk_only else ()
         return await self.gates.run(self.repo, commit, checks=checks)

@@ -36,9 +36,9 @@ from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
+from loopbus.workers.errors import CONFIG_FILE
 from loopbus.workers.reviewer.errors import ReviewConfigError
 
-CONFIG_FILE = "loopbus.toml"
 REVIEW_KEYS = (
     "command",
     "roster",

@@ -19,9 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loopbus.workers.errors import CONFIG_FILE
 from loopbus.workers.reviewer.diff import Diff, normalise_path
-
-CONFIG_FILE = "loopbus.toml"
 
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),

@@ -18,10 +18,9 @@ from dulwich.objects import Blob, Commit
 from dulwich.objectspec import parse_commit
 from dulwich.patch import write_tree_diff
 from dulwich.repo import Repo
-from loopbus.workers.gate_runner.trees import checkout, open_repo
+from loopbus.workers.errors import CONFIG_FILE
+from loopbus.workers.repository import checkout, open_repo
 from loopbus.workers.reviewer.errors import RepoError
-
-CONFIG_FILE = "loopbus.toml"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from loopbus.workers.gate_runner.config import CONFIG_FILE, parse_config
-from loopbus.workers.gate_runner.errors import ConfigError
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.gates.config import CONFIG_FILE, parse_config
 
 log = structlog.get_logger()
 

@@ -22,8 +22,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit
 from dulwich.objectspec import parse_commit
 from dulwich.repo import Repo
-from loopbus.workers.gate_runner.config import CONFIG_FILE
-from loopbus.workers.gate_runner.errors import RepoError
+from loopbus.workers.errors import CONFIG_FILE, RepoError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Capability profiles: the central checks a project inherits by declaring what it produces.
 
-Each shipped profile is a TOML file under ``workers/gate_runner/profiles/``::
+Each shipped profile is a TOML file under ``workers/gates/profiles/``::
 
     [profile]
     name = "cli"              # the capability a project declares
@@ -15,7 +15,7 @@ Each shipped profile is a TOML file under ``workers/gate_runner/profiles/``::
     command = "{command} --help"
 
 A project may add checks next to a profile's, never replace one: a project check whose id
-is a profile check's is refused (see :class:`loopbus.workers.gate_runner.errors.WeakensProfile`).
+is a profile check's is refused (see :class:`loopbus.workers.errors.WeakensProfile`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from loopbus.workers.gate_runner.config import CheckSpec, parse_check_table
-from loopbus.workers.gate_runner.errors import ConfigError
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.gates.config import CheckSpec, parse_check_table
 
 DEFAULT_REVIEW_EVERY = 50
 PROFILE_KEYS = ("name", "version", "review_every", "description")
@@ -176,7 +176,7 @@ def load_profiles() -> Mapping[str, Profile]:
     """Every shipped profile by capability name; checks shared by two profiles must agree."""
     found: dict[str, Profile] = {}
     owners: dict[str, tuple[str, dict[str, Any]]] = {}
-    folder = resources.files("loopbus.workers.gate_runner") / "profiles"
+    folder = resources.files("loopbus.workers.gates") / "profiles"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
             continue

@@ -18,9 +18,8 @@ from typing import Any
 import msgspec
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
-from loopbus.workers.gate_runner.errors import ConfigError, WeakensProfile
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, WeakensProfile
 
-CONFIG_FILE = "loopbus.toml"
 PARSERS: tuple[str, ...] = ("pytest", "ruff", "exit-code")
 DEFAULT_TIMEOUT_S = 600.0
 RUNNER_SEMANTICS = "loopbus-gate-runner/1"
@@ -110,7 +109,7 @@ class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
     """Parse and validate a ``loopbus.toml``; raise :class:`ConfigError` on the first mistake."""
-    from loopbus.workers.gate_runner.profiles import load_profiles  # profiles reuse this module
+    from loopbus.workers.gates.profiles import load_profiles  # profiles reuse this module
 
     try:
         doc = tomllib.loads(text)

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from loopbus.schemas import Actor
 from loopbus.schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
-from loopbus.workers.gate_runner.errors import GateRunnerError
+from loopbus.workers.errors import GateError
 
 DEFAULT_NAME = "gate-runner"
 KEY_DIR_ENV = "LOOPBUS_KEY_DIR"
@@ -77,7 +77,7 @@ def key_dir(data_dir: Path | None = None) -> Path:
     try:
         home = Path.home()
     except RuntimeError as exc:  # no $HOME and no password entry
-        raise GateRunnerError(
+        raise GateError(
             f"no home directory for the runner key: set {KEY_DIR_ENV} or pass --data-dir"
         ) from exc
     return home / ".local" / "share" / "loopbus" / "keys"
@@ -86,7 +86,7 @@ def key_dir(data_dir: Path | None = None) -> Path:
 def key_path(data_dir: Path | None = None, name: str = DEFAULT_NAME) -> Path:
     """Where the key named ``name`` lives (nothing is read or created)."""
     if not _NAME.match(name):
-        raise GateRunnerError(
+        raise GateError(
             f"--runner-name {name!r} is not valid: use 1-48 letters, digits, '-' or '_'"
         )
     return key_dir(data_dir) / f"{name}.key"
@@ -98,7 +98,7 @@ def load_existing(data_dir: Path | None = None, name: str = DEFAULT_NAME) -> Sig
     try:
         return _load(path, name)
     except OSError as exc:
-        raise GateRunnerError(_unusable(path, exc)) from exc
+        raise GateError(_unusable(path, exc)) from exc
 
 
 def load_or_create(data_dir: Path | None = None, name: str = DEFAULT_NAME) -> Signer:
@@ -110,8 +110,8 @@ def load_or_create(data_dir: Path | None = None, name: str = DEFAULT_NAME) -> Si
             if signer is not None:
                 return signer
     except OSError as exc:
-        raise GateRunnerError(_unusable(path, exc)) from exc
-    raise GateRunnerError(f"{path} exists but cannot be read (a dangling link?): remove it")
+        raise GateError(_unusable(path, exc)) from exc
+    raise GateError(f"{path} exists but cannot be read (a dangling link?): remove it")
 
 
 def _unusable(path: Path, exc: OSError) -> str:
@@ -130,12 +130,12 @@ def _load(path: Path, name: str) -> Signer | None:
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise GateRunnerError(
+        raise GateError(
             f"{path} is not an unencrypted ed25519 PEM key ({exc}); move it aside to "
             "create a new one (results will then carry a new runner id)"
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise GateRunnerError(f"{path} holds a {type(key).__name__}, not an ed25519 key")
+        raise GateError(f"{path} holds a {type(key).__name__}, not an ed25519 key")
     return Signer(name, key, path)
 
 

@@ -42,11 +42,11 @@ from loopbus.schemas.gates import (
     worst,
 )
 from loopbus.schemas.targets import CheckTarget, CodeTarget, RecordTarget
-from loopbus.workers.gate_runner import trees
-from loopbus.workers.gate_runner.cache import GateCache
-from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig, parse_config
-from loopbus.workers.gate_runner.errors import ConfigError, RepoError
-from loopbus.workers.gate_runner.executors import (
+from loopbus.workers import repository
+from loopbus.workers.errors import ConfigError, RepoError
+from loopbus.workers.gates.cache import GateCache
+from loopbus.workers.gates.config import CheckSpec, ProjectConfig, parse_config
+from loopbus.workers.gates.executors import (
     ContainerExecutor,
     Executor,
     RunOutput,
@@ -54,9 +54,9 @@ from loopbus.workers.gate_runner.executors import (
     SubprocessExecutor,
     docker_reachable,
 )
-from loopbus.workers.gate_runner.parsers import REPORT_NAME, parse
-from loopbus.workers.gate_runner.signing import Signer
-from loopbus.workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.workers.gates.parsers import REPORT_NAME, parse
+from loopbus.workers.gates.signing import Signer
+from loopbus.workers.gates.verdicts import Finding, Verdict
 
 log = structlog.get_logger()
 
@@ -187,14 +187,14 @@ class GateRunner:
         """
         started = time.monotonic()
         try:
-            info = await asyncio.to_thread(trees.resolve, self.repo, commit)
+            info = await asyncio.to_thread(repository.resolve, self.repo, commit)
         except RepoError as exc:
             return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
         if info.config_text is None:
             return await self._failed_suite(
                 info.commit,
                 info.tree,
-                f"commit {info.commit[:12]} has no {trees.CONFIG_FILE} at its root "
+                f"commit {info.commit[:12]} has no {repository.CONFIG_FILE} at its root "
                 "(see docs/gates.md)",
                 unit,
                 reason,
@@ -341,13 +341,13 @@ class GateRunner:
         self,
         config: ProjectConfig,
         spec: CheckSpec,
-        info: trees.CommitInfo,
+        info: repository.CommitInfo,
         *,
         unit: str | None = None,
         force: bool = False,
     ) -> CheckRun:
         """One check on one commit: from the cache, from a run in flight, or run now."""
-        inputs = await asyncio.to_thread(trees.inputs_digest, self.repo, info.tree, spec.reads)
+        inputs = await asyncio.to_thread(repository.inputs_digest, self.repo, info.tree, spec.reads)
         config_sha = spec.config_sha(config.salt)
         key = cache_key(spec.id, inputs, config_sha)
         cache = await self.cache(config.project)
@@ -381,7 +381,7 @@ class GateRunner:
         self,
         config: ProjectConfig,
         spec: CheckSpec,
-        info: trees.CommitInfo,
+        info: repository.CommitInfo,
         inputs: str,
         config_sha: str,
         unit: str | None,
@@ -430,7 +430,7 @@ class GateRunner:
         return CheckRun(spec.id, verdict.outcome, False, result, findings, seq)
 
     async def _execute(
-        self, config: ProjectConfig, spec: CheckSpec, info: trees.CommitInfo
+        self, config: ProjectConfig, spec: CheckSpec, info: repository.CommitInfo
     ) -> tuple[Verdict, RunOutput | None]:
         """Check out, run, parse; every way this can go wrong ends as an error verdict."""
         executor: Executor = self._subprocess
@@ -449,7 +449,7 @@ class GateRunner:
             for folder in (work, out, out / "home", out / "tmp"):
                 folder.mkdir()
             try:
-                await asyncio.to_thread(trees.checkout, self.repo, info.tree, work)
+                await asyncio.to_thread(repository.checkout, self.repo, info.tree, work)
             except (RepoError, OSError, KeyError) as exc:
                 return _error_verdict(spec, f"could not check out tree {info.tree}: {exc}"), None
             dirs = (work, out)
@@ -549,7 +549,7 @@ def _config_finding(exc: ConfigError, text: str) -> Finding:
                 line = number
                 break
     return Finding(
-        target=CodeTarget(path=trees.CONFIG_FILE, start=line, end=line),
+        target=CodeTarget(path=repository.CONFIG_FILE, start=line, end=line),
         severity="high",
         message=str(exc),
         evidence={"field": exc.field},

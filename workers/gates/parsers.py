@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig
-from loopbus.workers.gate_runner.executors import RunOutput
-from loopbus.workers.gate_runner.pending import judge_pytest
-from loopbus.workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.workers.gates.config import CheckSpec, ProjectConfig
+from loopbus.workers.gates.executors import RunOutput
+from loopbus.workers.gates.pending import judge_pytest
+from loopbus.workers.gates.verdicts import Finding, Verdict
 
 REPORT_NAME = "pytest-report.json"
 """The plugin's report file, in the run's private scratch folder."""

@@ -23,8 +23,8 @@ from typing import Any
 
 from loopbus.schemas.gates import GateOutcome
 from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers.gate_runner.config import CheckSpec, ProjectConfig
-from loopbus.workers.gate_runner.verdicts import Finding, Verdict
+from loopbus.workers.gates.config import CheckSpec, ProjectConfig
+from loopbus.workers.gates.verdicts import Finding, Verdict
 
 EXIT_STATUS = {
     2: "pytest was interrupted",
