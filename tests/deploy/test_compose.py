@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
+from compose_check import cluster
 from loopbus.bus import LOG_STREAM, connect, free_port, server_binary
 from loopbus.bus.connection import server_urls
 
@@ -361,6 +362,15 @@ class LocalCluster:
             )
             log.close()
 
+    def monitors(self) -> dict[str, str]:
+        """Each node's monitoring base URL, as compose-check is given them."""
+        return {name: f"http://127.0.0.1:{self.http[name]}" for name in self.nodes}
+
+    def kill(self, name: str) -> None:
+        process = dict(zip(self.nodes, self.processes, strict=True))[name]
+        process.kill()
+        process.wait()
+
     def stop(self) -> None:
         for process in self.processes:
             process.terminate()
@@ -439,3 +449,26 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
             process.send_signal(signal.SIGTERM)
         codes = {name: process.wait(timeout=30) for name, process in daemons.items()}
     assert codes == dict.fromkeys(DAEMON_NAMES, 0)
+
+
+@pytest.mark.slow
+def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
+    services: dict[str, dict[str, Any]], local_cluster: LocalCluster
+) -> None:
+    """compose-check's reading of /jsz: R3 log current on 3 nodes; a killed leader is replaced."""
+    deadline = time.monotonic() + 60
+    for name in local_cluster.nodes:
+        _wait_healthz(local_cluster.http[name], deadline)
+    provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
+    assert run_loopbus(*provision).returncode == 0
+
+    monitors = local_cluster.monitors()
+    health, _ = cluster.wait_healthy(monitors, timeout=60)
+    assert health.stream_replicas == 3 and health.stream_leader in NODES
+    assert health.meta_leader in NODES and len(set(health.messages.values())) == 1
+
+    local_cluster.kill(health.stream_leader)
+    still, why = cluster.survey(monitors)
+    assert still is None and why == f"monitoring of {health.stream_leader} does not answer"
+    leader, _ = cluster.wait_new_leader(monitors, health.stream_leader, timeout=60)
+    assert leader in NODES and leader != health.stream_leader
