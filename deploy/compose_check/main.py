@@ -179,7 +179,8 @@ class Check:
         tally = outcome.tally
         self.figure(
             "leader failover",
-            f"{outcome.killed} killed; {outcome.new_leader} elected after "
+            f"{outcome.killed} killed{' (it also led the meta group)' if outcome.led_meta else ''}"
+            f"; {outcome.new_leader} elected after "
             f"{outcome.election_s:.1f} s; first acknowledged publish {outcome.first_ack_s:.1f} s "
             "after the kill",
         )
@@ -193,8 +194,8 @@ class Check:
             self.figure("refused publish said", f"{times}x {error}")
         self.figure(
             f"{outcome.killed} back",
-            f"down {outcome.down_s:.1f} s; every replica current {outcome.rejoin_s:.1f} s "
-            f"after start; messages per node {outcome.messages}",
+            f"down {outcome.down_s:.1f} s; healthy with every replica current "
+            f"{outcome.rejoin_s:.1f} s after start; messages per node {outcome.messages}",
         )
 
     # -- always, even after a failure ----------------------------------------------------

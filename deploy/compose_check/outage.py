@@ -18,6 +18,7 @@ from .stack import Stack
 @dataclass(frozen=True)
 class Outcome:
     killed: str
+    led_meta: bool  # the killed node also led the meta group
     new_leader: str
     election_s: float
     first_ack_s: float  # from the kill to the first acknowledged publish begun after it
@@ -89,6 +90,7 @@ def run_outage(
     attempts = [a for p in publishers for a in p.attempts]
     return Outcome(
         killed=leader,
+        led_meta=health.meta_leader == leader,
         new_leader=new_leader,
         election_s=election_s,
         first_ack_s=_first_ack(attempts, killed_at),
