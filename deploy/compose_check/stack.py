@@ -72,6 +72,9 @@ class Stack:
             for address in service.ports:
                 host, _, port = address.rpartition(":")
                 with socket.socket() as probe:
+                    # Without SO_REUSEADDR, connections of an earlier run still in TIME_WAIT
+                    # would make a free port look taken; with it, only a listener does.
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     try:
                         probe.bind((host, int(port)))
                     except OSError as exc:
