@@ -9,6 +9,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -88,13 +89,10 @@ class Check:
         self.figures.append((label, value))
         say(f"{label}: {value}")
 
-    def timed(self, label: str, step: object, how: str = "") -> float:
+    def timed(self, label: str, step: Callable[[], None]) -> None:
         started = time.monotonic()
-        assert callable(step)
         step()
-        took = time.monotonic() - started
-        self.figure(label, f"{took:.1f} s{how}")
-        return took
+        self.figure(label, f"{time.monotonic() - started:.1f} s")
 
     # -- the check ---------------------------------------------------------------------
 
@@ -124,7 +122,7 @@ class Check:
         )
         client = self.client(stack)
         self.first_findings(client, stack)
-        outcome = run_outage(stack, client, self.inside(stack), self.args.outage, self.args.timeout)
+        outcome = run_outage(stack, client, self.args.outage, self.args.timeout)
         self.report_outage(outcome)
         stack.wait_ready(self.args.timeout)
         restarts = {k: v for k, v in stack.restart_counts().items() if v}
@@ -145,14 +143,16 @@ class Check:
     def first_findings(self, client: Client, stack: Stack) -> None:
         """One finding from the host, one from a container; both seen by tail and status."""
         started = time.monotonic()
+        host = client.finding("check:compose-host", "published from the host")
+        inside = client.finding("check:compose-container", "published from a container")
         sent = [
-            publish(client.host("operator", *client.finding(t, m)), "host", t)
-            for t, m in [("check:compose-host", "published from the host")]
+            publish(client.host("operator", *host), "host", "check:compose-host"),
+            publish(
+                client.container(stack.exec(client.container_service), "operator", *inside),
+                "container",
+                "check:compose-container",
+            ),
         ]
-        target, message = "check:compose-container", "published from a container"
-        argv = client.container(stack.exec(client.container_service), "operator",
-                                *client.finding(target, message))  # fmt: skip
-        sent.append(publish(argv, "container", target))
         for attempt in sent:
             if not attempt.finding_id:
                 raise CheckFailed(f"the {attempt.publisher} could not publish: {attempt.error}")

@@ -29,13 +29,14 @@ class Outcome:
     messages: dict[str, int]
 
 
-def _publishers(client: Client, stack: Stack, inside: str) -> list[Publisher]:
+def _publishers(client: Client, stack: Stack) -> list[Publisher]:
     def host(target: str) -> list[str]:
         return client.host("operator", *client.finding(target, "published during the outage"))
 
     def container(target: str) -> list[str]:
         message = "published from a container during the outage"
-        return client.container(stack.exec(inside), "operator", *client.finding(target, message))
+        exec_argv = stack.exec(client.container_service)
+        return client.container(exec_argv, "operator", *client.finding(target, message))
 
     return [Publisher("host", host), Publisher("container", container)]
 
@@ -48,13 +49,11 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def run_outage(
-    stack: Stack, client: Client, inside: str, outage_s: float, timeout: float
-) -> Outcome:
+def run_outage(stack: Stack, client: Client, outage_s: float, timeout: float) -> Outcome:
     monitors = stack.monitors()
     health, _ = cluster.wait_healthy(monitors, timeout)
     leader = health.stream_leader
-    publishers = _publishers(client, stack, inside)
+    publishers = _publishers(client, stack)
     for publisher in publishers:
         publisher.start()
     try:

@@ -126,7 +126,9 @@ class Stack:
                     raise CheckFailed(f"{name} exited {row['ExitCode']}")
                 if state != "exited":
                     waiting[name] = state
-            elif state != "running" or (service.healthcheck and row["Health"] != "healthy"):
+            elif state != "running" or (
+                service.healthcheck and (row or {}).get("Health") != "healthy"
+            ):
                 if row and row.get("Health") == "unhealthy":
                     raise CheckFailed(f"{name} is unhealthy: {row.get('Status')}")
                 waiting[name] = f"{state}/{(row or {}).get('Health') or '-'}"
