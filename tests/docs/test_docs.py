@@ -63,13 +63,22 @@ def _register_validators() -> None:
 _register_validators()
 
 
+CONTINUES = "# continues"
+"""First line of a block that runs after the block before it, in the same namespace."""
+
+
 def blocks(language: str) -> Iterator[Any]:
     for doc in DOCS:
         text = doc.read_text()
+        previous = ""
         for match in FENCE.finditer(text):
             if match.group(1) == language:
                 line = text[: match.start()].count("\n") + 1
-                yield pytest.param(match.group(2), id=f"{doc.relative_to(ROOT)}:{line}")
+                source = match.group(2)
+                if source.startswith(CONTINUES):
+                    source = previous + "\n" + source
+                previous = source
+                yield pytest.param(source, id=f"{doc.relative_to(ROOT)}:{line}")
 
 
 @pytest.mark.parametrize("source", list(blocks("python")))
