@@ -13,3 +13,12 @@ class UsageError(LoopbusError):
     """Raised for bad arguments or input: names the option, the value and the fix; exit 2."""
 
     exit_code = 2
+
+
+class PlanRefused(LoopbusError):
+    """Raised when a plan does not stand; printed one problem a line."""
+
+    def __init__(self, source: str, problems: list[str]):
+        super().__init__(f"{source}: {len(problems)} problems")
+        self.source = source
+        self.problems = problems

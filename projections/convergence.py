@@ -313,11 +313,6 @@ def unit_view(state: ConvergenceState, unit: str) -> UnitConvergence | None:
     return state.units.get(unit)
 
 
-def last_round(state: ConvergenceState, unit: str) -> RoundView | None:
-    view = state.units.get(unit)
-    return view.rounds[-1] if view is not None and view.rounds else None
-
-
 def brief(state: ConvergenceState, unit: str) -> dict[str, object]:
     """What the next builder brief carries from review: the rung, its tactic and ask."""
     view = state.units.get(unit)

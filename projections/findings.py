@@ -128,7 +128,3 @@ def open_findings(state: FindingsState, unit: str | None = None) -> list[OpenFin
     scopes = [state.open.get(unit, {})] if unit is not None else list(state.open.values())
     found = [f for scope in scopes for f in scope.values()]
     return sorted(found, key=lambda f: f.id)
-
-
-def count_open(state: FindingsState) -> int:
-    return sum(len(scope) for scope in state.open.values())

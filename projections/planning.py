@@ -16,18 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
+from loopbus.projections.errors import PlanInvalid
 from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue, SchemaError
+from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlannedUnit, SliceBudgets, SlicePlan
-
-
-class PlanInvalid(SchemaError):
-    """Raised when plan text cannot be read as a plan; ``problems`` has one line each."""
-
-    def __init__(self, problems: Sequence[str]):
-        super().__init__("; ".join(problems))
-        self.problems = list(problems)
 
 
 class Schedule(msgspec.Struct, kw_only=True):
@@ -498,20 +491,3 @@ def files_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
 def _covers(outer: str, inner: str) -> bool:
     outer = outer.rstrip("/")
     return inner == outer or inner.startswith(outer + "/")
-
-
-def transitive_dependents(plan: SlicePlan, unit_id: str) -> list[str]:
-    """Every unit that waits on ``unit_id``, directly or through others, in plan order."""
-    dependents: dict[str, list[str]] = {}
-    for unit in plan.units:
-        for blocker in unit.blocked_by:
-            dependents.setdefault(blocker, []).append(unit.id)
-    seen: set[str] = set()
-    frontier = [unit_id]
-    while frontier:
-        node = frontier.pop()
-        for dependent in dependents.get(node, []):
-            if dependent not in seen:
-                seen.add(dependent)
-                frontier.append(dependent)
-    return [unit.id for unit in plan.units if unit.id in seen]

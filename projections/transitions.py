@@ -212,3 +212,17 @@ def _problems(
                 f"report {event.cause} answered twice (already by {answered[event.cause]})"
             )
     return problems
+
+
+def system_violations(events: Iterable[Event]) -> list[Violation]:
+    """The violations of :func:`audit` in transitions the system published.
+
+    A transition published by any other role is refused by every fold and counted as a
+    forgery; what must never happen is a *system* daemon publishing one the table forbids.
+    """
+    system = {
+        event.id
+        for event in events
+        if isinstance(event, UnitTransitioned) and event.actor.role == "system"
+    }
+    return [v for v in audit(events) if v.event in system]

@@ -25,7 +25,6 @@ from typing import Final
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import (
-    TERMINAL_STATES,
     Block,
     Event,
     FindingRaised,
@@ -258,10 +257,6 @@ def by_state(state: UnitsState) -> dict[str, list[UnitView]]:
     for view in state.units.values():
         groups.setdefault(view.state or "planned", []).append(view)
     return groups
-
-
-def is_terminal(view: UnitView) -> bool:
-    return view.state in TERMINAL_STATES
 
 
 def waiting_on(state: UnitsState) -> dict[str, list[UnitView]]:

@@ -29,11 +29,3 @@ def parse_duration(text: str, field: str = "duration") -> float:
     if seconds <= 0:
         raise InvalidValue(field, text, "a duration must be greater than zero")
     return seconds
-
-
-def is_duration(text: str) -> bool:
-    try:
-        parse_duration(text)
-    except InvalidValue:
-        return False
-    return True

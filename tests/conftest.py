@@ -70,3 +70,41 @@ def system() -> Actor:
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+AUDITED_FOLDERS = frozenset({"slices", "reviews", "merger_daemon", "units"})
+"""Test folders whose daemons move units: every transition published during one of their
+tests is checked against the transition table (projections.transitions.audit)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "forges_transitions(why): the test publishes transitions the table forbids on "
+        "purpose (to show they are refused); the table audit skips its project",
+    )
+
+
+@pytest_asyncio.fixture(autouse=True, loop_scope="session")
+async def transitions_obey_the_table(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """After each test of a daemon folder, audit every unit transition the system published
+    in the test's project: a daemon that builds a transition the table forbids (or that
+    contradicts the log) fails the test that exercised it."""
+    audited = (
+        Path(str(request.fspath)).parent.name in AUDITED_FOLDERS
+        and "project" in request.fixturenames
+        and "bus" in request.fixturenames
+        and request.node.get_closest_marker("forges_transitions") is None
+    )
+    # Taken before the test runs: this fixture is torn down after the ones it audits.
+    bus: Bus | None = request.getfixturevalue("bus") if audited else None
+    project: str | None = request.getfixturevalue("project") if audited else None
+    yield
+    if bus is None or project is None:
+        return
+    from kernelkit import daemon_violations
+    from loopbus.bus import read
+    from loopbus.schemas import project_subjects
+
+    events = [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
+    assert daemon_violations(events) == [], f"daemon transitions in {project} break the table"

@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from loopbus.bus import Bus
+from loopbus.projections.transitions import Violation, system_violations
+from loopbus.schemas import Event, UnitTransitioned
 from loopbus.workers.kernel import Daemon, Kernel
+
+DAEMON_PRINCIPAL = re.compile(r"^[a-z][a-z_-]*@\S+:\d+$")
+"""A daemon instance's principal (``units@host:pid``, see kernel.system_actor). Tests that
+stand in for a daemon publish as ``tests``, ``test-merger`` and the like: their
+transitions set the scene and are not what the audit is about."""
+
+
+def daemon_violations(events: Sequence[Event]) -> list[Violation]:
+    """What the transition table's audit finds wrong in the transitions daemons published
+    (one project's log, in order)."""
+    by_daemons = {
+        e.id
+        for e in events
+        if isinstance(e, UnitTransitioned) and DAEMON_PRINCIPAL.match(e.actor.principal)
+    }
+    return [v for v in system_violations(events) if v.event in by_daemons]
 
 
 @contextlib.asynccontextmanager

@@ -22,9 +22,9 @@ import msgspec
 
 from loopbus.bus import connect_once, read
 from loopbus.commands.report import add_claimant, principal
-from loopbus.errors import LoopbusError, UsageError
+from loopbus.errors import PlanRefused, UsageError
+from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
-    PlanInvalid,
     parse_plan,
     plan_format,
     schedule,
@@ -87,15 +87,6 @@ def load_plan(path: Path) -> SlicePlan:
         return parse_plan(text, plan_format(path.name))
     except PlanInvalid as exc:
         raise PlanRefused(str(path), exc.problems) from exc
-
-
-class PlanRefused(LoopbusError):
-    """Raised when a plan does not stand; printed one problem a line."""
-
-    def __init__(self, source: str, problems: list[str]):
-        super().__init__(f"{source}: {len(problems)} problems")
-        self.source = source
-        self.problems = problems
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
-    PlanInvalid,
     files_overlap,
     find_cycles,
     parse_plan,
