@@ -33,13 +33,26 @@ class KvEntry:
 
 
 def _entry(raw: KeyValue.Entry) -> KvEntry:
+    created: object = raw.created  # nats-py types it as int; it holds the server's datetime
     return KvEntry(
         key=raw.key,
         value=bytes(raw.value or b""),
         revision=int(raw.revision or 0),
-        time=raw.created,
+        time=created if isinstance(created, datetime) else None,
         deleted=raw.operation in (KV_DEL, KV_PURGE),
     )
+
+
+async def _next(watcher: KeyValue.KeyWatcher) -> KeyValue.Entry | None:
+    """The next initial value of a watch, ``None`` once they are all delivered."""
+    entry: KeyValue.Entry | None = await watcher.updates(  # type: ignore[no-untyped-call]
+        timeout=WATCH_INITIAL_TIMEOUT_S
+    )
+    return entry
+
+
+async def _stop(watcher: KeyValue.KeyWatcher) -> None:
+    await watcher.stop()  # type: ignore[no-untyped-call]
 
 
 class Bucket:
@@ -90,11 +103,11 @@ class Bucket:
             watcher = await self._kv.watch(pattern, ignore_deletes=True, meta_only=True)
             found: list[str] = []
             try:
-                while (raw := await watcher.updates(timeout=WATCH_INITIAL_TIMEOUT_S)) is not None:
+                while (raw := await _next(watcher)) is not None:
                     if raw.operation not in (KV_DEL, KV_PURGE):
                         found.append(raw.key)
             finally:
-                await watcher.stop()
+                await _stop(watcher)
         except (TimeoutError, nats.errors.Error) as exc:
             raise BusError(f"listing {self.name}/{pattern} failed: {exc!r}") from exc
         return found
@@ -115,7 +128,7 @@ class Bucket:
         try:
             while True:  # the initial values end with a None marker
                 try:
-                    raw = await watcher.updates(timeout=WATCH_INITIAL_TIMEOUT_S)
+                    raw = await _next(watcher)
                 except (TimeoutError, nats.errors.Error) as exc:
                     raise BusError(f"watching {self.name}/{pattern} failed: {exc!r}") from exc
                 if raw is None:
@@ -128,4 +141,4 @@ class Bucket:
         finally:
             # The connection may be going away; then there is nothing left to stop.
             with contextlib.suppress(TimeoutError, nats.errors.Error):
-                await watcher.stop()
+                await _stop(watcher)

@@ -30,7 +30,8 @@ CHECKPOINT_KEY = "_checkpoint"
 class Codec(Protocol):
     """What a view needs of a fold: its name and how to encode and decode its state."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def encode(self, state: Any) -> bytes: ...
 

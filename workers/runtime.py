@@ -94,9 +94,9 @@ async def run_daemon(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, ctx.stop.set)
     log.info("daemon.started", url=nats_url, pid=os.getpid())
-    beacon = asyncio.create_task(_beat(ctx))
-    work = asyncio.create_task(body(ctx))
-    stopper = asyncio.create_task(ctx.stop.wait())
+    beacon: asyncio.Future[Any] = asyncio.ensure_future(_beat(ctx))
+    work: asyncio.Future[Any] = asyncio.ensure_future(body(ctx))
+    stopper: asyncio.Future[Any] = asyncio.ensure_future(ctx.stop.wait())
     try:
         done, _ = await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if work in done:
