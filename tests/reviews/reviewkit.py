@@ -19,6 +19,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from kernelkit import running
 from loopbus.bus import Bus, read
+from loopbus.projections.transitions import Violation, audit
 from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
 from loopbus.schemas.gates import (
     GateResultRecorded,
@@ -315,6 +316,13 @@ def of(kind: type[Any], events: list[Event], **fields: Any) -> list[Any]:
         for e in events
         if isinstance(e, kind) and all(getattr(e, k) == v for k, v in fields.items())
     ]
+
+
+def daemon_violations(events: list[Event]) -> list[Violation]:
+    """What the transition table's audit finds wrong with the transitions a daemon (not
+    this test, which stands in for the units daemon as ``SYSTEM``) published."""
+    ours = {e.id for e in events if isinstance(e, UnitTransitioned) and e.actor != SYSTEM}
+    return [v for v in audit(events) if v.event in ours]
 
 
 def count(kind: type[Any], n: int = 1, **fields: Any) -> Callable[[list[Event]], bool]:

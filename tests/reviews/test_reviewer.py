@@ -28,6 +28,7 @@ from reviewkit import (
     code_finding,
     config_of,
     count,
+    daemon_violations,
     log_events,
     of,
     ready,
@@ -141,6 +142,7 @@ async def test_reject_raises_inside_and_subtracts_outside_then_returns_the_unit(
     assert closed.blocking_keys == ["code:src/app.py:2-2|high|C1", "plan:S1|medium|"]
     (returned,) = of(UnitTransitioned, events, by="returned")
     assert (returned.state, returned.ready, returned.cause) == ("working", False, closed.id)
+    assert daemon_violations(events) == []
 
 
 @pytest.mark.parametrize(
@@ -211,6 +213,7 @@ async def test_a_reviewer_that_gives_no_valid_verdict_is_a_finding_never_a_verdi
         "awaiting-operator",
         finding.id,
     )
+    assert daemon_violations(events) == []
 
 
 async def test_the_author_and_whoever_touched_the_head_are_never_chosen(

@@ -19,6 +19,7 @@ from reviewkit import (
     code_finding,
     config_of,
     count,
+    daemon_violations,
     of,
     ready,
     running,
@@ -81,6 +82,7 @@ async def rounds(
                 break
             await ready(bus, project, "U1", head, first=False)
         events = await wait_log(bus, project, until)
+    assert daemon_violations(events) == []  # every transition the reviewer made is in the table
     return repo, events
 
 

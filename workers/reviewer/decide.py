@@ -25,6 +25,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import msgspec
 from loopbus.projections import reviews as rv
 from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
 from loopbus.projections.findings import open_findings
@@ -285,7 +286,7 @@ def principal_matches(principal: str, identity: tuple[str, str]) -> bool:
 def run_review(scene: Scene, request: rv.RequestView) -> Effect:
     """Ask the shell to run the reviewer command on ``request`` (once per process)."""
     args: dict[str, Any] = {
-        "request": request,
+        "request": msgspec.structs.replace(request),  # a copy: the fold mutates its own
         "gate_results": gate_results(scene.gates, request.head),
     }
     return Effect(f"{RUN_REVIEW}:{request.id}", scene.project, RUN_REVIEW, args)
