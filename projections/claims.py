@@ -399,11 +399,12 @@ def merged(view: UnitView, cause: str | None, summary: str) -> Verdict:
     )
 
 
-def halt(view: UnitView, cause: str | None, why: str) -> Verdict:
-    """Stop a unit for good: FAILED with ``ended_by="halted"``."""
+def halt(view: UnitView, cause: str | None, why: str, *, ended_by: str = "halted") -> Verdict:
+    """Stop a unit for good: FAILED, its outcome saying what ended it (``halted``, or the
+    convergence rule that stopped it: ``progress-test``, ``ceiling``)."""
     if view.state in TERMINAL_STATES:
         return Refusal(view.unit, "terminal", f"unit {view.unit} is already {view.state}")
-    outcome = Outcome(summary=why, ended_by="halted")
+    outcome = Outcome(summary=why, ended_by=ended_by)
     return Move(
         view.unit, view.state, "failed", "halted", cause=cause, outcome=outcome, commit=view.head
     )

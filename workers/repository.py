@@ -3,6 +3,8 @@
 Computing a cache key needs no checkout: the tree id is in the commit, and a check that
 declares the files it reads is keyed on a digest of just those entries. A run gets a
 fresh checkout of the tree in a private temporary directory, which nothing else shares.
+A unit's change (its diff against the trunk commit it branched from, who touched it, and
+``loopbus.toml`` on both sides) is read here too, for the reviewer.
 
 dulwich is blocking and its ``Repo`` is not meant for concurrent threads, so every helper
 here opens its own ``Repo`` and the async callers run them in a worker thread.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import io
 import os
 import stat
 from collections.abc import Sequence
@@ -19,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob, Commit
+from dulwich.graph import find_merge_base
+from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.objectspec import parse_commit
+from dulwich.patch import write_tree_diff
 from dulwich.repo import Repo
 from loopbus.workers.errors import CONFIG_FILE, RepoError
 
@@ -55,16 +60,21 @@ def resolve(path: Path, spec: str | None = None) -> CommitInfo:
 
 
 def _config_text(repo: Repo, tree: bytes) -> str | None:
+    data = _config_bytes(repo, tree)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _config_bytes(repo: Repo, tree: bytes) -> bytes | None:
+    """The config file's bytes in ``tree`` (``None`` when the tree has none)."""
+    root = repo.object_store[ObjectID(tree)]
+    if not isinstance(root, Tree):
+        return None
     try:
-        _mode, sha = repo.object_store[tree].lookup_path(  # type: ignore[union-attr]
-            repo.object_store.__getitem__, CONFIG_FILE.encode()
-        )
+        _mode, sha = root.lookup_path(repo.object_store.__getitem__, CONFIG_FILE.encode())
     except KeyError:
         return None
     blob = repo.object_store[sha]
-    if not isinstance(blob, Blob):
-        return None
-    return blob.data.decode("utf-8", errors="replace")
+    return blob.data if isinstance(blob, Blob) else None
 
 
 def matches(path: str, reads: Sequence[str]) -> bool:
@@ -86,7 +96,7 @@ def inputs_digest(path: Path, tree: str, reads: Sequence[str]) -> str:
         return tree
     digest = hashlib.sha256()
     with open_repo(path) as repo:
-        for entry in repo.object_store.iter_tree_contents(tree.encode()):
+        for entry in repo.object_store.iter_tree_contents(ObjectID(tree.encode())):
             name = entry.path.decode("utf-8", errors="surrogateescape")
             if matches(name, reads):
                 digest.update(b"%s\0%o\0%s\n" % (entry.path, entry.mode, entry.sha))
@@ -102,7 +112,7 @@ def checkout(path: Path, tree: str, dest: Path) -> int:
     root = dest.resolve()
     with open_repo(path) as repo:
         store = repo.object_store
-        for entry in store.iter_tree_contents(tree.encode()):
+        for entry in store.iter_tree_contents(ObjectID(tree.encode())):
             name = entry.path.decode("utf-8", errors="surrogateescape")
             parts = name.split("/")
             if any(p in ("", ".", "..", ".git") for p in parts):
@@ -122,3 +132,104 @@ def checkout(path: Path, tree: str, dest: Path) -> int:
                     target.chmod(0o755)
             written += 1
     return written
+
+
+# -- a unit's change: what the reviewer reads --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UnitChange:
+    """A unit's work as the repository has it: its head against the trunk commit it
+    branched from."""
+
+    head: str
+    base: str
+    diff_text: str
+    identities: frozenset[tuple[str, str]]
+    """(name, email) of every author and committer of the commits in base..head."""
+    config_before: bytes | None
+    config_after: bytes | None
+
+
+def commit_at(repo: Repo, spec: str) -> Commit:
+    """The commit ``spec`` (a sha, a short sha, a branch or tag) names in an open ``repo``."""
+    try:
+        commit = parse_commit(repo, spec)
+    except (KeyError, ValueError) as exc:
+        raise RepoError(f"{spec} names no commit in {repo.path}") from exc
+    assert isinstance(commit, Commit)
+    return commit
+
+
+def tree_of(path: Path, spec: str) -> str:
+    """The tree id of the commit ``spec`` names."""
+    with open_repo(path) as repo:
+        tree: bytes = commit_at(repo, spec).tree
+        return tree.decode()
+
+
+def trunk_commit(repo: Repo, trunk: str | None) -> Commit:
+    """The trunk: the configured branch, else ``main``, else ``HEAD``."""
+    for spec in [trunk] if trunk else ["main", "HEAD"]:
+        try:
+            return commit_at(repo, spec)
+        except RepoError:
+            continue
+    raise RepoError(f"no trunk branch {trunk or 'main'} (nor HEAD) in {repo.path}")
+
+
+def is_ancestor(repo: Repo, ancestor: ObjectID, commit: ObjectID) -> bool:
+    return ancestor in find_merge_base(repo, [ancestor, commit])
+
+
+def branch_point(repo: Repo, head: Commit, dispatched: str | None, trunk: str | None) -> ObjectID:
+    """The trunk commit a unit's ``head`` branched from.
+
+    The commit it was dispatched against when that is an ancestor of the head (the usual
+    case); otherwise the merge base of the head and the current trunk.
+    """
+    if dispatched:
+        try:
+            base = commit_at(repo, dispatched)
+            if is_ancestor(repo, base.id, head.id):
+                return base.id
+        except RepoError:
+            pass
+    trunk_head = trunk_commit(repo, trunk)
+    bases = find_merge_base(repo, [head.id, trunk_head.id])
+    if not bases:
+        raise RepoError(f"{head.id.decode()} shares no history with the trunk")
+    return bases[0]
+
+
+def unit_change(
+    path: str | Path, head: str, *, dispatched: str | None, trunk: str | None
+) -> UnitChange:
+    """The diff of ``head`` against its branch point, who touched base..head, and the
+    config file on both sides."""
+    with open_repo(Path(path)) as repo:
+        head_commit = commit_at(repo, head)
+        base = branch_point(repo, head_commit, dispatched, trunk)
+        base_commit = commit_at(repo, base.decode())
+        out = io.BytesIO()
+        write_tree_diff(out, repo.object_store, base_commit.tree, head_commit.tree)
+        identities: set[tuple[str, str]] = set()
+        walker = repo.get_walker(include=[head_commit.id], exclude=[ObjectID(base)])
+        for entry in walker:
+            commit = entry.commit
+            for who in (commit.author, commit.committer):
+                identities.add(_identity(who))
+        return UnitChange(
+            head=head_commit.id.decode(),
+            base=base.decode(),
+            diff_text=out.getvalue().decode("utf-8", "replace"),
+            identities=frozenset(identities),
+            config_before=_config_bytes(repo, base_commit.tree),
+            config_after=_config_bytes(repo, head_commit.tree),
+        )
+
+
+def _identity(raw: bytes) -> tuple[str, str]:
+    text = raw.decode("utf-8", "replace")
+    name, _, rest = text.partition("<")
+    return name.strip(), rest.rstrip(">").strip()

@@ -1,5 +1,6 @@
 """Helpers for the review tests: real dulwich repositories, ready units on the log, scripted
-reviewer and investigator commands, the daemons in-process, and bounded waits on the log."""
+reviewer and investigator commands, and bounded waits on the log (the daemons run
+in-process with ``kernelkit.running``, re-exported here)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import base64
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
+from kernelkit import running
 from loopbus.bus import Bus, read
+from loopbus.projections.transitions import Violation, audit
 from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
 from loopbus.schemas.gates import (
     GateResultRecorded,
@@ -26,12 +29,13 @@ from loopbus.schemas.gates import (
     canonical_bytes,
 )
 from loopbus.schemas.reports import StartedReport
-from loopbus.workers.reviewer.config import RepoConfig, parse
-from loopbus.workers.runtime import DaemonContext
+from loopbus.workers.agents.config import RepoConfig, parse
 
 SYSTEM = Actor(role="system", principal="test-system")
 ALICE = "alice <alice@example.com>"
 CRITERION = "tests/test_criteria.py::test_total"
+
+__all__ = ["running"]  # the kernel test helper, for the tests that import it from here
 
 
 class GitRepo:
@@ -314,23 +318,15 @@ def of(kind: type[Any], events: list[Event], **fields: Any) -> list[Any]:
     ]
 
 
+def daemon_violations(events: list[Event]) -> list[Violation]:
+    """What the transition table's audit finds wrong with the transitions a daemon (not
+    this test, which stands in for the units daemon as ``SYSTEM``) published."""
+    ours = {e.id for e in events if isinstance(e, UnitTransitioned) and e.actor != SYSTEM}
+    return [v for v in audit(events) if v.event in ours]
+
+
 def count(kind: type[Any], n: int = 1, **fields: Any) -> Callable[[list[Event]], bool]:
     return lambda events: len(of(kind, events, **fields)) >= n
-
-
-@contextlib.asynccontextmanager
-async def running(
-    bus: Bus, factory: Callable[[DaemonContext], Any], name: str = "reviewer-test"
-) -> AsyncIterator[asyncio.Task[None]]:
-    """A daemon body running in this event loop until the block ends (then cancelled)."""
-    ctx = DaemonContext(bus=bus, name=name)
-    task = asyncio.create_task(factory(ctx).run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 # -- signed gate results -------------------------------------------------------------------

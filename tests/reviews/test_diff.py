@@ -15,8 +15,9 @@ from loopbus.schemas.targets import (
     RecordTarget,
     Target,
 )
+from loopbus.workers.repository import unit_change
+from loopbus.workers.reviewer.decide import principal_matches
 from loopbus.workers.reviewer.diff import parse_unified_diff, subtraction_reason
-from loopbus.workers.reviewer.repo import principal_matches, unit_change
 from reviewkit import GitRepo
 
 BEFORE = "".join(f"line {n}\n" for n in range(1, 21))

@@ -13,9 +13,9 @@ import jsonschema
 import msgspec
 import pytest
 from loopbus.schemas.reviews import InvestigationReport, VerdictDocument
-from loopbus.workers.investigator.daemon import parse_report
-from loopbus.workers.reviewer.command import parse_verdict
-from loopbus.workers.reviewer.config import parse
+from loopbus.workers.agents.config import parse
+from loopbus.workers.investigator.decide import parse_report
+from loopbus.workers.reviewer.verdicts import parse_verdict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -98,7 +98,7 @@ async def test_one_investigation_on_the_second_failure_not_the_first_nor_the_thi
     repo = investigated_repo(tmp_path, project, agent)
     first = failing_round(project, "U1", 1)
     second = failed(project, "U1")
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "investigator"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(first)
         events = await sentinel(bus, project, "api-a")
         assert investigations(events, "unit-failed:U1") == ([], [])
@@ -134,7 +134,7 @@ async def test_a_halt_caused_by_a_counted_round_is_the_same_failure(
     """The FAILED transition a halting round causes is not a second failure of the unit."""
     repo = investigated_repo(tmp_path, project, agent)
     halting = failing_round(project, "U2", 1, action="halted", ended_by="halted")
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "investigator"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(halting)
         await bus.publish(failed(project, "U2", cause=halting.id))
         events = await sentinel(bus, project, "api")
@@ -166,7 +166,7 @@ async def test_a_gate_erroring_twice_with_one_signature(
     trigger; two different errors are two first failures."""
     repo = investigated_repo(tmp_path, project, agent)
     signer = GateSigner()
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "investigator"):
+    async with running(bus, Investigator(config_of(repo))):
         for n, error in enumerate(errors):
             commit = f"{n}" * 40
             await bus.publish(signer.result(project, "lint", commit, "error", [], error=error))
@@ -186,14 +186,14 @@ async def test_restarted_mid_investigation_it_completes_once(
     fifo.chmod(0o666)
     agent.plan([{"stdout": "", "fifo": str(fifo)}, REPORT])
     repo = investigated_repo(tmp_path, project, agent)
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "first"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(trunk_red(project, "orders"))
         await bus.publish(trunk_red(project, "orders"))
         line = await asyncio.wait_for(asyncio.to_thread(_read_line, fifo), 30)
         assert line == "started\n"
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "second"):
+    async with running(bus, Investigator(config_of(repo))):
         events = await wait_log(bus, project, count(InvestigationCompleted))
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "third"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(trunk_red(project, "orders"))
         events = await sentinel(bus, project, "api")
     requests, completions = investigations(events, "trunk-red:orders")
@@ -246,7 +246,7 @@ async def test_what_the_investigator_printed_becomes_one_finding(
     and either way the trigger is investigated once (a failure is not retried)."""
     agent.plan([step])
     repo = investigated_repo(tmp_path, project, agent)
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "investigator"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(trunk_red(project, "billing"))
         await bus.publish(trunk_red(project, "billing"))
         events = await wait_log(bus, project, count(InvestigationCompleted))
@@ -262,12 +262,14 @@ async def test_a_project_without_an_investigator_command_is_left_alone(
 ) -> None:
     """No [investigator] command: the daemon serves nothing for that project."""
     repo = setup_repo(tmp_path, project, None)
+    from loopbus.workers.agents.cli import serving_body
     from loopbus.workers.runtime import DaemonContext
 
-    daemon = Investigator(DaemonContext(bus=bus, name="idle"), config_of(repo))
-    assert daemon.configs == {}
-    daemon.ctx.stop.set()
-    await asyncio.wait_for(daemon.run(), 10)
+    daemon = Investigator(config_of(repo))
+    assert daemon.configs == {} and daemon.projects == ()
+    ctx = DaemonContext(bus=bus, name="idle")
+    ctx.stop.set()
+    await asyncio.wait_for(serving_body(daemon, "no investigator command")(ctx), 10)
 
 
 async def test_trunk_red_again_on_a_shared_test_is_the_same_interface(
@@ -276,7 +278,7 @@ async def test_trunk_red_again_on_a_shared_test_is_the_same_interface(
     """Reds sharing a failing test are one interface (as the merger judges it); a red on
     other tests is a different one and a first failure."""
     repo = investigated_repo(tmp_path, project, agent)
-    async with running(bus, lambda ctx: Investigator(ctx, config_of(repo)), "investigator"):
+    async with running(bus, Investigator(config_of(repo))):
         await bus.publish(trunk_red(project, "tests/test_a.py::t1", "tests/test_a.py::t2"))
         await bus.publish(trunk_red(project, "tests/test_z.py::t9"))
         await bus.publish(trunk_red(project, "tests/test_a.py::t2", again=True))

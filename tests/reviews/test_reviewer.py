@@ -18,6 +18,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
+from loopbus.workers.agents.cli import serving_body
 from loopbus.workers.reviewer.daemon import Reviewer
 from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
@@ -27,6 +28,7 @@ from reviewkit import (
     code_finding,
     config_of,
     count,
+    daemon_violations,
     log_events,
     of,
     ready,
@@ -59,7 +61,7 @@ async def test_approve_hands_exactly_three_inputs_on_a_read_only_copy(
     result = signer.result(project, "tests", head, "pass", [])
     await bus.publish(result)
     await bus.publish(signer.suite(project, "U1", head, [result]))
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head)
         events = await wait_log(bus, project, count(RoundClosed))
         # the same head made ready again (a re-run suite) is not reviewed twice: U2, ready
@@ -124,7 +126,7 @@ async def test_reject_raises_inside_and_subtracts_outside_then_returns_the_unit(
     )
     repo = setup_repo(tmp_path, project, review_table(agent))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head)
         events = await wait_log(bus, project, count(UnitTransitioned, by="returned"))
     (accepted,) = of(VerdictAccepted, events)
@@ -140,6 +142,7 @@ async def test_reject_raises_inside_and_subtracts_outside_then_returns_the_unit(
     assert closed.blocking_keys == ["code:src/app.py:2-2|high|C1", "plan:S1|medium|"]
     (returned,) = of(UnitTransitioned, events, by="returned")
     assert (returned.state, returned.ready, returned.cause) == ("working", False, closed.id)
+    assert daemon_violations(events) == []
 
 
 @pytest.mark.parametrize(
@@ -191,7 +194,7 @@ async def test_a_reviewer_that_gives_no_valid_verdict_is_a_finding_never_a_verdi
     agent.plan([step])
     repo = setup_repo(tmp_path, project, review_table(agent, timeout=1))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head)
         events = await wait_log(bus, project, count(UnitTransitioned, state="blocked"))
     (refused,) = of(VerdictRefused, events)
@@ -210,6 +213,7 @@ async def test_a_reviewer_that_gives_no_valid_verdict_is_a_finding_never_a_verdi
         "awaiting-operator",
         finding.id,
     )
+    assert daemon_violations(events) == []
 
 
 async def test_the_author_and_whoever_touched_the_head_are_never_chosen(
@@ -222,7 +226,7 @@ async def test_the_author_and_whoever_touched_the_head_are_never_chosen(
     head = repo.commit(
         {"src/app.py": NEW_TOTAL}, parent=repo.base, committer="Bob <bob@example.com>"
     )
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head, builder="alice")
         events = await wait_log(bus, project, count(VerdictAccepted))
     (request,) = of(ReviewRequested, events)
@@ -237,7 +241,7 @@ async def test_a_roster_of_only_the_author_escalates_instead_of_self_review(
     agent = Scripted(agent_dir)
     repo = setup_repo(tmp_path, project, review_table(agent, roster=["alice"]))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head, builder="alice")
         events = await wait_log(bus, project, count(UnitTransitioned, state="blocked"))
     assert of(ReviewRequested, events) == [] and agent.calls() == []
@@ -256,7 +260,7 @@ async def test_a_verdict_from_the_author_is_refused_with_a_finding(
     agent.plan([{"stdout": "", "hang": True}])
     repo = setup_repo(tmp_path, project, review_table(agent, timeout=600))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head, builder="alice")
         (request,) = of(ReviewRequested, await wait_log(bus, project, count(ReviewRequested)))
         forged = ReviewVerdict(
@@ -286,7 +290,7 @@ async def test_a_committer_claiming_a_verdict_is_refused_too(
     agent.plan([{"stdout": "", "hang": True}])
     repo = setup_repo(tmp_path, project, review_table(agent, timeout=600))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base, committer="dan <dan@x.org>")
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head, builder="alice")
         (request,) = of(ReviewRequested, await wait_log(bus, project, count(ReviewRequested)))
         forged = ReviewVerdict(
@@ -315,11 +319,11 @@ async def test_killed_mid_review_and_restarted_reviews_exactly_once(
     agent.plan([{"stdout": "", "fifo": str(fifo)}, verdict("approve")])
     repo = setup_repo(tmp_path, project, review_table(agent, timeout=600))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo)), name="first"):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head)
         line = await asyncio.wait_for(asyncio.to_thread(_read_line, fifo), 30)
         assert line == "started\n"  # the reviewer is running right now
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo)), name="second"):
+    async with running(bus, Reviewer(config_of(repo))):
         events = await wait_log(bus, project, count(RoundClosed))
     assert len(agent.calls()) == 2
     assert len(of(ReviewRequested, events)) == 1
@@ -338,10 +342,11 @@ async def test_a_project_without_a_review_command_is_left_alone(
     repo = setup_repo(tmp_path, project, {"roster": ["bob"]})
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
     await ready(bus, project, "U1", head)
-    reviewer = Reviewer(DaemonContext(bus=bus, name="idle"), config_of(repo))
-    assert reviewer.configs == {}
-    reviewer.ctx.stop.set()
-    await asyncio.wait_for(reviewer.run(), 10)
+    reviewer = Reviewer(config_of(repo))
+    assert reviewer.configs == {} and reviewer.projects == ()
+    ctx = DaemonContext(bus=bus, name="idle")
+    ctx.stop.set()
+    await asyncio.wait_for(serving_body(reviewer, "no review command")(ctx), 10)
     assert of(ReviewRequested, await log_events(bus, project)) == []
 
 
@@ -368,7 +373,7 @@ async def test_claims_that_do_not_answer_the_request_are_refused(
     agent.plan([{"stdout": "", "hang": True}])
     repo = setup_repo(tmp_path, project, review_table(agent, roster=["bob", "dave"], timeout=600))
     head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head)
         (request,) = of(ReviewRequested, await wait_log(bus, project, count(ReviewRequested)))
         stranger = "dave" if request.reviewer == "bob" else "bob"  # on the roster, not assigned

@@ -19,6 +19,7 @@ from reviewkit import (
     code_finding,
     config_of,
     count,
+    daemon_violations,
     of,
     ready,
     running,
@@ -73,7 +74,7 @@ async def rounds(
         parent = repo.commit(change, parent=parent)
         commits.append(parent)
     events: list[Any] = []
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", commits[0])
         for number, head in enumerate(commits[1:], start=1):
             events = await wait_log(bus, project, lambda ev, n=number: _settled(ev, n) or until(ev))
@@ -81,6 +82,7 @@ async def rounds(
                 break
             await ready(bus, project, "U1", head, first=False)
         events = await wait_log(bus, project, until)
+    assert daemon_violations(events) == []  # every transition the reviewer made is in the table
     return repo, events
 
 
@@ -341,7 +343,7 @@ async def test_red_gate_suites_are_rounds_and_repeat_to_promote(
     signer = GateSigner()
     await signer.register(bus, project)
     await ready(bus, project, "U1", head1, gates=False)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         for number, head in enumerate((head1, head2), start=1):
             inside = gate_finding(project, "src/app.py", 2)
             outside = gate_finding(project, "src/app.py", 5)

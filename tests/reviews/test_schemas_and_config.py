@@ -20,9 +20,9 @@ from loopbus.schemas.reviews import (
     VerdictRefused,
 )
 from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.reviewer.command import parse_verdict
-from loopbus.workers.reviewer.config import parse
-from loopbus.workers.reviewer.errors import ReviewConfigError
+from loopbus.workers.agents.config import parse
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.reviewer.verdicts import parse_verdict
 
 SYSTEM = Actor(role="system", principal="tests")
 SHA = "a" * 40
@@ -166,7 +166,7 @@ BASE = '[project]\nid = "demo"\n'
 )
 def test_config_mistakes_name_the_field(table: str, field: str) -> None:
     """Each mistake is one line naming the field and the fix."""
-    with pytest.raises(ReviewConfigError, match=rf"^loopbus.toml: {field} ") as raised:
+    with pytest.raises(ConfigError, match=rf"^loopbus.toml: {field} ") as raised:
         parse(BASE + table)
     assert "\n" not in str(raised.value)
 

@@ -15,10 +15,8 @@ from typing import Any
 from loopbus.bus import Bus, Views
 from loopbus.projections import convergence as conv
 from loopbus.schemas import UnitTransitioned
-from loopbus.workers.kernel import Kernel
 from loopbus.workers.projector.daemon import ProjectorDaemon
 from loopbus.workers.reviewer.daemon import Reviewer
-from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
     Scripted,
     code_finding,
@@ -32,15 +30,6 @@ from reviewkit import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class ProjectorBody:
-    def __init__(self, ctx: DaemonContext):
-        self.ctx = ctx
-
-    async def run(self) -> None:
-        daemon = ProjectorDaemon(self.ctx.bus, flush_every=1)
-        await Kernel(self.ctx.bus, daemon).run(self.ctx.stop)
 
 
 async def materialised(bus: Bus, project: str, seq: int, timeout: float = 60) -> None:
@@ -76,13 +65,13 @@ async def test_status_unit_shows_rounds_sets_verdict_and_rung(
     repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["alice", "bob"]})
     head1 = repo.commit({"src/app.py": "def total(xs):\n    return sum(xs)\n"}, parent=repo.base)
     head2 = repo.commit({"src/app.py": "def total(xs):\n    return sum(list(xs))\n"}, parent=head1)
-    async with running(bus, lambda ctx: Reviewer(ctx, config_of(repo))):
+    async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", head1)
         await wait_log(bus, project, count(UnitTransitioned, by="returned"))
         await ready(bus, project, "U1", head2, first=False)
         await wait_log(bus, project, count(UnitTransitioned, 2, by="returned"))
     last = await bus.last_subject_seq(f"loop.{project}.>")
-    async with running(bus, ProjectorBody, name="projector-test"):
+    async with running(bus, ProjectorDaemon(bus, flush_every=1)):
         await materialised(bus, project, last)
     done = status(nats_url, "--project", project, "--unit", "U1", "--json")
     assert done.returncode == 0, done.stderr

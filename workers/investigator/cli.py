@@ -1,12 +1,12 @@
-"""Command line of the investigator daemon."""
+"""Command line of the investigator daemon: ``python -m loopbus.workers.investigator``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
+from loopbus.workers.agents.cli import add_repo, load_configs, serving_body
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.reviewer.cli import add_repo, load_configs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         from loopbus.workers.investigator.daemon import Investigator
 
-        configs = load_configs(parser, args.repo)
-        return lambda ctx: Investigator(ctx, configs).run()
+        investigator = Investigator(load_configs(parser, args.repo))
+        return serving_body(investigator, "no project configures [investigator] command")
 
     return main_for("investigator", parser, make_body, argv)

@@ -1,9 +1,9 @@
-"""The ``[review]`` and ``[investigator]`` tables of a project's ``loopbus.toml``.
+"""The agent tables of a project's ``loopbus.toml``: ``[review]`` and ``[investigator]``.
 
-The gate runner's parser (``workers/gate_runner/config.py``) owns the file and the
-``[project]`` / ``[[check]]`` tables; it lets these two tables through and this module
-reads them. Both are optional: a project without a ``command`` gets no reviews (or no
-investigations), and the daemons do nothing for it.
+The gate configuration (``workers/gates/config.py``) owns the file and the ``[project]`` /
+``[[check]]`` tables; it lets these tables through and this module reads them. Both are
+optional: a project without a ``command`` gets no reviews (or no investigations), and the
+daemons do nothing for it. Every mistake is one :class:`ConfigError` line.
 
 ```toml
 [review]
@@ -36,8 +36,7 @@ from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from loopbus.workers.errors import CONFIG_FILE
-from loopbus.workers.reviewer.errors import ReviewConfigError
+from loopbus.workers.errors import CONFIG_FILE, ConfigError
 
 REVIEW_KEYS = (
     "command",
@@ -82,12 +81,12 @@ class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def load(repo: str | Path) -> RepoConfig:
-    """Read ``<repo>/loopbus.toml``; :class:`ReviewConfigError` names the field on a mistake."""
+    """Read ``<repo>/loopbus.toml``; :class:`ConfigError` names the field on a mistake."""
     path = Path(repo) / CONFIG_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ReviewConfigError("file", str(path), f"cannot read it ({exc.strerror})") from exc
+        raise ConfigError("file", str(path), f"cannot read {path} ({exc.strerror})") from exc
     return parse(text, repo=str(Path(repo).resolve()))
 
 
@@ -95,11 +94,11 @@ def parse(text: str, *, repo: str = ".") -> RepoConfig:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ReviewConfigError("file", None, f"not valid TOML ({exc})") from exc
+        raise ConfigError("file", None, f"not valid TOML ({exc}); fix the syntax") from exc
     project = doc.get("project")
     project_id = project.get("id") if isinstance(project, dict) else None
     if not isinstance(project_id, str) or not is_token(project_id):
-        raise ReviewConfigError("project.id", project_id, 'add [project] id = "<project id>"')
+        raise ConfigError("project.id", project_id, 'add [project] id = "<project id>"')
     return RepoConfig(
         project=project_id,
         repo=repo,
@@ -112,38 +111,36 @@ def _review(table: Any) -> ReviewConfig:
     _table(table, "review", REVIEW_KEYS)
     roster = table.get("roster", [])
     if not isinstance(roster, list) or not all(isinstance(r, str) and r.strip() for r in roster):
-        raise ReviewConfigError("review.roster", roster, 'list reviewer principals: ["r1", "r2"]')
+        raise ConfigError("review.roster", roster, 'list reviewer principals: ["r1", "r2"]')
     if len(set(roster)) != len(roster):
-        raise ReviewConfigError("review.roster", roster, "a principal is listed twice")
+        raise ConfigError("review.roster", roster, "a principal is listed twice")
     command = _command(table.get("command"), "review.command")
     if command is not None and not roster:
-        raise ReviewConfigError(
+        raise ConfigError(
             "review.roster", roster, "a review command needs a roster of reviewer principals"
         )
     subtraction = table.get("subtraction", "added")
     if subtraction not in SUBTRACTION_MODES:
-        raise ReviewConfigError(
+        raise ConfigError(
             "review.subtraction", subtraction, f"use one of {', '.join(SUBTRACTION_MODES)}"
         )
     oversight = table.get("oversight", "supervised")
     if oversight not in OVERSIGHT_LEVELS:
-        raise ReviewConfigError(
+        raise ConfigError(
             "review.oversight", oversight, f"use one of {', '.join(OVERSIGHT_LEVELS)}"
         )
     ceiling = table.get("ceiling", DEFAULT_CEILING)
     if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling < 1:
-        raise ReviewConfigError("review.ceiling", ceiling, "a whole number of rounds, 1 or more")
+        raise ConfigError("review.ceiling", ceiling, "a whole number of rounds, 1 or more")
     blocking = table.get("blocking", DEFAULT_BLOCKING)
     if blocking not in SEVERITY_RANK:
-        raise ReviewConfigError(
-            "review.blocking", blocking, f"use one of {', '.join(SEVERITY_RANK)}"
-        )
+        raise ConfigError("review.blocking", blocking, f"use one of {', '.join(SEVERITY_RANK)}")
     trunk = table.get("trunk")
     if trunk is not None and (not isinstance(trunk, str) or not trunk.strip()):
-        raise ReviewConfigError("review.trunk", trunk, 'name the trunk branch, e.g. "main"')
+        raise ConfigError("review.trunk", trunk, 'name the trunk branch, e.g. "main"')
     frozen = table.get("frozen", [])
     if not isinstance(frozen, list) or not all(isinstance(f, str) and f for f in frozen):
-        raise ReviewConfigError("review.frozen", frozen, 'list paths or globs: ["docs/spec.md"]')
+        raise ConfigError("review.frozen", frozen, 'list paths or globs: ["docs/spec.md"]')
     return ReviewConfig(
         command=command,
         roster=tuple(roster),
@@ -169,10 +166,10 @@ def _investigator(table: Any) -> InvestigatorConfig:
 
 def _table(table: Any, name: str, allowed: tuple[str, ...]) -> None:
     if not isinstance(table, dict):
-        raise ReviewConfigError(name, table, f"write it as a [{name}] table")
+        raise ConfigError(name, table, f"write it as a [{name}] table")
     for key in table:
         if key not in allowed:
-            raise ReviewConfigError(
+            raise ConfigError(
                 f"{name}.{key}", table[key], f"unknown key; allowed: {', '.join(allowed)}"
             )
 
@@ -181,24 +178,24 @@ def _command(value: Any, field: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ReviewConfigError(field, value, 'give the command to run, e.g. "python review.py"')
+        raise ConfigError(field, value, 'give the command to run, e.g. "python review.py"')
     try:
         shlex.split(value)
     except ValueError as exc:
-        raise ReviewConfigError(field, value, f"cannot split into words ({exc})") from exc
+        raise ConfigError(field, value, f"cannot split into words ({exc})") from exc
     return value
 
 
 def _timeout(value: Any, field: str) -> float:
     if isinstance(value, bool):
-        raise ReviewConfigError(field, value, "give seconds (300) or a duration ('5m')")
+        raise ConfigError(field, value, "give seconds (300) or a duration ('5m')")
     if isinstance(value, int | float):
         if value <= 0:
-            raise ReviewConfigError(field, value, "a timeout must be greater than zero")
+            raise ConfigError(field, value, "a timeout must be greater than zero")
         return float(value)
     if isinstance(value, str):
         try:
             return parse_duration(value, field)
         except InvalidValue as exc:
-            raise ReviewConfigError(field, value, exc.hint) from exc
-    raise ReviewConfigError(field, value, "give seconds (300) or a duration ('5m')")
+            raise ConfigError(field, value, exc.hint) from exc
+    raise ConfigError(field, value, "give seconds (300) or a duration ('5m')")

@@ -1,9 +1,9 @@
-"""Running an external agent command (reviewer or investigator) and reading its answer.
+"""Running an external agent's command (reviewer, investigator, builder) and what it did.
 
 The command is split into words like a POSIX shell would (no shell runs it), gets one
-JSON document on stdin, runs in its own process group so a timeout kills everything it
-started, and is judged by its exit code and its stdout. Nothing it prints is trusted
-until it decodes against the schema.
+document on stdin, runs in its own process group so a timeout (or the daemon stopping)
+kills everything it started, and is judged by its exit code and its stdout. Nothing it
+prints is trusted until the caller decodes it against its schema.
 """
 
 from __future__ import annotations
@@ -18,14 +18,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import msgspec
-from loopbus.projections.convergence import is_blocking
-from loopbus.projections.findings import key_text
-from loopbus.schemas.reviews import ReviewFinding, VerdictDocument
-from loopbus.schemas.targets import format_target
-
-OUTPUT_LIMIT = 1 << 20  # a verdict larger than 1 MiB is not a verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +62,18 @@ async def run_command(
     cwd: Path,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
     powerless: bool = False,
 ) -> CommandResult:
-    """Run ``argv`` in ``cwd`` with ``stdin``; ``powerless`` drops every capability first."""
+    """Run ``argv`` in ``cwd`` with ``stdin``.
+
+    The environment is ``base_env`` (the daemon's own when ``None``) plus ``env``; a caller
+    that must not hand the daemon's environment on passes a scrubbed ``base_env``.
+    ``powerless`` drops every capability before the command starts. A cancelled run kills
+    the command's whole process group before the cancellation goes on.
+    """
     started = time.monotonic()
-    environment = dict(os.environ)
+    environment = dict(os.environ if base_env is None else base_env)
     environment.update(env or {})
     identity: dict[str, object] = {}
     if powerless and os.geteuid() == 0:
@@ -124,41 +123,3 @@ def drop_capabilities() -> None:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-
-
-_verdict_decoder = msgspec.json.Decoder(VerdictDocument)
-
-
-def parse_verdict(stdout: bytes, blocking: str) -> VerdictDocument | str:
-    """The verdict a reviewer printed, or the reason it is not one (one line)."""
-    text = stdout.strip()
-    if not text:
-        return "printed nothing; expected one JSON verdict on stdout"
-    if len(text) > OUTPUT_LIMIT:
-        return f"printed {len(text)} bytes; a verdict must be under {OUTPUT_LIMIT}"
-    try:
-        document = _verdict_decoder.decode(text)
-    except msgspec.ValidationError as exc:
-        return f"wrong verdict schema: {exc}"
-    except msgspec.DecodeError as exc:
-        return f"malformed JSON: {exc}"
-    return consistency_problem(document.verdict, document.findings, blocking) or document
-
-
-def consistency_problem(verdict: str, findings: list[ReviewFinding], blocking: str) -> str | None:
-    """An approve may carry no blocking finding; a reject must carry at least one."""
-    blockers = [f for f in findings if is_blocking(f.severity, blocking)]
-    if verdict == "approve" and blockers:
-        first = blockers[0]
-        return (
-            f"verdict approve carries a blocking finding ({format_target(first.target)}, "
-            f"{first.severity}); reject, or lower it below {blocking}"
-        )
-    if verdict == "reject" and not blockers:
-        return f"verdict reject names no finding of severity {blocking} or above"
-    return None
-
-
-def review_finding_key(finding: ReviewFinding) -> str:
-    """The convergence key text of a verdict's finding: ``target|severity|criterion``."""
-    return key_text(format_target(finding.target), finding.severity, finding.criterion)

@@ -1,0 +1,62 @@
+"""The command line an agent-running daemon shares: ``--repo`` (repeatable), the configs
+read from each repository, and a body that idles when no project configures a command."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+from loopbus.workers.agents import config as agent_config
+from loopbus.workers.agents.config import RepoConfig
+from loopbus.workers.cli import Body, kernel_body
+from loopbus.workers.errors import CONFIG_FILE, ConfigError
+from loopbus.workers.kernel import Daemon
+from loopbus.workers.runtime import DaemonContext
+
+log = structlog.get_logger()
+
+
+def add_repo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a repository whose loopbus.toml names the project (repeatable; none: idle)",
+    )
+
+
+def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[str, RepoConfig]:
+    """project id -> config for every ``--repo``; a bad config is one line and exit 2.
+
+    A repository with no ``loopbus.toml`` configures no command, so it is served by nobody
+    (logged once): ``loopbus up --repo`` on a fresh repository must not crash-loop us.
+    """
+    configs: dict[str, RepoConfig] = {}
+    for path in paths:
+        if not (Path(path) / CONFIG_FILE).exists():
+            log.warning("repo.unconfigured", repo=path, file=CONFIG_FILE)
+            continue
+        try:
+            loaded = agent_config.load(path)
+        except ConfigError as exc:
+            parser.error(f"--repo {path}: {exc}")
+        if loaded.project in configs:
+            parser.error(f"--repo {path}: project {loaded.project} is already served")
+        configs[loaded.project] = loaded
+    return configs
+
+
+def serving_body(daemon: Daemon, idle: str) -> Body:
+    """Run ``daemon`` on the kernel; when it serves no project, idle until stopped (logging
+    ``<name>.idle`` with the reason ``idle``) rather than follow every project's log."""
+    if daemon.projects:
+        return kernel_body(lambda: daemon)
+
+    async def idle_body(ctx: DaemonContext) -> None:
+        log.info(f"{daemon.name}.idle", reason=idle)
+        await ctx.stop.wait()
+
+    return idle_body

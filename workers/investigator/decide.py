@@ -1,0 +1,148 @@
+"""The investigator's decision and what its command's answer becomes. Pure: no I/O, no clock.
+
+When a trigger reaches its second failure, the decision publishes one
+``InvestigationRequested`` conditionally on the trigger's own subject being empty, so the
+request exists at most once even with a restart or a second daemon in between. A request
+with no completion on the log is an investigation to run (an effect of the shell): the
+one investigation of a trigger is the one that completes, with one finding (class
+``investigation``, never code) and its ``InvestigationCompleted``, atomically.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from loopbus.projections import investigations as inv
+from loopbus.projections.intents import Effect, Intent, PublishBatch, PublishIf
+from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.reviews import (
+    InvestigationCompleted,
+    InvestigationReport,
+    InvestigationRequested,
+)
+from loopbus.schemas.targets import RecordTarget, Target
+from loopbus.workers.kernel import World
+
+OWNERS = {"unit-failed": "operator", "trunk-red": "planner", "gate-error": "standards"}
+"""Who an investigation's finding is routed to, by trigger kind: a unit failing twice is
+the operator's to weigh, a trunk red twice on one interface is a contract question for
+planning, and a gate erroring twice is the machinery's (standards)."""
+
+INVESTIGATE = "investigate"
+
+_report = msgspec.json.Decoder(InvestigationReport)
+
+
+def decide(world: World) -> list[Intent]:
+    """Request every trigger due (each on its own empty subject) and run every request
+    that has no completion yet."""
+    state: inv.InvestigationsState = world.state("investigations")
+    intents: list[Intent] = []
+    for view in inv.due(state):
+        request = InvestigationRequested(
+            id=answer_id(view.failures[-1], f"investigation:{view.trigger}"),
+            at=world.now,
+            project=world.project,
+            actor=world.actor,
+            trigger=view.trigger,
+            trigger_kind=view.kind,
+            key=view.key,
+            failures=list(view.failures),
+            unit=view.unit,
+            evidence={"failures": view.evidence},
+        )
+        # Nothing may be on the trigger's subject yet: that is what makes it one request.
+        intents.append(PublishIf(request, 0))
+    for view in inv.running(state):
+        assert view.requested is not None
+        args = {"view": msgspec.structs.replace(view)}  # a copy: the fold goes on mutating its own
+        intents.append(Effect(f"{INVESTIGATE}:{view.requested}", world.project, INVESTIGATE, args))
+    return intents
+
+
+def parse_report(stdout: bytes) -> InvestigationReport | str:
+    """The investigator's answer: a JSON report, or plain text taken as its summary."""
+    text = stdout.strip()
+    if not text:
+        return "printed nothing; expected a JSON report or a plain-text summary"
+    if text.startswith(b"{"):
+        try:
+            return _report.decode(text)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return f"wrong report schema: {exc}"
+    summary = text.decode("utf-8", "replace")
+    return InvestigationReport(summary=summary[:8000])
+
+
+def document(view: inv.TriggerView) -> dict[str, Any]:
+    """What the investigator command reads on stdin."""
+    return {
+        "trigger": view.trigger,
+        "kind": view.kind,
+        "unit": view.unit,
+        "failures": view.evidence,
+    }
+
+
+def completion(
+    project: str,
+    view: inv.TriggerView,
+    answer: InvestigationReport | str,
+    *,
+    actor: Actor,
+    now: datetime,
+) -> PublishBatch:
+    """The finding the answer becomes (a report, or why there is none) and the completion."""
+    assert view.requested is not None
+    linked: Target = RecordTarget(id=view.failures[-1] if view.failures else view.requested)
+    evidence: dict[str, Any] = {
+        "trigger": view.trigger,
+        "investigation": view.requested,
+        "failures": list(view.failures),
+    }
+    common: dict[str, Any] = {
+        "id": answer_id(view.requested, "investigation-finding"),
+        "at": now,
+        "project": project,
+        "actor": actor,
+        "producer": "meta_rule",  # the second-failure rule; the seven producers are closed
+        "unit": view.unit,
+    }
+    if isinstance(answer, str):
+        finding = FindingRaised(
+            **common,
+            target=linked,
+            severity="medium",
+            criterion="investigation-failed",
+            cls="meta",
+            message=f"the investigation of {view.trigger} produced no report: {answer}",
+            evidence={**evidence, "reason": answer},
+            owner="standards",
+        )
+    else:
+        finding = FindingRaised(
+            **common,
+            target=answer.target or linked,
+            severity=answer.severity,
+            criterion=answer.criterion or view.kind,
+            cls="investigation",
+            message=answer.summary,
+            evidence={**answer.evidence, **evidence},
+            owner=OWNERS[view.kind],
+        )
+    completed = InvestigationCompleted(
+        id=answer_id(view.requested, "investigation-completed"),
+        at=now,
+        project=project,
+        actor=actor,
+        request=view.requested,
+        trigger=view.trigger,
+        key=view.key,
+        finding=finding.id,
+        outcome="error" if isinstance(answer, str) else "finding",
+        cause=view.requested,
+    )
+    return PublishBatch((finding, completed))
