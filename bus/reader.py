@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from loopbus.bus.connection import Bus
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
+from loopbus.schemas.limits import bounded
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -220,13 +221,7 @@ async def read(
             if stop_at is not None and seq > stop_at:
                 return
             data = msg.data
-            try:
-                event: Event | None = decode_event(data)
-                error = None
-                if event is not None and subject_of(event) != msg.subject:
-                    event, error = None, _misfiled(event, msg.subject)
-            except InvalidEvent as exc:
-                event, error = None, exc
+            event, error = _decode(data, msg.subject)
             yield Record(
                 seq=seq,
                 subject=msg.subject,
@@ -242,6 +237,19 @@ async def read(
         with contextlib.suppress(Exception):
             await asyncio.shield(sub.unsubscribe())
         await _delete(bus, puller.consumer)
+
+
+def _decode(data: bytes, subject: str) -> tuple[Event | None, InvalidEvent | None]:
+    """The event in ``data``, or why there is none: never an exception, whatever the bytes."""
+    try:
+        event = decode_event(data)
+        if subject_of(event) != subject:
+            return None, _misfiled(event, subject)
+        return event, None
+    except InvalidEvent as exc:
+        return None, exc
+    except Exception as exc:  # decode_event raises only InvalidEvent; subject_of is kind code
+        return None, InvalidEvent(bounded(f"{type(exc).__name__} after decoding: {exc}"))
 
 
 def _misfiled(event: Event, subject: str) -> InvalidEvent:
