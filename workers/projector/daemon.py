@@ -10,7 +10,6 @@ expected subject sequence of 0) and never stops the fold.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +18,8 @@ import msgspec
 import structlog
 from loopbus.bus import PROJECTION_BUCKET, Bus, Record, TransitionConflict, read
 from loopbus.projections import FOLDS, Fold
-from loopbus.schemas import Actor, MessageQuarantined
-from loopbus.schemas.ids import is_token
+from loopbus.schemas import Actor
+from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
 from loopbus.workers.projector.materialise import (
     CHECKPOINT_KEY,
     decode_view,
@@ -34,7 +33,6 @@ from nats.js.kv import KeyValue
 log = structlog.get_logger()
 
 FLUSH_EVERY = 5_000
-QUARANTINE_PREFIX = "quarantine"
 ACTOR = Actor(role="system", principal="projector")
 
 
@@ -122,22 +120,11 @@ class Projector:
         self.checkpoint = 0
 
     async def _quarantine(self, record: Record) -> None:
-        tokens = record.subject.split(".")
-        if len(tokens) > 2 and tokens[2] == QUARANTINE_PREFIX:
+        if is_quarantine_subject(record.subject):
             # A broken quarantine record cannot be quarantined again; log it and move on.
             log.error("quarantine.record_undecodable", seq=record.seq, subject=record.subject)
             return
-        project = tokens[1] if len(tokens) > 1 and is_token(tokens[1]) else "_unknown"
-        error = record.error
-        event = MessageQuarantined(
-            project=project,
-            actor=ACTOR,
-            original_seq=record.seq,
-            original_subject=record.subject,
-            reason=str(error) if error else "undecodable",
-            field=error.field if error else None,
-            data_b64=base64.b64encode(record.data).decode(),
-        )
+        event = quarantine_record(record.subject, record.seq, record.data, record.error, ACTOR)
         log.warning(
             "message.quarantined", seq=record.seq, subject=record.subject, reason=event.reason
         )
