@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,14 +20,17 @@ from urllib.parse import urlsplit
 import nats
 import nats.errors
 import nats.js.errors
+import structlog
 from loopbus.bus.errors import (
     BatchRefused,
     BusUnreachable,
     LogNotProvisioned,
     PublishFailed,
+    ServerUnavailable,
     TransitionConflict,
 )
 from loopbus.bus.provision import LOG_STREAM
+from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, retrying
 from loopbus.schemas import Event, decode_event, encode_event, subject_of
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -36,11 +38,16 @@ from nats.js import JetStreamContext
 from nats.js.api import Header
 from nats.js.kv import KeyValue
 
+log = structlog.get_logger()
+
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
 ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id makes it safe)
+ATTEMPT_TIMEOUT = 5.0  # one try of a call that is retried within the back-off
+DAEMON_BACKOFF = Backoff(budget=30.0)  # a stream leader election took ~6 s in the issue
+COMMAND_BACKOFF = Backoff(budget=10.0)  # a person waits at a terminal
 MAX_ATTEMPTS = 3
 ATOMIC_BATCH_LIMIT = 1000  # the server's default cap on one atomic batch
 
@@ -63,14 +70,14 @@ async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> B
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.5,
     }
-    return await _connect(url, name, timeout, options)
+    return await _connect(url, name, timeout, options, DAEMON_BACKOFF)
 
 
 async def connect_once(url: str, *, name: str = "loopbus-cli", timeout: float = 2.0) -> Bus:
     """Connect a one-shot command: give up at the first failure."""
     _probe(url)
     options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
-    return await _connect(url, name, timeout, options)
+    return await _connect(url, name, timeout, options, COMMAND_BACKOFF)
 
 
 def server_urls(url: str) -> list[str]:
@@ -101,12 +108,15 @@ def _probe(url: str) -> None:
     raise BusUnreachable(url, reason)
 
 
-async def _connect(url: str, name: str, timeout: float, options: dict[str, Any]) -> Bus:
+async def _connect(
+    url: str, name: str, timeout: float, options: dict[str, Any], backoff: Backoff
+) -> Bus:
     async def _quiet(_exc: Exception) -> None:
         # nats-py reports connection errors through this callback *and* by raising; we
         # surface the raise only, as one line, instead of a logged traceback per attempt.
         return None
 
+    reconnects = Reconnects()
     try:
         nc = await asyncio.wait_for(
             nats.connect(
@@ -114,13 +124,43 @@ async def _connect(url: str, name: str, timeout: float, options: dict[str, Any])
                 name=name,
                 connect_timeout=min(timeout, 2.0),
                 error_cb=_quiet,
+                reconnected_cb=reconnects.reconnected,
+                disconnected_cb=reconnects.disconnected,
                 **options,
             ),
             timeout,
         )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         raise BusUnreachable(url, type(exc).__name__) from exc
-    return Bus(nc, url)
+    return Bus(nc, url, reconnects=reconnects, backoff=backoff)
+
+
+class Reconnects:
+    """Counts the client's reconnections and tells every listener the moment one happens.
+
+    An ephemeral consumer lives in one server's memory; when the client comes back after a
+    server restart, the consumers its readers used are gone. Readers listen here so they
+    re-create theirs at once rather than after a silence timeout.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (synchronously, in the event loop) on every reconnection;
+        returns the function that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    async def reconnected(self) -> None:
+        self.count += 1
+        log.info("bus.reconnected", reconnects=self.count)
+        for listener in list(self._listeners):
+            listener()
+
+    async def disconnected(self) -> None:
+        log.info("bus.disconnected")
 
 
 def encode_checked(event: Event) -> bytes:
@@ -139,11 +179,24 @@ def encode_checked(event: Event) -> bytes:
 class Bus:
     """A connection to the loopbus log. Create with :func:`connect`; close with :meth:`close`."""
 
-    def __init__(self, nc: NatsClient, url: str):
+    def __init__(
+        self,
+        nc: NatsClient,
+        url: str,
+        *,
+        reconnects: Reconnects | None = None,
+        backoff: Backoff = DAEMON_BACKOFF,
+    ):
         self.nc = nc
         self.url = url
         self.js: JetStreamContext = nc.jetstream(timeout=ACK_TIMEOUT)
-        self._reply_seq = itertools.count()
+        # The calls that retry (stream info, gets, KV) give each try less time: a try that
+        # hangs through a failover is better abandoned and repeated on the new leader.
+        self._js_try: JetStreamContext = nc.jetstream(timeout=ATTEMPT_TIMEOUT)
+        self.reconnects = reconnects or Reconnects()
+        """Reconnections so far; readers listen to it (see :class:`Reconnects`)."""
+        self.backoff = backoff
+        """How long calls ride through a restart or failover before raising (``retry``)."""
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -181,22 +234,38 @@ class Bus:
     async def _publish(self, event: Event, headers: dict[str, str]) -> Ack:
         subject = subject_of(event)
         payload = encode_checked(event)
-        last: Exception | None = None
-        for _ in range(MAX_ATTEMPTS):
+
+        async def attempt() -> Ack:
             try:
-                ack = await self.js.publish(subject, payload, headers=headers)
-                return Ack(ack.seq, bool(ack.duplicate))
-            except nats.js.errors.APIError as exc:
-                raise PublishFailed(
-                    subject, f"{exc.description} (err_code={exc.err_code})"
-                ) from exc
-            except nats.js.errors.NoStreamResponseError as exc:
-                raise LogNotProvisioned(self.url) from exc
-            except nats.errors.TimeoutError as exc:
-                last = exc  # unanswered: safe to retry, the server de-duplicates by Msg-Id
-            except nats.errors.ConnectionClosedError as exc:
-                raise PublishFailed(subject, "connection closed") from exc
-        raise PublishFailed(subject, f"no acknowledgement after {MAX_ATTEMPTS} attempts: {last!r}")
+                ack = await self.js.publish(
+                    subject, payload, timeout=ATTEMPT_TIMEOUT, headers=headers
+                )
+            except nats.js.errors.NoStreamResponseError:
+                await self._require_log()  # no stream at all is not worth waiting for
+                raise
+            return Ack(ack.seq, bool(ack.duplicate))
+
+        try:
+            # Repeating is safe: the server de-duplicates by Nats-Msg-Id, and checks the
+            # id before an expected sequence, so a repeat of a stored transition is acked
+            # as a duplicate rather than refused as a conflict.
+            return await retrying(attempt, f"publish to {subject}", self.backoff)
+        except nats.js.errors.APIError as exc:
+            raise PublishFailed(subject, f"{exc.description} (err_code={exc.err_code})") from exc
+        except nats.errors.ConnectionClosedError as exc:
+            raise PublishFailed(subject, "connection closed") from exc
+        except ServerUnavailable as exc:
+            raise PublishFailed(subject, str(exc)) from exc
+
+    async def _require_log(self) -> None:
+        """Raise :class:`LogNotProvisioned` when the server says there is no LOOP stream;
+        return quietly when it does not answer either (a failover: keep retrying)."""
+        try:
+            await self._js_try.stream_info(LOG_STREAM)
+        except nats.js.errors.NotFoundError as exc:
+            raise LogNotProvisioned(self.url) from exc
+        except TRANSIENT:
+            return
 
     async def publish_many(
         self, events: Iterable[Event], window: int = DEFAULT_WINDOW
@@ -309,7 +378,11 @@ class Bus:
     async def last_subject_seq(self, subject: str) -> int:
         """Stream sequence of the last message on ``subject`` (0 when there is none)."""
         try:
-            msg = await self.js.get_last_msg(LOG_STREAM, subject)
+            msg = await retrying(
+                lambda: self._js_try.get_last_msg(LOG_STREAM, subject),
+                f"last message on {subject}",
+                self.backoff,
+            )
         except nats.js.errors.NotFoundError:
             return 0
         return int(msg.seq or 0)
@@ -321,18 +394,30 @@ class Bus:
 
     async def stream_info(self) -> Any:
         try:
-            return await self.js.stream_info(LOG_STREAM)
+            return await retrying(
+                lambda: self._js_try.stream_info(LOG_STREAM),
+                f"stream info {LOG_STREAM}",
+                self.backoff,
+            )
         except nats.js.errors.NotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc
 
     async def get(self, seq: int) -> tuple[str, bytes]:
         """The subject and bytes stored at ``seq``."""
-        msg = await self.js.get_msg(LOG_STREAM, seq)
+        msg = await retrying(
+            lambda: self._js_try.get_msg(LOG_STREAM, seq),
+            f"message {seq} of {LOG_STREAM}",
+            self.backoff,
+        )
         return str(msg.subject), bytes(msg.data or b"")
 
     async def kv(self, bucket: str) -> KeyValue:
-        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`)."""
+        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`) whose calls
+        ride through a restart or failover (see :mod:`loopbus.bus.retry`)."""
         try:
-            return await self.js.key_value(bucket)
+            kv = await retrying(
+                lambda: self._js_try.key_value(bucket), f"bucket {bucket}", self.backoff
+            )
         except nats.js.errors.BucketNotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc
+        return RetryingKeyValue(kv, self.backoff)
