@@ -3,10 +3,14 @@
 bus = await connect(url)                     # BusUnreachable names the URL
 await ensure_log(bus.js)                     # idempotent: stream LOOP + KV buckets
 ack = await bus.publish(event)               # Nats-Msg-Id = event.id
-acks = await bus.publish_many(events)        # pipelined, many acks in flight
+acks = await bus.publish_many(events)        # pipelined, exact acks, retried safely
 await bus.publish_transition(ev, expected)   # TransitionConflict if someone got there first
 await bus.publish_atomic(events)             # all or nothing (JetStream atomic batch)
 async for rec in read(bus, subjects=[...], start_seq=1, follow=False): ...
+
+Every call rides through a server restart or a cluster failover (``bus.retry``) for
+``bus.backoff.budget`` seconds, then raises one BusError; readers re-create their consumer
+as soon as the client reconnects (``bus.reconnects``).
 """
 
 from loopbus.bus.connection import Ack, Bus, connect, connect_once
@@ -18,6 +22,7 @@ from loopbus.bus.errors import (
     EmbeddedServerError,
     LogNotProvisioned,
     PublishFailed,
+    ServerUnavailable,
     TransitionConflict,
 )
 from loopbus.bus.provision import (
@@ -45,6 +50,7 @@ __all__ = [
     "LogNotProvisioned",
     "PublishFailed",
     "Record",
+    "ServerUnavailable",
     "TransitionConflict",
     "connect",
     "connect_once",

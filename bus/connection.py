@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,7 +20,6 @@ import nats.errors
 import nats.js.errors
 import structlog
 from loopbus.bus.errors import (
-    BatchRefused,
     BusUnreachable,
     LogNotProvisioned,
     PublishFailed,
@@ -30,10 +27,11 @@ from loopbus.bus.errors import (
     TransitionConflict,
 )
 from loopbus.bus.provision import LOG_STREAM
+from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, retrying
-from loopbus.schemas import Event, decode_event, encode_event, subject_of
+from loopbus.bus.wire import Wire
+from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import Header
 from nats.js.kv import KeyValue
@@ -48,16 +46,6 @@ ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id ma
 ATTEMPT_TIMEOUT = 5.0  # one try of a call that is retried within the back-off
 DAEMON_BACKOFF = Backoff(budget=30.0)  # a stream leader election took ~6 s in the issue
 COMMAND_BACKOFF = Backoff(budget=10.0)  # a person waits at a terminal
-MAX_ATTEMPTS = 3
-ATOMIC_BATCH_LIMIT = 1000  # the server's default cap on one atomic batch
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    """Where the log stored an event; ``duplicate`` when it was already there (same id)."""
-
-    seq: int
-    duplicate: bool = False
 
 
 async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> Bus:
@@ -163,19 +151,6 @@ class Reconnects:
         log.info("bus.disconnected")
 
 
-def encode_checked(event: Event) -> bytes:
-    """The event's bytes, after proving they decode back (``InvalidEvent`` otherwise).
-
-    Constructors do not apply every constraint that decoding does (msgspec checks ``Meta``
-    bounds only on decode), so an event built in code could otherwise be stored and then
-    be quarantined by every reader. Decoding costs about a microsecond, against tens of
-    microseconds to publish.
-    """
-    payload = encode_event(event)
-    decode_event(payload)
-    return payload
-
-
 class Bus:
     """A connection to the loopbus log. Create with :func:`connect`; close with :meth:`close`."""
 
@@ -197,6 +172,7 @@ class Bus:
         """Reconnections so far; readers listen to it (see :class:`Reconnects`)."""
         self.backoff = backoff
         """How long calls ride through a restart or failover before raising (``retry``)."""
+        self.wire = Wire(nc)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -270,72 +246,17 @@ class Bus:
     async def publish_many(
         self, events: Iterable[Event], window: int = DEFAULT_WINDOW
     ) -> list[Ack]:
-        """Append many events with up to ``window`` acknowledgements in flight.
+        """Append many events with up to ``window`` acknowledgements outstanding.
 
-        nats-py's ``publish_async`` costs a future and a task per message, which is what
-        limits a Python publisher. Here every event is a core publish whose reply subject
-        is one wildcard inbox of ours; a single callback files the acks by index. Events
-        that stay unacknowledged are re-sent with the same ``Nats-Msg-Id``, so nothing is
-        lost and nothing is stored twice.
+        Each event is its own JetStream publish with ``Nats-Msg-Id`` = its id, so each gets
+        its exact sequence, and nothing is lost or stored twice when some are sent again
+        (see :mod:`loopbus.bus.publisher`). Raises :class:`PublishFailed` when the server
+        refuses one, or when nothing answers for the back-off budget.
         """
         batch = list(events)
         if not batch:
             return []
-        subjects = [subject_of(e) for e in batch]
-        payloads = [encode_checked(e) for e in batch]
-        acks: list[Ack | None] = [None] * len(batch)
-        errors: dict[int, str] = {}
-        prefix = f"{self.nc.new_inbox()}.pub"
-        free = asyncio.Semaphore(window)
-        remaining = len(batch)
-        done = asyncio.Event()
-
-        async def on_ack(msg: Msg) -> None:
-            nonlocal remaining
-            index = int(msg.subject.rpartition(".")[2])
-            if acks[index] is not None or index in errors:
-                return  # a late answer to a retried publish
-            reply = json.loads(msg.data) if msg.data else {}
-            if "error" in reply:
-                err = reply["error"]
-                errors[index] = f"{err.get('description')} (err_code={err.get('err_code')})"
-            elif "seq" in reply:
-                acks[index] = Ack(int(reply["seq"]), bool(reply.get("duplicate")))
-            else:  # "no responders" status or an empty reply: treat as unanswered
-                return
-            free.release()
-            remaining -= 1
-            if remaining == 0:
-                done.set()
-
-        sub = await self.nc.subscribe(f"{prefix}.*", cb=on_ack, pending_msgs_limit=-1)
-        try:
-            pending = list(range(len(batch)))
-            for _attempt in range(MAX_ATTEMPTS):
-                for index in pending:
-                    await free.acquire()
-                    await self.nc.publish(
-                        subjects[index],
-                        payloads[index],
-                        reply=f"{prefix}.{index}",
-                        headers={Header.MSG_ID: batch[index].id},
-                    )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(done.wait(), ACK_TIMEOUT)
-                pending = [i for i in range(len(batch)) if acks[i] is None and i not in errors]
-                if not pending:
-                    break
-                for _ in pending:  # their permits were never returned by an ack
-                    free.release()
-        finally:
-            await sub.unsubscribe()
-        if errors:
-            first = min(errors)
-            raise PublishFailed(subjects[first], f"{len(errors)} events refused: {errors[first]}")
-        missing = [i for i, a in enumerate(acks) if a is None]
-        if missing:
-            raise PublishFailed(subjects[missing[0]], f"{len(missing)} events never acknowledged")
-        return [a for a in acks if a is not None]
+        return await Pipeline(self, batch, window).run()
 
     async def publish_atomic(self, events: Sequence[Event]) -> list[Ack]:
         """Append ``events`` as one JetStream atomic batch: a reader sees all or none.
@@ -344,34 +265,7 @@ class Bus:
         """
         if not events:
             return []
-        if len(events) > ATOMIC_BATCH_LIMIT:
-            raise BatchRefused(f"{len(events)} events exceed the {ATOMIC_BATCH_LIMIT} limit")
-        payloads = [encode_checked(e) for e in events]
-        batch_id = events[0].id  # unique, and ties the batch to its first event
-        last = len(events)
-        for position, event in enumerate(events, start=1):
-            headers = {
-                Header.MSG_ID: event.id,
-                Header.BATCH_ID: batch_id,
-                Header.BATCH_SEQUENCE: str(position),
-            }
-            if position < last:
-                await self.nc.publish(subject_of(event), payloads[position - 1], headers=headers)
-                continue
-            headers[Header.BATCH_COMMIT] = "1"
-            try:
-                reply = await self.nc.request(
-                    subject_of(event), payloads[-1], timeout=ACK_TIMEOUT, headers=headers
-                )
-            except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
-                raise BatchRefused(f"no answer to the commit: {exc!r}") from exc
-            body = json.loads(reply.data) if reply.data else {}
-            if "error" in body:
-                err = body["error"]
-                raise BatchRefused(f"{err.get('description')} (err_code={err.get('err_code')})")
-            first_seq = int(body["seq"]) - last + 1
-            return [Ack(first_seq + i) for i in range(last)]
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await publish_atomic(self, events)
 
     # -- reading ------------------------------------------------------------------------
 
