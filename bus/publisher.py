@@ -35,8 +35,9 @@ from nats.js.api import Header
 if TYPE_CHECKING:
     from loopbus.bus.connection import Bus
 
-ACK_WAIT = 10.0
-"""Seconds without any answer after which a round's unanswered events are sent again."""
+ACK_WAIT = 5.0
+"""Seconds without any answer after which a round's unanswered events are sent again (a
+stream whose leader died answers nothing until another is elected)."""
 CHUNK = 64
 """Frames per write: fewer, larger writes; small enough to keep the window moving."""
 ATOMIC_BATCH_LIMIT = 1000
@@ -88,6 +89,7 @@ class Pipeline:
         # half window rather than one task switch per acknowledgement.
         self.wake_at = -1
         self.woken = asyncio.Event()
+        self.interrupted = False  # the client reconnected: answers in flight are lost
         self._check_sizes()
 
     def _check_sizes(self) -> None:
@@ -143,6 +145,11 @@ class Pipeline:
         self.unanswered += 1
         self._answered(index)
 
+    def on_reconnect(self) -> None:
+        """Acks due on the old connection will not come: end the round, send the rest again."""
+        self.interrupted = True
+        self.woken.set()
+
     def _answered(self, index: int) -> None:
         self.answers += 1
         self.waiting.discard(index)
@@ -151,6 +158,7 @@ class Pipeline:
 
     async def run(self) -> list[Ack]:
         unsubscribe = await self.bus.wire.subscribe(f"{self.prefix}.*", self.on_reply)
+        stop_listening = self.bus.reconnects.listen(self.on_reconnect)
         loop = asyncio.get_running_loop()
         backoff = self.bus.backoff
         delay = backoff.first
@@ -175,12 +183,14 @@ class Pipeline:
         except nats.errors.ConnectionClosedError as exc:
             raise PublishFailed(self.subjects[0], "connection closed") from exc
         finally:
+            stop_listening()
             await unsubscribe()
         return self._result(backoff.budget)
 
     async def _send_round(self, pending: Sequence[int]) -> None:
         self.round += 1
         self.unanswered = 0
+        self.interrupted = False
         self.waiting.clear()
         chunk: list[tuple[str, str, str, bytes]] = []
         for index in pending:
@@ -210,8 +220,9 @@ class Pipeline:
 
     async def _wait_until(self, level: int) -> bool:
         """Sleep until at most ``level`` events wait for an answer; ``False`` when no answer
-        at all came for ``ACK_WAIT`` seconds (the rest are sent again in the next round)."""
-        while len(self.waiting) > level:
+        at all came for ``ACK_WAIT`` seconds, or the client reconnected (the rest are sent
+        again in the next round)."""
+        while len(self.waiting) > level and not self.interrupted:
             answers = self.answers
             self.wake_at = level
             self.woken.clear()
@@ -223,7 +234,7 @@ class Pipeline:
                     return False
             finally:
                 self.wake_at = -1
-        return True
+        return not self.interrupted
 
     def _result(self, budget: float) -> list[Ack]:
         if self.errors:
