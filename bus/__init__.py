@@ -13,7 +13,7 @@ Every call rides through a server restart or a cluster failover (``bus.retry``) 
 as soon as the client reconnects (``bus.reconnects``).
 """
 
-from loopbus.bus.connection import Ack, Bus, connect, connect_once
+from loopbus.bus.connection import Bus, connect, connect_once
 from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
 from loopbus.bus.errors import (
     BatchRefused,
@@ -33,6 +33,7 @@ from loopbus.bus.provision import (
     ensure_log,
     log_config,
 )
+from loopbus.bus.publisher import Ack
 from loopbus.bus.reader import Record, read
 
 __all__ = [

@@ -266,7 +266,7 @@ async def publish_atomic(bus: Bus, events: Sequence[Event]) -> list[Ack]:
 
     async def attempt() -> bytes:
         for position, event in enumerate(events, start=1):
-            headers = {
+            headers: dict[str, str] = {
                 Header.MSG_ID: event.id,
                 Header.BATCH_ID: batch_id,
                 Header.BATCH_SEQUENCE: str(position),

@@ -52,7 +52,7 @@ class Wire:
             ) -> None:
                 handler = handlers.get(sid)
                 if handler is None:
-                    await inner(sid, subject, reply, data, headers)
+                    await inner(sid, subject, reply, data, headers)  # type: ignore[arg-type]
                 else:
                     handler(subject, data, headers)
 
