@@ -93,12 +93,15 @@ class Pipeline:
         self._check_sizes()
 
     def _check_sizes(self) -> None:
+        """Refuse, before anything is sent, an event the server would refuse to take."""
         limit = self.bus.nc.max_payload - 64  # room for the Nats-Msg-Id header block
         for subject, payload in zip(self.subjects, self.payloads, strict=True):
             if len(payload) > limit:
                 raise PublishFailed(
                     subject, f"the event is {len(payload)} bytes; the server takes {limit}"
                 )
+            if not self.bus.wire.publishable(subject):
+                raise PublishFailed(subject, "not a subject a message can be published to")
 
     def on_reply(self, subject: bytes, data: bytes, headers: bytes | None) -> None:
         """File one answer (called for every message on our reply subjects)."""
@@ -196,6 +199,9 @@ class Pipeline:
         for index in pending:
             if self.seqs[index] or index in self.errors:
                 continue  # answered late, after the previous round gave up on it
+            if not self.bus.nc.is_connected:
+                self.interrupted = True  # reconnecting: nats-py would only buffer them
+                return
             if len(self.waiting) >= self.window:
                 await self._flush(chunk)
                 if not await self._wait_below_window():

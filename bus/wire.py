@@ -93,16 +93,23 @@ class Wire:
         if nc._flush_queue is not None and nc._flush_queue.empty():
             await nc._flush_pending()
 
+    def publishable(self, subject: str) -> bool:
+        """What nats-py's publish checks: no empty subject, no whitespace or CR/LF (which
+        would break, or inject into, the protocol)."""
+        if subject in self._valid:
+            return True
+        if not subject or _NOT_A_SUBJECT.search(subject):
+            return False
+        if len(self._valid) > 10_000:
+            self._valid.clear()
+        self._valid.add(subject)
+        return True
+
     def _frame(self, subject: str, reply: str, msg_id: str, payload: bytes) -> bytes:
-        # The checks nats-py's publish makes: a subject with whitespace or CR/LF would break
-        # (or inject into) the protocol, and an oversized frame makes the server drop us.
-        # Replies are ours (an inbox and a number) and are not checked again.
-        if subject not in self._valid:
-            if not subject or _NOT_A_SUBJECT.search(subject):
-                raise nats.errors.BadSubjectError
-            if len(self._valid) > 10_000:
-                self._valid.clear()
-            self._valid.add(subject)
+        # The checks nats-py's publish makes (an oversized frame makes the server drop
+        # the connection); replies are ours (an inbox and a number), not checked again.
+        if not self.publishable(subject):
+            raise nats.errors.BadSubjectError
         header = _HEADER_START + msg_id.encode() + _HEADER_END
         size = len(header) + len(payload)
         if size > self.nc.max_payload:
