@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 import nats
 import nats.errors
 import nats.js.errors
-import structlog
 from loopbus.bus.errors import (
     BusUnreachable,
     LogNotProvisioned,
@@ -28,15 +27,13 @@ from loopbus.bus.errors import (
 )
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
-from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, retrying
+from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.api import Header
 from nats.js.kv import KeyValue
-
-log = structlog.get_logger()
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
@@ -143,12 +140,12 @@ class Reconnects:
 
     async def reconnected(self) -> None:
         self.count += 1
-        log.info("bus.reconnected", reconnects=self.count)
+        note("bus.reconnected", reconnects=self.count)
         for listener in list(self._listeners):
             listener()
 
     async def disconnected(self) -> None:
-        log.info("bus.disconnected")
+        note("bus.disconnected")
 
 
 class Bus:

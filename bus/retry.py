@@ -30,6 +30,17 @@ log = structlog.get_logger()
 
 T = TypeVar("T")
 
+
+def note(event: str, **fields: Any) -> None:
+    """Log an info line about the connection, only where an entry point configured logging.
+
+    A daemon configures structlog and wants these lines in its log; a one-shot command
+    does not configure it, and structlog's default would print them among its output.
+    """
+    if structlog.is_configured():
+        log.info(event, **fields)
+
+
 TRANSIENT: tuple[type[BaseException], ...] = (
     nats.errors.TimeoutError,  # no answer in time (nats-py's, a subclass of asyncio's)
     nats.errors.NoRespondersError,  # nobody serves the subject right now
@@ -75,7 +86,7 @@ async def retrying(
             left = deadline - loop.time()
             if left <= 0:
                 raise ServerUnavailable(what, backoff.budget, attempts, exc) from exc
-            log.info("bus.retrying", what=what, error=type(exc).__name__, wait_s=delay)
+            note("bus.retrying", what=what, error=type(exc).__name__, wait_s=delay)
             await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, backoff.cap)
 
