@@ -121,3 +121,18 @@ def test_up_killed_with_sigkill_restarts_on_the_same_port(tmp_path: Path) -> Non
             second.wait(timeout=60)
         except subprocess.TimeoutExpired:
             second.kill()
+
+
+def test_sync_with_an_external_server_is_a_usage_error(tmp_path: Path) -> None:
+    """`up --sync always` against a server of one's own is refused in one line pointing at
+    that server's configuration, not silently ignored."""
+    command = ["up", "--sync", "always", "--nats-url", "nats://127.0.0.1:1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", *command, "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "set sync_interval in that server's configuration" in done.stderr
+    assert "Traceback" not in done.stderr
