@@ -191,9 +191,7 @@ class Bus:
         """Append ``event`` only if its subject's last sequence is still the one we read.
 
         ``0`` means "nothing on this subject yet". Raises :class:`TransitionConflict` when
-        another writer appended first. When the event itself is what moved the subject on
-        (an attempt whose ack was lost, then repeated), it is acked as a duplicate: a
-        single server checks the expected sequence before the ``Nats-Msg-Id``.
+        another writer appended first.
         """
         headers = {
             Header.MSG_ID: event.id,
@@ -202,26 +200,9 @@ class Bus:
         try:
             return await self._publish(event, headers)
         except PublishFailed as exc:
-            if f"err_code={WRONG_LAST_SEQUENCE}" not in exc.detail:
-                raise
-            subject = subject_of(event)
-            stored = await self._last_seq_if_id(subject, event.id)
-            if stored:
-                return Ack(stored, True)
-            raise TransitionConflict(subject, expected_last_subject_seq) from exc
-
-    async def _last_seq_if_id(self, subject: str, msg_id: str) -> int:
-        """The sequence of ``subject``'s last message when its ``Nats-Msg-Id`` is ``msg_id``."""
-        try:
-            msg = await retrying(
-                lambda: self._js_try.get_last_msg(LOG_STREAM, subject),
-                f"last message on {subject}",
-                self.backoff,
-            )
-        except nats.js.errors.NotFoundError:
-            return 0
-        headers = msg.headers or {}
-        return int(msg.seq or 0) if headers.get(Header.MSG_ID) == msg_id else 0
+            if f"err_code={WRONG_LAST_SEQUENCE}" in exc.detail:
+                raise TransitionConflict(subject_of(event), expected_last_subject_seq) from exc
+            raise
 
     async def _publish(self, event: Event, headers: dict[str, str]) -> Ack:
         subject = subject_of(event)
@@ -238,8 +219,9 @@ class Bus:
             return Ack(ack.seq, bool(ack.duplicate))
 
         try:
-            # Repeating is safe: the server stores an id once (a repeat is acked as a
-            # duplicate, or for a transition see publish_transition).
+            # Repeating is safe: the server de-duplicates by Nats-Msg-Id, and checks the
+            # id before an expected sequence, so a repeat of a stored transition is acked
+            # as a duplicate rather than refused as a conflict.
             return await retrying(attempt, f"publish to {subject}", self.backoff)
         except nats.js.errors.APIError as exc:
             raise PublishFailed(subject, f"{exc.description} (err_code={exc.err_code})") from exc

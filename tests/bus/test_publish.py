@@ -93,21 +93,6 @@ async def test_pipelined_batch_stores_each_event_once_in_order(bus: Bus, project
     assert [event for _, event in stored] == events
 
 
-async def test_a_repeated_transition_is_a_duplicate_not_a_conflict(
-    bus: Bus, project: str, system: Actor
-) -> None:
-    """The same transition sent again (its first ack lost) is acked as a duplicate at its
-    first sequence, and is stored once; another event on the old expectation conflicts."""
-    planned = UnitPlanned(project=project, actor=system, unit="U1", slice="S1")
-    first = await bus.publish_transition(planned, 0)
-    again = await bus.publish_transition(planned, 0)
-    assert (again.seq, again.duplicate) == (first.seq, True)
-    other = UnitPlanned(project=project, actor=system, unit="U1", slice="S2")
-    with pytest.raises(TransitionConflict):
-        await bus.publish_transition(other, 0)
-    assert await project_events(bus, project) == [(first.seq, planned)]
-
-
 async def test_racing_transitions_exactly_one_wins(bus: Bus, project: str, system: Actor) -> None:
     """Two writers racing on one unit from the same read: one is stored, one gets a conflict."""
     planned = UnitPlanned(project=project, actor=system, unit="U1", slice="S1")
