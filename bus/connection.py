@@ -219,9 +219,10 @@ class Bus:
             return Ack(ack.seq, bool(ack.duplicate))
 
         try:
-            # Repeating is safe: the server de-duplicates by Nats-Msg-Id, and checks the
-            # id before an expected sequence, so a repeat of a stored transition is acked
-            # as a duplicate rather than refused as a conflict.
+            # Repeating is safe: the server stores an id once. A repeat is acked as a
+            # duplicate, except a transition's on a single server, which checks the
+            # expected sequence first and answers a conflict: the caller re-reads and
+            # finds its own event (a cluster checks the id first).
             return await retrying(attempt, f"publish to {subject}", self.backoff)
         except nats.js.errors.APIError as exc:
             raise PublishFailed(subject, f"{exc.description} (err_code={exc.err_code})") from exc
