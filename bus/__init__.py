@@ -3,14 +3,18 @@
 bus = await connect(url)                     # BusUnreachable names the URL
 await ensure_log(bus.js)                     # idempotent: stream LOOP + KV buckets
 ack = await bus.publish(event)               # Nats-Msg-Id = event.id
-acks = await bus.publish_many(events)        # pipelined, many acks in flight
+acks = await bus.publish_many(events)        # pipelined, exact acks, retried safely
 await bus.publish_transition(ev, expected)   # TransitionConflict if someone got there first
 await bus.publish_atomic(events)             # all or nothing (JetStream atomic batch)
 views = await bus.bucket(PROJECTION_BUCKET)  # KV, behind loopbus's own types
 async for rec in read(bus, subjects=[...], start_seq=1, follow=False): ...
+
+Every call rides through a server restart or a cluster failover (``bus.retry``) for
+``bus.backoff.budget`` seconds, then raises one BusError; readers re-create their consumer
+as soon as the client reconnects (``bus.reconnects``).
 """
 
-from loopbus.bus.connection import Ack, Bus, connect, connect_once
+from loopbus.bus.connection import Bus, connect, connect_once
 from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
 from loopbus.bus.errors import (
     BatchRefused,
@@ -20,6 +24,7 @@ from loopbus.bus.errors import (
     KeyChanged,
     LogNotProvisioned,
     PublishFailed,
+    ServerUnavailable,
     TransitionConflict,
     ViewUnreadable,
 )
@@ -32,6 +37,7 @@ from loopbus.bus.provision import (
     ensure_log,
     log_config,
 )
+from loopbus.bus.publisher import Ack
 from loopbus.bus.reader import Record, read
 from loopbus.bus.views import Views
 
@@ -53,6 +59,7 @@ __all__ = [
     "LogNotProvisioned",
     "PublishFailed",
     "Record",
+    "ServerUnavailable",
     "TransitionConflict",
     "ViewUnreadable",
     "Views",

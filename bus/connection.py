@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
 import socket
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,17 +19,19 @@ import nats
 import nats.errors
 import nats.js.errors
 from loopbus.bus.errors import (
-    BatchRefused,
     BusUnreachable,
     LogNotProvisioned,
     PublishFailed,
+    ServerUnavailable,
     TransitionConflict,
 )
 from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
-from loopbus.schemas import Event, decode_event, encode_event, subject_of
+from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
+from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from loopbus.bus.wire import Wire
+from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import Header
 
@@ -41,16 +40,9 @@ WRONG_LAST_SEQUENCE = 10071
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
 ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id makes it safe)
-MAX_ATTEMPTS = 3
-ATOMIC_BATCH_LIMIT = 1000  # the server's default cap on one atomic batch
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    """Where the log stored an event; ``duplicate`` when it was already there (same id)."""
-
-    seq: int
-    duplicate: bool = False
+ATTEMPT_TIMEOUT = 5.0  # one try of a call that is retried within the back-off
+DAEMON_BACKOFF = Backoff(budget=30.0)  # a stream leader election took ~6 s in the issue
+COMMAND_BACKOFF = Backoff(budget=10.0)  # a person waits at a terminal
 
 
 async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> Bus:
@@ -63,14 +55,14 @@ async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> B
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.5,
     }
-    return await _connect(url, name, timeout, options)
+    return await _connect(url, name, timeout, options, DAEMON_BACKOFF)
 
 
 async def connect_once(url: str, *, name: str = "loopbus-cli", timeout: float = 2.0) -> Bus:
     """Connect a one-shot command: give up at the first failure."""
     _probe(url)
     options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
-    return await _connect(url, name, timeout, options)
+    return await _connect(url, name, timeout, options, COMMAND_BACKOFF)
 
 
 def server_urls(url: str) -> list[str]:
@@ -101,12 +93,15 @@ def _probe(url: str) -> None:
     raise BusUnreachable(url, reason)
 
 
-async def _connect(url: str, name: str, timeout: float, options: dict[str, Any]) -> Bus:
+async def _connect(
+    url: str, name: str, timeout: float, options: dict[str, Any], backoff: Backoff
+) -> Bus:
     async def _quiet(_exc: Exception) -> None:
         # nats-py reports connection errors through this callback *and* by raising; we
         # surface the raise only, as one line, instead of a logged traceback per attempt.
         return None
 
+    reconnects = Reconnects()
     try:
         nc = await asyncio.wait_for(
             nats.connect(
@@ -114,36 +109,67 @@ async def _connect(url: str, name: str, timeout: float, options: dict[str, Any])
                 name=name,
                 connect_timeout=min(timeout, 2.0),
                 error_cb=_quiet,
+                reconnected_cb=reconnects.reconnected,
+                disconnected_cb=reconnects.disconnected,
                 **options,
             ),
             timeout,
         )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         raise BusUnreachable(url, type(exc).__name__) from exc
-    return Bus(nc, url)
+    return Bus(nc, url, reconnects=reconnects, backoff=backoff)
 
 
-def encode_checked(event: Event) -> bytes:
-    """The event's bytes, after proving they decode back (``InvalidEvent`` otherwise).
+class Reconnects:
+    """Counts the client's reconnections and tells every listener the moment one happens.
 
-    Constructors do not apply every constraint that decoding does (msgspec checks ``Meta``
-    bounds only on decode), so an event built in code could otherwise be stored and then
-    be quarantined by every reader. Decoding costs about a microsecond, against tens of
-    microseconds to publish.
+    An ephemeral consumer lives in one server's memory; when the client comes back after a
+    server restart, the consumers its readers used are gone. Readers listen here so they
+    re-create theirs at once rather than after a silence timeout.
     """
-    payload = encode_event(event)
-    decode_event(payload)
-    return payload
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (synchronously, in the event loop) on every reconnection;
+        returns the function that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    async def reconnected(self) -> None:
+        self.count += 1
+        note("bus.reconnected", reconnects=self.count)
+        for listener in list(self._listeners):
+            listener()
+
+    async def disconnected(self) -> None:
+        note("bus.disconnected")
 
 
 class Bus:
     """A connection to the loopbus log. Create with :func:`connect`; close with :meth:`close`."""
 
-    def __init__(self, nc: NatsClient, url: str):
+    def __init__(
+        self,
+        nc: NatsClient,
+        url: str,
+        *,
+        reconnects: Reconnects | None = None,
+        backoff: Backoff = DAEMON_BACKOFF,
+    ):
         self.nc = nc
         self.url = url
         self.js: JetStreamContext = nc.jetstream(timeout=ACK_TIMEOUT)
-        self._reply_seq = itertools.count()
+        # The calls that retry (stream info, gets, KV) give each try less time: a try that
+        # hangs through a failover is better abandoned and repeated on the new leader.
+        self._js_try: JetStreamContext = nc.jetstream(timeout=ATTEMPT_TIMEOUT)
+        self.reconnects = reconnects or Reconnects()
+        """Reconnections so far; readers listen to it (see :class:`Reconnects`)."""
+        self.backoff = backoff
+        """How long calls ride through a restart or failover before raising (``retry``)."""
+        self.wire = Wire(nc)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -181,92 +207,54 @@ class Bus:
     async def _publish(self, event: Event, headers: dict[str, str]) -> Ack:
         subject = subject_of(event)
         payload = encode_checked(event)
-        last: Exception | None = None
-        for _ in range(MAX_ATTEMPTS):
+
+        async def attempt() -> Ack:
             try:
-                ack = await self.js.publish(subject, payload, headers=headers)
-                return Ack(ack.seq, bool(ack.duplicate))
-            except nats.js.errors.APIError as exc:
-                raise PublishFailed(
-                    subject, f"{exc.description} (err_code={exc.err_code})"
-                ) from exc
-            except nats.js.errors.NoStreamResponseError as exc:
-                raise LogNotProvisioned(self.url) from exc
-            except nats.errors.TimeoutError as exc:
-                last = exc  # unanswered: safe to retry, the server de-duplicates by Msg-Id
-            except nats.errors.ConnectionClosedError as exc:
-                raise PublishFailed(subject, "connection closed") from exc
-        raise PublishFailed(subject, f"no acknowledgement after {MAX_ATTEMPTS} attempts: {last!r}")
+                ack = await self.js.publish(
+                    subject, payload, timeout=ATTEMPT_TIMEOUT, headers=headers
+                )
+            except nats.js.errors.NoStreamResponseError:
+                await self._require_log()  # no stream at all is not worth waiting for
+                raise
+            return Ack(ack.seq, bool(ack.duplicate))
+
+        try:
+            # Repeating is safe: the server stores an id once. A repeat is acked as a
+            # duplicate, except a transition's on a single server, which checks the
+            # expected sequence first and answers a conflict: the caller re-reads and
+            # finds its own event (a cluster checks the id first).
+            return await retrying(attempt, f"publish to {subject}", self.backoff)
+        except nats.js.errors.APIError as exc:
+            raise PublishFailed(subject, f"{exc.description} (err_code={exc.err_code})") from exc
+        except nats.errors.ConnectionClosedError as exc:
+            raise PublishFailed(subject, "connection closed") from exc
+        except ServerUnavailable as exc:
+            raise PublishFailed(subject, str(exc)) from exc
+
+    async def _require_log(self) -> None:
+        """Raise :class:`LogNotProvisioned` when the server says there is no LOOP stream;
+        return quietly when it does not answer either (a failover: keep retrying)."""
+        try:
+            await self._js_try.stream_info(LOG_STREAM)
+        except nats.js.errors.NotFoundError as exc:
+            raise LogNotProvisioned(self.url) from exc
+        except TRANSIENT:
+            return
 
     async def publish_many(
         self, events: Iterable[Event], window: int = DEFAULT_WINDOW
     ) -> list[Ack]:
-        """Append many events with up to ``window`` acknowledgements in flight.
+        """Append many events with up to ``window`` acknowledgements outstanding.
 
-        nats-py's ``publish_async`` costs a future and a task per message, which is what
-        limits a Python publisher. Here every event is a core publish whose reply subject
-        is one wildcard inbox of ours; a single callback files the acks by index. Events
-        that stay unacknowledged are re-sent with the same ``Nats-Msg-Id``, so nothing is
-        lost and nothing is stored twice.
+        Each event is its own JetStream publish with ``Nats-Msg-Id`` = its id, so each gets
+        its exact sequence, and nothing is lost or stored twice when some are sent again
+        (see :mod:`loopbus.bus.publisher`). Raises :class:`PublishFailed` when the server
+        refuses one, or when nothing answers for the back-off budget.
         """
         batch = list(events)
         if not batch:
             return []
-        subjects = [subject_of(e) for e in batch]
-        payloads = [encode_checked(e) for e in batch]
-        acks: list[Ack | None] = [None] * len(batch)
-        errors: dict[int, str] = {}
-        prefix = f"{self.nc.new_inbox()}.pub"
-        free = asyncio.Semaphore(window)
-        remaining = len(batch)
-        done = asyncio.Event()
-
-        async def on_ack(msg: Msg) -> None:
-            nonlocal remaining
-            index = int(msg.subject.rpartition(".")[2])
-            if acks[index] is not None or index in errors:
-                return  # a late answer to a retried publish
-            reply = json.loads(msg.data) if msg.data else {}
-            if "error" in reply:
-                err = reply["error"]
-                errors[index] = f"{err.get('description')} (err_code={err.get('err_code')})"
-            elif "seq" in reply:
-                acks[index] = Ack(int(reply["seq"]), bool(reply.get("duplicate")))
-            else:  # "no responders" status or an empty reply: treat as unanswered
-                return
-            free.release()
-            remaining -= 1
-            if remaining == 0:
-                done.set()
-
-        sub = await self.nc.subscribe(f"{prefix}.*", cb=on_ack, pending_msgs_limit=-1)
-        try:
-            pending = list(range(len(batch)))
-            for _attempt in range(MAX_ATTEMPTS):
-                for index in pending:
-                    await free.acquire()
-                    await self.nc.publish(
-                        subjects[index],
-                        payloads[index],
-                        reply=f"{prefix}.{index}",
-                        headers={Header.MSG_ID: batch[index].id},
-                    )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(done.wait(), ACK_TIMEOUT)
-                pending = [i for i in range(len(batch)) if acks[i] is None and i not in errors]
-                if not pending:
-                    break
-                for _ in pending:  # their permits were never returned by an ack
-                    free.release()
-        finally:
-            await sub.unsubscribe()
-        if errors:
-            first = min(errors)
-            raise PublishFailed(subjects[first], f"{len(errors)} events refused: {errors[first]}")
-        missing = [i for i, a in enumerate(acks) if a is None]
-        if missing:
-            raise PublishFailed(subjects[missing[0]], f"{len(missing)} events never acknowledged")
-        return [a for a in acks if a is not None]
+        return await Pipeline(self, batch, window).run()
 
     async def publish_atomic(self, events: Sequence[Event]) -> list[Ack]:
         """Append ``events`` as one JetStream atomic batch: a reader sees all or none.
@@ -275,41 +263,18 @@ class Bus:
         """
         if not events:
             return []
-        if len(events) > ATOMIC_BATCH_LIMIT:
-            raise BatchRefused(f"{len(events)} events exceed the {ATOMIC_BATCH_LIMIT} limit")
-        payloads = [encode_checked(e) for e in events]
-        batch_id = events[0].id  # unique, and ties the batch to its first event
-        last = len(events)
-        for position, event in enumerate(events, start=1):
-            headers = {
-                Header.MSG_ID: event.id,
-                Header.BATCH_ID: batch_id,
-                Header.BATCH_SEQUENCE: str(position),
-            }
-            if position < last:
-                await self.nc.publish(subject_of(event), payloads[position - 1], headers=headers)
-                continue
-            headers[Header.BATCH_COMMIT] = "1"
-            try:
-                reply = await self.nc.request(
-                    subject_of(event), payloads[-1], timeout=ACK_TIMEOUT, headers=headers
-                )
-            except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
-                raise BatchRefused(f"no answer to the commit: {exc!r}") from exc
-            body = json.loads(reply.data) if reply.data else {}
-            if "error" in body:
-                err = body["error"]
-                raise BatchRefused(f"{err.get('description')} (err_code={err.get('err_code')})")
-            first_seq = int(body["seq"]) - last + 1
-            return [Ack(first_seq + i) for i in range(last)]
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await publish_atomic(self, events)
 
     # -- reading ------------------------------------------------------------------------
 
     async def last_subject_seq(self, subject: str) -> int:
         """Stream sequence of the last message on ``subject`` (0 when there is none)."""
         try:
-            msg = await self.js.get_last_msg(LOG_STREAM, subject)
+            msg = await retrying(
+                lambda: self._js_try.get_last_msg(LOG_STREAM, subject),
+                f"last message on {subject}",
+                self.backoff,
+            )
         except nats.js.errors.NotFoundError:
             return 0
         return int(msg.seq or 0)
@@ -321,18 +286,30 @@ class Bus:
 
     async def stream_info(self) -> Any:
         try:
-            return await self.js.stream_info(LOG_STREAM)
+            return await retrying(
+                lambda: self._js_try.stream_info(LOG_STREAM),
+                f"stream info {LOG_STREAM}",
+                self.backoff,
+            )
         except nats.js.errors.NotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc
 
     async def get(self, seq: int) -> tuple[str, bytes]:
         """The subject and bytes stored at ``seq``."""
-        msg = await self.js.get_msg(LOG_STREAM, seq)
+        msg = await retrying(
+            lambda: self._js_try.get_msg(LOG_STREAM, seq),
+            f"message {seq} of {LOG_STREAM}",
+            self.backoff,
+        )
         return str(msg.subject), bytes(msg.data or b"")
 
     async def bucket(self, name: str) -> Bucket:
-        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`)."""
+        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`) whose calls
+        ride through a restart or failover (see :mod:`loopbus.bus.retry`)."""
         try:
-            return Bucket(name, await self.js.key_value(name))
+            kv = await retrying(
+                lambda: self._js_try.key_value(name), f"bucket {name}", self.backoff
+            )
         except nats.js.errors.BucketNotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc
+        return Bucket(name, RetryingKeyValue(kv, self.backoff))

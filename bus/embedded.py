@@ -53,8 +53,15 @@ def die_with_parent() -> None:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True when nothing listens on ``host:port`` and we could bind it."""
+    """True when nothing listens on ``host:port``, so nats-server can bind it.
+
+    The probe binds with ``SO_REUSEADDR``, as nats-server itself does (Go sets it on every
+    listener): the connections of a server that just stopped linger in ``TIME_WAIT`` on its
+    port for a minute, and they must not make a restarted ``loopbus up`` move elsewhere.
+    A port some process listens on is still refused.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -77,11 +84,19 @@ class EmbeddedServer:
     port: int = DEFAULT_PORT
     host: str = "127.0.0.1"
     sync_always: bool = False
+    """fsync the log before every acknowledgement (nats-server's ``sync_interval: always``);
+    otherwise nats-server syncs every two minutes."""
+    http_port: int | None = None
+    """Serve nats-server's monitoring endpoints (``/varz``, ``/healthz``) on this port."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:
         return f"nats://{self.host}:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / "nats-server.pid"
 
     def command(self) -> list[str]:
         store = self.data_dir / "jetstream"
@@ -98,7 +113,11 @@ class EmbeddedServer:
             "loopbus-embedded",
             "--log",
             str(self.data_dir / "nats-server.log"),
+            "--pid",
+            str(self.pid_file),
         ]
+        if self.http_port is not None:
+            cmd += ["--http_port", str(self.http_port)]
         return cmd
 
     async def start(self, timeout: float = 10.0) -> None:
@@ -130,6 +149,21 @@ class EmbeddedServer:
         self.stop()
         raise EmbeddedServerError(f"nats-server did not accept connections on {self.url}")
 
+    async def wait_for_previous(self, timeout: float = 10.0) -> int | None:
+        """Wait for the server a killed ``loopbus up`` left on this data directory to exit.
+
+        Its children get SIGTERM when it dies, but nats-server takes a moment to shut down;
+        starting another one on the same store meanwhile would corrupt it (and find the
+        port still taken). Returns the pid of one still running after ``timeout``, else
+        ``None``.
+        """
+        pid = _running_server(self.pid_file)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while pid is not None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+            pid = _running_server(self.pid_file)
+        return pid
+
     def _log_tail(self) -> str:
         log = self.data_dir / "nats-server.log"
         try:
@@ -148,3 +182,16 @@ class EmbeddedServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _running_server(pid_file: Path) -> int | None:
+    """The pid in ``pid_file`` when that process is still a running nats-server."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    # A zombie (state Z) has exited; only its parent has not collected it yet.
+    state = status.rpartition(")")[2].split()[0] if ")" in status else ""
+    return pid if b"nats-server" in cmdline and state != "Z" else None

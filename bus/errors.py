@@ -86,3 +86,18 @@ class BatchRefused(BusError):
 
 class EmbeddedServerError(BusError):
     """Raised when the embedded nats-server cannot be found or does not start."""
+
+
+class ServerUnavailable(BusError):
+    """Raised when ``what`` got no answer (no responders, 503, timeouts) for ``budget``
+    seconds: a server restart or a failover that did not end in time."""
+
+    def __init__(self, what: str, budget: float, attempts: int, last: BaseException):
+        super().__init__(
+            f"{what}: no answer from NATS for {budget:g} s ({attempts} attempts, last: "
+            f"{type(last).__name__}); is the server up and, in a cluster, does a quorum of "
+            "nodes run?"
+        )
+        self.what = what
+        self.budget = budget
+        self.attempts = attempts

@@ -22,7 +22,9 @@ from datetime import UTC, datetime
 
 from loopbus.bus.connection import Bus
 from loopbus.bus.provision import LOG_STREAM
+from loopbus.bus.retry import retrying
 from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
+from loopbus.schemas.limits import bounded
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -86,10 +88,12 @@ class _Puller:
     many messages each open request may still bring.
 
     An ephemeral consumer lives in one server's memory: a server restart or a cluster
-    failover loses it together with the requests in flight, and nothing would ever say
-    so. Hence the silence rule: when nothing at all (not even a heartbeat or an expiry)
-    arrives for ``SILENCE_S``, the consumer is checked and, if gone, re-created from the
-    sequence after the last one handed out, so a reader never hangs and never skips.
+    failover loses it together with the requests in flight. When the client reconnects
+    (``bus.reconnects``) the consumer is re-created at once from the sequence after the
+    last one handed out, so a reader never hangs and never skips. A failover can also lose
+    the consumer without the client ever disconnecting, and then nothing would say so;
+    hence the silence rule as well: when nothing at all (not even a heartbeat or an
+    expiry) arrives for ``SILENCE_S``, the consumer is checked and re-created if gone.
     """
 
     def __init__(self, bus: Bus, config: ConsumerConfig, follow: bool):
@@ -103,7 +107,13 @@ class _Puller:
         self.arrived = asyncio.Event()
         self.open: deque[int] = deque()
         self.failed: str | None = None
+        self.reconnected = False
         self.last_seq = 0  # the last stream sequence handed to the reader
+
+    def on_reconnect(self) -> None:
+        """The client is back after a disconnection: the consumer is probably gone."""
+        self.reconnected = True
+        self.arrived.set()
 
     async def create(self) -> int:
         """(Re-)create the consumer after ``last_seq``; returns its pending count."""
@@ -149,18 +159,23 @@ class _Puller:
             await self.bus.nc.publish(self.subject, json.dumps(body).encode(), reply=self.inbox)
 
     async def recover(self) -> None:
-        """The consumer went silent or was deleted: re-create it where we left off."""
-        with contextlib.suppress(Exception):
-            await self.bus.js.consumer_info(LOG_STREAM, self.consumer)
-            if not self.failed:
+        """Re-create the consumer where we left off: it was deleted, the client reconnected,
+        or it went silent and is gone. Retries while the server is not ready (JetStream
+        recovering after a restart, no stream leader yet)."""
+        if not self.failed and not self.reconnected:
+            with contextlib.suppress(Exception):
+                await self.bus.js.consumer_info(LOG_STREAM, self.consumer)
                 self.open.clear()  # it exists: only our requests were lost; ask again
                 return
-        await _delete(self.bus, self.consumer)
-        await self.create()
+        # The old consumer is not deleted first: it is gone with its server, or (a client
+        # that moved to another node) it is reaped by its inactive threshold, and a delete
+        # sent while the cluster elects leaders would only delay the recovery.
+        self.reconnected = False
+        await retrying(self.create, f"a reader's consumer on {LOG_STREAM}", self.bus.backoff)
 
     async def next(self) -> Msg:
         while not self.buffer:
-            if self.failed:
+            if self.failed or self.reconnected:
                 await self.recover()
             self.arrived.clear()
             await self.top_up()
@@ -210,6 +225,7 @@ async def read(
         await _delete(bus, puller.consumer)
         return
     sub = await bus.nc.subscribe(puller.inbox, cb=puller.on_message, pending_msgs_limit=0)
+    stop_listening = bus.reconnects.listen(puller.on_reconnect)
     try:
         while True:
             msg = await puller.next()
@@ -220,13 +236,7 @@ async def read(
             if stop_at is not None and seq > stop_at:
                 return
             data = msg.data
-            try:
-                event: Event | None = decode_event(data)
-                error = None
-                if event is not None and subject_of(event) != msg.subject:
-                    event, error = None, _misfiled(event, msg.subject)
-            except InvalidEvent as exc:
-                event, error = None, exc
+            event, error = _decode(data, msg.subject)
             yield Record(
                 seq=seq,
                 subject=msg.subject,
@@ -239,9 +249,23 @@ async def read(
             if not follow and (pending == 0 or seq == stop_at):
                 return
     finally:
+        stop_listening()
         with contextlib.suppress(Exception):
             await asyncio.shield(sub.unsubscribe())
         await _delete(bus, puller.consumer)
+
+
+def _decode(data: bytes, subject: str) -> tuple[Event | None, InvalidEvent | None]:
+    """The event in ``data``, or why there is none: never an exception, whatever the bytes."""
+    try:
+        event = decode_event(data)
+        if subject_of(event) != subject:
+            return None, _misfiled(event, subject)
+        return event, None
+    except InvalidEvent as exc:
+        return None, exc
+    except Exception as exc:  # decode_event raises only InvalidEvent; subject_of is kind code
+        return None, InvalidEvent(bounded(f"{type(exc).__name__} after decoding: {exc}"))
 
 
 def _misfiled(event: Event, subject: str) -> InvalidEvent:

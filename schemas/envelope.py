@@ -8,11 +8,10 @@ upcaster in :mod:`loopbus.schemas.upcasters`.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.ids import EventId, Token, new_id, utcnow
+from loopbus.schemas.ids import EventId, Token, UtcTime, new_id, utcnow
 
 Role = Literal[
     "system",  # a loopbus daemon: the only role whose events are facts
@@ -55,7 +54,7 @@ class EventBase(
     project: Token
     actor: Actor
     id: EventId = msgspec.field(default_factory=new_id)
-    at: datetime = msgspec.field(default_factory=utcnow)
+    at: UtcTime = msgspec.field(default_factory=utcnow)
     v: int = 1
 
     def subject_suffix(self) -> str:

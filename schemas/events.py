@@ -9,9 +9,11 @@ list of classes and of kinds is derived from the union). Subjects live in
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, get_args
 
 import msgspec
+from loopbus.schemas import limits
 from loopbus.schemas.errors import InvalidEvent
 from loopbus.schemas.findings import FindingRaised, FindingResolved
 from loopbus.schemas.gates import (
@@ -120,23 +122,68 @@ def encode_event(event: Event) -> bytes:
 def decode_event(data: bytes, upcasters: dict[str, Upcaster] | None = None) -> Event:
     """Decode stored bytes into an event, upcasting old shapes; unknown fields are ignored.
 
-    Raises :class:`InvalidEvent` naming the field, the value found there and the kind.
+    Raises :class:`InvalidEvent` and nothing else, whatever the bytes hold: the reason names
+    the field, the value found there (once, cut short) and the kind, and is at most
+    ``limits.MAX_REASON_CHARS`` long. Besides the schema, decoding refuses a message over
+    ``limits.MAX_EVENT_BYTES``, nested deeper than ``limits.MAX_DEPTH``, with a string
+    longer than ``limits.MAX_TEXT_CHARS``, or with a time that has no UTC offset.
     """
     try:
-        return _decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        doc = _as_document(data)
-        table = UPCASTERS if upcasters is None else upcasters
-        upcasted = upcast(doc, table) if doc is not None else None
-        if upcasted is not None:
-            try:
-                converted: Event = msgspec.convert(upcasted, Event)
-                return converted
-            except msgspec.ValidationError as inner:
-                raise _invalid(inner, upcasted) from inner
-        raise _invalid(exc, doc) from exc
+        # Every reader decodes every message, so the common case costs two byte counts
+        # and one msgspec call; the bounds and the upcasters run only when needed.
+        size = len(data)
+        if size > _EVENT_BYTES or data.count(b"{") + data.count(b"[") > _DEPTH:
+            refused = limits.oversize(data)
+            if refused is not None:
+                raise InvalidEvent(refused)
+        try:
+            event: Event = _decoder.decode(data)
+        except msgspec.ValidationError as exc:
+            event = _upcast_or_refuse(data, exc, UPCASTERS if upcasters is None else upcasters)
+        if size > _TEXT_CHARS:  # only then can one string be too long
+            _check_text(event)
+        return event
+    except InvalidEvent:
+        raise
     except msgspec.DecodeError as exc:
-        raise InvalidEvent(f"not a JSON event document: {exc}") from exc
+        raise InvalidEvent(limits.bounded(f"not a JSON event document: {exc}")) from exc
+    except Exception as exc:  # RecursionError, MemoryError from a crafted message, a bug
+        raise InvalidEvent(
+            limits.bounded(f"the message could not be decoded: {type(exc).__name__}: {exc}")
+        ) from exc
+
+
+_EVENT_BYTES, _DEPTH, _TEXT_CHARS = limits.MAX_EVENT_BYTES, limits.MAX_DEPTH, limits.MAX_TEXT_CHARS
+
+
+def _upcast_or_refuse(
+    data: bytes, exc: msgspec.ValidationError, table: Mapping[str, Upcaster]
+) -> Event:
+    doc = _as_document(data)
+    upcasted = upcast(doc, table) if doc is not None else None
+    if upcasted is not None:
+        try:
+            converted: Event = msgspec.convert(upcasted, Event)
+            return converted
+        except msgspec.ValidationError as inner:
+            raise _invalid(inner, upcasted) from inner
+    raise _invalid(exc, doc) from exc
+
+
+def _check_text(event: Event) -> None:
+    # The decoded event, not the bytes: fields it ignores (unknown ones, the old shape an
+    # upcaster rewrote) reach no reader, so only what it keeps is bounded.
+    found = limits.long_text(msgspec.to_builtins(event))
+    if found is not None:
+        path, text = found
+        field = limits.bounded(path.removeprefix("$."), limits.MAX_FIELD_CHARS)
+        raise InvalidEvent(
+            f"{event.kind}: field {field!r}: a string of {len(text)} characters, over the "
+            f"{limits.MAX_TEXT_CHARS} character limit; cut it or reference an artefact",
+            field=field,
+            value=limits.shown(text),
+            kind=event.kind,
+        )
 
 
 def event_to_builtins(event: Event) -> dict[str, Any]:
@@ -154,32 +201,55 @@ def _as_document(data: bytes) -> dict[str, Any] | None:
 
 
 def _invalid(exc: msgspec.ValidationError, doc: dict[str, Any] | None) -> InvalidEvent:
-    """Turn msgspec's message into one that names the kind, the field and the value."""
+    """Turn msgspec's message into one that names the kind, the field and the value once."""
     text = str(exc)
     kind = doc.get("kind") if isinstance(doc, dict) else None
+    kind_text = kind if isinstance(kind, str) and len(kind) <= limits.SHOWN_CHARS else None
     path = None
     if " - at `" in text:
         text, _, rest = text.partition(" - at `")
         path = rest.rstrip("`")
     if doc is None:
-        return InvalidEvent(f"event is not a JSON object: {text}")
+        return InvalidEvent(limits.bounded(f"event is not a JSON object: {text}"))
     if path == "$.kind" or (path is None and "kind" in text):
         return InvalidEvent(
-            f"unknown event kind {kind!r}; known kinds: {', '.join(KINDS)}",
+            f"unknown event kind {limits.shown(kind)}; the {len(KINDS)} known kinds are "
+            "loopbus.schemas.KINDS, listed in docs/events.md",
             field="kind",
-            value=kind,
-            kind=str(kind) if kind is not None else None,
+            value=_kept(kind),
+            kind=kind_text,
         )
-    value = _lookup(doc, path) if path else None
-    field = path.removeprefix("$.") if path else None
+    value = _lookup(doc, path) if path else _MISSING
+    field = limits.bounded(path.removeprefix("$."), limits.MAX_FIELD_CHARS) if path else None
     where = f"field {field!r}" if field else "event"
-    shown = f" (value {value!r})" if value is not _MISSING else ""
+    if value is not _MISSING:
+        text, named = _name_value_once(text, value)
+        text += "" if named else f" (value {limits.shown(value)})"
     return InvalidEvent(
-        f"{kind or 'event'}: {where}: {text}{shown}",
+        limits.bounded(f"{kind_text or 'event'}: {where}: {text}"),
         field=field,
-        value=None if value is _MISSING else value,
-        kind=str(kind) if kind is not None else None,
+        value=None if value is _MISSING else _kept(value),
+        kind=kind_text,
     )
+
+
+def _name_value_once(text: str, value: Any) -> tuple[str, bool]:
+    """msgspec puts some values in its message (``Invalid enum value 'x'``): show those
+    cut short, in place, rather than a second time after the message."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        quoted = repr(value)
+        if quoted in text:
+            return text.replace(quoted, limits.shown(value)), True
+    return limits.bounded(text, limits.SHOWN_CHARS), False
+
+
+def _kept(value: Any) -> Any:
+    """The value an error keeps: itself when small and flat, else how it is shown."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str) and len(value) <= limits.SHOWN_CHARS:
+        return value
+    return limits.shown(value)
 
 
 _MISSING: Any = object()

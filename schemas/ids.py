@@ -30,6 +30,10 @@ Token = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
 EventId = Annotated[str, msgspec.Meta(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")]
 """A ULID in Crockford base32."""
 
+UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
+"""A timezone-aware instant. Decoding refuses a time without an offset: compared with an
+aware one it raises ``TypeError``, which would stop every fold that orders events."""
+
 
 def new_id(now_ns: int | None = None) -> str:
     """Mint a ULID for ``now_ns`` (nanoseconds since the epoch; the clock when omitted)."""

@@ -18,11 +18,9 @@ as the watchdog's LOST transition.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import msgspec
 from loopbus.schemas.envelope import Actor, EventBase
-from loopbus.schemas.ids import Token, utcnow
+from loopbus.schemas.ids import Token, UtcTime, utcnow
 from loopbus.schemas.slices import BUDGET_NAMES
 
 
@@ -102,7 +100,7 @@ class HeartbeatReport(msgspec.Struct, frozen=True, kw_only=True):
     project: Token
     unit: Token
     actor: Actor
-    at: datetime = msgspec.field(default_factory=utcnow)
+    at: UtcTime = msgspec.field(default_factory=utcnow)
 
 
 def heartbeat_key(project: str, unit: str) -> str:

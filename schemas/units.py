@@ -6,13 +6,12 @@ Readiness is a flag on a working unit, not a state: ready is not done.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 import msgspec
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import Token
+from loopbus.schemas.ids import Token, UtcTime
 
 UnitState = Literal["working", "blocked", "done", "failed", "lost"]
 UNIT_STATES: tuple[UnitState, ...] = ("working", "blocked", "done", "failed", "lost")
@@ -71,7 +70,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
 
     summary: str
     ended_by: str
-    last_heartbeat: datetime | None = None
+    last_heartbeat: UtcTime | None = None
     lapse_s: float | None = None
 
 

@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from loopbus.schemas.quarantine import upcast_quarantined_v1
+
 Document = dict[str, Any]
 Upcaster = Callable[[Document], Document]
 
-UPCASTERS: Mapping[str, Upcaster] = {}
+UPCASTERS: Mapping[str, Upcaster] = {
+    "message.quarantined.v1": upcast_quarantined_v1,
+}
 """old tag -> function producing the next version's document (which may chain)."""
 
 

@@ -25,6 +25,8 @@ from loopbus.settings import DEFAULT_DATA_DIR, DEFAULT_HEARTBEAT_LAPSE, NATS_URL
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.workers.runtime import configure_logging
 
+SYNC_CHOICES = ("interval", "always")
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
@@ -51,10 +53,24 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
     )
+    parser.add_argument(
+        "--sync",
+        choices=SYNC_CHOICES,
+        default=None,
+        help="when the embedded server writes the log to disk: 'interval' (nats-server's "
+        "default, every 2 minutes) or 'always' (before every acknowledgement; slower, see "
+        "docs/operating.md)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sync is not None and (args.nats_url or os.environ.get(NATS_URL_ENV)):
+        raise UsageError(
+            f"--sync {args.sync} sets the embedded server's fsync, but loopbus up uses the "
+            f"server at {args.nats_url or os.environ.get(NATS_URL_ENV)}; set sync_interval in "
+            "that server's configuration instead (see docs/operating.md)"
+        )
     try:
         parse_duration(args.heartbeat_lapse, "--heartbeat-lapse")
     except InvalidValue as exc:
@@ -105,16 +121,27 @@ async def _up(args: argparse.Namespace) -> int:
         print(f"loopbus: using NATS at {url} (no embedded server)", flush=True)
     else:
         port = args.port
+        server = EmbeddedServer(data_dir, port=port, sync_always=args.sync == "always")
+        lingering = await server.wait_for_previous()
+        if lingering is not None:
+            raise UsageError(
+                f"a nats-server (pid {lingering}) still runs on {data_dir}; stop it "
+                f"(kill {lingering}) before starting loopbus up on this data directory"
+            )
         if not port_is_free(port):
             taken, port = port, free_port()
             print(
                 f"loopbus: port {taken} is taken; the embedded server uses port {port} instead",
                 flush=True,
             )
-        server = EmbeddedServer(data_dir, port=port)
+        server.port = port
         await server.start()
         url = server.url
-        print(f"loopbus: NATS with JetStream at {url} (data in {data_dir})", flush=True)
+        sync = "before every ack" if server.sync_always else "every 2 minutes"
+        print(
+            f"loopbus: NATS with JetStream at {url} (data in {data_dir}, synced to disk {sync})",
+            flush=True,
+        )
     try:
         bus = await connect(url, name="loopbus-up")
         await ensure_log(bus.js, replicas=args.replicas)

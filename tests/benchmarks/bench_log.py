@@ -2,8 +2,9 @@
 
     python tests/benchmarks/bench_log.py [--events 50000] [--rounds 3] [--memory-events 1000000]
 
-Prints, for each path, the median events/s over ``--rounds`` and the ratio against its raw
-baseline measured in the same run:
+Prints, for each path, the median events/s over ``--rounds``, the ratio against its raw
+baseline measured in the same run, and the CPU seconds this (client) process spent on it
+(wall-clock ratios shrink when the machine's cores are busy with other work; CPU does not):
 
 * publish: ``Bus.publish_many`` of findings vs nats-py ``publish_async`` of the same bytes
   (both pipelined), and the core-NATS ceiling (core publish onto the stream subject, timed
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from importlib import metadata
 from pathlib import Path
 
@@ -133,34 +135,57 @@ def rate(count: int, seconds: list[float]) -> float:
     return count / statistics.median(seconds)
 
 
+async def timed(work: Awaitable[float | None]) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of ``work`` (which may time itself)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    reported = await work
+    return (reported if reported is not None else time.perf_counter() - wall), (
+        time.process_time() - cpu
+    )
+
+
 async def throughput(bus: Bus, count: int, rounds: int) -> None:
-    timings: dict[str, list[float]] = {"loopbus": [], "raw": [], "core": []}
-    replay: dict[str, list[float]] = {"loopbus": [], "raw": []}
+    timings: dict[str, list[tuple[float, float]]] = {
+        k: [] for k in ("loopbus", "raw", "core", "replay", "rawreplay")
+    }
     for round_no in range(rounds):
         mine = findings(f"benchL{round_no}", count)
         raw_events = findings(f"benchR{round_no}", count)
         raw_subjects = [subject_of(e) for e in raw_events]
         raw_payloads = [encode_event(e) for e in raw_events]
         core_payloads = [encode_event(e) for e in findings(f"benchC{round_no}", count)]
+        core_subject = f"loop.benchC{round_no}.finding.reviewer"
 
-        start = time.perf_counter()
-        await bus.publish_many(mine)
-        timings["loopbus"].append(time.perf_counter() - start)
-        timings["raw"].append(await raw_publish_async(bus, raw_subjects, raw_payloads))
-        timings["core"].append(
-            await core_ceiling(bus, f"loop.benchC{round_no}.finding.reviewer", core_payloads)
+        async def publish_mine(events: list[Event] = mine) -> None:
+            await bus.publish_many(events)
+
+        timings["loopbus"].append(await timed(publish_mine()))
+        timings["raw"].append(await timed(raw_publish_async(bus, raw_subjects, raw_payloads)))
+        timings["core"].append(await timed(core_ceiling(bus, core_subject, core_payloads)))
+        timings["replay"].append(await timed(loopbus_replay(bus, f"benchL{round_no}", count)))
+        timings["rawreplay"].append(
+            await timed(raw_ordered_read(bus, f"loop.benchR{round_no}.>", count))
         )
-        replay["loopbus"].append(await loopbus_replay(bus, f"benchL{round_no}", count))
-        replay["raw"].append(await raw_ordered_read(bus, f"loop.benchR{round_no}.>", count))
-    pub, raw, core = (rate(count, timings[k]) for k in ("loopbus", "raw", "core"))
-    rep, rawrep = rate(count, replay["loopbus"]), rate(count, replay["raw"])
+    rates = {k: rate(count, [w for w, _ in v]) for k, v in timings.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in timings.items()}
+    pub, raw, core = rates["loopbus"], rates["raw"], rates["core"]
+    rep, rawrep = rates["replay"], rates["rawreplay"]
     print(f"events per figure: {count}, rounds: {rounds} (median)")
-    print(f"{'path':58} {'events/s':>10} {'ratio':>7}")
+    print(f"{'path':58} {'events/s':>10} {'ratio':>7} {'client CPU':>11}")
     print(f"{'core publish onto the stream subject, until stored (ceiling)':58} {core:10.0f}")
-    print(f"{'raw nats-py publish_async (baseline)':58} {raw:10.0f} {1.0:7.2f}")
-    print(f"{'loopbus Bus.publish_many (Nats-Msg-Id, pipelined)':58} {pub:10.0f} {pub / raw:7.2f}")
-    print(f"{'raw ordered consumer + msgspec decode (baseline)':58} {rawrep:10.0f} {1.0:7.2f}")
-    print(f"{'loopbus read + every fold (replay)':58} {rep:10.0f} {rep / rawrep:7.2f}")
+    print(f"{'raw nats-py publish_async (baseline)':58} {raw:10.0f} {1.0:7.2f} {cpu['raw']:10.2f}s")
+    print(
+        f"{'loopbus Bus.publish_many (Nats-Msg-Id, pipelined)':58} {pub:10.0f} {pub / raw:7.2f}"
+        f" {cpu['loopbus']:10.2f}s"
+    )
+    print(
+        f"{'raw ordered consumer + msgspec decode (baseline)':58} {rawrep:10.0f} {1.0:7.2f}"
+        f" {cpu['rawreplay']:10.2f}s"
+    )
+    print(
+        f"{'loopbus read + every fold (replay)':58} {rep:10.0f} {rep / rawrep:7.2f}"
+        f" {cpu['replay']:10.2f}s"
+    )
 
 
 def unit_history(project: str, count: int, offset: int = 0) -> list[Event]:

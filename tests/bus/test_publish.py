@@ -93,6 +93,16 @@ async def test_pipelined_batch_stores_each_event_once_in_order(bus: Bus, project
     assert [event for _, event in stored] == events
 
 
+async def test_a_repeated_transition_is_stored_once(bus: Bus, project: str, system: Actor) -> None:
+    """The same transition sent again (as after a lost ack) is never stored twice: a single
+    server answers it as a conflict, and the writer that re-reads finds its own event."""
+    planned = UnitPlanned(project=project, actor=system, unit="U1", slice="S1")
+    first = await bus.publish_transition(planned, 0)
+    with pytest.raises(TransitionConflict):
+        await bus.publish_transition(planned, 0)
+    assert await project_events(bus, project) == [(first.seq, planned)]
+
+
 async def test_racing_transitions_exactly_one_wins(bus: Bus, project: str, system: Actor) -> None:
     """Two writers racing on one unit from the same read: one is stored, one gets a conflict."""
     planned = UnitPlanned(project=project, actor=system, unit="U1", slice="S1")

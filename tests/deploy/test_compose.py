@@ -22,8 +22,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ import jsonschema
 import pytest
 import yaml
 from compose_check import cluster
+from local_cluster import LocalCluster, nats_nodes
 from loopbus.bus import LOG_STREAM, connect, free_port, server_binary
 from loopbus.bus.connection import server_urls
 
@@ -75,12 +74,6 @@ def flags(command: list[str]) -> dict[str, str]:
             value = following if not following.startswith("-") else "true"
         found[name] = value
     return found
-
-
-def nats_nodes(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {
-        name: svc for name, svc in services.items() if svc.get("command", [""])[0] == "nats-server"
-    }
 
 
 def cluster_servers(url: str) -> list[tuple[str | None, int | None]]:
@@ -293,19 +286,6 @@ def test_provision_refuses_to_claim_replicas_it_did_not_get(nats_url: str) -> No
 # -- compose's command lines, run for real on this machine ---------------------------------
 
 
-def _wait_healthz(port: int, deadline: float) -> None:
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"node on monitoring port {port} never reported healthy")
-        time.sleep(0.2)
-
-
 def node_healthcheck(svc: dict[str, Any], port: int) -> subprocess.CompletedProcess[bytes]:
     """Run a node's compose healthcheck here, its monitoring port mapped to ``port``."""
     test = svc["healthcheck"]["test"]
@@ -314,77 +294,9 @@ def node_healthcheck(svc: dict[str, Any], port: int) -> subprocess.CompletedProc
     return subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
-class LocalCluster:
-    """compose.yaml's NATS nodes as local processes: names mapped to 127.0.0.1 ports."""
-
-    def __init__(self, services: dict[str, dict[str, Any]], store: Path):
-        self.nodes = nats_nodes(services)
-        self.client = {name: free_port() for name in self.nodes}
-        self.route = {name: free_port() for name in self.nodes}
-        self.http = {name: free_port() for name in self.nodes}
-        self.store = store
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def localise(self, text: str) -> str:
-        """Rewrite compose's ``nats://nX:4222`` / ``nX:6222`` addresses to local ports."""
-        for name in self.nodes:
-            text = text.replace(
-                f"nats://{name}:{CLIENT_PORT}", f"nats://127.0.0.1:{self.client[name]}"
-            )
-            text = text.replace(f"nats://{name}:6222", f"nats://127.0.0.1:{self.route[name]}")
-        return text
-
-    def node_command(self, name: str) -> list[str]:
-        command = list(self.nodes[name]["command"])
-        assert command[0] == "nats-server"
-        out = [server_binary(), "--addr", "127.0.0.1", "--port", str(self.client[name])]
-        for word in command[1:]:
-            flag = word.partition("=")[0]
-            if flag == "--cluster":
-                word = f"--cluster=nats://127.0.0.1:{self.route[name]}"
-            elif flag == "--http_port":
-                word = f"--http_port={self.http[name]}"
-            elif flag == "--store_dir":
-                word = f"--store_dir={self.store / name}"
-            out.append(self.localise(word))
-        return out
-
-    def start(self) -> None:
-        for name in self.nodes:
-            log = open(self.store / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-            self.processes.append(
-                subprocess.Popen(
-                    self.node_command(name),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-            log.close()
-
-    def monitors(self) -> dict[str, str]:
-        """Each node's monitoring base URL, as compose-check is given them."""
-        return {name: f"http://127.0.0.1:{self.http[name]}" for name in self.nodes}
-
-    def kill(self, name: str) -> None:
-        process = dict(zip(self.nodes, self.processes, strict=True))[name]
-        process.kill()
-        process.wait()
-
-    def stop(self) -> None:
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 @pytest.fixture
 def local_cluster(services: dict[str, dict[str, Any]], tmp_path: Path) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(services, tmp_path)
+    cluster = LocalCluster(tmp_path, services)
     cluster.start()
     try:
         yield cluster
@@ -407,7 +319,7 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
     """Compose's command lines, run locally, give 3 healthy nodes, an R3 log, healthy daemons."""
     deadline = time.monotonic() + 60
     for name in local_cluster.nodes:
-        _wait_healthz(local_cluster.http[name], deadline)
+        local_cluster.wait_healthy(name)
         assert node_healthcheck(services[name], local_cluster.http[name]).returncode == 0
     assert node_healthcheck(services["n1"], free_port()).returncode != 0  # it can fail
 
@@ -456,9 +368,8 @@ def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
     services: dict[str, dict[str, Any]], local_cluster: LocalCluster
 ) -> None:
     """compose-check's reading of /jsz: R3 log current on 3 nodes; a killed leader is replaced."""
-    deadline = time.monotonic() + 60
     for name in local_cluster.nodes:
-        _wait_healthz(local_cluster.http[name], deadline)
+        local_cluster.wait_healthy(name)
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
     assert run_loopbus(*provision).returncode == 0
 

@@ -31,7 +31,10 @@ class DogUnderTest:
         self.project = project
 
     async def sweep(self, now: datetime) -> list[Event]:
-        return await self.kernel.act_on(self.project, now=now)
+        # As the kernel does: decide only on a state that holds this daemon's own last facts.
+        kernel, project = self.kernel, self.project
+        await kernel.until(lambda: kernel.folded >= kernel.barrier.get(project, 0), 15)
+        return await kernel.act_on(project, now=now)
 
 
 @contextlib.asynccontextmanager

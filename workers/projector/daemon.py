@@ -21,9 +21,9 @@ import structlog
 from loopbus.bus import Bus, Record, Views, ViewUnreadable
 from loopbus.projections import FOLDS, Fold
 from loopbus.projections.intents import Effect, Intent, PublishIf
-from loopbus.schemas import MessageQuarantined
+from loopbus.schemas import Actor, MessageQuarantined
 from loopbus.schemas.ids import is_token
-from loopbus.schemas.subjects import parse_subject
+from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
 from loopbus.workers.errors import FoldFailed
 from loopbus.workers.kernel import Daemon, Kernel, World
 
@@ -122,15 +122,13 @@ class Projector:
             self.checkpoint = through_seq
 
 
-def quarantine_record(record: Record) -> MessageQuarantined | None:
+def quarantine_of(record: Record, actor: Actor) -> MessageQuarantined | None:
     """The quarantine fact for an undecodable record (``None`` for a broken quarantine
     record: it cannot be quarantined again)."""
-    parsed = parse_subject(record.subject)
-    if parsed is not None and parsed.quarantined:
+    if is_quarantine_subject(record.subject):
         log.error("quarantine.record_undecodable", seq=record.seq, subject=record.subject)
         return None
-    project = parsed.project if parsed is not None and is_token(parsed.project) else "_unknown"
-    return MessageQuarantined.of(project, record.seq, record.subject, record.data, record.error)
+    return quarantine_record(record.subject, record.seq, record.data, record.error, actor)
 
 
 class ProjectorDaemon(Daemon):
@@ -159,7 +157,7 @@ class ProjectorDaemon(Daemon):
         self.at_end = record.pending == 0
 
     def undecodable(self, record: Record) -> Sequence[Intent]:
-        quarantine = quarantine_record(record)
+        quarantine = quarantine_of(record, self.actor)
         if quarantine is None:
             return ()
         log.warning("message.quarantined", seq=record.seq, subject=record.subject)

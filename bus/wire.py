@@ -1,0 +1,133 @@
+"""The two hot paths of pipelined publishing, one level below nats-py's per-message API.
+
+Why: nats-py's ``publish`` builds each header block from a dict and validates every
+subject, and a subscription callback costs a ``Msg`` object, a queue round trip and a
+coroutine per message. For a publish pipeline whose only traffic is events out and one
+small acknowledgement back per event, that bookkeeping, not the server, is the limit
+(see docs/performance.md). So :class:`Wire`
+
+* writes ``HPUB`` frames itself, many per write, carrying a ``Nats-Msg-Id`` header, and
+* hands the messages of its own subscriptions (the acknowledgements) to a plain function
+  with the raw subject and payload, before nats-py builds anything for them.
+
+Both use nats-py internals (``_send_command``, ``_flush_pending``, ``_process_msg``), so
+each checks they exist and otherwise takes nats-py's public API: slower, never wrong.
+``tests/bus/test_wire.py`` fails when a nats-py upgrade turns the fast path off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import nats.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+
+Handler = Callable[[bytes, bytes, bytes | None], None]
+"""Called with (subject, payload, raw header block or None) for each message."""
+
+_NOT_A_SUBJECT = re.compile(r"\s")  # whitespace or CR/LF would break (or inject) a frame
+_INTERNALS = ("_process_msg", "_send_command", "_flush_pending", "_flush_queue")
+_HEADER_START = b"NATS/1.0\r\nNats-Msg-Id: "
+_HEADER_END = b"\r\n\r\n"
+
+
+class Wire:
+    """One client's fast path for frames out and messages in (see the module docstring)."""
+
+    def __init__(self, nc: NatsClient):
+        self.nc = nc
+        self.direct = all(hasattr(nc, name) for name in _INTERNALS)
+        """Whether the fast path is on (nats-py's internals are the ones this was built on)."""
+        self._handlers: dict[int, Handler] = {}
+        self._valid: set[str] = set()  # subjects already checked
+        if self.direct:
+            inner = nc._process_msg
+            handlers = self._handlers
+
+            async def process(
+                sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes | None
+            ) -> None:
+                handler = handlers.get(sid)
+                if handler is None:
+                    await inner(sid, subject, reply, data, headers)  # type: ignore[arg-type]
+                else:
+                    handler(subject, data, headers)
+
+            nc._process_msg = process  # type: ignore[method-assign]
+
+    async def subscribe(self, subject: str, handler: Handler) -> Callable[[], Awaitable[None]]:
+        """Deliver every message on ``subject`` to ``handler``; returns the unsubscriber."""
+        if self.direct:
+            sub = await self.nc.subscribe(subject)
+            self._handlers[sub._id] = handler
+        else:
+
+            async def relay(msg: Msg) -> None:
+                handler(msg.subject.encode(), msg.data, _header_block(msg))
+
+            sub = await self.nc.subscribe(subject, cb=relay, pending_msgs_limit=-1)
+
+        async def unsubscribe() -> None:
+            self._handlers.pop(sub._id, None)
+            await sub.unsubscribe()
+
+        return unsubscribe
+
+    async def send(self, items: Sequence[tuple[str, str, str, bytes]]) -> None:
+        """Publish each (subject, reply, msg_id, payload), with ``Nats-Msg-Id: msg_id``.
+
+        On the fast path they leave as one write of ``HPUB`` frames; otherwise through
+        nats-py's ``publish``, one by one.
+        """
+        nc = self.nc
+        if nc.is_closed:
+            raise nats.errors.ConnectionClosedError
+        if not self.direct:
+            for subject, reply, msg_id, payload in items:
+                await nc.publish(subject, payload, reply=reply, headers={"Nats-Msg-Id": msg_id})
+            return
+        await nc._send_command(b"".join([self._frame(*item) for item in items]))
+        if nc._flush_queue is not None and nc._flush_queue.empty():
+            await nc._flush_pending()
+
+    def publishable(self, subject: str) -> bool:
+        """What nats-py's publish checks: no empty subject, no whitespace or CR/LF (which
+        would break, or inject into, the protocol)."""
+        if subject in self._valid:
+            return True
+        if not subject or _NOT_A_SUBJECT.search(subject):
+            return False
+        if len(self._valid) > 10_000:
+            self._valid.clear()
+        self._valid.add(subject)
+        return True
+
+    def _frame(self, subject: str, reply: str, msg_id: str, payload: bytes) -> bytes:
+        # The checks nats-py's publish makes (an oversized frame makes the server drop
+        # the connection); replies are ours (an inbox and a number), not checked again.
+        if not self.publishable(subject):
+            raise nats.errors.BadSubjectError
+        header = _HEADER_START + msg_id.encode() + _HEADER_END
+        size = len(header) + len(payload)
+        if size > self.nc.max_payload:
+            raise nats.errors.MaxPayloadError
+        return b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+            subject.encode(),
+            reply.encode(),
+            len(header),
+            size,
+            header,
+            payload,
+        )
+
+
+def _header_block(msg: Msg) -> bytes | None:
+    """A status reply (e.g. 503 no responders) as the raw header line nats-py parsed."""
+    headers: dict[str, Any] | None = msg.headers
+    if not headers:
+        return None
+    status = headers.get("Status", "")
+    return f"NATS/1.0 {status}\r\n".encode()

@@ -1,0 +1,121 @@
+"""publish_many: exact acknowledgements on the fast path and without it, and nothing lost or
+stored twice when the server restarts in the middle."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from loopbus.bus import (
+    Bus,
+    EmbeddedServer,
+    LogNotProvisioned,
+    connect,
+    ensure_log,
+    free_port,
+    read,
+)
+from loopbus.bus.wire import Wire
+from loopbus.schemas import Actor, FindingRaised, parse_target, project_subjects
+
+REVIEWER = Actor(role="reviewer", principal="r1")
+
+
+def findings(project: str, count: int) -> list[FindingRaised]:
+    return [
+        FindingRaised(
+            project=project,
+            actor=REVIEWER,
+            producer="reviewer",
+            target=parse_target(f"code:a.py:{i % 900 + 1}-{i % 900 + 1}"),
+            severity="low",
+            message="x" * 200,
+        )
+        for i in range(count)
+    ]
+
+
+async def stored_ids(bus: Bus, project: str) -> list[str]:
+    return [r.event.id async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
+
+
+def test_the_fast_path_is_on_with_this_nats_py(bus: Bus) -> None:
+    """The nats-py internals the fast path relies on are there; when an upgrade removes them
+    publish_many still works, slower, and this test says why it got slower."""
+    assert bus.wire.direct
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["fast-path", "nats-py-api"])
+async def test_acks_are_exact_and_repeats_are_flagged(
+    bus: Bus, project: str, direct: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every event gets the sequence it is stored at; events already on the log are acked as
+    duplicates with their first sequence; each is stored once, in order."""
+    if not direct:
+        monkeypatch.setattr(bus, "wire", _public_api_wire(bus))
+    events = findings(project, 3000)
+    first = await bus.publish_many(events[:1000])
+    acks = await bus.publish_many(events, window=256)
+    assert acks[:1000] == [(a.seq, True) for a in first]
+    assert not any(a.duplicate for a in acks[1000:])
+    assert await stored_ids(bus, project) == [e.id for e in events]
+    stored = [r.seq async for r in read(bus, subjects=[project_subjects(project)])]
+    assert [a.seq for a in acks] == stored
+
+
+def _public_api_wire(bus: Bus) -> Wire:
+    wire = Wire.__new__(Wire)
+    wire.nc, wire.direct, wire._handlers, wire._valid = bus.nc, False, {}, set()
+    return wire
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_server(tmp_path: Path) -> AsyncIterator[EmbeddedServer]:
+    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    await server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.slow
+async def test_a_restart_in_the_middle_loses_nothing_and_stores_nothing_twice(
+    own_server: EmbeddedServer,
+) -> None:
+    """The server restarts while publish_many is under way: every event is acked, at its
+    own sequence, and the log holds each event exactly once."""
+    bus = await connect(own_server.url, name="restart-publisher")
+    try:
+        await ensure_log(bus.js)
+        events = findings("rs", 30_000)
+        publishing = asyncio.create_task(bus.publish_many(events))
+        while (await bus.stream_last_seq()) < 5_000:
+            await asyncio.sleep(0.01)
+        own_server.stop()
+        await own_server.start()
+        async with asyncio.timeout(120):
+            acks = await publishing
+        assert len({a.seq for a in acks}) == len(events)
+        ids = await stored_ids(bus, "rs")
+        assert sorted(ids) == sorted(e.id for e in events)
+        by_seq = {r.seq: r.event.id async for r in read(bus, subjects=["loop.rs.>"]) if r.event}
+        assert all(by_seq[a.seq] == e.id for a, e in zip(acks, events, strict=True))
+    finally:
+        await bus.close()
+
+
+async def test_a_log_that_is_not_there_is_said_at_once(tmp_path: Path) -> None:
+    """publish_many against a server without the log fails with LogNotProvisioned, not
+    after the back-off budget."""
+    server = EmbeddedServer(tmp_path / "bare", port=free_port())
+    await server.start()
+    bus = await connect(server.url, name="no-log")
+    try:
+        with pytest.raises(LogNotProvisioned, match="no loopbus log"):
+            async with asyncio.timeout(20):
+                await bus.publish_many(findings("nl", 10))
+    finally:
+        await bus.close()
+        server.stop()
