@@ -72,6 +72,8 @@ class Kernel:
         repeat themselves, so they wait."""
         self.results: deque[tuple[str, Sequence[Intent]]] = deque()
         self.acted = Progress()
+        self.settled = Progress()
+        """Like ``acted``, and also no effect running nor any effect's result waiting."""
         self.reached_end = asyncio.Event()
         """Set once the log has been folded to its end (decisions start then)."""
         self.published = 0
@@ -93,6 +95,12 @@ class Kernel:
     async def wait_acted(self, seq: int) -> None:
         """Return once everything through ``seq`` has been folded and decided on."""
         await self.acted.wait(seq)
+
+    async def wait_settled(self, seq: int) -> None:
+        """Return once everything through ``seq`` has been folded and decided on, and every
+        effect those decisions started has ended and its intents are carried out (for tests
+        and peers that wait on what a shell did, not only on what was decided)."""
+        await self.settled.wait(seq)
 
     def project_states(self, project: str) -> dict[str, Any]:
         """This daemon's folded states of ``project`` (created empty on first use)."""
@@ -230,6 +238,8 @@ class Kernel:
                 await self._decide_dirty()
             if not self.dirty:
                 await self.acted.mark(self.folded)
+                if not self.running and not self.results:
+                    await self.settled.mark(self.folded)
             raise_if_cancelled()
 
     async def _sleep(self) -> None:
