@@ -50,6 +50,7 @@ def completion(
         id=answer_id(action.dispatch, "entry-completed"),
         project=world.project,
         actor=world.actor,
+        at=world.now,
         slice=view.slice,
         unit=action.unit,
         dispatch=action.dispatch,

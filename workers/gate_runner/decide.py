@@ -124,7 +124,12 @@ def trunk_ask(world: World, work: GateWork) -> GateRunRequested | None:
     if any(job.commit == seen.commit for job in work.asks.values()):
         return None
     return GateRunRequested(
-        id=seen.ask, project=world.project, actor=world.actor, commit=seen.commit, reason="trunk"
+        id=seen.ask,
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        commit=seen.commit,
+        reason="trunk",
     )
 
 
@@ -135,6 +140,7 @@ def refusal_finding(world: World, refusal: gates.Refusal) -> FindingRaised:
         id=answer_id(refusal.event, gates.REFUSAL_CRITERION),
         project=world.project,
         actor=world.actor,
+        at=world.now,
         producer="gate_runner",
         target=RecordTarget(id=refusal.event),
         severity="high",
