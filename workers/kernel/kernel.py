@@ -292,7 +292,7 @@ class Kernel:
                 published.extend(await self._one(intent))
             except TransitionConflict as exc:
                 log.info("daemon.lost_race", project=project, subject=exc.subject)
-                self._wait_for_more(project)
+                self._wait_for_more(project, exc)
                 return published, ()
             except BusError as exc:
                 log.warning("daemon.publish_failed", project=project, error=str(exc))
@@ -334,10 +334,16 @@ class Kernel:
             self.barrier[event.project] = max(self.barrier.get(event.project, 0), seq)
         self.dirty.add(event.project)
 
-    def _wait_for_more(self, project: str) -> None:
-        # The winner's event is on a subject we follow and not folded yet: decide after it.
-        self.barrier[project] = max(self.barrier.get(project, 0), self.folded + 1)
+    def _wait_for_more(self, project: str, conflict: TransitionConflict) -> None:
+        """Decide again once the winner's event is folded: at once when the reader has
+        already folded a record on that subject past the sequence the decision expected
+        (the race was lost while the intents were being carried out), else after the
+        next record."""
         self.dirty.add(project)
+        if self.seqs.get(conflict.subject, 0) > conflict.expected:
+            self.wake.set()
+            return
+        self.barrier[project] = max(self.barrier.get(project, 0), self.folded + 1)
 
     def _retry(self, project: str) -> None:
         self.dirty.add(project)
