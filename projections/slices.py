@@ -120,6 +120,8 @@ class SliceView(msgspec.Struct, kw_only=True):
     boot: BootResult | None = None
     closed_at: datetime | None = None
     routes: list[str] = []
+    resliced_by: str | None = None
+    """The misaligned finding routed as a re-slice of this plan (which is then discarded)."""
 
 
 class RecordEntry(msgspec.Struct, kw_only=True):
@@ -198,6 +200,8 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
             view = state.slices.get(event.slice)
             if view is not None:
                 view.routes.append(event.route)
+                if event.route == "re-slice":
+                    view.resliced_by = event.finding
         case FindingRaised():
             _finding(state, event)
         case UnitPlanned():
@@ -632,6 +636,14 @@ def is_operators(misaligned: Misaligned) -> bool:
 def open_misaligned(state: SlicesState) -> list[Misaligned]:
     return sorted(
         (m for m in state.misaligned.values() if m.route is None), key=lambda m: m.finding
+    )
+
+
+def pending_discards(state: SlicesState) -> list[SliceView]:
+    """Slices routed as a re-slice whose plan is not discarded yet, in acceptance order."""
+    return sorted(
+        (v for v in state.slices.values() if v.resliced_by is not None and v.status != "discarded"),
+        key=lambda v: v.rank,
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dulwich.diff_tree import tree_changes
 from dulwich.errors import NotGitRepository
 from dulwich.graph import find_merge_base
 from dulwich.objects import Blob, Commit, ObjectID, Tree
@@ -75,6 +76,25 @@ def _config_bytes(repo: Repo, tree: bytes) -> bytes | None:
         return None
     blob = repo.object_store[sha]
     return blob.data if isinstance(blob, Blob) else None
+
+
+def files_changed(path: Path, base: str, head: str) -> list[str]:
+    """Paths that differ between the trees of commits ``base`` and ``head``, sorted."""
+    with open_repo(path) as repo:
+        try:
+            old, new = repo[base.encode()], repo[head.encode()]
+        except (KeyError, ValueError) as exc:
+            raise RepoError(
+                f"cannot diff {base[:12]}..{head[:12]}: no such commit in {path}"
+            ) from exc
+        if not isinstance(old, Commit) or not isinstance(new, Commit):
+            raise RepoError(f"cannot diff {base[:12]}..{head[:12]}: not both commits")
+        paths: set[str] = set()
+        for change in tree_changes(repo.object_store, old.tree, new.tree):
+            for side in (change.old, change.new):
+                if side is not None and side.path is not None:
+                    paths.add(side.path.decode("utf-8", errors="surrogateescape"))
+        return sorted(paths)
 
 
 def matches(path: str, reads: Sequence[str]) -> bool:

@@ -37,7 +37,8 @@ from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
 from loopbus.settings import add_nats_url, nats_url
 from loopbus.slice_render import render_schedule
-from loopbus.workers.dispatcher.repo import RepoUnreadable, read_pending_file
+from loopbus.workers.errors import WorkerError
+from loopbus.workers.gates.declared import read_pending_file
 
 _json = msgspec.json.Encoder()
 
@@ -97,7 +98,7 @@ def run_check(args: argparse.Namespace) -> int:
             raise UsageError(f"--repo {str(args.repo)!r} has no loopbus.toml at its root")
         try:
             pending = read_pending_file(config)
-        except RepoUnreadable as exc:
+        except WorkerError as exc:
             # A configuration that cannot be read is a wrong --repo, like a missing one.
             detail = " ".join(str(exc).split())
             raise UsageError(f"--repo {str(args.repo)!r}: {detail}") from exc

@@ -22,6 +22,7 @@ import msgspec
 import pytest
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
+from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import gates, transitions
 from loopbus.schemas import (
@@ -48,6 +49,7 @@ from loopbus.schemas.targets import PlanTarget
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.signing import Signer
+from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import cancel_all
 from slice_helpers import (
     BUILDER,
@@ -69,21 +71,17 @@ BOOT_OK = f"{sys.executable} -c \"print('booted')\""
 
 
 @asynccontextmanager
-async def dispatcher(bus: Bus, project: str, **kw: Any) -> AsyncIterator[Dispatcher]:
-    d = Dispatcher(bus, projects=[project], **kw)
-    stop = asyncio.Event()
-    task = asyncio.create_task(d.run(stop))
-    try:
-        yield d
-    finally:
-        stop.set()
-        await task
+async def dispatcher(bus: Bus, project: str, **kw: Any) -> AsyncIterator[Kernel]:
+    """A dispatcher for ``project`` on the kernel, following the log until the block ends."""
+    async with running(bus, Dispatcher(bus, projects=[project], **kw)) as kernel:
+        yield kernel
 
 
-async def settle(d: Dispatcher, bus: Bus, *events: Event) -> None:
-    """Publish ``events`` and wait (bounded) until the dispatcher has folded and acted on them."""
+async def settle(d: Kernel, bus: Bus, *events: Event) -> None:
+    """Publish ``events`` and wait (bounded) until the dispatcher has folded and acted on them,
+    the repository reads and boots its decisions asked for included."""
     acks = [await bus.publish(e) for e in events]
-    await asyncio.wait_for(d.wait_acted(acks[-1].seq), 20)
+    await asyncio.wait_for(d.wait_settled(acks[-1].seq), 20)
 
 
 async def log_of(bus: Bus, project: str) -> list[Event]:
@@ -265,9 +263,9 @@ async def test_restart_and_a_second_dispatcher_never_dispatch_twice(
         dispatcher(bus, project, capacity=1, repos=repos) as second,
     ):
         await settle(first, bus, transition(project, "U0", "done", by="merged"))
-        await asyncio.wait_for(second.wait_acted(first.acted_seq), 20)
+        await asyncio.wait_for(second.wait_settled(first.settled.seq), 20)
         await settle(first, bus, transition(project, "U1", "done", by="merged"))
-        await asyncio.wait_for(second.wait_acted(first.acted_seq), 20)
+        await asyncio.wait_for(second.wait_settled(first.settled.seq), 20)
     events = await log_of(bus, project)
     assert dispatched(events) == ["U0", "U1", "U2"]
     assert len(of_type(events, SlicePlanAccepted)) == 1

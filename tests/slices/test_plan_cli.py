@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernelkit import running
 from loopbus.bus import Bus
 from loopbus.projections import budgets
 from loopbus.schemas.slices import SliceBudgets
@@ -205,19 +206,14 @@ async def test_submit_waits_for_the_dispatchers_answer(
     )
     repo = tmp_path / "repo"
     make_repo(repo, {"loopbus.toml": loopbus_toml(project, [], None)})
-    stop = asyncio.Event()
     repos = {project: ProjectRepo(repo)}
-    daemon = asyncio.create_task(Dispatcher(bus, projects=[project], repos=repos).run(stop))
-    try:
+    async with running(bus, Dispatcher(bus, projects=[project], repos=repos)):
         ok = await asyncio.to_thread(
             loopbus, "plan", "submit", str(good), "--project", project, "--wait", "20", url=nats_url
         )
         refused = await asyncio.to_thread(
             loopbus, "plan", "submit", str(bad), "--project", project, "--wait", "20", url=nats_url
         )
-    finally:
-        stop.set()
-        await daemon
     assert ok.returncode == 0, ok.stderr
     assert "accepted: slice S1" in ok.stdout
     assert refused.returncode == 1

@@ -10,7 +10,7 @@ import sys
 import pytest
 from loopbus.bus import Bus
 from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, parse_target
-from loopbus.workers.units.checks import DeclaredChecks
+from loopbus.workers.gates.declared import DeclaredChecks
 from unitkit import (
     answered,
     claim,

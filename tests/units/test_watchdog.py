@@ -14,9 +14,9 @@ from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect
 from loopbus.projections import units as units_fold
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from loopbus.workers.gates.declared import DeclaredChecks
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import cancel_all
-from loopbus.workers.units.checks import DeclaredChecks
 from loopbus.workers.watchdog.daemon import Watchdog
 from loopbus.workers.watchdog.limits import Limits, parse_limits
 from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import structlog
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.dispatcher.daemon import DEFAULT_CAPACITY, Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo, RepoUnreadable
-from loopbus.workers.errors import WorkerError
+from loopbus.workers.dispatcher.daemon import Dispatcher
+from loopbus.workers.dispatcher.decide import DEFAULT_CAPACITY
+from loopbus.workers.dispatcher.repo import ProjectRepo
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, WorkerError
 from loopbus.workers.gates.signing import KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -71,19 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         async def body(ctx: DaemonContext) -> None:
             signer = await asyncio.to_thread(load_or_create, args.data_dir, RUNNER_NAME)
-
-            def progress(seq: int) -> None:
-                ctx.last_seq = seq
-
             dispatcher = Dispatcher(
-                ctx.bus,
-                repos=repos,
-                signer=signer,
-                capacity=args.capacity,
-                projects=args.project,
-                on_record=progress,
+                ctx.bus, repos=repos, signer=signer, capacity=args.capacity, projects=args.project
             )
-            await dispatcher.run(ctx.stop)
+            await Kernel(ctx.bus, dispatcher, on_record=ctx.note_progress).run(ctx.stop)
 
         return body
 
@@ -106,7 +99,7 @@ def parse_repos(values: Sequence[str], trunk: str) -> dict[str, ProjectRepo]:
         if not project:
             try:
                 project = project_id(repo)
-            except RepoUnreadable as exc:
+            except WorkerError as exc:
                 log.warning("dispatcher.repo_skipped", repo=str(repo.path), error=str(exc))
                 continue
         repos[project] = repo
@@ -114,18 +107,18 @@ def parse_repos(values: Sequence[str], trunk: str) -> dict[str, ProjectRepo]:
 
 
 def project_id(repo: ProjectRepo) -> str:
-    """``[project] id`` of the ``loopbus.toml`` on the repository's trunk."""
+    """``[project] id`` of the ``loopbus.toml`` on the repository's trunk (read leniently:
+    only the id, so a configuration with a mistake elsewhere still names its project)."""
     info = repo.trunk_commit()
+    source = f"--repo {repo.path}: {CONFIG_FILE} on trunk"
     if info.config_text is None:
-        raise RepoUnreadable(
-            f"--repo {repo.path}: trunk has no loopbus.toml; pass --repo PROJECT={repo.path}"
+        raise ConfigError(
+            "file", None, f"there is none; pass --repo PROJECT={repo.path}", source=source
         )
     try:
         project = tomllib.loads(info.config_text).get("project", {}).get("id")
     except (tomllib.TOMLDecodeError, AttributeError) as exc:
-        raise RepoUnreadable(f"--repo {repo.path}: loopbus.toml on trunk: {exc}") from exc
+        raise ConfigError("file", None, f"not TOML: {exc}", source=source) from exc
     if not isinstance(project, str) or not project:
-        raise RepoUnreadable(
-            f"--repo {repo.path}: loopbus.toml has no [project] id; pass --repo PROJECT=PATH"
-        )
+        raise ConfigError("project.id", project, "pass --repo PROJECT=PATH", source=source)
     return project

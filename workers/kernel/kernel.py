@@ -72,6 +72,8 @@ class Kernel:
         repeat themselves, so they wait."""
         self.results: deque[tuple[str, Sequence[Intent]]] = deque()
         self.acted = Progress()
+        self.settled = Progress()
+        """Like ``acted``, and also no effect running nor any effect's result waiting."""
         self.reached_end = asyncio.Event()
         """Set once the log has been folded to its end (decisions start then)."""
         self.published = 0
@@ -93,6 +95,12 @@ class Kernel:
     async def wait_acted(self, seq: int) -> None:
         """Return once everything through ``seq`` has been folded and decided on."""
         await self.acted.wait(seq)
+
+    async def wait_settled(self, seq: int) -> None:
+        """Return once everything through ``seq`` has been folded and decided on, and every
+        effect those decisions started has ended and its intents are carried out (for tests
+        and peers that wait on what a shell did, not only on what was decided)."""
+        await self.settled.wait(seq)
 
     def project_states(self, project: str) -> dict[str, Any]:
         """This daemon's folded states of ``project`` (created empty on first use)."""
@@ -230,6 +238,8 @@ class Kernel:
                 await self._decide_dirty()
             if not self.dirty:
                 await self.acted.mark(self.folded)
+                if not self.running and not self.results:
+                    await self.settled.mark(self.folded)
             raise_if_cancelled()
 
     async def _sleep(self) -> None:
@@ -282,7 +292,7 @@ class Kernel:
                 published.extend(await self._one(intent))
             except TransitionConflict as exc:
                 log.info("daemon.lost_race", project=project, subject=exc.subject)
-                self._wait_for_more(project)
+                self._wait_for_more(project, exc)
                 return published, ()
             except BusError as exc:
                 log.warning("daemon.publish_failed", project=project, error=str(exc))
@@ -324,10 +334,16 @@ class Kernel:
             self.barrier[event.project] = max(self.barrier.get(event.project, 0), seq)
         self.dirty.add(event.project)
 
-    def _wait_for_more(self, project: str) -> None:
-        # The winner's event is on a subject we follow and not folded yet: decide after it.
-        self.barrier[project] = max(self.barrier.get(project, 0), self.folded + 1)
+    def _wait_for_more(self, project: str, conflict: TransitionConflict) -> None:
+        """Decide again once the winner's event is folded: at once when the reader has
+        already folded a record on that subject past the sequence the decision expected
+        (the race was lost while the intents were being carried out), else after the
+        next record."""
         self.dirty.add(project)
+        if self.seqs.get(conflict.subject, 0) > conflict.expected:
+            self.wake.set()
+            return
+        self.barrier[project] = max(self.barrier.get(project, 0), self.folded + 1)
 
     def _retry(self, project: str) -> None:
         self.dirty.add(project)

@@ -27,8 +27,8 @@ from loopbus.schemas import Actor, FindingRaised, Producer
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import UnitReport
 from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
 from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.units.checks import DeclaredChecks, declared_checks
 
 ANSWER_SALT = "answer"
 GATES_SALT = "gates"

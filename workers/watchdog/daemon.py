@@ -31,8 +31,8 @@ from loopbus.projections.units import WAIT_BUDGET_CLASS, UnitsState, UnitView
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
+from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.units.checks import DeclaredChecks, declared_checks
 from loopbus.workers.watchdog.heartbeats import Heartbeats
 from loopbus.workers.watchdog.limits import Limits
 

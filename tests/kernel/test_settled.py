@@ -1,0 +1,105 @@
+"""``Kernel.wait_settled``: past ``wait_acted``, it also waits for the effects the decisions
+started and for the events those effects asked for."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import msgspec
+from kernelkit import running
+from loopbus.bus import Bus, read
+from loopbus.projections.base import Fold
+from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.schemas import Actor, Event, FindingRaised, project_subjects
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.kernel import Daemon, World
+
+ASK, ANSWER = "ask", "answer"
+
+
+class Asks(msgspec.Struct):
+    open: list[str] = []
+
+
+def apply(state: Asks, event: Event) -> Asks:
+    match event:
+        case FindingRaised(criterion=criterion, id=finding) if criterion == ASK:
+            state.open.append(finding)
+        case FindingRaised(criterion=criterion, evidence=evidence) if criterion == ANSWER:
+            if evidence.get("ask") in state.open:
+                state.open.remove(evidence["ask"])
+    return state
+
+
+ASKS = Fold(name="asks", state_type=Asks, initial=Asks, apply=apply)
+
+
+class SlowAnswers(Daemon):
+    """Answers every ask through an effect that waits until the test lets it go."""
+
+    name = "slow-answers"
+    folds = (ASKS,)
+
+    def __init__(self, project: str) -> None:
+        super().__init__(projects=[project])
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        asks: Asks = world.state("asks")
+        return [Effect(f"answer:{ask}", world.project, ANSWER, {"ask": ask}) for ask in asks.open]
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        self.started.set()
+        await self.release.wait()
+        ask = effect.args["ask"]
+        answer = FindingRaised(
+            id=answer_id(ask, ANSWER),
+            project=effect.project,
+            actor=self.actor,
+            producer="standards",
+            target=RecordTarget(id=ask),
+            severity="low",
+            criterion=ANSWER,
+            message="answered",
+            evidence={"ask": ask},
+        )
+        return [Publish(answer)]
+
+
+async def answers(bus: Bus, project: str) -> list[str]:
+    return [
+        str(r.event.evidence["ask"])
+        async for r in read(bus, subjects=[project_subjects(project)])
+        if isinstance(r.event, FindingRaised) and r.event.criterion == ANSWER
+    ]
+
+
+async def test_settled_waits_for_the_effect_and_what_it_published(
+    bus: Bus, project: str, system: Actor
+) -> None:
+    """While an effect runs the sequence is acted on but not settled; once the effect ends,
+    wait_settled returns only after the answer it asked for is on the log and folded."""
+    daemon = SlowAnswers(project)
+    ask = FindingRaised(
+        project=project,
+        actor=system,
+        producer="operator",
+        target=RecordTarget(id="01JAAAAAAAAAAAAAAAAAAAAAAA"),
+        severity="low",
+        criterion=ASK,
+        message="please answer",
+    )
+    async with running(bus, daemon) as kernel:
+        seq = (await bus.publish(ask)).seq
+        await asyncio.wait_for(kernel.wait_acted(seq), 20)
+        await asyncio.wait_for(daemon.started.wait(), 20)
+        assert kernel.settled.seq < seq  # decided, but its effect has not ended
+        assert await answers(bus, project) == []
+        daemon.release.set()
+        await asyncio.wait_for(kernel.wait_settled(seq), 20)
+        assert await answers(bus, project) == [ask.id]
+        assert kernel.project_states(project)["asks"].open == []
+        assert kernel.settled.seq >= kernel.folded > seq  # the answer itself is folded too

@@ -1,0 +1,267 @@
+"""The dispatcher's decision: pure, over the ``slices`` and ``units`` folds and what the
+shell read from the repository (no I/O, no clock, no memory of its own).
+
+For a project that changed it
+
+* plans the units of an accepted plan not yet planned on the log (``UnitPlanned``);
+* holds the undispatched dependents of a failed, halted or lost unit, transitively, with
+  :func:`loopbus.projections.claims.hold` (BLOCKED awaiting-dependency naming it), each
+  conditional on the unit's subject;
+* boots trunk for every slice whose units are all settled (an :class:`Effect`: the
+  ``boot`` check run through the gate runner), so that the close can name the result;
+* takes the first **step**, one slice fact at a time per project, in this order: discard a
+  plan that a misaligned finding was routed to re-slice; answer the oldest plan
+  submission; route (or refuse) the oldest open misaligned finding; then what
+  :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
+  dispatch a unit, close a slice with its boot result.
+
+One step at a time keeps the facts in order (A is dispatched before B) and lets each step
+see the one before (a unit id taken by the plan accepted just before, the capacity a
+dispatch used). A step that needs the repository — trunk's pending criteria, trunk's
+commit, a unit's configured commands and changed files — first asks the shell to read it
+(an :class:`Effect`); the shell reports the reading (:func:`reads_name`) and the step is
+decided again with it. Every slice fact is conditional on the slice subject as this
+decision saw it, so a second dispatcher deciding from a stale view is refused by the
+server instead of dispatching twice; every id derives from what it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loopbus.projections import claims, slices
+from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.slices import (
+    Action,
+    BlockDependent,
+    Close,
+    Complete,
+    Dispatch,
+    PlanUnits,
+    SlicesState,
+    SliceView,
+    Submission,
+)
+from loopbus.projections.units import UnitsState
+from loopbus.schemas import UnitPlanned
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
+from loopbus.workers.dispatcher import answers
+from loopbus.workers.dispatcher.answers import Criteria
+from loopbus.workers.dispatcher.record import UnitReads, completion
+from loopbus.workers.kernel import World
+
+DEFAULT_CAPACITY = 8
+
+CRITERIA = "criteria"
+"""Effect: read the pending criteria trunk declares (reported as a :class:`Criteria`)."""
+TRUNK = "trunk"
+"""Effect: read trunk's commit (reported as a :class:`TrunkRead`)."""
+UNIT_READS = "unit-reads"
+"""Effect: read a unit's configured commands and changed files (a :class:`UnitReads`)."""
+BOOT = "boot"
+"""Effect: run the boot check on trunk (reported as a ``BootResult``, see :func:`boot_name`)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """The dispatcher's configuration, as its decision needs it."""
+
+    capacity: int = DEFAULT_CAPACITY
+    repos: frozenset[str] = frozenset()
+    """Projects that have a repository (the others have every plan refused)."""
+
+
+@dataclass(frozen=True)
+class TrunkRead:
+    """Trunk's commit when a unit was about to be dispatched (``None``: unreadable)."""
+
+    commit: str | None
+
+
+def reads_name(project: str) -> str:
+    """The observation holding a project's repository readings, by effect key."""
+    return f"dispatcher.reads.{project}"
+
+
+def boot_name(project: str, accepted: str) -> str:
+    """The observation holding the boot result of the slice accepted as ``accepted``."""
+    return f"dispatcher.boot.{project}.{accepted}"
+
+
+def decide(world: World, options: Options) -> list[Intent]:
+    """The intents the project's state warrants now (see the module's docstring)."""
+    state: SlicesState = world.state("slices")
+    actions = slices.next_actions(state, options.capacity)
+    intents: list[Intent] = []
+    for action in actions:
+        view = state.slices[action.slice]
+        match action:
+            case PlanUnits():
+                intents.extend(plan_units(world, view, action.units))
+            case BlockDependent():
+                intents.extend(hold(world, view, action))
+            case Close() if boot_result(world, options, view) is None:
+                key = f"{world.project}:{BOOT}:{view.accepted}"
+                intents.append(Effect(key, world.project, BOOT, {"accepted": view.accepted}))
+    for step in _steps(world, options, state, actions):
+        if not (isinstance(step, Effect) and step.key in world.failed):
+            intents.append(step)
+            break
+    return intents
+
+
+def _steps(
+    world: World, options: Options, state: SlicesState, actions: Sequence[Action]
+) -> Iterator[Intent]:
+    """Every step the state warrants, first first (the caller takes one)."""
+    for view in slices.pending_discards(state):
+        yield answers.discard(world, state, view)
+    for submission in slices.pending_submissions(state):
+        yield answer(world, options, state, submission)
+    for misaligned in slices.open_misaligned(state):
+        yield answers.route_misaligned(world, state, misaligned)
+    for action in actions:
+        view = state.slices[action.slice]
+        match action:
+            case Complete():
+                yield complete(world, options, view, action)
+            case Dispatch():
+                yield dispatch(world, options, view, action)
+            case Close():
+                boot = boot_result(world, options, view)
+                if boot is not None:
+                    yield close(world, view, boot)
+
+
+def reading(world: World, key: str) -> Any:
+    """What the shell read for the effect ``key`` (``None``: not read yet)."""
+    return world.outside.get(reads_name(world.project), {}).get(key)
+
+
+def answer(world: World, options: Options, state: SlicesState, submission: Submission) -> Intent:
+    """Answer a plan submission (trunk's pending criteria read first when there is a
+    repository; without one the plan is refused, since they cannot be read)."""
+    criteria = answers.no_repository(world.project)
+    if world.project in options.repos:
+        key = f"{world.project}:{CRITERIA}:{submission.id}"
+        found: Criteria | None = reading(world, key)
+        if found is None:
+            return Effect(key, world.project, CRITERIA)
+        criteria = found
+    return answers.plan_answer(world, state, submission, criteria)
+
+
+def plan_units(world: World, view: SliceView, unit_ids: list[str]) -> list[Intent]:
+    by_id = {unit.id: unit for unit in view.plan.units}
+    return [
+        Publish(
+            UnitPlanned(
+                id=answer_id(view.accepted, f"unit-planned:{unit_id}"),
+                project=world.project,
+                actor=world.actor,
+                at=world.now,
+                unit=unit_id,
+                slice=view.slice,
+                title=by_id[unit_id].title,
+                files=list(by_id[unit_id].files),
+                blocked_by=list(by_id[unit_id].blocked_by),
+                criteria=list(by_id[unit_id].criteria),
+                design_ref=by_id[unit_id].design_ref,
+            )
+        )
+        for unit_id in unit_ids
+    ]
+
+
+def hold(world: World, view: SliceView, action: BlockDependent) -> list[Intent]:
+    """Hold ``action.unit`` awaiting the failed ``action.failed``, as the transition table
+    allows (:func:`loopbus.projections.claims.hold`); nothing while the unit is not planned
+    on the log yet, or when the table refuses the hold."""
+    units: UnitsState = world.state("units")
+    unit = units.units.get(action.unit)
+    if unit is None:
+        return []  # its UnitPlanned comes first; the hold is decided once that is folded
+    cause = view.units[action.failed].last_event
+    move = claims.hold(units, unit, action.failed, cause)
+    if isinstance(move, claims.Refusal):
+        return []
+    return [world.move(move, answer_id(cause or view.accepted, f"hold:{action.unit}"))]
+
+
+def dispatch(world: World, options: Options, view: SliceView, action: Dispatch) -> Intent:
+    """Dispatch a unit against trunk's commit (read first when there is a repository)."""
+    key = f"{world.project}:{TRUNK}:{view.accepted}:{action.unit}:{action.attempt}"
+    base = None
+    if world.project in options.repos:
+        trunk: TrunkRead | None = reading(world, key)
+        if trunk is None:
+            return Effect(key, world.project, TRUNK)
+        base = trunk.commit
+    planned = next(u for u in view.plan.units if u.id == action.unit)
+    event = UnitDispatched(
+        id=answer_id(view.accepted, f"dispatched:{action.unit}:{action.attempt}"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        slice=view.slice,
+        unit=action.unit,
+        title=planned.title,
+        wave=action.wave,
+        sub_wave=action.sub_wave,
+        position=action.position,
+        attempt=action.attempt,
+        files=list(planned.files),
+        criteria=list(planned.criteria),
+        design_ref=planned.design_ref,
+        base=base,
+    )
+    return world.publish_if(event)
+
+
+def complete(world: World, options: Options, view: SliceView, action: Complete) -> Intent:
+    """Complete a unit's run-record entry (its configured commands and changed files read
+    first when there is a repository and a head to read them at)."""
+    unit = view.units[action.unit]
+    if world.project not in options.repos:
+        reads = UnitReads(files_unknown=f"no repository is configured for {world.project}")
+    elif unit.head is None:
+        reads = UnitReads(files_unknown="no base and head commit to compare")
+    else:
+        key = f"{world.project}:{UNIT_READS}:{action.dispatch}"
+        found: UnitReads | None = reading(world, key)
+        if found is None:
+            return Effect(key, world.project, UNIT_READS, {"base": unit.base, "head": unit.head})
+        reads = found
+    return world.publish_if(completion(world, view, action, reads))
+
+
+def boot_result(world: World, options: Options, view: SliceView) -> BootResult | None:
+    """The boot result the slice closes with (``None``: not booted yet)."""
+    if world.project not in options.repos:
+        return BootResult(
+            outcome="error",
+            detail=f"no repository is configured for {world.project}; nothing to boot",
+        )
+    found: BootResult | None = world.outside.get(boot_name(world.project, view.accepted))
+    return found
+
+
+def close(world: World, view: SliceView, boot: BootResult) -> Intent:
+    summary = slices.settled_summary(view)
+    closed = SliceClosed(
+        id=answer_id(view.accepted, "slice-closed"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        slice=view.slice,
+        boot=boot,
+        done=summary["done"],
+        failed=summary["failed"],
+        lost=summary["lost"],
+        blocked=summary["blocked"],
+        cause=max((u.last_event for u in view.units.values() if u.last_event), default=None),
+    )
+    return world.publish_if(closed)

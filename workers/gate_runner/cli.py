@@ -1,0 +1,122 @@
+"""Command line of the gate-runner daemon: ``python -m loopbus.workers.gate_runner``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+from loopbus.workers import repository
+from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.errors import GateError, WorkerError
+from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.runner import GateRunner
+from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.runtime import DaemonContext
+
+log = structlog.get_logger()
+
+
+def project_of(repo: Path) -> str:
+    """The project id declared by the repository's ``HEAD`` commit."""
+    info = repository.resolve(repo)
+    if info.config_text is None:
+        raise GateError(f"{repo} has no loopbus.toml at HEAD; pass --project to name the project")
+    return parse_config(info.config_text).project
+
+
+async def run(
+    ctx: DaemonContext,
+    *,
+    repo: Path,
+    data_dir: Path | None,
+    runner_name: str = DEFAULT_NAME,
+    project: str | None = None,
+    jobs: int = 2,
+    trunk: str | None = "HEAD",
+    trunk_poll_s: float = 2.0,
+) -> None:
+    served = project if project else await asyncio.to_thread(project_of, repo)
+    signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
+    runner = GateRunner(
+        ctx.bus,
+        repo,
+        signer,
+        principal=f"gate-runner@{socket.gethostname()}",
+        jobs=jobs,
+        project=served,
+    )
+    log.info("gate.serving", project=served, repo=str(repo), runner=signer.runner)
+    daemon = GateRunnerDaemon(runner, served, jobs=jobs, trunk=trunk, trunk_poll_s=trunk_poll_s)
+    await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+
+
+async def idle(ctx: DaemonContext) -> None:
+    """Without a repository there is nothing to gate: say so once, stay up until stopped."""
+    log.warning("gate.idle", reason="no --repo or LOOPBUS_REPO: no repository to gate")
+    await ctx.stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = daemon_parser("gate_runner", "Run a repository's gates when the log asks.")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=os.environ.get("LOOPBUS_REPO"),
+        help="the target repository (default: $LOOPBUS_REPO)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"keep the signing key in DATA_DIR/keys (default: ${KEY_DIR_ENV}, else "
+        "$XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
+    )
+    parser.add_argument(
+        "--runner-name", default=DEFAULT_NAME, help="the key's name (default %(default)s)"
+    )
+    parser.add_argument(
+        "--project", default=None, help="project id (default: from the repo's loopbus.toml)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="suites and checks run at once (default 2)"
+    )
+    parser.add_argument(
+        "--trunk", default="HEAD", help="the ref whose new commits are gated (default HEAD)"
+    )
+    parser.add_argument(
+        "--trunk-poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often to look at --trunk; 0 turns trunk watching off (default %(default)s)",
+    )
+
+    def make_body(args: argparse.Namespace) -> Body:
+        if args.repo is None:
+            return idle
+        if args.jobs < 1:
+            parser.error(f"--jobs {args.jobs}: give 1 or more")
+        try:  # a wrong repo or key is one line and exit 2, before connecting to anything
+            project = args.project or project_of(args.repo)
+            load_existing(args.data_dir, args.runner_name)  # a new key waits for the bus
+        except WorkerError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
+        return lambda ctx: run(
+            ctx,
+            repo=args.repo,
+            data_dir=args.data_dir,
+            runner_name=args.runner_name,
+            project=project,
+            jobs=args.jobs,
+            trunk=args.trunk,
+            trunk_poll_s=args.trunk_poll,
+        )
+
+    return main_for("gate-runner", parser, make_body, argv)

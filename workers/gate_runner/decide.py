@@ -1,0 +1,153 @@
+"""The gate runner's decision: which asks to run now, which refusals to report, and whether
+trunk's commit needs asking for. Pure, over the ``gate_work`` fold and what the trunk
+sensor saw.
+
+An *ask* is an event that wants a suite: a unit's accepted commit (the units daemon's
+``UnitTransitioned`` with ``by="commit"``; the claim is validated there first, so a refused
+claim costs no gate run) or a :class:`GateRunRequested` from anyone. The fold keeps the
+asks no verified suite answers yet, a unit's newer commit superseding its older ones, so a
+restarted runner runs exactly what is left and, for a unit, only its latest commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+from loopbus.projections import gates
+from loopbus.projections.base import Fold
+from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.schemas import Event, FindingRaised, UnitTransitioned
+from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.kernel import World
+
+RUN = "run-suite"
+"""Effect: run (or answer from the cache) the suite a :class:`Job` asks for."""
+TRUNK = "gate_runner.trunk"
+"""The observation of the trunk sensor (a :class:`TrunkSeen`)."""
+
+
+class Job(msgspec.Struct, frozen=True, kw_only=True):
+    """One ask: run the gates of ``commit`` and answer ``cause``."""
+
+    cause: str
+    commit: str
+    unit: str | None
+    reason: RunReason
+    checks: tuple[str, ...] = ()
+    force: bool = False
+
+
+class GateWork(msgspec.Struct):
+    """The ``gates`` projection and the asks it does not answer yet (in log order)."""
+
+    gates: gates.GatesState = msgspec.field(default_factory=gates.initial)
+    asks: dict[str, Job] = {}
+
+
+def trigger(event: Event) -> Job | None:
+    """The job an event asks for, if it asks for one."""
+    match event:
+        case UnitTransitioned(by="commit", commit=str(commit)):
+            return Job(cause=event.id, commit=commit, unit=event.unit, reason="unit")
+        case GateRunRequested():
+            return Job(
+                cause=event.id,
+                commit=event.commit,
+                unit=event.unit,
+                reason=event.reason,
+                checks=tuple(event.checks),
+                force=event.force,
+            )
+    return None
+
+
+def apply(state: GateWork, event: Event) -> GateWork:
+    gates.apply(state.gates, event)
+    job = trigger(event)
+    if job is not None and not gates.is_answered(state.gates, job.cause):
+        if job.unit is not None and job.reason == "unit":
+            # A unit's newer commit supersedes its older unanswered ones.
+            for cause, old in list(state.asks.items()):
+                if old.unit == job.unit and old.reason == "unit":
+                    del state.asks[cause]
+        state.asks[job.cause] = job
+    match event:
+        case GateSuiteCompleted(cause=str(cause)) if gates.is_answered(state.gates, cause):
+            state.asks.pop(cause, None)  # verified only: a forged suite answers none
+    return state
+
+
+FOLD = Fold(name="gate_work", state_type=GateWork, initial=GateWork, apply=apply)
+
+
+@dataclass(frozen=True)
+class TrunkSeen:
+    """A commit the trunk ref pointed at, and the id a request for it would take (minted by
+    the sensor, so asking again for the same sighting is stored once)."""
+
+    commit: str
+    ask: str
+
+
+def decide(world: World, jobs: int) -> list[Intent]:
+    """Report every refused gate event once; ask for trunk's new commit; run up to ``jobs``
+    suites at once, oldest ask first."""
+    work: GateWork = world.state(FOLD.name)
+    intents: list[Intent] = [
+        Publish(refusal_finding(world, refusal))
+        for refusal in gates.unreported_refusals(work.gates)
+    ]
+    ask = trunk_ask(world, work)
+    if ask is not None:
+        intents.append(Publish(ask))
+    free = jobs - sum(1 for key in world.running if key.startswith(f"{RUN}:"))
+    for job in work.asks.values():
+        key = f"{RUN}:{job.cause}"
+        if free <= 0:
+            break
+        if key in world.running or key in world.failed:
+            continue
+        intents.append(Effect(key, world.project, RUN, {"job": job}))
+        free -= 1
+    return intents
+
+
+def trunk_ask(world: World, work: GateWork) -> GateRunRequested | None:
+    """A trunk request for the commit the sensor saw, unless a suite or an ask for it exists
+    (whoever moved trunk: the merger, a revert, an outside push)."""
+    seen: TrunkSeen | None = world.outside.get(TRUNK)
+    if seen is None or gates.suite_for(work.gates, seen.commit) is not None:
+        return None
+    if any(job.commit == seen.commit for job in work.asks.values()):
+        return None
+    return GateRunRequested(
+        id=seen.ask,
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        commit=seen.commit,
+        reason="trunk",
+    )
+
+
+def refusal_finding(world: World, refusal: gates.Refusal) -> FindingRaised:
+    """The finding a refused gate event (a missing, unknown or forged signature) raises."""
+    what = f"check {refusal.check!r}" if refusal.check else refusal.kind
+    return FindingRaised(
+        id=answer_id(refusal.event, gates.REFUSAL_CRITERION),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="gate_runner",
+        target=RecordTarget(id=refusal.event),
+        severity="high",
+        criterion=gates.REFUSAL_CRITERION,
+        cls="refused-transition",
+        message=f"gate event {refusal.event} ({what}, runner {refusal.runner!r}) refused: "
+        f"{refusal.reason}",
+        evidence={"refused": refusal.event, "kind": refusal.kind, "reason": refusal.reason},
+        owner="standards",
+    )
