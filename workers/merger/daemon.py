@@ -294,6 +294,9 @@ def look_at(path: Path, branch: str, known: TrunkSeen | None) -> TrunkSeen | Non
 
 def note(event: Event) -> None:
     """Log the merger's own facts as they reach its fold (the story of a merge, in order)."""
+    if isinstance(event, UnitTransitioned):  # built by the kernel from the merger's move
+        log.info("merger.unit_transitioned", unit=event.unit, state=event.state, by=event.by)
+        return
     match event:
         case MergeQueued():
             log.info("merger.queued", unit=event.unit, head=event.head, approver=event.approver)
@@ -317,8 +320,6 @@ def note(event: Event) -> None:
             )
         case TrunkAdvanced():
             log.info("merger.trunk_advanced", unit=event.unit, merge=event.merge)
-        case UnitTransitioned():
-            log.info("merger.unit_transitioned", unit=event.unit, state=event.state, by=event.by)
         case MergeConflicted():
             log.info("merger.conflicted", unit=event.unit, paths=event.paths)
         case FindingRaised(cls="refused-transition"):
