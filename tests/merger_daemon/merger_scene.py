@@ -23,7 +23,8 @@ from loopbus.schemas.merges import ApproveReport
 from loopbus.schemas.reports import CommitReport, StartedReport
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
-from loopbus.workers.merger.daemon import MergerDaemon
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.merger.daemon import Merger
 from loopbus.workers.merger.gates import RunnerTrunkGates
 
 SYSTEM = Actor(role="system", principal="tests")
@@ -140,31 +141,32 @@ class Scene:
         self.project = project
         self.tmp = tmp
         self.repo = GitRepo(tmp / "repo")
-        self.daemon: MergerDaemon | None = None
+        self.daemon: Merger | None = None
+        self.kernel: Kernel | None = None
         self.task: asyncio.Task[None] | None = None
 
     def config(self, *, trunk_only: bool = False) -> str:
         return CONFIG.format(project=self.project, extra=INTEGRATION if trunk_only else "")
 
-    async def start(
-        self, window: int = 3, daemon: type[MergerDaemon] = MergerDaemon
-    ) -> MergerDaemon:
-        """Run a merger (``daemon``: the class, so a test can inject a crash) on the repo."""
+    async def start(self, window: int = 3, daemon: type[Merger] = Merger) -> Merger:
+        """Run a merger on the kernel (``daemon``: the class, so a test can inject a crash)
+        on the repo, and wait until it has folded the log."""
         signer = load_or_create(self.tmp / "data", "merger")
         runner = GateRunner(self.bus, self.repo.path, signer, project=self.project)
         self.daemon = daemon(
-            self.bus,
             self.repo.path,
             project=self.project,
             gates=RunnerTrunkGates(runner),
             window=window,
             poll_s=0.5,
         )
-        self.task = asyncio.create_task(self.daemon.run())
-        await asyncio.wait_for(self.daemon.caught_up.wait(), 30)
+        self.kernel = Kernel(self.bus, self.daemon)
+        self.task = asyncio.create_task(self.kernel.run())
+        await asyncio.wait_for(self.kernel.reached_end.wait(), 30)
         return self.daemon
 
     async def stop(self) -> None:
+        """Stop the merger as a kill would: wherever it is, nothing more is done."""
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -226,19 +228,21 @@ class Scene:
 
     @property
     def merges(self) -> MergesState:
-        assert self.daemon is not None
-        return self.daemon.merges
+        assert self.kernel is not None
+        state: MergesState = self.kernel.project_states(self.project)["merges"]
+        return state
 
     @property
     def units(self) -> UnitsState:
-        assert self.daemon is not None
-        return self.daemon.units
+        assert self.kernel is not None
+        state: UnitsState = self.kernel.project_states(self.project)["units"]
+        return state
 
     async def until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
         """Wait until ``predicate()`` holds on the daemon's fold (bounded)."""
-        assert self.daemon is not None
+        assert self.kernel is not None
         try:
-            await self.daemon.live.until(predicate, timeout)
+            await self.kernel.until(predicate, timeout)
         except TimeoutError:
             raise AssertionError(f"timed out after {timeout}s waiting for the merger") from None
 

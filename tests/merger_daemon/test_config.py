@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from loopbus.workers.merger.config import MergeConfigError, parse_merge_config
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.merger.config import parse_merge_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "merger.md"
 
@@ -66,7 +67,7 @@ def test_bad_merge_table_is_one_line_naming_field_and_fix(
     table: str, field: str, hint: str
 ) -> None:
     """A wrong [merge] table is refused with the field, the value and what to do."""
-    with pytest.raises(MergeConfigError, match=re.escape(hint)) as caught:
+    with pytest.raises(ConfigError, match=re.escape(hint)) as caught:
         parse_merge_config(CHECKS + "\n[merge]\n" + table + "\n")
     assert caught.value.field == field
     assert "\n" not in str(caught.value)

@@ -3,40 +3,55 @@ the effect: the trunk ref and the log end up telling one story."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
+import asyncio
+from collections.abc import Sequence
+from typing import ClassVar
 
 import pytest
+from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import FindingRaised, UnitTransitioned
 from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
-from loopbus.workers.merger.daemon import MergerDaemon
-from merger_scene import Scene, make_collision, make_trunk
+from loopbus.workers.merger.daemon import Merger
+from merger_scene import WAIT_S, Scene, make_collision, make_trunk
 
 
-class Crash(BaseException):
-    """The process dies here (a BaseException: nothing in the daemon may catch it)."""
+class Crashing(Merger):
+    """Dies right after the effect ``fatal`` moved trunk, before its record reaches the log:
+    the effect never returns (so nothing is published) and the test then kills the daemon."""
+
+    fatal: ClassVar[str] = ""
+    died: asyncio.Event
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        intents = await super().perform(effect)
+        if effect.action == self.fatal and intents:
+            self.died.set()
+            await asyncio.Event().wait()  # dead: the record is never handed back
+        return intents
 
 
-class CrashAfterAdvance(MergerDaemon):
+class CrashAfterAdvance(Crashing):
     """Dies right after moving trunk to a merge, before the advance reaches the log."""
 
-    async def _record_advance(self, *args: Any, **kwargs: Any) -> None:
-        raise Crash
+    fatal = "land"
 
 
-class CrashAfterRevert(MergerDaemon):
+class CrashAfterRevert(Crashing):
     """Dies right after moving trunk to a revert, before the revert reaches the log."""
 
-    async def _record_revert(self, *args: Any, **kwargs: Any) -> None:
-        raise Crash
+    fatal = "revert"
 
 
-async def _crash_then_restart(scene: Scene, crashing: type[MergerDaemon]) -> None:
-    await scene.start(daemon=crashing)
-    assert scene.task is not None
-    with contextlib.suppress(Crash):
-        await scene.task
-    scene.task = None
+async def _crash(scene: Scene, crashing: type[Crashing], window: int = 3) -> None:
+    """Run ``crashing`` until it dies, then kill it (the process is gone)."""
+    crashing.died = asyncio.Event()
+    await scene.start(window=window, daemon=crashing)
+    await asyncio.wait_for(crashing.died.wait(), WAIT_S)
+    await scene.stop()
+
+
+async def _crash_then_restart(scene: Scene, crashing: type[Crashing]) -> None:
+    await _crash(scene, crashing)
     await scene.start()
 
 
@@ -49,15 +64,11 @@ async def test_restart_after_moving_trunk_records_the_advance_once(
     head = scene.repo.commit(base, {"helper.py": "def helper():\n    return 1\n"}, "helper")
     await scene.ready_unit("U1", head)
     await scene.approve("U1", head)
-    await scene.start(window=window, daemon=CrashAfterAdvance)
-    assert scene.task is not None
-    with contextlib.suppress(Crash):
-        await scene.task
+    await _crash(scene, CrashAfterAdvance, window=window)
     moved = scene.repo.trunk()
     assert scene.repo.parents(moved) == [base, head]
     assert await scene.events(TrunkAdvanced) == []
 
-    scene.task = None
     await scene.start(window=window)
     await scene.until(lambda: scene.state_of("U1") == "done")
     [advanced] = await scene.events(TrunkAdvanced)

@@ -4,11 +4,57 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import structlog
 from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.merger.daemon import run
+from loopbus.workers.errors import RepoError
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.merger.config import project_of
+from loopbus.workers.merger.daemon import POLL_S, make_merger
+from loopbus.workers.runtime import DaemonContext
+
+log = structlog.get_logger()
+
+
+def merger_body(
+    repo: Path | None, *, trunk: str, project: str | None, data_dir: Path, window: int
+) -> Body:
+    """Idle (but healthy) without a repository; otherwise wait until the repository has a
+    trunk that names its project, then merge for ever."""
+
+    async def body(ctx: DaemonContext) -> None:
+        if repo is None:
+            log.info("merger.idle", why="no repository configured (--repo)")
+            await ctx.stop.wait()
+            return
+        found = project or await wait_for_project(ctx.stop, repo, trunk)
+        if found is None:
+            return
+        daemon = await asyncio.to_thread(
+            make_merger, ctx.bus, repo, found, trunk=trunk, data_dir=data_dir, window=window
+        )
+        await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+
+    return body
+
+
+async def wait_for_project(stop: asyncio.Event, repo: Path, trunk: str) -> str | None:
+    """The project trunk's ``loopbus.toml`` names, once it can be read (``None``: stopped)."""
+    while not stop.is_set():
+        try:
+            project, why = await asyncio.to_thread(project_of, repo, trunk)
+        except RepoError as exc:
+            project, why = None, str(exc)
+        if project is not None:
+            return project
+        log.warning("merger.waiting", why=why)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), POLL_S)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,9 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         if args.window < 1:
             parser.error(f"--window {args.window}: test at least one candidate at a time (>= 1)")
-        return lambda ctx: run(
-            ctx,
-            repo=args.repo,
+        return merger_body(
+            args.repo,
             trunk=args.trunk,
             project=args.project,
             data_dir=args.data_dir,

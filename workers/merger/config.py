@@ -16,21 +16,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.objects import Blob, Commit, Tree
-from loopbus.workers.gates.config import CONFIG_FILE, parse_config
-from loopbus.workers.merger.gitops import open_repo
+from loopbus.schemas.ids import is_token
+from loopbus.workers.errors import CONFIG_FILE, ConfigError
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.repository import read_ref, resolve
 
 MERGE_KEYS = ("trunk_only",)
-
-
-class MergeConfigError(ValueError):
-    """Raised when the ``[merge]`` table is wrong; the message names field, value and fix."""
-
-    def __init__(self, field: str, value: object, hint: str):
-        self.field = field
-        self.value = value
-        self.hint = hint
-        super().__init__(f"{CONFIG_FILE}: {field} = {value!r}: {hint}")
 
 
 @dataclass(frozen=True)
@@ -49,29 +40,29 @@ class MergeConfig:
 
 def parse_merge_config(text: str) -> MergeConfig:
     """Parse a whole ``loopbus.toml`` (its checks through the gate runner's parser) and the
-    ``[merge]`` table; raise :class:`MergeConfigError` or the gate runner's ``ConfigError``."""
+    ``[merge]`` table; raise :class:`~loopbus.workers.errors.ConfigError` naming the field."""
     config = parse_config(text)
     doc = tomllib.loads(text)
     table = doc.get("merge", {})
     if not isinstance(table, dict):
-        raise MergeConfigError("merge", table, 'write a [merge] table, e.g. trunk_only = ["e2e"]')
+        raise ConfigError("merge", table, 'write a [merge] table, e.g. trunk_only = ["e2e"]')
     for key in table:
         if key not in MERGE_KEYS:
-            raise MergeConfigError(
+            raise ConfigError(
                 f"merge.{key}", table[key], f"unknown key; allowed: {', '.join(MERGE_KEYS)}"
             )
     raw = table.get("trunk_only", [])
     if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
-        raise MergeConfigError("merge.trunk_only", raw, 'list check ids, e.g. ["e2e"]')
+        raise ConfigError("merge.trunk_only", raw, 'list check ids, e.g. ["e2e"]')
     ids = tuple(c.id for c in config.checks)
     for check in raw:
         if check not in ids:
-            raise MergeConfigError(
+            raise ConfigError(
                 "merge.trunk_only", check, f"no such check; this project's checks: {', '.join(ids)}"
             )
     trunk_only = tuple(dict.fromkeys(raw))
     if trunk_only and len(trunk_only) == len(ids):
-        raise MergeConfigError(
+        raise ConfigError(
             "merge.trunk_only",
             raw,
             "at least one check must gate candidates before trunk moves",
@@ -79,28 +70,29 @@ def parse_merge_config(text: str) -> MergeConfig:
     return MergeConfig(project=config.project, checks=ids, trunk_only=trunk_only)
 
 
-def config_text_at(path: Path, commit: str) -> str | None:
-    """``loopbus.toml`` as committed in ``commit`` (``None`` when it has none)."""
-    with open_repo(path) as repo:
-        obj = repo.object_store[commit.encode()]
-        assert isinstance(obj, Commit)
-        tree = repo.object_store[obj.tree]
-        assert isinstance(tree, Tree)
-        try:
-            _mode, sha = tree[CONFIG_FILE.encode()]
-        except KeyError:
-            return None
-        blob = repo.object_store[sha]
-        return blob.data.decode("utf-8", errors="replace") if isinstance(blob, Blob) else None
-
-
 def merge_config_at(path: Path, commit: str) -> MergeConfig:
     """The merge configuration ``commit`` declares.
 
-    Raises :class:`MergeConfigError` (no file, a bad ``[merge]`` table) or the gate
-    runner's ``ConfigError`` (a bad gate configuration).
+    Raises :class:`~loopbus.workers.errors.ConfigError` (no file, a bad gate configuration
+    or ``[merge]`` table) or :class:`~loopbus.workers.errors.RepoError` (no such commit).
     """
-    text = config_text_at(path, commit)
+    text = resolve(path, commit).config_text
     if text is None:
-        raise MergeConfigError("file", None, f"commit {commit[:12]} has no {CONFIG_FILE}")
+        raise ConfigError("file", None, f"commit {commit[:12]} has no {CONFIG_FILE}")
     return parse_merge_config(text)
+
+
+def project_of(path: Path, trunk: str) -> tuple[str | None, str]:
+    """The project id trunk's ``loopbus.toml`` declares, or ``None`` and why it cannot be
+    read yet (no trunk, no file, no valid id). Raises ``RepoError`` (not a repository)."""
+    ref = read_ref(path, trunk)
+    text = resolve(path, ref).config_text if ref is not None else None
+    if text is None:
+        return None, f"{trunk} has no {CONFIG_FILE} naming the project"
+    try:
+        project = tomllib.loads(text).get("project", {}).get("id")
+    except (tomllib.TOMLDecodeError, AttributeError):
+        project = None
+    if not isinstance(project, str) or not is_token(project):
+        return None, f"{CONFIG_FILE} on {trunk} names no valid project id"
+    return project, ""

@@ -1,8 +1,8 @@
-"""Everything the merger does to a repository, with dulwich only (no ``git`` subprocess).
+"""What the merger writes to a repository, with dulwich only (no ``git`` subprocess).
 
-Merging a unit's head into trunk, writing merge and revert commits, moving the trunk ref
-with a compare-and-swap, and reading back what a commit says about itself (its trailers)
-and what trunk gained since a unit branched (the sibling diff).
+Merging a unit's head into trunk, writing merge, revert and restore commits, and moving the
+trunk ref with a compare-and-swap; the evidence of a conflict is gathered with the merge.
+Reading (refs, trailers, the sibling diff, merge bases) is :mod:`loopbus.workers.repository`'s.
 
 Every file merge goes through the tree-sitter entity merge driver: it is registered in
 dulwich's process-wide merge-driver registry and every path is routed to it (the
@@ -15,40 +15,26 @@ function opens its own and async callers run them with ``asyncio.to_thread``.
 
 from __future__ import annotations
 
-import hashlib
-import io
-import re
 import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dulwich.errors import NotGitRepository
-from dulwich.graph import can_fast_forward, find_merge_base
 from dulwich.merge import Merger, recursive_merge
-from dulwich.objects import Blob, Commit, Tree
-from dulwich.patch import write_tree_diff
+from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.repo import Repo
+from loopbus.workers.errors import RepoError
 from loopbus.workers.merger.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,
 )
+from loopbus.workers.repository import commit_of, merge_bases, open_repo, ref_name
 
 IDENTITY = b"loopbus merger <merger@loopbus.invalid>"
 TEXT_CAP = 4000
 """Characters kept of one side of one conflicting hunk."""
-DIFF_CAP = 20000
-"""Characters of a sibling diff carried in a finding (its digest covers all of it)."""
-SIBLING_WALK = 200
-"""Trunk commits walked back looking for where a unit branched."""
-
-_TRAILER = re.compile(r"^(Loopbus-[A-Za-z-]+):\s*(\S.*)$")
-
-
-class RepoProblem(Exception):
-    """The repository cannot be used: not a repository, no such ref or commit."""
 
 
 @dataclass(frozen=True)
@@ -81,82 +67,12 @@ class MergeAttempt:
         return self.commit is not None
 
 
-@dataclass(frozen=True)
-class Siblings:
-    """What trunk gained between where a unit branched (``base``) and ``onto``."""
-
-    base: str | None
-    onto: str
-    units: list[str]
-    commits: list[str]
-    diff: str
-    digest: str
-    truncated: bool
-
-    def as_evidence(self) -> dict[str, Any]:
-        return {
-            "branched_from": self.base,
-            "trunk": self.onto,
-            "units": self.units,
-            "commits": self.commits,
-            "diff": self.diff,
-            "diff_digest": self.digest,
-            "diff_truncated": self.truncated,
-        }
-
-
-def open_repo(path: Path) -> Repo:
-    try:
-        return Repo(str(path))
-    except (NotGitRepository, FileNotFoundError, NotADirectoryError) as exc:
-        raise RepoProblem(f"--repo {path} is not a git repository") from exc
-
-
-def ref_name(trunk: str) -> bytes:
-    """``main`` -> ``refs/heads/main``; a full ``refs/...`` name is kept."""
-    return trunk.encode() if trunk.startswith("refs/") else b"refs/heads/" + trunk.encode()
-
-
-def read_ref(path: Path, trunk: str) -> str | None:
-    """The commit ``trunk`` points at, or ``None`` when the branch does not exist."""
-    with open_repo(path) as repo:
-        try:
-            return repo.refs[ref_name(trunk)].decode()
-        except KeyError:
-            return None
-
-
-def has_commit(path: Path, sha: str) -> bool:
-    with open_repo(path) as repo:
-        try:
-            return isinstance(repo.object_store[sha.encode()], Commit)
-        except (KeyError, ValueError):
-            return False
-
-
-def tree_of(path: Path, sha: str) -> str:
-    with open_repo(path) as repo:
-        return _commit(repo, sha).tree.decode()
-
-
-def trailers(path: Path, sha: str) -> dict[str, str]:
-    """The ``Loopbus-*`` trailers of a commit's message (what the merger wrote there)."""
-    with open_repo(path) as repo:
-        message = _commit(repo, sha).message.decode("utf-8", errors="replace")
-    found: dict[str, str] = {}
-    for line in message.splitlines():
-        match = _TRAILER.match(line.strip())
-        if match:
-            found[match.group(1)] = match.group(2).strip()
-    return found
-
-
 def merge(path: Path, ours: str, theirs: str, message: str) -> MergeAttempt:
     """Merge ``theirs`` into ``ours``; on success write the merge commit (parents ours,
     theirs) without moving any ref. On a conflict nothing is written."""
     register_merge_driver()
     with open_repo(path) as repo:
-        ours_commit, theirs_commit = _commit(repo, ours), _commit(repo, theirs)
+        ours_commit, theirs_commit = commit_of(repo, ours), commit_of(repo, theirs)
         bases = merge_bases(repo, ours_commit.id, theirs_commit.id)
         base = bases[0].decode() if bases else None
         attributes = entity_merge_attributes()
@@ -194,27 +110,27 @@ def revert(
     """
     register_merge_driver()
     with open_repo(path) as repo:
-        current = _commit(repo, trunk)
-        merged = _commit(repo, merge_commit)
+        current = commit_of(repo, trunk)
+        merged = commit_of(repo, merge_commit)
         if current.id == merged.id and merged.parents:
-            tree_id = _commit(repo, merged.parents[0].decode()).tree
+            tree_id = commit_of(repo, merged.parents[0].decode()).tree
         elif merged.parents:
-            parent = _commit(repo, merged.parents[0].decode())
+            parent = commit_of(repo, merged.parents[0].decode())
             merger = Merger(repo.object_store, entity_merge_attributes(), None)
             tree, conflicted = merger.merge_trees(
                 _tree(repo, merged.tree), _tree(repo, current.tree), _tree(repo, parent.tree)
             )
             if conflicted:
                 if fallback_tree is None:
-                    raise RepoProblem(f"cannot revert {merge_commit}: it collides with trunk")
-                tree_id = fallback_tree.encode()
+                    raise RepoError(f"cannot revert {merge_commit}: it collides with trunk")
+                tree_id = ObjectID(fallback_tree.encode())
             else:
                 repo.object_store.add_object(tree)
                 tree_id = tree.id
         elif fallback_tree is not None:
-            tree_id = fallback_tree.encode()
+            tree_id = ObjectID(fallback_tree.encode())
         else:
-            raise RepoProblem(f"cannot revert root commit {merge_commit}: no green tree known")
+            raise RepoError(f"cannot revert root commit {merge_commit}: no green tree known")
         commit = _write_commit(repo, tree_id, [current.id], message)
         return commit, tree_id.decode()
 
@@ -222,7 +138,7 @@ def revert(
 def restore(path: Path, trunk: str, tree: str, message: str) -> str:
     """Write a commit on top of ``trunk`` whose tree is ``tree`` (an earlier green trunk)."""
     with open_repo(path) as repo:
-        return _write_commit(repo, tree.encode(), [_commit(repo, trunk).id], message)
+        return _write_commit(repo, ObjectID(tree.encode()), [commit_of(repo, trunk).id], message)
 
 
 def move(path: Path, trunk: str, old: str | None, new: str) -> bool:
@@ -231,112 +147,21 @@ def move(path: Path, trunk: str, old: str | None, new: str) -> bool:
         name = ref_name(trunk)
         note = b"loopbus merger: " + new.encode()[:12]
         if old is None:
-            return bool(repo.refs.add_if_new(name, new.encode(), message=note))
-        return bool(repo.refs.set_if_equals(name, old.encode(), new.encode(), message=note))
-
-
-def siblings(path: Path, head: str, onto: str, unit: str | None = None) -> Siblings:
-    """What trunk ``onto`` holds that ``head`` never saw: the units (other than ``unit``)
-    merged, and commits pushed, since ``head`` branched, and their diff."""
-    with open_repo(path) as repo:
-        head_id, onto_id = _commit(repo, head).id, _commit(repo, onto).id
-        bases = merge_bases(repo, onto_id, head_id)
-        base = bases[0] if bases else None
-        units: list[str] = []
-        commits: list[str] = []
-        cursor: bytes | None = onto_id
-        for _ in range(SIBLING_WALK):
-            if cursor is None or cursor == base:
-                break
-            commit = _commit(repo, cursor.decode())
-            commits.append(cursor.decode())
-            merged = _trailer_of(commit, "Loopbus-Unit")
-            reverting = _trailer_of(commit, "Loopbus-Reverts") is not None
-            if merged is not None and merged != unit and not reverting and merged not in units:
-                units.append(merged)
-            cursor = commit.parents[0] if commit.parents else None
-        old_tree = _commit(repo, base.decode()).tree if base is not None else None
-        text = tree_diff(repo, old_tree, _commit(repo, onto).tree)
-    units.reverse()
-    commits.reverse()
-    return Siblings(
-        base=base.decode() if base is not None else None,
-        onto=onto,
-        units=units,
-        commits=commits,
-        diff=text[:DIFF_CAP],
-        digest=hashlib.sha256(text.encode()).hexdigest(),
-        truncated=len(text) > DIFF_CAP,
-    )
-
-
-def merge_bases(repo: Repo, ours: bytes, theirs: bytes) -> list[bytes]:
-    """Merge bases of trunk-side ``ours`` and unit-side ``theirs`` that ignore reverted merges.
-
-    After a unit's merge is reverted, trunk's history still holds the unit's old head, so a
-    plain merge base would be that head and a re-submission (which descends from it) would
-    merge as if trunk already had the unit's change — when the revert took it out. The
-    base of a unit whose earlier merge trunk reverted is therefore where trunk stood before
-    that merge: the re-submission then brings the unit's whole change again.
-    """
-    bases = find_merge_base(repo, [ours, theirs])
-    cursor: bytes | None = ours
-    reverted: set[bytes] = set()
-    for _ in range(SIBLING_WALK):
-        if cursor is None:
-            break
-        commit = _commit(repo, cursor.decode())
-        undone = _trailer_of(commit, "Loopbus-Reverts")
-        if undone is not None:
-            reverted.add(undone.encode())
-        if cursor in reverted and len(commit.parents) == 2:
-            old_head = commit.parents[1]
-            if old_head == theirs or can_fast_forward(repo, old_head, theirs):
-                bases = find_merge_base(repo, [commit.parents[0], theirs])
-        cursor = commit.parents[0] if commit.parents else None
-    return bases
-
-
-def tree_diff(repo: Repo, old_tree: bytes | None, new_tree: bytes | None) -> str:
-    out = io.BytesIO()
-    write_tree_diff(out, repo.object_store, old_tree, new_tree)
-    return out.getvalue().decode("utf-8", errors="replace")
-
-
-def diff_commits(path: Path, old: str, new: str) -> str:
-    """The unified diff between two commits' trees."""
-    with open_repo(path) as repo:
-        return tree_diff(repo, _commit(repo, old).tree, _commit(repo, new).tree)
+            return bool(repo.refs.add_if_new(name, ObjectID(new.encode()), message=note))
+        old_id, new_id = ObjectID(old.encode()), ObjectID(new.encode())
+        return bool(repo.refs.set_if_equals(name, old_id, new_id, message=note))
 
 
 # -- internals ---------------------------------------------------------------------------
 
 
-def _commit(repo: Repo, sha: str) -> Commit:
-    try:
-        obj = repo.object_store[sha.encode()]
-    except (KeyError, ValueError) as exc:
-        raise RepoProblem(f"commit {sha} is not in the repository") from exc
-    if not isinstance(obj, Commit):
-        raise RepoProblem(f"{sha} is a {obj.type_name.decode()}, not a commit")
-    return obj
-
-
-def _tree(repo: Repo, sha: bytes) -> Tree:
+def _tree(repo: Repo, sha: ObjectID) -> Tree:
     obj = repo.object_store[sha]
     assert isinstance(obj, Tree)
     return obj
 
 
-def _trailer_of(commit: Commit, key: str) -> str | None:
-    for line in commit.message.decode("utf-8", "replace").splitlines():
-        match = _TRAILER.match(line.strip())
-        if match and match.group(1) == key:
-            return match.group(2).strip()
-    return None
-
-
-def _write_commit(repo: Repo, tree: bytes, parents: list[bytes], message: str) -> str:
+def _write_commit(repo: Repo, tree: ObjectID, parents: list[ObjectID], message: str) -> str:
     commit = Commit()
     commit.tree = tree
     commit.parents = parents
@@ -354,7 +179,7 @@ def _blob_data(repo: Repo, side: tuple[int | None, bytes | None] | None) -> byte
         return None
     if stat.S_ISDIR(side[0]) or side[0] == 0o160000:
         return None
-    obj = repo.object_store[side[1]]
+    obj = repo.object_store[ObjectID(side[1])]
     return obj.data if isinstance(obj, Blob) else None
 
 

@@ -9,7 +9,9 @@ hold, so they are dropped and rebuilt on trunk without it — the re-test.
 
 A candidate is keyed by what it is made of (``base``, unit, head), so a stack that stays
 valid is never rebuilt or re-tested, and one that stops being valid is simply never asked
-for again (and its test is cancelled). Nothing here publishes: the daemon records results.
+for again (and its test is cancelled). Nothing here publishes or decides: the merger's
+decision asks for a stack (an effect of its shell), and the pipeline reports what it holds
+(:meth:`Pipeline.view`) whenever that changes — a stack built, a test finished.
 """
 
 from __future__ import annotations
@@ -25,23 +27,22 @@ from loopbus.projections.merges import QueueEntry
 from loopbus.schemas.merges import FailingTest
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.merger import gitops
-from loopbus.workers.merger.config import MergeConfigError, merge_config_at
+from loopbus.workers.merger.config import merge_config_at
 from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict
+from loopbus.workers.merger.seen import (
+    CandidateView,
+    Key,
+    PipelineView,
+    Request,
+    merge_message,
+    request_of,
+)
 
 log = structlog.get_logger()
 
-Key = tuple[str, str, str]
-"""(base commit, unit, head): what a candidate is made of."""
-
-
-def merge_message(entry: QueueEntry, trunk: str) -> str:
-    """The merge commit's message; its trailers let a restarted merger recognise it."""
-    return (
-        f"Merge unit {entry.unit} into {trunk}\n\n"
-        f"Loopbus-Unit: {entry.unit}\n"
-        f"Loopbus-Head: {entry.head}\n"
-        f"Loopbus-Queued: {entry.queued}\n"
-    )
+TEST_ATTEMPTS = 3
+"""A candidate test that raises (not a red result: the run itself broke) is tried this many
+times before it is recorded as an error, which is red."""
 
 
 @dataclass
@@ -53,16 +54,17 @@ class Candidate:
     attempt: gitops.MergeAttempt
     ahead: list[str]
     task: asyncio.Task[TrunkVerdict] | None = None
-    failures: int = 0
-
-    @property
-    def base(self) -> str:
-        return self.key[0]
 
     @property
     def commit(self) -> str:
         assert self.attempt.commit is not None
         return self.attempt.commit
+
+    def view(self) -> CandidateView:
+        task = self.task
+        done = task is not None and task.done() and not task.cancelled()
+        verdict = task.result() if done and task is not None else None
+        return CandidateView(self.key, self.attempt, tuple(self.ahead), verdict)
 
 
 @dataclass
@@ -72,18 +74,22 @@ class Pipeline:
     repo: Path
     trunk: str
     gates: TrunkGates
-    window: int = 3
-    on_done: Callable[[], None] = lambda: None
+    on_change: Callable[[], None] = lambda: None
     candidates: dict[Key, Candidate] = field(default_factory=dict)
+    request: Request | None = None
+    stacked: list[Candidate] = field(default_factory=list)
 
-    async def stack(self, entries: Sequence[QueueEntry], trunk_commit: str) -> list[Candidate]:
-        """Build (or reuse) the candidates for the first ``window`` entries on trunk, start
-        their tests, and drop every candidate no longer wanted. The list stops after the
-        first candidate that does not merge (nothing can be stacked on it)."""
+    def view(self) -> PipelineView:
+        return PipelineView(self.request, tuple(c.view() for c in self.stacked))
+
+    async def stack(self, entries: Sequence[QueueEntry], trunk_commit: str) -> PipelineView:
+        """Build (or reuse) the candidates for ``entries`` on trunk, start their tests, and
+        drop every candidate no longer wanted. The stack stops after the first candidate
+        that does not merge (nothing can be stacked on it)."""
         stacked: list[Candidate] = []
         base = trunk_commit
         ahead: list[str] = []
-        for entry in entries[: max(self.window, 1)]:
+        for entry in entries:
             key = (base, entry.unit, entry.head)
             candidate = self.candidates.get(key)
             if candidate is None:
@@ -96,8 +102,8 @@ class Pipeline:
             if not candidate.attempt.clean:
                 break
             if candidate.task is None:
-                candidate.task = asyncio.create_task(self._test(candidate))
-                candidate.task.add_done_callback(lambda _t: self.on_done())
+                candidate.task = asyncio.create_task(self._evaluate(candidate))
+                candidate.task.add_done_callback(self._done)
                 log.info(
                     "merger.candidate_testing",
                     unit=entry.unit,
@@ -107,16 +113,14 @@ class Pipeline:
             ahead.append(entry.unit)
             base = candidate.commit
         self.keep({c.key for c in stacked})
-        return stacked
+        self.request, self.stacked = request_of(trunk_commit, entries), stacked
+        return self.view()
 
     def keep(self, wanted: set[Key]) -> None:
         """Forget (and stop testing) every candidate not in ``wanted``."""
         for key in [k for k in self.candidates if k not in wanted]:
             self._drop(key)
-
-    def forget(self, candidate: Candidate) -> None:
-        """Drop one candidate so the next :meth:`stack` builds and tests it afresh."""
-        self._drop(candidate.key)
+        self.stacked = [c for c in self.stacked if c.key in wanted]
 
     def cancel_all(self) -> None:
         self.keep(set())
@@ -133,12 +137,38 @@ class Pipeline:
         if candidate.task is not None and not candidate.task.done():
             candidate.task.cancel()
 
+    def _done(self, task: asyncio.Task[TrunkVerdict]) -> None:
+        if not task.cancelled():
+            self.on_change()
+
+    async def _evaluate(self, candidate: Candidate) -> TrunkVerdict:
+        """The candidate's verdict; a run that breaks is tried again, then is an error."""
+        problem: Exception | None = None
+        for attempt in range(1, TEST_ATTEMPTS + 1):
+            try:
+                return await self._test(candidate)
+            except Exception as exc:  # the run broke (not a red result): try it again
+                problem = exc
+                log.warning(
+                    "merger.candidate_test_failed",
+                    unit=candidate.entry.unit,
+                    attempt=attempt,
+                    error=repr(exc),
+                )
+        return TrunkVerdict(
+            commit=candidate.commit,
+            tree=candidate.attempt.tree or "",
+            outcome="error",
+            failing=[FailingTest(test="gates", check="gates", message=repr(problem)[:500])],
+            error=f"the trunk gates could not run: {problem!r}"[:2000],
+        )
+
     async def _test(self, candidate: Candidate) -> TrunkVerdict:
         """The candidate stage: every check but the trunk-only ones, on the merge result."""
         commit = candidate.commit
         try:
             config = await asyncio.to_thread(merge_config_at, self.repo, commit)
-        except (MergeConfigError, WorkerError) as exc:
+        except WorkerError as exc:
             return config_error(commit, candidate.attempt.tree or "", str(exc))
         checks = config.candidate_checks if config.trunk_only else ()
         return await self.gates.run(self.repo, commit, checks=checks)

@@ -1,0 +1,102 @@
+"""The layers hold: imports run one way, only bus/ knows NATS, and only one function in
+the whole product builds a unit transition."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("schemas", "projections", "bus", "workers", "loopbus")
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    # package -> the loopbus packages it must never import
+    "schemas": ("projections", "bus", "workers", "cli"),
+    "projections": ("bus", "workers", "cli"),
+    "bus": ("projections", "workers", "cli"),
+    "workers": ("cli",),
+}
+TRANSITION_BUILDER = ROOT / "projections" / "claims.py"
+
+
+def sources(*folders: str) -> Iterator[Path]:
+    for folder in folders:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module
+
+
+def layer_of(module: str) -> str | None:
+    """The loopbus layer a module belongs to (``cli`` for the front door's own modules)."""
+    parts = module.split(".")
+    if parts[0] != "loopbus":
+        return None
+    if len(parts) > 1 and parts[1] in ("schemas", "projections", "bus", "workers"):
+        return parts[1]
+    return "cli"
+
+
+def test_only_bus_imports_nats() -> None:
+    """No module outside bus/ imports nats: the transport has one boundary."""
+    leaks = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sources("schemas", "projections", "workers", "loopbus")
+        for line, module in imported_modules(path)
+        if module == "nats" or module.startswith("nats.")
+    ]
+    assert leaks == []
+
+
+@pytest.mark.parametrize("package", list(FORBIDDEN))
+def test_imports_run_one_way(package: str) -> None:
+    """schemas <- projections <- workers, schemas <- bus <- workers, the CLI on top."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sources(package)
+        for line, module in imported_modules(path)
+        if layer_of(module) in FORBIDDEN[package]
+    ]
+    assert wrong == []
+
+
+def transition_constructions(source: str, filename: str) -> list[int]:
+    """Lines of ``source`` that call ``UnitTransitioned(...)``."""
+    lines = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == "UnitTransitioned":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_one_function_builds_every_unit_transition() -> None:
+    """Only projections/claims.py constructs UnitTransitioned (in transition_event), so
+    every daemon's transitions pass the table check a Move makes."""
+    builders = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sources(*PACKAGES)
+        for line in transition_constructions(path.read_text(), str(path))
+    }
+    assert all(b.startswith("projections/claims.py:") for b in builders), builders
+    assert len(builders) == 1
+
+
+def test_the_scan_finds_a_transition_built_by_hand() -> None:
+    """The scan above is not blind: a daemon building its own transition is found."""
+    rogue = (
+        "from loopbus.schemas import UnitTransitioned\n"
+        "def hold(unit):\n"
+        "    return UnitTransitioned(project='p', unit=unit, state='blocked', by='hold')\n"
+    )
+    assert transition_constructions(rogue, "rogue.py") == [3]

@@ -1,0 +1,188 @@
+"""The merger's decision alone: worlds built from event lists, no bus, no repository."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from loopbus.projections import merges as merges_fold
+from loopbus.projections import units as units_fold
+from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish
+from loopbus.projections.merges import QueueEntry
+from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.merges import ApproveReport, CandidateTested, MergeQueued, TrunkAdvanced
+from loopbus.schemas.reports import CommitReport
+from loopbus.workers.kernel import World
+from loopbus.workers.merger.decide import Policy, decide
+from loopbus.workers.merger.gates import TrunkVerdict
+from loopbus.workers.merger.gitops import MergeAttempt
+from loopbus.workers.merger.seen import (
+    PIPELINE,
+    QUEUED,
+    TRUNK,
+    CandidateView,
+    PipelineView,
+    TrunkSeen,
+    request_of,
+)
+
+P = "shop"
+SYSTEM = Actor(role="system", principal="tests")
+MERGER = Actor(role="system", principal="merger@tests")
+ALICE = Actor(role="builder", principal="alice")
+BOB = Actor(role="reviewer", principal="bob")
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+TRUNK0, HEAD, MERGE, TREE = "1" * 40, "2" * 40, "3" * 40, "4" * 40
+
+
+def ready_unit(unit: str = "U1", head: str = HEAD) -> list[Event]:
+    """A unit planned, started, with ``head`` submitted by alice and its gates green."""
+    report = CommitReport(project=P, actor=ALICE, unit=unit, sha=head)
+
+    def moved(by: Any, **fields: Any) -> UnitTransitioned:
+        return UnitTransitioned(
+            project=P, actor=SYSTEM, unit=unit, state="working", by=by, **fields
+        )
+
+    return [
+        UnitPlanned(project=P, actor=SYSTEM, unit=unit, slice="S1"),
+        moved("started", prior=None, cause=report.id),
+        report,
+        moved("commit", prior="working", cause=report.id, commit=head),
+        moved("gates", prior="working", cause=report.id, commit=head, ready=True),
+    ]
+
+
+def green_trunk(commit: str = TRUNK0) -> CandidateTested:
+    return CandidateTested(
+        project=P, actor=MERGER, stage="trunk", candidate=commit, tree=TREE, outcome="pass"
+    )
+
+
+def queued(approval: ApproveReport) -> MergeQueued:
+    return MergeQueued(
+        id=answer_id(approval.id, "queued"), project=P, actor=MERGER, unit=approval.unit,
+        head=approval.head, approval=approval.id, approver="bob", via="report",
+        cause=approval.id,
+    )  # fmt: skip
+
+
+def world(events: Sequence[Event], running: frozenset[str] = frozenset(), **outside: Any) -> World:
+    states = {
+        "units": units_fold.FOLD.fold(list(events)),
+        "merges": merges_fold.FOLD.fold(list(events)),
+    }
+    return World(
+        project=P, states=states, seqs={}, now=NOW, actor=MERGER, outside=outside,
+        running=running,
+    )  # fmt: skip
+
+
+def only(intents: Sequence[Intent]) -> Intent:
+    assert len(intents) == 1, intents
+    return intents[0]
+
+
+def test_self_approval_is_refused_with_an_id_derived_from_the_approval() -> None:
+    """The author's own approval is answered with a self-approval finding, the same twice."""
+    approval = ApproveReport(project=P, actor=Actor(role="reviewer", principal="alice"),
+                             unit="U1", head=HEAD)  # fmt: skip
+    events = [*ready_unit(), approval]
+    first, again = decide(world(events), Policy()), decide(world(events), Policy())
+    intent = only(first)
+    assert isinstance(intent, Publish) and isinstance(intent.event, FindingRaised)
+    assert intent.event.criterion == "self-approval"
+    assert intent.event.id == answer_id(approval.id, "refused")
+    assert intent.event.at == NOW  # the decision's time, not the clock's
+    assert first == again
+
+
+def test_a_valid_approval_queues_the_head_even_while_an_effect_runs() -> None:
+    """Approvals need only the log: they are answered while the shell is busy with git."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    intent = only(decide(world([*ready_unit(), approval], running=frozenset({"x"})), Policy()))
+    assert isinstance(intent, Publish) and isinstance(intent.event, MergeQueued)
+    assert (intent.event.unit, intent.event.head, intent.event.cause) == ("U1", HEAD, approval.id)
+
+
+def test_nothing_about_trunk_is_decided_before_the_ref_is_seen_or_while_an_effect_runs() -> None:
+    """Without the trunk ref, or with an effect in flight, the queue waits."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    events = [*ready_unit(), approval, queued(approval), green_trunk()]
+    assert decide(world(events), Policy()) == []
+    seen = TrunkSeen(TRUNK0, tree=TREE)
+    assert decide(world(events, running=frozenset({"land:x"}), trunk=seen), Policy()) == []
+
+
+def test_an_unknown_trunk_is_gated_first() -> None:
+    """A trunk commit the log does not know is gated (an effect of the shell)."""
+    intent = only(decide(world([], **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
+    assert isinstance(intent, Effect)
+    assert intent.action == "check-trunk"
+    assert (intent.args["ref"], intent.args["cause"]) == (TRUNK0, None)
+
+
+def _stacked(events: list[Event], verdict: TrunkVerdict | None) -> dict[str, Any]:
+    entry: QueueEntry = merges_fold.FOLD.fold(events).queue[0]
+    attempt = MergeAttempt(ours=TRUNK0, theirs=HEAD, base=TRUNK0, commit=MERGE, tree=TREE)
+    view = CandidateView((TRUNK0, "U1", HEAD), attempt, (), verdict)
+    return {
+        TRUNK: TrunkSeen(TRUNK0, tree=TREE),
+        PIPELINE: PipelineView(request_of(TRUNK0, [entry]), (view,)),
+    }
+
+
+def test_the_queue_asks_for_a_stack_then_records_the_heads_result() -> None:
+    """No stack yet: ask the shell for one; a green head result is recorded on trunk."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    events = [*ready_unit(), approval, queued(approval), green_trunk()]
+    ask = only(decide(world(events, **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
+    assert isinstance(ask, Effect) and ask.action == "stack" and ask.args["trunk"] == TRUNK0
+
+    running = _stacked(events, None)
+    assert decide(world(events, **running), Policy()) == []  # its test runs
+
+    green = TrunkVerdict(commit=MERGE, tree=TREE, outcome="pass")
+    record = only(decide(world(events, **_stacked(events, green)), Policy()))
+    assert isinstance(record, Publish) and isinstance(record.event, CandidateTested)
+    assert (record.event.stage, record.event.base, record.event.candidate) == (
+        "candidate",
+        TRUNK0,
+        MERGE,
+    )
+
+    land = only(decide(world([*events, record.event], **_stacked(events, green)), Policy()))
+    assert isinstance(land, Effect) and land.action == "land"
+
+
+def test_a_red_head_result_needs_the_sibling_diff_from_the_shell() -> None:
+    """A red head result is recorded by the shell, which reads the siblings for the finding."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    events = [*ready_unit(), approval, queued(approval), green_trunk()]
+    red = TrunkVerdict(commit=MERGE, tree=TREE, outcome="fail")
+    effect = only(decide(world(events, **_stacked(events, red)), Policy()))
+    assert isinstance(effect, Effect) and effect.action == "record-red"
+    assert effect.args["case"].onto == TRUNK0 and effect.args["case"].who.authors == ("alice",)
+
+
+def test_a_merge_found_on_trunk_by_its_trailers_is_recorded_then_settled() -> None:
+    """Trunk at the merger's own unrecorded merge: recorded; green again after: unit DONE."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    entry = queued(approval)
+    tested = CandidateTested(
+        project=P, actor=MERGER, stage="candidate", unit="U1", head=HEAD, candidate=MERGE,
+        tree=TREE, base=TRUNK0, outcome="pass", cause=entry.id,
+    )  # fmt: skip
+    events: list[Event] = [*ready_unit(), approval, entry, green_trunk(), tested]
+    seen = TrunkSeen(MERGE, tree=TREE, trailers={QUEUED: entry.id})
+    advance = only(decide(world(events, trunk=seen), Policy()))
+    assert isinstance(advance, Publish) and isinstance(advance.event, TrunkAdvanced)
+    assert advance.event.id == answer_id(tested.id, "advance")
+
+    events += [advance.event, green_trunk(MERGE)]
+    done = only(decide(world(events, trunk=seen), Policy()))
+    assert isinstance(done, MoveUnit)
+    assert (done.move.state, done.move.by, done.move.unit) == ("done", "merged", "U1")
+    assert done.move.cause == events[-1].id  # the trunk run that stayed green

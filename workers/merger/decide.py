@@ -1,0 +1,310 @@
+"""The merger's decision: pure, over the folded units and merges and what the shell saw.
+
+Each call takes the next step the state calls for; the kernel folds the step's facts back
+before it asks again, so steps happen one at a time, in this order of priority:
+
+1. answer the oldest approval: queue the head (``MergeQueued``) or refuse the claim with a
+   finding (the author approving their own unit, a head that is not the unit's, a unit
+   that is not ready);
+2. promote open trunk-red findings of a unit whose builder gave up (``contract-wrong``);
+3. keep trunk honest: a trunk the merger did not put there (first sight, an outside push)
+   is gated, unless its trailers say the merger wrote it and did not record it yet; a
+   trunk that moved is gated again; green after a merge marks the unit DONE, red reverts
+   the merge (or, for a push, restores the last green tree) with the finding;
+4. move the queue: ask the shell to stack candidates, and when the head's result is in,
+   record it; green moves trunk to exactly that commit, red returns the unit with a
+   trunk-red (or contract-wrong) finding, a conflict returns it with the hunks.
+
+Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 and 4 wait while an effect
+of the merger is under way (trunk has one writer, and it does one thing at a time).
+Whatever needs the repository — running the gates, merging, moving the ref, reading the
+sibling diff — is an :class:`Effect` the shell carries out (``daemon.py``); unit
+transitions are :func:`~loopbus.projections.claims.merged` and
+:func:`~loopbus.projections.claims.returned` moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from loopbus.projections.claims import Refusal, Verdict, merged, returned
+from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.merges import Advance, MergesState, QueueEntry, Tested
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.schemas import Event
+from loopbus.schemas.ids import answer_id
+from loopbus.workers.kernel import World
+from loopbus.workers.merger import facts
+from loopbus.workers.merger.approvals import answer, author, promote, publish
+from loopbus.workers.merger.facts import Author, RedCase
+from loopbus.workers.merger.seen import (
+    CAUSE,
+    PIPELINE,
+    QUEUED,
+    REVERTS,
+    TRUNK,
+    CandidateView,
+    PipelineView,
+    TrunkSeen,
+    request_of,
+)
+
+MERGED_SALT = "merged"
+RETURNED_SALT = "returned"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the merger is set up: the trunk branch, and how many candidates test at once."""
+
+    trunk: str = "main"
+    window: int = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision's inputs, and how its intents are made."""
+
+    world: World
+    policy: Policy
+    merges: MergesState
+    units: UnitsState
+
+    def author(self, unit: str) -> Author:
+        return author(self.world, self.merges, self.units, unit)
+
+    def publish(self, *events: Event) -> Intent:
+        return publish(self.world, *events)
+
+    def effect(self, action: str, key: str, **args: Any) -> Effect:
+        return Effect(f"{action}:{key}", self.world.project, action, args)
+
+
+def decide(world: World, policy: Policy) -> list[Intent]:
+    """The merger's next step for ``world.project`` (none: wait for something to change)."""
+    merges: MergesState = world.state("merges")
+    units: UnitsState = world.state("units")
+    answered = answer(world, merges, units) or promote(world, merges, units)
+    if answered is not None:
+        return [answered]
+    if world.running:
+        return []
+    return trunk(Step(world, policy, merges, units))
+
+
+# -- trunk ----------------------------------------------------------------------------------
+
+
+def trunk(step: Step) -> list[Intent]:
+    """Keep trunk honest, then move the queue (only on a trunk gated green)."""
+    seen: TrunkSeen | None = step.world.outside.get(TRUNK)
+    if seen is None:
+        return []  # the branch does not exist (yet): nothing to merge into
+    ref, view = seen.commit, step.merges.trunk
+    if ref != view.commit:
+        return recover(step, seen) or [check_trunk(step, ref)]
+    checked = view.checked
+    if checked is None or checked.candidate != ref:
+        return [check_trunk(step, ref)]
+    settled = settle(step, ref, checked)
+    if settled is not None:
+        return settled
+    if not checked.green:
+        return red_trunk(step, ref, checked)
+    return move_queue(step, ref)
+
+
+def check_trunk(step: Step, ref: str) -> Effect:
+    """Run every check on trunk as it is now (the shell records the verdict)."""
+    view, advance = step.merges.trunk, step.merges.last_advance
+    ours = view.commit == ref and view.moved_by is not None
+    unit = head = None
+    if ours and advance is not None and view.moved_by == advance.id:
+        unit, head = advance.unit, advance.commit
+    cause = view.moved_by if ours else None
+    return step.effect("check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause)
+
+
+def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
+    """Trunk is at a commit the log does not have: if the merger wrote it and moved trunk
+    there before it could record it, record it now. Nothing: it is not the merger's."""
+    if not seen.exists:
+        return []
+    merges, marks = step.merges, seen.trailers
+    for entry in merges.queue:
+        tested = entry.tested
+        if (
+            entry.queued == marks.get(QUEUED)
+            and tested is not None
+            and tested.green
+            and tested.candidate == seen.commit
+        ):
+            world = step.world
+            advance = facts.advanced(world.project, world.actor, step.policy.trunk, entry, tested)
+            return [step.publish(advance)]
+    checked = merges.trunk.checked
+    if checked is None or marks.get(CAUSE) != checked.id or seen.tree is None:
+        return []
+    reverts, last = marks.get(REVERTS), merges.last_advance
+    if last is not None and reverts == last.merge:
+        case = revert_case(step, last, checked).reverted(seen.commit)
+        args = {"case": case, "advance": last, "tree": seen.tree}
+        return [step.effect("record-revert", seen.commit, **args)]
+    if reverts is not None and reverts == merges.trunk.commit:
+        args = {"pushed": reverts, "checked": checked, "commit": seen.commit, "tree": seen.tree}
+        green = merges.trunk.green_commit
+        return [step.effect("record-outside-revert", seen.commit, green=green, **args)]
+    return []
+
+
+def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
+    """After a merge reached trunk and trunk's gates ran: DONE when green, else revert.
+    ``None``: nothing to settle (or the unit cannot move), go on."""
+    advance = step.merges.last_advance
+    if advance is None or advance.done:
+        return None
+    if advance.reverted is not None:
+        if advance.returned:
+            return None
+        revert = advance.reverted
+        return move(step, advance.unit, lambda v: returned_move(v, advance.commit, revert))
+    if step.merges.trunk.moved_by != advance.id:
+        return None
+    if checked.green:
+        summary = f"merged into {step.policy.trunk} as {advance.merge[:12]}; trunk gates green"
+        return move(
+            step, advance.unit, lambda v: merged_move(v, advance.commit, checked.id, summary)
+        )
+    case = revert_case(step, advance, checked)
+    green = step.merges.trunk.green_tree
+    return [step.effect("revert", ref, ref=ref, advance=advance, case=case, green_tree=green)]
+
+
+def revert_case(step: Step, advance: Advance, checked: Tested) -> RedCase:
+    """The red of a merge that reached trunk: told about the siblings it branched past."""
+    return RedCase(
+        who=step.author(advance.unit),
+        stage="trunk",
+        head=advance.commit,
+        commit=advance.merge,
+        tree=advance.tree,
+        onto=advance.previous,
+        failing=tuple(checked.failing),
+        checks=tuple(checked.checks),
+        cause=checked.id,
+    )
+
+
+def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
+    """Trunk is red and no merge of ours is to blame: go back to the last green trunk,
+    or, with none known, tell the operator once and hold the queue."""
+    view = step.merges.trunk
+    if view.green_tree is not None and view.green_tree != checked.tree:
+        args = {"ref": ref, "checked": checked, "green_tree": view.green_tree}
+        return [step.effect("restore", ref, green=view.green_commit, **args)]
+    if view.red_notice == ref:
+        return []
+    world = step.world
+    return [
+        step.publish(facts.red_notice(world.project, world.actor, step.policy.trunk, ref, checked))
+    ]
+
+
+# -- the queue ------------------------------------------------------------------------------
+
+
+def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
+    entries = [e for e in step.merges.queue if stands(e, step.units)]
+    pipeline: PipelineView = step.world.outside.get(PIPELINE, PipelineView())
+    if not entries:
+        return [stack(step, trunk_commit, [])] if pipeline.stacked else []
+    head = entries[0]
+    if head.conflicted is not None:
+        conflicted = head.conflicted
+        return move(step, head.unit, lambda v: returned_move(v, head.head, conflicted)) or []
+    tested = head.tested
+    if tested is not None and tested.base == trunk_commit:
+        if tested.green:
+            args = {"entry": head, "tested": tested, "trunk": trunk_commit}
+            return [step.effect("land", tested.candidate, **args)]
+        return move(step, head.unit, lambda v: returned_move(v, head.head, tested.id)) or []
+    wanted = entries[: max(step.policy.window, 1)]
+    if pipeline.request != request_of(trunk_commit, wanted):
+        return [stack(step, trunk_commit, wanted)]
+    first = pipeline.stacked[0] if pipeline.stacked else None
+    if first is None or first.key != (trunk_commit, head.unit, head.head):
+        return []
+    return head_result(step, head, first)
+
+
+def stack(step: Step, trunk_commit: str, wanted: list[QueueEntry]) -> Effect:
+    """Have the shell stack ``wanted`` on trunk (and drop every other candidate)."""
+    request = request_of(trunk_commit, wanted)
+    key = ",".join([trunk_commit, *(queued for queued, _unit, _head in request[1])])
+    return step.effect("stack", key, entries=tuple(wanted), trunk=trunk_commit)
+
+
+def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Intent]:
+    """Record the result of the queue's head, tested directly on trunk (or its conflict)."""
+    base = first.key[0]
+    if not first.attempt.clean:
+        return [step.publish(*facts.conflict(step.author(head.unit), head, base, first.attempt))]
+    if first.verdict is None:
+        return []  # its test is running
+    world, verdict = step.world, first.verdict
+    tested = facts.candidate_tested(
+        world.project, world.actor, head, first.attempt, verdict, base=base, ahead=first.ahead
+    )
+    if verdict.green:
+        return [step.publish(tested)]
+    case = RedCase(
+        who=step.author(head.unit),
+        stage="candidate",
+        head=head.head,
+        commit=tested.candidate,
+        tree=tested.tree,
+        onto=base,
+        failing=tuple(verdict.failing),
+        checks=tuple(verdict.checks),
+        cause=tested.id,
+    )
+    tested = msgspec.structs.replace(tested, at=world.now)
+    return [step.effect("record-red", tested.id, tested=tested, case=case)]
+
+
+# -- unit moves -----------------------------------------------------------------------------
+
+
+def move(step: Step, unit: str, make: Callable[[UnitView], Verdict]) -> list[Intent] | None:
+    """The unit transition ``make`` warrants; ``None`` when the unit cannot move."""
+    view = step.units.units.get(unit)
+    if view is None:
+        return None
+    verdict = make(view)
+    if isinstance(verdict, Refusal):
+        return None
+    seed = verdict.cause or view.last_event
+    if seed is None:
+        return None
+    salt = MERGED_SALT if verdict.by == "merged" else RETURNED_SALT
+    return [step.world.move(verdict, answer_id(seed, salt))]
+
+
+def stands(entry: QueueEntry, units: UnitsState) -> bool:
+    view = units.units.get(entry.unit)
+    return view is not None and view.state == "working" and view.ready and view.head == entry.head
+
+
+def merged_move(view: UnitView, head: str, cause: str, summary: str) -> Verdict:
+    if view.head != head:
+        return Refusal(view.unit, "head-moved", f"unit {view.unit} moved on from {head[:12]}")
+    return merged(view, cause, summary)
+
+
+def returned_move(view: UnitView, head: str, cause: str | None) -> Verdict:
+    if view.head != head or not view.ready:
+        return Refusal(view.unit, "head-moved", f"unit {view.unit} already moved on")
+    return returned(view, cause)
