@@ -185,7 +185,7 @@ class Bus:
 
     async def publish(self, event: Event) -> Ack:
         """Append one event. ``Nats-Msg-Id`` is the event id, so a retry is stored once."""
-        return await self._publish(event, {Header.MSG_ID: event.id})
+        return await self._publish(event, {Header.MSG_ID.value: event.id})
 
     async def publish_transition(self, event: Event, expected_last_subject_seq: int) -> Ack:
         """Append ``event`` only if its subject's last sequence is still the one we read.
@@ -194,8 +194,8 @@ class Bus:
         another writer appended first.
         """
         headers = {
-            Header.MSG_ID: event.id,
-            Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(expected_last_subject_seq),
+            Header.MSG_ID.value: event.id,
+            Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(expected_last_subject_seq),
         }
         try:
             return await self._publish(event, headers)

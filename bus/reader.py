@@ -61,7 +61,8 @@ def _consumer_config(
     if start_time is not None:
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_TIME,
-            opt_start_time=start_time.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            # nats-py sends this field as given; the server wants RFC 3339 text.
+            opt_start_time=start_time.astimezone(UTC).isoformat().replace("+00:00", "Z"),  # type: ignore[arg-type]
         )
     else:
         config = ConsumerConfig(
@@ -126,7 +127,7 @@ class _Puller:
         self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{LOG_STREAM}.{self.consumer}"
         self.open.clear()
         self.failed = None
-        return int(info.num_pending)
+        return int(info.num_pending or 0)
 
     async def on_message(self, msg: Msg) -> None:
         headers = msg.headers or {}

@@ -140,7 +140,8 @@ class SubprocessExecutor:
             )
         status = _read_status(status_file)
         if status is None:
-            sig = -process.returncode if (process.returncode or 0) < 0 else None
+            code = process.returncode or 0
+            sig = -code if code < 0 else None
             return RunOutput(
                 "subprocess",
                 duration,
@@ -272,9 +273,9 @@ class ContainerExecutor:
                         time.monotonic() - started,
                         start_error=f"image {spec.image} could not be pulled: {exc.message}",
                     )
-            config = {
+            config: dict[str, Any] = {
                 "Image": spec.image,
-                "Cmd": spec.argv,
+                "Cmd": list(spec.argv),
                 "WorkingDir": CONTAINER_WORK,
                 "Env": [f"{k}={v}" for k, v in sorted(spec.env.items())],
                 "User": f"{os.getuid()}:{os.getgid()}",

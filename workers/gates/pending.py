@@ -146,15 +146,15 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
     unrun: list[str] = []
     ordinary = 0
     for ending in endings:
-        pid = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
-        if pid is None:
+        owner = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
+        if owner is None:
             ordinary += 1
             if ending.ending == "norun":
                 unrun.append(ending.nodeid)
             fails += _ordinary(ending, counts, findings)
             continue
         counts["pending"] += 1
-        verdict = _pending(ending, pid, config, findings)
+        verdict = _pending(ending, owner, config, findings)
         if verdict == "error":
             errors.append(f"pending test {ending.nodeid} did not run")
         elif verdict == "fail":

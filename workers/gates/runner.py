@@ -43,7 +43,7 @@ from loopbus.schemas.gates import (
 )
 from loopbus.schemas.targets import CheckTarget, CodeTarget, RecordTarget
 from loopbus.workers import repository
-from loopbus.workers.errors import ConfigError, RepoError
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.cache import GateCache
 from loopbus.workers.gates.config import CheckSpec, ProjectConfig, parse_config
 from loopbus.workers.gates.executors import (
@@ -194,8 +194,7 @@ class GateRunner:
             return await self._failed_suite(
                 info.commit,
                 info.tree,
-                f"commit {info.commit[:12]} has no {repository.CONFIG_FILE} at its root "
-                "(see docs/gates.md)",
+                f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root (see docs/gates.md)",
                 unit,
                 reason,
                 cause,
@@ -209,7 +208,7 @@ class GateRunner:
                 )
             specs = [config.check(c) for c in checks] if checks else list(config.checks)
         except ConfigError as exc:
-            suite = await self._failed_suite(
+            failed = await self._failed_suite(
                 info.commit,
                 info.tree,
                 str(exc),
@@ -219,8 +218,8 @@ class GateRunner:
                 started,
                 finding=_config_finding(exc, info.config_text),
             )
-            suite.config_error = exc
-            return suite
+            failed.config_error = exc
+            return failed
 
         runs = await asyncio.gather(
             *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
@@ -549,7 +548,7 @@ def _config_finding(exc: ConfigError, text: str) -> Finding:
                 line = number
                 break
     return Finding(
-        target=CodeTarget(path=repository.CONFIG_FILE, start=line, end=line),
+        target=CodeTarget(path=CONFIG_FILE, start=line, end=line),
         severity="high",
         message=str(exc),
         evidence={"field": exc.field},

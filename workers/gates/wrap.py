@@ -34,7 +34,7 @@ def main() -> int:
     }
     with open(status_file, "w") as out:
         json.dump(report, out)
-    rc = report["rc"]
+    rc = os.waitstatus_to_exitcode(status)
     return rc if rc >= 0 else 128 + int(report["signal"] or signal.SIGKILL)
 
 

@@ -51,7 +51,8 @@ def _longrepr(report: Any) -> str:
 
 
 def _test(nodeid: str) -> dict[str, Any]:
-    return _state["tests"].setdefault(nodeid, {"nodeid": nodeid, "phases": {}})
+    test: dict[str, Any] = _state["tests"].setdefault(nodeid, {"nodeid": nodeid, "phases": {}})
+    return test
 
 
 @pytest.hookimpl(hookwrapper=True)
