@@ -7,6 +7,7 @@ are set on the stream, so no client (ours or anyone's) can remove or rewrite his
 from __future__ import annotations
 
 import nats.js.errors
+from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from nats.js import JetStreamContext
 from nats.js.api import (
     DiscardPolicy,
@@ -17,7 +18,7 @@ from nats.js.api import (
 )
 
 LOG_STREAM = "LOOP"
-LOG_SUBJECTS = ["loop.>"]
+LOG_SUBJECTS = [ALL_SUBJECTS]
 
 PROJECTION_BUCKET = "loopbus_projections"
 """Materialised projection states (one key per projection and project) and checkpoints."""
@@ -78,7 +79,7 @@ async def _restore_guarantees(js: JetStreamContext, current: StreamConfig) -> No
         or (current.max_age or 0) != 0
         or (current.max_msgs or -1) != -1
         or (current.max_bytes or -1) != -1
-        or "loop.>" not in (current.subjects or [])
+        or ALL_SUBJECTS not in (current.subjects or [])
     )
     if loose:
         wanted.duplicate_window = current.duplicate_window or wanted.duplicate_window

@@ -25,10 +25,11 @@ from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.retry import retrying
 from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
 from loopbus.schemas.limits import bounded
+from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-_DEFAULT_FILTER = ("loop.>",)
+_DEFAULT_FILTER = (ALL_SUBJECTS,)
 BATCH = 2_000
 """Messages per pull request; at most two requests are outstanding."""
 EXPIRES_S = 5.0

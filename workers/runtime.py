@@ -15,15 +15,13 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import WORKER_BUCKET, Bus, BusError, Record, connect, ensure_log, read
-from loopbus.projections import FOLDS, Fold, ProjectStates, apply_all, initial_states
-from loopbus.schemas import Event
+from loopbus.bus import WORKER_BUCKET, Bus, BusError, connect, ensure_log
 
 log = structlog.get_logger()
 
@@ -191,59 +189,3 @@ class Progress:
         async with self._changed:
             self.seq = max(self.seq, seq)
             self._changed.notify_all()
-
-
-class LiveFold:
-    """Per-project projection states kept current from the log, for daemons that act on them.
-
-    A daemon that must not repeat an effect after a restart derives "already done" from
-    these states (a fact records the ``cause`` it answered), because the states are
-    rebuilt from the same log on every start.
-    """
-
-    def __init__(self, folds: Sequence[Fold[Any]] = FOLDS):
-        self.folds = tuple(folds)
-        self.projects: dict[str, ProjectStates] = {}
-
-    def states(self, project: str) -> ProjectStates:
-        states = self.projects.get(project)
-        if states is None:
-            if self.folds == FOLDS:
-                states = initial_states()
-            else:
-                states = {fold.name: fold.initial() for fold in self.folds}
-            self.projects[project] = states
-        return states
-
-    def apply(self, event: Event) -> ProjectStates:
-        states = self.states(event.project)
-        if self.folds == FOLDS:
-            return apply_all(states, event)
-        for fold in self.folds:
-            states[fold.name] = fold.apply(states[fold.name], event)
-        return states
-
-
-async def follow(
-    ctx: DaemonContext,
-    *,
-    subjects: Sequence[str] = ("loop.>",),
-    start_seq: int = 1,
-) -> AsyncIterator[tuple[Record, bool]]:
-    """Yield ``(record, live)`` from ``start_seq`` for ever; ``live`` once past the log's end
-    as it was at start (history is for folding, live records are for acting on).
-
-    Undecodable records are logged and skipped here: the projector quarantines them.
-    """
-    caught_up_at = await ctx.bus.stream_last_seq()
-    async for record in read(ctx.bus, subjects=subjects, start_seq=start_seq, follow=True):
-        ctx.last_seq = record.seq
-        if record.event is None:
-            log.warning(
-                "record.undecodable",
-                seq=record.seq,
-                subject=record.subject,
-                error=str(record.error),
-            )
-            continue
-        yield record, record.seq > caught_up_at

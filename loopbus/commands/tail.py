@@ -18,6 +18,8 @@ from loopbus.schemas import KINDS, PRODUCERS, project_subjects
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
+from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
+from loopbus.schemas.subjects import finding_subjects
 from loopbus.settings import add_nats_url, nats_url
 
 _json = msgspec.json.Encoder()
@@ -68,13 +70,11 @@ class Filter:
         self.kind = args.kind
 
     def subjects(self) -> list[str]:
-        if self.project and self.producer:
-            return [f"loop.{self.project}.finding.{self.producer}"]
+        if self.producer:
+            return [finding_subjects(self.project or "*", self.producer)]
         if self.project:
             return [project_subjects(self.project)]
-        if self.producer:
-            return [f"loop.*.finding.{self.producer}"]
-        return ["loop.>"]
+        return [ALL_SUBJECTS]
 
     def accepts(self, record: Record) -> bool:
         event = record.event

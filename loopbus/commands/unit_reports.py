@@ -36,6 +36,7 @@ from loopbus.schemas.reports import (
     encode_heartbeat,
     heartbeat_key,
 )
+from loopbus.schemas.subjects import claim_subjects
 from loopbus.settings import add_nats_url, nats_url
 from loopbus.workers.units.daemon import ANSWER_SALT
 
@@ -179,10 +180,7 @@ async def wait_for_answer(
 ) -> UnitTransitioned | FindingRaised:
     """The units daemon's answer to ``report``: its transition, or its refusal finding."""
     wanted = answer_id(report.id, ANSWER_SALT)
-    subjects = [
-        f"loop.{report.project}.unit.{report.unit}",
-        f"loop.{report.project}.finding.>",
-    ]
+    subjects = claim_subjects(report.project, report.unit)
     try:
         async with asyncio.timeout(timeout):
             async for record in read(bus, subjects=subjects, start_seq=from_seq, follow=True):

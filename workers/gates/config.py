@@ -58,10 +58,6 @@ class CheckSpec(msgspec.Struct, frozen=True, kw_only=True):
         """The command split into words the way a POSIX shell would (no shell runs it)."""
         return shlex.split(self.command)
 
-    @property
-    def reads_all(self) -> bool:
-        return "*" in self.reads
-
     def config_sha(self, salt: str = "") -> str:
         """Digest of everything that decides what this check measures (and the salt)."""
         doc = {

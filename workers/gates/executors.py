@@ -64,10 +64,6 @@ class RunOutput:
     cost: Cost | None = None
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def ended_normally(self) -> bool:
-        return self.exit_code is not None and not self.timed_out and self.start_error is None
-
     def output_tail(self, limit: int = 2000) -> str:
         text = (self.stdout + b"\n" + self.stderr).decode("utf-8", errors="replace").strip()
         return text[-limit:]

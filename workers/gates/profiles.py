@@ -58,10 +58,6 @@ class Profile:
     def origin(self) -> str:
         return f"profile:{self.name}@{self.version}"
 
-    @property
-    def check_ids(self) -> tuple[str, ...]:
-        return tuple(str(c["id"]) for c in self.checks)
-
     def bind(self, table: Mapping[str, Any], where: str, source: str) -> dict[str, str]:
         """The project's values for this profile's params, defaults applied, or a ConfigError."""
         for key, value in table.items():
