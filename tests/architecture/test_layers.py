@@ -100,3 +100,27 @@ def test_the_scan_finds_a_transition_built_by_hand() -> None:
         "    return UnitTransitioned(project='p', unit=unit, state='blocked', by='hold')\n"
     )
     assert transition_constructions(rogue, "rogue.py") == [3]
+
+
+SHARED_WORKER_LIBRARIES = frozenset(
+    {"kernel", "runtime", "cli", "errors", "gates", "repository", "agents"}
+)
+"""What a daemon package may import from workers/: the libraries every daemon shares."""
+
+
+def test_no_daemon_imports_another_daemon() -> None:
+    """A daemon's package imports the shared worker libraries, never another daemon's room:
+    shared protocol lives a layer down (schemas, bus) or in a shared library."""
+    crossings = []
+    for path in sources("workers"):
+        package = path.relative_to(ROOT / "workers").parts[0].removesuffix(".py")
+        if package in SHARED_WORKER_LIBRARIES or package == "__init__":
+            continue
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[:2] != ["loopbus", "workers"] or len(parts) < 3:
+                continue
+            target = parts[2]
+            if target != package and target not in SHARED_WORKER_LIBRARIES:
+                crossings.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert crossings == []
