@@ -14,7 +14,7 @@ from dataclasses import replace
 from .entities import Entity, Key
 from .line_merge import split_lines
 
-__all__ = ["Reordered", "align_repeats", "merged_order", "rematch"]
+__all__ = ["Reordered", "align_repeats", "merged_order", "rematch", "replacements", "similarity"]
 
 
 class Reordered(Exception):
@@ -60,32 +60,56 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     return tuple(result)
 
 
-# How alike (difflib ratio over lines) an added entity must be to one the same side
-# deleted from the same place to count as that entity renamed.
+# How alike an added entity must be to one the same side deleted from the same place
+# to count as that entity renamed or edited beyond recognition by key.
 _RENAME_SIMILARITY = 0.6
+# Entities of at most this many lines are compared character by character: one line
+# (an import moved to another module, a version bumped) is all or nothing by lines.
+_SHORT = 3
 
 
-def _same_entity(old: Entity, new: Entity) -> bool:
-    """Whether `new`, found where `old` was, is `old` edited (or renamed)."""
+def similarity(old: bytes, new: bytes) -> float:
+    """How alike two entity texts are: difflib's ratio over lines, or characters if short."""
+    a, b = split_lines(old), split_lines(new)
+    if len(a) <= _SHORT and len(b) <= _SHORT:
+        return difflib.SequenceMatcher(None, old.strip(), new.strip(), autojunk=False).ratio()
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _likeness(old: Entity, new: Entity) -> float | None:
+    """How alike `new`, found where `old` was, is to `old`, or None if it cannot be `old`."""
     if old.anonymous or new.anonymous:
-        return old.anonymous and new.anonymous and old.node_type == new.node_type
+        if old.anonymous and new.anonymous and old.node_type == new.node_type:
+            return similarity(old.text, new.text)
+        return None
     if (old.kind, old.owner) != (new.kind, new.owner):
-        return False
-    matcher = difflib.SequenceMatcher(
-        None, split_lines(old.text), split_lines(new.text), autojunk=False
+        return None
+    score = similarity(old.text, new.text)
+    return score if score >= _RENAME_SIMILARITY else None
+
+
+def _slot(base: tuple[Entity, ...], i: int, position: dict[Key, int], size: int) -> range:
+    """Positions of a side between the side's copies of base[i]'s nearest kept neighbours."""
+    before = next(
+        (position[base[j].key] for j in range(i - 1, -1, -1) if base[j].key in position), -1
     )
-    return matcher.ratio() >= _RENAME_SIMILARITY
+    after = next(
+        (position[base[j].key] for j in range(i + 1, len(base)) if base[j].key in position),
+        size,
+    )
+    return range(before + 1, after)
 
 
 def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
     """Give an entity that looks like an edit of a vanished base entity that one's key.
 
-    An edited unnamed statement (keyed by its text) or a renamed function looks
-    like a delete plus an add. Pairing a vanished base entity with a new one of the
-    same kind in the same slot (between the same surviving neighbours) — for named
-    entities only when their text is mostly the same — turns that back into a
-    modification. Then a rename on one side and a body edit on the other merge, and
-    two sides editing one statement meet in one merge instead of both surviving.
+    An edited unnamed statement (keyed by its text), a renamed function or an import
+    moved to another module looks like a delete plus an add. Pairing a vanished base
+    entity with the most alike new one of the same kind in the same slot (between the
+    same surviving neighbours) — for named entities only when their text is mostly
+    the same — turns that back into a modification. Then a rename on one side and a
+    body edit on the other merge, and two sides editing one statement meet in one
+    merge instead of both surviving.
     """
     side_keys = {e.key for e in side}
     missing = [i for i, e in enumerate(base) if e.key not in side_keys]
@@ -96,22 +120,55 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
     result = list(side)
     taken: set[int] = set()
     for i in missing:
-        before = next(
-            (position[base[j].key] for j in range(i - 1, -1, -1) if base[j].key in position),
-            -1,
-        )
-        after = next(
-            (position[base[j].key] for j in range(i + 1, len(base)) if base[j].key in position),
-            len(side),
-        )
-        for p in range(before + 1, after):
-            candidate = result[p]
-            if p in taken or candidate.key in base_keys or not _same_entity(base[i], candidate):
+        best: tuple[float, int] | None = None
+        for p in _slot(base, i, position, len(side)):
+            if p in taken or result[p].key in base_keys:
                 continue
-            result[p] = replace(candidate, name=base[i].name, occurrence=base[i].occurrence)
+            score = _likeness(base[i], result[p])
+            if score is not None and (best is None or score > best[0]):
+                best = (score, p)
+        if best is not None:
+            p = best[1]
+            result[p] = replace(result[p], name=base[i].name, occurrence=base[i].occurrence)
             taken.add(p)
-            break
     return tuple(result)
+
+
+def _shares_lines(old: Entity, new: Entity) -> bool:
+    """Whether most of `old`'s lines, indentation aside, reappear in `new` (a wrap, a move)."""
+    mine = [line.strip() for line in split_lines(old.text) if line.strip()]
+    if len(mine) < 2:
+        return False
+    theirs = {line.strip() for line in split_lines(new.text)}
+    return sum(line in theirs for line in mine) * 2 >= len(mine)
+
+
+def replacements(
+    base: tuple[Entity, ...], side: tuple[Entity, ...], *, loose: bool
+) -> dict[Key, list[Key]]:
+    """For each base entity `side` dropped, what `side` added in its place in its stead.
+
+    An addition in a vanished entity's slot replaces it when it holds most of its lines
+    (it was wrapped in a condition, or rewritten around them) or, with `loose`, when it
+    is an unnamed statement of the same type (an ``if`` block for an ``if`` block).
+    """
+    side_keys = {e.key for e in side}
+    base_keys = {e.key for e in base}
+    position = {e.key: i for i, e in enumerate(side)}
+    claimed: set[int] = set()
+    found: dict[Key, list[Key]] = {}
+    for i, old in enumerate(base):
+        if old.key in side_keys:
+            continue
+        for p in _slot(base, i, position, len(side)):
+            new = side[p]
+            if p in claimed or new.key in base_keys:
+                continue
+            same_statement = old.anonymous and new.anonymous and old.node_type == new.node_type
+            if _shares_lines(old, new) or (loose and same_statement):
+                found.setdefault(old.key, []).append(new.key)
+                claimed.add(p)
+    return found
 
 
 def merged_order(base: list[Key], ours: list[Key], theirs: list[Key], keep: set[Key]) -> list[Key]:

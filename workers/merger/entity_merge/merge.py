@@ -16,11 +16,14 @@ import os
 from dataclasses import dataclass, field
 
 import msgspec
+from tree_sitter import Tree
 
+from .combine import combine_names
 from .entities import Entity, Key, NotSplittable, Region, extract
 from .languages import LanguageSpec, language_for_path
 from .line_merge import Clash, Stable, merge3, render, split_lines
-from .matching import Reordered, align_repeats, merged_order, rematch
+from .matching import Reordered, align_repeats, merged_order, rematch, replacements
+from .refusal import binary_result, duplicated, is_binary, refused
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
 
 __all__ = ["merge_file"]
@@ -48,6 +51,10 @@ def _concat(parts: list[bytes]) -> bytes:
             out += b"\n"
         out += part
     return bytes(out)
+
+
+def _piece(text: bytes) -> tuple[bytes, ...]:
+    return (text,) if text else ()
 
 
 def _significant(gap: bytes) -> list[bytes]:
@@ -78,9 +85,46 @@ def _survives(base: Entity | None, ours: Entity | None, theirs: Entity | None) -
     return _changed(base, kept)
 
 
+# Entity kinds whose text is a list of names that two sides may each extend.
+_NAME_LISTS = frozenset({"import", "export"})
+
+# A base entity both sides dropped, and what each side put in its place.
+_Replaced = tuple[Entity, tuple[Entity, ...], tuple[Entity, ...]]
+
+
+def _replaced(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> dict[Key, _Replaced]:
+    """Base entities both sides replaced differently, keyed by one replacement's key.
+
+    Matching already turned every recognisable edit into a modification; what is left
+    is a base entity both sides dropped. If each side put a different statement of the
+    same sort in its place, or one side dropped it and the other wrapped it (its lines
+    live on inside something new), keeping every addition would keep both rewrites, or
+    undo a deletion: those are collisions. Identical replacements share keys and merge.
+    """
+    o_new, t_new = replacements(base, ours, loose=True), replacements(base, theirs, loose=True)
+    o_keys, t_keys = {e.key: e for e in ours}, {e.key: e for e in theirs}
+    found: dict[Key, _Replaced] = {}
+    for old in base:
+        if old.key in o_keys or old.key in t_keys:
+            continue
+        mine = tuple(o_keys[k] for k in o_new.get(old.key, ()))
+        yours = tuple(t_keys[k] for k in t_new.get(old.key, ()))
+        if [e.text for e in mine] == [e.text for e in yours]:
+            continue
+        if not (mine and yours):
+            strict = replacements((old,), mine or yours, loose=False)
+            if not strict:
+                continue  # deleted on both sides; the other addition is just an addition
+        found[(mine or yours)[0].key] = (old, mine, yours)
+    return found
+
+
 @dataclass(slots=True)
 class _Merger:
     marker_size: int
+    spec: LanguageSpec | None = None
     conflicts: list[EntityConflict] = field(default_factory=list)
 
     def lines(
@@ -123,6 +167,10 @@ class _Merger:
         t = {e.key: e for e in theirs_entities}
         every = b.keys() | o.keys() | t.keys()
         keep = {k for k in every if _survives(b.get(k), o.get(k), t.get(k))}
+        replaced = _replaced(base.entities, ours_entities, theirs_entities)
+        for key, (_, mine, yours) in replaced.items():
+            keep -= {e.key for e in (*mine, *yours)}
+            keep.add(key)
         # Ordering first: it is the one step that can give up on the region, and it
         # must do so before any conflict of this region has been recorded.
         order = merged_order(list(b), list(o), list(t), keep)
@@ -135,6 +183,9 @@ class _Merger:
             spacing = b""
             if position > 0 and key not in b:
                 spacing = _spacing(key, ours_entities) or _spacing(key, theirs_entities)
+            if key in replaced:
+                parts.append(self.clash(*replaced[key]))
+                continue
             parts.append(self.entity(b.get(key), o.get(key), t.get(key), spacing=spacing))
         parts.append(
             self.lines(
@@ -188,6 +239,10 @@ class _Merger:
             return ours.text
         if ours.text == base.text:
             return theirs.text
+        if base.kind in _NAME_LISTS and self.spec is not None:
+            combined = combine_names(self.spec, base.text, ours.text, theirs.text)
+            if combined is not None:
+                return combined
         if base.body is not None and ours.body is not None and theirs.body is not None:
             mark = len(self.conflicts)
             try:
@@ -206,7 +261,11 @@ class _Merger:
         return self.lines(base.text, ours.text, theirs.text, kind=base.kind, name=base.display_name)
 
     def added_twice(self, ours: Entity, theirs: Entity) -> bytes:
-        """Both sides added an entity with the same key: fine only if they agree."""
+        """Both sides added an entity with the same key: fine if they agree or combine."""
+        if ours.kind in _NAME_LISTS and self.spec is not None and ours.text != theirs.text:
+            combined = combine_names(self.spec, None, ours.text, theirs.text)
+            if combined is not None:
+                return combined
         return self.lines(
             b"",
             ours.text,
@@ -215,6 +274,28 @@ class _Merger:
             name=ours.display_name,
             reason="both-added",
         )
+
+    def clash(self, base: Entity, ours: tuple[Entity, ...], theirs: tuple[Entity, ...]) -> bytes:
+        """A base entity both sides replaced differently (or one dropped): both, marked."""
+        ours_text = _concat([e.text for e in ours])
+        theirs_text = _concat([e.text for e in theirs])
+        reason: ConflictReason = "both-modified"
+        if not ours:
+            reason = "delete-modify"
+        elif not theirs:
+            reason = "modify-delete"
+        label = f"{base.label}, replaced"
+        merged = render(
+            [Clash(base=(base.text,), ours=_piece(ours_text), theirs=_piece(theirs_text))],
+            label=label,
+            marker_size=self.marker_size,
+        )
+        hunk = ConflictHunk(base=_text(base.text), ours=_text(ours_text), theirs=_text(theirs_text))
+        self.conflicts.append(
+            EntityConflict(kind=base.kind, name=base.display_name, reason=reason, hunks=(hunk,))
+        )
+        gap = (ours or theirs)[0].gap
+        return _concat([gap, merged.content])
 
     def deleted(self, base: Entity, kept: Entity, *, deleted_by_theirs: bool) -> bytes:
         """One side deleted what the other changed: keep both views, marked."""
@@ -244,82 +325,98 @@ def _line_result(
     ours: bytes,
     theirs: bytes,
     path: str,
+    spec: LanguageSpec | None,
     *,
     note: str,
-    spec: LanguageSpec | None,
-    must_parse: bool,
     marker_size: int,
 ) -> MergeResult:
-    """A plain three-way line merge of the whole file."""
+    """A plain three-way line merge of the whole file (not yet checked)."""
     merger = _Merger(marker_size)
     content = merger.lines(base, ours, theirs, kind="file", name=path)
     language = spec.name if spec is not None else None
-    if merger.conflicts:
-        return MergeResult(
-            content=content,
-            conflicts=tuple(merger.conflicts),
-            strategy="line",
-            language=language,
-            note=note,
-        )
-    if must_parse and spec is not None and not spec.parses(content):
-        return _unparseable(base, ours, theirs, path, spec, marker_size, note=note)
-    return MergeResult(content=content, conflicts=(), strategy="line", language=language, note=note)
-
-
-def _unparseable(
-    base: bytes,
-    ours: bytes,
-    theirs: bytes,
-    path: str,
-    spec: LanguageSpec,
-    marker_size: int,
-    *,
-    note: str,
-) -> MergeResult:
-    """Both sides parse, every piece merged, and still the result is broken code.
-
-    Typical cause: an edit in one entity that only makes sense with a neighbour the
-    other side changed. The file is handed back whole, ours against theirs, so an
-    author sees both versions and nothing broken is ever committed as clean.
-    """
-    label = f"file {path}: merged result does not parse"
-    merged = render(
-        [Clash(base=tuple(split_lines(base)), ours=(ours,), theirs=(theirs,))],
-        label=label,
-        marker_size=marker_size,
-    )
-    conflict = EntityConflict(
-        kind="file",
-        name=path,
-        reason="result-unparseable",
-        hunks=(ConflictHunk(base=_text(base), ours=_text(ours), theirs=_text(theirs)),),
-    )
     return MergeResult(
-        content=merged.content,
-        conflicts=(conflict,),
+        content=content,
+        conflicts=tuple(merger.conflicts),
         strategy="line",
-        language=spec.name,
-        note=f"{note}; the line merge result does not parse as {spec.name} either",
+        language=language,
+        note=note,
     )
 
 
-def _binary(data: bytes) -> bool:
-    # git's own test: a NUL byte in the first 8000 bytes means "not text".
-    return b"\0" in data[:8000]
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """The three versions of one file, what parses them, and the sides' trees."""
 
+    base: bytes
+    ours: bytes
+    theirs: bytes
+    path: str
+    spec: LanguageSpec
+    marker_size: int
+    ours_tree: Tree
+    theirs_tree: Tree
 
-def _binary_result(base: bytes, ours: bytes, theirs: bytes, path: str) -> MergeResult:
-    """Binary content is never line-merged: one-sided changes pass, anything else conflicts."""
-    note = "binary file"
-    if ours == theirs or theirs == base:
-        return MergeResult(content=ours, conflicts=(), strategy="line", language=None, note=note)
-    if ours == base:
-        return MergeResult(content=theirs, conflicts=(), strategy="line", language=None, note=note)
-    conflict = EntityConflict(kind="file", name=path, reason="binary", hunks=())
-    return MergeResult(
-        content=ours, conflicts=(conflict,), strategy="line", language=None, note=note
-    )
+    def line_merge(self, note: str) -> MergeResult:
+        """The whole file merged by lines, unchecked."""
+        return _line_result(
+            self.base,
+            self.ours,
+            self.theirs,
+            self.path,
+            self.spec,
+            note=note,
+            marker_size=self.marker_size,
+        )
+
+    def fault(self, content: bytes) -> tuple[ConflictReason, str] | None:
+        """Why a clean merge of these inputs must not be written, or None if it may."""
+        tree, start, end = self.spec.reparse(self.ours_tree, self.ours, content)
+        root = tree.root_node
+        if self.spec.broken(root, start, end):
+            return "result-unparseable", "does not parse"
+        names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
+        if names:
+            return "duplicate", f"repeats {', '.join(names)}"
+        return None
+
+    def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
+        """`result` if it is a conflict or sound; else a line merge, or a refusal.
+
+        A faulty entity merge (`retry`) gets one more chance as a plain line merge,
+        which may not glue the same pieces together. If that one conflicts, its hunks
+        are the evidence, but the reason stays the fault: without it the entity merge
+        would have been clean.
+        """
+        if not result.clean:
+            return result
+        fault = self.fault(result.content)
+        if fault is None:
+            return result
+        reason, why = fault
+        if retry:
+            line = self.line_merge(
+                f"the entity merge result {'did not parse' if reason == 'result-unparseable' else why}"
+            )
+            if not line.clean:
+                return msgspec.structs.replace(
+                    line,
+                    conflicts=tuple(
+                        msgspec.structs.replace(c, reason=reason) for c in line.conflicts
+                    ),
+                )
+            if self.fault(line.content) is None:
+                return line
+        return refused(
+            self.base,
+            self.ours,
+            self.theirs,
+            self.path,
+            self.spec,
+            self.marker_size,
+            reason=reason,
+            why=f"merged result {why}",
+            note=f"{result.note or 'entity merge'}; the merged result {why}",
+        )
 
 
 def merge_file(
@@ -329,65 +426,61 @@ def merge_file(
 
     Pure: no I/O, no git. `base` is empty for a file both sides added. The result is
     entity-merged when the extension has a grammar and all three versions parse,
-    line-merged otherwise (see `MergeResult.note` for why).
+    line-merged otherwise (see `MergeResult.note` for why). A clean result is checked
+    before it is returned: it must parse and must not bind a name more often than
+    either side did, or it becomes a conflict.
     """
     spec = language_for_path(path)
-
-    def fallback(note: str, *, must_parse: bool) -> MergeResult:
+    if any(is_binary(data) for data in (base, ours, theirs)):
+        return binary_result(base, ours, theirs, path)
+    if spec is None:
+        ext = os.path.splitext(path)[1] or path
         return _line_result(
             base,
             ours,
             theirs,
             path,
-            note=note,
-            spec=spec,
-            must_parse=must_parse,
+            None,
+            note=f"no entity grammar for {ext!r}",
             marker_size=marker_size,
         )
-
-    if any(_binary(data) for data in (base, ours, theirs)):
-        return _binary_result(base, ours, theirs, path)
-    if spec is None:
-        ext = os.path.splitext(path)[1] or path
-        return fallback(f"no entity grammar for {ext!r}", must_parse=False)
-    trees = []
+    # The sides are parsed as edits of the base, and only their edits are re-checked.
+    trees: list[Tree] = []
     for side, data in (("base", base), ("ours", ours), ("theirs", theirs)):
-        tree = spec.parser().parse(data)
-        if spec.broken(tree.root_node):
-            return fallback(f"{side} does not parse as {spec.name}", must_parse=False)
+        if trees:
+            tree, start, end = spec.reparse(trees[0], base, data)
+        else:
+            tree, start, end = spec.parser().parse(data), 0, None
+        if spec.broken(tree.root_node, start, end):
+            return _line_result(
+                base,
+                ours,
+                theirs,
+                path,
+                spec,
+                note=f"{side} does not parse as {spec.name}",
+                marker_size=marker_size,
+            )
         trees.append(tree)
     if ours == theirs or theirs == base:
         return MergeResult(content=ours, conflicts=(), strategy="entity", language=spec.name)
     if ours == base:
         return MergeResult(content=theirs, conflicts=(), strategy="entity", language=spec.name)
+    inputs = _Inputs(base, ours, theirs, path, spec, marker_size, trees[1], trees[2])
     try:
         base_region, ours_region, theirs_region = (
             extract(tree.root_node, split_lines(data), spec)
             for tree, data in zip(trees, (base, ours, theirs), strict=True)
         )
     except NotSplittable as exc:
-        return fallback(f"statements share a line ({exc})", must_parse=True)
-    merger = _Merger(marker_size)
+        return inputs.checked(inputs.line_merge(f"statements share a line ({exc})"), retry=False)
+    merger = _Merger(marker_size, spec)
     try:
         content = merger.region(base_region, ours_region, theirs_region, where=f"file {path}")
     except Reordered:
-        return fallback("both sides reordered entities differently", must_parse=True)
-    if merger.conflicts:
-        return MergeResult(
-            content=content,
-            conflicts=tuple(merger.conflicts),
-            strategy="entity",
-            language=spec.name,
-        )
-    if spec.parses(content):
-        return MergeResult(content=content, conflicts=(), strategy="entity", language=spec.name)
-    # The entity merge glued something the grammar rejects; a plain line merge might
-    # not. If that one conflicts, its hunks are the evidence, but the reason stays
-    # the unparseable result: without it the entity merge would have been clean.
-    line = fallback("the entity merge result did not parse", must_parse=True)
-    return msgspec.structs.replace(
-        line,
-        conflicts=tuple(
-            msgspec.structs.replace(c, reason="result-unparseable") for c in line.conflicts
-        ),
+        line = inputs.line_merge("both sides reordered entities differently")
+        return inputs.checked(line, retry=False)
+    result = MergeResult(
+        content=content, conflicts=tuple(merger.conflicts), strategy="entity", language=spec.name
     )
+    return inputs.checked(result, retry=True)

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Point, Tree
 
 __all__ = [
     "EntityInfo",
+    "NameList",
     "LanguageSpec",
     "language_for_path",
     "node_text",
@@ -40,6 +41,21 @@ class EntityInfo:
     parent: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NameList:
+    """The names an import or export statement lists, e.g. ``{ a, b as c }``.
+
+    `items` are the byte spans of each listed name within the statement, in order;
+    `imported` and `bound` give, per item, the name it takes from elsewhere and the
+    name it binds here (``b`` and ``c`` for ``b as c``). Two sides that each changed
+    the list of one statement merge by these names rather than by lines.
+    """
+
+    items: tuple[tuple[int, int], ...]
+    imported: tuple[str, ...]
+    bound: tuple[str, ...]
+
+
 # (node, kind of the enclosing entity or None at top level) -> EntityInfo or None.
 # None means "a statement with no name": it still merges as a unit, keyed by its text.
 Classifier = Callable[[Node, str | None], EntityInfo | None]
@@ -60,7 +76,13 @@ class LanguageSpec:
     trailing: frozenset[str] = field(default_factory=lambda: frozenset({"comment"}))
     # Rules the grammar is more lenient about than the language (tree-sitter-python
     # accepts a class with an empty body, for one); True means the tree is broken.
-    rejects: Callable[[Node], bool] | None = None
+    # Checked only within the byte range given (a merge re-checks what it changed).
+    rejects: Callable[[Node, int, int | None], bool] | None = None
+    # The name list of an import/export statement node, or None if it has none.
+    name_list: Callable[[Node], NameList | None] | None = None
+    # The names a top-level statement binds: ``import x``, ``def f``, ``export f`` …
+    # A clean merge binding one more often than both sides did is refused.
+    binds: Callable[[Node], list[str]] | None = None
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.
@@ -70,13 +92,58 @@ class LanguageSpec:
         """
         return Parser(_language(self.name))
 
-    def broken(self, root: Node) -> bool:
-        """True when a parsed tree has errors under this grammar or its extra rules."""
-        return root.has_error or (self.rejects is not None and self.rejects(root))
+    def broken(self, root: Node, start: int = 0, end: int | None = None) -> bool:
+        """True when a parsed tree has errors under this grammar or its extra rules.
+
+        The extra rules are only applied between bytes `start` and `end` (the whole
+        tree by default): what lies outside was checked in the tree this one came from.
+        """
+        return root.has_error or (self.rejects is not None and self.rejects(root, start, end))
+
+    def reparse(self, old_tree: Tree, old: bytes, new: bytes) -> tuple[Tree, int, int]:
+        """Parse `new` reusing `old_tree` (the tree of `old`) outside what changed.
+
+        tree-sitter rebuilds only the region where the two texts differ, which makes
+        parsing a merge result or a side against its ancestor several times cheaper
+        than a fresh parse. Returns the tree and the changed byte range in `new`.
+        """
+        start, old_end, new_end = _edit_span(old, new)
+        tree = old_tree.copy()
+        tree.edit(
+            start_byte=start,
+            old_end_byte=old_end,
+            new_end_byte=new_end,
+            start_point=_point(old, start),
+            old_end_point=_point(old, old_end),
+            new_end_point=_point(new, new_end),
+        )
+        return self.parser().parse(new, tree), start, new_end
 
     def parses(self, data: bytes) -> bool:
         """True when `data` parses without errors under this grammar and its rules."""
         return not self.broken(self.parser().parse(data).root_node)
+
+
+def _common(a: bytes, b: bytes, *, from_end: bool) -> int:
+    """Length of the longest common prefix (or suffix) of `a` and `b`, by bisection."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        same = a[len(a) - mid :] == b[len(b) - mid :] if from_end else a[:mid] == b[:mid]
+        low, high = (mid, high) if same else (low, mid - 1)
+    return low
+
+
+def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(start, end in old, end in new) of the one region outside which both agree."""
+    start = _common(old, new, from_end=False)
+    tail = _common(old[start:], new[start:], from_end=True)
+    return start, len(old) - tail, len(new) - tail
+
+
+def _point(data: bytes, offset: int) -> Point:
+    row = data.count(b"\n", 0, offset)
+    return Point(row, offset - (data.rfind(b"\n", 0, offset) + 1))
 
 
 def node_text(node: Node | None) -> str:

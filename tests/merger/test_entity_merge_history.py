@@ -1,0 +1,290 @@
+"""The four wrong-merge patterns found on real merge history (issue 16), one case each.
+
+Each case is a small file shaped like the real ones: the driver before the fix merged
+it "cleanly" into code that was wrong; now it either conflicts or, where both sides'
+changes combine without loss, writes the one statement a maintainer would.
+"""
+
+from __future__ import annotations
+
+from loopbus.workers.merger.entity_merge import merge_file
+
+# --- 1. a one-line import or export edited differently on both sides ----------------
+
+GO_BASE = b"""package cache
+
+import (
+\t"context"
+\t"time"
+
+\t"github.com/go-redis/redis/v7"
+)
+
+func Open(ctx context.Context, ttl time.Duration) *redis.Client {
+\treturn redis.NewClient(&redis.Options{})
+}
+"""
+
+
+def test_one_go_import_moved_to_two_major_versions_is_a_conflict() -> None:
+    """`redis/v7` bumped to v8 on one side and v9 on the other binds `redis` twice: conflict."""
+    ours = GO_BASE.replace(b"redis/v7", b"redis/v8")
+    theirs = GO_BASE.replace(b"redis/v7", b"redis/v9")
+    result = merge_file(GO_BASE, ours, theirs, "cache/cache.go")
+    assert not result.clean
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.name, conflict.reason) == (
+        "import",
+        "(...).redis",
+        "both-modified",
+    )
+    assert b"redis/v8" in result.content and b"redis/v9" in result.content
+    assert result.content.count(b"<<<<<<<") == 1
+
+
+TS_INDEX = b"""export { Button, ButtonProps } from './button';
+export { Modal } from './modal';
+
+export const version = '4.2.0';
+"""
+
+
+def test_a_typescript_re_export_edited_on_both_sides_becomes_one_statement() -> None:
+    """`export { … } from './button'` extended differently on each side is one combined line."""
+    ours = TS_INDEX.replace(b"Button, ButtonProps }", b"Button, ButtonProps, ButtonGroup }")
+    theirs = TS_INDEX.replace(b"Button, ButtonProps }", b"Button, ButtonProps, ButtonSize }")
+    result = merge_file(TS_INDEX, ours, theirs, "src/index.ts")
+    assert result.clean
+    assert result.content == TS_INDEX.replace(
+        b"Button, ButtonProps }", b"Button, ButtonProps, ButtonGroup, ButtonSize }"
+    )
+
+
+def test_a_typescript_re_export_renamed_differently_on_both_sides_is_a_conflict() -> None:
+    """`Modal` re-exported as two different names by the two sides cannot combine."""
+    ours = TS_INDEX.replace(b"{ Modal }", b"{ Modal as Dialog }")
+    theirs = TS_INDEX.replace(b"{ Modal }", b"{ Modal as Overlay }")
+    result = merge_file(TS_INDEX, ours, theirs, "src/index.ts")
+    assert not result.clean
+    assert result.content.count(b"export { Modal") == 2  # once per side, inside the markers
+    assert [c.name for c in result.conflicts] == ["{} from './modal'"]
+
+
+PY_VIEWS = b"""from django.http import JsonResponse
+from django.shortcuts import get_object_or_404
+
+from .models import Order
+
+
+def order_detail(request, pk):
+    order = get_object_or_404(Order, pk=pk)
+    return JsonResponse({"id": order.pk})
+"""
+
+
+def test_a_python_from_import_extended_on_both_sides_imports_both_names_once() -> None:
+    """`from m import a` grown into `a, b` and `a, c` merges into `from m import a, b, c`."""
+    ours = PY_VIEWS.replace(b"import Order\n", b"import Order, Invoice\n")
+    theirs = PY_VIEWS.replace(b"import Order\n", b"import Order, Customer\n")
+    result = merge_file(PY_VIEWS, ours, theirs, "shop/views.py")
+    assert result.clean
+    assert result.content == PY_VIEWS.replace(
+        b"import Order\n", b"import Order, Invoice, Customer\n"
+    )
+
+
+PY_DEMO = b"""import os
+import sys
+
+from IPython.PyColorize import Parser
+from IPython.genutils import marquee, file_read, file_readlines
+
+
+def banner(title):
+    return marquee(title)
+"""
+
+
+def test_a_python_import_moved_on_one_side_and_extended_on_the_other_is_kept_once() -> None:
+    """One side moves the module, the other adds a name: one import, both changes, no repeat."""
+    ours = PY_DEMO.replace(b"IPython.genutils", b"IPython.utils.genutils")
+    theirs = PY_DEMO.replace(b"file_readlines\n", b"file_readlines, Term\n")
+    result = merge_file(PY_DEMO, ours, theirs, "IPython/lib/demo.py")
+    assert result.clean
+    assert result.content == PY_DEMO.replace(
+        b"from IPython.genutils import marquee, file_read, file_readlines\n",
+        b"from IPython.utils.genutils import marquee, file_read, file_readlines, Term\n",
+    )
+
+
+# --- 2. the same statement replaced on both sides ------------------------------------
+
+JS_SPEC = b"""import { parse } from '../src/parse';
+
+describe('parse', () => {
+  it('reads a number', () => {
+    expect(parse('1')).toBe(1);
+  });
+});
+"""
+
+JS_SPEC_OURS = b"""import { parse, format } from '../src/parse';
+
+describe('format', () => {
+  it('writes a number', () => {
+    expect(format(1)).toBe('1');
+  });
+});
+
+describe('parse', () => {
+  it('reads a number', () => {
+    expect(parse('1')).toEqual({ value: 1 });
+  });
+});
+"""
+
+JS_SPEC_THEIRS = b"""import { parse } from '../src/parse';
+
+describe('parse', () => {
+  it('reads a number', () => {
+    expect(parse('1')).toEqual({ value: 1, raw: '1' });
+  });
+});
+"""
+
+
+def test_a_test_block_both_sides_rewrote_is_not_kept_twice() -> None:
+    """A `describe` block edited on both sides (one also adds a block above) is not run twice."""
+    result = merge_file(JS_SPEC, JS_SPEC_OURS, JS_SPEC_THEIRS, "test/parse.test.js")
+    assert not result.clean
+    assert result.content.count(b"\ndescribe('parse'") == 1
+    assert result.content.count(b"\ndescribe('format'") == 1
+    assert [c.reason for c in result.conflicts] == ["both-modified"]
+
+
+PY_SETTINGS = b"""import os
+
+if os.environ.get("DEBUG"):
+    LOG_LEVEL = "debug"
+else:
+    LOG_LEVEL = "info"
+"""
+
+
+def test_an_if_block_replaced_differently_on_both_sides_is_a_conflict() -> None:
+    """Two different rewrites of one `if … else …` block conflict rather than both run."""
+    ours = b"""import os
+
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "info")
+if os.environ.get("DEBUG"):
+    LOG_LEVEL = "debug"
+"""
+    theirs = b"""import os
+
+if os.environ.get("DEBUG") == "1":
+    LOG_LEVEL = "debug"
+elif os.environ.get("QUIET"):
+    LOG_LEVEL = "warning"
+else:
+    LOG_LEVEL = "info"
+"""
+    result = merge_file(PY_SETTINGS, ours, theirs, "app/settings.py")
+    assert not result.clean
+    assert result.content.count(b"<<<<<<<") == 1
+
+
+# --- 3. a deletion undone by an edit on the other side --------------------------------
+
+PY_COMPAT = b"""import sys
+
+
+def legacy_home():
+    return os.path.expanduser("~/.app")
+
+
+def config_home():
+    return os.path.join(legacy_home(), "config")
+"""
+
+
+def test_a_function_deleted_on_one_side_and_wrapped_on_the_other_is_a_conflict() -> None:
+    """One side deletes `legacy_home`, the other wraps it in an `if`: modify/delete, not kept."""
+    ours = b"""import sys
+
+
+def config_home():
+    return os.path.expanduser("~/.config/app")
+"""
+    theirs = b"""import sys
+
+
+if sys.platform != "win32":
+
+    def legacy_home():
+        return os.path.expanduser("~/.app")
+
+
+def config_home():
+    return os.path.join(legacy_home(), "config")
+"""
+    result = merge_file(PY_COMPAT, ours, theirs, "app/paths.py")
+    assert not result.clean
+    assert [(c.kind, c.name, c.reason) for c in result.conflicts] == [
+        ("function", "legacy_home", "delete-modify")
+    ]
+
+
+# --- 4. declarations or imports duplicated where both sides touched one ---------------
+
+GO_FLAGS = b"""package main
+
+func parseArgs(args []string) (Config, error) {
+\tcfg := Config{}
+\tfor _, a := range args {
+\t\tcfg.apply(a)
+\t}
+\treturn cfg, nil
+}
+"""
+
+
+def test_a_function_renamed_on_one_side_into_a_name_the_other_added_is_a_conflict() -> None:
+    """`parseArgs` renamed to `parseFlags` while the other side adds a `parseFlags`: no repeat."""
+    ours = GO_FLAGS.replace(b"func parseArgs", b"func parseFlags")
+    theirs = GO_FLAGS + b"""
+func parseFlags(fs *flag.FlagSet) Config {
+\treturn Config{Verbose: fs.Lookup("v") != nil}
+}
+"""
+    result = merge_file(GO_FLAGS, ours, theirs, "cmd/app/main.go")
+    assert not result.clean
+    assert [c.reason for c in result.conflicts] == ["duplicate"]
+
+
+TS_STORE = b"""import { createStore } from './legacy/store';
+import type { State } from './types';
+
+export const store = createStore<State>();
+"""
+
+
+def test_an_import_moved_on_one_side_and_extended_on_the_other_does_not_import_twice() -> None:
+    """One side points the import at a new module, the other adds a name: one import."""
+    ours = TS_STORE.replace(b"'./legacy/store'", b"'./store'")
+    theirs = TS_STORE.replace(b"{ createStore }", b"{ createStore, applyMiddleware }")
+    result = merge_file(TS_STORE, ours, theirs, "src/store.ts")
+    assert result.clean
+    assert result.content == TS_STORE.replace(
+        b"import { createStore } from './legacy/store';",
+        b"import { createStore, applyMiddleware } from './store';",
+    )
+
+
+def test_a_clean_merge_repeating_an_import_neither_side_repeated_is_refused() -> None:
+    """A line-merged file importing one Python name twice is a `duplicate` conflict."""
+    base = b"x = 1; y = 2\nfrom a import f\n"
+    ours = b"x = 1; y = 2\nfrom a import f\nfrom b import g\n"
+    theirs = b"x = 1; y = 2\nfrom c import g\nfrom a import f\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert not result.clean
+    assert [c.reason for c in result.conflicts] == ["duplicate"]
