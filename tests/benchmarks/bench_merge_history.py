@@ -44,8 +44,13 @@ from loopbus.workers.merger.entity_merge import language_for_path, merge_file  #
 
 # The driver as it stood before this benchmark existed (the issue's measurements).
 BASELINE = "40778bd"
-LANGUAGE_GROUP = {"python": "Python", "javascript": "JavaScript", "typescript": "TypeScript",
-                  "tsx": "TypeScript", "go": "Go"}
+LANGUAGE_GROUP = {
+    "python": "Python",
+    "javascript": "JavaScript",
+    "typescript": "TypeScript",
+    "tsx": "TypeScript",
+    "go": "Go",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,8 @@ class Blobs:
     def __init__(self, git_dir: Path) -> None:
         self._process = subprocess.Popen(
             ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
 
     def read(self, oid: str) -> bytes:
@@ -158,7 +164,8 @@ def _load_baseline(revision: str, into: Path) -> Callable[..., Any]:
     """`merge_file` of the driver at `revision`, imported under its own package name."""
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", revision, "workers/merger/entity_merge"],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     if archive.returncode != 0:
         raise SystemExit(f"--baseline {revision!r}: {archive.stderr.decode().strip()}")
@@ -174,8 +181,12 @@ def _git_merge_file(work: Path, base: bytes, ours: bytes, theirs: bytes) -> tupl
     for name, data in (("base", base), ("ours", ours), ("theirs", theirs)):
         (work / name).write_bytes(data)
     start = time.perf_counter()
-    done = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"], cwd=work,
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["git", "merge-file", "-p", "ours", "base", "theirs"],
+        cwd=work,
+        capture_output=True,
+        check=False,
+    )
     return done.stdout, time.perf_counter() - start
 
 
@@ -220,8 +231,12 @@ def _dump(directory: Path, case: Case, data: dict[str, bytes], merged: bytes, n:
         (folder / name).write_bytes(data[name])
     (folder / "committed").write_bytes(data["result"])
     (folder / "merged").write_bytes(merged)
-    diff = subprocess.run(["git", "diff", "--no-index", "-U2", "committed", "merged"],
-                          cwd=folder, capture_output=True, check=False)
+    diff = subprocess.run(
+        ["git", "diff", "--no-index", "-U2", "committed", "merged"],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+    )
     (folder / "committed-vs-merged.diff").write_bytes(diff.stdout)
 
 
@@ -242,11 +257,14 @@ def main() -> int:
 
     cases = load_manifest(args.manifest, args.limit)
     read = _read_verdicts(args.verdicts)
-    missing = sorted({c.repo for c in cases
-                      if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()})
+    missing = sorted(
+        {c.repo for c in cases if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()}
+    )
     if missing:
-        print(f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}",
-              file=sys.stderr)
+        print(
+            f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}",
+            file=sys.stderr,
+        )
         return 2
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     times: dict[str, list[float]] = defaultdict(list)
@@ -262,8 +280,10 @@ def main() -> int:
                 continue
             if case.repo not in blobs:
                 blobs[case.repo] = Blobs(args.mirrors / case.repo.replace("/", "+") / "repo")
-            data = {n: blobs[case.repo].read(getattr(case, n))
-                    for n in ("base", "ours", "theirs", "result")}
+            data = {
+                n: blobs[case.repo].read(getattr(case, n))
+                for n in ("base", "ours", "theirs", "result")
+            }
             group = LANGUAGE_GROUP[spec.name]
             row = table[group]
             row["files"] += 1
@@ -299,8 +319,10 @@ def main() -> int:
 def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], read: int) -> None:
     order = ["Python", "JavaScript", "TypeScript", "Go"]
     total: dict[str, int] = defaultdict(int)
-    print("| language | files | resolved old | resolved new | identical | equivalent "
-          "| different | wrong (auto) old / new | different read: wrong / read |")
+    print(
+        "| language | files | resolved old | resolved new | identical | equivalent "
+        "| different | wrong (auto) old / new | different read: wrong / read |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for group in [*order, "all"]:
         row = total if group == "all" else table.get(group, defaultdict(int))
@@ -309,15 +331,19 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], rea
                 total[k] += v
         files = row["files"]
         pct = (lambda n: f"{n} ({100 * n / files:.1f}%)") if files else str
-        print(f"| {group} | {files} | {pct(row['old resolved'])} | {pct(row['new resolved'])} "
-              f"| {row['new identical']} | {row['new equivalent']} | {row['new different']} "
-              f"| {row['old wrong auto']} / {row['new wrong auto']} "
-              f"| {row['new wrong read']} / {row['new read']} |")
+        print(
+            f"| {group} | {files} | {pct(row['old resolved'])} | {pct(row['new resolved'])} "
+            f"| {row['new identical']} | {row['new equivalent']} | {row['new different']} "
+            f"| {row['old wrong auto']} / {row['new wrong auto']} "
+            f"| {row['new wrong read']} / {row['new read']} |"
+        )
     new, old, git = (statistics.median(times[k]) * 1000 for k in ("new", "old", "git"))
     print()
-    print(f"median ms/file: new driver {new:.2f}, old driver {old:.2f}, "
-          f"git merge-file -p {git:.2f} (process included); new/git {new / git:.2f}, "
-          f"old/git {old / git:.2f}")
+    print(
+        f"median ms/file: new driver {new:.2f}, old driver {old:.2f}, "
+        f"git merge-file -p {git:.2f} (process included); new/git {new / git:.2f}, "
+        f"old/git {old / git:.2f}"
+    )
     print(f"verdicts on file: {read}")
 
 

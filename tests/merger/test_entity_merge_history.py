@@ -162,35 +162,55 @@ def test_a_test_block_both_sides_rewrote_is_not_kept_twice() -> None:
     assert [c.reason for c in result.conflicts] == ["both-modified"]
 
 
-PY_SETTINGS = b"""import os
+PY_LOADER = b"""import json
+import os
 
-if os.environ.get("DEBUG"):
-    LOG_LEVEL = "debug"
-else:
-    LOG_LEVEL = "info"
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
 """
 
 
-def test_an_if_block_replaced_differently_on_both_sides_is_a_conflict() -> None:
-    """Two different rewrites of one `if … else …` block conflict rather than both run."""
-    ours = b"""import os
-
-LOG_LEVEL = os.environ.get("LOG_LEVEL", "info")
-if os.environ.get("DEBUG"):
-    LOG_LEVEL = "debug"
-"""
-    theirs = b"""import os
-
-if os.environ.get("DEBUG") == "1":
-    LOG_LEVEL = "debug"
-elif os.environ.get("QUIET"):
-    LOG_LEVEL = "warning"
-else:
-    LOG_LEVEL = "info"
-"""
-    result = merge_file(PY_SETTINGS, ours, theirs, "app/settings.py")
+def test_an_import_rewritten_into_a_try_block_on_both_sides_is_not_kept_twice() -> None:
+    """Both sides turn `import json` into a slightly different `try: … except` block: conflict."""
+    ours = PY_LOADER.replace(
+        b"import json\n",
+        b"try:\n    import simplejson as json\nexcept ImportError:\n    import json\n",
+    )
+    theirs = PY_LOADER.replace(
+        b"import json\n",
+        b"try:\n    import ujson as json\nexcept ImportError:  # pragma: no cover\n"
+        b"    import json\n",
+    )
+    result = merge_file(PY_LOADER, ours, theirs, "app/loader.py")
     assert not result.clean
+    assert [c.reason for c in result.conflicts] == ["duplicate"]
     assert result.content.count(b"<<<<<<<") == 1
+
+
+JS_CONFIG = b"""const path = require('path');
+
+const DEFAULT_TIMEOUT = 2000;
+
+module.exports = { timeout: DEFAULT_TIMEOUT, root: path.resolve(__dirname) };
+"""
+
+
+def test_a_declaration_both_sides_made_conditional_alike_is_not_conditioned_twice() -> None:
+    """Both sides add a near-identical `if (process.env.CI)` after one constant: not both run."""
+    ours = JS_CONFIG.replace(
+        b"const DEFAULT_TIMEOUT = 2000;\n",
+        b"let DEFAULT_TIMEOUT = 2000;\nif (process.env.CI) {\n  DEFAULT_TIMEOUT = 10000;\n}\n",
+    )
+    theirs = JS_CONFIG.replace(
+        b"const DEFAULT_TIMEOUT = 2000;\n",
+        b"let DEFAULT_TIMEOUT = 2000;\nif (process.env.CI) {\n  DEFAULT_TIMEOUT *= 5;\n}\n",
+    )
+    result = merge_file(JS_CONFIG, ours, theirs, "config/test.js")
+    assert not result.clean
+    assert result.content.count(b"\nif (process.env.CI)") <= 2  # once per side, marked
+    assert {c.reason for c in result.conflicts} == {"duplicate"}
 
 
 # --- 3. a deletion undone by an edit on the other side --------------------------------
@@ -251,11 +271,14 @@ func parseArgs(args []string) (Config, error) {
 def test_a_function_renamed_on_one_side_into_a_name_the_other_added_is_a_conflict() -> None:
     """`parseArgs` renamed to `parseFlags` while the other side adds a `parseFlags`: no repeat."""
     ours = GO_FLAGS.replace(b"func parseArgs", b"func parseFlags")
-    theirs = GO_FLAGS + b"""
+    theirs = (
+        GO_FLAGS
+        + b"""
 func parseFlags(fs *flag.FlagSet) Config {
 \treturn Config{Verbose: fs.Lookup("v") != nil}
 }
 """
+    )
     result = merge_file(GO_FLAGS, ours, theirs, "cmd/app/main.go")
     assert not result.clean
     assert [c.reason for c in result.conflicts] == ["duplicate"]

@@ -54,9 +54,7 @@ class Case:
 
 def git(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Run git on a bare repository."""
-    return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, check=check
-    )
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, check=check)
 
 
 class Blobs:
@@ -131,8 +129,16 @@ def scan(repo: str, git_dir: Path, work: Path, limit: int) -> list[Case]:
         for merge, first, second in _merges(git_dir):
             if len(cases) >= limit:
                 break
-            tree = git(git_dir, "merge-tree", "--write-tree", "-z", "--no-messages", first, second,
-                       check=False)
+            tree = git(
+                git_dir,
+                "merge-tree",
+                "--write-tree",
+                "-z",
+                "--no-messages",
+                first,
+                second,
+                check=False,
+            )
             if tree.returncode != 1:
                 continue
             wanted = {
@@ -175,15 +181,24 @@ def main() -> int:
     repos = config["repository"]
     missing = [r["name"] for r in repos if not (args.mirrors / _dir(r["name"])).is_dir()]
     if missing:
-        print(f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}; "
-              "bring each repository there first", file=sys.stderr)
+        print(
+            f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}; "
+            "bring each repository there first",
+            file=sys.stderr,
+        )
         return 2
     with ThreadPoolExecutor(args.jobs) as pool:
-        found = list(pool.map(
-            lambda r: scan(r["name"], args.mirrors / _dir(r["name"]),
-                           args.work / r["name"].replace("/", "+"), r.get("limit", 10**9)),
-            repos,
-        ))
+        found = list(
+            pool.map(
+                lambda r: scan(
+                    r["name"],
+                    args.mirrors / _dir(r["name"]),
+                    args.work / r["name"].replace("/", "+"),
+                    r.get("limit", 10**9),
+                ),
+                repos,
+            )
+        )
     lines = ["\t".join(COLUMNS)] + [c.row() for cases in found for c in cases]
     args.out.write_text("\n".join(lines) + "\n")
     print(f"{sum(map(len, found))} cases written to {args.out}", file=sys.stderr)

@@ -24,19 +24,41 @@ from tree_sitter import Node
 
 _GO_MAJOR = re.compile(r"^v[2-9][0-9]*$")
 _DEFINES = {
-    "function_definition", "class_definition", "function_declaration",
-    "generator_function_declaration", "class_declaration", "abstract_class_declaration",
-    "interface_declaration", "type_alias_declaration", "enum_declaration",
-    "method_declaration", "type_spec", "type_alias",
+    "function_definition",
+    "class_definition",
+    "function_declaration",
+    "generator_function_declaration",
+    "class_declaration",
+    "abstract_class_declaration",
+    "interface_declaration",
+    "type_alias_declaration",
+    "enum_declaration",
+    "method_declaration",
+    "type_spec",
+    "type_alias",
 }
 _NESTS = {
-    "if_statement", "else_clause", "elif_clause", "try_statement", "except_clause",
-    "finally_clause", "block", "statement_block", "decorated_definition", "export_statement",
+    "if_statement",
+    "else_clause",
+    "elif_clause",
+    "try_statement",
+    "except_clause",
+    "finally_clause",
+    "block",
+    "statement_block",
+    "decorated_definition",
+    "export_statement",
     "type_declaration",
 }
 _SORTED = {
-    "module", "program", "source_file", "class_body", "field_declaration_list",
-    "interface_body", "object_type", "import_spec_list",
+    "module",
+    "program",
+    "source_file",
+    "class_body",
+    "field_declaration_list",
+    "interface_body",
+    "object_type",
+    "import_spec_list",
 }
 
 
@@ -107,8 +129,14 @@ def _ecmascript(node: Node) -> Iterator[str]:
         for ns in (c for c in node.named_children if c.type == "namespace_export"):
             yield f"export {_text(ns.named_children[-1])}"
         return
-    if node.type in ("function_declaration", "generator_function_declaration", "class_declaration",
-                     "abstract_class_declaration", "enum_declaration", "type_alias_declaration"):
+    if node.type in (
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "abstract_class_declaration",
+        "enum_declaration",
+        "type_alias_declaration",
+    ):
         yield f"def {_field(node, 'name')}"
     elif node.type in ("lexical_declaration", "variable_declaration"):
         if node.type == "variable_declaration":
@@ -132,12 +160,17 @@ def _go(node: Node) -> Iterator[str]:
         if name not in ("init", "_"):
             yield f"def {name}"
     elif node.type == "method_declaration":
-        receiver = next(iter(_descend(node.child_by_field_name("receiver"), "type_identifier")),
-                        None)
+        receiver = next(
+            iter(_descend(node.child_by_field_name("receiver"), "type_identifier")), None
+        )
         yield f"def {_text(receiver)}.{_field(node, 'name')}"
     elif node.type in ("type_declaration", "const_declaration", "var_declaration"):
-        for spec in (*_descend(node, "type_spec"), *_descend(node, "type_alias"),
-                     *_descend(node, "const_spec"), *_descend(node, "var_spec")):
+        for spec in (
+            *_descend(node, "type_spec"),
+            *_descend(node, "type_alias"),
+            *_descend(node, "const_spec"),
+            *_descend(node, "var_spec"),
+        ):
             for name in spec.children_by_field_name("name"):
                 if _text(name) != "_":
                     yield f"def {_text(name)}"
@@ -155,8 +188,13 @@ def _descend(node: Node | None, kind: str) -> list[Node]:
     return found
 
 
-_BINDERS = {"python": _python, "javascript": _ecmascript, "typescript": _ecmascript,
-            "tsx": _ecmascript, "go": _go}
+_BINDERS = {
+    "python": _python,
+    "javascript": _ecmascript,
+    "typescript": _ecmascript,
+    "tsx": _ecmascript,
+    "go": _go,
+}
 
 
 def bindings(language: str, root: Node) -> Counter[str]:

@@ -9,6 +9,7 @@ rename). Ordering merges the two sides' sequences around the entities both kept.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
 
 from .entities import Entity, Key
@@ -143,14 +144,22 @@ def _shares_lines(old: Entity, new: Entity) -> bool:
     return sum(line in theirs for line in mine) * 2 >= len(mine)
 
 
+def _mentions(old: Entity, new: Entity) -> bool:
+    """Whether `new` uses `old`'s name (``DEBUG = False`` rewritten as an ``if`` setting it)."""
+    if old.anonymous or not old.name.isidentifier():
+        return False
+    return re.search(rb"\b" + re.escape(old.name.encode()) + rb"\b", new.text) is not None
+
+
 def replacements(
     base: tuple[Entity, ...], side: tuple[Entity, ...], *, loose: bool
 ) -> dict[Key, list[Key]]:
     """For each base entity `side` dropped, what `side` added in its place in its stead.
 
     An addition in a vanished entity's slot replaces it when it holds most of its lines
-    (it was wrapped in a condition, or rewritten around them) or, with `loose`, when it
-    is an unnamed statement of the same type (an ``if`` block for an ``if`` block).
+    (it was wrapped in a condition, or rewritten around them), when it uses the vanished
+    entity's name (``DEBUG = False`` turned into an ``if`` setting ``DEBUG``) or, with
+    `loose`, when it is an unnamed statement of the same type (an ``if`` for an ``if``).
     """
     side_keys = {e.key for e in side}
     base_keys = {e.key for e in base}
@@ -165,7 +174,7 @@ def replacements(
             if p in claimed or new.key in base_keys:
                 continue
             same_statement = old.anonymous and new.anonymous and old.node_type == new.node_type
-            if _shares_lines(old, new) or (loose and same_statement):
+            if _shares_lines(old, new) or _mentions(old, new) or (loose and same_statement):
                 found.setdefault(old.key, []).append(new.key)
                 claimed.add(p)
     return found

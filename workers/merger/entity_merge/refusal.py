@@ -24,13 +24,24 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _names(spec: LanguageSpec, node: Node) -> list[str]:
+    """What a top-level statement is known by: the names it binds, else its first line.
+
+    A block statement that binds nothing (an ``if``, a ``describe(…)`` call) is known
+    by its first line: two sides rewriting one such block alike but not identically
+    leave two blocks with the same head, and both would run.
+    """
+    names = spec.binds(node) if spec.binds is not None else []
+    if names or node.start_point.row == node.end_point.row or node.type == "comment":
+        return names
+    head = (node.text or b"").split(b"\n", 1)[0].strip()
+    return ["statement " + head.decode("utf-8", "replace")]
+
+
 def duplicated(spec: LanguageSpec, merged: Node, ours: Node, theirs: Node) -> list[str]:
     """Names `merged` binds at top level more often than `ours` and `theirs` each do."""
-    if spec.binds is None:
-        return []
-    binds = spec.binds
     counts = [
-        Counter(name for child in root.named_children for name in binds(child))
+        Counter(name for child in root.named_children for name in _names(spec, child))
         for root in (merged, ours, theirs)
     ]
     return sorted(
