@@ -330,7 +330,10 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], rea
             for k, v in row.items():
                 total[k] += v
         files = row["files"]
-        pct = (lambda n: f"{n} ({100 * n / files:.1f}%)") if files else str
+
+        def pct(n: int, files: int = files) -> str:
+            return f"{n} ({100 * n / files:.1f}%)" if files else str(n)
+
         print(
             f"| {group} | {files} | {pct(row['old resolved'])} | {pct(row['new resolved'])} "
             f"| {row['new identical']} | {row['new equivalent']} | {row['new different']} "

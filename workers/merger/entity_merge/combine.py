@@ -14,6 +14,7 @@ would be imported or bound twice (``a as x`` against ``a as y``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from .languages import LanguageSpec
 
@@ -46,7 +47,7 @@ def _shape(spec: LanguageSpec, text: bytes) -> _Shape | None:
         return None
     offset = statement.start_byte
     spans = [(offset + start, offset + end) for start, end in listed.items]
-    separators = {text[end:start] for (_, end), (start, _) in zip(spans, spans[1:], strict=False)}
+    separators = {text[end:start] for (_, end), (start, _) in pairwise(spans)}
     if len(separators) > 1 or any(s.strip() != b"," for s in separators):
         return None  # comments or mixed layout between names: leave it to the line merge
     return _Shape(

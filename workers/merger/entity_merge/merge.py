@@ -394,9 +394,8 @@ class _Inputs:
             return result
         reason, why = fault
         if retry:
-            line = self.line_merge(
-                f"the entity merge result {'did not parse' if reason == 'result-unparseable' else why}"
-            )
+            said = "did not parse" if reason == "result-unparseable" else why
+            line = self.line_merge(f"the entity merge result {said}")
             if not line.clean:
                 return msgspec.structs.replace(
                     line,

@@ -17,8 +17,8 @@ from tree_sitter import Language, Node, Parser, Point, Tree
 
 __all__ = [
     "EntityInfo",
-    "NameList",
     "LanguageSpec",
+    "NameList",
     "language_for_path",
     "node_text",
     "supported_extensions",
