@@ -20,6 +20,7 @@ inputs for reading; merge_history/verdicts.toml holds the verdicts of that readi
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import importlib
 import statistics
@@ -28,9 +29,9 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -106,47 +107,56 @@ class Verdict:
     seconds: float
 
 
-@dataclass
-class Row:
-    """Counts for one language."""
-
-    files: int = 0
-    counts: dict[str, Counter_] = field(default_factory=dict)
-
-
-Counter_ = dict[str, int]
+def _renamed(text: str, side: dict[str, str]) -> bool:
+    """Whether `side` holds a declaration mostly made of `text`'s lines (a rename)."""
+    lines = text.splitlines()
+    return any(
+        difflib.SequenceMatcher(None, lines, other.splitlines(), autojunk=False).ratio() >= 0.5
+        for other in side.values()
+    )
 
 
-def _parse(language: str, path: str, data: bytes) -> Any:
-    spec = language_for_path(path)
-    assert spec is not None
-    tree = spec.parser().parse(data)
-    return tree.root_node, spec.broken(tree.root_node)
+class Facts:
+    """What the wrong-merge checks need from one case's inputs, computed once."""
 
+    def __init__(self, path: str, data: dict[str, bytes]) -> None:
+        spec = language_for_path(path)
+        assert spec is not None
+        self.spec = spec
+        self.parses = True
+        self.counts: dict[str, Counter[str]] = {}
+        self.defined: dict[str, dict[str, str]] = {}
+        for name in ("base", "ours", "theirs"):
+            root = spec.parser().parse(data[name]).root_node
+            if spec.broken(root):
+                self.parses = False  # nothing to hold a result to
+                return
+            self.counts[name] = bindings(spec.name, root)
+            self.defined[name] = definitions(spec.name, root)
+        # A name one side deleted (not renamed) and the other changed.
+        self.contested = ""
+        for name, text in self.defined["base"].items():
+            for deleter, keeper in (("ours", "theirs"), ("theirs", "ours")):
+                kept = self.defined[keeper].get(name)
+                if name in self.defined[deleter] or kept is None or kept == text:
+                    continue
+                if not self.contested and not _renamed(text, self.defined[deleter]):
+                    self.contested = (
+                        f"defined and deleted: {name.split(' ', 1)[1]} ({deleter} deleted)"
+                    )
 
-def wrong_reason(path: str, base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> str:
-    """Why a clean merge is wrong, found without reading it, or "" when nothing is."""
-    spec = language_for_path(path)
-    assert spec is not None
-    roots = {}
-    for name, data in (("base", base), ("ours", ours), ("theirs", theirs), ("merged", merged)):
-        root, broken = _parse(spec.name, path, data)
-        if broken and name != "merged":
-            return ""  # an input that does not parse: nothing to hold the result to
-        if broken:
+    def wrong_reason(self, merged: bytes) -> str:
+        """Why a clean merge is wrong, found without reading it, or "" when nothing is."""
+        if not self.parses:
+            return ""
+        root = self.spec.parser().parse(merged).root_node
+        if self.spec.broken(root):
             return "parse failure"
-        roots[name] = root
-    counts = {n: bindings(spec.name, r) for n, r in roots.items()}
-    for name, count in counts["merged"].items():
-        if count > max(counts["ours"][name], counts["theirs"][name]):
-            return f"duplicate: {name} x{count}"
-    defined = {n: definitions(spec.name, r) for n, r in roots.items()}
-    for name, text in defined["base"].items():
-        for deleter, keeper in (("ours", "theirs"), ("theirs", "ours")):
-            kept = defined[keeper].get(name)
-            if name not in defined[deleter] and kept is not None and kept != text:
-                return f"defined and deleted: {name.split(' ', 1)[1]} ({deleter} deleted)"
-    return ""
+        ours, theirs = self.counts["ours"], self.counts["theirs"]
+        for name, count in bindings(self.spec.name, root).items():
+            if count > max(ours[name], theirs[name]):
+                return f"duplicate: {name} x{count}"
+        return self.contested
 
 
 def outcome(path: str, merged: bytes, committed: bytes) -> str:
@@ -190,7 +200,9 @@ def _git_merge_file(work: Path, base: bytes, ours: bytes, theirs: bytes) -> tupl
     return done.stdout, time.perf_counter() - start
 
 
-def judge(merge: Callable[..., Any], case: Case, data: dict[str, bytes]) -> tuple[Verdict, bytes]:
+def judge(
+    merge: Callable[..., Any], case: Case, data: dict[str, bytes], facts: Facts
+) -> tuple[Verdict, bytes]:
     """Merge one case with `merge` and judge the result."""
     start = time.perf_counter()
     result = merge(data["base"], data["ours"], data["theirs"], case.path)
@@ -198,7 +210,7 @@ def judge(merge: Callable[..., Any], case: Case, data: dict[str, bytes]) -> tupl
     if not result.clean:
         return Verdict(False, "conflict", "", seconds), result.content
     merged = result.content
-    wrong = wrong_reason(case.path, data["base"], data["ours"], data["theirs"], merged)
+    wrong = facts.wrong_reason(merged)
     return Verdict(True, outcome(case.path, merged, data["result"]), wrong, seconds), merged
 
 
@@ -290,8 +302,9 @@ def main() -> int:
             _, git_seconds = _git_merge_file(work, data["base"], data["ours"], data["theirs"])
             times["git"].append(git_seconds)
             outcomes = {}
+            facts = Facts(case.path, data)
             for tool, merge in (("new", merge_file), ("old", old_merge)):
-                verdict, merged = judge(merge, case, data)
+                verdict, merged = judge(merge, case, data, facts)
                 outcomes[tool] = verdict.outcome
                 times[tool].append(verdict.seconds)
                 if not verdict.clean:

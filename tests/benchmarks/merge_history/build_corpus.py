@@ -121,7 +121,11 @@ def _merge_file_conflicts(base: bytes, ours: bytes, theirs: bytes, work: Path) -
 
 
 def scan(repo: str, git_dir: Path, work: Path, limit: int) -> list[Case]:
-    """The corpus cases of one repository (at most `limit`, oldest merges last)."""
+    """The corpus cases of one repository, newest merge first.
+
+    Stops before the first merge reached with `limit` cases or more already found, so
+    the corpus is the newest history of each repository, whole merges at a time.
+    """
     work.mkdir(parents=True, exist_ok=True)
     blobs = Blobs(git_dir)
     cases: list[Case] = []
@@ -194,7 +198,7 @@ def main() -> int:
                     r["name"],
                     args.mirrors / _dir(r["name"]),
                     args.work / r["name"].replace("/", "+"),
-                    r.get("limit", 10**9),
+                    r.get("limit", config.get("limit", 10**9)),
                 ),
                 repos,
             )

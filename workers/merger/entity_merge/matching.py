@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import replace
 
 from .entities import Entity, Key
@@ -70,11 +71,21 @@ _SHORT = 3
 
 
 def similarity(old: bytes, new: bytes) -> float:
-    """How alike two entity texts are: difflib's ratio over lines, or characters if short."""
+    """How alike two entity texts are, from 0 to 1.
+
+    Short texts: difflib's ratio over characters. Longer ones: the share of lines the
+    two have in common, counted as multisets (difflib's `quick_ratio` over lines),
+    which ignores order but costs one pass instead of difflib's quadratic search.
+    """
     a, b = split_lines(old), split_lines(new)
     if len(a) <= _SHORT and len(b) <= _SHORT:
         return difflib.SequenceMatcher(None, old.strip(), new.strip(), autojunk=False).ratio()
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    shared = sum((Counter(a) & Counter(b)).values())
+    return 2 * shared / (len(a) + len(b))
+
+
+def _likeness_type(old: Entity, new: Entity) -> bool:
+    return old.anonymous and new.anonymous and old.node_type == new.node_type
 
 
 def _likeness(old: Entity, new: Entity) -> float | None:
@@ -121,11 +132,18 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
     result = list(side)
     taken: set[int] = set()
     for i in missing:
+        slot = [
+            p
+            for p in _slot(base, i, position, len(side))
+            if p not in taken and result[p].key not in base_keys
+        ]
         best: tuple[float, int] | None = None
-        for p in _slot(base, i, position, len(side)):
-            if p in taken or result[p].key in base_keys:
-                continue
-            score = _likeness(base[i], result[p])
+        for p in slot:
+            if base[i].anonymous and len(slot) == 1:
+                # One candidate: no need to score it, only to check its type.
+                score = 1.0 if _likeness_type(base[i], result[p]) else None
+            else:
+                score = _likeness(base[i], result[p])
             if score is not None and (best is None or score > best[0]):
                 best = (score, p)
         if best is not None:

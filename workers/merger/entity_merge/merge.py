@@ -24,6 +24,7 @@ from .languages import LanguageSpec, language_for_path
 from .line_merge import Clash, Stable, merge3, render, split_lines
 from .matching import Reordered, align_repeats, merged_order, rematch, replacements
 from .refusal import binary_result, duplicated, is_binary, refused
+from .reparse import reparse
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
 
 __all__ = ["merge_file"]
@@ -55,6 +56,14 @@ def _concat(parts: list[bytes]) -> bytes:
 
 def _piece(text: bytes) -> tuple[bytes, ...]:
     return (text,) if text else ()
+
+
+def _clean_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """The line merge of three texts if it has no clash, else None."""
+    chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs))
+    if any(isinstance(c, Clash) for c in chunks):
+        return None
+    return render(chunks).content
 
 
 def _significant(gap: bytes) -> list[bytes]:
@@ -240,21 +249,27 @@ class _Merger:
         if ours.text == base.text:
             return theirs.text
         if base.kind in _NAME_LISTS and self.spec is not None:
-            combined = combine_names(self.spec, base.text, ours.text, theirs.text)
-            if combined is not None:
-                return combined
-        if base.body is not None and ours.body is not None and theirs.body is not None:
+            # A list laid out one name per line often merges by lines, and then keeps
+            # the places each side chose (a sorted list stays sorted); the duplicate
+            # check still sees a name both sides added. Otherwise merge it by names.
+            merged = _clean_lines(base.text, ours.text, theirs.text)
+            if merged is None:
+                merged = combine_names(self.spec, base.text, ours.text, theirs.text)
+            if merged is not None:
+                return merged
+        b_in, o_in, t_in = base.inside(), ours.inside(), theirs.inside()
+        if b_in is not None and o_in is not None and t_in is not None:
             mark = len(self.conflicts)
             try:
-                inside = self.region(base.body, ours.body, theirs.body, where=base.label)
+                inside = self.region(b_in.body, o_in.body, t_in.body, where=base.label)
             except Reordered:
                 del self.conflicts[mark:]
             else:
                 header = self.lines(
-                    base.header, ours.header, theirs.header, kind=base.kind, name=base.display_name
+                    b_in.header, o_in.header, t_in.header, kind=base.kind, name=base.display_name
                 )
                 footer = self.lines(
-                    base.footer, ours.footer, theirs.footer, kind=base.kind, name=base.display_name
+                    b_in.footer, o_in.footer, t_in.footer, kind=base.kind, name=base.display_name
                 )
                 return _concat([header, inside, footer])
         # Named after the base version: an edited statement is known by what it was.
@@ -355,6 +370,7 @@ class _Inputs:
     marker_size: int
     ours_tree: Tree
     theirs_tree: Tree
+    ours_lines: list[bytes]
 
     def line_merge(self, note: str) -> MergeResult:
         """The whole file merged by lines, unchecked."""
@@ -370,7 +386,10 @@ class _Inputs:
 
     def fault(self, content: bytes) -> tuple[ConflictReason, str] | None:
         """Why a clean merge of these inputs must not be written, or None if it may."""
-        tree, start, end = self.spec.reparse(self.ours_tree, self.ours, content)
+        parser = self.spec.parser()
+        tree, start, end = reparse(
+            parser, self.ours_tree, self.ours_lines, split_lines(content), content
+        )
         root = tree.root_node
         if self.spec.broken(root, start, end):
             return "result-unparseable", "does not parse"
@@ -444,12 +463,16 @@ def merge_file(
             marker_size=marker_size,
         )
     # The sides are parsed as edits of the base, and only their edits are re-checked.
+    parser = spec.parser()
+    lines = [split_lines(data) for data in (base, ours, theirs)]
     trees: list[Tree] = []
-    for side, data in (("base", base), ("ours", ours), ("theirs", theirs)):
+    for side, data, its_lines in zip(
+        ("base", "ours", "theirs"), (base, ours, theirs), lines, strict=True
+    ):
         if trees:
-            tree, start, end = spec.reparse(trees[0], base, data)
+            tree, start, end = reparse(parser, trees[0], lines[0], its_lines, data)
         else:
-            tree, start, end = spec.parser().parse(data), 0, None
+            tree, start, end = parser.parse(data), 0, None
         if spec.broken(tree.root_node, start, end):
             return _line_result(
                 base,
@@ -465,11 +488,11 @@ def merge_file(
         return MergeResult(content=ours, conflicts=(), strategy="entity", language=spec.name)
     if ours == base:
         return MergeResult(content=theirs, conflicts=(), strategy="entity", language=spec.name)
-    inputs = _Inputs(base, ours, theirs, path, spec, marker_size, trees[1], trees[2])
+    inputs = _Inputs(base, ours, theirs, path, spec, marker_size, trees[1], trees[2], lines[1])
     try:
         base_region, ours_region, theirs_region = (
-            extract(tree.root_node, split_lines(data), spec)
-            for tree, data in zip(trees, (base, ours, theirs), strict=True)
+            extract(tree.root_node, its_lines, spec)
+            for tree, its_lines in zip(trees, lines, strict=True)
         )
     except NotSplittable as exc:
         return inputs.checked(inputs.line_merge(f"statements share a line ({exc})"), retry=False)

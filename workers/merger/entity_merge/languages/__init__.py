@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Language, Node, Parser, Point, Tree
+from tree_sitter import Language, Node, Parser
 
 __all__ = [
     "EntityInfo",
@@ -100,50 +100,9 @@ class LanguageSpec:
         """
         return root.has_error or (self.rejects is not None and self.rejects(root, start, end))
 
-    def reparse(self, old_tree: Tree, old: bytes, new: bytes) -> tuple[Tree, int, int]:
-        """Parse `new` reusing `old_tree` (the tree of `old`) outside what changed.
-
-        tree-sitter rebuilds only the region where the two texts differ, which makes
-        parsing a merge result or a side against its ancestor several times cheaper
-        than a fresh parse. Returns the tree and the changed byte range in `new`.
-        """
-        start, old_end, new_end = _edit_span(old, new)
-        tree = old_tree.copy()
-        tree.edit(
-            start_byte=start,
-            old_end_byte=old_end,
-            new_end_byte=new_end,
-            start_point=_point(old, start),
-            old_end_point=_point(old, old_end),
-            new_end_point=_point(new, new_end),
-        )
-        return self.parser().parse(new, tree), start, new_end
-
     def parses(self, data: bytes) -> bool:
         """True when `data` parses without errors under this grammar and its rules."""
         return not self.broken(self.parser().parse(data).root_node)
-
-
-def _common(a: bytes, b: bytes, *, from_end: bool) -> int:
-    """Length of the longest common prefix (or suffix) of `a` and `b`, by bisection."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        same = a[len(a) - mid :] == b[len(b) - mid :] if from_end else a[:mid] == b[:mid]
-        low, high = (mid, high) if same else (low, mid - 1)
-    return low
-
-
-def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """(start, end in old, end in new) of the one region outside which both agree."""
-    start = _common(old, new, from_end=False)
-    tail = _common(old[start:], new[start:], from_end=True)
-    return start, len(old) - tail, len(new) - tail
-
-
-def _point(data: bytes, offset: int) -> Point:
-    row = data.count(b"\n", 0, offset)
-    return Point(row, offset - (data.rfind(b"\n", 0, offset) + 1))
 
 
 def node_text(node: Node | None) -> str:
