@@ -115,3 +115,21 @@ def combine_names(
         return None
     separator = o.separator or t.separator or (b.separator if b else None) or b", "
     return prefix + separator.join(items[n] for n in order) + suffix
+
+
+def keep_additions(spec: LanguageSpec, base: bytes, kept: bytes) -> bytes | None:
+    """What is left of a statement one side deleted and the other changed, or None.
+
+    The deletion takes every name the statement had; the other side's own additions
+    survive it, in its statement (b"" if it added none). None when the statements
+    cannot be cut into names, and the caller reports modify/delete.
+    """
+    b, k = _shape(spec, base), _shape(spec, kept)
+    if b is None or k is None:
+        return None
+    had = {_ident(i) for i in b.items}
+    added = [i for i in k.items if _ident(i) not in had]
+    if not added:
+        return b""
+    separator = k.separator or b.separator or b", "
+    return k.prefix + separator.join(added) + k.suffix

@@ -23,6 +23,10 @@ class Reordered(Exception):
     """Raised when both sides reordered the same entities differently."""
 
 
+# Entity kinds a file may repeat for one name (one module imported in two statements).
+_REPEATABLE = frozenset({"import", "export"})
+
+
 def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
     """Match entities that share kind, owner and name by content, not by position.
 
@@ -43,7 +47,12 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     for ident, positions in groups.items():
         originals = base_groups.get(ident, [])
         if len(positions) < 2 and len(originals) < 2:
-            continue
+            # One of a kind in base and side: paired by key as is. But a file may
+            # import from one module in several statements, so a side adding one
+            # where the base had none is keyed by its text too, or it would not meet
+            # the other side's same import when that side added two.
+            if originals or ident[0] not in _REPEATABLE:
+                continue
         texts = [side[p].text for p in positions]
         matcher = difflib.SequenceMatcher(None, [e.text for e in originals], texts, autojunk=False)
         added: dict[str, int] = {}

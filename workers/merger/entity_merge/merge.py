@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import msgspec
 from tree_sitter import Tree
 
-from .combine import combine_names
+from .combine import combine_names, keep_additions
 from .entities import Entity, Key, NotSplittable, Region, extract
 from .languages import LanguageSpec, language_for_path
 from .line_merge import Clash, Stable, merge3, render, split_lines
@@ -240,6 +240,12 @@ class _Merger:
         if base is None:
             gap = kept.gap if kept.gap.strip() or not spacing else spacing
             return _concat([gap, kept.text])
+        if base.kind in _NAME_LISTS and self.spec is not None:
+            # One side dropped the import, the other changed it: the names it added
+            # survive the drop, the names it had do not.
+            rest = keep_additions(self.spec, base.text, kept.text)
+            if rest is not None:
+                return _concat([kept.gap, rest]) if rest else b""
         return _concat([kept.gap, self.deleted(base, kept, deleted_by_theirs=ours is not None)])
 
     def both_present(self, base: Entity, ours: Entity, theirs: Entity) -> bytes:

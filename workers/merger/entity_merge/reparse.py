@@ -25,14 +25,23 @@ LineEdit = tuple[int, int, int, int]
 
 def line_edits(old: list[bytes], new: list[bytes]) -> list[LineEdit]:
     """(old_start, old_stop, new_start, new_stop) line ranges where `new` differs, in order."""
-    in_old, in_new = Counter(old), Counter(new)
-    where = {line: j for j, line in enumerate(new) if in_new[line] == 1}
-    anchors = [(-1, -1)]
-    for i, line in enumerate(old):
+    # Most edits are local: only the stretch between the common first and last lines
+    # needs anchors.
+    low, high = 0, min(len(old), len(new))
+    while low < high and old[low] == new[low]:
+        low += 1
+    tail = 0
+    while tail < high - low and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_mid, new_mid = old[low : len(old) - tail], new[low : len(new) - tail]
+    in_old, in_new = Counter(old_mid), Counter(new_mid)
+    where = {line: j for j, line in enumerate(new_mid, low) if in_new[line] == 1}
+    anchors = [(low - 1, low - 1)]
+    for i, line in enumerate(old_mid, low):
         j = where.get(line)
         if j is not None and in_old[line] == 1 and j > anchors[-1][1]:
             anchors.append((i, j))
-    anchors.append((len(old), len(new)))
+    anchors.append((len(old) - tail, len(new) - tail))
     edits: list[LineEdit] = []
     for (i1, j1), (i2, j2) in pairwise(anchors):
         a0, a1, b0, b1 = i1 + 1, i2, j1 + 1, j2
