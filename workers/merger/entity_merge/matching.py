@@ -46,13 +46,13 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     result = list(side)
     for ident, positions in groups.items():
         originals = base_groups.get(ident, [])
-        if len(positions) < 2 and len(originals) < 2:
-            # One of a kind in base and side: paired by key as is. But a file may
-            # import from one module in several statements, so a side adding one
-            # where the base had none is keyed by its text too, or it would not meet
-            # the other side's same import when that side added two.
-            if originals or ident[0] not in _REPEATABLE:
-                continue
+        # One of a kind in base and side: paired by key as is. But a file may import
+        # from one module in several statements, so a side adding one where the base
+        # had none is keyed by its text too, or it would not meet the other side's
+        # same import when that side added two.
+        single = len(positions) < 2 and len(originals) < 2
+        if single and (originals or ident[0] not in _REPEATABLE):
+            continue
         texts = [side[p].text for p in positions]
         matcher = difflib.SequenceMatcher(None, [e.text for e in originals], texts, autojunk=False)
         added: dict[str, int] = {}
