@@ -20,7 +20,7 @@ from functools import cache
 
 from tree_sitter import Node
 
-from .languages import LanguageSpec, node_text
+from .languages import LanguageSpec
 
 __all__ = ["Entity", "Inside", "Key", "NotSplittable", "Region", "extract"]
 
@@ -197,7 +197,8 @@ def _entity(
     node = chunk.node
     info = spec.classify(node, container)
     if info is None:
-        kind, name, owner = _ANONYMOUS, node_text(node), ""
+        # Keyed by its exact text; latin-1 maps bytes to str one to one, and fast.
+        kind, name, owner = _ANONYMOUS, (node.text or b"").decode("latin-1"), ""
     else:
         kind, name, owner = info.kind, info.name, info.parent or ""
     shown_parent = owner or parent

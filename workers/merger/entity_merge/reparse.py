@@ -10,7 +10,6 @@ Anchors are picked greedily, not optimally; a poor pick only means more is re-re
 
 from __future__ import annotations
 
-from collections import Counter
 from itertools import accumulate, pairwise
 
 from tree_sitter import Parser, Point, Tree
@@ -34,12 +33,15 @@ def line_edits(old: list[bytes], new: list[bytes]) -> list[LineEdit]:
     while tail < high - low and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     old_mid, new_mid = old[low : len(old) - tail], new[low : len(new) - tail]
-    in_old, in_new = Counter(old_mid), Counter(new_mid)
-    where = {line: j for j, line in enumerate(new_mid, low) if in_new[line] == 1}
+    # A line seen once in the new text anchors there; any increasing run of equal
+    # lines gives a correct edit list, and unique lines make it a tight one.
+    where: dict[bytes, int] = {}
+    for j, line in enumerate(new_mid, low):
+        where[line] = -1 if line in where else j
     anchors = [(low - 1, low - 1)]
     for i, line in enumerate(old_mid, low):
-        j = where.get(line)
-        if j is not None and in_old[line] == 1 and j > anchors[-1][1]:
+        j = where.get(line, -1)
+        if j > anchors[-1][1]:
             anchors.append((i, j))
     anchors.append((len(old) - tail, len(new) - tail))
     edits: list[LineEdit] = []
