@@ -229,16 +229,18 @@ def load_manifest(path: Path, limit: int | None) -> list[Case]:
     return kept
 
 
-def _read_verdicts(path: Path) -> dict[str, str]:
+def _read_verdicts(path: Path) -> dict[str, tuple[str, str]]:
+    """Case -> (verdict, sha1 of the merged file that was read)."""
     if not path.exists():
         return {}
-    return {c["case"]: c["verdict"] for c in tomllib.loads(path.read_text()).get("case", [])}
+    cases = tomllib.loads(path.read_text()).get("case", [])
+    return {c["case"]: (c["verdict"], c["merged"]) for c in cases}
 
 
 def _dump(directory: Path, case: Case, data: dict[str, bytes], merged: bytes, n: int) -> None:
     folder = directory / f"{n:04d}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "case.txt").write_text(case.ident + "\n")
+    (folder / "case.txt").write_text(f"{case.ident}\n{hashlib.sha1(merged).hexdigest()}\n")
     for name in ("base", "ours", "theirs"):
         (folder / name).write_bytes(data[name])
     (folder / "committed").write_bytes(data["result"])
@@ -316,10 +318,13 @@ def main() -> int:
                     if args.list_wrong:
                         print(f"{tool} WRONG {case.ident}: {verdict.wrong}")
                 if tool == "new" and verdict.outcome == "different":
-                    if read.get(case.ident) == "wrong":
-                        row["new wrong read"] += 1
-                    if case.ident in read:
+                    said, seen = read.get(case.ident, ("", ""))
+                    if said and seen != hashlib.sha1(merged).hexdigest():
+                        # The driver's answer changed since it was read: read it again.
+                        row["new read stale"] += 1
+                    elif said:
                         row["new read"] += 1
+                        row["new wrong read"] += said == "wrong"
                     if args.dump is not None:
                         dumped += 1
                         _dump(args.dump, case, data, merged, dumped)
@@ -360,7 +365,11 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], rea
         f"git merge-file -p {git:.2f} (process included); new/git {new / git:.2f}, "
         f"old/git {old / git:.2f}"
     )
-    print(f"verdicts on file: {read}")
+    print(
+        f"verdicts on file: {read}; read and still current: {total['new read']}, "
+        f"of which wrong: {total['new wrong read']}; stale (the driver's answer changed "
+        f"since it was read): {total['new read stale']}"
+    )
 
 
 if __name__ == "__main__":

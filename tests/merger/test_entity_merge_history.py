@@ -185,7 +185,7 @@ def test_an_import_rewritten_into_a_try_block_on_both_sides_is_not_kept_twice() 
     )
     result = merge_file(PY_LOADER, ours, theirs, "app/loader.py")
     assert not result.clean
-    assert [c.reason for c in result.conflicts] == ["duplicate"]
+    assert [(c.kind, c.reason) for c in result.conflicts] == [("statement", "both-added")]
     assert result.content.count(b"<<<<<<<") == 1
 
 
@@ -210,7 +210,29 @@ def test_a_declaration_both_sides_made_conditional_alike_is_not_conditioned_twic
     result = merge_file(JS_CONFIG, ours, theirs, "config/test.js")
     assert not result.clean
     assert result.content.count(b"\nif (process.env.CI)") <= 2  # once per side, marked
-    assert {c.reason for c in result.conflicts} == {"duplicate"}
+    assert [(c.kind, c.reason) for c in result.conflicts] == [("statement", "both-added")]
+
+
+PY_JIT = b"""class JitCode:
+    def __init__(self, signature):
+        self.signature = signature
+"""
+
+
+def test_a_docstring_both_sides_added_alike_to_one_class_is_not_written_twice() -> None:
+    """Two near-identical class docstrings added by the two sides conflict (sympy's llvmjit)."""
+    doc = b'    """\n    Compile expressions.\n\n    >>> jit = JitCode(sig)\n    """\n\n'
+    ours = PY_JIT.replace(b"class JitCode:\n", b"class JitCode:\n" + doc)
+    theirs = PY_JIT.replace(
+        b"class JitCode:\n",
+        b"class JitCode:\n"
+        + doc.replace(b"    >>> jit", b"    >>> from x import sig\n    >>> jit"),
+    )
+    result = merge_file(PY_JIT, ours, theirs, "jit.py")
+    assert not result.clean
+    assert [c.reason for c in result.conflicts] == ["both-added"]
+    assert result.content.count(b"Compile expressions.") == 1  # the shared lines, once
+    assert result.content.count(b"<<<<<<<") == 1
 
 
 # --- 3. a deletion undone by an edit on the other side --------------------------------

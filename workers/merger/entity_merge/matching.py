@@ -16,7 +16,15 @@ from dataclasses import replace
 from .entities import Entity, Key
 from .line_merge import split_lines
 
-__all__ = ["Reordered", "align_repeats", "merged_order", "rematch", "replacements", "similarity"]
+__all__ = [
+    "Reordered",
+    "align_repeats",
+    "merged_order",
+    "pair_additions",
+    "rematch",
+    "replacements",
+    "similarity",
+]
 
 
 class Reordered(Exception):
@@ -159,6 +167,49 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
             p = best[1]
             result[p] = replace(result[p], name=base[i].name, occurrence=base[i].occurrence)
             taken.add(p)
+    return tuple(result)
+
+
+def _anchor(side: tuple[Entity, ...], p: int, common: set[Key]) -> Key | None:
+    """The nearest entity above position `p` that both sides and the base have."""
+    return next((side[q].key for q in range(p - 1, -1, -1) if side[q].key in common), None)
+
+
+def _alike(a: Entity, b: Entity) -> bool:
+    if a.node_type != b.node_type:
+        return False
+    head_a, head_b = (e.text.strip().split(b"\n", 1)[0] for e in (a, b))
+    return head_a == head_b or similarity(a.text, b.text) >= _RENAME_SIMILARITY
+
+
+def pair_additions(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> tuple[Entity, ...]:
+    """Give theirs' unnamed additions the key of a look-alike ours added at the same place.
+
+    Unnamed statements are keyed by their text, so two sides adding near-identical
+    ones (one docstring each, one ``if`` block each) would both be kept and both run.
+    Paired, they meet as one entity both sides added, which merges only if they agree.
+    """
+    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
+    theirs_keys = {e.key for e in theirs}
+    ours_keys = {e.key for e in ours}
+    candidates: dict[Key | None, list[Entity]] = {}
+    for p, e in enumerate(ours):
+        if e.anonymous and e.key not in common and e.key not in theirs_keys:
+            candidates.setdefault(_anchor(ours, p, common), []).append(e)
+    if not candidates:
+        return theirs
+    base_keys = {e.key for e in base}
+    result = list(theirs)
+    for p, e in enumerate(theirs):
+        if not e.anonymous or e.key in base_keys or e.key in ours_keys:
+            continue
+        mates = candidates.get(_anchor(theirs, p, common), [])
+        mate = next((m for m in mates if _alike(m, e)), None)
+        if mate is not None:
+            mates.remove(mate)
+            result[p] = replace(e, name=mate.name, occurrence=mate.occurrence)
     return tuple(result)
 
 

@@ -22,7 +22,14 @@ from .combine import combine_names, keep_additions
 from .entities import Entity, Key, NotSplittable, Region, extract
 from .languages import LanguageSpec, language_for_path
 from .line_merge import Clash, Stable, merge3, render, split_lines
-from .matching import Reordered, align_repeats, merged_order, rematch, replacements
+from .matching import (
+    Reordered,
+    align_repeats,
+    merged_order,
+    pair_additions,
+    rematch,
+    replacements,
+)
 from .refusal import binary_result, duplicated, is_binary, refused
 from .reparse import reparse
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
@@ -171,6 +178,7 @@ class _Merger:
         """Merge a region (a file or a container's inside) entity by entity."""
         ours_entities = rematch(base.entities, align_repeats(base.entities, ours.entities))
         theirs_entities = rematch(base.entities, align_repeats(base.entities, theirs.entities))
+        theirs_entities = pair_additions(base.entities, ours_entities, theirs_entities)
         b = {e.key: e for e in base.entities}
         o = {e.key: e for e in ours_entities}
         t = {e.key: e for e in theirs_entities}
