@@ -105,16 +105,15 @@ def banner(title):
 """
 
 
-def test_a_python_import_moved_on_one_side_and_extended_on_the_other_is_kept_once() -> None:
-    """One side moves the module, the other adds a name: one import, both changes, no repeat."""
+def test_a_python_import_moved_on_one_side_and_extended_on_the_other_is_a_conflict() -> None:
+    """One side moves the module, the other adds a name it may lack: one conflict, no repeat."""
     ours = PY_DEMO.replace(b"IPython.genutils", b"IPython.utils.genutils")
     theirs = PY_DEMO.replace(b"file_readlines\n", b"file_readlines, Term\n")
     result = merge_file(PY_DEMO, ours, theirs, "IPython/lib/demo.py")
-    assert result.clean
-    assert result.content == PY_DEMO.replace(
-        b"from IPython.genutils import marquee, file_read, file_readlines\n",
-        b"from IPython.utils.genutils import marquee, file_read, file_readlines, Term\n",
-    )
+    assert not result.clean
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.name) == ("import", "from IPython.genutils")
+    assert result.content.count(b"import marquee") == 2  # once per side, inside the markers
 
 
 # --- 2. the same statement replaced on both sides ------------------------------------
@@ -314,15 +313,24 @@ export const store = createStore<State>();
 
 
 def test_an_import_moved_on_one_side_and_extended_on_the_other_does_not_import_twice() -> None:
-    """One side points the import at a new module, the other adds a name: one import."""
+    """One side points the import at a new module, the other adds a name: a conflict, once."""
     ours = TS_STORE.replace(b"'./legacy/store'", b"'./store'")
     theirs = TS_STORE.replace(b"{ createStore }", b"{ createStore, applyMiddleware }")
     result = merge_file(TS_STORE, ours, theirs, "src/store.ts")
+    assert not result.clean
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.reason) == ("import", "both-modified")
+    assert result.content.count(b"import { createStore") == 2  # once per side, inside the markers
+
+
+def test_an_import_moved_on_one_side_and_trimmed_on_the_other_combines() -> None:
+    """A name dropped from an import the other side moved is dropped from the moved one."""
+    base = b"from app.legacy import load, save\n\nload()\n"
+    ours = base.replace(b"app.legacy", b"app.storage")
+    theirs = base.replace(b"load, save", b"load")
+    result = merge_file(base, ours, theirs, "m.py")
     assert result.clean
-    assert result.content == TS_STORE.replace(
-        b"import { createStore } from './legacy/store';",
-        b"import { createStore, applyMiddleware } from './store';",
-    )
+    assert result.content == b"from app.storage import load\n\nload()\n"
 
 
 def test_a_clean_merge_repeating_an_import_neither_side_repeated_is_refused() -> None:

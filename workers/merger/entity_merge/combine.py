@@ -6,13 +6,16 @@ merge can only conflict on it or, if the statement's identity is lost, keep it t
 Here the statement is cut into the text before its first name, the names and the text
 after the last one; the outer texts merge three-way as wholes, the names as a set
 (each side's deletions applied, each side's additions kept, in ours' order). The
-result is refused (None, and the caller conflicts) whenever something would be lost:
-both sides changed the outer text, the names are not laid out uniformly, or one name
-would be imported or bound twice (``a as x`` against ``a as y``).
+result is refused (None, and the caller conflicts) whenever something would be lost
+or guessed: both sides changed the outer text, one side moved the statement to another
+module while the other added names (they may not exist there), the names are not laid
+out uniformly, or one name would be imported or bound twice (``a as x`` against
+``a as y``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -60,6 +63,19 @@ def _shape(spec: LanguageSpec, text: bytes) -> _Shape | None:
     )
 
 
+def _moved(base: _Shape, side: _Shape) -> bool:
+    """Whether `side` changed what the statement imports from, layout aside."""
+    return _source(base) != _source(side)
+
+
+def _source(shape: _Shape) -> bytes:
+    return re.sub(rb"[\s(){},]", b"", shape.prefix + b"\0" + shape.suffix)
+
+
+def _added(base: _Shape, side: _Shape) -> bool:
+    return bool({_ident(i) for i in side.items} - {_ident(i) for i in base.items})
+
+
 def _outer(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
     if ours == theirs or (base is not None and theirs == base):
         return ours
@@ -102,6 +118,10 @@ def combine_names(
     o, t = _shape(spec, ours), _shape(spec, theirs)
     b = _shape(spec, base) if base is not None else None
     if o is None or t is None or (base is not None and b is None):
+        return None
+    if b is not None and ((_moved(b, o) and _added(b, t)) or (_moved(b, t) and _added(b, o))):
+        # A name exists in one module: added to the old one by one side while the
+        # other side moved the statement to a new module, it may not exist there.
         return None
     prefix = _outer(b.prefix if b else None, o.prefix, t.prefix)
     suffix = _outer(b.suffix if b else None, o.suffix, t.suffix)
