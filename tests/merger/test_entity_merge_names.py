@@ -67,3 +67,20 @@ def test_a_module_imported_in_two_statements_by_one_side_meets_the_other_sides_s
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean
     assert result.content == ours
+
+
+def test_an_import_moved_below_its_neighbour_still_meets_the_other_sides_edit() -> None:
+    """Ours moves an import to another module and below the next; theirs trims it: one import."""
+    base = (
+        b'import { a, b, c } from "lib/utils";\nimport { DEV } from "lib/env";\n\na(b(c(DEV)));\n'
+    )
+    ours = (
+        b'import { DEV } from "lib/env";\nimport { a, b, c } from "lib/utils/internal";\n\n'
+        b"a(b(c(DEV)));\n"
+    )
+    theirs = b'import { a } from "lib/utils";\nimport { DEV } from "lib/env";\n\na(DEV);\n'
+    result = merge_file(base, ours, theirs, "src/a.ts")
+    assert result.clean
+    assert result.content == (
+        b'import { DEV } from "lib/env";\nimport { a } from "lib/utils/internal";\n\na(DEV);\n'
+    )

@@ -149,11 +149,12 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
     result = list(side)
     taken: set[int] = set()
     for i in missing:
-        slot = [
-            p
-            for p in _slot(base, i, position, len(side))
-            if p not in taken and result[p].key not in base_keys
-        ]
+        # Imports are often re-sorted or regrouped: one moved to another module may
+        # land anywhere among them, so any new import of the side may be its edit.
+        where = (
+            range(len(side)) if base[i].kind in _REPEATABLE else _slot(base, i, position, len(side))
+        )
+        slot = [p for p in where if p not in taken and result[p].key not in base_keys]
         best: tuple[float, int] | None = None
         for p in slot:
             if base[i].anonymous and len(slot) == 1:
