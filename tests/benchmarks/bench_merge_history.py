@@ -108,11 +108,17 @@ class Verdict:
 
 
 def _renamed(text: str, side: dict[str, str]) -> bool:
-    """Whether `side` holds a declaration mostly made of `text`'s lines (a rename)."""
-    lines = text.splitlines()
+    """Whether `side` holds a declaration mostly made of `text`'s lines (a rename).
+
+    A name's declarations are joined by NUL (a TypeScript interface and a class may
+    share one name); each is compared on its own.
+    """
+    lines = text.replace("\0", "\n").splitlines()
     return any(
-        difflib.SequenceMatcher(None, lines, other.splitlines(), autojunk=False).ratio() >= 0.5
-        for other in side.values()
+        difflib.SequenceMatcher(None, lines, one.splitlines(), autojunk=False).ratio() >= 0.5
+        for joined in side.values()
+        for one in joined.split("\0")
+        if one
     )
 
 

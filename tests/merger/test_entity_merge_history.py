@@ -341,3 +341,34 @@ def test_a_clean_merge_repeating_an_import_neither_side_repeated_is_refused() ->
     result = merge_file(base, ours, theirs, "m.py")
     assert not result.clean
     assert [c.reason for c in result.conflicts] == ["duplicate"]
+
+
+GO_E2E = b"""package e2e
+
+import (
+\t"testing"
+
+\t"github.com/efficientgo/e2e"
+)
+
+func TestQuery(t *testing.T) {
+\t_ = e2e.New
+}
+"""
+
+
+def test_one_package_both_sides_imported_under_two_names_is_a_conflict() -> None:
+    """Ours imports `…/monitoring` as e2emonitoring, theirs as e2emon: not both (thanos)."""
+    added = (
+        b'\t"github.com/efficientgo/e2e"\n\te2emonitoring "github.com/efficientgo/e2e/monitoring"\n'
+    )
+    ours = GO_E2E.replace(b'\t"github.com/efficientgo/e2e"\n', added).replace(
+        b"\t_ = e2e.New\n", b"\t_ = e2e.New\n\t_ = e2emonitoring.Start\n"
+    )
+    theirs = GO_E2E.replace(
+        b'\t"github.com/efficientgo/e2e"\n',
+        b'\t"github.com/efficientgo/e2e"\n\te2emon "github.com/efficientgo/e2e/monitoring"\n',
+    ).replace(b"}\n", b"}\n\nfunc TestStore(t *testing.T) {\n\t_ = e2emon.Equals\n}\n")
+    result = merge_file(GO_E2E, ours, theirs, "test/e2e/query_test.go")
+    assert not result.clean
+    assert {c.reason for c in result.conflicts} == {"duplicate"}

@@ -218,7 +218,7 @@ def definitions(language: str, root: Node) -> dict[str, str]:
                 name = f"{_field(node.child_by_field_name('receiver'), 'type')}.{name}"
             if name:
                 key = f"{language} {name}"
-                found[key] = found.get(key, "") + _text(node)
+                found[key] = found.get(key, "") + _text(node) + "\0"
     return found
 
 

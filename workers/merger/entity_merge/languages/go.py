@@ -123,9 +123,12 @@ def binds(node: Node) -> list[str]:
     while stack:
         current = stack.pop()
         if current.type == "import_spec":
+            # A package imported twice under two names compiles, but is two sides'
+            # additions of one import both kept: count the path as well as the name.
             name = import_name(current)
             if not name.startswith(("_ ", ". ")):
                 found.append(f"import {name}")
+            found.append(f"import path {node_text(current.child_by_field_name('path'))}")
         elif current.type in _SPEC_KIND:
             found += [node_text(n) for n in current.children_by_field_name("name")]
         else:
