@@ -93,8 +93,11 @@ def _myers(a: list[int], b: list[int]) -> list[tuple[int, int, int]] | None:
         low = -d if d <= m else -m + (d - m) % 2
         high = d if d <= n else n - (d - n) % 2
         current: dict[int, int] = {}
+        get = previous.get
         for k in range(low, high + 1, 2):
-            x = previous[k + 1] if _down(previous, k) else previous[k - 1] + 1
+            # `_down` inlined: this loop is the hottest in the driver.
+            up, left = get(k + 1), get(k - 1)
+            x = up if up is not None and (left is None or left < up) else left + 1  # type: ignore[operator]
             y = x - k
             while x < n and y < m and a[x] == b[y]:
                 x += 1
