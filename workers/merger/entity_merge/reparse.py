@@ -22,16 +22,24 @@ _MAX_EDITS = 8
 LineEdit = tuple[int, int, int, int]
 
 
+def _common(a: list[bytes], b: list[bytes], low: int, high: int, *, from_end: bool) -> int:
+    """How many first (or last) lines `a` and `b` share, at most `high`, by bisection.
+
+    List slices compare in C, so halving beats a Python loop over long equal runs.
+    """
+    while low < high:
+        mid = (low + high + 1) // 2
+        same = a[len(a) - mid :] == b[len(b) - mid :] if from_end else a[:mid] == b[:mid]
+        low, high = (mid, high) if same else (low, mid - 1)
+    return low
+
+
 def line_edits(old: list[bytes], new: list[bytes]) -> list[LineEdit]:
     """(old_start, old_stop, new_start, new_stop) line ranges where `new` differs, in order."""
     # Most edits are local: only the stretch between the common first and last lines
     # needs anchors.
-    low, high = 0, min(len(old), len(new))
-    while low < high and old[low] == new[low]:
-        low += 1
-    tail = 0
-    while tail < high - low and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    low = _common(old, new, 0, min(len(old), len(new)), from_end=False)
+    tail = _common(old, new, 0, min(len(old), len(new)) - low, from_end=True)
     old_mid, new_mid = old[low : len(old) - tail], new[low : len(new) - tail]
     # A line seen once in the new text anchors there; any increasing run of equal
     # lines gives a correct edit list, and unique lines make it a tight one.
