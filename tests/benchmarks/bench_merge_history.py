@@ -104,7 +104,6 @@ class Verdict:
     clean: bool
     outcome: str  # conflict | identical | equivalent | different
     wrong: str  # why the clean result is wrong, or ""
-    seconds: float
 
 
 def _renamed(text: str, side: dict[str, str]) -> bool:
@@ -210,14 +209,12 @@ def judge(
     merge: Callable[..., Any], case: Case, data: dict[str, bytes], facts: Facts
 ) -> tuple[Verdict, bytes]:
     """Merge one case with `merge` and judge the result."""
-    start = time.perf_counter()
     result = merge(data["base"], data["ours"], data["theirs"], case.path)
-    seconds = time.perf_counter() - start
     if not result.clean:
-        return Verdict(False, "conflict", "", seconds), result.content
+        return Verdict(False, "conflict", ""), result.content
     merged = result.content
     wrong = facts.wrong_reason(merged)
-    return Verdict(True, outcome(case.path, merged, data["result"]), wrong, seconds), merged
+    return Verdict(True, outcome(case.path, merged, data["result"]), wrong), merged
 
 
 def load_manifest(path: Path, limit: int | None) -> list[Case]:
