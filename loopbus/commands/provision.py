@@ -13,7 +13,7 @@ from typing import Any
 
 from loopbus.bus import LOG_STREAM, BusUnreachable, connect, ensure_log
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, nats_url
 
 RETRY_EVERY_S = 1.0
 
@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "provision", help="create the log and buckets (idempotent) on an existing server"
     )
-    add_nats_url(parser)
+    add_connection(parser)
     parser.add_argument(
         "--replicas",
         type=int,
