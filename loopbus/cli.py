@@ -33,6 +33,7 @@ COMMANDS = (
     "plan",
     "record",
     "gate",
+    "findings",
     "merge-driver",
     "completion",
 )
