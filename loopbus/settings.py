@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus, connect_once
+from loopbus.bus import Bus, connect, connect_once
 from loopbus.errors import UsageError
 from loopbus.schemas.ids import is_token
 
@@ -63,11 +63,17 @@ class Connection:
     url: str
 
     async def open(self) -> Bus:
+        """A one-shot command's connection: the first failure is reported, not retried."""
         return await connect_once(self.url)
 
+    async def open_lasting(self, name: str) -> Bus:
+        """A connection that rides through server restarts (``up``, ``provision --wait``)."""
+        return await connect(self.url, name=name)
 
-def connection(args: argparse.Namespace) -> Connection:
-    return Connection(url=nats_url(args))
+
+def connection(args: argparse.Namespace, url: str | None = None) -> Connection:
+    """The connection ``args`` describe (to ``url`` instead, for up's embedded server)."""
+    return Connection(url=url or nats_url(args))
 
 
 # -- project ---------------------------------------------------------------------------

@@ -16,12 +16,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import EmbeddedServer, connect, ensure_log, port_is_free
+from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.errors import INTERRUPTED, UsageError
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
-from loopbus.settings import DEFAULT_DATA_DIR, DEFAULT_HEARTBEAT_LAPSE, NATS_URL_ENV
+from loopbus.settings import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_HEARTBEAT_LAPSE,
+    NATS_URL_ENV,
+    add_connection,
+    connection,
+)
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.workers.runtime import configure_logging
 
@@ -30,11 +36,8 @@ SYNC_CHOICES = ("interval", "always")
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
-    parser.add_argument(
-        "--nats-url",
-        default=None,
-        metavar="URL",
-        help=f"use this server instead of starting one (default: ${NATS_URL_ENV})",
+    add_connection(
+        parser, url_help=f"use this server instead of starting one (default: ${NATS_URL_ENV})"
     )
     parser.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where JetStream stores the log"
@@ -144,7 +147,7 @@ async def _up(args: argparse.Namespace) -> int:
             flush=True,
         )
     try:
-        bus = await connect(url, name="loopbus-up")
+        bus = await connection(args, url).open_lasting("loopbus-up")
         await ensure_log(bus.js, replicas=args.replicas)
         await bus.close()
         print("loopbus: log provisioned (stream LOOP, deny delete, deny purge)", flush=True)
