@@ -15,15 +15,15 @@ from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, nats_url
 
 _json = msgspec.json.Encoder()
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("status", help="the current state, from the materialised view")
-    add_nats_url(parser)
-    parser.add_argument("--project", required=True)
+    add_connection(parser)
+    add_project(parser)
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument(
         "--waiting",
