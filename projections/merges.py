@@ -152,6 +152,9 @@ class MergesState(msgspec.Struct):
     conflicted: int = 0
     promoted: int = 0
     refused: int = 0
+    answers: dict[str, int] = {}
+    """How many times each approval id has been answered: a re-stored copy of an approval
+    is a second occurrence with the same id and gets its own answer (:func:`occurrence`)."""
 
 
 def initial() -> MergesState:
@@ -189,7 +192,7 @@ def apply(state: MergesState, event: Event) -> MergesState:
                 )
             )
         case MergeQueued():
-            state.approvals = [a for a in state.approvals if a.id != event.cause]
+            _answer(state, event.cause)
             state.queued += 1
             state.queue.append(
                 QueueEntry(
@@ -303,6 +306,21 @@ def _tested(state: MergesState, event: CandidateTested) -> None:
         trunk.green_commit, trunk.green_tree = event.candidate, event.tree
 
 
+def _answer(state: MergesState, approval: str | None) -> bool:
+    """Drop the oldest pending copy of ``approval``; True when one was pending."""
+    for index, pending in enumerate(state.approvals):
+        if pending.id == approval:
+            del state.approvals[index]
+            state.answers[approval] = state.answers.get(approval, 0) + 1
+            return True
+    return False
+
+
+def occurrence(state: MergesState, approval: str) -> int:
+    """Which occurrence of ``approval`` the oldest pending copy is (0: its first)."""
+    return state.answers.get(approval, 0)
+
+
 def _finding(state: MergesState, event: FindingRaised) -> None:
     evidence: dict[str, Any] = event.evidence
     if event.cls == REFUSAL_CLASS:
@@ -310,10 +328,8 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
         if isinstance(report, str):
             state.commit_reports.pop(report, None)
         approval = evidence.get("approval")
-        if isinstance(approval, str):
-            before = len(state.approvals)
-            state.approvals = [a for a in state.approvals if a.id != approval]
-            state.refused += before - len(state.approvals)
+        if isinstance(approval, str) and _answer(state, approval):
+            state.refused += 1
         return
     if event.producer != TRUNK_PRODUCER:
         return

@@ -104,6 +104,9 @@ class ReviewsState(msgspec.Struct):
     latest: dict[str, str] = {}
     """unit -> its latest request id."""
     claims: dict[str, ReviewVerdict] = {}
+    answered: dict[str, str] = {}
+    """verdict claim id -> the fact that answered it. A re-stored copy of an answered claim
+    (same id) is not a new claim: it is not queued again, so it cannot jam the reviewer."""
     pending: dict[str, PendingAction] = {}
     authors: dict[str, list[str]] = {}
     rounds: dict[str, int] = {}
@@ -151,12 +154,15 @@ def apply(state: ReviewsState, event: Event) -> ReviewsState:
             state.open[event.unit] = event.id
             state.latest[event.unit] = event.id
         case ReviewVerdict():
+            if event.id in state.answered:
+                return state
             state.claims[event.id] = event
             request = state.requests.get(event.request)
             if request is not None and request.reviewer == event.actor.principal:
                 request.answered = True
         case VerdictAccepted():
             state.claims.pop(event.verdict, None)
+            state.answered[event.verdict] = event.id
             _close(state, event.request, event.id)
             accepted = state.requests.get(event.request)
             if accepted is not None:
@@ -166,6 +172,7 @@ def apply(state: ReviewsState, event: Event) -> ReviewsState:
         case VerdictRefused():
             if event.verdict is not None:
                 state.claims.pop(event.verdict, None)
+                state.answered[event.verdict] = event.id
             if event.request is not None:
                 _close(state, event.request, event.id)
                 state.pending[event.id] = PendingAction(

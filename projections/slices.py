@@ -170,6 +170,8 @@ def initial() -> SlicesState:
 def apply(state: SlicesState, event: Event) -> SlicesState:
     match event:
         case PlanSubmission():
+            if event.id in state.submissions:  # a re-stored copy: already answered or queued
+                return state
             state.submissions[event.id] = Submission(
                 id=event.id,
                 slice=event.plan.slice,

@@ -99,6 +99,11 @@ class UnitsState(msgspec.Struct):
     """Closed waits per slice, then per reason, in seconds."""
     governed: list[str] = []
     """Slices whose plan the dispatcher accepted: their units start only once dispatched."""
+    answers: dict[str, int] = {}
+    """How many times each report id has been answered. The log can hold a report twice
+    (a re-stored copy carries the same id), and each occurrence needs its own answer: the
+    daemon salts the answer id with this count (:func:`occurrence`), so the second answer
+    is not de-duplicated away as the first one's repeat."""
 
 
 def initial() -> UnitsState:
@@ -228,8 +233,14 @@ def _answer(state: UnitsState, unit: str, report_id: str) -> bool:
             del pending[index]
             if not pending:
                 del state.claims[unit]
+            state.answers[report_id] = state.answers.get(report_id, 0) + 1
             return True
     return False
+
+
+def occurrence(state: UnitsState, report_id: str) -> int:
+    """Which occurrence of ``report_id`` the oldest pending copy is (0: its first)."""
+    return state.answers.get(report_id, 0)
 
 
 FOLD = Fold(name="units", state_type=UnitsState, initial=initial, apply=apply)

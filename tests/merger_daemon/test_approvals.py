@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas import Actor, FindingRaised, encode_event, subject_of
 from loopbus.schemas.merges import MergeQueued
 from loopbus.schemas.reviews import VerdictAccepted
 from merger_scene import Scene, make_trunk
@@ -101,3 +101,26 @@ async def test_accepted_review_verdict_queues_the_head(scene: Scene) -> None:
 
     [queued] = await scene.events(MergeQueued)
     assert (queued.via, queued.approver, queued.approval) == ("verdict", "rev-7", accepted.id)
+
+
+async def test_a_re_stored_approval_is_answered_again_and_later_ones_still_are(
+    scene: Scene,
+) -> None:
+    """A copy of a refused approval's bytes stored again (same id, no Msg-Id) gets its own
+    refusal instead of jamming the approvals queued behind it."""
+    base = make_trunk(scene)
+    head = _add_helper(scene, base)
+    await scene.ready_unit("U1", head, author="alice")
+    await scene.start()
+    own = await scene.approve("U1", head, principal="alice")
+    await scene.until(lambda: scene.merges.refused == 1)
+
+    await scene.bus.js.publish(subject_of(own), encode_event(own))  # no Msg-Id header
+    await scene.approve("U1", head, principal="bob")
+    await scene.until(lambda: scene.merges.queued == 1)
+    refusals = [
+        f for f in await scene.events(FindingRaised) if f.evidence.get("approval") == own.id
+    ]
+    assert [f.criterion for f in refusals] == ["self-approval", "self-approval"]
+    assert len({f.id for f in refusals}) == 2
+    assert scene.merges.approvals == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from loopbus.schemas import Actor, decode_event, encode_event, subject_of
 from loopbus.schemas.reviews import (
@@ -187,3 +188,15 @@ def test_defaults_when_nothing_is_configured() -> None:
         6,
         "medium",
     )
+
+
+def test_a_re_stored_verdict_claim_is_not_queued_again() -> None:
+    """A copy of an answered verdict claim (same id, stored again) stays answered, so the
+    reviewer does not answer it again under an id the log already de-duplicated."""
+    from loopbus.projections import reviews
+
+    claim = EVENTS[1]
+    answer = msgspec.structs.replace(EVENTS[2], verdict=claim.id, cause=claim.id)
+    state = reviews.FOLD.fold([claim, answer, claim])
+    assert reviews.unanswered_claims(state) == []
+    assert state.answered == {claim.id: answer.id}

@@ -224,6 +224,17 @@ def test_refusal_and_acceptance_answer_submissions() -> None:
     assert state.submissions[other.id].problems == ["x"]
 
 
+def test_a_re_stored_submission_does_not_reopen_its_answer() -> None:
+    """A copy of an answered submission (same id, stored again) is not pending again: the
+    dispatcher would otherwise answer it under the answer id it already used, forever."""
+    state = slices.initial()
+    submission, acceptance = accepted(P, plan("S1", unit("U1")))[:2]
+    for event in (submission, acceptance, submission):
+        slices.apply(state, event)
+    assert slices.pending_submissions(state) == []
+    assert state.submissions[submission.id].status == "accepted"
+
+
 def test_misaligned_criteria_from_field_and_evidence() -> None:
     """The criteria a misaligned finding names come from its criterion and its evidence."""
     finding = FindingRaised(

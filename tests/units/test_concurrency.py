@@ -8,7 +8,15 @@ from collections import Counter
 
 from loopbus.bus import Bus, connect, read
 from loopbus.projections.transitions import audit
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned, parse_target, project_subjects
+from loopbus.schemas import (
+    Actor,
+    FindingRaised,
+    UnitTransitioned,
+    encode_event,
+    parse_target,
+    project_subjects,
+    subject_of,
+)
 from loopbus.schemas.reports import UnitReport
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.units.daemon import Units
@@ -16,6 +24,7 @@ from unitkit import (
     SHA_A,
     all_answered,
     answer_of,
+    answered,
     claim,
     log_events,
     plan,
@@ -176,3 +185,28 @@ async def test_a_restarted_daemon_answers_only_what_is_left(
     assert set(answers_per_report(events).values()) == {1}
     assert len(answers_per_report(events)) == len(before) + len(while_down)
     assert audit(events) == []
+
+
+async def test_a_re_stored_report_is_answered_again_and_the_unit_moves_on(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """A copy of a report's own bytes stored again (same id, no Msg-Id) gets its own answer,
+    so it cannot freeze the unit: the next report is still answered."""
+    await plan(bus, project, {"S1": ["U1"]})
+    started = claim(project, "U1", "started")
+    later = claim(project, "U1", "commit", sha=SHA_A)
+    async with units_daemon(nats_url, project):
+        await bus.publish(started)
+        await wait_log(bus, project, answered(started))
+        # The attacker's move: the same bytes again, published without a Msg-Id header.
+        await bus.js.publish(subject_of(started), encode_event(started))
+        await bus.publish(later)
+        events = await wait_log(bus, project, answered(later))
+    answers = [e for e in events if answer_of(e, started)]
+    assert len(answers) == 2, "each occurrence of the report is answered once"
+    assert len({a.id for a in answers}) == 2
+    assert isinstance(answers[1], FindingRaised)  # the copy: refused, the unit already started
+    assert [(t.prior, t.state) for t in transitions(events, "U1")] == [
+        (None, "working"),
+        ("working", "working"),
+    ]

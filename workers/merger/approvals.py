@@ -55,6 +55,13 @@ def answer(world: World, merges: MergesState, units: UnitsState) -> Intent | Non
     return None
 
 
+def salted(salt: str, merges: MergesState, approval: Approval) -> str:
+    """The answer's salt for this occurrence of ``approval`` (a re-stored copy is answered
+    again under a new id instead of being de-duplicated as the first answer's repeat)."""
+    seen = merges_fold.occurrence(merges, approval.id)
+    return salt if seen == 0 else f"{salt}#{seen}"
+
+
 def answer_to(world: World, merges: MergesState, units: UnitsState, approval: Approval) -> Event:
     """Queue the approved head, or refuse the approval with a finding saying why."""
     view = units.units.get(approval.unit)
@@ -63,7 +70,7 @@ def answer_to(world: World, merges: MergesState, units: UnitsState, approval: Ap
     refusal = refuse(approval, view, authors, head, merges)
     if refusal is None:
         return MergeQueued(
-            id=answer_id(approval.id, "queued"),
+            id=answer_id(approval.id, salted("queued", merges, approval)),
             project=world.project,
             actor=world.actor,
             unit=approval.unit,
@@ -75,7 +82,7 @@ def answer_to(world: World, merges: MergesState, units: UnitsState, approval: Ap
         )
     code, message = refusal
     return evidence.refused_approval(
-        id=answer_id(approval.id, "refused"),
+        id=answer_id(approval.id, salted("refused", merges, approval)),
         project=world.project,
         actor=world.actor,
         approval=approval.id,

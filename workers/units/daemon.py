@@ -112,7 +112,7 @@ class Units(Daemon):
         for unit, claims in units.claims.items():
             report = claims[0]
             answering.add(unit)
-            event_id = answer_id(report.id, ANSWER_SALT)
+            event_id = answer_id(report.id, answer_salt(units_fold.occurrence(units, report.id)))
             verdict = judge(units, report, refs)
             if isinstance(verdict, Move):
                 intents.append(world.move(verdict, event_id))
@@ -128,6 +128,11 @@ class Units(Daemon):
             if move is not None:
                 intents.append(world.move(move, answer_id(move.cause or "", GATES_SALT)))
         return intents
+
+
+def answer_salt(occurrence: int) -> str:
+    """The salt of the answer to a report's ``occurrence``-th copy on the log (0: the first)."""
+    return ANSWER_SALT if occurrence == 0 else f"{ANSWER_SALT}#{occurrence}"
 
 
 def ready_move(units: UnitsState, unit: str, gates_state: gates_fold.GatesState) -> Move | None:
