@@ -70,11 +70,16 @@ def _config_text(repo: Repo, tree: bytes) -> str | None:
 
 def _config_bytes(repo: Repo, tree: bytes) -> bytes | None:
     """The config file's bytes in ``tree`` (``None`` when the tree has none)."""
+    return blob_at(repo, tree, CONFIG_FILE)
+
+
+def blob_at(repo: Repo, tree: bytes, path: str) -> bytes | None:
+    """The bytes of file ``path`` in ``tree`` of an open ``repo`` (``None``: no such file)."""
     root = repo.object_store[ObjectID(tree)]
     if not isinstance(root, Tree):
         return None
     try:
-        _mode, sha = root.lookup_path(repo.object_store.__getitem__, CONFIG_FILE.encode())
+        _mode, sha = root.lookup_path(repo.object_store.__getitem__, path.encode())
     except KeyError:
         return None
     blob = repo.object_store[sha]
