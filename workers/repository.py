@@ -257,6 +257,23 @@ def unit_change(
         )
 
 
+def author_of(path: Path, sha: str) -> str:
+    """``Name <email>`` of the author of commit ``sha``."""
+    with open_repo(path) as repo:
+        return commit_of(repo, sha).author.decode("utf-8", "replace")
+
+
+def changed_config(path: Path, old: str, new: str) -> list[str]:
+    """The gate-configuration files (see ``gates.scope.config_touched``) that differ
+    between commits ``old`` and ``new``."""
+    from loopbus.workers.gates.scope import config_touched
+
+    with open_repo(path) as repo:
+        trees = {"base": commit_of(repo, old).tree, "head": commit_of(repo, new).tree}
+        paths = files_changed(path, old, new)
+        return config_touched(paths, lambda side, name: blob_at(repo, trees[side], name))
+
+
 def _identity(raw: bytes) -> tuple[str, str]:
     text = raw.decode("utf-8", "replace")
     name, _, rest = text.partition("<")

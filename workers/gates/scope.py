@@ -123,3 +123,22 @@ def breaches(
 
 def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
+
+
+def config_touched(paths: Sequence[str], read: Callable[[str, str], bytes | None]) -> list[str]:
+    """The paths among ``paths`` whose change alters how the gates judge: ``loopbus.toml``,
+    any ``conftest.py``, ``pytest.ini``, and the pytest parts of ``pyproject.toml``,
+    ``setup.cfg`` and ``tox.ini`` (what a push to trunk may not change)."""
+    touched = []
+    for path in paths:
+        name = posixpath.basename(path)
+        if (
+            path == CONFIG_FILE
+            or name in ("conftest.py", "pytest.ini")
+            or (
+                (path in PYTEST_INI_SECTIONS or path == "pyproject.toml")
+                and _pytest_part(path, read("base", path)) != _pytest_part(path, read("head", path))
+            )
+        ):
+            touched.append(path)
+    return touched
