@@ -260,7 +260,8 @@ def unit_change(
 def author_of(path: Path, sha: str) -> str:
     """``Name <email>`` of the author of commit ``sha``."""
     with open_repo(path) as repo:
-        return commit_of(repo, sha).author.decode("utf-8", "replace")
+        author: bytes = commit_of(repo, sha).author
+        return author.decode("utf-8", "replace")
 
 
 def changed_config(path: Path, old: str, new: str) -> list[str]:
