@@ -12,7 +12,7 @@ every transition, whoever establishes it, obeys that table.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -71,6 +71,8 @@ class Move:
     block: Block | None = None
     outcome: Outcome | None = None
     commit: str | None = None
+    evidence: tuple[tuple[str, str], ...] = ()
+    """(criterion, result id) pairs a ready transition carries."""
 
     def __post_init__(self) -> None:
         if not allowed(self.prior, self.state, self.by):  # a bug here must never reach the log
@@ -109,6 +111,7 @@ def transition_event(move: Move, project: str, actor: Actor, event_id: str) -> U
         cause=move.cause,
         by=move.by,
         commit=move.commit,
+        evidence=dict(move.evidence),
     )
 
 
@@ -336,12 +339,26 @@ def lapse(view: UnitView, heartbeat: datetime | None, lapse_s: float, now: datet
     return Move(view.unit, "working", "lost", "heartbeat-lapse", outcome=outcome, commit=view.head)
 
 
-def gates(view: UnitView, commit: str | None, passed: bool, cause: str) -> Move | None:
-    """Set (or clear) ready from a verified suite for the unit's head; else nothing."""
+def gates(
+    view: UnitView,
+    commit: str | None,
+    passed: bool,
+    cause: str,
+    evidence: Mapping[str, str] | None = None,
+) -> Move | None:
+    """Set (or clear) ready from a verified suite for the unit's head; else nothing.
+    ``evidence``: criterion -> result id, carried when it sets ready."""
     if view.state != "working" or commit is None or commit != view.head or view.ready == passed:
         return None
     return Move(
-        view.unit, "working", "working", "gates", cause=cause, ready=passed, commit=view.head
+        view.unit,
+        "working",
+        "working",
+        "gates",
+        cause=cause,
+        ready=passed,
+        commit=view.head,
+        evidence=tuple(sorted((evidence or {}).items())) if passed else (),
     )
 
 

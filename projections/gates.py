@@ -64,6 +64,7 @@ class CacheEntry(msgspec.Struct, kw_only=True):
     at: datetime
     findings: list[str] = []
     findings_total: int = 0
+    tests: dict[str, str] = {}
 
 
 class Refusal(msgspec.Struct, kw_only=True):
@@ -99,6 +100,11 @@ class GatesState(msgspec.Struct):
     refused: dict[str, Refusal] = {}
     suites: dict[str, SuiteView] = {}
     answered: dict[str, str] = {}
+    by_result: dict[str, str] = {}
+    """Result id -> the cache key it is the entry of (what readiness reads tests from)."""
+    unit_suites: dict[str, SuiteView] = {}
+    """Unit suites by the ask they answer (a later suite on the same commit, asked by
+    someone else, never hides the one the system asked for)."""
     results: int = 0
     errors: int = 0
 
@@ -143,7 +149,9 @@ def apply(state: GatesState, event: Event) -> GatesState:
                 at=event.at,
                 findings=list(event.findings),
                 findings_total=event.findings_total,
+                tests=dict(event.tests),
             )
+            state.by_result[event.id] = event.cache_key
         case GateSuiteCompleted():
             reason = judge(state, event)
             if reason is not None:
@@ -152,7 +160,7 @@ def apply(state: GatesState, event: Event) -> GatesState:
             if event.cause is not None:
                 state.answered[event.cause] = event.id
             if event.commit is not None:
-                state.suites[event.commit] = SuiteView(
+                view = state.suites[event.commit] = SuiteView(
                     suite=event.id,
                     commit=event.commit,
                     tree=event.tree,
@@ -164,6 +172,8 @@ def apply(state: GatesState, event: Event) -> GatesState:
                     checks=list(event.checks),
                     at=event.at,
                 )
+                if event.unit is not None and event.cause is not None:
+                    state.unit_suites[event.cause] = view
         case FindingRaised(producer="gate_runner", criterion=criterion, evidence=evidence):
             if criterion == REFUSAL_CRITERION:
                 refused = state.refused.get(str(evidence.get("refused", "")))
@@ -247,6 +257,18 @@ def unreported_refusals(state: GatesState) -> list[Refusal]:
 def suite_for(state: GatesState, commit: str) -> SuiteView | None:
     """The latest accepted suite run on ``commit``."""
     return state.suites.get(commit)
+
+
+def unit_suite(state: GatesState, cause: str) -> SuiteView | None:
+    """The verified unit suite that answers the ask ``cause`` (a commit transition)."""
+    return state.unit_suites.get(cause)
+
+
+def tests_of(state: GatesState, result: str) -> dict[str, str] | None:
+    """How each test ended in the cached result ``result`` (``None``: not a cached result)."""
+    key = state.by_result.get(result)
+    entry = state.cache.get(key) if key is not None else None
+    return entry.tests if entry is not None and entry.result == result else None
 
 
 def is_answered(state: GatesState, cause: str) -> bool:

@@ -47,6 +47,9 @@ from loopbus.schemas.units import TransitionBy
 REFUSAL_CLASS: Final = "refused-transition"
 """The finding class of a refused claim; its ``evidence["report"]`` is the report id."""
 
+CONTRACT_CLASS: Final = "contract-unmet"
+"""The finding class of a suite that passed without the unit's criteria; ``evidence["suite"]``."""
+
 WAIT_BUDGET_CLASS: Final = "wait-budget"
 """The finding class of a block past its budget; ``evidence["block"]`` is the block's id."""
 
@@ -79,6 +82,10 @@ class UnitView(msgspec.Struct, kw_only=True):
     """The last commit it submitted that the system accepted."""
     gated_by: str | None = None
     """The gate suite that last set or cleared its ready flag (each suite counts once)."""
+    asked: str | None = None
+    """The id of its latest ``commit`` transition: the ask only the system's suite answers."""
+    contract_noted: str | None = None
+    """The suite a contract-unmet finding was raised for (raised once per suite)."""
     block_id: str | None = None
     """Id of the transition that opened the current block (a block's identity)."""
     blocked_since: datetime | None = None
@@ -164,6 +171,8 @@ _HISTORY = (
     "dispatched",
     "head",
     "gated_by",
+    "asked",
+    "contract_noted",
     "block_id",
     "blocked_since",
     "wait_finding",
@@ -190,6 +199,8 @@ def _transitioned(state: UnitsState, event: UnitTransitioned) -> None:
         view.head = event.commit
     if event.by == "gates":
         view.gated_by = event.cause
+    if event.by == "commit":
+        view.asked = event.id
     view.state = event.state
     view.ready = event.ready
     view.block = event.block
@@ -216,6 +227,11 @@ def _finding(state: UnitsState, event: FindingRaised) -> None:
             for unit in ([event.unit] if event.unit else []) + list(state.claims):
                 if _answer(state, unit, report):
                     break
+    elif event.cls == CONTRACT_CLASS and event.unit is not None:
+        view = state.units.get(event.unit)
+        suite = event.evidence.get("suite")
+        if view is not None and isinstance(suite, str):
+            view.contract_noted = suite
     elif event.cls == WAIT_BUDGET_CLASS and event.unit is not None:
         view = state.units.get(event.unit)
         block = event.evidence.get("block")

@@ -51,6 +51,10 @@ FindingClass = Literal[
     "reviewer-failure",  # a reviewer command failed to produce a valid verdict
     "investigation",  # the output of an investigation
     "forgery",  # a fact published by anyone but the system, or a claim beyond its role
+    "scope-breach",  # a unit changed a file the plan did not give it, or a frozen one
+    "contract-unmet",  # a unit's suite passed but its own criteria did not run and pass
+    "test-vanished",  # a test that ran on trunk disappeared, was deselected or skipped
+    "trunk-tampered",  # trunk moved outside the merger red, or changing the gate config
 ]
 FINDING_CLASSES: tuple[FindingClass, ...] = (
     "defect",
@@ -68,6 +72,10 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "reviewer-failure",
     "investigation",
     "forgery",
+    "scope-breach",
+    "contract-unmet",
+    "test-vanished",
+    "trunk-tampered",
 )
 
 

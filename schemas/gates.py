@@ -95,6 +95,11 @@ class GateResultRecorded(EventBase, frozen=True, kw_only=True, tag="gate.result_
     runner: Token
     findings: list[EventId] = []
     findings_total: Count = 0
+    tests: dict[str, str] = {}
+    """How each test a pytest check collected ended (node id -> ``passed``, ``failed``,
+    ``error``, ``skipped``, ``xfailed``, ``xpassed``, ``norun``, ``deselected``; a test
+    judged as pending is prefixed ``pending-``). What readiness and the trunk comparison
+    read; empty for other parsers."""
     signature: str = ""
 
     def __post_init__(self) -> None:
@@ -191,6 +196,8 @@ def canonical_bytes(event: SignedGateEvent) -> bytes:
     """The bytes a runner signs: the event as msgspec JSON, keys sorted, without ``signature``."""
     doc: dict[str, Any] = msgspec.to_builtins(event)
     doc.pop("signature", None)
+    if not doc.get("tests", True):
+        doc.pop("tests")  # results signed before the field existed verify unchanged
     return _canonical.encode(doc)
 
 

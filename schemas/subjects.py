@@ -77,6 +77,11 @@ def unit_subjects(project: str) -> str:
     return f"{PREFIX}.{project}.unit.*"
 
 
+def slice_subjects(project: str) -> str:
+    """Every slice fact of ``project`` (plans accepted, units dispatched, slices closed)."""
+    return f"{PREFIX}.{project}.slice.*"
+
+
 def finding_subjects(project: str = "*", producer: str = "*") -> str:
     """Findings of one producer (or all) in one project (or all)."""
     return f"{PREFIX}.{project}.finding.{producer}"

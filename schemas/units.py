@@ -106,6 +106,9 @@ class UnitTransitioned(EventBase, frozen=True, kw_only=True, tag="unit.transitio
     cause: str | None = None
     by: TransitionBy | None = None
     commit: str | None = None  # the unit's head commit once one was submitted
+    evidence: dict[str, str] = {}
+    """On a ``gates`` transition that sets ready: each criterion of the unit -> the id of
+    the gate result in which it ran and passed as an ordinary test."""
 
     def __post_init__(self) -> None:
         if (self.state == "blocked") != (self.block is not None):

@@ -70,11 +70,16 @@ def _config_text(repo: Repo, tree: bytes) -> str | None:
 
 def _config_bytes(repo: Repo, tree: bytes) -> bytes | None:
     """The config file's bytes in ``tree`` (``None`` when the tree has none)."""
+    return blob_at(repo, tree, CONFIG_FILE)
+
+
+def blob_at(repo: Repo, tree: bytes, path: str) -> bytes | None:
+    """The bytes of file ``path`` in ``tree`` of an open ``repo`` (``None``: no such file)."""
     root = repo.object_store[ObjectID(tree)]
     if not isinstance(root, Tree):
         return None
     try:
-        _mode, sha = root.lookup_path(repo.object_store.__getitem__, CONFIG_FILE.encode())
+        _mode, sha = root.lookup_path(repo.object_store.__getitem__, path.encode())
     except KeyError:
         return None
     blob = repo.object_store[sha]
@@ -250,6 +255,24 @@ def unit_change(
             config_before=_config_bytes(repo, base_commit.tree),
             config_after=_config_bytes(repo, head_commit.tree),
         )
+
+
+def author_of(path: Path, sha: str) -> str:
+    """``Name <email>`` of the author of commit ``sha``."""
+    with open_repo(path) as repo:
+        author: bytes = commit_of(repo, sha).author
+        return author.decode("utf-8", "replace")
+
+
+def changed_config(path: Path, old: str, new: str) -> list[str]:
+    """The gate-configuration files (see ``gates.scope.config_touched``) that differ
+    between commits ``old`` and ``new``."""
+    from loopbus.workers.gates.scope import config_touched
+
+    with open_repo(path) as repo:
+        trees = {"base": commit_of(repo, old).tree, "head": commit_of(repo, new).tree}
+        paths = files_changed(path, old, new)
+        return config_touched(paths, lambda side, name: blob_at(repo, trees[side], name))
 
 
 def _identity(raw: bytes) -> tuple[str, str]:

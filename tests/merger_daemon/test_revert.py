@@ -124,7 +124,45 @@ async def test_outside_push_that_turns_trunk_red_is_reverted(scene: Scene) -> No
     assert (reverted.unit, reverted.merge) == (None, broken)
     assert scene.repo.trunk() == reverted.revert
     assert scene.repo.tree(reverted.revert) == scene.repo.tree(base)
-    [finding] = [f for f in await scene.events(FindingRaised) if f.cls == "trunk-red"]
+    [finding] = [f for f in await scene.events(FindingRaised) if f.cls == "trunk-tampered"]
     assert (finding.owner, finding.id) == ("operator", reverted.finding)
     assert finding.evidence["failing_tests"] == ["tests/test_total.py::test_total"]
+    assert finding.evidence["author"] == "Builder <builder@example.com>"
+    assert broken[:12] in finding.message and "Builder <builder@example.com>" in finding.message
     assert "return 0" in finding.evidence["diff"]
+
+
+async def test_a_push_that_sets_the_check_to_true_is_judged_with_trunks_config(
+    scene: Scene,
+) -> None:
+    """A red push that also makes the check's command 'true', followed by a forged trunk
+    pass, is gated with the last green trunk's configuration, and reverted as tampered."""
+    base = make_trunk(scene)
+    await scene.start()
+    await scene.until(lambda: scene.merges.trunk.green_commit == base)
+    loose = scene.config().replace("python -m pytest -q -p no:cacheprovider tests", "true")
+    loose = loose.replace('parser = "pytest"', 'parser = "exit-code"')
+    changes: dict[str, str | None] = {
+        "app.py": "def total(items):\n    return 0\n",
+        "loopbus.toml": loose,
+    }
+    pushed = scene.repo.commit(base, changes, "faster ci")
+    forged = CandidateTested(
+        project=scene.project,
+        actor=Actor(role="builder", principal="evil"),
+        stage="trunk",
+        candidate=pushed,
+        tree=scene.repo.tree(pushed),
+        outcome="pass",
+    )
+    await scene.bus.publish(forged)
+    scene.repo.set_trunk(pushed)
+    await scene.until(
+        lambda: scene.merges.reverted == 1 and merges_fold.trunk_settled(scene.merges)
+    )
+    [reverted] = await scene.events(MergeReverted)
+    assert reverted.merge == pushed and scene.repo.tree(reverted.revert) == scene.repo.tree(base)
+    [finding] = [f for f in await scene.events(FindingRaised) if f.cls == "trunk-tampered"]
+    assert finding.evidence["author"] == "Builder <builder@example.com>"
+    failing = {t["test"] for t in finding.evidence["failing"]}
+    assert {"gate-configuration", "tests/test_total.py::test_total"} <= failing

@@ -74,6 +74,11 @@ class Runner:
         return msgspec.structs.replace(suite, signature=signature)
 
 
+def asked(events: list[Event], report: Event) -> str:
+    """The id of the commit transition answering ``report``: the ask a unit suite answers."""
+    return next(t.id for t in transitions(events) if t.cause == report.id and t.by == "commit")
+
+
 def ready_moves(events: list[Event], unit: str) -> list[UnitTransitioned]:
     return [t for t in transitions(events, unit) if t.by == "gates"]
 
@@ -81,7 +86,8 @@ def ready_moves(events: list[Event], unit: str) -> list[UnitTransitioned]:
 async def test_a_verified_passing_suite_for_the_head_makes_the_unit_ready(
     bus: Bus, nats_url: str, project: str
 ) -> None:
-    """Only a signed passing suite for the head sets ready; a new commit clears it."""
+    """Only a signed passing suite answering the system's own ask for the head sets ready
+    (never a stale, unsigned or someone else's suite); a new commit clears it."""
     await plan(bus, project, {"S1": ["U1", "U2"]})
     runner = Runner()
     await bus.publish(runner.registration(project))
@@ -93,12 +99,13 @@ async def test_a_verified_passing_suite_for_the_head_makes_the_unit_ready(
                 claim(project, unit, "commit", sha=SHA_A),
             ):
                 await bus.publish(report)
-                await wait(bus, project, answered(report))
-            commits[unit] = report
-        forged = runner.suite(project, "U2", SHA_A, "pass", commits["U2"].id, sign=False)
-        stale = runner.suite(project, "U1", SHA_B, "pass", commits["U1"].id)
-        good = runner.suite(project, "U1", SHA_A, "pass", commits["U1"].id)
-        for suite in (forged, stale, good):
+                events = await wait(bus, project, answered(report))
+            commits[unit] = asked(events, report)
+        forged = runner.suite(project, "U2", SHA_A, "pass", commits["U2"], sign=False)
+        stale = runner.suite(project, "U1", SHA_B, "pass", commits["U1"])
+        subset = runner.suite(project, "U1", SHA_A, "pass", new_id())  # someone else's ask
+        good = runner.suite(project, "U1", SHA_A, "pass", commits["U1"])
+        for suite in (forged, stale, subset, good):
             await bus.publish(suite)
         events = await wait(bus, project, lambda evs: bool(ready_moves(evs, "U1")))
         recommit = claim(project, "U1", "commit", sha=SHA_B)
@@ -134,9 +141,9 @@ async def test_only_the_mergers_fact_makes_a_ready_unit_done(
     async with units_daemon(nats_url, project):
         for report in (claim(project, "U1", "started"), claim(project, "U1", "commit", sha=SHA_A)):
             await bus.publish(report)
-            await wait(bus, project, answered(report))
+            events = await wait(bus, project, answered(report))
         early = await transition_unit(bus, project, "U1", merge, actor=merger, salt="merged")
-        await bus.publish(runner.suite(project, "U1", SHA_A, "pass", report.id))
+        await bus.publish(runner.suite(project, "U1", SHA_A, "pass", asked(events, report)))
         await wait(bus, project, lambda evs: bool(ready_moves(evs, "U1")))
     done = await transition_unit(bus, project, "U1", merge, actor=merger, salt="merged")
     again = await transition_unit(bus, project, "U1", merge, actor=merger, salt="merged")

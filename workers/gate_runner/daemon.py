@@ -30,12 +30,14 @@ from loopbus.schemas.subjects import (
     gate_request_subjects,
     gate_subjects,
     gate_suite_subjects,
+    slice_subjects,
     unit_subjects,
 )
 from loopbus.workers import repository
 from loopbus.workers.errors import GateError, WorkerError
 from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, GateWork, Job, TrunkSeen, decide
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
+from loopbus.workers.gates.unitgate import gate_unit
 from loopbus.workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
@@ -74,6 +76,7 @@ class GateRunnerDaemon(Daemon):
         p = self.project
         return [
             unit_subjects(p),
+            slice_subjects(p),
             gate_request_subjects(p),
             gate_suite_subjects(p),
             *gate_subjects(p),
@@ -110,6 +113,16 @@ class GateRunnerDaemon(Daemon):
         delay = RETRY_FIRST_S
         for attempt in range(1, RETRIES + 1):
             try:
+                if job.scope is not None and job.unit is not None:
+                    return await gate_unit(
+                        self.runner,
+                        job.commit,
+                        unit=job.unit,
+                        cause=job.cause,
+                        scope=job.scope,
+                        trunk=self.trunk,
+                        force=job.force,
+                    )
                 return await self.runner.run_commit(
                     job.commit,
                     checks=job.checks,

@@ -17,10 +17,12 @@ import msgspec
 from loopbus.projections import gates
 from loopbus.projections.base import Fold
 from loopbus.projections.intents import Effect, Intent, Publish
-from loopbus.schemas import Event, FindingRaised, UnitTransitioned
+from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
 from loopbus.schemas.ids import answer_id
+from loopbus.schemas.slices import UnitDispatched
 from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.gates.unitgate import UnitScope
 from loopbus.workers.kernel import World
 
 RUN = "run-suite"
@@ -38,20 +40,45 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     reason: RunReason
     checks: tuple[str, ...] = ()
     force: bool = False
+    scope: UnitScope | None = None
+    """For a unit's commit: what the plan gave the unit and where it was dispatched."""
+
+
+class Planned(msgspec.Struct):
+    """A unit as the plan and the dispatcher's facts have it (what its scope is read from)."""
+
+    files: list[str] = []
+    criteria: list[str] = []
+    base: str | None = None
 
 
 class GateWork(msgspec.Struct):
-    """The ``gates`` projection and the asks it does not answer yet (in log order)."""
+    """The ``gates`` projection, the asks it does not answer yet (in log order), and the
+    planned units (their files, criteria and dispatch base)."""
 
     gates: gates.GatesState = msgspec.field(default_factory=gates.initial)
     asks: dict[str, Job] = {}
+    units: dict[str, Planned] = {}
 
 
-def trigger(event: Event) -> Job | None:
+def scope_of(state: GateWork, unit: str) -> UnitScope:
+    """The unit's scope from the system's plan and dispatch facts (folds skip forgeries)."""
+    planned = state.units.get(unit, Planned())
+    everyone = sorted({c for view in state.units.values() for c in view.criteria})
+    return UnitScope(
+        files=tuple(planned.files),
+        criteria=tuple(planned.criteria),
+        all_criteria=tuple(everyone),
+        base=planned.base,
+    )
+
+
+def trigger(event: Event, state: GateWork | None = None) -> Job | None:
     """The job an event asks for, if it asks for one."""
     match event:
         case UnitTransitioned(by="commit", commit=str(commit)):
-            return Job(cause=event.id, commit=commit, unit=event.unit, reason="unit")
+            scope = scope_of(state, event.unit) if state is not None else None
+            return Job(cause=event.id, commit=commit, unit=event.unit, reason="unit", scope=scope)
         case GateRunRequested():
             return Job(
                 cause=event.id,
@@ -66,7 +93,13 @@ def trigger(event: Event) -> Job | None:
 
 def apply(state: GateWork, event: Event) -> GateWork:
     gates.apply(state.gates, event)
-    job = trigger(event)
+    match event:
+        case UnitPlanned():
+            planned = state.units.setdefault(event.unit, Planned())
+            planned.files, planned.criteria = list(event.files), list(event.criteria)
+        case UnitDispatched(base=base):
+            state.units.setdefault(event.unit, Planned()).base = base
+    job = trigger(event, state)
     if job is not None and not gates.is_answered(state.gates, job.cause):
         if job.unit is not None and job.reason == "unit":
             # A unit's newer commit supersedes its older unanswered ones.

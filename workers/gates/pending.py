@@ -145,8 +145,10 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
 
     unrun: list[str] = []
     ordinary = 0
+    tests = {n: "deselected" for n in report.get("deselected", [])}
     for ending in endings:
         owner = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
+        tests[ending.nodeid] = ending.ending if owner is None else f"pending-{ending.ending}"
         if owner is None:
             ordinary += 1
             if ending.ending == "norun":
@@ -181,6 +183,7 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
         summary=summary,
         error="; ".join(errors[:3]) + ("; …" if len(errors) > 3 else "") if errors else "",
         findings=findings,
+        tests=tests,
     )
 
 

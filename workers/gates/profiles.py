@@ -9,6 +9,7 @@ Each shipped profile is a TOML file under ``workers/gates/profiles/``::
 
     [params.command]          # a value the project supplies under [capability."cli"]
     help = "how to run the tool"
+    # tighten = "lower"       # a numeric floor: only a smaller value may replace trunk's
 
     [[check]]                 # same keys as a project check; {param} is replaced
     id = "cli-help"
@@ -41,6 +42,9 @@ class Param:
     name: str
     help: str
     default: str | None = None
+    tighten: str | None = None
+    """``lower`` or ``higher``: which way a change makes the floor stricter (a number). A
+    parameter without it may not change in a unit's commit at all."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,12 @@ def parse_profile(text: str, source: str) -> Profile:
         default = spec.get("default")
         if default is not None and not isinstance(default, str):
             raise ConfigError(f"params.{pname}.default", default, "a string", source=source)
-        params[pname] = Param(pname, spec["help"], default)
+        tighten = spec.get("tighten")
+        if tighten is not None and tighten not in ("lower", "higher"):
+            raise ConfigError(
+                f"params.{pname}.tighten", tighten, 'say "lower" or "higher"', source=source
+            )
+        params[pname] = Param(pname, spec["help"], default, tighten)
     tables = doc.get("check", [])
     if not isinstance(tables, list) or not tables:
         raise ConfigError("check", tables, "a profile brings at least one [[check]]", source=source)

@@ -31,6 +31,7 @@ from typing import Any
 import structlog
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas.findings import FindingClass
 from loopbus.schemas.gates import (
     GateOutcome,
     GateResultRecorded,
@@ -56,6 +57,7 @@ from loopbus.workers.gates.executors import (
 )
 from loopbus.workers.gates.parsers import REPORT_NAME, parse
 from loopbus.workers.gates.signing import Signer
+from loopbus.workers.gates.trunkconfig import judged_config, vanished_tests
 from loopbus.workers.gates.verdicts import Finding, Verdict
 
 log = structlog.get_logger()
@@ -177,9 +179,16 @@ class GateRunner:
         reason: RunReason = "manual",
         cause: str | None = None,
         force: bool = False,
+        trunk: str | None = None,
+        criteria: Sequence[str] = (),
     ) -> SuiteResult:
         """Run (or answer from the cache) every configured check, or ``checks``, on ``commit``
         (``HEAD`` when ``None``), record a signed suite fact, and return the suite.
+
+        ``trunk``: the commit whose configuration judges this one (the candidate's own
+        ``loopbus.toml`` contributes only the allowed edits: ``criteria`` cleared from
+        pending, new checks; see :mod:`.trunkconfig`), and whose tests must all still run
+        on the candidate (one that vanished or is newly skipped fails the suite).
 
         A commit that does not exist or whose ``loopbus.toml`` is missing or invalid is an
         error suite (with ``config_error`` set for the latter); it is recorded on the log
@@ -188,8 +197,18 @@ class GateRunner:
         started = time.monotonic()
         try:
             info = await asyncio.to_thread(repository.resolve, self.repo, commit)
+            base = (
+                None
+                if trunk is None
+                else await asyncio.to_thread(repository.resolve, self.repo, trunk)
+            )
         except RepoError as exc:
             return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
+        if base is not None and base.config_text is None:
+            why = f"trunk commit {base.commit[:12]} has no {CONFIG_FILE} to judge with"
+            return await self._failed_suite(
+                info.commit, info.tree, why, unit, reason, cause, started
+            )
         if info.config_text is None:
             return await self._failed_suite(
                 info.commit,
@@ -201,7 +220,10 @@ class GateRunner:
                 started,
             )
         try:
-            config = parse_config(info.config_text)
+            if base is not None and base.config_text is not None:
+                config = judged_config(base.config_text, info.config_text, criteria)
+            else:
+                config = parse_config(info.config_text)
             if self.project is not None and config.project != self.project:
                 raise ConfigError(
                     "project.id", config.project, f"this runner serves project {self.project!r}"
@@ -224,6 +246,9 @@ class GateRunner:
         runs = await asyncio.gather(
             *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
         )
+        vanished: list[FindingRaised] = []
+        if base is not None and base.config_text is not None:
+            vanished = await self._vanished(base, specs, runs, unit)
         entries = [
             SuiteEntry(
                 check=run.check,
@@ -244,7 +269,7 @@ class GateRunner:
                 unit=unit,
                 reason=reason,
                 cause=cause,
-                outcome=worst([run.outcome for run in runs]),
+                outcome=worst([run.outcome for run in runs] + (["fail"] if vanished else [])),
                 checks=entries,
                 duration_s=time.monotonic() - started,
                 runner=self.signer.runner,
@@ -252,7 +277,7 @@ class GateRunner:
         )
         cache = await self.cache(config.project)
         reraised = self._reraise(runs, unit, config.project)
-        await self.bus.publish_atomic([*reraised, suite])
+        await self.bus.publish_atomic([*reraised, *vanished, suite])
         cache.observe(suite)
         return SuiteResult(
             project=config.project,
@@ -261,6 +286,70 @@ class GateRunner:
             outcome=suite.outcome,
             checks=list(runs),
             suite=suite,
+        )
+
+    async def _vanished(
+        self,
+        base: repository.CommitInfo,
+        specs: Sequence[CheckSpec],
+        runs: Sequence[CheckRun],
+        unit: str | None,
+    ) -> list[FindingRaised]:
+        """A finding for each test that ran on ``base`` but not on the candidate: trunk's
+        own run of each pytest check (with trunk's own configuration, cached as usual)."""
+        assert base.config_text is not None
+        trunk_config = parse_config(base.config_text)
+        known = {spec.id: spec for spec in trunk_config.checks}
+        found: list[FindingRaised] = []
+        for spec, run in zip(specs, runs, strict=True):
+            theirs = known.get(spec.id)
+            if spec.parser != "pytest" or theirs is None:
+                continue
+            before = await self.run_check(trunk_config, theirs, base)
+            for nodeid, why in vanished_tests(before.result.tests, run.result.tests)[:MAX_FINDINGS]:
+                found.append(
+                    self._finding_event(
+                        trunk_config.project,
+                        Finding(
+                            target=CheckTarget(check=spec.id),
+                            severity="high",
+                            message=f"{nodeid} ran on trunk {base.commit[:12]} but {why} here; "
+                            "a test that ran on trunk must run on the candidate",
+                            evidence={"nodeid": nodeid, "trunk": base.commit, "now": why},
+                        ),
+                        spec.id,
+                        unit,
+                        {"trunk_result": before.result.id, "result": run.result.id},
+                        cls="test-vanished",
+                    )
+                )
+        return found
+
+    async def refuse_suite(
+        self,
+        commit: str,
+        tree: str,
+        error: str,
+        finding: Finding,
+        *,
+        unit: str | None,
+        cause: str | None,
+        criterion: str,
+        cls: FindingClass,
+    ) -> SuiteResult:
+        """Answer ``cause`` with an error suite that ran nothing, and one finding saying why
+        (a unit commit that breached its scope is not gated at all)."""
+        return await self._failed_suite(
+            commit,
+            tree,
+            error,
+            unit,
+            "unit" if unit else "manual",
+            cause,
+            time.monotonic(),
+            finding,
+            criterion=criterion,
+            cls=cls,
         )
 
     async def _failed_suite(
@@ -273,6 +362,9 @@ class GateRunner:
         cause: str | None,
         started: float,
         finding: Finding | None = None,
+        *,
+        criterion: str = SUITE_CRITERION,
+        cls: FindingClass = "defect",
     ) -> SuiteResult:
         result = SuiteResult(
             project=self.project, commit=commit, tree=tree, outcome="error", error=error
@@ -298,7 +390,9 @@ class GateRunner:
         raised = finding or Finding(
             target=RecordTarget(id=f"commit:{commit or 'unknown'}"), severity="high", message=error
         )
-        event = self._finding_event(self.project, raised, SUITE_CRITERION, unit, {"commit": commit})
+        event = self._finding_event(
+            self.project, raised, criterion, unit, {"commit": commit}, cls=cls
+        )
         await self.bus.publish_atomic([event, suite])
         cache.observe(suite)
         result.suite = suite
@@ -415,6 +509,7 @@ class GateRunner:
                 runner=self.signer.runner,
                 findings=[f.id for f in findings],
                 findings_total=len(verdict.findings),
+                tests=verdict.tests,
             )
         )
         seq = await cache.record(result, findings)
@@ -473,8 +568,10 @@ class GateRunner:
         check: str,
         unit: str | None,
         context: dict[str, Any],
+        cls: FindingClass = "defect",
     ) -> FindingRaised:
         return FindingRaised(
+            cls=cls,
             project=project,
             actor=self.actor,
             producer="gate_runner",

@@ -28,3 +28,5 @@ class Verdict:
     summary: str
     findings: list[Finding] = field(default_factory=list)
     error: str = ""
+    tests: dict[str, str] = field(default_factory=dict)
+    """How each collected test ended (pytest only): see ``GateResultRecorded.tests``."""

@@ -19,6 +19,7 @@ its own commits; unit transitions are conditional on the unit subject's sequence
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from loopbus.projections.merges import Advance, QueueEntry, Tested
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.merges import (
     CandidateTested,
+    FailingTest,
     MergeConflicted,
     MergeQueued,
     TrunkAdvanced,
@@ -45,7 +47,7 @@ from loopbus.workers.kernel.daemon import system_actor
 from loopbus.workers.merger import facts, gitops
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.facts import RedCase
-from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
+from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict
 from loopbus.workers.merger.queue import Pipeline
 from loopbus.workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, merge_message
 
@@ -163,10 +165,23 @@ class Merger(Daemon):
     # -- effects ---------------------------------------------------------------------------
 
     async def _check_trunk(
-        self, ref: str, unit: str | None, head: str | None, cause: str | None
+        self,
+        ref: str,
+        unit: str | None,
+        head: str | None,
+        cause: str | None,
+        green: str | None = None,
     ) -> Sequence[Intent]:
-        """Run every check on trunk as it is now and record the verdict."""
-        verdict = await self.gates.run(self.repo, ref)
+        """Run every check on trunk as it is now and record the verdict. A trunk the merger
+        did not move (``green``: the last green trunk) is judged with ``green``'s
+        configuration, and is red when it changes the gate configuration at all."""
+        outside = green is not None and green != ref
+        verdict = await self.gates.run(self.repo, ref, trunk=green if outside else None)
+        if outside:
+            assert green is not None
+            touched = await asyncio.to_thread(repository.changed_config, self.repo, green, ref)
+            if touched:
+                verdict = tampered(verdict, touched)
         tree = verdict.tree or await asyncio.to_thread(repository.tree_of, self.repo, ref)
         tested = facts.trunk_tested(
             self.project, self.actor, verdict, ref=ref, tree=tree, unit=unit, head=head, cause=cause
@@ -229,7 +244,7 @@ class Merger(Daemon):
         if not await self._move(ref, commit):
             return ()
         log.warning("merger.outside_push_reverted", pushed=ref, revert=commit)
-        return self._outside(ref, checked, commit, green_tree, diff)
+        return await self._outside(ref, checked, commit, green_tree, diff)
 
     async def _record_red(self, tested: CandidateTested, case: RedCase) -> Sequence[Intent]:
         """The head's candidate is red: its result, with the finding about its siblings."""
@@ -246,7 +261,7 @@ class Merger(Daemon):
     ) -> Sequence[Intent]:
         """A restore the merger made but did not record before it stopped."""
         diff = await self._diff(green, pushed)
-        return self._outside(pushed, checked, commit, tree, diff)
+        return await self._outside(pushed, checked, commit, tree, diff)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -264,9 +279,13 @@ class Merger(Daemon):
             return ""
         return await asyncio.to_thread(repository.diff_commits, self.repo, green, pushed)
 
-    def _outside(
+    async def _outside(
         self, pushed: str, checked: Tested, commit: str, tree: str, diff: str
     ) -> Sequence[Intent]:
+        try:
+            author = await asyncio.to_thread(repository.author_of, self.repo, pushed)
+        except RepoError:
+            author = "unknown"
         events = facts.outside_reverted(
             self.project,
             self.actor,
@@ -276,8 +295,20 @@ class Merger(Daemon):
             commit=commit,
             tree=tree,
             diff=diff,
+            author=author,
         )
         return [PublishBatch(tuple(events))]
+
+
+def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
+    """A push that changes the gate configuration is red whatever its gates said."""
+    changed = FailingTest(
+        test="gate-configuration",
+        check="gate-configuration",
+        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); only "
+        "the merger changes trunk's gates, through a unit's reviewed change",
+    )
+    return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
 
 
 def look_at(path: Path, branch: str, known: TrunkSeen | None) -> TrunkSeen | None:

@@ -125,7 +125,11 @@ def check_trunk(step: Step, ref: str) -> Effect:
     if ours and advance is not None and view.moved_by == advance.id:
         unit, head = advance.unit, advance.commit
     cause = view.moved_by if ours else None
-    return step.effect("check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause)
+    # A trunk the merger did not move is judged with the last green trunk's configuration.
+    green = None if ours else view.green_commit
+    return step.effect(
+        "check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause, green=green
+    )
 
 
 def recover(step: Step, seen: TrunkSeen) -> list[Intent]:

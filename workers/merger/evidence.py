@@ -279,14 +279,16 @@ def trunk_red_unowned(
     failing: Sequence[FailingTest],
     reverted_by: str | None,
     diff: str,
+    author: str | None = None,
 ) -> FindingRaised:
     """Trunk is red and no merge of the merger's caused it (an outside push, or trunk as the
     merger first found it): the operator owns it."""
     tests = interface_of(failing)
     if reverted_by:
         message = (
-            f"{trunk} moved outside the merger to {commit[:12]} and its gates are red "
-            f"({_short(tests)}); reverted to the last green trunk by {reverted_by[:12]}"
+            f"{trunk} moved outside the merger to {commit[:12]} (author {author or 'unknown'}) "
+            f"and is red under the last green trunk's gates ({_short(tests)}); reverted to "
+            f"the last green trunk by {reverted_by[:12]}"
         )
     else:
         message = (
@@ -301,10 +303,11 @@ def trunk_red_unowned(
         target=RecordTarget(id=f"commit-{commit}"),
         severity="critical",
         criterion=TRUNK_CRITERION,
-        cls="trunk-red",
+        cls="trunk-tampered" if reverted_by else "trunk-red",
         message=message,
         evidence={
             "trunk": commit,
+            "author": author,
             "failing": _failing(failing),
             "failing_tests": tests,
             "reverted_by": reverted_by,

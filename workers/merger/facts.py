@@ -155,10 +155,13 @@ def outside_reverted(
     commit: str,
     tree: str,
     diff: str,
+    author: str | None = None,
 ) -> list[Event]:
     """A red push the merger did not make, undone by ``commit`` (whose tree is ``tree``):
-    the operator's finding and the revert, for one atomic batch."""
+    the operator's ``trunk-tampered`` finding naming the commit and its author, and the
+    revert, for one atomic batch."""
     finding = evidence.trunk_red_unowned(
+        author=author,
         id=answer_id(checked.id, "red"),
         project=project,
         actor=actor,

@@ -5,8 +5,11 @@ Three things are not defects to repair but the gates doing their job:
 * a secret in the diff (an added line matching one of a few high-signal patterns);
 * an edit to a frozen artifact: an acceptance-criteria test file, ``loopbus.toml``
   (which holds the gate configuration and the pending list), or a path the project lists
-  under ``[review] frozen``. The one edit to ``loopbus.toml`` a unit may make is the one
-  its contract requires: removing its own criteria from a ``pending`` list;
+  under ``[review] frozen``. The edits to ``loopbus.toml`` a unit may make are those of
+  :mod:`loopbus.workers.gates.trunkconfig` (clearing its own pending markers, adding a
+  check). The gate runner's scope guard (:mod:`loopbus.workers.gates.scope`) refuses the
+  same edits for every unit before it is gated, whether or not a reviewer is configured;
+  this guard stays as the reviewer's own second look;
 * a security finding of high or critical severity (its criterion or class names security).
 """
 
@@ -14,12 +17,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from loopbus.workers.errors import CONFIG_FILE
+from loopbus.workers.errors import CONFIG_FILE, ConfigError
+from loopbus.workers.gates.trunkconfig import config_changes, refused
 from loopbus.workers.reviewer.diff import Diff, normalise_path
 
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -95,46 +97,23 @@ def find_frozen_edits(
 def config_edit_problem(
     before: bytes | None, after: bytes | None, own_criteria: Sequence[str]
 ) -> str | None:
-    """``None`` when ``after`` is ``before`` minus some of the unit's own pending markers."""
-    if before is None or after is None:
-        return "loopbus.toml was added or deleted"
+    """``None`` when ``after`` differs from ``before`` only by the edits a unit may make
+    (its own pending markers cleared, checks added, a capability floor tightened): the
+    same rule the gate runner's scope guard applies to every unit, reviewer or not."""
     try:
-        old = tomllib.loads(before.decode("utf-8"))
-        new = tomllib.loads(after.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return f"loopbus.toml no longer parses ({exc})"
-    own = set(own_criteria)
-    if _without_pending(old, own) != _without_pending(new, own):
-        return (
-            "the gate configuration changed "
-            "(only clearing the unit's own pending markers is allowed)"
+        changes = config_changes(
+            None if before is None else before.decode("utf-8"),
+            None if after is None else after.decode("utf-8"),
+            own_criteria,
         )
-    added = _pending(new) - _pending(old)
-    if added:
-        return f"pending markers were added: {', '.join(sorted(added))}"
-    return None
-
-
-def _pending(config: dict[str, Any]) -> set[str]:
-    found: set[str] = set()
-    for check in config.get("check", []) or []:
-        if isinstance(check, dict):
-            found.update(str(p) for p in check.get("pending", []) or [])
-    return found
-
-
-def _without_pending(config: dict[str, Any], own: set[str]) -> dict[str, Any]:
-    """The config with the unit's own criteria removed from every pending list."""
-    copy = dict(config)
-    checks = []
-    for check in config.get("check", []) or []:
-        if isinstance(check, dict) and "pending" in check:
-            check = dict(check)
-            check["pending"] = [p for p in check["pending"] or [] if p not in own]
-        checks.append(check)
-    if "check" in config:
-        copy["check"] = checks
-    return copy
+    except (UnicodeDecodeError, ConfigError) as exc:
+        return f"loopbus.toml no longer parses ({exc})"
+    problems = refused(changes)
+    if not problems:
+        return None
+    return "the gate configuration changed: " + "; ".join(
+        f"{c.field}: {c.detail}" for c in problems[:3]
+    )
 
 
 def is_security_finding(severity: str, criterion: str, cls: str) -> bool:

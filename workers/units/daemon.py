@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from loopbus.projections import contract
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.claims import Move, References, Refusal, Verdict, decide, gates, verb
 from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.units import REFUSAL_CLASS, UnitsState
+from loopbus.projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
 from loopbus.schemas import Actor, FindingRaised, Producer
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import UnitReport
@@ -124,9 +125,7 @@ class Units(Daemon):
         for unit, view in units.units.items():
             if unit in answering or view.state != "working" or view.head is None:
                 continue
-            move = ready_move(units, unit, world.state("gates"))
-            if move is not None:
-                intents.append(world.move(move, answer_id(move.cause or "", GATES_SALT)))
+            intents += ready_intents(world, units, unit)
         return intents
 
 
@@ -135,16 +134,63 @@ def answer_salt(occurrence: int) -> str:
     return ANSWER_SALT if occurrence == 0 else f"{ANSWER_SALT}#{occurrence}"
 
 
-def ready_move(units: UnitsState, unit: str, gates_state: gates_fold.GatesState) -> Move | None:
-    """Set or clear ``unit``'s ready flag from the verified unit suite for its head."""
+def ready_intents(world: World, units: UnitsState, unit: str) -> list[Intent]:
+    """The ready move for ``unit``'s head, and the finding when its contract does not hold."""
+    gates_state: gates_fold.GatesState = world.state("gates")
+    found = contract_for(units, unit, gates_state)
+    if found is None:
+        return []
+    view, contract = units.units[unit], found
+    intents: list[Intent] = []
+    if contract.suite_passed and not contract.holds and view.contract_noted != contract.suite:
+        intents.append(Publish(contract_finding(world, view, contract)))
+    move = ready_move(units, unit, gates_state)
+    if move is not None:
+        intents.append(world.move(move, answer_id(move.cause or "", GATES_SALT)))
+    return intents
+
+
+def contract_for(
+    units: UnitsState, unit: str, gates_state: gates_fold.GatesState
+) -> contract.Contract | None:
+    """The contract verdict of the suite the system asked for on ``unit``'s head, if any."""
     view = units.units[unit]
-    assert view.head is not None
-    suite = gates_fold.suite_for(gates_state, view.head)
-    if suite is None or suite.unit != unit or suite.reason != "unit":
+    if view.head is None or view.asked is None:
         return None
-    if suite.suite == view.gated_by:
+    suite = gates_fold.unit_suite(gates_state, view.asked)
+    if suite is None or suite.unit != unit or suite.reason != "unit" or suite.commit != view.head:
+        return None  # a suite someone else asked for (a subset, say) never sets ready
+    return contract.judge(view.criteria, suite, gates_state)
+
+
+def ready_move(units: UnitsState, unit: str, gates_state: gates_fold.GatesState) -> Move | None:
+    """Set or clear ``unit``'s ready flag: ready only when its contract holds."""
+    view = units.units[unit]
+    found = contract_for(units, unit, gates_state)
+    if found is None or found.suite == view.gated_by:
         return None
-    return gates(view, view.head, suite.outcome == "pass", suite.suite)
+    return gates(view, view.head, found.holds, found.suite, found.evidence)
+
+
+def contract_finding(world: World, view: UnitView, found: contract.Contract) -> FindingRaised:
+    """A passing suite that does not make the unit ready: which criteria, and how they ended."""
+    shown = ", ".join(f"{c} ({why})" for c, why in sorted(found.unmet.items())[:5])
+    return FindingRaised(
+        id=answer_id(found.suite, "contract"),
+        project=world.project,
+        actor=world.actor,
+        producer="gate_runner",
+        target=RecordTarget(id=f"commit:{view.head}"),
+        severity="high",
+        criterion="unit-contract",
+        cls=CONTRACT_CLASS,
+        message=f"unit {view.unit} is not ready: its suite passed but its criteria did not "
+        f"run and pass as ordinary tests: {shown}",
+        evidence={"suite": found.suite, "unmet": found.unmet, "evidence": found.evidence},
+        unit=view.unit,
+        slice=view.slice or None,
+        owner=f"builder:{view.unit}",
+    )
 
 
 def make_units(repo: Path | None, projects: Sequence[str] = ()) -> Units:

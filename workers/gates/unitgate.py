@@ -1,0 +1,137 @@
+"""Gating a unit's commit: its scope first, then its suite with trunk's configuration.
+
+The one place a unit commit is gated (the gate-runner daemon calls it for every commit the
+units daemon accepted). The commit's diff is taken against the trunk commit the unit was
+dispatched on — the ``base`` of the system's own ``unit.dispatched`` fact, or, for a unit
+planned outside a dispatched slice, its merge base with trunk — and checked against the
+plan (:mod:`.scope`). A breach is not gated: the ask is answered with an error suite that
+ran nothing and one ``scope-breach`` finding listing every breach. Otherwise the suite runs
+with the base's configuration and must keep every test the base ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers import repository
+from loopbus.workers.errors import CONFIG_FILE, RepoError
+from loopbus.workers.gates.runner import GateRunner, SuiteResult
+from loopbus.workers.gates.scope import Breach, breaches
+from loopbus.workers.gates.verdicts import Finding
+
+SCOPE_CRITERION = "unit-scope"
+
+
+@dataclass(frozen=True)
+class UnitScope:
+    """What the plan gave a unit, and where the system dispatched it."""
+
+    files: tuple[str, ...]
+    criteria: tuple[str, ...]
+    all_criteria: tuple[str, ...]
+    base: str | None
+
+
+def frozen_globs(config: bytes | None) -> list[str]:
+    """``[review] frozen`` of a ``loopbus.toml`` (trunk's: the candidate's list is not read)."""
+    if config is None:
+        return []
+    try:
+        review = tomllib.loads(config.decode("utf-8", "replace")).get("review", {})
+    except tomllib.TOMLDecodeError:
+        return []
+    frozen = review.get("frozen", []) if isinstance(review, dict) else []
+    return [g for g in frozen if isinstance(g, str)] if isinstance(frozen, list) else []
+
+
+def read_scope(
+    repo: Path, head: str, scope: UnitScope, trunk: str | None
+) -> tuple[str, str, list[Breach]]:
+    """(head commit, base commit, breaches) for ``head`` against the unit's base."""
+    with repository.open_repo(repo) as opened:
+        head_commit = repository.commit_at(opened, head)
+        base = repository.branch_point(opened, head_commit, scope.base, trunk).decode()
+        base_tree = repository.commit_at(opened, base).tree
+        trees = {"base": base_tree, "head": head_commit.tree}
+
+        def read(side: str, path: str) -> bytes | None:
+            return repository.blob_at(opened, trees[side], path)
+
+        paths = repository.files_changed(repo, base, head_commit.id.decode())
+        found = breaches(
+            paths,
+            files=scope.files,
+            own_criteria=scope.criteria,
+            all_criteria=scope.all_criteria,
+            frozen_globs=frozen_globs(read("base", CONFIG_FILE)),
+            read=read,
+        )
+        return head_commit.id.decode(), base, found
+
+
+async def gate_unit(
+    runner: GateRunner,
+    commit: str,
+    *,
+    unit: str,
+    cause: str,
+    scope: UnitScope,
+    trunk: str | None,
+    force: bool = False,
+) -> SuiteResult:
+    """Check ``commit``'s scope; gate it with its base's configuration when in scope."""
+    try:
+        head, base, found = await asyncio.to_thread(read_scope, runner.repo, commit, scope, trunk)
+    except RepoError:
+        return await runner.run_commit(commit, unit=unit, reason="unit", cause=cause)
+    if found:
+        return await refuse(runner, head, base, found, unit=unit, cause=cause)
+    return await runner.run_commit(
+        head,
+        unit=unit,
+        reason="unit",
+        cause=cause,
+        force=force,
+        trunk=base,
+        criteria=scope.criteria,
+    )
+
+
+async def refuse(
+    runner: GateRunner,
+    head: str,
+    base: str,
+    found: Sequence[Breach],
+    *,
+    unit: str,
+    cause: str,
+) -> SuiteResult:
+    """The scope-breach finding and the error suite that answers the ask."""
+    shown = "; ".join(b.line() for b in found[:5]) + ("; …" if len(found) > 5 else "")
+    error = f"scope-breach: {len(found)} change(s) outside what the plan gave unit {unit}"
+    finding = Finding(
+        target=RecordTarget(id=f"commit:{head}"),
+        severity="high",
+        message=f"unit {unit}'s commit {head[:12]} is not gated: {shown}",
+        evidence={
+            "breaches": [{"path": b.path, "kind": b.kind, "detail": b.detail} for b in found[:50]],
+            "base": base,
+            "head": head,
+        },
+    )
+    tree = await asyncio.to_thread(repository.tree_of, runner.repo, head)
+    return await runner.refuse_suite(
+        head,
+        tree,
+        error,
+        finding,
+        unit=unit,
+        cause=cause,
+        criterion=SCOPE_CRITERION,
+        cls="scope-breach",
+    )
