@@ -39,9 +39,14 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "usage.report.v1",
         "review.verdict.v1",
         "plan.submission.v1",
+        "finding.claim.v1",
+        "gate.move.v1",
+        "decision.recorded.v1",
+        "objective.declared.v1",
     }
 )
-"""The kinds that are claims whoever publishes them (reports, verdicts, plan submissions).
+"""The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,
+finding lifecycle and gate move claims, decisions and objectives).
 Checked against the union by a test, so a new claim kind cannot be forgotten here."""
 
 FINDING_CLAIMS: dict[str, tuple[str, frozenset[str]]] = {
