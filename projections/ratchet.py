@@ -107,7 +107,7 @@ class RatchetState(msgspec.Struct):
     declared: dict[str, int] = {}
     """Capability -> slices whose accepted plan declared it (every project folded here)."""
     declaring: dict[str, list[str]] = {}
-    """Capability -> ``project/slice`` of each declaring slice, in log order."""
+    """Capability -> the acceptance (event id) of each declaring slice, in log order."""
 
 
 def key(scope: str, gate: str) -> str:
@@ -126,12 +126,11 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
             if isinstance(claim, str):
                 state.pending.pop(claim, None)
         case SlicePlanAccepted(plan=plan):
-            seen = f"{event.project}/{plan.slice}"
             for capability in dict.fromkeys(plan.capabilities):
-                slices = state.declaring.setdefault(capability, [])
-                if seen not in slices:
-                    slices.append(seen)
-                    state.declared[capability] = state.declared.get(capability, 0) + 1
+                accepted = state.declaring.setdefault(capability, [])
+                if event.id not in accepted:
+                    accepted.append(event.id)
+                    state.declared[capability] = len(accepted)
     return state
 
 
@@ -141,8 +140,10 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
     if event.target is None:
         return
     scope: Scope = "profile" if event.move == "promote" else event.scope
-    if view is None:
-        view = GateView(gate=event.gate, scope=scope, state=event.target)
+    if view is None:  # first move: from nothing, or from the implicit configured state
+        start = event.source or event.target
+        view = GateView(gate=event.gate, scope=scope, state=start)
+        view.in_force = start in IN_FORCE_STATES
     was_blocking = view.state in IN_FORCE_STATES and not view.advisory
     view.scope = scope
     view.state = event.target

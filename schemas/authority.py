@@ -64,9 +64,15 @@ wait-budget, budget breaches, quarantine, merge conflicts, investigations…) is
 system's to raise: the same finding from an agent is a forgery."""
 
 
+EITHER_TAGS: frozenset[str] = frozenset({"decision.recorded.v1"})
+"""Claim kinds the system may also publish as facts (a decision the ratchet daemon records
+when it settles a move): from the system they live on fact subjects."""
+
+
 def is_claim_kind(event: Event) -> bool:
-    """True for the kinds that live on claim subjects (findings: when not the system's)."""
-    if isinstance(event, FindingRaised):
+    """True for the kinds that live on claim subjects (findings and decisions: when not
+    the system's)."""
+    if isinstance(event, FindingRaised) or event.kind in EITHER_TAGS:
         return event.actor.role != "system"
     return event.kind in CLAIM_TAGS
 
@@ -78,6 +84,8 @@ def standing(event: Event) -> Standing:
         if allowed is None or event.producer != allowed[0] or event.cls not in allowed[1]:
             return "forged"
         return "claim"
+    if event.kind in EITHER_TAGS and event.actor.role == "system":
+        return "fact"
     if event.kind in CLAIM_TAGS:
         return "claim"
     return "fact" if event.actor.role == "system" else "forged"

@@ -58,11 +58,15 @@ def test_every_non_edge_is_refused_naming_the_moves_there_are() -> None:
         if (scope, source, move) in EDGES:
             continue
         for role, principal in SEATS.values():
-            verdict = ratchet.settle(at(scope, source), scope, "G", move, role, principal, CATALOGUE_OPS)
+            verdict = ratchet.settle(
+                at(scope, source), scope, "G", move, role, principal, CATALOGUE_OPS
+            )
             assert isinstance(verdict, Refused)
             assert "Retired" in verdict.reason or "no edge of the ratchet" in verdict.reason
             refused += 1
-    assert refused == (len(SCOPES) * (len(GATE_STATES) + 1) * len(GATE_MOVES) - len(EDGES)) * len(SEATS)
+    assert refused == (len(SCOPES) * (len(GATE_STATES) + 1) * len(GATE_MOVES) - len(EDGES)) * len(
+        SEATS
+    )
 
 
 def test_a_loosening_refusal_names_the_measurement_that_would_justify_it() -> None:

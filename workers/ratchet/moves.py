@@ -161,7 +161,8 @@ def decide_meta(world: World, policy: Policy) -> list[Intent]:
         tier = reached(configured.rule, tally.raised, tally.false_positive)
         if tier is None:
             continue
-        finding_id = answer_id(f"{world.project}:{check}", f"meta:{tier.name}")
+        first = min(f for f, life_ in life.findings.items() if life_.check == check)
+        finding_id = answer_id(first, f"meta:{world.project}:{check}:{tier.name}")
         if finding_id in life.findings:
             continue
         intents.append(_meta(world, policy, state, check, tally, tier, finding_id))
@@ -237,7 +238,7 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
         if source != "Profile" or not ratchet.due_for_review(state, name, every):
             continue
         count = state.declared.get(name, 0)
-        cause = answer_id(f"{name}:{count}", "profile-review")
+        cause = answer_id(state.declaring[name][count - 1], f"profile-review:{name}:{count}")
         finding = FindingRaised(
             id=cause,
             project=world.project,
