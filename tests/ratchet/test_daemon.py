@@ -51,7 +51,10 @@ def gate_finding(project: str, check: str) -> FindingRaised:
 def policy(project: str, **extra) -> Policy:
     rule = MetaRule(
         proxies="style errors that become bugs",
-        tiers=(Tier(above=0.10, over=10, action="review"), Tier(above=0.25, over=10, action="advisory")),
+        tiers=(
+            Tier(above=0.10, over=10, action="review"),
+            Tier(above=0.25, over=10, action="advisory"),
+        ),
     )  # fmt: skip
     return Policy(
         checks={project: {"lint": ConfiguredCheck("project", rule)}},
@@ -68,7 +71,8 @@ async def test_dismiss_resolve_reopen_become_facts_only_for_an_operator(
     raised = gate_finding(project, "lint")
     await bus.publish(raised)
     await bus.publish(FindingClaim(project=project, actor=BUILDER, finding=raised.id,
-                                   action="dismiss", reason="false-positive", why="in my way"))  # fmt: skip
+                                   action="dismiss", reason="false-positive",
+                                   why="in my way"))  # fmt: skip
     dismiss = FindingClaim(project=project, actor=OPERATOR, finding=raised.id, action="dismiss",
                            reason="false-positive", why="generated code")  # fmt: skip
     await bus.publish(dismiss)
@@ -101,7 +105,8 @@ async def test_dismiss_resolve_reopen_become_facts_only_for_an_operator(
 async def dismiss_all(bus: Bus, project: str, ids: list[str]) -> None:
     for finding in ids:
         await bus.publish(FindingClaim(project=project, actor=OPERATOR, finding=finding,
-                                       action="dismiss", reason="false-positive", why="noise"))  # fmt: skip
+                                       action="dismiss", reason="false-positive",
+                                       why="noise"))  # fmt: skip
 
 
 async def test_meta_findings_at_each_tier_put_the_gate_under_review_then_advisory(
@@ -200,7 +205,8 @@ async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to
     assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"
     for actor in (STANDARDS, OPERATOR, CATALOGUE_OP):  # only the catalogue operator keeps it
         await bus.publish(GateMoveClaim(project=catalogue, actor=actor, gate="cli",
-                                        scope="profile", move="keep", why="still earns it"))  # fmt: skip
+                                        scope="profile", move="keep",
+                                        why="still earns it"))  # fmt: skip
     await settled(bus, Ratchet(rules))
     events = await log(bus, catalogue)
     assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "Profile"
