@@ -14,9 +14,10 @@ count at the profile's last review, for the every-N-slices review.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 from loopbus.projections.base import Fold
@@ -303,3 +304,30 @@ def due_for_review(state: RatchetState, capability: str, every: int) -> bool:
     view = state.gates.get(key("profile", capability))
     reviewed = view.reviewed_at if view is not None else 0
     return state.declared.get(capability, 0) - reviewed >= every
+
+
+class Advisory(msgspec.Struct, frozen=True, kw_only=True):
+    """The gates that do not block now: local gates by check id, profiles by name."""
+
+    local: frozenset[str] = frozenset()
+    profiles: frozenset[str] = frozenset()
+
+    def checks(self, specs: Iterable[Any]) -> set[str]:
+        """The ids of the configured checks (anything with ``id`` and ``origin``) that
+        answer to a gate that does not block."""
+        quiet = set()
+        for spec in specs:
+            origin = str(spec.origin)
+            if origin.startswith("profile:"):
+                if origin.removeprefix("profile:").partition("@")[0] in self.profiles:
+                    quiet.add(spec.id)
+            elif spec.id in self.local:
+                quiet.add(spec.id)
+        return quiet
+
+
+def advisory(state: RatchetState) -> Advisory:
+    """What the gate runner reads from the log before a suite: which gates only report."""
+    local = {v.gate for v in state.gates.values() if v.scope == "local" and not blocks(v)}
+    profiles = {v.gate for v in state.gates.values() if v.scope == "profile" and not blocks(v)}
+    return Advisory(local=frozenset(local), profiles=frozenset(profiles))

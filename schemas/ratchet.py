@@ -35,6 +35,9 @@ GATE_STATES: tuple[GateState, ...] = (
     "Retired",
 )
 
+CATALOGUE = "catalogue"
+"""The default project profile moves and reviews live on (the catalogue's own log)."""
+
 Scope = Literal["local", "profile"]
 SCOPES: tuple[Scope, ...] = ("local", "profile")
 

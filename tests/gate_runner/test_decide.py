@@ -13,6 +13,7 @@ from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEnt
 from loopbus.schemas.ids import new_id
 from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, TrunkSeen, decide
 from loopbus.workers.gates.signing import Signer
+from loopbus.projections import ratchet
 from loopbus.workers.kernel import World
 
 P = "proj"
@@ -23,7 +24,7 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 def world(events: list[Event], **kw: Any) -> World:
     fields: dict[str, Any] = {
         "project": P,
-        "states": {FOLD.name: FOLD.fold(events)},
+        "states": {FOLD.name: FOLD.fold(events), ratchet.FOLD.name: ratchet.FOLD.fold(events)},
         "seqs": {},
         "now": NOW,
         "actor": SYSTEM,

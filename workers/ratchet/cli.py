@@ -6,9 +6,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from loopbus.schemas.ratchet import CATALOGUE
 from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
 from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import CATALOGUE, policy_for
+from loopbus.workers.ratchet.policy import policy_for
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopbus.schemas.ratchet import CATALOGUE
 from loopbus.workers.gates.config import ProjectConfig
 from loopbus.workers.gates.declared import declared_checks
 from loopbus.workers.gates.meta import DEFAULT_RULE, MetaRule
 from loopbus.workers.gates.profiles import load_profiles
-
-CATALOGUE = "catalogue"
 
 
 @dataclass(frozen=True)
