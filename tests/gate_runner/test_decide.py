@@ -6,14 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections import gates
+from loopbus.projections import gates, ratchet
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.ids import new_id
 from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, TrunkSeen, decide
 from loopbus.workers.gates.signing import Signer
-from loopbus.projections import ratchet
 from loopbus.workers.kernel import World
 
 P = "proj"
