@@ -14,6 +14,7 @@ from loopbus.projections.lifecycle import LifecycleState
 from loopbus.schemas import Actor, FindingRaised, FindingResolved
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from loopbus.schemas.ratchet import GateMoveClaim
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.kernel import World
 
@@ -41,12 +42,14 @@ def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Intent:
     if problem is not None:
         return Publish(refusal(world, claim, problem, event_id))
     assert life is not None
-    common = {"id": event_id, "project": world.project, "actor": world.actor, "at": world.now}
     if claim.action == "dismiss":
         assert claim.reason is not None
         return Publish(
             FindingDismissed(
-                **common,
+                id=event_id,
+                project=world.project,
+                actor=world.actor,
+                at=world.now,
                 finding=claim.finding,
                 reason=claim.reason,
                 why=claim.why,
@@ -57,7 +60,10 @@ def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Intent:
     if claim.action == "resolve":
         return Publish(
             FindingResolved(
-                **common,
+                id=event_id,
+                project=world.project,
+                actor=world.actor,
+                at=world.now,
                 finding=claim.finding,
                 why=f"resolved by {by}: {claim.why}",
                 unit=life.raised.unit,
@@ -65,7 +71,10 @@ def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Intent:
         )
     return Publish(
         FindingReopened(
-            **common,
+            id=event_id,
+            project=world.project,
+            actor=world.actor,
+            at=world.now,
             finding=claim.finding,
             original=life.raised,
             why=claim.why,
@@ -76,7 +85,7 @@ def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Intent:
 
 
 def refusal(
-    world: World, claim: FindingClaim | object, problem: str, event_id: str
+    world: World, claim: FindingClaim | GateMoveClaim, problem: str, event_id: str
 ) -> FindingRaised:
     """The finding that refuses a claim: the system's, about the claim, for the operator."""
     claim_id = claim.id
