@@ -34,6 +34,7 @@ COMMANDS = (
     "record",
     "gate",
     "findings",
+    "finding",
     "merge-driver",
     "completion",
 )

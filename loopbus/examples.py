@@ -79,6 +79,20 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus findings export --project demo --format sarif -o findings.sarif",
         "loopbus findings export --all --for sarif --min-severity medium",
     ],
+    "finding": [
+        "loopbus finding dismiss --project demo --id 01JD5Q7X3M0000000000000000 "
+        "--as false-positive --why 'generated code'"
+    ],
+    "finding dismiss": [
+        "loopbus finding dismiss --project demo --id 01JD5Q7X3M0000000000000000 "
+        "--as false-positive --why 'generated code' --wait 10"
+    ],
+    "finding resolve": [
+        "loopbus finding resolve --project demo --id 01JD5Q7X3M0000000000000000 --why 'fixed'"
+    ],
+    "finding reopen": [
+        "loopbus finding reopen --project demo --id 01JD5Q7X3M0000000000000000 --why 'it came back'"
+    ],
     "completion": [
         "loopbus completion bash > ~/.local/share/bash-completion/completions/loopbus",
         "loopbus completion fish > ~/.config/fish/completions/loopbus.fish",

@@ -10,10 +10,9 @@ One entry per finding key (target, severity, criterion): the key is what makes t
 "the same finding" for convergence, and it is what the export fingerprints, so the same key
 open in two units is one result naming both units.
 
-Dismissal (issue 14, ``loopbus finding dismiss``) is a fact on the log that closes a finding
-with a reason, like a resolution: when that event exists, :func:`apply` gets one ``case``
-that records ``status="dismissed"`` exactly as :class:`FindingResolved` records
-``"resolved"``, and :func:`suppression` already maps it.
+A dismissal (``loopbus finding dismiss``, turned into a :class:`FindingDismissed` fact by
+the lifecycle daemon) closes a finding with a reason, like a resolution, and is recorded
+with ``status="dismissed"``; a reopened finding is open again and its closure is dropped.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import msgspec
 from loopbus.projections import findings
 from loopbus.projections.findings import PROJECT_SCOPE, FindingsState, OpenFinding
 from loopbus.schemas import SEVERITIES, Event, FindingResolved
+from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
 
 Status = Literal["open", "resolved", "dismissed"]
 
@@ -69,6 +69,13 @@ def apply(ledger: FindingsLedger, event: Event) -> FindingsLedger:
     match event:
         case FindingResolved():
             _close(ledger, event.finding, "resolved", event.why, event.at, event.actor.principal)
+        case FindingDismissed():
+            why = f"{event.reason}: {event.why}"
+            _close(ledger, event.finding, "dismissed", why, event.at, event.by)
+        case FindingReopened():
+            for key, closure in list(ledger.closed.items()):
+                if closure.finding.id == event.finding:
+                    del ledger.closed[key]
     findings.apply(ledger.current, event)
     return ledger
 

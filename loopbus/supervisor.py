@@ -52,6 +52,9 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec("standards", "loopbus.workers.standards"),
     DaemonSpec("integrity", "loopbus.workers.integrity"),
     DaemonSpec(
+        "ratchet", "loopbus.workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
+    DaemonSpec(
         "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),
     DaemonSpec(

@@ -18,6 +18,7 @@ from loopbus.schemas import (
     MessageQuarantined,
     format_target,
 )
+from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
 
 PROJECT_SCOPE = "-"
 """The unit key for findings that concern no single unit (plan, budget, profile …)."""
@@ -56,26 +57,29 @@ def initial() -> FindingsState:
     return FindingsState()
 
 
+def open_finding(event: FindingRaised) -> OpenFinding:
+    return OpenFinding(
+        id=event.id,
+        producer=event.producer,
+        target=format_target(event.target),
+        severity=event.severity,
+        criterion=event.criterion,
+        cls=event.cls,
+        message=event.message,
+        unit=event.unit,
+        slice=event.slice,
+        owner=event.owner,
+        raised_at=event.at,
+        last_raised_at=event.at,
+    )
+
+
 def apply(state: FindingsState, event: Event) -> FindingsState:
     match event:
         case FindingRaised():
-            _raise(
-                state,
-                OpenFinding(
-                    id=event.id,
-                    producer=event.producer,
-                    target=format_target(event.target),
-                    severity=event.severity,
-                    criterion=event.criterion,
-                    cls=event.cls,
-                    message=event.message,
-                    unit=event.unit,
-                    slice=event.slice,
-                    owner=event.owner,
-                    raised_at=event.at,
-                    last_raised_at=event.at,
-                ),
-            )
+            _raise(state, open_finding(event))
+        case FindingReopened(original=original):
+            _raise(state, open_finding(original))
         case MessageQuarantined():
             # A message nobody can read is a finding about the machinery, owned by standards.
             _raise(
@@ -93,7 +97,7 @@ def apply(state: FindingsState, event: Event) -> FindingsState:
                     last_raised_at=event.at,
                 ),
             )
-        case FindingResolved():
+        case FindingResolved() | FindingDismissed():
             for scope, findings in list(state.open.items()):
                 for key, finding in list(findings.items()):
                     if finding.id == event.finding:

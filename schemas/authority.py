@@ -39,9 +39,14 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "usage.report.v1",
         "review.verdict.v1",
         "plan.submission.v1",
+        "finding.claim.v1",
+        "gate.move.v1",
+        "decision.recorded.v1",
+        "objective.declared.v1",
     }
 )
-"""The kinds that are claims whoever publishes them (reports, verdicts, plan submissions).
+"""The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,
+finding lifecycle and gate move claims, decisions and objectives).
 Checked against the union by a test, so a new claim kind cannot be forgotten here."""
 
 FINDING_CLAIMS: dict[str, tuple[str, frozenset[str]]] = {
@@ -59,9 +64,15 @@ wait-budget, budget breaches, quarantine, merge conflicts, investigations…) is
 system's to raise: the same finding from an agent is a forgery."""
 
 
+EITHER_TAGS: frozenset[str] = frozenset({"decision.recorded.v1"})
+"""Claim kinds the system may also publish as facts (a decision the ratchet daemon records
+when it settles a move): from the system they live on fact subjects."""
+
+
 def is_claim_kind(event: Event) -> bool:
-    """True for the kinds that live on claim subjects (findings: when not the system's)."""
-    if isinstance(event, FindingRaised):
+    """True for the kinds that live on claim subjects (findings and decisions: when not
+    the system's)."""
+    if isinstance(event, FindingRaised) or event.kind in EITHER_TAGS:
         return event.actor.role != "system"
     return event.kind in CLAIM_TAGS
 
@@ -73,6 +84,8 @@ def standing(event: Event) -> Standing:
         if allowed is None or event.producer != allowed[0] or event.cls not in allowed[1]:
             return "forged"
         return "claim"
+    if event.kind in EITHER_TAGS and event.actor.role == "system":
+        return "fact"
     if event.kind in CLAIM_TAGS:
         return "claim"
     return "fact" if event.actor.role == "system" else "forged"

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas import limits
+from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
 from loopbus.schemas.errors import InvalidEvent
 from loopbus.schemas.findings import FindingRaised, FindingResolved
 from loopbus.schemas.gates import (
@@ -22,6 +23,7 @@ from loopbus.schemas.gates import (
     GateRunRequested,
     GateSuiteCompleted,
 )
+from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
@@ -31,6 +33,7 @@ from loopbus.schemas.merges import (
     TrunkAdvanced,
 )
 from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -100,6 +103,13 @@ Event = (
     | TrunkAdvanced
     | MergeReverted
     | MergeConflicted
+    | FindingClaim
+    | FindingDismissed
+    | FindingReopened
+    | GateMoveClaim
+    | GateMoved
+    | DecisionRecorded
+    | ObjectiveDeclared
 )
 """Every kind that may appear on the log."""
 

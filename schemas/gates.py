@@ -154,6 +154,10 @@ class GateSuiteCompleted(EventBase, frozen=True, kw_only=True, tag="gate.suite_c
     duration_s: NonNegative = 0.0
     runner: Token
     signature: str = ""
+    advisory: list[Token] = []
+    """Checks that ran and reported but do not block (Drafted, a fresh Proposed, under
+    review at the advisory tier, Retired: see docs/ratchet.md); ``outcome`` is the worst
+    of the others."""
 
     def __post_init__(self) -> None:
         if self.error and self.outcome != "error":
@@ -198,6 +202,8 @@ def canonical_bytes(event: SignedGateEvent) -> bytes:
     doc.pop("signature", None)
     if not doc.get("tests", True):
         doc.pop("tests")  # results signed before the field existed verify unchanged
+    if not doc.get("advisory"):
+        doc.pop("advisory", None)  # suites signed before the field existed still verify
     return _canonical.encode(doc)
 
 

@@ -92,6 +92,11 @@ def gate_subjects(project: str) -> list[str]:
     return [f"{PREFIX}.{project}.gatekey.>", f"{PREFIX}.{project}.gate.>"]
 
 
+def ratchet_subjects(project: str) -> str:
+    """The gate moves of a project (the catalogue's: the profiles')."""
+    return f"{PREFIX}.{project}.ratchet.>"
+
+
 def gate_request_subjects(project: str) -> str:
     """Gate-run requests of a project."""
     return f"{PREFIX}.{project}.gatereq.>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections import gates
+from loopbus.projections import gates, ratchet
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
@@ -23,7 +23,7 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 def world(events: list[Event], **kw: Any) -> World:
     fields: dict[str, Any] = {
         "project": P,
-        "states": {FOLD.name: FOLD.fold(events)},
+        "states": {FOLD.name: FOLD.fold(events), ratchet.FOLD.name: ratchet.FOLD.fold(events)},
         "seqs": {},
         "now": NOW,
         "actor": SYSTEM,

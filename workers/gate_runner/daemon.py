@@ -19,17 +19,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import structlog
 from loopbus.bus import BusError
-from loopbus.projections import gates
+from loopbus.projections import gates, ratchet
 from loopbus.projections.intents import Effect, Intent
+from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
+from loopbus.schemas.ratchet import CATALOGUE, GateMoved
 from loopbus.schemas.subjects import (
     finding_subjects,
     gate_request_subjects,
     gate_subjects,
     gate_suite_subjects,
+    ratchet_subjects,
     slice_subjects,
     unit_subjects,
 )
@@ -53,7 +57,7 @@ class GateRunnerDaemon(Daemon):
     """Keeps every ask of one project answered, and trunk gated."""
 
     name = "gate-runner"
-    folds = (FOLD,)
+    folds = (FOLD, ratchet.FOLD)
 
     def __init__(
         self,
@@ -63,8 +67,10 @@ class GateRunnerDaemon(Daemon):
         jobs: int = 2,
         trunk: str | None = "HEAD",
         trunk_poll_s: float = 2.0,
+        catalogue: str = CATALOGUE,
     ) -> None:
         super().__init__(projects=[project], actor=runner.actor)
+        self.catalogue = catalogue
         self.runner = runner
         self.project = project
         self.jobs = max(jobs, 1)
@@ -81,7 +87,14 @@ class GateRunnerDaemon(Daemon):
             gate_suite_subjects(p),
             *gate_subjects(p),
             finding_subjects(p, "gate_runner"),
+            ratchet_subjects(p),
+            ratchet_subjects(self.catalogue),
         ]
+
+    def also_folds_into(self, event: Event) -> Sequence[str]:
+        """The catalogue's profile moves are read as this project's: a profile's state
+        decides whether its checks block here."""
+        return (self.project,) if isinstance(event, GateMoved) else ()
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -97,7 +110,7 @@ class GateRunnerDaemon(Daemon):
             return await super().perform(effect)
         job: Job = effect.args["job"]
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
-        suite = await self._run(job)
+        suite = await self._run(job, effect.args)
         log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
         try:  # the suite is on the log: let the decision see the ask again only once it is
             assert self.kernel is not None
@@ -108,8 +121,10 @@ class GateRunnerDaemon(Daemon):
             log.warning("gate.answer_not_folded", wait_s=ANSWER_WAIT_S)
         return ()
 
-    async def _run(self, job: Job) -> SuiteResult:
-        """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry."""
+    async def _run(self, job: Job, effect_args: dict[str, Any]) -> SuiteResult:
+        """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry.
+        Which gates only report the decision read from the ratchet fold."""
+        advisory: ratchet.Advisory | None = effect_args.get("advisory")
         delay = RETRY_FIRST_S
         for attempt in range(1, RETRIES + 1):
             try:
@@ -130,6 +145,7 @@ class GateRunnerDaemon(Daemon):
                     reason=job.reason,
                     cause=job.cause,
                     force=job.force,
+                    advisory=advisory,
                 )
             except (BusError, asyncio.CancelledError):
                 raise

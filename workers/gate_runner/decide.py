@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import msgspec
-from loopbus.projections import gates
+from loopbus.projections import gates, ratchet
 from loopbus.projections.base import Fold
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
@@ -136,6 +136,7 @@ def decide(world: World, jobs: int) -> list[Intent]:
     ask = trunk_ask(world, work)
     if ask is not None:
         intents.append(Publish(ask))
+    advisory = ratchet.advisory(world.state(ratchet.FOLD.name))  # what only reports now
     free = jobs - sum(1 for key in world.running if key.startswith(f"{RUN}:"))
     for job in work.asks.values():
         key = f"{RUN}:{job.cause}"
@@ -143,7 +144,7 @@ def decide(world: World, jobs: int) -> list[Intent]:
             break
         if key in world.running or key in world.failed:
             continue
-        intents.append(Effect(key, world.project, RUN, {"job": job}))
+        intents.append(Effect(key, world.project, RUN, {"job": job, "advisory": advisory}))
         free -= 1
     return intents
 

@@ -19,6 +19,7 @@ import msgspec
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, WeakensProfile
+from loopbus.workers.gates.meta import DEFAULT_RULE, MetaRule, parse_meta
 
 PARSERS: tuple[str, ...] = ("pytest", "ruff", "exit-code")
 DEFAULT_TIMEOUT_S = 600.0
@@ -28,7 +29,7 @@ results established under the old reading are not served from the cache."""
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending")
+CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending", "meta")
 PROJECT_KEYS = ("id", "capabilities", "salt")
 TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge")
 # [review] and [investigator] are read and validated by workers/reviewer/config.py;
@@ -53,6 +54,9 @@ class CheckSpec(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     pending: tuple[str, ...] = ()
     origin: str = "project"
+    meta: MetaRule = DEFAULT_RULE
+    """The meta rule's thresholds; not part of the digest (it decides nothing the check
+    measures)."""
 
     def argv(self) -> list[str]:
         """The command split into words the way a POSIX shell would (no shell runs it)."""
@@ -217,7 +221,9 @@ def parse_check_table(
         )
     env = _env(table.get("env", {}), f"{where}.env", source)
     pending = _pending(table.get("pending", []), parser, f"{where}.pending", source)
+    meta = parse_meta(table.get("meta", {}), f"{where}.meta", source)
     return {
+        "meta": meta,
         "id": check_id,
         "command": command,
         "parser": parser,

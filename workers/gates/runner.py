@@ -30,6 +30,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
+from loopbus.projections.ratchet import Advisory
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.findings import FindingClass
 from loopbus.schemas.gates import (
@@ -181,6 +182,7 @@ class GateRunner:
         force: bool = False,
         trunk: str | None = None,
         criteria: Sequence[str] = (),
+        advisory: Advisory | None = None,
     ) -> SuiteResult:
         """Run (or answer from the cache) every configured check, or ``checks``, on ``commit``
         (``HEAD`` when ``None``), record a signed suite fact, and return the suite.
@@ -189,6 +191,9 @@ class GateRunner:
         ``loopbus.toml`` contributes only the allowed edits: ``criteria`` cleared from
         pending, new checks; see :mod:`.trunkconfig`), and whose tests must all still run
         on the candidate (one that vanished or is newly skipped fails the suite).
+
+        ``advisory`` names the gates the ratchet says do not block (read from the log by
+        the caller): their checks run and report, and the suite's outcome leaves them out.
 
         A commit that does not exist or whose ``loopbus.toml`` is missing or invalid is an
         error suite (with ``config_error`` set for the latter); it is recorded on the log
@@ -260,6 +265,8 @@ class GateRunner:
             )
             for run in runs
         ]
+        quiet = advisory.checks(config.checks) if advisory is not None else set()
+        blocking = [run.outcome for run in runs if run.check not in quiet]
         suite = self.signer.sign(
             GateSuiteCompleted(
                 project=config.project,
@@ -269,7 +276,10 @@ class GateRunner:
                 unit=unit,
                 reason=reason,
                 cause=cause,
-                outcome=worst([run.outcome for run in runs] + (["fail"] if vanished else [])),
+                outcome=worst(blocking + (["fail"] if vanished else []))
+                if blocking or vanished
+                else "pass",
+                advisory=sorted(quiet & {run.check for run in runs}),
                 checks=entries,
                 duration_s=time.monotonic() - started,
                 runner=self.signer.runner,

@@ -104,6 +104,12 @@ class Daemon:
             except Exception as exc:
                 raise FoldFailed(record.seq, fold.name, record.event.project, exc) from exc
 
+    def also_folds_into(self, event: Event) -> Sequence[str]:
+        """Other projects whose states ``event`` is folded into as well (and decided for
+        again): for a catalogue-wide count, such as the slices across every project that
+        declared a capability. None by default."""
+        return ()
+
     def undecodable(self, record: Record) -> Sequence[Intent]:
         """What a record that does not decode warrants (nothing: the projector quarantines
         it, every other daemon skips it)."""

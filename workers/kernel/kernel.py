@@ -209,13 +209,16 @@ class Kernel:
             if intents:
                 self.results.append((parse_project(record.subject), intents))
             return
-        try:
-            self.daemon.fold(self.project_states(event.project), record)
-        except FoldFailed:
-            raise
-        except Exception as exc:  # a daemon's own fold step failed outside any one fold
-            raise FoldFailed(record.seq, self.daemon.name, event.project, exc) from exc
-        self.dirty.add(event.project)
+        projects = [event.project]
+        projects += [p for p in self.daemon.also_folds_into(event) if p != event.project]
+        for project in projects:
+            try:
+                self.daemon.fold(self.project_states(project), record)
+            except FoldFailed:
+                raise
+            except Exception as exc:  # a daemon's own fold step failed outside any one fold
+                raise FoldFailed(record.seq, self.daemon.name, project, exc) from exc
+            self.dirty.add(project)
 
     async def _act(self) -> None:
         while True:

@@ -1,0 +1,117 @@
+"""``loopbus finding dismiss|resolve|reopen``: an operator's claims about one finding.
+
+Each publishes a :class:`loopbus.schemas.lifecycle.FindingClaim` on the operator's claim
+subject and, with ``--wait``, waits for the ratchet daemon's answer: the fact (dismissed,
+resolved, reopened) or the finding that refuses it. The CLI writes no fact itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from loopbus.bus import read
+from loopbus.commands.report import add_claimant, principal
+from loopbus.errors import LoopbusError, UsageError
+from loopbus.projections.lifecycle import ANSWERS_CLAIM
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue, project_subjects
+from loopbus.schemas.ids import is_token
+from loopbus.schemas.lifecycle import (
+    DISMISS_REASONS,
+    FindingClaim,
+    FindingDismissed,
+    FindingReopened,
+)
+from loopbus.settings import add_connection, add_project, connection
+
+
+def register(sub: Any) -> None:
+    group = sub.add_parser("finding", help="dismiss, resolve or reopen a finding (operator)")
+    actions = group.add_subparsers(dest="finding_action", metavar="ACTION")
+    actions.required = True
+    for action, text in (
+        ("dismiss", "close a finding as a false positive, won't-fix or duplicate"),
+        ("resolve", "close a finding as dealt with"),
+        ("reopen", "open a closed finding again"),
+    ):
+        parser = actions.add_parser(action, help=text, description=text)
+        add_connection(parser)
+        add_project(parser)
+        add_claimant(parser)
+        parser.add_argument("--id", required=True, dest="finding", help="the finding's id")
+        if action == "dismiss":
+            parser.add_argument(
+                "--as", dest="reason", required=True, help=", ".join(DISMISS_REASONS)
+            )
+        parser.add_argument("--why", required=True, help="why, in a sentence")
+        parser.add_argument(
+            "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
+        )
+        parser.set_defaults(handler=run, action=action)
+
+
+def build(args: argparse.Namespace) -> FindingClaim:
+    if not is_token(args.project):
+        raise UsageError(f"--project {args.project!r} is not a valid project id")
+    reason = getattr(args, "reason", None)
+    if reason is not None and reason not in DISMISS_REASONS:
+        raise UsageError(f"--as {reason!r} is not one of: {', '.join(DISMISS_REASONS)}")
+    try:
+        return FindingClaim(
+            project=args.project,
+            actor=Actor(role="operator", principal=principal(args)),
+            finding=args.finding,
+            action=args.action,
+            reason=reason,
+            why=args.why,
+        )
+    except InvalidValue as exc:
+        option = {"finding": "--id", "why": "--why", "reason": "--as"}.get(exc.field, exc.field)
+        raise UsageError(f"{option} {exc.value!r}: {exc.hint}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.finding) != 26:
+        raise UsageError(f"--id {args.finding!r} is not a finding id (a 26-character ULID)")
+    claim = build(args)
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            ack = await bus.publish(claim)
+            print(f"{claim.action} of {claim.finding} claimed at seq {ack.seq} ({claim.id})")
+            if args.wait <= 0:
+                return 0
+            async with asyncio.timeout(args.wait):
+                async for record in read(
+                    bus, subjects=[project_subjects(args.project)], follow=True
+                ):
+                    answer = _answer(record.event, claim)
+                    if answer is not None:
+                        print(answer)
+                        return 0 if not answer.startswith("refused") else 1
+        except TimeoutError as exc:
+            raise LoopbusError(
+                f"no answer within {args.wait:g}s; is the ratchet daemon running?"
+            ) from exc
+        finally:
+            await bus.close()
+        return 1
+
+    return asyncio.run(publish())
+
+
+def _answer(event: object, claim: FindingClaim) -> str | None:
+    match event:
+        case FindingDismissed(claim=answered) if answered == claim.id:
+            return f"dismissed ({event.reason}) by {event.by}"
+        case FindingReopened(claim=answered) if answered == claim.id:
+            return f"reopened by {event.by}"
+        case FindingResolved(finding=finding) if (
+            finding == claim.finding and claim.action == "resolve"
+        ):
+            return f"resolved: {event.why}"
+        case FindingRaised(evidence=evidence) if evidence.get(ANSWERS_CLAIM) == claim.id:
+            return event.message
+    return None

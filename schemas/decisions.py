@@ -1,0 +1,65 @@
+"""Durable decisions: immutable records of what was decided, by whom, for what and why.
+
+A decision is never edited: a change is a new record that names the one it ``supersedes``.
+Anyone the ownership table names may record one (an operator choosing an option, the
+builder adapter auto-picking one, the ratchet daemon settling a gate move), so the kind
+is a claim whoever publishes it; the decisions fold keeps every record and derives which
+are in force. ``files`` and ``criteria`` say what work a decision bears on: a unit whose
+brief lists one of them is briefed with it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from loopbus.schemas.envelope import EventBase
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import EventId, Token
+
+Confidence = Annotated[float, msgspec.Meta(ge=0, le=1)]
+
+
+class DecisionRecorded(EventBase, frozen=True, kw_only=True, tag="decision.recorded.v1"):
+    """One decision: the question, the options weighed, the one ``chosen``, its ``owner``,
+    the objective it ``serves``, the ``evidence`` it rests on and the decision it
+    ``supersedes`` (its event ``id`` is the decision id)."""
+
+    question: str
+    options: list[str] = []
+    chosen: str
+    owner: str
+    serves: str = ""
+    evidence: list[str] = []
+    supersedes: EventId | None = None
+    confidence: Confidence = 1.0
+    rationale: str = ""
+    files: list[str] = []
+    criteria: list[str] = []
+    slice: Token | None = None
+
+    def __post_init__(self) -> None:
+        if not self.question.strip():
+            raise InvalidValue("question", self.question, "state the question decided")
+        if not self.chosen.strip():
+            raise InvalidValue("chosen", self.chosen, "state the answer chosen")
+        if not self.owner.strip():
+            raise InvalidValue("owner", self.owner, "name the decision's one owner")
+        if self.options and self.chosen not in self.options:
+            raise InvalidValue(
+                "chosen", self.chosen, f"is not one of the options: {', '.join(self.options)}"
+            )
+
+    def subject_suffix(self) -> str:
+        return "decision.recorded"
+
+
+class ObjectiveDeclared(EventBase, frozen=True, kw_only=True, tag="objective.declared.v1"):
+    """An operator declares (``live``) or withdraws a charter objective decisions serve."""
+
+    objective: Token
+    text: str = ""
+    live: bool = True
+
+    def subject_suffix(self) -> str:
+        return f"objective.{self.objective}"

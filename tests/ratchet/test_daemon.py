@@ -1,0 +1,224 @@
+"""The ratchet daemon on a real server: finding lifecycle, meta tiers, gate moves and the
+profile review count across projects."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from kernelkit import running
+from loopbus.bus import Bus, read
+from loopbus.projections import findings, lifecycle, ratchet
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, project_subjects
+from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
+from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+from loopbus.schemas.targets import parse_target
+from loopbus.workers.gates.meta import MetaRule, Tier
+from loopbus.workers.ratchet.daemon import Ratchet
+from loopbus.workers.ratchet.policy import ConfiguredCheck, Policy
+
+SYSTEM = Actor(role="system", principal="tests")
+OPERATOR = Actor(role="operator", principal="alice")
+BUILDER = Actor(role="builder", principal="b1")
+STANDARDS = Actor(role="standards", principal="std")
+CATALOGUE_OP = Actor(role="operator", principal="cat")
+_n = itertools.count()
+
+
+async def log(bus: Bus, project: str) -> list:
+    return [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
+
+
+async def settled(bus: Bus, daemon: Ratchet) -> None:
+    """Run the daemon until everything on the log is folded and answered."""
+    async with running(bus, daemon) as kernel:
+        for _ in range(10):  # answers are folded back, then decided on again
+            await asyncio.wait_for(kernel.wait_acted(await bus.stream_last_seq()), 20)
+        await asyncio.wait_for(kernel.wait_acted(await bus.stream_last_seq()), 20)
+
+
+def gate_finding(project: str, check: str) -> FindingRaised:
+    line = next(_n) + 1
+    return FindingRaised(
+        project=project, actor=SYSTEM, producer="gate_runner",
+        target=parse_target(f"code:app.py:{line}"), severity="medium", criterion=check,
+        message="lint", evidence={"check": check},
+    )  # fmt: skip
+
+
+def policy(project: str, **extra) -> Policy:
+    rule = MetaRule(
+        proxies="style errors that become bugs",
+        tiers=(
+            Tier(above=0.10, over=10, action="review"),
+            Tier(above=0.25, over=10, action="advisory"),
+        ),
+    )  # fmt: skip
+    return Policy(
+        checks={project: {"lint": ConfiguredCheck("project", rule)}},
+        catalogue_operators=frozenset({"cat"}),
+        **extra,
+    )
+
+
+async def test_dismiss_resolve_reopen_become_facts_only_for_an_operator(
+    bus: Bus, project: str
+) -> None:
+    """An operator's dismissal, reopening and resolution become facts naming the claim; a
+    builder's dismissal is refused with a finding; the dismissed finding stays counted."""
+    raised = gate_finding(project, "lint")
+    await bus.publish(raised)
+    await bus.publish(FindingClaim(project=project, actor=BUILDER, finding=raised.id,
+                                   action="dismiss", reason="false-positive",
+                                   why="in my way"))  # fmt: skip
+    dismiss = FindingClaim(project=project, actor=OPERATOR, finding=raised.id, action="dismiss",
+                           reason="false-positive", why="generated code")  # fmt: skip
+    await bus.publish(dismiss)
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    events = await log(bus, project)
+    (dismissed,) = [e for e in events if isinstance(e, FindingDismissed)]
+    assert dismissed.claim == dismiss.id and dismissed.by == "operator:alice"
+    refusals = [e for e in events if isinstance(e, FindingRaised) and e.cls == "refused-transition"]
+    assert len(refusals) == 1 and "operator's; builder:b1 may not" in refusals[0].message
+    state = lifecycle.FOLD.fold(events)
+    assert state.findings[raised.id].status == "dismissed"
+    assert lifecycle.tallies(state)["lint"].false_positive == 1
+    assert findings.open_findings(findings.FOLD.fold(events)) == [] or all(
+        f.id != raised.id for f in findings.open_findings(findings.FOLD.fold(events))
+    )
+    await bus.publish(FindingClaim(project=project, actor=OPERATOR, finding=raised.id,
+                                   action="reopen", why="it was real"))  # fmt: skip
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    await bus.publish(FindingClaim(project=project, actor=OPERATOR, finding=raised.id,
+                                   action="resolve", why="fixed in abc"))  # fmt: skip
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    events = await log(bus, project)
+    assert any(isinstance(e, FindingReopened) for e in events)
+    assert any(isinstance(e, FindingResolved) and e.finding == raised.id for e in events)
+    life = lifecycle.FOLD.fold(events).findings[raised.id]
+    assert [s.status for s in life.steps] == ["open", "dismissed", "open", "resolved"]
+    assert lifecycle.tallies(lifecycle.FOLD.fold(events))["lint"].true_positive == 1
+
+
+async def dismiss_all(bus: Bus, project: str, ids: list[str]) -> None:
+    for finding in ids:
+        await bus.publish(FindingClaim(project=project, actor=OPERATOR, finding=finding,
+                                       action="dismiss", reason="false-positive",
+                                       why="noise"))  # fmt: skip
+
+
+async def test_meta_findings_at_each_tier_put_the_gate_under_review_then_advisory(
+    bus: Bus, project: str
+) -> None:
+    """Over 10 findings, 2 false positives (20%) reach the review tier: a meta-finding and
+    the gate under review, still blocking; 3 more (50%) reach the advisory tier: a second
+    meta-finding and the gate stops blocking. Each is raised once across restarts."""
+    raised = [gate_finding(project, "lint") for _ in range(10)]
+    for finding in raised:
+        await bus.publish(finding)
+    await dismiss_all(bus, project, [f.id for f in raised[:2]])
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    events = await log(bus, project)
+    metas = [e for e in events if isinstance(e, FindingRaised) and e.producer == "meta_rule"]
+    assert [m.criterion for m in metas] == ["meta:review-above-0.1-over-10"]
+    assert metas[0].target == parse_target("check:lint") and metas[0].cls == "meta"
+    view = ratchet.FOLD.fold(events).gates["local:lint"]
+    assert view.state == "LocalUnderReview" and ratchet.blocks(view)
+    await dismiss_all(bus, project, [f.id for f in raised[2:5]])
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    events = await log(bus, project)
+    metas = [e for e in events if isinstance(e, FindingRaised) and e.producer == "meta_rule"]
+    assert [m.criterion for m in metas] == [
+        "meta:review-above-0.1-over-10",
+        "meta:advisory-above-0.25-over-10",
+    ]
+    view = ratchet.FOLD.fold(events).gates["local:lint"]
+    assert view.state == "LocalUnderReview" and not ratchet.blocks(view)
+    assert ratchet.advisory_checks(ratchet.FOLD.fold(events), {"lint": "project"}) == ["lint"]
+    keep = GateMoveClaim(project=project, actor=OPERATOR, gate="lint", scope="local", move="keep",
+                         why="the dismissals were a generated file, now excluded")  # fmt: skip
+    await bus.publish(keep)
+    await settled(bus, Ratchet(policy(project), projects=[project]))
+    assert ratchet.FOLD.fold(await log(bus, project)).gates["local:lint"].state == "Local"
+
+
+async def test_a_gate_walks_the_ratchet_with_each_move_settled_and_recorded(
+    bus: Bus, project: str
+) -> None:
+    """A drafted gate is refused approval by its builder, approved by the operator, grows a
+    check freely, goes back to Drafted on an edit, and each settlement is a decision."""
+    claims = [
+        (BUILDER, "draft", ""), (BUILDER, "approve", ""), (OPERATOR, "approve", ""),
+        (BUILDER, "add-check", "no-print"), (BUILDER, "edit-check", "no-print"),
+        (BUILDER, "retire", ""),
+    ]  # fmt: skip
+    for actor, move, check in claims:
+        await bus.publish(GateMoveClaim(project=project, actor=actor, gate="memo", scope="local",
+                                        move=move, why=f"{move} it", check=check,
+                                        defect="printing secrets"))  # fmt: skip
+        await settled(bus, Ratchet(policy(project), projects=[project]))
+    events = await log(bus, project)
+    moves = [(e.move, e.source, e.target) for e in events if isinstance(e, GateMoved)]
+    assert moves == [
+        ("draft", None, "Drafted"), ("approve", "Drafted", "Local"),
+        ("add-check", "Local", "Local"), ("edit-check", "Local", "Drafted"),
+    ]  # fmt: skip
+    refusals = [
+        e.message for e in events if isinstance(e, FindingRaised) and e.cls == "refused-transition"
+    ]
+    assert len(refusals) == 2
+    assert "settled by the project operator" in refusals[0]
+    assert "retire is no edge of the ratchet from Drafted" in refusals[1]
+    decisions = {e.id: e for e in events if isinstance(e, DecisionRecorded)}
+    assert all(m.decision in decisions for m in events if isinstance(m, GateMoved))
+    assert ratchet.FOLD.fold(events).gates["local:memo"].defect == "printing secrets"
+
+
+def accepted(project: str, slice_id: str, capabilities: list[str]) -> SlicePlanAccepted:
+    plan = SlicePlan(
+        slice=slice_id, capabilities=capabilities, units=[PlannedUnit(id=f"{slice_id}u")]
+    )
+    return SlicePlanAccepted(project=project, actor=SYSTEM, plan=plan, cause=slice_id)
+
+
+async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to_review(
+    bus: Bus, project: str
+) -> None:
+    """With N=3, two slices in one project and one in another bring profile cli under
+    review on the catalogue (a meta-finding to standards); the catalogue operator keeps it,
+    the count restarts, and three more declaring slices bring it to review again."""
+    other, catalogue = f"{project}b", f"{project}cat"
+    rules = policy(project, catalogue=catalogue, review_every={"cli": 3})
+    for p, s in [(project, "S1"), (project, "S2"), (other, "S3")]:
+        await bus.publish(accepted(p, s, ["cli"]))
+    await bus.publish(accepted(other, "S4", ["library"]))
+    await settled(bus, Ratchet(rules))
+    events = await log(bus, catalogue)
+    (review,) = [
+        e for e in events if isinstance(e, FindingRaised) and e.criterion == "profile-review"
+    ]
+    assert review.target == parse_target("profile:cli") and review.owner == "standards"
+    assert review.evidence["declared"] == 3
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"
+    for actor in (STANDARDS, OPERATOR, CATALOGUE_OP):  # only the catalogue operator keeps it
+        await bus.publish(GateMoveClaim(project=catalogue, actor=actor, gate="cli",
+                                        scope="profile", move="keep",
+                                        why="still earns it"))  # fmt: skip
+    await settled(bus, Ratchet(rules))
+    events = await log(bus, catalogue)
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "Profile"
+    refused = [e for e in events if isinstance(e, FindingRaised) and e.cls == "refused-transition"]
+    assert len(refused) == 2 and all("catalogue operator" in r.message for r in refused)
+    for p, s in [(other, "S5"), (project, "S6")]:
+        await bus.publish(accepted(p, s, ["cli"]))
+    await settled(bus, Ratchet(rules))
+    assert len([e for e in await log(bus, catalogue) if isinstance(e, FindingRaised)
+                and e.criterion == "profile-review"]) == 1  # fmt: skip
+    await bus.publish(accepted(other, "S7", ["cli"]))
+    await settled(bus, Ratchet(rules))
+    reviews = [e for e in await log(bus, catalogue)
+               if isinstance(e, FindingRaised) and e.criterion == "profile-review"]  # fmt: skip
+    assert [r.evidence["declared"] for r in reviews] == [3, 6]

@@ -1,0 +1,46 @@
+"""The ratchet daemon: every rule-changing claim becomes a fact here, or is refused.
+
+It serves every project (the catalogue's profile reviews count slices across all of
+them): folds each project's finding lifecycle and gate ratchet, and folds every accepted
+plan into the catalogue project's state as well, so the catalogue's decision sees every
+declaring slice. ``decide`` composes the pure decisions of :mod:`.lifecycle` (finding
+claims) and :mod:`.moves` (gate claims, the meta rule, profile reviews); every answer
+carries an id derived from what it answers, so a restart or a second daemon stores it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from loopbus.projections import lifecycle, ratchet
+from loopbus.projections.intents import Intent
+from loopbus.schemas import Actor, Event
+from loopbus.schemas.slices import SlicePlanAccepted
+from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.ratchet import lifecycle as finding_claims
+from loopbus.workers.ratchet import moves
+from loopbus.workers.ratchet.policy import Policy
+
+
+class Ratchet(Daemon):
+    name = "ratchet"
+    folds = (lifecycle.FOLD, ratchet.FOLD)
+
+    def __init__(
+        self, policy: Policy, *, projects: Sequence[str] = (), actor: Actor | None = None
+    ) -> None:
+        super().__init__(projects=projects, actor=actor)
+        self.policy = policy
+
+    def also_folds_into(self, event: Event) -> Sequence[str]:
+        if isinstance(event, SlicePlanAccepted) and event.plan.capabilities:
+            return (self.policy.catalogue,)
+        return ()
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        return [
+            *finding_claims.decide(world),
+            *moves.decide_claims(world, self.policy),
+            *moves.decide_meta(world, self.policy),
+            *moves.decide_reviews(world, self.policy),
+        ]

@@ -1,0 +1,273 @@
+"""Settle gate move claims against the ratchet's edges, and run the meta rule.
+
+Three sources of moves, all pure over the folded world:
+
+* a :class:`GateMoveClaim` from anyone, judged by
+  :func:`loopbus.projections.ratchet.settle`: a :class:`GateMoved` with the
+  :class:`DecisionRecorded` of the settlement (one atomic batch), or a refusal naming the
+  authority it needs and, for a loosening, the dismissal evidence that would justify it;
+* the meta rule per gate and project: a tier reached by the gate's false-positive share
+  raises a meta-finding and puts a local gate under review (advisory at that tier);
+* the catalogue's review count: every N slices that declared a profile's capability,
+  across projects, the profile comes due for review (a meta-finding to standards).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopbus.projections import lifecycle, ratchet
+from loopbus.projections.intents import Intent, PublishBatch
+from loopbus.projections.lifecycle import GateTally, LifecycleState
+from loopbus.projections.ratchet import RatchetState, Refused
+from loopbus.schemas import FindingRaised
+from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateMoveName, GateState, Scope
+from loopbus.schemas.targets import CheckTarget, ProfileTarget
+from loopbus.workers.gates.meta import Tier, reached
+from loopbus.workers.kernel import World
+from loopbus.workers.ratchet.lifecycle import refusal
+from loopbus.workers.ratchet.policy import Policy
+
+STANDING_OBJECTIVE = "ratchet"
+"""The objective every settlement serves: the rules change only by their authority."""
+
+
+def implicit(world: World, policy: Policy, scope: Scope, gate: str) -> GateState | None:
+    """The state of a gate the log never moved: a configured project check is Local, a
+    shipped profile (on the catalogue) is Profile."""
+    if scope == "local":
+        found = policy.configured(world.project).get(gate)
+        return "Local" if found is not None and found.origin == "project" else None
+    return "Profile" if gate in policy.review_every else None
+
+
+def measurement(tally: GateTally | None) -> str:
+    if tally is None or not tally.raised:
+        return "no findings of this gate dismissed yet (none to justify it)"
+    return (
+        f"{tally.false_positive} of {tally.raised} findings dismissed as false positives "
+        f"({tally.false_positive_rate:.0%}), {tally.true_positive} led to a change"
+    )
+
+
+def decide_claims(world: World, policy: Policy) -> list[Intent]:
+    state: RatchetState = world.state(ratchet.FOLD.name)
+    tallies = lifecycle.tallies(world.state(lifecycle.FOLD.name))
+    return [_answer(world, policy, state, tallies, c) for c in state.pending.values()]
+
+
+def _answer(
+    world: World,
+    policy: Policy,
+    state: RatchetState,
+    tallies: dict[str, GateTally],
+    claim: GateMoveClaim,
+) -> Intent:
+    verdict = ratchet.settle(
+        state,
+        claim.scope,
+        claim.gate,
+        claim.move,
+        claim.actor.role,
+        claim.actor.principal,
+        policy.catalogue_operators,
+        measurement(tallies.get(claim.gate)),
+        implicit(world, policy, claim.scope, claim.gate),
+    )
+    if isinstance(verdict, Refused):
+        return PublishBatch(
+            (refusal(world, claim, verdict.reason, answer_id(claim.id, "ratchet")),)
+        )
+    by = f"{claim.actor.role}:{claim.actor.principal}"
+    evidence: dict[str, Any] = {"claim": claim.id, "why": claim.why}
+    if claim.check:
+        evidence["check"] = claim.check
+    if claim.defect:
+        evidence["defect"] = claim.defect
+    return _moved(
+        world,
+        claim.gate,
+        claim.scope,
+        claim.move,
+        verdict.source,
+        verdict.target,
+        claim.id,
+        by,
+        evidence,
+        question=f"should {claim.scope} gate {claim.gate} {claim.move}?",
+        rationale=claim.why,
+    )
+
+
+def _moved(
+    world: World,
+    gate: str,
+    scope: Scope,
+    move: GateMoveName,
+    source: GateState | None,
+    target: GateState | None,
+    cause: str,
+    authority: str,
+    evidence: dict[str, Any],
+    *,
+    question: str,
+    rationale: str,
+    advisory: bool = False,
+    extra: tuple[FindingRaised, ...] = (),
+) -> PublishBatch:
+    decision = DecisionRecorded(
+        id=answer_id(cause, "ratchet-decision"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        question=question,
+        options=[move, "no move"],
+        chosen=move,
+        owner=authority,
+        serves=STANDING_OBJECTIVE,
+        evidence=[cause],
+        rationale=rationale,
+    )
+    moved = GateMoved(
+        id=answer_id(cause, "ratchet"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        gate=gate,
+        scope=scope,
+        move=move,
+        source=source,
+        target=target,
+        claim=cause,
+        authority=authority,
+        decision=decision.id,
+        advisory=advisory,
+        evidence=evidence,
+    )
+    return PublishBatch((*extra, decision, moved))
+
+
+def decide_meta(world: World, policy: Policy) -> list[Intent]:
+    """One meta-finding per gate and tier reached (and the gate's review move)."""
+    state: RatchetState = world.state(ratchet.FOLD.name)
+    life: LifecycleState = world.state(lifecycle.FOLD.name)
+    intents: list[Intent] = []
+    for check, tally in sorted(lifecycle.tallies(life).items()):
+        configured = policy.configured(world.project).get(check)
+        if configured is None:
+            continue
+        tier = reached(configured.rule, tally.raised, tally.false_positive)
+        if tier is None:
+            continue
+        first = min(f for f, life_ in life.findings.items() if life_.check == check)
+        finding_id = answer_id(first, f"meta:{world.project}:{check}:{tier.name}")
+        if finding_id in life.findings:
+            continue
+        intents.append(_meta(world, policy, state, check, tally, tier, finding_id))
+    return intents
+
+
+def _meta(
+    world: World,
+    policy: Policy,
+    state: RatchetState,
+    check: str,
+    tally: GateTally,
+    tier: Tier,
+    finding_id: str,
+) -> Intent:
+    profile = policy.profile_of(world.project, check)
+    owner = "standards" if profile else "operator"
+    finding = FindingRaised(
+        id=finding_id,
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="meta_rule",
+        target=CheckTarget(check=check),
+        severity="high" if tier.action == "advisory" else "medium",
+        criterion=f"meta:{tier.name}",
+        cls="meta",
+        message=f"gate {check}: {measurement(tally)}, above the {tier.above:.0%} tier over "
+        f"{tier.over}; proposing a retune"
+        + ("; advisory until the review is settled" if tier.action == "advisory" else ""),
+        evidence={
+            "gate": check,
+            "raised": tally.raised,
+            "false_positive": tally.false_positive,
+            "tier": tier.name,
+        },
+        owner=owner,
+    )
+    if profile is not None:
+        return PublishBatch((finding,))  # a profile's review is the catalogue's
+    source = ratchet.current(state, "local", check) or implicit(world, policy, "local", check)
+    if source not in ("Local", "LocalUnderReview"):
+        return PublishBatch((finding,))
+    advisory = tier.action == "advisory"
+    view = state.gates.get(ratchet.key("local", check))
+    if source == "LocalUnderReview" and (not advisory or (view is not None and view.advisory)):
+        return PublishBatch((finding,))
+    return _moved(
+        world,
+        check,
+        "local",
+        "review",
+        source,
+        "LocalUnderReview",
+        finding_id,
+        "system:meta_rule",
+        {"tier": tier.name},
+        question=f"should local gate {check} be reviewed?",
+        rationale=finding.message,
+        advisory=advisory,
+        extra=(finding,),
+    )
+
+
+def decide_reviews(world: World, policy: Policy) -> list[Intent]:
+    """On the catalogue: a review for each profile whose declaring slices reached its N."""
+    if world.project != policy.catalogue:
+        return []
+    state: RatchetState = world.state(ratchet.FOLD.name)
+    intents: list[Intent] = []
+    for name, every in sorted(policy.review_every.items()):
+        source = ratchet.current(state, "profile", name) or "Profile"
+        if source != "Profile" or not ratchet.due_for_review(state, name, every):
+            continue
+        count = state.declared.get(name, 0)
+        cause = answer_id(state.declaring[name][count - 1], f"profile-review:{name}:{count}")
+        finding = FindingRaised(
+            id=cause,
+            project=world.project,
+            actor=world.actor,
+            at=world.now,
+            producer="meta_rule",
+            target=ProfileTarget(profile=name),
+            severity="medium",
+            criterion="profile-review",
+            cls="meta",
+            message=f"profile {name} is due for catalogue review: {count} slices across "
+            f"projects have declared it since its last review (every {every})",
+            evidence={"declared": count, "every": every},
+            owner="standards",
+        )
+        intents.append(
+            _moved(
+                world,
+                name,
+                "profile",
+                "review",
+                source,
+                "ProfileUnderReview",
+                cause,
+                "system:meta_rule",
+                {"declared": count},
+                question=f"should profile {name} be reviewed?",
+                rationale=finding.message,
+                extra=(finding,),
+            )
+        )
+    return intents
