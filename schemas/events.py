@@ -30,7 +30,7 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -68,6 +68,7 @@ Event = (
     | UnitPlanned
     | UnitTransitioned
     | MessageQuarantined
+    | FoldQuarantined
     | StartedReport
     | BlockedReport
     | UnblockedReport

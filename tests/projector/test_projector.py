@@ -30,7 +30,6 @@ from loopbus.bus import (
 from loopbus.bus.views import encode_view, view_key
 from loopbus.projections import FOLDS, Fold, fold_events
 from loopbus.schemas import Event, MessageQuarantined, project_subjects
-from loopbus.workers.errors import FoldFailed
 from loopbus.workers.projector.daemon import Projector, ProjectorDaemon
 
 from .conftest import event_sequences, finding, planned, transition
@@ -276,27 +275,35 @@ async def test_a_view_that_no_longer_decodes_is_rebuilt_from_the_log(
     assert await materialised(kv, project) == await expected_view(bus, project)
 
 
-async def test_a_fold_that_fails_stops_the_projector_before_its_checkpoint(
+async def test_a_fold_that_fails_skips_the_event_for_that_fold_and_carries_on(
     bus: Bus, project: str, private_kv: Callable[[], Any]
 ) -> None:
-    """A fold raising on a good event stops the projector with the checkpoint before that
-    event: the event is retried after a restart, never silently skipped."""
+    """A fold raising on a good event skips it for that fold alone (it used to stop the
+    projector): the next events are folded, the other folds take the event, and the
+    checkpoint moves past it; the failure is returned for the kernel to record."""
 
     def explode(state: Any, event: Any) -> Any:
         if getattr(event, "unit", None) == "BOOM":
             raise RuntimeError("fold defect")
+        state[getattr(event, "unit", "?")] = True
         return state
 
     fragile = Fold(name="fragile", state_type=dict, initial=dict, apply=explode)
-    await bus.publish_many([planned(project, "U1"), planned(project, "BOOM")])
+    sturdy = Fold(name="sturdy", state_type=dict, initial=dict, apply=lambda s, e: s | {e.unit: 1})
+    await bus.publish_many(
+        [planned(project, "U1"), planned(project, "BOOM"), planned(project, "U2")]
+    )
     kv = await private_kv()
-    projector = Projector(views=kv, folds=(fragile,))
-    with pytest.raises(FoldFailed, match="fold defect"):
-        async for record in read(bus, subjects=[project_subjects(project)]):
-            projector.apply(record)
-            await projector.flush(record.seq)
-    first = (await read_first(bus, project)).seq
-    assert projector.checkpoint == first
+    projector = Projector(views=kv, folds=(fragile, sturdy))
+    failed = []
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        failed += [(record.seq, f.fold, str(f.error)) for f in projector.apply(record)]
+        await projector.flush(record.seq)
+    boom = (await read_first(bus, project)).seq + 1
+    assert failed == [(boom, "fragile", "fold defect")]
+    assert projector.states[(project, "fragile")].state == {"U1": True, "U2": True}
+    assert projector.states[(project, "sturdy")].state == {"U1": 1, "BOOM": 1, "U2": 1}
+    assert projector.checkpoint == boom + 1
 
 
 async def read_first(bus: Bus, project: str) -> Any:

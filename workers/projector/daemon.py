@@ -19,12 +19,11 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus, Record, Views, ViewUnreadable
-from loopbus.projections import FOLDS, Fold
+from loopbus.projections import FOLDS, Fold, FoldFailure, apply_guarded
 from loopbus.projections.intents import Effect, Intent, PublishIf
 from loopbus.schemas import Actor, MessageQuarantined
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
-from loopbus.workers.errors import FoldFailed
 from loopbus.workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
@@ -82,23 +81,25 @@ class Projector:
     def resume_from(self) -> int:
         return self.checkpoint + 1
 
-    def apply(self, record: Record) -> None:
-        """Fold one decoded record into every projection of its project."""
+    def apply(self, record: Record) -> list[FoldFailure]:
+        """Fold one decoded record into every projection of its project; a fold that raises
+        skips it (the same rule as every daemon and ``replay``), and is returned."""
         event = record.event
         assert event is not None
+        failures: list[FoldFailure] = []
         for fold in self.folds:
             view = self.states.get((event.project, fold.name))
             if view is None:
                 view = self.states[(event.project, fold.name)] = _View(0, fold.initial())
             if record.seq <= view.seq:
                 continue  # already folded before a restart
-            try:
-                view.state = fold.apply(view.state, event)
-            except Exception as exc:
-                raise FoldFailed(record.seq, fold.name, event.project, exc) from exc
+            view.state, failure = apply_guarded(fold, view.state, event)
+            if failure is not None:
+                failures.append(failure)
             view.seq = record.seq
             view.dirty = True
         self.applied += 1
+        return failures
 
     @property
     def dirty(self) -> bool:
@@ -150,11 +151,12 @@ class ProjectorDaemon(Daemon):
         kernel.start_seq = self.core.resume_from
         log.info("projector.resuming", start=kernel.start_seq)
 
-    def fold(self, states: dict[str, Any], record: Record) -> None:
+    def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
         assert self.core is not None
-        self.core.apply(record)
+        failures = self.core.apply(record)
         self.since_flush += 1
         self.at_end = record.pending == 0
+        return failures
 
     def undecodable(self, record: Record) -> Sequence[Intent]:
         quarantine = quarantine_of(record, self.actor)
