@@ -124,8 +124,7 @@ def assemble(root: Node, values: Iterable[tuple[list[str], Stored]]) -> Assemble
         if parent is None:
             continue  # its parent was not read (a page): it cannot be placed
         last = piece.steps[-1]
-        if piece.kind == "chunk":
-            assert isinstance(last, int)
+        if isinstance(last, int):  # a chunk of a list
             chunks.setdefault(tuple(piece.steps[:-1]), {})[last] = list(piece.stored.v or [])
         elif isinstance(piece.layout, Node):
             parent[last] = _with_placeholders(piece.layout, piece.stored.v)
@@ -150,7 +149,7 @@ def _join_chunks(result: Assembled, steps: list[str | int], found: dict[int, lis
         if index * CHUNK_ITEMS != len(items):
             break  # a chunk was not read: keep the run from the start
         items.extend(found[index])
-    target[steps[-1]] = items
+    target[str(steps[-1])] = items
     fields = ".".join(str(s) for s in steps)
     result.shown[fields] = len(items)
 
@@ -171,5 +170,5 @@ def _find(doc: dict[str, Any], steps: list[str | int]) -> dict[str, Any] | None:
     for step in steps:
         if not isinstance(current, dict):
             return None
-        current = current.get(step)  # type: ignore[call-overload]
+        current = current.get(step)
     return current if isinstance(current, dict) else None

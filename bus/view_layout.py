@@ -122,9 +122,18 @@ def _cut(node: Node) -> bool:
     return bool(node.colls or node.lists or node.subs)
 
 
-@lru_cache(maxsize=64)
 def layout_of(state_type: type) -> Node:
-    """The layout of a state type (a msgspec Struct)."""
+    """The layout of a state type (a msgspec Struct), derived once per type."""
+    found = _LAYOUTS.get(state_type)
+    if found is None:
+        found = _LAYOUTS[state_type] = _layout(state_type)
+    return found
+
+
+_LAYOUTS: dict[type, Node] = {}
+
+
+def _layout(state_type: type) -> Node:
     info = mi.type_info(state_type)
     assert isinstance(info, mi.StructType), f"{state_type} is not a msgspec Struct"
     return _node(info, True)

@@ -22,6 +22,7 @@ holds ``{"f": F, "parts": n}`` and ``<key>/1`` … ``<key>/n`` the bytes, each s
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -30,12 +31,12 @@ from typing import Any, Protocol
 
 import msgspec
 from loopbus.bus.connection import Bus
-from loopbus.bus.errors import PublishFailed, ViewUnreadable
+from loopbus.bus.errors import ViewUnreadable
 from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import PROJECTION_BUCKET
 from loopbus.bus.publisher import Pipeline
 from loopbus.bus.view_assemble import Assembled, Stored, assemble
-from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, locate, token, view_prefix
+from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, locate, view_prefix
 from loopbus.bus.view_scan import KvMessage, scan
 
 CHECKPOINT_KEY = "view-checkpoint"
@@ -212,7 +213,34 @@ class Views:
         async for message in scan(self.bus, self.bucket.name, f"{VIEW_PREFIX}.{project}.*"):
             if not message.deleted:
                 fold = message.key.rsplit(".", 1)[-1]
-                found[fold] = _stored(fold, message.data)
+                with contextlib.suppress(ViewUnreadable):
+                    found[fold] = _stored(fold, message.data)
+        return found
+
+    async def read_project(
+        self, project: str, folds: Sequence[Codec], *, limit: int | None = None
+    ) -> dict[str, tuple[Any, Assembled]]:
+        """Fold name -> (state, what was assembled) of every view of ``project`` ever
+        written. With ``limit``, a collection holding more than that many entries is read
+        only in part: its first values, in the order they were last written."""
+        summaries = await self.summaries(project)
+        known = [fold for fold in folds if fold.name in summaries]
+        totals = {fold.name: _total(summaries[fold.name]) for fold in known}
+        found: dict[str, tuple[Any, Assembled]] = {}
+        small = limit is None or sum(totals.values()) <= limit
+        values = await self._values(f"{VIEW_PREFIX}.{project}", ">", None) if small else []
+        for fold in known:
+            try:
+                if small:
+                    state = _state(fold, [(t[1:], v) for t, v in values if t[0] == fold.name])
+                else:
+                    state = await self.read(
+                        project, fold, limit=limit, summary=summaries[fold.name]
+                    )
+            except ViewUnreadable:
+                continue  # its shape changed: the projector is rebuilding it
+            if state is not None:
+                found[fold.name] = state
         return found
 
     async def read(
@@ -223,28 +251,26 @@ class Views:
         limit: int | None = None,
         summary: Stored | None = None,
     ) -> tuple[Any, Assembled] | None:
-        """One view: the (possibly partial) state and what was left out. With ``limit``,
-        each collection that holds more than that is read only in part (its first values
-        in the order they were last written). ``None`` when it was never written."""
+        """One view: the (possibly partial, see :meth:`read_project`) state and what was
+        assembled of it; ``None`` when it was never written."""
         prefix = view_prefix(project, fold.name)
         if summary is None:
             entry = await self.bucket.get(prefix)
             if entry is None or not entry.value:
                 return None
             summary = _stored(fold.name, entry.value)
+        values: list[tuple[list[str], Stored | bytes]] = [([], summary)]
+        if limit is None or _total(summary) <= limit:
+            values += await self._values(prefix, ">", None)
+            return _state(fold, values)
+        root = layout_of(fold.state_type)
         sizes = summary.n if isinstance(summary.n, dict) else {}
-        total = sum(v for v in sizes.values() if isinstance(v, int))
-        values: list[tuple[list[str], Stored]] = [([], summary)]
-        if limit is None or total <= limit:
-            values += await self._values(prefix, ">", None, fold.name)
-        else:
-            root = layout_of(fold.state_type)
-            for attr in root.sized:
-                if sizes.get(root.names[attr], 0):
-                    values += await self._values(prefix, f"{attr}.>", limit, fold.name)
-            for attr in root.subs:
-                values += await self._values(prefix, attr, None, fold.name)
-                values += await self._values(prefix, f"{attr}.>", limit, fold.name)
+        for attr in root.sized:
+            if sizes.get(root.names[attr], 0):
+                values += await self._values(prefix, f"{attr}.>", limit)
+        for attr in root.subs:
+            values += await self._values(prefix, attr, None)
+            values += await self._values(prefix, f"{attr}.>", limit)
         return _state(fold, values)
 
     async def read_entries(
@@ -256,31 +282,31 @@ class Views:
         entry = await self.bucket.get(prefix)
         if entry is None or not entry.value:
             return None
-        values: list[tuple[list[str], Stored]] = [([], _stored(fold.name, entry.value))]
+        values: list[tuple[list[str], Stored | bytes]] = [([], entry.value)]
         root = layout_of(fold.state_type)
         for path in paths:
             tokens = ".".join(locate(root, path).tokens)
-            values += await self._values(prefix, tokens, None, fold.name)
-            values += await self._values(prefix, f"{tokens}.>", None, fold.name)
+            values += await self._values(prefix, tokens, None)
+            values += await self._values(prefix, f"{tokens}.>", None)
         return _state(fold, values)
 
     async def _values(
-        self, prefix: str, pattern: str, limit: int | None, fold: str
-    ) -> list[tuple[list[str], Stored]]:
+        self, prefix: str, pattern: str, limit: int | None
+    ) -> list[tuple[list[str], Stored | bytes]]:
         raw: dict[str, bytes] = {}
         async for message in scan(self.bus, self.bucket.name, f"{prefix}.{pattern}", limit=limit):
             if message.deleted:
                 raw.pop(message.key, None)
             else:
                 raw[message.key] = message.data
-        out = []
+        out: list[tuple[list[str], Stored | bytes]] = []
         skip = len(prefix) + 1
         for key, data in raw.items():
             if "/" in key:
                 continue
             value = _joined_latest(key, data, raw)
             if value is not None:
-                out.append((key[skip:].split("."), _stored(fold, value)))
+                out.append((key[skip:].split(".") if len(key) > skip else [], value))
         return out
 
     async def watch_seq(self, project: str, fold: Codec) -> AsyncIterator[int]:
@@ -301,8 +327,16 @@ def _stored(fold: str, data: bytes) -> Stored:
         raise ViewUnreadable(fold, str(exc)) from exc
 
 
-def _state(fold: Codec, values: list[tuple[list[str], Stored]]) -> tuple[Any, Assembled] | None:
-    assembled = assemble(layout_of(fold.state_type), values)
+def _total(summary: Stored) -> int:
+    sizes = summary.n if isinstance(summary.n, dict) else {}
+    return sum(size for size in sizes.values() if isinstance(size, int))
+
+
+def _state(
+    fold: Codec, values: Sequence[tuple[list[str], Stored | bytes]]
+) -> tuple[Any, Assembled] | None:
+    decoded = [(t, v if isinstance(v, Stored) else _stored(fold.name, v)) for t, v in values]
+    assembled = assemble(layout_of(fold.state_type), decoded)
     if assembled is None:
         return None
     try:
@@ -342,6 +376,3 @@ def _joined_latest(key: str, data: bytes, raw: dict[str, bytes]) -> bytes | None
             return None
         pieces.append(part.partition(b"\n")[2])
     return b"".join(pieces)
-
-
-__all__ = ["CHECKPOINT_KEY", "Checkpoint", "PublishFailed", "Restored", "Views", "Write", "token"]

@@ -125,7 +125,7 @@ class TrackedDict(dict[str, Any]):
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[override]
         self.update(other)
         return self
 
@@ -168,7 +168,8 @@ class _Lazy:
         return any(item == candidate for candidate in self)
 
     def __reversed__(self) -> Iterator[Any]:
-        return reversed(list(self))
+        items: list[Any] = list(self)
+        yield from reversed(items)
 
 
 class TrackedList(list[Any]):
@@ -229,7 +230,7 @@ class TrackedList(list[Any]):
         list.extend(self, items)
         self._span(start, len(self))
 
-    def __iadd__(self, items: Iterable[Any]) -> TrackedList:  # type: ignore[override,misc]
+    def __iadd__(self, items: Iterable[Any]) -> TrackedList:  # type: ignore[misc]
         self.extend(items)
         return self
 
@@ -262,7 +263,7 @@ class TrackedList(list[Any]):
     def copy(self) -> list[Any]:
         return list(iter(self))
 
-    def __add__(self, other: Any) -> list[Any]:  # type: ignore[override]
+    def __add__(self, other: Any) -> list[Any]:
         return list(iter(self)) + list(other)
 
     def __reduce__(self) -> Any:
