@@ -22,6 +22,7 @@ holds ``{"f": F, "parts": n}`` and ``<key>/1`` … ``<key>/n`` the bytes, each s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections import defaultdict
@@ -40,6 +41,8 @@ from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, locate, view
 from loopbus.bus.view_scan import KvMessage, scan
 
 CHECKPOINT_KEY = "view-checkpoint"
+RECENT_KEY = "=recent"
+"""Below a view's prefix: the projector's index of the entries it wrote last."""
 MAX_VALUE = 256 * 1024
 """Bytes above which a value is stored in parts."""
 WINDOW = 2_048
@@ -55,6 +58,10 @@ class Codec(Protocol):
 
     @property
     def state_type(self) -> type: ...
+
+
+class _Recent(msgspec.Struct):
+    v: dict[str, list[str]] = {}
 
 
 class Checkpoint(msgspec.Struct):
@@ -265,8 +272,12 @@ class Views:
             return _state(fold, values)
         root = layout_of(fold.state_type)
         sizes = summary.n if isinstance(summary.n, dict) else {}
+        recent = await self._recent(prefix)
         for attr in root.sized:
-            if sizes.get(root.names[attr], 0):
+            size = sizes.get(root.names[attr], 0)
+            if size > limit and recent.get(attr):
+                values += await self._entries(prefix, recent[attr][-limit:])
+            elif size:
                 values += await self._values(prefix, f"{attr}.>", limit)
         for attr in root.subs:
             values += await self._values(prefix, attr, None)
@@ -289,6 +300,46 @@ class Views:
             values += await self._values(prefix, tokens, None)
             values += await self._values(prefix, f"{tokens}.>", None)
         return _state(fold, values)
+
+    async def _recent(self, prefix: str) -> dict[str, list[str]]:
+        """The projector's index of the entries it wrote last, per collection (it pages a
+        big collection in a few direct reads instead of a scan over all its keys)."""
+        entry = await self.bucket.get(f"{prefix}.{RECENT_KEY}")
+        if entry is None or not entry.value:
+            return {}
+        try:
+            index = msgspec.json.decode(entry.value, type=_Recent).v
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return {}
+        return index
+
+    async def _entries(
+        self, prefix: str, tokens: Sequence[str]
+    ) -> list[tuple[list[str], Stored | bytes]]:
+        """The values at ``tokens`` (after ``prefix``) and at the entries above them."""
+        wanted: dict[str, None] = {}
+        for path in tokens:
+            steps = path.split(".")
+            for length in range(2, len(steps) + 1):
+                wanted[".".join(steps[:length])] = None
+        keys = list(wanted)
+        found = await asyncio.gather(*(self.bucket.get(f"{prefix}.{key}") for key in keys))
+        out: list[tuple[list[str], Stored | bytes]] = []
+        for key, entry in zip(keys, found, strict=True):
+            if entry is not None and entry.value and not entry.deleted and not _parts(entry.value):
+                out.append((key.split("."), entry.value))
+        return out
+
+    async def latest(self, pattern: str) -> dict[str, bytes]:
+        """Key -> latest value (parts joined) of every live key matching ``pattern``."""
+        raw: dict[str, bytes] = {}
+        async for message in scan(self.bus, self.bucket.name, pattern):
+            if message.deleted:
+                raw.pop(message.key, None)
+            else:
+                raw[message.key] = message.data
+        joined = {k: _joined_latest(k, v, raw) for k, v in raw.items() if "/" not in k}
+        return {k: v for k, v in joined.items() if v is not None}
 
     async def _values(
         self, prefix: str, pattern: str, limit: int | None

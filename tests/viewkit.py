@@ -8,7 +8,7 @@ from typing import Any
 
 from loopbus.bus import Bus, Record, TransitionConflict, Views, read
 from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, pieces, view_prefix
-from loopbus.bus.view_scan import scan
+from loopbus.bus.views import RECENT_KEY
 from loopbus.projections import FOLDS, fold_events
 from loopbus.schemas import project_subjects
 from loopbus.workers.projector.core import Projector
@@ -32,15 +32,13 @@ async def expected_view(bus: Bus, project: str, folds: tuple[Any, ...] = FOLDS) 
 
 
 async def materialised(views: Views, project: str) -> dict[str, bytes]:
-    """Key -> value body of every live value of ``project``'s views in the bucket."""
+    """Key -> value body (without its flush number) of every live value of ``project``'s
+    views in the bucket (a value stored in parts joined)."""
     found: dict[str, bytes] = {}
-    pattern = f"{VIEW_PREFIX}.{project}.>"
-    async for message in scan(views.bus, views.bucket.name, pattern):
-        if message.deleted:
-            found.pop(message.key, None)
-        else:
-            comma = message.data.find(b",")
-            found[message.key] = message.data[comma + 1 : -1]
+    for key, data in (await views.latest(f"{VIEW_PREFIX}.{project}.>")).items():
+        if not key.endswith(f".{RECENT_KEY}"):  # the index status pages with: not a state
+            comma = data.find(b",")
+            found[key] = data[comma + 1 : -1]
     return found
 
 

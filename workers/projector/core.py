@@ -15,10 +15,12 @@ changed) is folded again from sequence 1 while the others skip what they hold.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 from loopbus.bus import Record, Views, ViewUnreadable
 from loopbus.bus.view_assemble import Stored, assemble
@@ -37,11 +39,16 @@ from loopbus.bus.view_layout import (
     token,
     view_prefix,
 )
-from loopbus.bus.views import Checkpoint, Write
+from loopbus.bus.views import RECENT_KEY, Checkpoint, Write
 from loopbus.projections import FOLDS, Fold, FoldFailure, apply_guarded
 from loopbus.workers.projector.tracking import Marks, adopt
 
 log = structlog.get_logger()
+
+RECENT_KEEP = 256
+"""Entries per collection the recent index names."""
+RECENT_EVERY_S = 1.0
+"""The recent index is written at most this often (it samples; it need not be live)."""
 
 
 @dataclass
@@ -58,6 +65,11 @@ class View:
     leaves: dict[str, int] = field(default_factory=dict)
     """Bottom entries of each collection cut more than one level deep."""
     touched: bool = False
+    recent: dict[str, dict[str, None]] = field(default_factory=dict)
+    """Root field -> the keys (after the view's prefix) of the entries written last, oldest
+    first: the index ``status`` pages a big collection with."""
+    recent_changed: bool = False
+    recent_written: float = -RECENT_EVERY_S
 
     @property
     def prefix(self) -> str:
@@ -85,6 +97,8 @@ class Projector:
     """Values of a flush that failed: written with the next one."""
     changed: dict[tuple[str, str], View] = field(default_factory=dict)
     """Views folded into (or to rewrite) since the last flush."""
+    recent_due: dict[tuple[str, str], View] = field(default_factory=dict)
+    """Views whose recent index changed but was written less than a second ago."""
     rebuild: bool = False
     applied: int = 0
 
@@ -186,6 +200,11 @@ class Projector:
     def dirty(self) -> bool:
         return bool(self.pending or self.changed)
 
+    @property
+    def recent_pending(self) -> bool:
+        """A recent index waits to be written (the flusher comes back for it)."""
+        return bool(self.recent_due)
+
     # -- flushing -----------------------------------------------------------------------
 
     async def flush(self, through: int) -> int:
@@ -209,6 +228,10 @@ class Projector:
         for view in self.changed.values():
             self._capture(view, writes)
         self.changed.clear()
+        for name, view in list(self.recent_due.items()):
+            if time.monotonic() - view.recent_written >= RECENT_EVERY_S:
+                self._write_recent(view, writes)
+                del self.recent_due[name]
         return flush, [Write(key, body) for key, body in writes.items()]
 
     def _capture(self, view: View, writes: dict[str, bytes | None]) -> None:
@@ -233,6 +256,8 @@ class Projector:
         for attr, sub in view.root.subs.items():
             body = head_body(sub, getattr(view.state, attr), ())
             self._put(view.key((attr,)), Piece((attr,), (attr,), body), writes)
+        if view.recent_changed:
+            self.recent_due[(view.project, view.fold.name)] = view
         summary = head_body(view.root, view.state, (), view.seq, view.leaves)
         self._put(view.prefix, Piece((), (), summary), writes, always=True)
         marks.clear()
@@ -253,6 +278,29 @@ class Projector:
             if piece.path or not path:
                 self._put(key, piece, writes, always=not piece.path)
 
+    def _write_recent(self, view: View, writes: dict[str, bytes | None]) -> None:
+        """The recent index: for each collection, the entries written last (newest last)."""
+        index = {attr: list(keys) for attr, keys in view.recent.items() if keys}
+        body = b'"v":%s' % msgspec.json.encode(index)
+        self._put(view.key((RECENT_KEY,)), Piece((), (RECENT_KEY,), body), writes)
+        view.recent_changed = False
+        view.recent_written = time.monotonic()
+
+    def _noted(self, key: str, piece_path: Path | None, written: bool) -> None:
+        """Keep the recent index of the entry at ``key`` (an entry of a collection)."""
+        view = self._view_of(key)
+        rest = key[len(view.prefix) + 1 :]
+        attr = rest.split(".", 1)[0]
+        if attr not in view.root.colls and attr not in view.root.lists:
+            return
+        keys = view.recent.setdefault(attr, {})
+        keys.pop(rest, None)
+        if written:
+            keys[rest] = None
+            if len(keys) > RECENT_KEEP:
+                del keys[next(iter(keys))]
+        view.recent_changed = True
+
     def _put(
         self, key: str, piece: Piece, writes: dict[str, bytes | None], always: bool = False
     ) -> None:
@@ -267,6 +315,8 @@ class Projector:
         writes.pop(key, None)
         writes[key] = piece.body
         self._note_written(key, piece.body, digest)
+        if piece.path and piece.holds is None and piece.path[0] != RECENT_KEY:
+            self._noted(key, piece.path, True)
 
     def _note_written(self, key: str, body: bytes, digest: int | None = None) -> None:
         self.written[key] = hash(body) if digest is None else digest
@@ -296,6 +346,8 @@ class Projector:
         writes.pop(key, None)
         writes[key] = None
         self._unlink(key)
+        if key.count(".") > 3:
+            self._noted(key, None, False)
         held = self.holds.pop(key, None)
         if held:
             view = self._view_of(key)
@@ -333,8 +385,6 @@ def _body(data: bytes) -> bytes:
 
 
 def _decode(fold: str, data: bytes) -> Stored:
-    import msgspec
-
     try:
         return msgspec.json.decode(data, type=Stored)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -26,7 +26,7 @@ from loopbus.projections.intents import Intent, PublishIf
 from loopbus.schemas import Actor, MessageQuarantined
 from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
 from loopbus.workers.kernel import Daemon, Kernel
-from loopbus.workers.projector.core import Projector
+from loopbus.workers.projector.core import RECENT_EVERY_S, Projector
 
 log = structlog.get_logger()
 
@@ -125,6 +125,8 @@ class ProjectorDaemon(Daemon):
             last = loop.time()
             try:
                 await self.flush()
+                if self.core is not None and self.core.recent_pending:
+                    loop.call_later(RECENT_EVERY_S, self._wake.set)
             except BusError as exc:
                 log.warning("projector.flush_failed", error=str(exc), retry_s=delay)
                 self._wake.set()
@@ -136,6 +138,6 @@ class ProjectorDaemon(Daemon):
     async def flush(self) -> None:
         """Write what is folded now (the flusher calls this; so may a test)."""
         assert self.core is not None
-        if self.core.dirty or self.folded > self.core.checkpoint.seq:
+        if self.core.dirty or self.core.recent_pending or self.folded > self.core.checkpoint.seq:
             await self.core.flush(self.folded)
             self.flushes += 1
