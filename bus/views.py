@@ -166,14 +166,8 @@ class Views:
                 self.parts.pop(write.key, None)
         if subjects:
             await Pipeline(self.bus, subjects, payloads, ids, WINDOW, headers).run()
-        mark = msgspec.json.encode(Checkpoint(f=flush, seq=seq))
-        await Pipeline(
-            self.bus,
-            [f"$KV.{self.bucket.name}.{CHECKPOINT_KEY}"],
-            [mark],
-            [f"{flush}:{CHECKPOINT_KEY}"],
-            1,
-        ).run()
+        # Only once every value is stored (acknowledged): the checkpoint covers them.
+        await self.bucket.put(CHECKPOINT_KEY, msgspec.json.encode(Checkpoint(f=flush, seq=seq)))
 
     # -- restoring (the projector) ------------------------------------------------------
 

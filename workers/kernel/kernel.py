@@ -33,6 +33,8 @@ from loopbus.workers.runtime import Progress, cancel_all, raise_if_cancelled
 log = structlog.get_logger()
 
 RETRY_FIRST_S = 0.2
+YIELD_EVERY = 64
+"""Records folded in a row before the reader lets the daemon's other tasks run."""
 RETRY_MAX_S = 5.0
 
 
@@ -180,6 +182,7 @@ class Kernel:
         and decide by hand with :meth:`act_on`)."""
         if not await self._has_history():
             self._caught_up()
+        folded = 0
         async for record in read(
             self.bus, subjects=self.subjects, start_seq=self.start_seq, follow=True
         ):
@@ -189,6 +192,11 @@ class Kernel:
             self.wake.set()
             self._changed.set()
             raise_if_cancelled()
+            folded += 1
+            if folded % YIELD_EVERY == 0:
+                # Records already buffered are handed over without a pause; let the other
+                # tasks (the actor, effects, a projector's writes and their acks) run.
+                await asyncio.sleep(0)
 
     async def _has_history(self) -> bool:
         async for _record in read(self.bus, subjects=self.subjects, start_seq=self.start_seq):

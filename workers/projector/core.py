@@ -181,7 +181,8 @@ class Projector:
                 self.changed[(event.project, fold.name)] = view
             if record.seq <= view.seq:
                 continue  # already folded before a restart (a view being rebuilt goes on)
-            adopt(view.marks, (), view.root, view.state)
+            # A collection a fold replaced (``state.queue = [...]``) is found at the flush
+            # (``_capture`` adopts it and rewrites it whole), not checked on every event.
             before = view.state
             view.state, failure = apply_guarded(fold, view.state, event)
             if view.state is not before:
