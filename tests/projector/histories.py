@@ -170,10 +170,10 @@ def findings_events(draw: st.DrawFn, pool: Pool) -> Event:
             original_subject=f"loop.{p}.unit.U1",
             reason="bad",
         )
-    cls = draw(st.sampled_from(["defect", "refused-claim", "wait-budget", "misaligned"]))
+    cls = draw(st.sampled_from(["defect", "refused-transition", "wait-budget", "misaligned"]))
     line = draw(st.integers(1, 3))
     evidence: dict[str, Any] = (
-        {"report": pool.some(draw, "report")} if cls == "refused-claim" else {}
+        {"report": pool.some(draw, "report")} if cls == "refused-transition" else {}
     )
     if cls == "wait-budget":
         evidence = {"block": pool.some(draw, "transition")}
