@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+INTERRUPTED = 130
+"""The exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
+
 
 class LoopbusError(Exception):
     """Root of CLI errors: printed as ``loopbus: error: …`` with exit code 1."""

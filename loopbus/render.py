@@ -17,6 +17,7 @@ from loopbus.projections import investigations as investigations_fold
 from loopbus.projections import reviews as reviews_fold
 from loopbus.projections import to_builtins
 from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
+from loopbus.schemas.subjects import parse_subject
 from loopbus.units_status import render_units
 
 _RESET = "\x1b[0m"
@@ -29,6 +30,7 @@ _COLOURS = {
     "kind": "\x1b[1m",
     "dim": "\x1b[2m",
     "error": "\x1b[1;35m",
+    "project": "\x1b[34m",
 }
 
 
@@ -62,11 +64,16 @@ def record_json(record: Record) -> dict[str, Any]:
     return head | event_to_builtins(record.event)
 
 
-def record_line(record: Record, paint: Palette) -> str:
-    """One record as one readable line."""
+def record_line(record: Record, paint: Palette, show_project: bool = False) -> str:
+    """One record as one readable line; ``show_project`` names its project after the time
+    (``tail`` does when it follows more than one project)."""
     when = (record.time or datetime.now(UTC)).astimezone(UTC).strftime("%H:%M:%S")
     prefix = f"{paint('dim', f'#{record.seq:<6}')} {when}"
     event = record.event
+    if show_project:
+        parsed = parse_subject(record.subject)
+        project = event.project if event is not None else parsed.project if parsed else "?"
+        prefix = f"{prefix} {paint('project', project)}"
     if event is None:
         return f"{prefix} {paint('error', 'undecodable')} {record.subject}: {record.error}"
     kind = paint("kind", event.kind.removesuffix(f".v{event.v}"))

@@ -1,15 +1,40 @@
-"""Where loopbus finds things: the NATS URL, the data directory, defaults in one place."""
+"""Where loopbus finds things: the NATS URL, the project, the data directory, defaults.
+
+Every command that talks to the bus registers its connection options with
+:func:`add_connection` and connects through :func:`connection`, so a new connection option (a
+credentials file, TLS) is one line here. Every command that works on one project registers
+``--project`` with :func:`add_project`; the CLI fills a missing one from the environment or
+the repository's ``loopbus.toml`` (:func:`resolve_project`) before the command runs.
+
+Precedence is the usual one (git, nats): the command line, then the environment, then the
+configuration file found by walking up from the current directory.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from loopbus.bus import Bus, connect, connect_once
+from loopbus.errors import UsageError
+from loopbus.schemas.ids import is_token
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_URL_ENV = "LOOPBUS_NATS_URL"
+PROJECT_ENV = "LOOPBUS_PROJECT"
+CONFIG_FILE = "loopbus.toml"
 DEFAULT_DATA_DIR = Path(".loopbus")
 DEFAULT_HEARTBEAT_LAPSE = "5m"
+
+_PROJECT_MODE = "project_mode"
+"""Namespace attribute add_project sets: 'required' or 'optional' (tail: default all)."""
+
+
+# -- connection ------------------------------------------------------------------------
 
 
 def default_nats_url() -> str:
@@ -17,15 +42,117 @@ def default_nats_url() -> str:
     return os.environ.get(NATS_URL_ENV) or DEFAULT_NATS_URL
 
 
-def add_nats_url(parser: argparse.ArgumentParser) -> None:
-    """The ``--nats-url`` option every command that talks to the bus takes."""
+def add_connection(parser: Any, *, url_help: str | None = None) -> None:
+    """The connection options every command that talks to the bus takes (``--nats-url``)."""
     parser.add_argument(
         "--nats-url",
         default=None,
         metavar="URL",
-        help=f"NATS server to use (default: ${NATS_URL_ENV}, else {DEFAULT_NATS_URL})",
+        help=url_help or f"NATS server to use (default: ${NATS_URL_ENV}, else {DEFAULT_NATS_URL})",
     )
 
 
 def nats_url(args: argparse.Namespace) -> str:
     return str(getattr(args, "nats_url", None) or default_nats_url())
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How one command reaches the bus, from the options :func:`add_connection` registered."""
+
+    url: str
+
+    async def open(self) -> Bus:
+        """A one-shot command's connection: the first failure is reported, not retried."""
+        return await connect_once(self.url)
+
+    async def open_lasting(self, name: str) -> Bus:
+        """A connection that rides through server restarts (``up``, ``provision --wait``)."""
+        return await connect(self.url, name=name)
+
+
+def connection(args: argparse.Namespace, url: str | None = None) -> Connection:
+    """The connection ``args`` describe (to ``url`` instead, for up's embedded server)."""
+    return Connection(url=url or nats_url(args))
+
+
+# -- project ---------------------------------------------------------------------------
+
+
+def add_project(parser: Any, *, required: bool = True, help: str | None = None) -> None:
+    """``--project``, defaulting to ``$LOOPBUS_PROJECT`` or the nearest ``loopbus.toml``.
+
+    ``parser`` may be an argument group (a mutually exclusive one, for ``tail``).
+    """
+    default = (
+        f"default: ${PROJECT_ENV}, else [project] id of the nearest {CONFIG_FILE}"
+        if required
+        else f"default: ${PROJECT_ENV}, else the nearest {CONFIG_FILE}'s, else every project"
+    )
+    parser.add_argument(
+        "--project", default=None, metavar="ID", help=f"{help or 'the project'} ({default})"
+    )
+    parser.set_defaults(**{_PROJECT_MODE: "required" if required else "optional"})
+
+
+def resolve_project(args: argparse.Namespace, cwd: Path | None = None) -> None:
+    """Fill ``args.project`` when the command takes ``--project`` and it was not given.
+
+    A required project that cannot be found is a one-line usage error saying the three
+    ways to give one; an optional one (``tail``) stays ``None``, meaning every project.
+    """
+    mode = getattr(args, _PROJECT_MODE, None)
+    if mode is None or args.project is not None or getattr(args, "all_projects", False):
+        return
+    args.project = default_project(cwd)
+    if args.project is None and mode == "required":
+        raise UsageError(
+            f"no project: pass --project ID, set {PROJECT_ENV}, or run inside a repository "
+            f"whose {CONFIG_FILE} has [project] id"
+        )
+
+
+def default_project(cwd: Path | None = None) -> str | None:
+    """``$LOOPBUS_PROJECT``, else ``[project] id`` of the nearest ``loopbus.toml``, else None."""
+    from_env = os.environ.get(PROJECT_ENV)
+    if from_env:
+        if not is_token(from_env):
+            raise UsageError(
+                f"${PROJECT_ENV} {from_env!r} is not a valid project id: use letters, digits, "
+                "'_' or '-' (max 64), or unset it and pass --project"
+            )
+        return from_env
+    config = find_config(cwd or Path.cwd())
+    return None if config is None else project_of(config)
+
+
+def find_config(start: Path) -> Path | None:
+    """The first ``loopbus.toml`` in ``start`` or one of its parents, as git finds ``.git``."""
+    for folder in (start, *start.parents):
+        candidate = folder / CONFIG_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def project_of(config: Path) -> str:
+    """``[project] id`` of a ``loopbus.toml``; a one-line usage error naming the file if not."""
+    try:
+        document = tomllib.loads(config.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{config}: cannot be read ({exc}); fix it, or pass --project") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{config}: not valid TOML ({exc}); fix it, or pass --project") from exc
+    table = document.get("project")
+    value = table.get("id") if isinstance(table, dict) else None
+    if value is None:
+        raise UsageError(
+            f'{config} has no [project] id; add id = "<project>" under [project], or pass '
+            f"--project / set {PROJECT_ENV}"
+        )
+    if not isinstance(value, str) or not is_token(value):
+        raise UsageError(
+            f"{config}: [project] id {value!r} is not a valid project id: use letters, "
+            "digits, '_' or '-' (max 64)"
+        )
+    return value

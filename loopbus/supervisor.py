@@ -50,6 +50,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
+    DaemonSpec("integrity", "loopbus.workers.integrity"),
     DaemonSpec(
         "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),

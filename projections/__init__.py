@@ -16,6 +16,7 @@ from loopbus.projections import (
     convergence,
     findings,
     gates,
+    integrity,
     investigations,
     merges,
     reviews,
@@ -35,6 +36,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     merges.FOLD,
     reviews.FOLD,
     investigations.FOLD,
+    integrity.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -23,18 +23,36 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 from loopbus.schemas import Event
+from loopbus.schemas.authority import standing
 
 S = TypeVar("S")
 
 
 @dataclass(frozen=True)
 class Fold(Generic[S]):
-    """A named projection: how to start, how to apply one event, and the state's type."""
+    """A named projection: how to start, how to apply one event, and the state's type.
+
+    ``apply`` never sees a forgery (a fact kind from anyone but the system, or a finding a
+    role may not claim: :func:`loopbus.schemas.authority.standing`): the guard is put
+    around every fold here, so no projection can forget it. Only a fold made with
+    ``sees_forgeries=True`` (the integrity fold, which counts them) gets them.
+    """
 
     name: str
     state_type: type[S]
     initial: Callable[[], S]
     apply: Callable[[S, Event], S]
+    sees_forgeries: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sees_forgeries:
+            return
+        step = self.apply
+
+        def apply_facts_and_claims(state: S, event: Event) -> S:
+            return state if standing(event) == "forged" else step(state, event)
+
+        object.__setattr__(self, "apply", apply_facts_and_claims)
 
     def fold(self, events: Iterable[Event], state: S | None = None) -> S:
         """Apply ``events`` in order to ``state`` (a fresh initial state when omitted)."""

@@ -99,10 +99,6 @@ class UnitsState(msgspec.Struct):
     """Closed waits per slice, then per reason, in seconds."""
     governed: list[str] = []
     """Slices whose plan the dispatcher accepted: their units start only once dispatched."""
-    not_facts: int = 0
-    """Transitions on the log published by a role other than ``system``: never applied."""
-    last_not_facts: list[str] = []
-    """Ids of the latest such transitions (at most ``NOT_FACTS_KEPT``), for an audit."""
 
 
 def initial() -> UnitsState:
@@ -170,16 +166,7 @@ _HISTORY = (
 )
 
 
-NOT_FACTS_KEPT: Final = 20
-
-
 def _transitioned(state: UnitsState, event: UnitTransitioned) -> None:
-    if event.actor.role != "system":
-        # Only the system transitions a unit: a transition an agent published itself is a
-        # claim dressed as a fact. It is counted (so it can be audited), never applied.
-        state.not_facts += 1
-        state.last_not_facts = [*state.last_not_facts, event.id][-NOT_FACTS_KEPT:]
-        return
     view = state.units.get(event.unit)
     if view is None:  # transitions for an unplanned unit still show up, never vanish
         view = state.units[event.unit] = UnitView(unit=event.unit, slice="")

@@ -50,6 +50,7 @@ FindingClass = Literal[
     "trunk-red",  # a merge turned trunk red and was reverted
     "reviewer-failure",  # a reviewer command failed to produce a valid verdict
     "investigation",  # the output of an investigation
+    "forgery",  # a fact published by anyone but the system, or a claim beyond its role
 ]
 FINDING_CLASSES: tuple[FindingClass, ...] = (
     "defect",
@@ -66,6 +67,7 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "trunk-red",
     "reviewer-failure",
     "investigation",
+    "forgery",
 )
 
 

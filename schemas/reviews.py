@@ -50,6 +50,12 @@ Text = Annotated[str, msgspec.Meta(min_length=1)]
 Sha = GitSha
 
 
+ReviewerClass = Literal["defect", "blocked-by-fact"]
+"""What a reviewer may raise (see :data:`loopbus.schemas.authority.FINDING_CLAIMS`): the
+system raises an accepted verdict's findings itself, so a verdict never carries a class
+only the system may raise (a refusal, trunk-red, a budget breach…)."""
+
+
 class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One finding inside a verdict: a typed target, a severity, the criterion, a message."""
 
@@ -57,7 +63,7 @@ class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     severity: Severity
     message: Text
     criterion: str = ""
-    cls: FindingClass = msgspec.field(default="defect", name="class")
+    cls: ReviewerClass = msgspec.field(default="defect", name="class")
     evidence: dict[str, Any] = {}
 
     def __post_init__(self) -> None:

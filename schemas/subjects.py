@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import is_token
+
 if TYPE_CHECKING:
     from loopbus.schemas.events import Event
 
@@ -22,10 +25,36 @@ ALL = f"{PREFIX}.>"
 QUARANTINE = "quarantine"
 """The family of quarantine records: a broken message is never quarantined twice."""
 
+CLAIM = "claim"
+"""The family of claims: ``loop.<project>.claim.<role>.<principal>.<suffix>``."""
+
 
 def subject_of(event: Event) -> str:
-    """``loop.<project>.<suffix>``: the subject an event is stored under."""
+    """The subject an event is stored under: ``loop.<project>.<suffix>`` for a fact,
+    ``loop.<project>.claim.<role>.<principal>.<suffix>`` for a claim (see
+    :mod:`loopbus.schemas.authority`: the server lets a credential publish claims only
+    under its own principal, so the principal on the subject is a proven one)."""
+    from loopbus.schemas.authority import is_claim_kind
+
+    if is_claim_kind(event):
+        principal = event.actor.principal
+        if not is_token(principal):
+            raise InvalidValue(
+                "actor.principal",
+                principal,
+                "a principal that makes claims is one subject token (letters, digits, '_' "
+                "or '-', at most 64)",
+            )
+        return (
+            f"{PREFIX}.{event.project}.{CLAIM}.{event.actor.role}.{principal}."
+            f"{event.subject_suffix()}"
+        )
     return f"{PREFIX}.{event.project}.{event.subject_suffix()}"
+
+
+def claim_family(project: str = "*", role: str = "*", principal: str = "*") -> str:
+    """Every claim of one principal (or all) in one project (or all)."""
+    return f"{PREFIX}.{project}.{CLAIM}.{role}.{principal}.>"
 
 
 def project_subjects(project: str) -> str:
@@ -69,7 +98,8 @@ def gate_suite_subjects(project: str) -> str:
 
 
 def claim_subjects(project: str, unit: str) -> list[str]:
-    """What answers a unit's claim: its transitions and the findings that refuse claims."""
+    """What answers a unit's claim: its transitions and the system's findings (a refusal
+    is one)."""
     return [unit_subject(project, unit), finding_subjects(project, ">")]
 
 
@@ -85,6 +115,11 @@ class Subject:
     project: str
     family: str
     rest: tuple[str, ...] = ()
+
+    @property
+    def claimant(self) -> tuple[str, str] | None:
+        """(role, principal) of a claim subject."""
+        return (self.rest[0], self.rest[1]) if self.family == CLAIM and len(self.rest) > 2 else None
 
     @property
     def unit(self) -> str | None:

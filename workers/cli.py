@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from loopbus.bus import BusError
 from loopbus.workers.kernel import Daemon, Kernel
-from loopbus.workers.runtime import DaemonContext, configure_logging, run_daemon
+from loopbus.workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
@@ -58,5 +58,5 @@ def main_for(
         return asyncio.run(run_daemon(name, body, args.nats_url))
     except BusError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    except KeyboardInterrupt:
-        return 0
+    except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed
+        return INTERRUPTED

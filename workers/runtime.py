@@ -28,6 +28,8 @@ log = structlog.get_logger()
 HEALTH_INTERVAL_S = 5.0
 HEALTH_STALE_S = 30.0
 SHUTDOWN_GRACE_S = 5.0
+INTERRUPTED = 130
+"""128 + SIGINT: the exit status of a daemon stopped with Ctrl-C."""
 
 
 def configure_logging(level: str = "info", *, json: bool = True) -> None:
@@ -83,14 +85,21 @@ async def run_daemon(
     body: Callable[[DaemonContext], Awaitable[None]],
     nats_url: str,
 ) -> int:
-    """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop."""
+    """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
+    (130 when the stop was Ctrl-C's SIGINT)."""
     structlog.contextvars.bind_contextvars(daemon=name)
     bus = await connect(nats_url, name=name)
     await ensure_log(bus.js)
     ctx = DaemonContext(bus=bus, name=name)
     loop = asyncio.get_running_loop()
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        stopped_by.append(signum)
+        ctx.stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, ctx.stop.set)
+        loop.add_signal_handler(signum, stop, signum)
     log.info("daemon.started", url=nats_url, pid=os.getpid())
     beacon: asyncio.Future[Any] = asyncio.ensure_future(_beat(ctx))
     work: asyncio.Future[Any] = asyncio.ensure_future(body(ctx))
@@ -107,7 +116,9 @@ async def run_daemon(
         await asyncio.wait({work, stopper, beacon}, timeout=SHUTDOWN_GRACE_S)
         await bus.close()
         log.info("daemon.stopped")
-    return 0
+    # A daemon run by hand and stopped with Ctrl-C exits 130 like every loopbus command;
+    # SIGTERM (the supervisor's and compose's stop) is a clean 0.
+    return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
 
 
 async def _beat(ctx: DaemonContext) -> None:

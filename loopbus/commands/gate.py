@@ -20,10 +20,11 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import connect_once, ensure_log
+from loopbus.bus import ensure_log
 from loopbus.errors import UsageError
+from loopbus.progress import Progress
 from loopbus.schemas import format_target
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, connection
 from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.config import ProjectConfig, parse_config
 from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
@@ -39,7 +40,7 @@ def register(sub: Any) -> None:
     run_parser = actions.add_parser(
         "run", help="run every check (or --check) on a commit and print each outcome"
     )
-    add_nats_url(run_parser)
+    add_connection(run_parser)
     run_parser.add_argument(
         "--repo",
         type=Path,
@@ -110,7 +111,7 @@ def _preflight(repo: Path, commit: str | None, checks: list[str]) -> ProjectConf
 
 
 async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
-    bus = await connect_once(nats_url(args))
+    bus = await connection(args).open()
     try:
         await ensure_log(bus.js)
         # The key is made only once the bus answered: a run that cannot reach it leaves
@@ -119,19 +120,40 @@ async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
             signer = await asyncio.to_thread(load_or_create, args.data_dir, args.runner_name)
         except WorkerError as exc:
             raise UsageError(str(exc)) from exc
-        runner = GateRunner(
+        progress = Progress("gate run", total=len(args.check or config.checks), unit="checks")
+        runner = ReportingRunner(
             bus,
             args.repo,
             signer,
             principal="loopbus-gate-run",
             jobs=args.jobs,
             project=config.project,
+            progress=progress,
         )
-        return await runner.run_commit(
-            args.commit, checks=args.check, reason="manual", force=args.force
-        )
+        ticking = asyncio.create_task(progress.tick())
+        try:
+            with progress.shown():
+                return await runner.run_commit(
+                    args.commit, checks=args.check, reason="manual", force=args.force
+                )
+        finally:
+            ticking.cancel()
     finally:
         await bus.close()
+
+
+class ReportingRunner(GateRunner):
+    """The daemon's runner, telling a terminal each check as it finishes."""
+
+    def __init__(self, *args: Any, progress: Progress, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.progress = progress
+
+    async def run_check(self, *args: Any, **kwargs: Any) -> CheckRun:
+        run = await super().run_check(*args, **kwargs)
+        source = "cached" if run.cached else "ran"
+        self.progress.advance(f"{run.check} {run.outcome} ({source})")
+        return run
 
 
 def check_json(check: CheckRun) -> dict[str, Any]:

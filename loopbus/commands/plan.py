@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import connect_once, read
+from loopbus.bus import read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.projections.errors import PlanInvalid
@@ -35,7 +35,7 @@ from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
 from loopbus.schemas import Actor, FindingRaised, project_subjects
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import Connection, add_connection, add_project, connection
 from loopbus.slice_render import render_schedule
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.declared import read_pending_file
@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
 
     submit = verbs.add_parser("submit", help="publish a plan as a planner's claim")
     submit.add_argument("plan", type=Path, help="plan file (TOML, or JSON when *.json)")
-    submit.add_argument("--project", required=True)
+    add_project(submit)
     submit.add_argument(
         "--as",
         dest="role",
@@ -74,7 +74,7 @@ def register(sub: Any) -> None:
         help="wait this long for the dispatcher's answer (default: do not wait)",
     )
     add_claimant(submit)
-    add_nats_url(submit)
+    add_connection(submit)
     submit.set_defaults(handler=run_submit)
 
 
@@ -159,11 +159,11 @@ def run_submit(args: argparse.Namespace) -> int:
         actor=Actor(role=args.role, principal=principal(args)),
         plan=plan,
     )
-    return asyncio.run(_submit(nats_url(args), submission, args.wait))
+    return asyncio.run(_submit(connection(args), submission, args.wait))
 
 
-async def _submit(url: str, submission: PlanSubmission, wait_s: float) -> int:
-    bus = await connect_once(url)
+async def _submit(conn: Connection, submission: PlanSubmission, wait_s: float) -> int:
+    bus = await conn.open()
     try:
         ack = await bus.publish(submission)
         print(

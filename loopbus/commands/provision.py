@@ -11,9 +11,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import LOG_STREAM, BusUnreachable, connect, ensure_log
+from loopbus.bus import LOG_STREAM, BusUnreachable, ensure_log
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import Connection, add_connection, connection
 
 RETRY_EVERY_S = 1.0
 
@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "provision", help="create the log and buckets (idempotent) on an existing server"
     )
-    add_nats_url(parser)
+    add_connection(parser)
     parser.add_argument(
         "--replicas",
         type=int,
@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--replicas {args.replicas}: give 1 or more (3 on a 3-node cluster)")
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give a number of seconds, 0 or more")
-    url = nats_url(args)
-    replicas = asyncio.run(_provision(url, args.replicas, args.wait))
+    conn = connection(args)
+    url = conn.url
+    replicas = asyncio.run(_provision(conn, args.replicas, args.wait))
     if replicas != args.replicas:
         raise LoopbusError(
             f"stream {LOG_STREAM} at {url} already exists with {replicas} replica(s), not "
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _provision(url: str, replicas: int, wait_s: float) -> int:
+async def _provision(conn: Connection, replicas: int, wait_s: float) -> int:
     """Provision, retrying until ``wait_s`` has passed; return the log's replica count.
 
     A cluster that has just started may accept connections before JetStream has elected
@@ -70,7 +71,7 @@ async def _provision(url: str, replicas: int, wait_s: float) -> int:
     deadline = loop.time() + wait_s
     while True:
         try:
-            bus = await connect(url, name="loopbus-provision")
+            bus = await conn.open_lasting("loopbus-provision")
             try:
                 await ensure_log(bus.js, replicas=replicas)
                 info = await bus.stream_info()
@@ -82,6 +83,6 @@ async def _provision(url: str, replicas: int, wait_s: float) -> int:
                 if isinstance(exc, BusUnreachable):
                     raise
                 raise LoopbusError(
-                    f"could not provision the log at {url}: {type(exc).__name__}: {exc}"
+                    f"could not provision the log at {conn.url}: {type(exc).__name__}: {exc}"
                 ) from exc
         await asyncio.sleep(RETRY_EVERY_S)

@@ -18,13 +18,13 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import connect_once, read
+from loopbus.bus import read
 from loopbus.errors import UsageError
 from loopbus.projections import slices
 from loopbus.projections.slices import SlicesState
 from loopbus.schemas import project_subjects
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import Connection, add_connection, add_project, connection
 from loopbus.slice_render import record_json, render_record
 
 _json = msgspec.json.Encoder()
@@ -32,16 +32,16 @@ _json = msgspec.json.Encoder()
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("record", help="the run record of a project, from the log")
-    add_nats_url(parser)
-    parser.add_argument("--project", required=True)
+    add_connection(parser)
+    add_project(parser)
     parser.add_argument("--slice", default=None, help="only this slice")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.set_defaults(handler=run)
 
 
-async def fold_slices(url: str, project: str) -> SlicesState:
+async def fold_slices(conn: Connection, project: str) -> SlicesState:
     """The slices projection of ``project``, folded from sequence 1 of the log."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     try:
         state = slices.initial()
         async for record in read(bus, subjects=[project_subjects(project)]):
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--project {args.project!r} is not a valid project id")
     if args.slice is not None and not is_token(args.slice):
         raise UsageError(f"--slice {args.slice!r} is not a valid slice id")
-    state = asyncio.run(fold_slices(nats_url(args), args.project))
+    state = asyncio.run(fold_slices(connection(args), args.project))
     if args.slice is not None and args.slice not in state.slices:
         known = ", ".join(sorted(state.slices)) or "none yet"
         raise UsageError(f"--slice {args.slice}: no such slice in {args.project} (known: {known})")

@@ -13,21 +13,22 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import Record, connect_once, read
+from loopbus.bus import Record
 from loopbus.errors import UsageError
+from loopbus.log_reading import project_records
+from loopbus.progress import Progress
 from loopbus.projections import ProjectStates, apply_all, initial_states, to_builtins
 from loopbus.render import Palette, record_json, record_line, render_state
-from loopbus.schemas import project_subjects
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import Connection, add_connection, add_project, connection
 
 _json = msgspec.json.Encoder()
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("replay", help="fold the log from sequence 1 and show the state")
-    add_nats_url(parser)
-    parser.add_argument("--project", required=True)
+    add_connection(parser)
+    add_project(parser)
     parser.add_argument(
         "--until",
         default=None,
@@ -55,19 +56,21 @@ def parse_until(text: str | None) -> tuple[int | None, datetime | None]:
 
 
 async def replay(
-    url: str, project: str, until_seq: int | None, until_time: datetime | None
+    conn: Connection, project: str, until_seq: int | None, until_time: datetime | None
 ) -> tuple[list[Record], ProjectStates]:
     """The records of ``project`` up to the bound, and the states they fold into."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     records: list[Record] = []
     states = initial_states()
+    progress = Progress(f"replay {project}", unit="seq")
     try:
-        async for record in read(bus, subjects=[project_subjects(project)], until_seq=until_seq):
-            if until_time is not None and record.time is not None and record.time > until_time:
-                break
-            records.append(record)
-            if record.event is not None:
-                apply_all(states, record.event)
+        with progress.shown():
+            async for record in project_records(
+                bus, project, progress, until_seq=until_seq, until_time=until_time
+            ):
+                records.append(record)
+                if record.event is not None:
+                    apply_all(states, record.event)
     finally:
         await bus.close()
     return records, states
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
     until_seq, until_time = parse_until(args.until)
-    records, states = asyncio.run(replay(nats_url(args), args.project, until_seq, until_time))
+    records, states = asyncio.run(replay(connection(args), args.project, until_seq, until_time))
     if args.json:
         document = {
             "project": args.project,

@@ -13,7 +13,7 @@ import getpass
 import os
 from typing import Any
 
-from loopbus.bus import connect_once
+from loopbus.completion import offer
 from loopbus.errors import UsageError
 from loopbus.schemas import (
     FINDING_CLASSES,
@@ -26,7 +26,7 @@ from loopbus.schemas import (
     parse_target,
 )
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, connection
 
 SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
 _PRODUCER_ROLE: dict[str, Role] = {
@@ -42,19 +42,24 @@ def register(sub: Any) -> None:
     kinds = parser.add_subparsers(dest="report_kind", metavar="KIND")
     kinds.required = True
     finding = kinds.add_parser("finding", help="raise a finding")
-    add_nats_url(finding)
+    add_connection(finding)
     add_claimant(finding)
-    finding.add_argument("--project", required=True)
-    finding.add_argument("--producer", required=True, help=", ".join(PRODUCERS))
+    add_project(finding)
+    offer(finding.add_argument("--producer", required=True, help=", ".join(PRODUCERS)), PRODUCERS)
     finding.add_argument(
         "--target",
         required=True,
         help="code:PATH:START-END, plan:SLICE, record:ID, check:ID, budget:NAME, "
         "profile:NAME or decision:ID",
     )
-    finding.add_argument("--severity", required=True, help=", ".join(SEVERITIES))
+    offer(finding.add_argument("--severity", required=True, help=", ".join(SEVERITIES)), SEVERITIES)
     finding.add_argument("--criterion", default="")
-    finding.add_argument("--class", dest="cls", default="defect", help=", ".join(FINDING_CLASSES))
+    offer(
+        finding.add_argument(
+            "--class", dest="cls", default="defect", help=", ".join(FINDING_CLASSES)
+        ),
+        FINDING_CLASSES,
+    )
     finding.add_argument("--message", required=True)
     finding.add_argument("--unit", default=None)
     finding.add_argument("--slice", default=None)
@@ -135,7 +140,7 @@ def run_finding(args: argparse.Namespace) -> int:
     finding = build_finding(args)
 
     async def publish() -> int:
-        bus = await connect_once(nats_url(args))
+        bus = await connection(args).open()
         try:
             ack = await bus.publish(finding)
         finally:

@@ -25,7 +25,7 @@ from loopbus.projections import findings as findings_fold
 from loopbus.projections import units as units_fold
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, nats_url
 
 DEFAULT_LIMIT = 100
 _json = msgspec.json.Encoder()
@@ -33,8 +33,8 @@ _json = msgspec.json.Encoder()
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("status", help="the current state, from the materialised view")
-    add_nats_url(parser)
-    parser.add_argument("--project", required=True)
+    add_connection(parser)
+    add_project(parser)
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument(
         "--waiting",

@@ -11,7 +11,8 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import Record, connect_once, read
+from loopbus.bus import Record, read
+from loopbus.completion import offer
 from loopbus.errors import UsageError
 from loopbus.render import Palette, record_json, record_line
 from loopbus.schemas import KINDS, PRODUCERS, project_subjects
@@ -20,14 +21,14 @@ from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from loopbus.schemas.subjects import finding_subjects
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, connection
 
 _json = msgspec.json.Encoder()
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("tail", help="follow findings and transitions live")
-    add_nats_url(parser)
+    add_connection(parser)
     add_filters(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--no-follow", action="store_true", help="print what is there now and exit")
@@ -35,11 +36,23 @@ def register(sub: Any) -> None:
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project", default=None, help="only this project (default: all)")
-    parser.add_argument("--producer", default=None, help="only findings from this producer")
+    scope = parser.add_mutually_exclusive_group()
+    add_project(scope, required=False, help="only this project")
+    scope.add_argument(
+        "--all-projects",
+        action="store_true",
+        help="every project, even when a default project is set (each line names its project)",
+    )
+    offer(
+        parser.add_argument("--producer", default=None, help="only findings from this producer"),
+        PRODUCERS,
+    )
     parser.add_argument("--unit", default=None, help="only events about this unit")
-    parser.add_argument(
-        "--kind", default=None, help="only this kind or family (finding, unit, verdict …)"
+    offer(
+        parser.add_argument(
+            "--kind", default=None, help="only this kind or family (finding, unit, verdict …)"
+        ),
+        sorted({k.split(".")[0] for k in KINDS}),
     )
     parser.add_argument(
         "--since",
@@ -115,11 +128,11 @@ def parse_since(text: str | None, now: datetime | None = None) -> tuple[int, dat
     return 1, when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def emit(record: Record, as_json: bool, paint: Palette) -> None:
-    if as_json:
+def emit(record: Record, as_json: bool, paint: Palette, show_project: bool) -> None:
+    if as_json:  # every JSON object carries its project already
         sys.stdout.write(_json.encode(record_json(record)).decode() + "\n")
     else:
-        sys.stdout.write(record_line(record, paint) + "\n")
+        sys.stdout.write(record_line(record, paint, show_project) + "\n")
     sys.stdout.flush()
 
 
@@ -129,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     paint = Palette.for_stream(sys.stdout)
 
     async def follow() -> int:
-        bus = await connect_once(nats_url(args))
+        bus = await connection(args).open()
         try:
             async for record in read(
                 bus,
@@ -139,12 +152,11 @@ def run(args: argparse.Namespace) -> int:
                 follow=not args.no_follow,
             ):
                 if chosen.accepts(record):
-                    emit(record, args.json, paint)
+                    emit(record, args.json, paint, show_project=chosen.project is None)
         finally:
             await bus.close()
         return 0
 
-    try:
-        return asyncio.run(follow())
-    except KeyboardInterrupt:
-        return 0
+    # Ctrl-C is how a followed tail ends: it reaches the CLI, which exits 130 like any
+    # interrupted command.
+    return asyncio.run(follow())

@@ -17,8 +17,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect_once, read
+from loopbus.bus import HEARTBEAT_BUCKET, Bus, read
 from loopbus.commands.report import add_claimant, principal, token
+from loopbus.completion import offer
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.projections.claims import SHA, SUBJECT_KINDS
 from loopbus.projections.units import REFUSAL_CLASS
@@ -37,7 +38,7 @@ from loopbus.schemas.reports import (
     heartbeat_key,
 )
 from loopbus.schemas.subjects import claim_subjects
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, connection
 from loopbus.workers.units.daemon import ANSWER_SALT
 
 CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
@@ -56,17 +57,23 @@ def register(kinds: Any) -> None:
     """Add the unit report subcommands to ``loopbus report``'s subparsers."""
     for name, text in _HELP.items():
         parser = kinds.add_parser(name, help=text, description=text)
-        add_nats_url(parser)
+        add_connection(parser)
         add_claimant(parser)
-        parser.add_argument("--project", required=True)
+        add_project(parser)
         parser.add_argument("--unit", required=True)
-        parser.add_argument(
-            "--role",
-            default="builder",
-            help="who claims: builder (default) or operator (speaking for the unit)",
+        offer(
+            parser.add_argument(
+                "--role",
+                default="builder",
+                help="who claims: builder (default) or operator (speaking for the unit)",
+            ),
+            CLAIMANTS,
         )
         if name == "blocked":
-            parser.add_argument("--reason", default=None, help=", ".join(BLOCK_REASONS))
+            offer(
+                parser.add_argument("--reason", default=None, help=", ".join(BLOCK_REASONS)),
+                BLOCK_REASONS,
+            )
             parser.add_argument(
                 "--subject",
                 default=None,
@@ -148,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) -> int:
-    bus = await connect_once(nats_url(args))
+    bus = await connection(args).open()
     try:
         if isinstance(claim, HeartbeatReport):
             beats = await bus.bucket(HEARTBEAT_BUCKET)

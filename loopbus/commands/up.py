@@ -16,12 +16,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import EmbeddedServer, connect, ensure_log, port_is_free
+from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
-from loopbus.errors import UsageError
+from loopbus.errors import INTERRUPTED, UsageError
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
-from loopbus.settings import DEFAULT_DATA_DIR, DEFAULT_HEARTBEAT_LAPSE, NATS_URL_ENV
+from loopbus.settings import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_HEARTBEAT_LAPSE,
+    NATS_URL_ENV,
+    add_connection,
+    connection,
+)
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.workers.runtime import configure_logging
 
@@ -30,11 +36,8 @@ SYNC_CHOICES = ("interval", "always")
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
-    parser.add_argument(
-        "--nats-url",
-        default=None,
-        metavar="URL",
-        help=f"use this server instead of starting one (default: ${NATS_URL_ENV})",
+    add_connection(
+        parser, url_help=f"use this server instead of starting one (default: ${NATS_URL_ENV})"
     )
     parser.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where JetStream stores the log"
@@ -115,6 +118,7 @@ def hold_data_dir(data_dir: Path) -> Iterator[None]:
 async def _up(args: argparse.Namespace) -> int:
     external = args.nats_url or os.environ.get(NATS_URL_ENV)
     server: EmbeddedServer | None = None
+    stopped_by: list[int] = []
     data_dir: Path = args.data_dir.resolve()
     if external:
         url = external
@@ -143,7 +147,7 @@ async def _up(args: argparse.Namespace) -> int:
             flush=True,
         )
     try:
-        bus = await connect(url, name="loopbus-up")
+        bus = await connection(args, url).open_lasting("loopbus-up")
         await ensure_log(bus.js, replicas=args.replicas)
         await bus.close()
         print("loopbus: log provisioned (stream LOOP, deny delete, deny purge)", flush=True)
@@ -155,8 +159,13 @@ async def _up(args: argparse.Namespace) -> int:
         )
         supervisor = Supervisor(settings)
         loop = asyncio.get_running_loop()
+
+        def stop(signum: int) -> None:
+            stopped_by.append(signum)
+            supervisor.stopping.set()
+
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, supervisor.stopping.set)
+            loop.add_signal_handler(signum, stop, signum)
         if server is not None:
             watcher = asyncio.create_task(keep_server_up(server, supervisor.stopping))
         names = ", ".join(spec.name for spec in supervisor.specs)
@@ -172,7 +181,9 @@ async def _up(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
             print("loopbus: NATS stopped", file=sys.stderr, flush=True)
-    return 0
+    # Stopped in order either way; Ctrl-C still reports itself as an interruption (130),
+    # as every loopbus command does, while SIGTERM (a service manager's stop) is a clean 0.
+    return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

@@ -10,20 +10,19 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import connect_once
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.schemas import Actor
 from loopbus.schemas.slices import UsageReport
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, add_project, connection
 
 
 def register(kinds: Any) -> None:
     text = "report the tokens one builder turn spent on a unit"
     parser = kinds.add_parser("usage", help=text, description=text)
-    add_nats_url(parser)
+    add_connection(parser)
     add_claimant(parser)
-    parser.add_argument("--project", required=True)
+    add_project(parser)
     parser.add_argument("--unit", required=True)
     parser.add_argument("--tokens-in", type=int, default=0, metavar="N")
     parser.add_argument("--tokens-out", type=int, default=0, metavar="N")
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     report = build(args)
 
     async def publish() -> int:
-        bus = await connect_once(nats_url(args))
+        bus = await connection(args).open()
         try:
             ack = await bus.publish(report)
         finally:

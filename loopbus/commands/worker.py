@@ -9,9 +9,9 @@ import os
 import sys
 from typing import Any
 
-from loopbus.bus import connect_once
+from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.settings import add_nats_url, nats_url
+from loopbus.settings import add_connection, connection
 from loopbus.supervisor import DAEMONS
 from loopbus.workers.runtime import check_health
 
@@ -19,12 +19,12 @@ from loopbus.workers.runtime import check_health
 def register(sub: Any) -> None:
     names = [spec.name for spec in DAEMONS]
     worker = sub.add_parser("worker", help="run one daemon in the foreground")
-    worker.add_argument("name", help=", ".join(names))
+    offer(worker.add_argument("name", help=", ".join(names)), names)
     worker.add_argument("rest", nargs=argparse.REMAINDER, help="the daemon's own options")
     worker.set_defaults(handler=run_worker)
     health = sub.add_parser("health", help="exit 0 when a daemon's beacon is fresh")
-    add_nats_url(health)
-    health.add_argument("name", help=", ".join(names))
+    add_connection(health)
+    offer(health.add_argument("name", help=", ".join(names)), names)
     health.set_defaults(handler=run_health)
 
 
@@ -44,7 +44,7 @@ def run_health(args: argparse.Namespace) -> int:
     _module(args.name)
 
     async def check() -> int:
-        bus = await connect_once(nats_url(args))
+        bus = await connection(args).open()
         try:
             beacon = await check_health(bus, args.name)
         finally:

@@ -131,5 +131,7 @@ async def test_a_server_that_stays_away_ends_in_one_clear_error(
     own_server.stop()
     with pytest.raises(ServerUnavailable, match=r"stream info LOOP: no answer from NATS for 1 s"):
         await own_bus.stream_info()
-    with pytest.raises(PublishFailed, match=r"loop\.r\.finding\.reviewer.*no answer from NATS"):
+    with pytest.raises(
+        PublishFailed, match=r"loop\.r\.claim\.reviewer\.r1\.finding\.reviewer.*no answer from NATS"
+    ):
         await own_bus.publish(findings(1)[0])

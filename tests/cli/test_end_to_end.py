@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import pty
 import signal
@@ -48,7 +49,10 @@ def test_up_report_tail_replay_status(up_factory: Any) -> None:
     tail = loopbus("tail", "--project", "demo", "--no-follow", "--json", *env_url)
     assert tail.code == 0, tail.err
     [line] = tail.json_lines()
-    assert line["seq"] == 1 and line["subject"] == "loop.demo.finding.reviewer"
+    assert (
+        line["seq"] == 1
+        and line["subject"] == f"loop.demo.claim.reviewer.{getpass.getuser()}.finding.reviewer"
+    )
     assert line["kind"] == "finding.raised.v1"
     assert (line["producer"], line["severity"], line["criterion"]) == ("reviewer", "high", "C1")
     assert line["target"] == {"type": "code", "path": "src/app.py", "start": 10, "end": 14}
@@ -214,7 +218,9 @@ def test_usage_report_is_published_as_a_builder_claim(nats_url: str, project: st
     [line] = loopbus(
         "tail", "--project", project, "--no-follow", "--json", "--nats-url", nats_url
     ).json_lines()
-    assert line["subject"] == f"loop.{project}.report.builder.U1"
+    # A claim lives under its role and proven principal (the CLI's default: the OS user).
+    me = getpass.getuser()
+    assert line["subject"] == f"loop.{project}.claim.builder.{me}.report.builder.U1"
     assert (line["kind"], line["tokens_in"], line["tokens_out"]) == ("usage.report.v1", 1200, 300)
     assert line["actor"]["role"] == "builder"
 

@@ -241,3 +241,45 @@ async def test_unusable_data_dir_is_one_line_exit_2(
         f"loopbus: error: cannot keep the runner key at {where}/keys/gate-runner.key: "
     )
     assert "--data-dir" in done.stderr and "LOOPBUS_KEY_DIR" in done.stderr
+
+
+async def test_progress_is_drawn_on_a_terminal_only(
+    git: Callable[[str], GitRepo], nats_url: str, tmp_path: Path, project: str
+) -> None:
+    """With stderr on a terminal, gate run draws each finished check (`gate run: checks 2/2
+    (100%)`) and erases the line; piped, stderr carries no progress; stdout is the same."""
+    import pty
+
+    repo = git("repo")
+    repo.commit({"loopbus.toml": config(project, OK_CHECK + LINT_CHECK), "a.py": "X = 1\n"})
+    command = [
+        sys.executable, "-m", "loopbus.cli", "gate", "run", "--nats-url", nats_url,
+        "--data-dir", str(tmp_path / "data"), "--repo", str(repo.path),
+    ]  # fmt: skip
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL,
+            text=True, timeout=120, check=False,
+        )  # fmt: skip
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed: all of it was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, done.stdout
+    terminal = drawn.decode()
+    assert "gate run: checks 0/2 (0%)" in terminal
+    assert "gate run: checks 2/2 (100%)" in terminal
+    assert " ok pass (" in terminal and " lint pass (" in terminal
+    assert terminal.endswith("\r\x1b[K")
+    piped = gate_run(nats_url, tmp_path / "data", "--repo", str(repo.path))
+    assert piped.returncode == 0 and "gate run:" not in piped.stderr
+    assert piped.stdout.splitlines()[0] == done.stdout.splitlines()[0]

@@ -218,7 +218,7 @@ class Scene:
         )
 
     async def approve(
-        self, unit: str, head: str, *, principal: str = "reviewer-1", role: Any = "reviewer"
+        self, unit: str, head: str, *, principal: str = "operator-1", role: Any = "operator"
     ) -> ApproveReport:
         report = ApproveReport(
             project=self.project, actor=Actor(role=role, principal=principal), unit=unit, head=head

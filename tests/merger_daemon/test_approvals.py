@@ -35,10 +35,10 @@ async def test_author_approving_own_unit_is_refused(scene: Scene) -> None:
     assert (refusal.cls, refusal.criterion, refusal.producer) == (
         "refused-transition",
         "self-approval",
-        "reviewer",
+        "operator",
     )
     assert refusal.evidence["authors"] == ["alice"]
-    assert refusal.evidence["claimant"] == "reviewer:alice"
+    assert refusal.evidence["claimant"] == "operator:alice"
     assert "alice authored unit U1" in refusal.message
     queued = await scene.events(MergeQueued)
     assert [(q.unit, q.head, q.approver, q.cause) for q in queued] == [
@@ -49,7 +49,8 @@ async def test_author_approving_own_unit_is_refused(scene: Scene) -> None:
 @pytest.mark.parametrize(
     ("role", "head_of", "code"),
     [
-        pytest.param("reviewer", "other", "head-mismatch", id="approving-a-stale-head"),
+        pytest.param("operator", "other", "head-mismatch", id="approving-a-stale-head"),
+        pytest.param("reviewer", "head", "approver-role", id="a-reviewer-approves-by-verdict-only"),
         pytest.param("builder", "head", "approver-role", id="a-builder-cannot-approve"),
     ],
 )

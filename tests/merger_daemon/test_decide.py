@@ -32,7 +32,7 @@ P = "shop"
 SYSTEM = Actor(role="system", principal="tests")
 MERGER = Actor(role="system", principal="merger@tests")
 ALICE = Actor(role="builder", principal="alice")
-BOB = Actor(role="reviewer", principal="bob")
+BOB = Actor(role="operator", principal="bob")
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 TRUNK0, HEAD, MERGE, TREE = "1" * 40, "2" * 40, "3" * 40, "4" * 40
 
@@ -87,7 +87,7 @@ def only(intents: Sequence[Intent]) -> Intent:
 
 def test_self_approval_is_refused_with_an_id_derived_from_the_approval() -> None:
     """The author's own approval is answered with a self-approval finding, the same twice."""
-    approval = ApproveReport(project=P, actor=Actor(role="reviewer", principal="alice"),
+    approval = ApproveReport(project=P, actor=Actor(role="operator", principal="alice"),
                              unit="U1", head=HEAD)  # fmt: skip
     events = [*ready_unit(), approval]
     first, again = decide(world(events), Policy()), decide(world(events), Policy())

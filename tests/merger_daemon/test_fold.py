@@ -45,7 +45,7 @@ def test_queue_entry_leaves_when_the_unit_submits_another_head() -> None:
     """A queued head stops standing once the unit moves to another commit."""
     report = CommitReport(project="p", actor=ALICE, unit="U1", sha=HEAD)
     approval = ApproveReport(
-        project="p", actor=Actor(role="reviewer", principal="bob"), unit="U1", head=HEAD
+        project="p", actor=Actor(role="operator", principal="bob"), unit="U1", head=HEAD
     )
     queued = MergeQueued(
         project="p", actor=SYSTEM, unit="U1", head=HEAD, approval=approval.id,

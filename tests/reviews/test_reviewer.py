@@ -136,7 +136,9 @@ async def test_reject_raises_inside_and_subtracts_outside_then_returns_the_unit(
     assert sorted(f.criterion or f.cls for f in raised) == ["C1", "defect"]
     assert {str(f.target.path) for f in subtracted} == {"src/app.py", "tests/test_criteria.py"}  # type: ignore[union-attr]
     assert all(s.mode == "added" and s.source == accepted.verdict for s in subtracted)
-    assert all(f.owner == "builder:U1" and f.actor.principal == accepted.reviewer for f in raised)
+    # The system raises what it accepted, naming the verdict (and so its reviewer).
+    assert all(f.owner == "builder:U1" and f.actor.role == "system" for f in raised)
+    assert all(f.evidence["verdict"] == accepted.verdict for f in raised)
     (closed,) = of(RoundClosed, events)
     assert (closed.action, closed.passed) == ("continue", False)
     assert closed.blocking_keys == ["code:src/app.py:2-2|high|C1", "plan:S1|medium|"]
@@ -285,7 +287,8 @@ async def test_a_verdict_from_the_author_is_refused_with_a_finding(
 async def test_a_committer_claiming_a_verdict_is_refused_too(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:
-    """A principal whose git identity committed to the unit cannot review it either."""
+    """A principal whose git identity committed to the unit cannot review it either (the
+    principal ``dan`` names the committer ``dan <dan@x.org>`` by its address)."""
     agent = Scripted(agent_dir)
     agent.plan([{"stdout": "", "hang": True}])
     repo = setup_repo(tmp_path, project, review_table(agent, timeout=600))
@@ -295,7 +298,7 @@ async def test_a_committer_claiming_a_verdict_is_refused_too(
         (request,) = of(ReviewRequested, await wait_log(bus, project, count(ReviewRequested)))
         forged = ReviewVerdict(
             project=project,
-            actor=Actor(role="reviewer", principal="dan@x.org"),
+            actor=Actor(role="reviewer", principal="dan"),
             unit="U1",
             request=request.id,
             head=head,
@@ -304,7 +307,7 @@ async def test_a_committer_claiming_a_verdict_is_refused_too(
         await bus.publish(forged)
         events = await wait_log(bus, project, count(VerdictRefused))
     (refused,) = of(VerdictRefused, events)
-    assert refused.reason.startswith("self-review: dan@x.org")
+    assert refused.reason.startswith("self-review: dan ")
 
 
 async def test_killed_mid_review_and_restarted_reviews_exactly_once(

@@ -77,10 +77,11 @@ def test_every_review_kind_round_trips_on_its_subject(event: object) -> None:
 
 
 def test_subjects_group_a_units_review_and_convergence() -> None:
-    """Requests and decisions share review.<unit>; rounds and rungs share convergence.<unit>."""
+    """Requests and decisions share review.<unit>; rounds and rungs share convergence.<unit>;
+    a verdict is a claim, under its reviewer."""
     subjects = {e.kind: subject_of(e) for e in EVENTS}  # type: ignore[arg-type]
     assert subjects["review.requested.v1"] == subjects["verdict.accepted.v1"] == "loop.p.review.U1"
-    assert subjects["review.verdict.v1"] == "loop.p.report.reviewer.U1"
+    assert subjects["review.verdict.v1"] == "loop.p.claim.reviewer.bob.report.reviewer.U1"
     assert subjects["round.closed.v1"] == subjects["rung.promoted.v1"] == "loop.p.convergence.U1"
     assert subjects["investigation.requested.v1"] == "loop.p.investigation.k1"
 

@@ -57,10 +57,13 @@ def test_tags_are_unique() -> None:
 
 
 def test_finding_round_trips_and_derives_its_subject() -> None:
-    """A finding encodes, decodes back equal, and lives on loop.<project>.finding.<producer>."""
+    """A finding encodes and decodes back equal; a reviewer's finding is a claim and lives
+    under its role and principal, the system's on loop.<project>.finding.<producer>."""
     finding = a_finding()
     assert decode_event(encode_event(finding)) == finding
-    assert subject_of(finding) == "loop.demo.finding.reviewer"
+    assert subject_of(finding) == "loop.demo.claim.reviewer.r1.finding.reviewer"
+    system = a_finding(actor=Actor(role="system", principal="gate-runner@h:1"))
+    assert subject_of(system) == "loop.demo.finding.reviewer"
     assert finding.key == ("code:src/app.py:10-14", "high", "C1")
 
 

@@ -49,6 +49,7 @@ from loopbus.schemas.targets import PlanTarget
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.signing import Signer
+from loopbus.workers.integrity.daemon import Integrity
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import cancel_all
 from slice_helpers import (
@@ -535,22 +536,6 @@ THREE_UNITS = (
             "a re-slice discards slice S1's plan; raise it again naming the slice (--slice S1)",
             id="re-slice-of-a-slice-it-did-not-name",
         ),
-        pytest.param(
-            ["t::a"],
-            "S1",
-            BUILDER,
-            "operator",
-            "raised by role 'builder' as producer 'operator'; only the operator's",
-            id="a-builder-posing-as-operator",
-        ),
-        pytest.param(
-            ["t::a"],
-            "S1",
-            OPERATOR,
-            "reviewer",
-            "raised by role 'operator' as producer 'reviewer'; only the operator's",
-            id="operator-role-another-producer",
-        ),
     ],
 )
 async def test_misaligned_that_cannot_be_routed_is_refused_and_discards_nothing(
@@ -578,6 +563,46 @@ async def test_misaligned_that_cannot_be_routed_is_refused_and_discards_nothing(
     assert refusal.producer == "standards" and refusal.actor.role == "system"
     assert refusal.owner == "operator" and refusal.cls == "refused-transition"
     assert says in refusal.message, refusal.message
+    assert of_type(events, MisalignmentRouted) == []
+    assert of_type(events, SlicePlanDiscarded) == []
+    assert "U3" in dispatched(events)  # S1 carries on
+
+
+def forgery_named(kernel: Kernel, project: str, forged: str) -> bool:
+    """The integrity daemon has folded its own finding naming ``forged``."""
+    state = kernel.project_states(project)["integrity"]
+    return state.reported >= 1 and forged not in state.unreported
+
+
+@pytest.mark.parametrize(
+    ("actor", "producer", "says"),
+    [
+        pytest.param(BUILDER, "operator", "as producer 'operator'", id="builder-as-operator"),
+        pytest.param(BUILDER, "builder", "'misaligned' finding", id="builder-own-producer"),
+        pytest.param(OPERATOR, "reviewer", "as producer 'reviewer'", id="operator-as-reviewer"),
+    ],
+)
+async def test_misaligned_beyond_its_roles_claims_is_a_forgery_and_routes_nothing(
+    bus: Bus, project: str, tmp_path: Path, actor: Actor, producer: str, says: str
+) -> None:
+    """Only an operator may say the increment is misaligned, as itself: the same finding from
+    a builder, or under another producer, is a forgery. No fold applies it, so nothing is
+    routed or discarded, and the integrity daemon names the forger."""
+    repos = {project: ProjectRepo(repo_for(tmp_path, project, ["t::a", "t::b", "t::c"]))}
+    finding = misaligned_finding(project, ["t::a"], "S1", actor, producer)
+    async with (
+        dispatcher(bus, project, repos=repos) as d,
+        running(bus, Integrity(projects=[project])) as integrity,
+    ):
+        await settle(d, bus, submit(project, plan("S1", *THREE_UNITS)))
+        await settle(d, bus, finding)
+        await integrity.until(lambda: forgery_named(integrity, project, finding.id), 20)
+        await settle(d, bus, *(transition(project, u, "done", by="merged") for u in ("U1", "U2")))
+    events = await log_of(bus, project)
+    [named] = [f for f in of_type(events, FindingRaised) if f.cls == "forgery"]
+    assert named.evidence["forged"] == finding.id and named.actor.role == "system"
+    assert named.evidence["forger"] == f"{actor.role}:{actor.principal}" and says in named.message
+    assert not [f for f in of_type(events, FindingRaised) if f.evidence.get("misaligned")]
     assert of_type(events, MisalignmentRouted) == []
     assert of_type(events, SlicePlanDiscarded) == []
     assert "U3" in dispatched(events)  # S1 carries on

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from loopbus.bus import Bus, read
 from loopbus.projections import claims
+from loopbus.projections import integrity as integrity_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.claims import Move, Refusal, transition_event
 from loopbus.projections.transitions import audit
@@ -240,8 +241,9 @@ async def test_a_transition_published_by_an_agent_changes_nothing(bus: Bus, proj
                          ready=True, by="gates"),
     ]  # fmt: skip
     await bus.publish_many(forged)
-    events = [r.event async for r in read(bus, subjects=[project_subjects(project)])]
-    state = units_fold.FOLD.fold([e for e in events if e is not None])
-    view = state.units["U9"]
+    records = [r.event async for r in read(bus, subjects=[project_subjects(project)])]
+    events = [e for e in records if e is not None]
+    view = units_fold.FOLD.fold(events).units["U9"]
     assert view.state is None and not view.ready
-    assert state.not_facts == 2 and state.last_not_facts == [f.id for f in forged]
+    counted = integrity_fold.FOLD.fold(events)
+    assert counted.forged == 2 and list(counted.unreported) == [f.id for f in forged]

@@ -114,6 +114,14 @@ def _review(table: Any) -> ReviewConfig:
         raise ConfigError("review.roster", roster, 'list reviewer principals: ["r1", "r2"]')
     if len(set(roster)) != len(roster):
         raise ConfigError("review.roster", roster, "a principal is listed twice")
+    for principal in roster:
+        if not is_token(principal):
+            raise ConfigError(
+                "review.roster",
+                principal,
+                "a reviewer principal is one token (letters, digits, '_' or '-'): its verdicts "
+                "are claims published under it",
+            )
     command = _command(table.get("command"), "review.command")
     if command is not None and not roster:
         raise ConfigError(

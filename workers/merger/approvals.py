@@ -21,7 +21,9 @@ from loopbus.workers.kernel import World
 from loopbus.workers.merger import evidence, facts
 from loopbus.workers.merger.facts import Author
 
-APPROVER_ROLES = frozenset({"reviewer", "operator"})
+REPORT_APPROVER_ROLES = frozenset({"operator"})
+"""Who may approve with a report: an operator. A reviewer approves through its verdict,
+which the reviewer daemon accepts (a fact); an approve report from an agent is refused."""
 
 
 def publish(world: World, *events: Event) -> Intent:
@@ -100,10 +102,11 @@ def refuse(
     state: MergesState,
 ) -> tuple[str, str] | None:
     """(code, message) when an approval cannot be acted on, else ``None``."""
-    if approval.role not in APPROVER_ROLES:
+    if approval.via == "report" and approval.role not in REPORT_APPROVER_ROLES:
         return (
             "approver-role",
-            f"an approval must come from a reviewer or an operator, not role {approval.role!r}",
+            f"an approve report must come from an operator, not role {approval.role!r}; a "
+            "reviewer approves through its verdict, which the reviewer daemon accepts",
         )
     if view is None or not view.slice:
         return "unit-not-planned", f"unit {approval.unit} was never planned"

@@ -247,7 +247,7 @@ def _sort(scene: Scene, claim: ReviewVerdict, request: rv.RequestView, change: C
             id=answer_id(claim.id, f"raised-{index}"),
             at=scene.now,
             project=scene.project,
-            actor=claim.actor,
+            actor=scene.actor,  # the system raises what it accepted (naming the verdict)
             producer="reviewer",
             target=item.target,
             severity=item.severity,

@@ -14,13 +14,15 @@ hold nothing but whitespace and comments and never carry code along with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cache
 
 from tree_sitter import Node
 
-from .languages import LanguageSpec, node_text
+from .languages import LanguageSpec
 
-__all__ = ["Entity", "Key", "NotSplittable", "Region", "extract"]
+__all__ = ["Entity", "Inside", "Key", "NotSplittable", "Region", "extract"]
 
 # (kind, owner, name, occurrence). Occurrence tells apart entities that share the
 # first three, e.g. TypeScript overloads or two `init` functions in one Go file: it
@@ -55,15 +57,19 @@ class Entity:
     gap: bytes
     text: bytes
     # A container (class, interface, Go import group …) also exposes its inside, so
-    # two sides changing different members of one class can both be kept.
-    header: bytes = b""
-    body: Region | None = None
-    footer: bytes = b""
+    # two sides changing different members of one class can both be kept. It is cut
+    # on demand (see `inside`): most containers are unchanged on one side and never
+    # need it.
+    expand: Callable[[], Inside | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> Key:
         """What this entity is matched on across base, ours and theirs."""
         return (self.kind, self.owner, self.name, self.occurrence)
+
+    def inside(self) -> Inside | None:
+        """The container's header, inside and footer, or None for a leaf entity."""
+        return self.expand() if self.expand is not None else None
 
     @property
     def anonymous(self) -> bool:
@@ -91,6 +97,15 @@ class Region:
     head: bytes
     entities: tuple[Entity, ...]
     tail: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Inside:
+    """A container cut open: the lines above its members, the members, the lines below."""
+
+    header: bytes
+    body: Region
+    footer: bytes
 
 
 def _last_row(node: Node) -> int:
@@ -182,7 +197,8 @@ def _entity(
     node = chunk.node
     info = spec.classify(node, container)
     if info is None:
-        kind, name, owner = _ANONYMOUS, node_text(node), ""
+        # Keyed by its exact text; latin-1 maps bytes to str one to one, and fast.
+        kind, name, owner = _ANONYMOUS, (node.text or b"").decode("latin-1"), ""
     else:
         kind, name, owner = info.kind, info.name, info.parent or ""
     shown_parent = owner or parent
@@ -203,20 +219,24 @@ def _entity(
     if info is None or info.body is None:
         return entity
     qualified = f"{shown_parent}.{name}" if shown_parent else name
-    try:
-        inner = _inside(lines, info.body, chunk, spec, qualified, kind)
-    except NotSplittable:
-        # A one-line class or members sharing lines: merge the whole entity by lines.
-        return entity
-    if inner is None:
-        return entity
-    body, inner_start, inner_stop = inner
-    return replace(
-        entity,
-        header=_join(lines, chunk.first, inner_start),
-        body=body,
-        footer=_join(lines, inner_stop, chunk.last + 1),
-    )
+    body_node = info.body
+
+    def expand() -> Inside | None:
+        try:
+            inner = _inside(lines, body_node, chunk, spec, qualified, kind)
+        except NotSplittable:
+            # A one-line class or members sharing lines: merge the whole entity by lines.
+            return None
+        if inner is None:
+            return None
+        body, inner_start, inner_stop = inner
+        return Inside(
+            header=_join(lines, chunk.first, inner_start),
+            body=body,
+            footer=_join(lines, inner_stop, chunk.last + 1),
+        )
+
+    return replace(entity, expand=cache(expand))
 
 
 def _inside(

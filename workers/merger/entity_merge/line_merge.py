@@ -63,6 +63,10 @@ def split_lines(data: bytes) -> list[bytes]:
     """
     if not data:
         return []
+    if b"\r" not in data:
+        # bytes.splitlines only also splits at "\r", so without one it is the same
+        # split, done in C.
+        return data.splitlines(keepends=True)
     parts = data.split(b"\n")
     lines = [part + b"\n" for part in parts[:-1]]
     if parts[-1]:
@@ -93,8 +97,11 @@ def _myers(a: list[int], b: list[int]) -> list[tuple[int, int, int]] | None:
         low = -d if d <= m else -m + (d - m) % 2
         high = d if d <= n else n - (d - n) % 2
         current: dict[int, int] = {}
+        get = previous.get
         for k in range(low, high + 1, 2):
-            x = previous[k + 1] if _down(previous, k) else previous[k - 1] + 1
+            # `_down` inlined: this loop is the hottest in the driver.
+            up, left = get(k + 1), get(k - 1)
+            x = up if up is not None and (left is None or left < up) else left + 1  # type: ignore[operator]
             y = x - k
             while x < n and y < m and a[x] == b[y]:
                 x += 1
@@ -132,6 +139,37 @@ def _backtrack(steps: list[dict[int, int]], n: int, m: int) -> list[tuple[int, i
     return blocks
 
 
+def _myers_matchable(a: list[int], b: list[int]) -> list[tuple[int, int, int]] | None:
+    """`_myers` on the lines that occur in both sequences, mapped back.
+
+    A line the other side lacks can only be inserted or deleted, so leaving it out
+    changes no longest common subsequence and shrinks the edit distance Myers' time
+    grows with (git's xdiff discards such lines the same way).
+    """
+    in_a, in_b = set(a), set(b)
+    keep_a = [i for i, v in enumerate(a) if v in in_b]
+    keep_b = [j for j, v in enumerate(b) if v in in_a]
+    if len(keep_a) == len(a) and len(keep_b) == len(b):
+        return _myers(a, b)
+    found = _myers([a[i] for i in keep_a], [b[j] for j in keep_b])
+    if found is None:
+        return None
+    blocks: list[tuple[int, int, int]] = []
+    for x, y, size in found:
+        # A run of the kept lines is a run of the originals only where no discarded
+        # line sat between two of its lines.
+        start = 0
+        for t in range(1, size + 1):
+            if (
+                t == size
+                or keep_a[x + t] != keep_a[x + t - 1] + 1
+                or keep_b[y + t] != keep_b[y + t - 1] + 1
+            ):
+                blocks.append((keep_a[x + start], keep_b[y + start], t - start))
+                start = t
+    return blocks
+
+
 def _matching_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]]:
     """(a_start, b_start, length) runs of equal lines, ending with a (len a, len b, 0) sentinel."""
     prefix = 0
@@ -142,7 +180,7 @@ def _matching_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int
         suffix += 1
     middle_a, middle_b = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
     ids: dict[bytes, int] = {}
-    found = _myers(
+    found = _myers_matchable(
         [ids.setdefault(line, len(ids)) for line in middle_a],
         [ids.setdefault(line, len(ids)) for line in middle_b],
     )

@@ -9,16 +9,30 @@ rename). Ordering merges the two sides' sequences around the entities both kept.
 from __future__ import annotations
 
 import difflib
+import re
+from collections import Counter
 from dataclasses import replace
 
 from .entities import Entity, Key
 from .line_merge import split_lines
 
-__all__ = ["Reordered", "align_repeats", "merged_order", "rematch"]
+__all__ = [
+    "Reordered",
+    "align_repeats",
+    "merged_order",
+    "pair_additions",
+    "rematch",
+    "replacements",
+    "similarity",
+]
 
 
 class Reordered(Exception):
     """Raised when both sides reordered the same entities differently."""
+
+
+# Entity kinds a file may repeat for one name (one module imported in two statements).
+_REPEATABLE = frozenset({"import", "export"})
 
 
 def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
@@ -40,7 +54,12 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     result = list(side)
     for ident, positions in groups.items():
         originals = base_groups.get(ident, [])
-        if len(positions) < 2 and len(originals) < 2:
+        # One of a kind in base and side: paired by key as is. But a file may import
+        # from one module in several statements, so a side adding one where the base
+        # had none is keyed by its text too, or it would not meet the other side's
+        # same import when that side added two.
+        single = len(positions) < 2 and len(originals) < 2
+        if single and (originals or ident[0] not in _REPEATABLE):
             continue
         texts = [side[p].text for p in positions]
         matcher = difflib.SequenceMatcher(None, [e.text for e in originals], texts, autojunk=False)
@@ -60,32 +79,66 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     return tuple(result)
 
 
-# How alike (difflib ratio over lines) an added entity must be to one the same side
-# deleted from the same place to count as that entity renamed.
+# How alike an added entity must be to one the same side deleted from the same place
+# to count as that entity renamed or edited beyond recognition by key.
 _RENAME_SIMILARITY = 0.6
+# Entities of at most this many lines are compared character by character: one line
+# (an import moved to another module, a version bumped) is all or nothing by lines.
+_SHORT = 3
 
 
-def _same_entity(old: Entity, new: Entity) -> bool:
-    """Whether `new`, found where `old` was, is `old` edited (or renamed)."""
+def similarity(old: bytes, new: bytes) -> float:
+    """How alike two entity texts are, from 0 to 1.
+
+    Short texts: difflib's ratio over characters. Longer ones: the share of lines the
+    two have in common, counted as multisets (difflib's `quick_ratio` over lines),
+    which ignores order but costs one pass instead of difflib's quadratic search.
+    """
+    a, b = split_lines(old), split_lines(new)
+    if len(a) <= _SHORT and len(b) <= _SHORT:
+        return difflib.SequenceMatcher(None, old.strip(), new.strip(), autojunk=False).ratio()
+    shared = sum((Counter(a) & Counter(b)).values())
+    return 2 * shared / (len(a) + len(b))
+
+
+def _likeness_type(old: Entity, new: Entity) -> bool:
+    return old.anonymous and new.anonymous and old.node_type == new.node_type
+
+
+def _likeness(old: Entity, new: Entity) -> float | None:
+    """How alike `new`, found where `old` was, is to `old`, or None if it cannot be `old`."""
     if old.anonymous or new.anonymous:
-        return old.anonymous and new.anonymous and old.node_type == new.node_type
+        if old.anonymous and new.anonymous and old.node_type == new.node_type:
+            return similarity(old.text, new.text)
+        return None
     if (old.kind, old.owner) != (new.kind, new.owner):
-        return False
-    matcher = difflib.SequenceMatcher(
-        None, split_lines(old.text), split_lines(new.text), autojunk=False
+        return None
+    score = similarity(old.text, new.text)
+    return score if score >= _RENAME_SIMILARITY else None
+
+
+def _slot(base: tuple[Entity, ...], i: int, position: dict[Key, int], size: int) -> range:
+    """Positions of a side between the side's copies of base[i]'s nearest kept neighbours."""
+    before = next(
+        (position[base[j].key] for j in range(i - 1, -1, -1) if base[j].key in position), -1
     )
-    return matcher.ratio() >= _RENAME_SIMILARITY
+    after = next(
+        (position[base[j].key] for j in range(i + 1, len(base)) if base[j].key in position),
+        size,
+    )
+    return range(before + 1, after)
 
 
 def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
     """Give an entity that looks like an edit of a vanished base entity that one's key.
 
-    An edited unnamed statement (keyed by its text) or a renamed function looks
-    like a delete plus an add. Pairing a vanished base entity with a new one of the
-    same kind in the same slot (between the same surviving neighbours) — for named
-    entities only when their text is mostly the same — turns that back into a
-    modification. Then a rename on one side and a body edit on the other merge, and
-    two sides editing one statement meet in one merge instead of both surviving.
+    An edited unnamed statement (keyed by its text), a renamed function or an import
+    moved to another module looks like a delete plus an add. Pairing a vanished base
+    entity with the most alike new one of the same kind in the same slot (between the
+    same surviving neighbours) — for named entities only when their text is mostly
+    the same — turns that back into a modification. Then a rename on one side and a
+    body edit on the other merge, and two sides editing one statement meet in one
+    merge instead of both surviving.
     """
     side_keys = {e.key for e in side}
     missing = [i for i, e in enumerate(base) if e.key not in side_keys]
@@ -96,22 +149,114 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
     result = list(side)
     taken: set[int] = set()
     for i in missing:
-        before = next(
-            (position[base[j].key] for j in range(i - 1, -1, -1) if base[j].key in position),
-            -1,
+        # Imports are often re-sorted or regrouped: one moved to another module may
+        # land anywhere among them, so any new import of the side may be its edit.
+        where = (
+            range(len(side)) if base[i].kind in _REPEATABLE else _slot(base, i, position, len(side))
         )
-        after = next(
-            (position[base[j].key] for j in range(i + 1, len(base)) if base[j].key in position),
-            len(side),
-        )
-        for p in range(before + 1, after):
-            candidate = result[p]
-            if p in taken or candidate.key in base_keys or not _same_entity(base[i], candidate):
-                continue
-            result[p] = replace(candidate, name=base[i].name, occurrence=base[i].occurrence)
+        slot = [p for p in where if p not in taken and result[p].key not in base_keys]
+        best: tuple[float, int] | None = None
+        for p in slot:
+            if base[i].anonymous and len(slot) == 1:
+                # One candidate: no need to score it, only to check its type.
+                score = 1.0 if _likeness_type(base[i], result[p]) else None
+            else:
+                score = _likeness(base[i], result[p])
+            if score is not None and (best is None or score > best[0]):
+                best = (score, p)
+        if best is not None:
+            p = best[1]
+            result[p] = replace(result[p], name=base[i].name, occurrence=base[i].occurrence)
             taken.add(p)
-            break
     return tuple(result)
+
+
+def _anchor(side: tuple[Entity, ...], p: int, common: set[Key]) -> Key | None:
+    """The nearest entity above position `p` that both sides and the base have."""
+    return next((side[q].key for q in range(p - 1, -1, -1) if side[q].key in common), None)
+
+
+def _alike(a: Entity, b: Entity) -> bool:
+    if a.node_type != b.node_type:
+        return False
+    head_a, head_b = (e.text.strip().split(b"\n", 1)[0] for e in (a, b))
+    return head_a == head_b or similarity(a.text, b.text) >= _RENAME_SIMILARITY
+
+
+def pair_additions(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> tuple[Entity, ...]:
+    """Give theirs' unnamed additions the key of a look-alike ours added at the same place.
+
+    Unnamed statements are keyed by their text, so two sides adding near-identical
+    ones (one docstring each, one ``if`` block each) would both be kept and both run.
+    Paired, they meet as one entity both sides added, which merges only if they agree.
+    """
+    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
+    theirs_keys = {e.key for e in theirs}
+    ours_keys = {e.key for e in ours}
+    candidates: dict[Key | None, list[Entity]] = {}
+    for p, e in enumerate(ours):
+        if e.anonymous and e.key not in common and e.key not in theirs_keys:
+            candidates.setdefault(_anchor(ours, p, common), []).append(e)
+    if not candidates:
+        return theirs
+    base_keys = {e.key for e in base}
+    result = list(theirs)
+    for p, e in enumerate(theirs):
+        if not e.anonymous or e.key in base_keys or e.key in ours_keys:
+            continue
+        mates = candidates.get(_anchor(theirs, p, common), [])
+        mate = next((m for m in mates if _alike(m, e)), None)
+        if mate is not None:
+            mates.remove(mate)
+            result[p] = replace(e, name=mate.name, occurrence=mate.occurrence)
+    return tuple(result)
+
+
+def _shares_lines(old: Entity, new: Entity) -> bool:
+    """Whether most of `old`'s lines, indentation aside, reappear in `new` (a wrap, a move)."""
+    mine = [line.strip() for line in split_lines(old.text) if line.strip()]
+    if len(mine) < 2:
+        return False
+    theirs = {line.strip() for line in split_lines(new.text)}
+    return sum(line in theirs for line in mine) * 2 >= len(mine)
+
+
+def _mentions(old: Entity, new: Entity) -> bool:
+    """Whether `new` uses `old`'s name (``DEBUG = False`` rewritten as an ``if`` setting it)."""
+    if old.anonymous or not old.name.isidentifier():
+        return False
+    return re.search(rb"\b" + re.escape(old.name.encode()) + rb"\b", new.text) is not None
+
+
+def replacements(
+    base: tuple[Entity, ...], side: tuple[Entity, ...], *, loose: bool
+) -> dict[Key, list[Key]]:
+    """For each base entity `side` dropped, what `side` added in its place in its stead.
+
+    An addition in a vanished entity's slot replaces it when it holds most of its lines
+    (it was wrapped in a condition, or rewritten around them), when it uses the vanished
+    entity's name (``DEBUG = False`` turned into an ``if`` setting ``DEBUG``) or, with
+    `loose`, when it is an unnamed statement of the same type (an ``if`` for an ``if``).
+    """
+    side_keys = {e.key for e in side}
+    base_keys = {e.key for e in base}
+    position = {e.key: i for i, e in enumerate(side)}
+    claimed: set[int] = set()
+    found: dict[Key, list[Key]] = {}
+    for i, old in enumerate(base):
+        if old.key in side_keys:
+            continue
+        for p in _slot(base, i, position, len(side)):
+            new = side[p]
+            if p in claimed or new.key in base_keys:
+                continue
+            same_statement = old.anonymous and new.anonymous and old.node_type == new.node_type
+            if _shares_lines(old, new) or _mentions(old, new) or (loose and same_statement):
+                found.setdefault(old.key, []).append(new.key)
+                claimed.add(p)
+    return found
 
 
 def merged_order(base: list[Key], ours: list[Key], theirs: list[Key], keep: set[Key]) -> list[Key]:

@@ -15,6 +15,8 @@ __all__ = ["ConflictHunk", "ConflictReason", "EntityConflict", "MergeResult", "S
 # modify-delete / delete-modify: ours changed what theirs deleted, or the reverse.
 # both-added: each side added an entity of the same kind and name, differently.
 # result-unparseable: the pieces merged, but the file they make does not parse.
+# duplicate: the pieces merged, but the file binds a name (a declaration, an import,
+#   an export) more often than either side did: two edits of one thing both kept.
 # binary: both sides changed a file that is not text (ours is kept, unmarked).
 ConflictReason = Literal[
     "both-modified",
@@ -22,6 +24,7 @@ ConflictReason = Literal[
     "delete-modify",
     "both-added",
     "result-unparseable",
+    "duplicate",
     "binary",
 ]
 Strategy = Literal["entity", "line"]

@@ -18,6 +18,7 @@ from tree_sitter import Language, Node, Parser
 __all__ = [
     "EntityInfo",
     "LanguageSpec",
+    "NameList",
     "language_for_path",
     "node_text",
     "supported_extensions",
@@ -40,6 +41,21 @@ class EntityInfo:
     parent: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NameList:
+    """The names an import or export statement lists, e.g. ``{ a, b as c }``.
+
+    `items` are the byte spans of each listed name within the statement, in order;
+    `imported` and `bound` give, per item, the name it takes from elsewhere and the
+    name it binds here (``b`` and ``c`` for ``b as c``). Two sides that each changed
+    the list of one statement merge by these names rather than by lines.
+    """
+
+    items: tuple[tuple[int, int], ...]
+    imported: tuple[str, ...]
+    bound: tuple[str, ...]
+
+
 # (node, kind of the enclosing entity or None at top level) -> EntityInfo or None.
 # None means "a statement with no name": it still merges as a unit, keyed by its text.
 Classifier = Callable[[Node, str | None], EntityInfo | None]
@@ -60,7 +76,13 @@ class LanguageSpec:
     trailing: frozenset[str] = field(default_factory=lambda: frozenset({"comment"}))
     # Rules the grammar is more lenient about than the language (tree-sitter-python
     # accepts a class with an empty body, for one); True means the tree is broken.
-    rejects: Callable[[Node], bool] | None = None
+    # Checked only within the byte range given (a merge re-checks what it changed).
+    rejects: Callable[[Node, int, int | None], bool] | None = None
+    # The name list of an import/export statement node, or None if it has none.
+    name_list: Callable[[Node], NameList | None] | None = None
+    # The names a top-level statement binds: ``import x``, ``def f``, ``export f`` …
+    # A clean merge binding one more often than both sides did is refused.
+    binds: Callable[[Node], list[str]] | None = None
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.
@@ -70,9 +92,13 @@ class LanguageSpec:
         """
         return Parser(_language(self.name))
 
-    def broken(self, root: Node) -> bool:
-        """True when a parsed tree has errors under this grammar or its extra rules."""
-        return root.has_error or (self.rejects is not None and self.rejects(root))
+    def broken(self, root: Node, start: int = 0, end: int | None = None) -> bool:
+        """True when a parsed tree has errors under this grammar or its extra rules.
+
+        The extra rules are only applied between bytes `start` and `end` (the whole
+        tree by default): what lies outside was checked in the tree this one came from.
+        """
+        return root.has_error or (self.rejects is not None and self.rejects(root, start, end))
 
     def parses(self, data: bytes) -> bool:
         """True when `data` parses without errors under this grammar and its rules."""

@@ -10,7 +10,7 @@ import tree_sitter_javascript
 import tree_sitter_typescript
 from tree_sitter import Node
 
-from . import EntityInfo, LanguageSpec, node_text
+from . import EntityInfo, LanguageSpec, NameList, node_text
 
 _FUNCTIONS = frozenset(
     {"function_declaration", "generator_function_declaration", "function_signature"}
@@ -75,7 +75,12 @@ def _export(node: Node, container: str | None) -> EntityInfo | None:
         if inner is not None:
             return EntityInfo(inner.kind, "default", body=inner.body)
         return EntityInfo("export", "default")
-    # `export { a, b }` and `export * from "x"`: the statement is its own name.
+    # `export { a, b } from "x"` is keyed by its module and `export { a, b }` by its
+    # braces, as imports are, so two sides editing one list meet in one merge of its
+    # names instead of both surviving; `export * from "x"` is its own name.
+    if any(c.type == "export_clause" for c in node.named_children):
+        source = node.child_by_field_name("source")
+        return EntityInfo("export", f"{{}} from {node_text(source)}" if source else "{}")
     return EntityInfo("export", node_text(node))
 
 
@@ -102,6 +107,66 @@ def _member(node: Node) -> EntityInfo | None:
     return None
 
 
+def name_list(node: Node) -> NameList | None:
+    """The braced names of an import or export statement, or None when it has none."""
+    clause: Node | None = node
+    if node.type == "import_statement":
+        clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+        inner = "named_imports"
+    elif node.type == "export_statement":
+        inner = "export_clause"
+    else:
+        return None
+    braces = next((c for c in clause.named_children if c.type == inner), None) if clause else None
+    if braces is None:
+        return None
+    items, imported, bound = [], [], []
+    for spec in braces.named_children:
+        if spec.type not in ("import_specifier", "export_specifier"):
+            return None  # a comment inside the braces: leave it to the line merge
+        items.append((spec.start_byte - node.start_byte, spec.end_byte - node.start_byte))
+        name = node_text(spec.child_by_field_name("name"))
+        imported.append(name)
+        bound.append(node_text(spec.child_by_field_name("alias")) or name)
+    if not items:
+        return None
+    return NameList(tuple(items), tuple(imported), tuple(bound))
+
+
+def binds(node: Node) -> list[str]:
+    """The names a top-level statement declares, imports or exports."""
+    kind = node.type
+    if kind == "import_statement":
+        clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+        found = []
+        for part in clause.named_children if clause is not None else ():
+            if part.type == "identifier":
+                found.append(node_text(part))
+            elif part.type == "namespace_import" and part.named_children:
+                found.append(node_text(part.named_children[-1]))
+        listed = name_list(node)
+        found += list(listed.bound) if listed is not None else []
+        return [f"import {name}" for name in found]
+    if kind == "export_statement":
+        if any(c.type == "default" for c in node.children):
+            return ["export default"]
+        declaration = node.child_by_field_name("declaration")
+        if declaration is not None:
+            declared = binds(declaration)
+            return declared + [f"export {name}" for name in declared]
+        listed = name_list(node)
+        return [f"export {name}" for name in listed.bound] if listed is not None else []
+    if kind in ("function_declaration", "generator_function_declaration", *_CLASSES):
+        return [_name(node)]
+    if kind in ("enum_declaration", "type_alias_declaration"):
+        return [_name(node)]
+    if kind == "lexical_declaration":
+        # `var` may legally be declared twice; `let` and `const` may not.
+        names = (d.child_by_field_name("name") for d in node.named_children)
+        return [node_text(n) for n in names if n is not None and n.type == "identifier"]
+    return []
+
+
 def _name(node: Node) -> str:
     return node_text(node.child_by_field_name("name"))
 
@@ -112,6 +177,8 @@ JAVASCRIPT = LanguageSpec(
     grammar=tree_sitter_javascript.language,
     classify=classify,
     attached=frozenset({"comment", "decorator"}),
+    name_list=name_list,
+    binds=binds,
 )
 TYPESCRIPT = LanguageSpec(
     name="typescript",
@@ -119,6 +186,8 @@ TYPESCRIPT = LanguageSpec(
     grammar=tree_sitter_typescript.language_typescript,
     classify=classify,
     attached=frozenset({"comment", "decorator"}),
+    name_list=name_list,
+    binds=binds,
 )
 TSX = LanguageSpec(
     name="tsx",
@@ -126,5 +195,7 @@ TSX = LanguageSpec(
     grammar=tree_sitter_typescript.language_tsx,
     classify=classify,
     attached=frozenset({"comment", "decorator"}),
+    name_list=name_list,
+    binds=binds,
 )
 SPECS = (JAVASCRIPT, TYPESCRIPT, TSX)

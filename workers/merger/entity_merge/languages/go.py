@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter_go
 from tree_sitter import Node
 
@@ -69,9 +71,10 @@ def _declaration(node: Node, kind: str) -> EntityInfo | None:
 def _spec(node: Node) -> EntityInfo:
     kind = _SPEC_KIND[node.type]
     if kind == "import":
-        # Keyed by path: Go rejects a package imported twice, so both sides adding
-        # the same import must collapse into one.
-        return EntityInfo(kind, node_text(node.child_by_field_name("path")))
+        # Keyed by the name it binds: Go rejects a name imported twice, so two sides
+        # adding one import collapse into one, and two sides moving one import to
+        # different versions (`…/v8`, `…/v9`) meet as one edit and conflict.
+        return EntityInfo(kind, import_name(node))
     names = ", ".join(node_text(c) for c in node.children_by_field_name("name"))
     body = None
     if node.type == "type_spec":
@@ -81,6 +84,56 @@ def _spec(node: Node) -> EntityInfo:
         elif shape is not None and shape.type == "interface_type":
             body = shape
     return EntityInfo(kind, names, body=body)
+
+
+_MAJOR = re.compile(r"v[2-9][0-9]*|v[1-9][0-9]+")
+
+
+def import_name(spec: Node) -> str:
+    """The name an import spec binds: its alias, else its package's likely name.
+
+    A package's name is only known from its source, so this takes the path's last
+    element, skipping a module major-version suffix (``redis/v8`` is ``redis``) and
+    dropping a ``.vN`` one (``gopkg.in/yaml.v3`` is ``yaml``). Blank and dot imports
+    bind nothing, so they are known by their path.
+    """
+    path = node_text(spec.child_by_field_name("path")).strip('"`')
+    alias = node_text(spec.child_by_field_name("name"))
+    if alias in ("_", "."):
+        return f"{alias} {path}"
+    if alias:
+        return alias
+    parts = path.split("/")
+    last = parts[-1]
+    if len(parts) > 1 and _MAJOR.fullmatch(last):
+        last = parts[-2]
+    return re.sub(r"\.v[0-9]+$", "", last)
+
+
+def binds(node: Node) -> list[str]:
+    """The names a top-level declaration binds (imports, funcs, methods, types, values)."""
+    kind = node.type
+    if kind == "function_declaration":
+        name = node_text(node.child_by_field_name("name"))
+        return [] if name in ("init", "_") else [name]
+    if kind == "method_declaration":
+        return [f"{_receiver_type(node)}.{node_text(node.child_by_field_name('name'))}"]
+    found: list[str] = []
+    stack = [node] if kind in _DECLARATION_KIND else []
+    while stack:
+        current = stack.pop()
+        if current.type == "import_spec":
+            # A package imported twice under two names compiles, but is two sides'
+            # additions of one import both kept: count the path as well as the name.
+            name = import_name(current)
+            if not name.startswith(("_ ", ". ")):
+                found.append(f"import {name}")
+            found.append(f"import path {node_text(current.child_by_field_name('path'))}")
+        elif current.type in _SPEC_KIND:
+            found += [node_text(n) for n in current.children_by_field_name("name")]
+        else:
+            stack.extend(current.named_children)
+    return [name for name in found if name != "_"]
 
 
 def _receiver_type(node: Node) -> str:
@@ -99,4 +152,5 @@ SPEC = LanguageSpec(
     extensions=(".go",),
     grammar=tree_sitter_go.language,
     classify=classify,
+    binds=binds,
 )

@@ -7,7 +7,7 @@ from functools import cache
 import tree_sitter_python
 from tree_sitter import Language, Node, Query, QueryCursor
 
-from . import EntityInfo, LanguageSpec, node_text
+from . import EntityInfo, LanguageSpec, NameList, node_text
 
 _IMPORTS = frozenset({"import_statement", "import_from_statement", "future_import_statement"})
 _TARGETS = frozenset({"identifier", "pattern_list", "tuple_pattern"})
@@ -29,9 +29,12 @@ def classify(node: Node, container: str | None) -> EntityInfo | None:
                 node_text(node.child_by_field_name("name")),
                 body=node.child_by_field_name("body"),
             )
-        case _ if node.type in _IMPORTS:
-            # Keyed by the whole statement: Python tolerates a repeated import, so two
-            # sides adding `from x import a` and `from x import b` both survive.
+        case "import_from_statement" | "future_import_statement":
+            # Keyed by module: two sides editing `from m import a` are editing one
+            # statement, and meet in one merge of its names (see `name_list`).
+            module = node.child_by_field_name("module_name")
+            return EntityInfo("import", f"from {node_text(module) or '__future__'}")
+        case "import_statement":
             return EntityInfo("import", node_text(node))
         case "type_alias_statement":
             return EntityInfo("type", node_text(node.child_by_field_name("left")))
@@ -53,19 +56,61 @@ def _assignment(node: Node, container: str | None) -> EntityInfo | None:
     return EntityInfo(kind, node_text(target))
 
 
+def name_list(node: Node) -> NameList | None:
+    """The names of ``from m import a, b as c``; None for ``import m`` or ``import *``."""
+    if node.type not in ("import_from_statement", "future_import_statement"):
+        return None
+    names = node.children_by_field_name("name")
+    if not names:
+        return None
+    items, imported, bound = [], [], []
+    for name in names:
+        items.append((name.start_byte - node.start_byte, name.end_byte - node.start_byte))
+        if name.type == "aliased_import":
+            imported.append(node_text(name.child_by_field_name("name")))
+            bound.append(node_text(name.child_by_field_name("alias")))
+        else:
+            imported.append(node_text(name))
+            bound.append(node_text(name))
+    return NameList(tuple(items), tuple(imported), tuple(bound))
+
+
+def binds(node: Node) -> list[str]:
+    """The names a top-level statement declares or imports."""
+    if node.type == "decorated_definition":
+        inner = node.child_by_field_name("definition")
+        return binds(inner) if inner is not None else []
+    if node.type in ("function_definition", "class_definition"):
+        return [node_text(node.child_by_field_name("name"))]
+    if node.type == "import_from_statement":
+        listed = name_list(node)
+        return [f"import {b}" for b in listed.bound] if listed is not None else []
+    if node.type == "import_statement":
+        # `import a.b` and `import a.c` both bind `a` and that is fine: count modules.
+        return [f"import {node_text(n)}" for n in node.children_by_field_name("name")]
+    return []
+
+
 @cache
 def _blocks() -> Query:
     return Query(Language(tree_sitter_python.language()), "(block) @block")
 
 
-def rejects(root: Node) -> bool:
+def rejects(root: Node, start: int = 0, end: int | None = None) -> bool:
     """True when a body is empty or holds only comments.
 
     The grammar accepts ``class A:`` with nothing under it, which Python does not;
     an entity merge where each side deletes a different last member produces exactly
     that, and it must be caught before it is called clean.
     """
-    blocks = QueryCursor(_blocks()).captures(root).get("block", [])
+    cursor = QueryCursor(_blocks())
+    if end is not None:
+        # An emptied body is a zero-width block at the end of its header's line, the
+        # line above the change: widen the range to take that line in.
+        text = root.text or b""
+        line_start = text.rfind(b"\n", 0, max(0, start - 1)) + 1
+        cursor.set_byte_range(max(0, line_start - 1), end + 1)
+    blocks = cursor.captures(root).get("block", [])
     return any(all(c.type == "comment" for c in block.named_children) for block in blocks)
 
 
@@ -76,4 +121,6 @@ SPEC = LanguageSpec(
     classify=classify,
     attached=frozenset({"comment", "decorator"}),
     rejects=rejects,
+    name_list=name_list,
+    binds=binds,
 )

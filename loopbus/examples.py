@@ -1,0 +1,120 @@
+"""An example for every command's ``--help``, shown under ``examples:``.
+
+Kept in one table so a test can walk every subparser and check that each has examples and
+that each example parses with the parser it documents (``tests/cli/test_conventions.py``);
+a new command without one fails that test.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
+
+EXAMPLES: dict[str, list[str]] = {
+    "": [
+        "loopbus up",
+        "loopbus tail --project demo",
+        "loopbus completion bash > ~/.local/share/bash-completion/completions/loopbus",
+    ],
+    "up": [
+        "loopbus up --data-dir .loopbus --port 4222",
+        "loopbus up --repo ../app --sync always",
+    ],
+    "report": [
+        "loopbus report finding --project demo --producer reviewer "
+        "--target code:src/app.py:10-14 --severity high --message 'unchecked None'",
+        "loopbus report started --project demo --unit U1",
+    ],
+    "report finding": [
+        "loopbus report finding --project demo --producer reviewer "
+        "--target code:src/app.py:10-14 --severity high --criterion C1 "
+        "--message 'unchecked None'",
+        "loopbus report finding --producer operator --target plan:S1 --severity medium "
+        "--class misaligned --message 'not what I asked for'",
+    ],
+    "report started": ["loopbus report started --project demo --unit U1 --wait 5"],
+    "report heartbeat": ["loopbus report heartbeat --project demo --unit U1"],
+    "report blocked": [
+        "loopbus report blocked --project demo --unit U2 --reason awaiting-dependency "
+        "--subject U1 --wait 5"
+    ],
+    "report unblocked": ["loopbus report unblocked --project demo --unit U2"],
+    "report commit": [f"loopbus report commit --project demo --unit U1 --sha {SHA}"],
+    "report gave-up": [
+        "loopbus report gave-up --project demo --unit U1 --why 'the API it needs does not exist'"
+    ],
+    "report usage": [
+        "loopbus report usage --project demo --unit U1 --tokens-in 1200 --tokens-out 300"
+    ],
+    "tail": [
+        "loopbus tail",
+        "loopbus tail --all-projects --kind finding --since 10m",
+        "loopbus tail --project demo --no-follow --json",
+    ],
+    "replay": [
+        "loopbus replay --project demo",
+        "loopbus replay --project demo --until 2026-11-30T10:00:00Z --state-only",
+    ],
+    "status": [
+        "loopbus status --project demo",
+        "loopbus status --project demo --waiting",
+        "loopbus status --project demo --unit U1 --json",
+    ],
+    "worker": ["loopbus worker projector --nats-url nats://127.0.0.1:4222"],
+    "health": ["loopbus health projector"],
+    "provision": ["loopbus provision --nats-url nats://nats-1:4222 --replicas 3 --wait 60"],
+    "plan": ["loopbus plan check plan.toml --repo ."],
+    "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
+    "plan submit": ["loopbus plan submit plan.toml --project demo --wait 10"],
+    "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
+    "gate": ["loopbus gate run --check tests"],
+    "gate run": [
+        "loopbus gate run",
+        "loopbus gate run --repo ../app --commit HEAD~1 --check lint --json",
+    ],
+    "merge-driver": ["loopbus merge-driver %O %A %B %P %L"],
+    "findings": ["loopbus findings export --project demo --format sarif -o findings.sarif"],
+    "findings export": [
+        "loopbus findings export --project demo --format sarif -o findings.sarif",
+        "loopbus findings export --all --for sarif --min-severity medium",
+    ],
+    "completion": [
+        "loopbus completion bash > ~/.local/share/bash-completion/completions/loopbus",
+        "loopbus completion fish > ~/.config/fish/completions/loopbus.fish",
+    ],
+}
+"""subcommand path (``""`` for ``loopbus`` itself) -> example command lines."""
+
+
+def subparsers(
+    parser: argparse.ArgumentParser, path: str = ""
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    """(path, parser) for ``parser`` and every subparser below it, depth first."""
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += subparsers(sub, f"{path} {name}".strip())
+    return found
+
+
+HEADING = "examples:\n"
+
+
+class ExampleFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that the examples are kept as written (one a line)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(HEADING):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def attach(parser: argparse.ArgumentParser) -> None:
+    """Put each command's examples under its ``--help``."""
+    for path, sub in subparsers(parser):
+        lines = EXAMPLES.get(path)
+        if lines:
+            sub.epilog = HEADING + "\n".join(f"  $ {line}" for line in lines)
+            sub.formatter_class = ExampleFormatter

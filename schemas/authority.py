@@ -1,0 +1,93 @@
+"""Who may say what: every event is a fact, a claim, or a forgery.
+
+* A **fact** is something the system established. Only the ``system`` role publishes
+  facts, on the fact subjects (``loop.<project>.<family>...``), and on a server run with
+  loopbus's credentials only the system credential may publish there.
+* A **claim** is something an agent or a person says. Claims live on claim subjects,
+  ``loop.<project>.claim.<role>.<principal>.<suffix>``: the role and the principal are part
+  of the subject, a credential may publish only under its own principal, and the reader
+  refuses an event whose body names another role or principal than its subject (it is
+  misfiled). So the principal of a claim is what the server proved, not a field.
+* A **forgery** is a fact kind published by anyone but the system, or a finding claimed
+  with a producer or a class its role may not claim. Every fold skips forgeries; the
+  integrity fold counts them and the integrity daemon names the forger in a finding.
+
+Findings are the one kind that is either: raised by the system they are facts; raised by
+an agent or an operator they are claims ("I think this is wrong"), within what the role
+may claim.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from loopbus.schemas.findings import FindingRaised
+
+if TYPE_CHECKING:
+    from loopbus.schemas.events import Event
+
+Standing = Literal["fact", "claim", "forged"]
+
+CLAIM_TAGS: frozenset[str] = frozenset(
+    {
+        "report.started.v1",
+        "report.blocked.v1",
+        "report.unblocked.v1",
+        "report.commit.v1",
+        "report.gave-up.v1",
+        "report.approve.v1",
+        "usage.report.v1",
+        "review.verdict.v1",
+        "plan.submission.v1",
+    }
+)
+"""The kinds that are claims whoever publishes them (reports, verdicts, plan submissions).
+Checked against the union by a test, so a new claim kind cannot be forgotten here."""
+
+FINDING_CLAIMS: dict[str, tuple[str, frozenset[str]]] = {
+    # role -> (the producer its findings must name, the classes it may raise)
+    "builder": ("builder", frozenset({"defect", "blocked-by-fact"})),
+    "reviewer": ("reviewer", frozenset({"defect", "blocked-by-fact"})),
+    "operator": (
+        "operator",
+        frozenset({"defect", "blocked-by-fact", "misaligned", "decision-stale"}),
+    ),
+    "standards": ("standards", frozenset({"defect", "meta"})),
+}
+"""What each role may raise as a finding. Every other class (refusals, trunk-red,
+wait-budget, budget breaches, quarantine, merge conflicts, investigations…) is the
+system's to raise: the same finding from an agent is a forgery."""
+
+
+def is_claim_kind(event: Event) -> bool:
+    """True for the kinds that live on claim subjects (findings: when not the system's)."""
+    if isinstance(event, FindingRaised):
+        return event.actor.role != "system"
+    return event.kind in CLAIM_TAGS
+
+
+def standing(event: Event) -> Standing:
+    """Whether ``event`` is a fact, a claim, or a forgery (see the module docstring)."""
+    if isinstance(event, FindingRaised) and event.actor.role != "system":
+        allowed = FINDING_CLAIMS.get(event.actor.role)
+        if allowed is None or event.producer != allowed[0] or event.cls not in allowed[1]:
+            return "forged"
+        return "claim"
+    if event.kind in CLAIM_TAGS:
+        return "claim"
+    return "fact" if event.actor.role == "system" else "forged"
+
+
+def forgery_reason(event: Event) -> str:
+    """Why ``event`` is a forgery, in one line (for the finding that names the forger)."""
+    who = f"{event.actor.role} {event.actor.principal!r}"
+    if isinstance(event, FindingRaised):
+        allowed = FINDING_CLAIMS.get(event.actor.role)
+        if allowed is None:
+            return f"{who} may raise no findings"
+        if event.producer != allowed[0]:
+            return (
+                f"{who} raised a finding as producer {event.producer!r} (its own is {allowed[0]!r})"
+            )
+        return f"{who} raised a {event.cls!r} finding, which only the system raises"
+    return f"{who} published {event.kind}, a fact only the system publishes"

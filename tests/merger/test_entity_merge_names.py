@@ -1,0 +1,86 @@
+"""Import and export statements merge by the names they list, and refuse what would be lost."""
+
+from __future__ import annotations
+
+from loopbus.workers.merger.entity_merge import merge_file
+
+
+def test_an_import_dropped_on_one_side_keeps_the_names_the_other_side_added() -> None:
+    """`from typing import Tuple` dropped by theirs, changed to other names by ours: ours' stay."""
+    base = b"from typing import Tuple\n\nx = 1\n"
+    ours = b"from typing import TYPE_CHECKING, overload\n\nx = 1\n"
+    theirs = b"from __future__ import annotations\n\nx = 2\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content == (
+        b"from __future__ import annotations\nfrom typing import TYPE_CHECKING, overload\n\nx = 2\n"
+    )
+
+
+def test_an_import_dropped_on_one_side_and_only_trimmed_on_the_other_goes() -> None:
+    """A side that only removed names from an import the other side dropped adds nothing back."""
+    base = b"from os import path, sep\n\nx = 1\n"
+    ours = b"from os import path\n\nx = 1\n"
+    theirs = b"x = 2\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content == b"x = 2\n"
+
+
+def test_one_per_line_import_lists_extended_apart_keep_each_sides_place() -> None:
+    """Both sides add to a sorted one-per-line list at different places: it stays sorted."""
+    base = b'import {\n  Alpha,\n  Delta,\n  Omega,\n} from "./letters";\n'
+    ours = base.replace(b"  Delta,\n", b"  Beta,\n  Delta,\n")
+    theirs = base.replace(b"  Omega,\n", b"  Kappa,\n  Omega,\n")
+    result = merge_file(base, ours, theirs, "src/a.ts")
+    assert result.clean
+    assert result.content == (
+        b'import {\n  Alpha,\n  Beta,\n  Delta,\n  Kappa,\n  Omega,\n} from "./letters";\n'
+    )
+
+
+def test_two_sides_changing_the_module_of_one_import_differently_conflict() -> None:
+    """Ours and theirs point one import at two different modules: no silent pick."""
+    base = b"import { load } from './io';\n\nload();\n"
+    ours = b"import { load } from './io/v2';\n\nload();\n"
+    theirs = b"import { load, save } from './storage';\n\nload();\n"
+    result = merge_file(base, ours, theirs, "src/a.js")
+    assert not result.clean
+    [conflict] = result.conflicts
+    assert conflict.kind == "import"
+
+
+def test_names_separated_by_comments_are_left_to_the_line_merge() -> None:
+    """A list with a comment between names is not rewritten: one-line edits of it conflict."""
+    base = b"from m import (\n    a,  # first\n    b,\n)\n"
+    ours = base.replace(b"    b,\n", b"    b,\n    c,\n")
+    theirs = base.replace(b"    b,\n", b"    b,\n    d,\n")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert not result.clean
+
+
+def test_a_module_imported_in_two_statements_by_one_side_meets_the_other_sides_same_line() -> None:
+    """Ours adds two imports from one module, theirs one of them: it is imported once."""
+    base = b"import os\n\n\ndef f():\n    return os.sep\n"
+    ours = base.replace(b"import os\n", b"import os\nfrom m import a\nfrom m import b\n")
+    theirs = base.replace(b"import os\n", b"import os\nfrom m import a\n")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content == ours
+
+
+def test_an_import_moved_below_its_neighbour_still_meets_the_other_sides_edit() -> None:
+    """Ours moves an import to another module and below the next; theirs trims it: one import."""
+    base = (
+        b'import { a, b, c } from "lib/utils";\nimport { DEV } from "lib/env";\n\na(b(c(DEV)));\n'
+    )
+    ours = (
+        b'import { DEV } from "lib/env";\nimport { a, b, c } from "lib/utils/internal";\n\n'
+        b"a(b(c(DEV)));\n"
+    )
+    theirs = b'import { a } from "lib/utils";\nimport { DEV } from "lib/env";\n\na(DEV);\n'
+    result = merge_file(base, ours, theirs, "src/a.ts")
+    assert result.clean
+    assert result.content == (
+        b'import { DEV } from "lib/env";\nimport { a } from "lib/utils/internal";\n\na(DEV);\n'
+    )

@@ -1,0 +1,1 @@
+"""The integrity daemon: names every forger in a finding (see projections.integrity)."""

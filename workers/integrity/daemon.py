@@ -1,0 +1,56 @@
+"""The integrity daemon: one finding for every forged event on the log, naming the forger.
+
+A forgery (a fact kind published by anyone but the system, or a finding beyond what its
+role may claim) is applied by no fold; this daemon makes it visible. The finding's id is
+derived from the forged event, so a restart, or two integrity daemons, raise it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from loopbus.projections import integrity
+from loopbus.projections.integrity import EVIDENCE_KEY, Forgery
+from loopbus.projections.intents import Intent, Publish
+from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.kernel import Daemon, World
+
+SALT = "forgery"
+
+
+def forgery_finding(project: str, forgery: Forgery, actor: Actor) -> FindingRaised:
+    """The finding that names one forger: for the operator, about the forged event."""
+    return FindingRaised(
+        id=answer_id(forgery.event, SALT),
+        project=project,
+        actor=actor,
+        producer="standards",
+        target=RecordTarget(id=forgery.event),
+        severity="high",
+        criterion=f"forgery:{forgery.kind}",
+        cls="forgery",
+        message=f"forgery refused: {forgery.reason}; the event was applied by nothing",
+        evidence={
+            EVIDENCE_KEY: forgery.event,
+            "kind": forgery.kind,
+            "forger": f"{forgery.role}:{forgery.principal}",
+        },
+        unit=forgery.unit,
+        owner="operator",
+    )
+
+
+class Integrity(Daemon):
+    """Report each forgery once."""
+
+    name = "integrity"
+    folds = (integrity.FOLD,)
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        state: integrity.IntegrityState = world.state("integrity")
+        return [
+            Publish(forgery_finding(world.project, forgery, world.actor))
+            for forgery in state.unreported.values()
+        ]
