@@ -1,5 +1,6 @@
 """Generated histories touching every projection: units and claims, findings, slices and
-the run record, budgets, signed gate results, reviews and rounds, merges, investigations.
+the run record, budgets, signed gate results, reviews and rounds, merges, investigations,
+forgeries and the findings that name them.
 
 Events reference a small pool of units, slices, heads and earlier event ids, so the folds'
 lookups hit as often as they miss. Nothing here has to make sense as a run: the folds must
@@ -170,7 +171,9 @@ def findings_events(draw: st.DrawFn, pool: Pool) -> Event:
             original_subject=f"loop.{p}.unit.U1",
             reason="bad",
         )
-    cls = draw(st.sampled_from(["defect", "refused-transition", "wait-budget", "misaligned"]))
+    cls = draw(
+        st.sampled_from(["defect", "refused-transition", "wait-budget", "misaligned", "forgery"])
+    )
     line = draw(st.integers(1, 3))
     evidence: dict[str, Any] = (
         {"report": pool.some(draw, "report")} if cls == "refused-transition" else {}
@@ -179,6 +182,8 @@ def findings_events(draw: st.DrawFn, pool: Pool) -> Event:
         evidence = {"block": pool.some(draw, "transition")}
     if cls == "misaligned":
         evidence = {"criteria": ["C1"]}
+    if cls == "forgery":  # names a transition, which a builder's would be a forgery of
+        evidence = {"forged": pool.some(draw, "transition")}
     return pool.note(
         "finding",
         FindingRaised(
