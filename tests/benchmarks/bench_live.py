@@ -1,6 +1,7 @@
 """How live is ``status``: publish ack -> the projector's view visible in KV, at steady rates.
 
     python tests/benchmarks/bench_live.py [--rates 1000,5000] [--seconds 10]
+        [--projector-path DIR]
 
 One embedded server, the projector daemon as its own process (as ``loopbus up`` runs it),
 and this process publishing a steady stream of findings and unit transitions about 100
@@ -15,6 +16,10 @@ projector and a changed one can be compared with the same script.
 The view is looked for under both layouts: ``<project>.units`` (one value per projection,
 before issue 13) and ``view.<project>.units`` (the partitioned layout's summary).
 
+``--projector-path DIR`` runs the projector process with ``DIR`` first on its
+``PYTHONPATH`` (a ``loopbus`` package laid out from another commit, say main's), so an
+older projector is measured by the same script, on the same machine, in the same way.
+
 Not collected by pytest (the file name does not start with ``test_``).
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import subprocess
@@ -195,7 +201,15 @@ async def main() -> None:
     parser.add_argument(
         "--lines", type=int, default=20, help="finding lines per unit (open findings / 100)"
     )
+    parser.add_argument(
+        "--projector-path", help="put DIR first on the projector process's PYTHONPATH"
+    )
     args = parser.parse_args()
+    env = dict(os.environ)
+    if args.projector_path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [args.projector_path, env.get("PYTHONPATH")])
+        )
     with tempfile.TemporaryDirectory() as tmp:
         server = EmbeddedServer(Path(tmp), port=free_port())
         await server.start()
@@ -214,6 +228,8 @@ async def main() -> None:
                     "warning",
                 ],
                 stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=tmp,  # ``-m`` puts the working directory first on sys.path
             )
             projector = psutil.Process(child.pid)
             await asyncio.sleep(2.0)  # started and following
