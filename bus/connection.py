@@ -254,7 +254,7 @@ class Bus:
         batch = list(events)
         if not batch:
             return []
-        return await Pipeline(self, batch, window).run()
+        return await Pipeline.of_events(self, batch, window).run()
 
     async def publish_atomic(self, events: Sequence[Event]) -> list[Ack]:
         """Append ``events`` as one JetStream atomic batch: a reader sees all or none.

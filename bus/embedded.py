@@ -88,6 +88,9 @@ class EmbeddedServer:
     otherwise nats-server syncs every two minutes."""
     http_port: int | None = None
     """Serve nats-server's monitoring endpoints (``/varz``, ``/healthz``) on this port."""
+    extra_config: str = ""
+    """More nats-server configuration (a test that needs a server taking messages over
+    1 MB sets ``max_payload``)."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
@@ -125,7 +128,8 @@ class EmbeddedServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir / "nats-server.conf"
         # sync_interval cannot be set by flag; a small config file carries it.
-        config.write_text("jetstream { sync_interval: always }\n" if self.sync_always else "\n")
+        sync = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
+        config.write_text(sync + self.extra_config)
         self.process = subprocess.Popen(
             [*self.command(), "--config", str(config)],
             stdin=subprocess.DEVNULL,

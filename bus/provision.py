@@ -21,7 +21,11 @@ LOG_STREAM = "LOOP"
 LOG_SUBJECTS = [ALL_SUBJECTS]
 
 PROJECTION_BUCKET = "loopbus_projections"
-"""Materialised projection states (one key per projection and project) and checkpoints."""
+"""Materialised projection states (many small values per projection and project, see
+bus/views.py) and checkpoints."""
+VIEW_HISTORY = 2
+"""Revisions the projections bucket keeps per key: a restore takes the one before a flush
+that died before its checkpoint (see bus/views.py)."""
 
 HEARTBEAT_BUCKET = "loopbus_heartbeats"
 """Latest heartbeat per unit: liveness, not history, so it never goes on the log."""
@@ -87,9 +91,15 @@ async def _restore_guarantees(js: JetStreamContext, current: StreamConfig) -> No
 
 
 async def _ensure_bucket(js: JetStreamContext, bucket: str, replicas: int) -> None:
+    history = VIEW_HISTORY if bucket == PROJECTION_BUCKET else 1
     try:
         await js.key_value(bucket)
     except nats.js.errors.BucketNotFoundError:
         await js.create_key_value(
-            KeyValueConfig(bucket=bucket, history=1, replicas=replicas, direct=True)
+            KeyValueConfig(bucket=bucket, history=history, replicas=replicas, direct=True)
         )
+        return
+    stream = await js.stream_info(f"KV_{bucket}")
+    if (stream.config.max_msgs_per_subject or 1) < history:  # made before views kept two
+        stream.config.max_msgs_per_subject = history
+        await js.update_stream(stream.config)

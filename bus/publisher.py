@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import nats.errors
 from loopbus.bus.errors import BatchRefused, PublishFailed, ServerUnavailable
 from loopbus.bus.retry import retrying
+from loopbus.bus.wire import Frame
 from loopbus.schemas import Event, decode_event, encode_event, subject_of
 from nats.js.api import Header
 
@@ -67,20 +68,32 @@ def encode_checked(event: Event) -> bytes:
 
 
 class Pipeline:
-    """One ``publish_many`` call: its events, their answers, and the rounds of sending."""
+    """One ``publish_many`` call: its messages, their answers, and the rounds of sending.
 
-    def __init__(self, bus: Bus, events: list[Event], window: int):
+    Messages are events (:meth:`of_events`) or, for the projector's views, KV values on
+    ``$KV.<bucket>.<key>`` subjects with an id of their own and extra headers."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        subjects: list[str],
+        payloads: list[bytes],
+        msg_ids: list[str],
+        window: int,
+        headers: list[dict[str, str] | None] | None = None,
+    ):
         self.bus = bus
-        self.events = events
-        self.subjects = [subject_of(e) for e in events]
-        self.payloads = [encode_checked(e) for e in events]
+        self.subjects = subjects
+        self.payloads = payloads
+        self.msg_ids = msg_ids
+        self.headers = headers
         self.window = max(window, 1)
-        self.seqs = [0] * len(events)  # where each event was stored; 0 = not yet
+        self.seqs = [0] * len(subjects)  # where each message was stored; 0 = not yet
         self.duplicates: set[int] = set()
         self.errors: dict[int, str] = {}
         self.prefix = f"{bus.nc.new_inbox()}.pub"
         self.round = 0
-        self.stride = len(events)
+        self.stride = len(subjects)
         self.waiting: set[int] = set()  # sent this round, not answered yet
         self.unanswered = 0  # "no responders" this round
         self.progress = 0  # acks and refusals filed, in every round
@@ -91,6 +104,11 @@ class Pipeline:
         self.woken = asyncio.Event()
         self.interrupted = False  # the client reconnected: answers in flight are lost
         self._check_sizes()
+
+    @classmethod
+    def of_events(cls, bus: Bus, events: list[Event], window: int) -> Pipeline:
+        payloads = [encode_checked(e) for e in events]
+        return cls(bus, [subject_of(e) for e in events], payloads, [e.id for e in events], window)
 
     def _check_sizes(self) -> None:
         """Refuse, before anything is sent, an event the server would refuse to take."""
@@ -167,7 +185,7 @@ class Pipeline:
         delay = backoff.first
         last_progress = loop.time()
         try:
-            pending = list(range(len(self.events)))
+            pending = list(range(len(self.subjects)))
             while pending:
                 progress_before = self.progress
                 await self._send_round(pending)
@@ -195,7 +213,7 @@ class Pipeline:
         self.unanswered = 0
         self.interrupted = False
         self.waiting.clear()
-        chunk: list[tuple[str, str, str, bytes]] = []
+        chunk: list[Frame] = []
         for index in pending:
             if self.seqs[index] or index in self.errors:
                 continue  # answered late, after the previous round gave up on it
@@ -207,13 +225,16 @@ class Pipeline:
                 if not await self._wait_below_window():
                     return  # nothing answers: end the round, send the rest again later
             reply = f"{self.prefix}.{self.round * self.stride + index}"
-            chunk.append((self.subjects[index], reply, self.events[index].id, self.payloads[index]))
+            extra = self.headers[index] if self.headers is not None else None
+            chunk.append(
+                (self.subjects[index], reply, self.msg_ids[index], self.payloads[index], extra)
+            )
             self.waiting.add(index)
             if len(chunk) >= CHUNK:
                 await self._flush(chunk)
         await self._flush(chunk)
 
-    async def _flush(self, chunk: list[tuple[str, str, str, bytes]]) -> None:
+    async def _flush(self, chunk: list[Frame]) -> None:
         if chunk:
             await self.bus.wire.send(chunk)
             chunk.clear()

@@ -98,10 +98,20 @@ class _Puller:
     expiry) arrives for ``SILENCE_S``, the consumer is checked and re-created if gone.
     """
 
-    def __init__(self, bus: Bus, config: ConsumerConfig, follow: bool):
+    def __init__(
+        self,
+        bus: Bus,
+        config: ConsumerConfig,
+        follow: bool,
+        *,
+        stream: str = LOG_STREAM,
+        batch: int = BATCH,
+    ):
         self.bus = bus
         self.config = config
         self.follow = follow
+        self.stream = stream
+        self.batch = batch
         self.inbox = bus.nc.new_inbox()
         self.consumer = ""
         self.subject = ""
@@ -123,9 +133,9 @@ class _Puller:
             self.config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
             self.config.opt_start_seq = self.last_seq + 1
             self.config.opt_start_time = None
-        info = await self.bus.js.add_consumer(LOG_STREAM, config=self.config)
+        info = await self.bus.js.add_consumer(self.stream, config=self.config)
         self.consumer = str(info.name)
-        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{LOG_STREAM}.{self.consumer}"
+        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}"
         self.open.clear()
         self.failed = None
         return int(info.num_pending or 0)
@@ -150,14 +160,15 @@ class _Puller:
 
     async def top_up(self) -> None:
         """Ask for more while fewer than two requests are open and the buffer is low."""
-        while len(self.open) < 2 and sum(self.open) < BATCH and len(self.buffer) < BATCH:
-            body: dict[str, object] = {"batch": BATCH}
+        batch = self.batch
+        while len(self.open) < 2 and sum(self.open) < batch and len(self.buffer) < batch:
+            body: dict[str, object] = {"batch": batch}
             if self.follow:
                 body["expires"] = int(EXPIRES_S * 1e9)
                 body["idle_heartbeat"] = int(EXPIRES_S / 2 * 1e9)
             else:
                 body["no_wait"] = True
-            self.open.append(BATCH)
+            self.open.append(batch)
             await self.bus.nc.publish(self.subject, json.dumps(body).encode(), reply=self.inbox)
 
     async def recover(self) -> None:
@@ -166,14 +177,14 @@ class _Puller:
         recovering after a restart, no stream leader yet)."""
         if not self.failed and not self.reconnected:
             with contextlib.suppress(Exception):
-                await self.bus.js.consumer_info(LOG_STREAM, self.consumer)
+                await self.bus.js.consumer_info(self.stream, self.consumer)
                 self.open.clear()  # it exists: only our requests were lost; ask again
                 return
         # The old consumer is not deleted first: it is gone with its server, or (a client
         # that moved to another node) it is reaped by its inactive threshold, and a delete
         # sent while the cluster elects leaders would only delay the recovery.
         self.reconnected = False
-        await retrying(self.create, f"a reader's consumer on {LOG_STREAM}", self.bus.backoff)
+        await retrying(self.create, f"a reader's consumer on {self.stream}", self.bus.backoff)
 
     async def next(self) -> Msg:
         while not self.buffer:
@@ -191,7 +202,7 @@ class _Puller:
             except TimeoutError:
                 await self.recover()
         msg = self.buffer.popleft()
-        if len(self.buffer) < BATCH // 2:
+        if len(self.buffer) < self.batch // 2:
             await self.top_up()
         return msg
 
@@ -280,9 +291,9 @@ def _misfiled(event: Event, subject: str) -> InvalidEvent:
     )
 
 
-async def _delete(bus: Bus, consumer: str) -> None:
+async def _delete(bus: Bus, consumer: str, stream: str = LOG_STREAM) -> None:
     with contextlib.suppress(Exception):
-        await asyncio.shield(bus.js.delete_consumer(LOG_STREAM, consumer))
+        await asyncio.shield(bus.js.delete_consumer(stream, consumer))
 
 
 def _position(msg: Msg) -> tuple[int, int, int]:

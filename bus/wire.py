@@ -26,6 +26,8 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
 Handler = Callable[[bytes, bytes, bytes | None], None]
+Frame = tuple[str, str, str, bytes] | tuple[str, str, str, bytes, dict[str, str] | None]
+"""(subject, reply, msg_id, payload[, extra headers]) of one publish."""
 """Called with (subject, payload, raw header block or None) for each message."""
 
 _NOT_A_SUBJECT = re.compile(r"\s")  # whitespace or CR/LF would break (or inject) a frame
@@ -76,8 +78,9 @@ class Wire:
 
         return unsubscribe
 
-    async def send(self, items: Sequence[tuple[str, str, str, bytes]]) -> None:
-        """Publish each (subject, reply, msg_id, payload), with ``Nats-Msg-Id: msg_id``.
+    async def send(self, items: Sequence[Frame]) -> None:
+        """Publish each (subject, reply, msg_id, payload[, headers]), with ``Nats-Msg-Id:
+        msg_id`` and the optional extra headers.
 
         On the fast path they leave as one write of ``HPUB`` frames; otherwise through
         nats-py's ``publish``, one by one.
@@ -86,8 +89,9 @@ class Wire:
         if nc.is_closed:
             raise nats.errors.ConnectionClosedError
         if not self.direct:
-            for subject, reply, msg_id, payload in items:
-                await nc.publish(subject, payload, reply=reply, headers={"Nats-Msg-Id": msg_id})
+            for subject, reply, msg_id, payload, *extra in items:
+                headers = {"Nats-Msg-Id": msg_id, **(extra[0] if extra and extra[0] else {})}
+                await nc.publish(subject, payload, reply=reply, headers=headers)
             return
         await nc._send_command(b"".join([self._frame(*item) for item in items]))
         if nc._flush_queue is not None and nc._flush_queue.empty():
@@ -105,12 +109,22 @@ class Wire:
         self._valid.add(subject)
         return True
 
-    def _frame(self, subject: str, reply: str, msg_id: str, payload: bytes) -> bytes:
+    def _frame(
+        self,
+        subject: str,
+        reply: str,
+        msg_id: str,
+        payload: bytes,
+        extra: dict[str, str] | None = None,
+    ) -> bytes:
         # The checks nats-py's publish makes (an oversized frame makes the server drop
         # the connection); replies are ours (an inbox and a number), not checked again.
         if not self.publishable(subject):
             raise nats.errors.BadSubjectError
         header = _HEADER_START + msg_id.encode() + _HEADER_END
+        if extra:
+            lines = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+            header = header[:-2] + lines.encode() + b"\r\n"
         size = len(header) + len(payload)
         if size > self.nc.max_payload:
             raise nats.errors.MaxPayloadError

@@ -3,6 +3,8 @@ flight, and the trunk-red findings that are still their authors' to resolve."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from loopbus.projections.merges import MergesState
 
 
@@ -10,7 +12,7 @@ def _short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
 
-def render_merges(state: MergesState) -> list[str]:
+def render_merges(state: MergesState, sizes: Mapping[str, int] | None = None) -> list[str]:
     trunk = state.trunk
     checked = trunk.checked
     if checked is None or checked.candidate != trunk.commit:
@@ -27,7 +29,7 @@ def render_merges(state: MergesState) -> list[str]:
     ]
     if state.approvals:
         lines.append(f"approvals waiting for an answer: {len(state.approvals)}")
-    lines.append(f"queue: {len(state.queue)}")
+    lines.append(f"queue: {(sizes or {}).get('queue', len(state.queue))}")
     for position, entry in enumerate(state.queue, start=1):
         tested = entry.tested
         status = (

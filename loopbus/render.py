@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -111,12 +111,18 @@ def _summary(fields: dict[str, Any]) -> str:
 
 # -- projection states ------------------------------------------------------------------
 
-StateRenderer = Callable[[Any], list[str]]
+StateRenderer = Callable[..., list[str]]
+"""``renderer(state, sizes=...)``: ``sizes`` maps a collection's field path to how many
+entries it holds, when the state shows only some of them (``status`` pages big ones)."""
+
+Sizes = Mapping[str, int]
+_NONE: Sizes = {}
 
 
-def render_findings(state: findings_fold.FindingsState) -> list[str]:
+def render_findings(state: findings_fold.FindingsState, sizes: Sizes = _NONE) -> list[str]:
     open_findings = findings_fold.open_findings(state)
-    lines = [f"open findings: {len(open_findings)} (resolved: {state.resolved})"]
+    total = sizes.get("open", len(open_findings))
+    lines = [f"open findings: {total} (resolved: {state.resolved})"]
     for f in open_findings:
         scope = f.unit or "project"
         seen = f" x{f.times}" if f.times > 1 else ""
@@ -127,20 +133,22 @@ def render_findings(state: findings_fold.FindingsState) -> list[str]:
     return lines
 
 
-def render_gates(state: gates_fold.GatesState) -> list[str]:
+def render_gates(state: gates_fold.GatesState, sizes: Sizes = _NONE) -> list[str]:
+    cached = sizes.get("cache", len(state.cache))
+    keys = sizes.get("keys", len(state.keys))
+    refused = sizes.get("refused", len(state.refused))
     lines = [
         f"gates: {state.results} results recorded ({state.errors} errors), "
-        f"{len(state.cache)} cached, {len(state.keys)} runner keys, "
-        f"{len(state.refused)} results refused"
+        f"{cached} cached, {keys} runner keys, {refused} results refused"
     ]
     lines += [f"  refused {key}: {refusal}" for key, refusal in list(state.refused.items())[:5]]
     return lines
 
 
-def render_convergence(state: convergence_fold.ConvergenceState) -> list[str]:
+def render_convergence(state: convergence_fold.ConvergenceState, sizes: Sizes = _NONE) -> list[str]:
     if not state.units:
         return ["convergence: no rounds yet"]
-    lines = [f"convergence: {len(state.units)} units with rounds"]
+    lines = [f"convergence: {sizes.get('units', len(state.units))} units with rounds"]
     for unit, view in state.units.items():
         last = view.rounds[-1] if view.rounds else None
         verdict = f"round {last.round} {last.convergence}" if last else "no round closed"
@@ -149,24 +157,30 @@ def render_convergence(state: convergence_fold.ConvergenceState) -> list[str]:
     return lines
 
 
-def render_reviews(state: reviews_fold.ReviewsState) -> list[str]:
+def render_reviews(state: reviews_fold.ReviewsState, sizes: Sizes = _NONE) -> list[str]:
     requests = list(state.requests.values())
     lines = [
-        f"reviews: {len(requests)} requested, {len(state.open)} open, "
+        f"reviews: {sizes.get('requests', len(requests))} requested, "
+        f"{sizes.get('open', len(state.open))} open, "
         f"{sum(state.rounds.values())} rounds closed"
     ]
     for unit, request_id in sorted(state.open.items()):
-        request = state.requests[request_id]
+        request = state.requests.get(request_id)
+        if request is None:
+            continue  # not among the requests read (status shows a page of them)
         lines.append(
             f"  {unit}: round {request.round} with {request.reviewer} on {request.head[:12]}"
         )
     return lines
 
 
-def render_investigations(state: investigations_fold.InvestigationsState) -> list[str]:
+def render_investigations(
+    state: investigations_fold.InvestigationsState, sizes: Sizes = _NONE
+) -> list[str]:
     triggers = list(state.triggers.values())
     done = sum(1 for t in triggers if t.completed)
-    lines = [f"investigations: {len(triggers)} triggers, {done} investigated"]
+    total = sizes.get("triggers", len(triggers))
+    lines = [f"investigations: {total} triggers, {done} investigated"]
     for view in triggers:
         if view.requested and not view.completed:
             where = f" ({view.unit})" if view.unit else ""
@@ -188,10 +202,10 @@ RENDERERS: dict[str, StateRenderer] = {
 """projection name -> renderer; a projection without one is shown as JSON."""
 
 
-def render_state(name: str, state: Any) -> list[str]:
+def render_state(name: str, state: Any, sizes: Sizes = _NONE) -> list[str]:
     renderer = RENDERERS.get(name)
     if renderer is not None:
-        return renderer(state)
+        return renderer(state, sizes=sizes)
     import json
 
     body = json.dumps(to_builtins(state), indent=2, default=str)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -35,11 +36,13 @@ def render_schedule(sched: Schedule) -> list[str]:
     return lines
 
 
-def render_slices(state: slices_fold.SlicesState) -> list[str]:
+def render_slices(
+    state: slices_fold.SlicesState, sizes: Mapping[str, int] | None = None
+) -> list[str]:
     if not state.slices:
         pending = len(slices_fold.pending_submissions(state))
         return [f"slices: none accepted ({pending} submissions awaiting an answer)"]
-    lines = [f"slices: {len(state.slices)}"]
+    lines = [f"slices: {(sizes or {}).get('slices', len(state.slices))}"]
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
         group = slices_fold.current_group(view)
         if view.status == "closed" and view.boot is not None:
@@ -54,7 +57,9 @@ def render_slices(state: slices_fold.SlicesState) -> list[str]:
         lines.append(f"  {view.slice}: {where}{routes}")
         waits = slices_fold.waiting_on(view)
         for unit_id in view.order:
-            unit = view.units[unit_id]
+            unit = view.units.get(unit_id)
+            if unit is None:
+                continue  # not among the units read (status shows a page of them)
             state_text = unit.state or ("dispatched" if unit.dispatches else "planned")
             if unit.ended_by and unit.state in ("failed", "lost"):
                 state_text += f" ({unit.ended_by})"
@@ -74,7 +79,9 @@ def _value(budget: str, value: float | None) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
-def render_budgets(state: budgets_fold.BudgetsState) -> list[str]:
+def render_budgets(
+    state: budgets_fold.BudgetsState, sizes: Mapping[str, int] | None = None
+) -> list[str]:
     if not state.slices:
         return ["budgets: no slice"]
     lines = ["budgets (used / limit):"]

@@ -6,6 +6,7 @@ The projection carries no clock; "how long" is measured here, against ``now``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,13 +57,16 @@ def unit_detail(view: UnitView, now: datetime) -> str:
     return ", ".join(parts)
 
 
-def render_units(state: UnitsState, now: datetime | None = None) -> list[str]:
-    """Units by state, blocked ones with reason, subject and time waited."""
+def render_units(
+    state: UnitsState, now: datetime | None = None, *, sizes: Mapping[str, int] | None = None
+) -> list[str]:
+    """Units by state, blocked ones with reason, subject and time waited (``sizes``: how
+    many units there are when ``state`` holds only some of them)."""
     at = now or datetime.now(UTC)
     if not state.units:
         lines = ["units: none planned"]
     else:
-        lines = [f"units: {len(state.units)}"]
+        lines = [f"units: {(sizes or {}).get('units', len(state.units))}"]
         groups = units_fold.by_state(state)
         for name in STATE_ORDER:
             views = groups.get(name, [])

@@ -23,7 +23,7 @@ from loopbus.projections import (
     slices,
     units,
 )
-from loopbus.projections.base import Fold, to_builtins
+from loopbus.projections.base import Fold, FoldFailure, apply_guarded, to_builtins
 from loopbus.schemas import Event
 
 FOLDS: tuple[Fold[Any], ...] = (
@@ -47,10 +47,16 @@ def initial_states() -> ProjectStates:
     return {fold.name: fold.initial() for fold in FOLDS}
 
 
-def apply_all(states: ProjectStates, event: Event) -> ProjectStates:
-    """Apply one event to every projection of its project."""
+def apply_all(
+    states: ProjectStates, event: Event, failures: list[FoldFailure] | None = None
+) -> ProjectStates:
+    """Apply one event to every projection of its project. A fold that raises skips the
+    event (see :func:`~loopbus.projections.base.apply_guarded`); ``failures``, when given,
+    collects why."""
     for fold in FOLDS:
-        states[fold.name] = fold.apply(states[fold.name], event)
+        states[fold.name], failure = apply_guarded(fold, states[fold.name], event)
+        if failure is not None and failures is not None:
+            failures.append(failure)
     return states
 
 
@@ -68,8 +74,10 @@ def fold_events(events: Iterable[Event]) -> dict[str, ProjectStates]:
 __all__ = [
     "FOLDS",
     "Fold",
+    "FoldFailure",
     "ProjectStates",
     "apply_all",
+    "apply_guarded",
     "fold_events",
     "initial_states",
     "to_builtins",

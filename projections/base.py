@@ -8,6 +8,11 @@ sameness is what makes a replay an audit rather than a reconstruction.
 States are *owned*: ``apply`` may update the state it is given in place and return it,
 because copying a state per event would make folding a long log quadratic. Whoever
 holds a state and wants to keep an old version copies it first (``msgspec`` round trip).
+
+A fold that raises on one event skips that event (:func:`apply_guarded`): the state keeps
+whatever the fold did before raising, and the fold carries on with the next event. Every
+daemon and ``replay`` apply the same rule, so a view still equals a replay; the daemons
+record each such failure on the log (``fold.quarantined.v1``).
 """
 
 from __future__ import annotations
@@ -65,6 +70,26 @@ class Fold(Generic[S]):
 
 
 _encoder = msgspec.json.Encoder(order="deterministic")
+
+
+@dataclass(frozen=True)
+class FoldFailure:
+    """A fold raised on one event: which fold, and what it raised."""
+
+    fold: str
+    error: Exception
+
+
+def apply_guarded(fold: Fold[S], state: S, event: Event) -> tuple[S, FoldFailure | None]:
+    """``fold.apply(state, event)``; when it raises, the state as the fold left it (folds
+    update in place, so possibly half-changed: a replay leaves it the same way) and why.
+
+    Any ``Exception`` counts (``RecursionError`` included): one event never stops a fold.
+    """
+    try:
+        return fold.apply(state, event), None
+    except Exception as exc:
+        return state, FoldFailure(fold.name, exc)
 
 
 def to_builtins(state: Any) -> Any:

@@ -15,6 +15,7 @@ from loopbus.schemas import (
     Event,
     FindingRaised,
     FindingResolved,
+    FoldQuarantined,
     MessageQuarantined,
     format_target,
 )
@@ -92,6 +93,26 @@ def apply(state: FindingsState, event: Event) -> FindingsState:
                     criterion="decodable-log",
                     cls="quarantined",
                     message=f"seq {event.original_seq} on {event.original_subject}: {event.reason}",
+                    owner="standards",
+                    raised_at=event.at,
+                    last_raised_at=event.at,
+                ),
+            )
+        case FoldQuarantined(actor=actor) if actor.role == "system":
+            # A fold that cannot take an event: a defect in the machinery, owned by standards.
+            _raise(
+                state,
+                OpenFinding(
+                    id=event.id,
+                    producer="standards",
+                    target=f"record:seq-{event.original_seq}",
+                    severity="high",
+                    criterion=f"fold-{event.fold}",
+                    cls="quarantined",
+                    message=(
+                        f"fold {event.fold} skipped seq {event.original_seq} "
+                        f"({event.original_kind} on {event.original_subject}): {event.reason}"
+                    ),
                     owner="standards",
                     raised_at=event.at,
                     last_raised_at=event.at,

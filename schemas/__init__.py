@@ -32,7 +32,7 @@ from loopbus.schemas.gates import (
     SuiteEntry,
 )
 from loopbus.schemas.ids import Token, new_id, utcnow
-from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
 from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.schemas.targets import Target, format_target, parse_target
 from loopbus.schemas.units import (
@@ -67,6 +67,7 @@ __all__ = [
     "FindingKey",
     "FindingRaised",
     "FindingResolved",
+    "FoldQuarantined",
     "GateOutcome",
     "GateResultRecorded",
     "GateRunRequested",

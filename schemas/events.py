@@ -32,7 +32,7 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from loopbus.schemas.quarantine import MessageQuarantined
+from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
 from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
 from loopbus.schemas.reports import (
     BlockedReport,
@@ -71,6 +71,7 @@ Event = (
     | UnitPlanned
     | UnitTransitioned
     | MessageQuarantined
+    | FoldQuarantined
     | StartedReport
     | BlockedReport
     | UnblockedReport

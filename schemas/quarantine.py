@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import msgspec
 from loopbus.schemas import limits
 from loopbus.schemas.envelope import Actor, EventBase
-from loopbus.schemas.ids import is_token
+from loopbus.schemas.ids import Token, answer_id, is_token
 from loopbus.schemas.subjects import QUARANTINE, parse_subject
 
 EXCERPT_BYTES = 1024
@@ -57,8 +57,45 @@ class MessageQuarantined(EventBase, frozen=True, kw_only=True, tag="message.quar
         return base64.b64decode(self.excerpt_b64)
 
 
+class FoldQuarantined(EventBase, frozen=True, kw_only=True, tag="fold.quarantined.v1"):
+    """The fold ``fold`` raised on the event at stream sequence ``original_seq``.
+
+    That event is skipped for that fold alone — by every daemon that keeps the fold and by
+    ``replay`` alike, so a view still equals a replay — and every other fold, and every
+    later event, is folded as usual. One record per (sequence, fold), on its own subject.
+    """
+
+    original_seq: Annotated[int, msgspec.Meta(ge=1)]
+    original_subject: FieldPath
+    original_kind: FieldPath
+    fold: Token
+    reason: Reason
+
+    def subject_suffix(self) -> str:
+        return f"{QUARANTINE_TOKEN}.{self.original_seq}.{self.fold}"
+
+
+def fold_quarantine_record(
+    subject: str, seq: int, event: EventBase, fold: str, error: BaseException, actor: Actor
+) -> FoldQuarantined:
+    """The record of ``fold`` raising ``error`` on ``event`` (stored at ``seq``). Its id is
+    derived from the event and the fold, so every daemon that hits the same failure
+    publishes the same record."""
+    return FoldQuarantined(
+        project=event.project,
+        actor=actor,
+        id=answer_id(event.id, f"fold-quarantined:{fold}"),
+        original_seq=seq,
+        original_subject=limits.bounded(subject, limits.MAX_FIELD_CHARS),
+        original_kind=limits.bounded(str(getattr(event, "kind", "?")), limits.MAX_FIELD_CHARS),
+        fold=fold,
+        reason=limits.bounded(f"{type(error).__name__}: {error}"),
+    )
+
+
 def is_quarantine_subject(subject: str) -> bool:
-    """True for ``loop.<project>.quarantine.<seq>``: a broken record is never re-quarantined."""
+    """True for ``loop.<project>.quarantine.<seq>[.<fold>]``: a broken record is never
+    quarantined again, and a fold failing on a record is never recorded again."""
     parsed = parse_subject(subject)
     return parsed is not None and parsed.quarantined
 

@@ -58,23 +58,6 @@ class GateError(WorkerError):
     that cannot be read); a check that runs and fails is a result, never this error."""
 
 
-class FoldFailed(WorkerError):
-    """Raised by the daemon kernel when a fold raises on an event that decoded.
-
-    The daemon stops without moving past the event: a fold defect is loud (the supervisor
-    restarts the daemon on the same event) rather than a silently missing event.
-    """
-
-    def __init__(self, seq: int, fold: str, project: str, cause: BaseException):
-        super().__init__(
-            f"fold {fold!r} failed on sequence {seq} (project {project}): {cause!r}; "
-            "this is a loopbus defect: the daemon stops here and resumes on this event"
-        )
-        self.seq = seq
-        self.fold = fold
-        self.project = project
-
-
 class ViewOutdated(WorkerError):
     """Raised by the projector when a stored view no longer decodes (its state's shape
     changed): the views are rebuilt from the start of the log."""

@@ -1,22 +1,33 @@
-"""``loopbus status``: the projector's materialised view of a project, read instantly from KV."""
+"""``loopbus status``: the projector's materialised view of a project, read instantly from KV.
+
+It reads each projection's summary and at most ``--limit`` entries of each of its
+collections (a project with 100,000 open findings answers as fast as one with ten): the
+counts come from the summaries, and a collection shown only in part says how much is left
+out. ``--unit U`` reads only that unit's entries; ``--waiting`` reads every unit.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from loopbus import review_status, units_status
-from loopbus.bus import Views, ViewUnreadable, connect_once
+from loopbus.bus import Bus, Views, ViewUnreadable, connect_once
 from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
+from loopbus.projections import convergence as convergence_fold
+from loopbus.projections import findings as findings_fold
+from loopbus.projections import units as units_fold
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
 from loopbus.settings import add_connection, add_project, nats_url
 
+DEFAULT_LIMIT = 100
 _json = msgspec.json.Encoder()
 
 
@@ -33,50 +44,135 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--unit", default=None, help="one unit: its rounds, finding sets, verdict and rung"
     )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        help="show at most N entries of each collection (units, open findings, …); "
+        "0 shows everything (default %(default)s)",
+    )
     parser.set_defaults(handler=run)
 
 
-async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, int], int, int]:
-    """(states by projection, seq of each, projector checkpoint, log's last seq)."""
+@dataclass
+class ProjectView:
+    """What ``status`` read: each projection's (possibly partial) state and its sizes."""
+
+    states: dict[str, Any]
+    seqs: dict[str, int]
+    checkpoint: int
+    last: int
+    sizes: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Projection -> field path -> entries it holds (from the summaries)."""
+    partial: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    """Projection -> field path -> (shown, total), for collections shown in part."""
+
+
+async def load_view(url: str, project: str, limit: int | None = DEFAULT_LIMIT) -> ProjectView:
+    """Every projection of ``project`` as the projector last wrote it."""
+    bus = await connect_once(url)
+    try:
+        views = await Views.open(bus)
+        found = await views.read_project(project, FOLDS, limit=limit)
+        view = ProjectView(states={}, seqs={}, checkpoint=(await views.checkpoint()).seq, last=0)
+        for fold in FOLDS:
+            if fold.name in found:
+                state, assembled = found[fold.name]
+                view.states[fold.name], view.seqs[fold.name] = state, assembled.seq
+                view.sizes[fold.name] = assembled.sizes
+                if assembled.partial:
+                    view.partial[fold.name] = assembled.partial
+            else:  # never written (or being rebuilt): nothing to show yet
+                view.states[fold.name], view.seqs[fold.name] = fold.initial(), 0
+        view.last = await bus.stream_last_seq()
+    finally:
+        await bus.close()
+    return view
+
+
+async def load_unit(url: str, project: str, unit: str, limit: int | None) -> dict[str, Any]:
+    """The units, convergence and findings states holding only ``unit``'s entries (and, when
+    it is unknown, up to ``limit`` other units to name)."""
     bus = await connect_once(url)
     try:
         views = await Views.open(bus)
         states: dict[str, Any] = {}
-        seqs: dict[str, int] = {}
-        for fold in FOLDS:
-            try:
-                stored = await views.read(project, fold)
-            except ViewUnreadable:
-                stored = None  # the projector is rebuilding it; nothing to show yet
-            seqs[fold.name], states[fold.name] = stored if stored else (0, fold.initial())
-        checkpoint = await views.checkpoint()
-        last = await bus.stream_last_seq()
+        wanted = (
+            (units_fold.FOLD, ("units", unit)),
+            (convergence_fold.FOLD, ("units", unit)),
+            (findings_fold.FOLD, ("open", unit)),
+        )
+        for fold, path in wanted:
+            states[fold.name] = await _entries(views, project, fold, path)
+        if unit not in states["units"].units and unit not in states["convergence"].units:
+            states["units"] = await _page(bus, views, project, limit)
     finally:
         await bus.close()
-    return states, seqs, checkpoint, last
+    return states
+
+
+async def _entries(views: Views, project: str, fold: Any, path: tuple[str, ...]) -> Any:
+    try:
+        found = await views.read_entries(project, fold, [path])
+    except ViewUnreadable:
+        found = None
+    return found[0] if found is not None else fold.initial()
+
+
+async def _page(bus: Bus, views: Views, project: str, limit: int | None) -> Any:
+    try:
+        found = await views.read(project, units_fold.FOLD, limit=limit)
+    except ViewUnreadable:
+        found = None
+    return found[0] if found is not None else units_fold.initial()
+
+
+async def load_units(url: str, project: str) -> Any:
+    """Every unit (``--waiting`` groups all blocked units)."""
+    bus = await connect_once(url)
+    try:
+        return await _page(bus, await Views.open(bus), project, None)
+    finally:
+        await bus.close()
 
 
 def run(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
-    states, seqs, checkpoint, last = asyncio.run(load_view(nats_url(args), args.project))
+    if args.limit < 0:
+        raise UsageError(f"--limit {args.limit} is negative: give a count, or 0 for everything")
+    limit = args.limit or None
     if args.unit is not None:
+        states = asyncio.run(load_unit(nats_url(args), args.project, args.unit, limit))
         return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
     if args.waiting:
-        return units_status.print_waiting(args.project, states["units"], as_json=args.json)
+        units = asyncio.run(load_units(nats_url(args), args.project))
+        return units_status.print_waiting(args.project, units, as_json=args.json)
+    view = asyncio.run(load_view(nats_url(args), args.project, limit))
     if args.json:
-        document = {
+        document: dict[str, Any] = {
             "project": args.project,
-            "projector_checkpoint": checkpoint,
-            "log_last_seq": last,
-            "seq": seqs,
-            "state": {name: to_builtins(state) for name, state in states.items()},
+            "projector_checkpoint": view.checkpoint,
+            "log_last_seq": view.last,
+            "seq": view.seqs,
+            "state": {name: to_builtins(state) for name, state in view.states.items()},
         }
+        if view.partial:
+            document["truncated"] = {
+                name: {path: {"shown": s, "total": t} for path, (s, t) in paths.items()}
+                for name, paths in view.partial.items()
+            }
         sys.stdout.write(_json.encode(document).decode() + "\n")
         return 0
-    lag = "" if checkpoint >= last else f" (projector behind: {last - checkpoint} to fold)"
-    print(f"status of {args.project}, projector at seq {checkpoint} of {last}{lag}:")
-    for name, state in states.items():
-        for line in render_state(name, state):
+    behind = view.last - view.checkpoint
+    lag = "" if behind <= 0 else f" (projector behind: {behind} to fold)"
+    print(f"status of {args.project}, projector at seq {view.checkpoint} of {view.last}{lag}:")
+    for name, state in view.states.items():
+        for line in render_state(name, state, view.sizes.get(name, {})):
             print(f"  {line}")
+        for path, (shown, total) in view.partial.get(name, {}).items():
+            print(
+                f"    … {total - shown} more of {name}.{path} not shown "
+                f"({shown} of {total}; --limit 0 shows every one)"
+            )
     return 0

@@ -7,7 +7,9 @@ compose.yaml, addresses mapped to free local ports), provisions the log at repli
 publishes ``--events`` findings through ``Bus.publish_many`` in chunks, SIGKILLs the
 stream leader once ``--kill-at`` of them are stored, keeps publishing, restarts the node,
 and prints what was acked against what the log holds (lost, stored twice), how long the
-new leader took and how long the restarted node took to catch up. Exits 1 when the
+new leader took and how long the restarted node took to catch up. The projector runs on
+its own connection throughout; the run also prints whether it stopped, how long after the
+last ack its checkpoint covered the log, and whether its view equals a replay. Exits 1 when the
 guarantee does not hold. Not collected by pytest; tests/bus/test_cluster.py is the small
 version that CI runs.
 """
@@ -40,6 +42,8 @@ async def main() -> int:
         and r.lost == 0
         and r.stored_twice == 0
         and r.acks_match_log
+        and not r.projector_stopped
+        and r.view_equals_replay
     )
     rate = r.published / r.publish_s
     print(f"published {r.published}, acked {r.acked}, stored {r.stored}")
@@ -51,6 +55,9 @@ async def main() -> int:
     print(f"new leader {r.new_leader} after {r.leader_after_s:.1f} s")
     print(f"publishing took {r.publish_s:.1f} s ({rate:.0f} events/s, failover included)")
     print(f"restarted {r.killed} caught up in {r.caught_up_after_s:.1f} s")
+    print(f"projector stopped: {r.projector_stopped or 'never'}")
+    print(f"projector's checkpoint covered the log {r.projector_behind_s:.1f} s after the last ack")
+    print(f"view: {r.view_keys} values, equal to replay: {r.view_equals_replay}")
     print("guarantee holds" if ok else "GUARANTEE BROKEN")
     return 0 if ok else 1
 

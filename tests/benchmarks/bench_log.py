@@ -251,7 +251,7 @@ async def projector_peak_rss(count: int) -> tuple[float, float]:
             while True:
                 peak = max(peak, process.memory_info().rss)
                 try:
-                    if await views.checkpoint() >= last:
+                    if (await views.checkpoint()).seq >= last:
                         break
                 except Exception:
                     pass

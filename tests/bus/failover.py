@@ -1,5 +1,9 @@
 """The failover run of issue 13 on compose.yaml's cluster (see tests/local_cluster.py).
 
+The projector runs on its own connection throughout (its kernel, as ``python -m
+loopbus.workers.projector`` runs it): it must ride through the leader's death without
+stopping, and once the log is complete its view in KV must equal a replay.
+
 Shared by tests/bus/test_cluster.py (a small run) and tests/benchmarks/bench_cluster.py
 (100,000 events, with figures).
 """
@@ -14,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from local_cluster import LocalCluster
-from loopbus.bus import Ack, Bus, connect, ensure_log, read
+from loopbus.bus import Ack, Bus, Views, connect, ensure_log, read
 from loopbus.bus.retry import TRANSIENT, Backoff, retrying
 from loopbus.schemas import Actor, Event, FindingRaised, parse_target
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.projector.daemon import ProjectorDaemon
+from viewkit import expected_view, materialised
 
 REVIEWER = Actor(role="reviewer", principal="failover")
 
@@ -53,6 +60,12 @@ class Failover:
     publish_s: float = 0.0
     leader_after_s: float = 0.0
     caught_up_after_s: float = 0.0
+    projector_stopped: str = ""
+    """Why the projector stopped during the run (empty: it never did)."""
+    projector_behind_s: float = 0.0
+    """From the last publish acked to the projector's checkpoint covering the whole log."""
+    view_keys: int = 0
+    view_equals_replay: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -84,8 +97,13 @@ async def run_failover(
             await cluster.healthy(name)
         bus = await connect(cluster.url, name="failover-publisher")
         watcher_bus = await connect(cluster.url, name="failover-watcher")
+        projector_bus = await connect(cluster.url, name="failover-projector")
+        projector = ProjectorDaemon(projector_bus)
+        stop = asyncio.Event()
+        kernel_task: asyncio.Task[None] | None = None
         try:
             await provision(bus)
+            kernel_task = asyncio.create_task(Kernel(projector_bus, projector).run(stop))
             events = findings(count)
             watcher = asyncio.create_task(
                 _kill_leader_at(cluster, watcher_bus, count, kill_at, result)
@@ -95,13 +113,22 @@ async def run_failover(
             for start in range(0, count, chunk):
                 acks += await bus.publish_many(events[start : start + chunk])
             result.publish_s = time.monotonic() - began
+            published_at = time.monotonic()
             await watcher
             restarted = time.monotonic()
             cluster.start(result.killed)
             await _caught_up(bus, result.killed)
             result.caught_up_after_s = time.monotonic() - restarted
             await _compare(bus, events, acks, result)
+            await _projected(bus, projector, kernel_task, result)
+            result.projector_behind_s = time.monotonic() - published_at
+            if not result.projector_stopped:
+                result.view_keys, result.view_equals_replay = await _view_check(bus)
         finally:
+            stop.set()
+            if kernel_task is not None:
+                await asyncio.gather(kernel_task, return_exceptions=True)
+            await projector_bus.close()
             await watcher_bus.close()
             await bus.close()
     finally:
@@ -153,3 +180,23 @@ async def _compare(bus: Bus, events: list[Event], acks: list[Ack], result: Failo
     result.acks_match_log = all(
         by_seq.get(ack.seq) == event.id for ack, event in zip(acks, events, strict=True)
     )
+
+
+async def _projected(
+    bus: Bus, projector: ProjectorDaemon, task: asyncio.Task[None] | None, result: Failover
+) -> None:
+    """Until the projector's checkpoint covers the whole log (or it stopped)."""
+    last = await bus.stream_last_seq()
+    async with asyncio.timeout(600):
+        while projector.checkpoint < last:
+            if task is not None and task.done():
+                error = task.exception() if not task.cancelled() else None
+                result.projector_stopped = repr(error) if error else "stopped"
+                return
+            await asyncio.sleep(0.05)
+
+
+async def _view_check(bus: Bus) -> tuple[int, bool]:
+    """How many values the view has, and whether they equal a replay cut the same way."""
+    held = await materialised(await Views.open(bus), "failover")
+    return len(held), held == await expected_view(bus, "failover")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import msgspec
 from kernelkit import running
 from loopbus.bus import Bus, Record, read
-from loopbus.projections.base import Fold
+from loopbus.projections.base import Fold, FoldFailure
 from loopbus.projections.intents import Intent, PublishIf
 from loopbus.schemas import Actor, Event, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import answer_id
@@ -51,9 +51,10 @@ class Summariser(Daemon):
         self.first_seq = 0
         self.stale_once = True
 
-    def fold(self, states: dict[str, object], record: Record) -> None:
-        super().fold(states, record)
+    def fold(self, states: dict[str, object], record: Record) -> Sequence[FoldFailure]:
+        failures = super().fold(states, record)
         self.first_seq = self.first_seq or record.seq
+        return failures
 
     def decide(self, world: World) -> Sequence[Intent]:
         notes: Notes = world.state("notes")

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest_asyncio
 from hypothesis import strategies as st
 from loopbus.bus import Bus, Views
+from loopbus.bus.provision import VIEW_HISTORY
 from loopbus.schemas import (
     Actor,
     Block,
@@ -95,8 +96,8 @@ async def private_kv(bus: Bus) -> AsyncIterator[Callable[[], Views]]:
     async def make() -> Views:
         name = f"test_projections_{next(_bucket_counter)}"
         created.append(name)
-        await bus.js.create_key_value(KeyValueConfig(bucket=name, history=1))
-        return Views(await bus.bucket(name))
+        await bus.js.create_key_value(KeyValueConfig(bucket=name, history=VIEW_HISTORY))
+        return Views(bus, await bus.bucket(name))
 
     yield make  # type: ignore[misc]
     for name in created:

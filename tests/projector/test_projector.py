@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
 import signal
@@ -16,56 +15,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.bus import (
-    Bus,
-    EmbeddedServer,
-    Record,
-    TransitionConflict,
-    Views,
-    connect,
-    ensure_log,
-    free_port,
-    read,
-)
-from loopbus.bus.views import encode_view, view_key
-from loopbus.projections import FOLDS, Fold, fold_events
+from loopbus.bus import Bus, EmbeddedServer, Views, connect, ensure_log, free_port, read
+from loopbus.bus.views import CHECKPOINT_KEY, Checkpoint
+from loopbus.projections import Fold
+from loopbus.projections import findings as findings_fold
+from loopbus.projections import units as units_fold
 from loopbus.schemas import Event, MessageQuarantined, project_subjects
-from loopbus.workers.errors import FoldFailed
-from loopbus.workers.projector.daemon import Projector, ProjectorDaemon
+from loopbus.workers.projector.core import Projector
+from viewkit import apply, expected_view, materialised
 
 from .conftest import event_sequences, finding, planned, transition
-
-
-async def expected_view(bus: Bus, project: str) -> dict[str, bytes]:
-    """What a full replay from sequence 1 gives, encoded the way the projector stores it."""
-    records = [r async for r in read(bus, subjects=[project_subjects(project)])]
-    events = [r.event for r in records if r.event is not None]
-    last = {}
-    for fold in FOLDS:
-        seqs = [r.seq for r in records if r.event is not None]
-        last[fold.name] = seqs[-1] if seqs else 0
-    states = fold_events(events).get(project)
-    assert states is not None
-    return {fold.name: encode_view(fold, last[fold.name], states[fold.name]) for fold in FOLDS}
-
-
-async def materialised(views: Views, project: str) -> dict[str, bytes]:
-    found = {}
-    for fold in FOLDS:
-        entry = await views.bucket.get(view_key(project, fold))
-        found[fold.name] = entry.value if entry is not None else b""
-    return found
-
-
-async def apply(bus: Bus, projector: Projector, record: Record) -> None:
-    """What the projector daemon does with one record: fold it, or quarantine it (the
-    kernel carries the quarantine out as a publish conditional on an empty subject)."""
-    if record.event is not None:
-        projector.apply(record)
-        return
-    for intent in ProjectorDaemon(bus).undecodable(record):
-        with contextlib.suppress(TransitionConflict):  # quarantined before a restart
-            await bus.publish_transition(intent.event, intent.expected)  # type: ignore[union-attr]
 
 
 async def run_projector(
@@ -73,13 +32,13 @@ async def run_projector(
 ) -> Projector:
     """Fold this project's records with interruptions at the given record indexes:
 
-    * ``flush``: write states and checkpoint and carry on;
+    * ``flush``: write what changed and the checkpoint, and carry on;
     * ``crash``: the process dies, losing what it had not flushed, and restarts from KV;
-    * ``torn``: it dies between writing the states and writing the checkpoint.
+    * ``torn``: it dies between writing the values and writing the checkpoint.
     """
     plan = dict.fromkeys(cuts, "flush") if isinstance(cuts, set) else dict(cuts)
     records = [r async for r in read(bus, subjects=[project_subjects(project)])]
-    projector = await reopen(bus, kv)
+    projector = await Projector.open(kv)
     index = 0
     while index < len(records):
         record = records[index]
@@ -89,12 +48,12 @@ async def run_projector(
             await projector.flush(record.seq)
         elif mode in ("crash", "torn"):
             if mode == "torn":
-                before = projector.checkpoint
+                before = await kv.checkpoint()
                 await projector.flush(record.seq)
-                await kv.set_checkpoint(before)
-            projector = await reopen(bus, kv)
+                await kv.bucket.put(CHECKPOINT_KEY, msgspec_encode(before))
+            projector = await Projector.open(kv)
             index = next(
-                (i for i, r in enumerate(records) if r.seq > projector.checkpoint), len(records)
+                (i for i, r in enumerate(records) if r.seq >= projector.resume_from), len(records)
             )
             continue
         index += 1
@@ -102,9 +61,10 @@ async def run_projector(
     return projector
 
 
-async def reopen(bus: Bus, kv: Views) -> Projector:
-    """A fresh projector on ``kv``, resuming from the checkpoint and views stored there."""
-    return await Projector.open(kv)
+def msgspec_encode(checkpoint: Checkpoint) -> bytes:
+    import msgspec
+
+    return msgspec.json.encode(checkpoint)
 
 
 @settings(
@@ -116,8 +76,9 @@ async def reopen(bus: Bus, kv: Views) -> Projector:
 async def test_replay_equals_materialised_view(
     bus: Bus, private_kv: Callable[[], Any], data: st.DataObject
 ) -> None:
-    """For random histories with random flushes, crashes and torn writes (states written,
-    checkpoint not) at random points, the view equals a replay from sequence 1."""
+    """For random histories with random flushes, crashes and torn writes (values written,
+    checkpoint not) at random points, every value in KV equals the same value of a replay
+    from sequence 1, and nothing else is there."""
     project = f"hyp{os.getpid()}x{data.draw(st.integers(0, 10**12))}"
     events: list[Event] = data.draw(event_sequences(project))
     cuts = data.draw(
@@ -136,22 +97,27 @@ async def test_replay_equals_materialised_view(
 async def test_restart_from_checkpoint_does_not_double_apply(
     bus: Bus, project: str, private_kv: Callable[[], Any]
 ) -> None:
-    """A projector restarted from its checkpoint, re-reading events it already folded into
-    some states, ends in exactly the replay state (no event counted twice)."""
+    """A projector restarted after a flush whose checkpoint never landed re-reads events it
+    had already written values for, and ends in exactly the replay state (no event counted
+    twice: ``times`` stays right)."""
     await bus.publish_many([planned(project, "U1"), finding(project, "U1", 1, "high")])
     kv = await private_kv()
-    first = Projector(views=kv)
+    first = await Projector.open(kv)
     records = [r async for r in read(bus, subjects=[project_subjects(project)])]
     for record in records:
         first.apply(record)
-    await first.flush(0)  # states written, checkpoint not advanced: a crash right here
+    flush, writes = first.capture()
+    await kv.write(flush, records[-1].seq, writes)
+    await kv.bucket.put(CHECKPOINT_KEY, msgspec_encode(Checkpoint()))  # as if it never landed
     await bus.publish(finding(project, "U1", 1, "high"))  # same key again: times becomes 2
     second = await Projector.open(kv)
-    assert second.checkpoint == 0
+    assert second.resume_from == 1
     async for record in read(bus, subjects=[project_subjects(project)]):
         second.apply(record)
-    await second.flush(records[-1].seq + 1)
+    await second.flush(await bus.stream_last_seq())
     assert await materialised(kv, project) == await expected_view(bus, project)
+    state, _ = await kv.read(project, findings_fold.FOLD) or (None, None)
+    assert [f.times for f in findings_fold.open_findings(state)] == [2]
 
 
 async def test_malformed_message_is_quarantined_and_neighbours_applied(
@@ -175,18 +141,16 @@ async def test_malformed_message_is_quarantined_and_neighbours_applied(
     assert "unit" in quarantined.reason
     assert quarantined.excerpt == b'{"kind":"unit.planned.v1","unit":7}'
     await run_projector(bus, kv, project, set())
-    view = await materialised(kv, project)
-    units = FOLDS[0].decode(view["units"].split(b'"state":', 1)[1][:-1])
+    units, _ = await kv.read(project, units_fold.FOLD) or (None, None)
     assert units.units["U1"].state == "working"
-    findings = FOLDS[1].decode(view["findings"].split(b'"state":', 1)[1][:-1])
-    classes = [f.cls for scope in findings.open.values() for f in scope.values()]
-    assert classes == ["quarantined"]
+    findings, _ = await kv.read(project, findings_fold.FOLD) or (None, None)
+    assert [f.cls for f in findings_fold.open_findings(findings)] == ["quarantined"]
 
 
 @pytest.mark.slow
 async def test_projector_killed_mid_stream_converges_to_replay(tmp_path: Path) -> None:
     """SIGKILL the projector daemon while it folds, restart it: it resumes from its checkpoint
-    and its view of the project is byte-for-byte the replay state."""
+    and every value of its view of the project is byte for byte the replay's."""
     # A server of its own: on the shared one the projector would fold every other test's
     # history too, and "mid-stream" would depend on what ran before.
     server = EmbeddedServer(tmp_path / "nats", port=free_port())
@@ -219,8 +183,8 @@ async def _kill_and_restart(bus: Bus, nats_url: str) -> None:
         "loopbus.workers.projector",
         "--nats-url",
         nats_url,
-        "--flush-every",
-        "500",
+        "--interval",
+        "0.01",
         "--log-level",
         "warning",
     ]
@@ -228,7 +192,7 @@ async def _kill_and_restart(bus: Bus, nats_url: str) -> None:
     try:
         await wait_for(lambda: checkpoint(kv), lambda cp: cp > 0, timeout=60)
         # A random moment after the first flush: sometimes mid-fold, sometimes between
-        # writing the states and writing the checkpoint.
+        # writing the values and writing the checkpoint.
         await asyncio.sleep(random.uniform(0, 0.05))
         first.send_signal(signal.SIGKILL)
     finally:
@@ -244,7 +208,7 @@ async def _kill_and_restart(bus: Bus, nats_url: str) -> None:
 
 
 async def checkpoint(kv: Views) -> int:
-    return await kv.checkpoint()
+    return (await kv.checkpoint()).seq
 
 
 async def wait_for(probe: Callable[[], Any], done: Callable[[Any], bool], timeout: float) -> Any:
@@ -260,43 +224,55 @@ async def wait_for(probe: Callable[[], Any], done: Callable[[Any], bool], timeou
 async def test_a_view_that_no_longer_decodes_is_rebuilt_from_the_log(
     bus: Bus, project: str, private_kv: Callable[[], Any]
 ) -> None:
-    """A stored view whose shape is out of date is rebuilt from sequence 1 and ends equal
-    to a replay, instead of being trusted or crashing the projector."""
+    """A stored value whose shape is out of date makes its view fold again from sequence 1
+    (the stale values deleted), ending equal to a replay, instead of being trusted or
+    crashing the projector."""
     await bus.publish_many([planned(project, "U1"), finding(project, "U1", 3, "high")])
     kv = await private_kv()
-    await run_projector(bus, kv, project, set())
-    await kv.bucket.put(view_key(project, FOLDS[1]), b'{"seq":1,"state":{"open":"not a map"}}')
+    projector = await run_projector(bus, kv, project, set())
+    await kv.bucket.put(f"view.{project}.findings.open.junk", b'{"f":1,"k":["junk"],"v":7}')
+    await kv.bucket.put(f"view.{project}.findings", b'{"f":1,"seq":2,"n":{},"v":{"resolved":"x"}}')
     await bus.publish(transition(project, "U1", "working"))
     projector = await Projector.open(kv)
     assert projector.rebuild and projector.resume_from == 1
-    assert await kv.checkpoint() == 0  # persisted before folding again: a crash resumes it
     async for record in read(bus, subjects=[project_subjects(project)]):
         projector.apply(record)
     await projector.flush(await bus.stream_last_seq())
     assert await materialised(kv, project) == await expected_view(bus, project)
 
 
-async def test_a_fold_that_fails_stops_the_projector_before_its_checkpoint(
+async def test_a_fold_that_fails_skips_the_event_for_that_fold_and_carries_on(
     bus: Bus, project: str, private_kv: Callable[[], Any]
 ) -> None:
-    """A fold raising on a good event stops the projector with the checkpoint before that
-    event: the event is retried after a restart, never silently skipped."""
+    """A fold raising on a good event skips it for that fold alone (it used to stop the
+    projector): the next events are folded, the other folds take the event, and the
+    checkpoint moves past it; the failure is returned for the kernel to record."""
 
     def explode(state: Any, event: Any) -> Any:
         if getattr(event, "unit", None) == "BOOM":
             raise RuntimeError("fold defect")
+        state.units[event.unit] = state.units.get(event.unit) or units_fold.UnitView(
+            unit=event.unit, slice="S1"
+        )
         return state
 
-    fragile = Fold(name="fragile", state_type=dict, initial=dict, apply=explode)
-    await bus.publish_many([planned(project, "U1"), planned(project, "BOOM")])
+    fragile = Fold(
+        name="fragile", state_type=units_fold.UnitsState, initial=units_fold.initial, apply=explode
+    )
+    await bus.publish_many(
+        [planned(project, "U1"), planned(project, "BOOM"), planned(project, "U2")]
+    )
     kv = await private_kv()
-    projector = Projector(views=kv, folds=(fragile,))
-    with pytest.raises(FoldFailed, match="fold defect"):
-        async for record in read(bus, subjects=[project_subjects(project)]):
-            projector.apply(record)
-            await projector.flush(record.seq)
-    first = (await read_first(bus, project)).seq
-    assert projector.checkpoint == first
+    projector = await Projector.open(kv, folds=(fragile, units_fold.FOLD))
+    failed = []
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        failed += [(record.seq, f.fold, str(f.error)) for f in projector.apply(record)]
+        await projector.flush(record.seq)
+    boom = (await read_first(bus, project)).seq + 1
+    assert failed == [(boom, "fragile", "fold defect")]
+    assert sorted(projector.views[(project, "fragile")].state.units) == ["U1", "U2"]
+    assert sorted(projector.views[(project, "units")].state.units) == ["BOOM", "U1", "U2"]
+    assert projector.checkpoint.seq == boom + 1
 
 
 async def read_first(bus: Bus, project: str) -> Any:

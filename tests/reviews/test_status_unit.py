@@ -37,7 +37,7 @@ async def materialised(bus: Bus, project: str, seq: int, timeout: float = 60) ->
     ``project`` has folded through ``seq``."""
     views = await Views.open(bus)
     async with asyncio.timeout(timeout):
-        async for stored_seq, _state in views.watch(project, conv.FOLD):
+        async for stored_seq in views.watch_seq(project, conv.FOLD):
             if stored_seq >= seq:
                 return
 
@@ -71,7 +71,7 @@ async def test_status_unit_shows_rounds_sets_verdict_and_rung(
         await ready(bus, project, "U1", head2, first=False)
         await wait_log(bus, project, count(UnitTransitioned, 2, by="returned"))
     last = await bus.last_subject_seq(f"loop.{project}.>")
-    async with running(bus, ProjectorDaemon(bus, flush_every=1)):
+    async with running(bus, ProjectorDaemon(bus)):
         await materialised(bus, project, last)
     done = status(nats_url, "--project", project, "--unit", "U1", "--json")
     assert done.returncode == 0, done.stderr

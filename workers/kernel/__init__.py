@@ -8,7 +8,9 @@ again for that project. Crash policy, in one place:
 
 * a message that does not decode is logged with its sequence and skipped (the projector
   quarantines it); the daemon never dies on it;
-* a fold that raises stops the daemon without moving past the event (:class:`FoldFailed`);
+* a fold that raises on an event skips that event for that fold alone (the state keeps
+  what the fold did before raising; ``replay`` does the same, so a view equals a replay),
+  logs it, and records it once on the log as ``fold.quarantined.v1``; the daemon carries on;
 * a decision that raises is logged and retried when the project next changes;
 * an effect that raises is logged and not run again by this process under the same key;
 * a publish that fails is retried with back-off; one that loses a race is decided again
@@ -18,14 +20,12 @@ See docs/extending.md for a complete daemon in a few dozen lines.
 """
 
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
-from loopbus.workers.errors import FoldFailed
 from loopbus.workers.kernel.daemon import Daemon, World
 from loopbus.workers.kernel.kernel import Kernel
 
 __all__ = [
     "Daemon",
     "Effect",
-    "FoldFailed",
     "Intent",
     "Kernel",
     "MoveUnit",

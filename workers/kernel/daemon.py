@@ -18,12 +18,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loopbus.bus import Record
-from loopbus.projections import Fold
+from loopbus.projections import Fold, FoldFailure, apply_guarded
 from loopbus.projections.claims import Move
 from loopbus.projections.intents import Effect, Intent, MoveUnit, PublishIf
 from loopbus.schemas import Actor, Event, subject_of
 from loopbus.schemas.subjects import serving, unit_subject
-from loopbus.workers.errors import FoldFailed
 
 if TYPE_CHECKING:
     from loopbus.workers.kernel.kernel import Kernel
@@ -93,16 +92,18 @@ class Daemon:
         """What the kernel follows (every subject of the served projects)."""
         return serving(self.projects)
 
-    def fold(self, states: dict[str, Any], record: Record) -> None:
+    def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
         """Fold one decoded record into its project's states (every fold of ``folds``).
 
-        A fold that raises stops the daemon: :class:`FoldFailed` names it."""
+        A fold that raises skips the record and carries on (the same rule ``replay``
+        follows); what failed is returned, and the kernel records it on the log."""
         assert record.event is not None
+        failures: list[FoldFailure] = []
         for fold in self.folds:
-            try:
-                states[fold.name] = fold.apply(states[fold.name], record.event)
-            except Exception as exc:
-                raise FoldFailed(record.seq, fold.name, record.event.project, exc) from exc
+            states[fold.name], failure = apply_guarded(fold, states[fold.name], record.event)
+            if failure is not None:
+                failures.append(failure)
+        return failures
 
     def also_folds_into(self, event: Event) -> Sequence[str]:
         """Other projects whose states ``event`` is folded into as well (and decided for

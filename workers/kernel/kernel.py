@@ -20,17 +20,21 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus, BusError, Record, TransitionConflict, read
+from loopbus.projections import FoldFailure
 from loopbus.projections.claims import transition_event
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
 from loopbus.schemas import Event, subject_of, utcnow
+from loopbus.schemas.limits import bounded
+from loopbus.schemas.quarantine import fold_quarantine_record, is_quarantine_subject
 from loopbus.schemas.subjects import matches_any, parse_subject
-from loopbus.workers.errors import FoldFailed
 from loopbus.workers.kernel.daemon import Daemon, World
 from loopbus.workers.runtime import Progress, cancel_all, raise_if_cancelled
 
 log = structlog.get_logger()
 
 RETRY_FIRST_S = 0.2
+YIELD_EVERY = 64
+"""Records folded in a row before the reader lets the daemon's other tasks run."""
 RETRY_MAX_S = 5.0
 
 
@@ -71,6 +75,11 @@ class Kernel:
         for again before anything new is folded (or the next tick), they would only
         repeat themselves, so they wait."""
         self.results: deque[tuple[str, Sequence[Intent]]] = deque()
+        self.records: deque[Event] = deque()
+        """Facts to put on the log once each (a fold that skipped an event): published
+        conditionally on an empty subject, so a second daemon, or a restart, stores none."""
+        self.skipped = 0
+        """(record, fold) pairs this kernel skipped because the fold raised."""
         self.acted = Progress()
         self.settled = Progress()
         """Like ``acted``, and also no effect running nor any effect's result waiting."""
@@ -173,6 +182,7 @@ class Kernel:
         and decide by hand with :meth:`act_on`)."""
         if not await self._has_history():
             self._caught_up()
+        folded = 0
         async for record in read(
             self.bus, subjects=self.subjects, start_seq=self.start_seq, follow=True
         ):
@@ -182,6 +192,11 @@ class Kernel:
             self.wake.set()
             self._changed.set()
             raise_if_cancelled()
+            folded += 1
+            if folded % YIELD_EVERY == 0:
+                # Records already buffered are handed over without a pause; let the other
+                # tasks (the actor, effects, a projector's writes and their acks) run.
+                await asyncio.sleep(0)
 
     async def _has_history(self) -> bool:
         async for _record in read(self.bus, subjects=self.subjects, start_seq=self.start_seq):
@@ -213,12 +228,37 @@ class Kernel:
         projects += [p for p in self.daemon.also_folds_into(event) if p != event.project]
         for project in projects:
             try:
-                self.daemon.fold(self.project_states(project), record)
-            except FoldFailed:
-                raise
-            except Exception as exc:  # a daemon's own fold step failed outside any one fold
-                raise FoldFailed(record.seq, self.daemon.name, project, exc) from exc
+                # An override written before folds could fail returns None: nothing failed.
+                failures = self.daemon.fold(self.project_states(project), record) or ()
+            except Exception as exc:  # the daemon's own fold step failed outside any one fold
+                failures = [FoldFailure(self.daemon.name, exc)]
+            for failure in failures:
+                self._fold_failed(record, failure)
             self.dirty.add(project)
+
+    def _fold_failed(self, record: Record, failure: FoldFailure) -> None:
+        """One fold could not take one event: skip it there, say so, record it on the log."""
+        assert record.event is not None
+        self.skipped += 1
+        log.error(
+            "fold.skipped_event",
+            seq=record.seq,
+            subject=record.subject,
+            fold=failure.fold,
+            error=bounded(f"{type(failure.error).__name__}: {failure.error}"),
+        )
+        if is_quarantine_subject(record.subject):
+            return  # a record about a record would only chain: the log line is enough
+        self.records.append(
+            fold_quarantine_record(
+                record.subject,
+                record.seq,
+                record.event,
+                failure.fold,
+                failure.error,
+                self.daemon.actor,
+            )
+        )
 
     async def _act(self) -> None:
         while True:
@@ -228,6 +268,7 @@ class Kernel:
             now = asyncio.get_running_loop().time()
             if self._retry_at is not None and now >= self._retry_at:
                 self._retry_at = None
+            await self._record_once()
             while self.results and self._retry_at is None:
                 project, intents = self.results.popleft()
                 _published, rest = await self._carry_out_rest(project, intents)
@@ -239,7 +280,7 @@ class Kernel:
                 self._next_tick = None
             if self._retry_at is None:
                 await self._decide_dirty()
-            if not self.dirty:
+            if not self.dirty and not self.records:
                 await self.acted.mark(self.folded)
                 if not self.running and not self.results:
                     await self.settled.mark(self.folded)
@@ -277,6 +318,23 @@ class Kernel:
             log.exception("daemon.decide_failed", project=project, seq=self.folded)
             return []  # decided again when the project next changes
         return await self._carry_out(project, intents) if intents else []
+
+    async def _record_once(self) -> None:
+        """Publish the pending records, each once: an occupied subject means another daemon
+        (or this one, before a restart) already stored it."""
+        while self.records and self._retry_at is None:
+            event = self.records[0]
+            try:
+                ack = await self.bus.publish_transition(event, 0)
+            except TransitionConflict:
+                pass
+            except BusError as exc:
+                log.warning("daemon.record_failed", project=event.project, error=str(exc))
+                self._retry(event.project)
+                return
+            else:
+                self._published(event, ack.seq)
+            self.records.popleft()
 
     # -- carrying intents out -----------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus, Record
+from loopbus.projections import FoldFailure
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
@@ -99,10 +100,11 @@ class Merger(Daemon):
     def decide(self, world: World) -> Sequence[Intent]:
         return decide(world, self.policy)
 
-    def fold(self, states: dict[str, Any], record: Record) -> None:
-        super().fold(states, record)
+    def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
+        failures = super().fold(states, record)
         if record.event is not None and record.event.actor == self.actor:
             note(record.event)
+        return failures
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         handlers: dict[str, Callable[..., Awaitable[Sequence[Intent]]]] = {

@@ -7,22 +7,29 @@ from collections.abc import Sequence
 
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.kernel import Kernel
-from loopbus.workers.projector.daemon import FLUSH_EVERY, ProjectorDaemon
+from loopbus.workers.projector.daemon import GAP_S, INTERVAL_S, ProjectorDaemon
 from loopbus.workers.runtime import DaemonContext
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser("projector", "Fold the log into materialised projections.")
     parser.add_argument(
-        "--flush-every",
-        type=int,
-        default=FLUSH_EVERY,
-        help="flush states at least every N events (default %(default)s)",
+        "--interval",
+        type=float,
+        default=INTERVAL_S,
+        help="while behind the log, write what is folded at least every S seconds "
+        "(default %(default)s; once caught up it is written at once)",
+    )
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=GAP_S,
+        help="start writes at least S seconds apart (default %(default)s)",
     )
 
     def make_body(args: argparse.Namespace) -> Body:
         async def body(ctx: DaemonContext) -> None:
-            daemon = ProjectorDaemon(ctx.bus, flush_every=args.flush_every)
+            daemon = ProjectorDaemon(ctx.bus, interval=args.interval, gap=args.gap)
             await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
 
         return body

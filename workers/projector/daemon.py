@@ -1,125 +1,41 @@
-"""The projector: folds the log into every projection and materialises each into KV.
+"""The projector daemon: folds the log into every projection and keeps KV live.
 
-It is a daemon on the kernel like every other, with a fold step of its own: it keeps one
-state per (project, projection) together with the last sequence folded into it, resumes
-from its checkpoint, and skips, per state, what that state already holds (see
-:mod:`loopbus.bus.views`). Its only decision is *flush*: write the dirty states, then the
-checkpoint — every ``flush_every`` events while it replays history, and whenever it has
-caught up. A message that does not decode is quarantined exactly once (on its own subject,
-written with an expected subject sequence of 0); any other failure while folding a good
-event stops the daemon without moving the checkpoint past it, so a fold defect is loud,
-never a silently missing event.
+A daemon on the kernel like every other, with a fold step of its own (the
+:class:`~loopbus.workers.projector.core.Projector`) and a flusher beside it instead of a
+decision. The flusher writes what has been folded whenever the reader has caught up with
+the log (``pending == 0``) and, while it is behind, at least every ``interval`` seconds —
+never more often than every ``gap`` seconds, so a steady stream of events is written in
+small batches rather than one flush per event. ``status`` is then as old as one flush.
+
+A message that does not decode is quarantined exactly once (on its own subject, written
+with an expected subject sequence of 0); a fold that raises on an event skips it for that
+fold (the kernel records it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from loopbus.bus import Bus, Record, Views, ViewUnreadable
-from loopbus.projections import FOLDS, Fold
-from loopbus.projections.intents import Effect, Intent, PublishIf
+from loopbus.bus import Bus, BusError, Record, Views
+from loopbus.projections import FoldFailure
+from loopbus.projections.intents import Intent, PublishIf
 from loopbus.schemas import Actor, MessageQuarantined
-from loopbus.schemas.ids import is_token
 from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
-from loopbus.workers.errors import FoldFailed
-from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.kernel import Daemon, Kernel
+from loopbus.workers.projector.core import RECENT_EVERY_S, Projector
 
 log = structlog.get_logger()
 
-FLUSH_EVERY = 5_000
-
-
-@dataclass
-class _View:
-    seq: int  # last stream sequence folded into this state
-    state: Any
-    dirty: bool = False
-
-
-@dataclass
-class Projector:
-    """The materialising core: states, their sequences, and how they reach KV."""
-
-    views: Views
-    folds: tuple[Fold[Any], ...] = FOLDS
-    checkpoint: int = 0
-    states: dict[tuple[str, str], _View] = field(default_factory=dict)
-    applied: int = 0
-    rebuild: bool = False
-    """A stored view no longer decoded: fold again from sequence 1 (the others skip)."""
-
-    @classmethod
-    async def open(cls, views: Views, folds: tuple[Fold[Any], ...] = FOLDS) -> Projector:
-        """Load the checkpoint and every stored view."""
-        projector = cls(views=views, folds=folds)
-        projector.checkpoint = await projector.views.checkpoint()
-        by_name = {fold.name: fold for fold in folds}
-        for key in await projector.views.bucket.keys():
-            project, _, name = key.partition(".")
-            fold = by_name.get(name)
-            if fold is None or not is_token(project):
-                continue
-            try:
-                stored = await projector.views.read(project, fold)
-            except ViewUnreadable as exc:
-                # The state's shape changed since it was written: rebuild this one view
-                # from the start of the log; the others skip what they already hold.
-                log.warning("projector.rebuilding_view", view=key, error=exc.detail)
-                projector.states[(project, name)] = _View(0, fold.initial(), dirty=True)
-                projector.rebuild = True
-                continue
-            if stored is not None:
-                projector.states[(project, name)] = _View(*stored)
-        if projector.rebuild:
-            await projector.views.set_checkpoint(0)  # persisted first: a crash resumes it
-            projector.checkpoint = 0
-        return projector
-
-    @property
-    def resume_from(self) -> int:
-        return self.checkpoint + 1
-
-    def apply(self, record: Record) -> None:
-        """Fold one decoded record into every projection of its project."""
-        event = record.event
-        assert event is not None
-        for fold in self.folds:
-            view = self.states.get((event.project, fold.name))
-            if view is None:
-                view = self.states[(event.project, fold.name)] = _View(0, fold.initial())
-            if record.seq <= view.seq:
-                continue  # already folded before a restart
-            try:
-                view.state = fold.apply(view.state, event)
-            except Exception as exc:
-                raise FoldFailed(record.seq, fold.name, event.project, exc) from exc
-            view.seq = record.seq
-            view.dirty = True
-        self.applied += 1
-
-    @property
-    def dirty(self) -> bool:
-        return any(view.dirty for view in self.states.values())
-
-    async def flush(self, through_seq: int) -> None:
-        """Write every dirty state, then the checkpoint (in that order: see bus.views)."""
-        by_name = {fold.name: fold for fold in self.folds}
-        for (project, name), view in list(self.states.items()):
-            if view.dirty:
-                # Taken together, before the write's await: the seq always matches the state.
-                seq, state = view.seq, view.state
-                view.dirty = False
-                try:
-                    await self.views.write(project, by_name[name], seq, state)
-                except BaseException:
-                    view.dirty = True
-                    raise
-        if through_seq > self.checkpoint:
-            await self.views.set_checkpoint(through_seq)
-            self.checkpoint = through_seq
+INTERVAL_S = 0.05
+"""While behind the log, what has been folded is written at least this often."""
+GAP_S = 0.02
+"""Flushes start at least this far apart: what is folded meanwhile is written together
+(a steady stream costs a few dozen small writes a second, not one write per event)."""
+RETRY_S = (0.2, 5.0)
 
 
 def quarantine_of(record: Record, actor: Actor) -> MessageQuarantined | None:
@@ -132,31 +48,47 @@ def quarantine_of(record: Record, actor: Actor) -> MessageQuarantined | None:
 
 
 class ProjectorDaemon(Daemon):
-    """The projector as a daemon: fold with :class:`Projector`, flush as its decision."""
+    """The projector as a daemon: fold with :class:`Projector`, flush beside the kernel."""
 
     name = "projector"
     acts_during_replay = True
 
-    def __init__(self, bus: Bus, *, flush_every: int = FLUSH_EVERY) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        views: Views | None = None,
+        interval: float = INTERVAL_S,
+        gap: float = GAP_S,
+    ) -> None:
         super().__init__()
         self.bus = bus
-        self.flush_every = flush_every
+        self.views = views
+        self.interval = interval
+        self.gap = gap
         self.core: Projector | None = None
-        self.since_flush = 0
+        self.kernel: Kernel | None = None
         self.at_end = False
+        self.folded = 0
+        self.flushes = 0
+        self._wake = asyncio.Event()
+        self._moved = asyncio.Event()
 
     async def start(self, kernel: Kernel) -> None:
-        self.core = await Projector.open(await Views.open(self.bus))
+        self.kernel = kernel
+        self.core = await Projector.open(self.views or await Views.open(self.bus))
         kernel.start_seq = self.core.resume_from
-        log.info("projector.resuming", start=kernel.start_seq)
+        log.info("projector.resuming", start=kernel.start_seq, flush=self.core.next_flush)
+        kernel.spawn(self._flusher(), "projector-flusher")
 
-    def fold(self, states: dict[str, Any], record: Record) -> None:
+    def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
         assert self.core is not None
-        self.core.apply(record)
-        self.since_flush += 1
-        self.at_end = record.pending == 0
+        failures = self.core.apply(record)
+        self._note(record)
+        return failures
 
     def undecodable(self, record: Record) -> Sequence[Intent]:
+        self._note(record)
         quarantine = quarantine_of(record, self.actor)
         if quarantine is None:
             return ()
@@ -164,14 +96,49 @@ class ProjectorDaemon(Daemon):
         # Conditional on an empty subject: quarantined exactly once, across restarts too.
         return [PublishIf(quarantine, 0)]
 
-    def decide(self, world: World) -> Sequence[Intent]:
-        due = self.at_end or self.since_flush >= self.flush_every
-        if self.core is None or not due or not self.core.dirty:
-            return ()
-        return [Effect("flush", world.project, "flush", {"through": world.folded})]
+    def _note(self, record: Record) -> None:
+        self.folded = record.seq
+        self.at_end = record.pending == 0
+        self._moved.set()
+        self._wake.set()
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    @property
+    def checkpoint(self) -> int:
+        return self.core.checkpoint.seq if self.core is not None else 0
+
+    async def _flusher(self) -> None:
+        """Write what was folded: at once when caught up, at least every ``interval``
+        while behind, never twice within ``gap``."""
+        loop = asyncio.get_running_loop()
+        last = -self.gap
+        delay = RETRY_S[0]
+        while True:
+            await self._wake.wait()
+            began = loop.time()
+            while not self.at_end and loop.time() - began < self.interval:
+                self._moved.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.interval - (loop.time() - began)):
+                        await self._moved.wait()
+            if loop.time() - last < self.gap:
+                await asyncio.sleep(self.gap - (loop.time() - last))
+            self._wake.clear()
+            last = loop.time()
+            try:
+                await self.flush()
+                if self.core is not None and self.core.recent_pending:
+                    loop.call_later(RECENT_EVERY_S, self._wake.set)
+            except BusError as exc:
+                log.warning("projector.flush_failed", error=str(exc), retry_s=delay)
+                self._wake.set()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_S[1])
+            else:
+                delay = RETRY_S[0]
+
+    async def flush(self) -> None:
+        """Write what is folded now (the flusher calls this; so may a test)."""
         assert self.core is not None
-        self.since_flush = 0
-        await self.core.flush(int(effect.args["through"]))
-        return ()
+        if self.core.dirty or self.core.recent_pending or self.folded > self.core.checkpoint.seq:
+            await self.core.flush(self.folded)
+            self.flushes += 1

@@ -1,0 +1,247 @@
+"""How live is ``status``: publish ack -> the projector's view visible in KV, at steady rates.
+
+    python tests/benchmarks/bench_live.py [--rates 1000,5000] [--seconds 10]
+        [--projector-path DIR]
+
+One embedded server, the projector daemon as its own process (as ``loopbus up`` runs it),
+and this process publishing a steady stream of findings and unit transitions about 100
+units (``publish_many`` in small batches every 2 ms). For every event it records when its
+publish was acknowledged, when a plain consumer of the log received it (the raw baseline:
+an ordered push consumer, nothing folded) and when the projector's view of the project in
+KV first showed a sequence at or past it (a KV watch on the view's key; the value names
+the sequence it was folded through). Prints p50/p90/p99/max of both latencies per rate,
+and the CPU the projector process spent per second of the run (user + system), so today's
+projector and a changed one can be compared with the same script.
+
+The view is looked for under both layouts: ``<project>.units`` (one value per projection,
+before issue 13) and ``view.<project>.units`` (the partitioned layout's summary).
+
+``--projector-path DIR`` runs the projector process with ``DIR`` first on its
+``PYTHONPATH`` (a ``loopbus`` package laid out from another commit, say main's), so an
+older projector is measured by the same script, on the same machine, in the same way.
+
+Not collected by pytest (the file name does not start with ``test_``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from loopbus.bus import PROJECTION_BUCKET, Bus, EmbeddedServer, connect, ensure_log, free_port
+from loopbus.schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    UnitPlanned,
+    UnitTransitioned,
+    parse_target,
+)
+
+REVIEWER = Actor(role="reviewer", principal="bench")
+SYSTEM = Actor(role="system", principal="bench")
+UNITS = [f"U{i}" for i in range(100)]
+TICK_S = 0.002
+_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+def event(project: str, i: int, lines: int) -> Event:
+    """Odd: a unit transition; even: a finding on one of ``lines`` lines of the unit's file
+    (so the project holds about ``100 * lines`` open findings once they have all come up)."""
+    if i % 2:
+        unit = UNITS[i % len(UNITS)]
+        return UnitTransitioned(project=project, actor=SYSTEM, unit=unit, state="working")
+    j = i // 2
+    unit, line = UNITS[j % len(UNITS)], j // len(UNITS) % lines + 1
+    return FindingRaised(
+        project=project,
+        actor=REVIEWER,
+        producer="reviewer",
+        target=parse_target(f"code:src/{unit}.py:{line}-{line + 1}"),
+        severity="medium",
+        criterion="C1",
+        message="the value may be None here",
+        unit=unit,
+    )
+
+
+class Seen:
+    """When each stream sequence was acked, received raw, and first visible in the view."""
+
+    def __init__(self) -> None:
+        self.acked: dict[int, float] = {}
+        self.received: dict[int, float] = {}
+        self.view: list[tuple[int, float]] = []  # (seq folded through, when seen)
+
+    def view_latencies(self) -> list[float]:
+        out = []
+        marks = sorted(self.view)
+        index = 0
+        for seq in sorted(self.acked):
+            while index < len(marks) and marks[index][0] < seq:
+                index += 1
+            if index == len(marks):
+                break
+            out.append(marks[index][1] - self.acked[seq])
+        return out
+
+    def raw_latencies(self) -> list[float]:
+        return [self.received[s] - t for s, t in self.acked.items() if s in self.received]
+
+
+async def raw_consumer(bus: Bus, project: str, seen: Seen) -> None:
+    sub = await bus.js.subscribe(f"loop.{project}.>", ordered_consumer=True)
+    try:
+        async for msg in sub.messages:
+            seen.received[msg.metadata.sequence.stream] = time.perf_counter()
+    finally:
+        await sub.unsubscribe()
+
+
+async def view_watcher(bus: Bus, project: str, seen: Seen) -> None:
+    kv = await bus.js.key_value(PROJECTION_BUCKET)
+    keys = [f"{project}.units", f"view.{project}.units"]
+    watchers = [await kv.watch(key) for key in keys]
+
+    async def follow(watcher: object) -> None:
+        async for entry in watcher:  # type: ignore[attr-defined]
+            if entry is not None and entry.value:
+                match = _SEQ.search(entry.value[:4096])
+                if match:
+                    seen.view.append((int(match.group(1)), time.perf_counter()))
+
+    await asyncio.gather(*(follow(w) for w in watchers))
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+async def one_rate(
+    bus: Bus, projector: psutil.Process, rate: int, seconds: float, lines: int
+) -> None:
+    project = f"live{rate}"
+    await bus.publish_many(
+        [UnitPlanned(project=project, actor=SYSTEM, unit=u, slice="S1") for u in UNITS]
+    )
+    seen = Seen()
+    tasks = [
+        asyncio.create_task(raw_consumer(bus, project, seen)),
+        asyncio.create_task(view_watcher(bus, project, seen)),
+    ]
+    await asyncio.sleep(1.0)  # both watchers are in place
+    total = int(rate * seconds)
+    cpu_before, began = cpu_seconds(projector), time.perf_counter()
+    sent, tick = 0, 0
+    while sent < total:
+        tick += 1
+        count = min(int(rate * TICK_S * tick) - sent, total - sent)
+        if count > 0:
+            acks = await bus.publish_many([event(project, sent + i, lines) for i in range(count)])
+            now = time.perf_counter()
+            for ack in acks:
+                seen.acked[ack.seq] = now
+            sent += count
+        # Paced on the wall clock: a late tick is caught up by the next ones.
+        await asyncio.sleep(max(began + tick * TICK_S - time.perf_counter(), 0.0))
+    elapsed = time.perf_counter() - began
+    last = max(seen.acked)
+    deadline = time.perf_counter() + 60
+    while (not seen.view or max(s for s, _ in seen.view) < last) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
+    cpu = cpu_seconds(projector) - cpu_before
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(f"rate {rate} events/s: published {sent} in {elapsed:.1f} s ({sent / elapsed:.0f}/s)")
+    for name, values in (
+        ("raw consumer", seen.raw_latencies()),
+        ("view in KV", seen.view_latencies()),
+    ):
+        print(f"  {name:13} {summary(values)}")
+    print(
+        f"  view updates seen: {len(seen.view)}; "
+        f"this process's CPU {time.process_time():.1f} s so far"
+    )
+    print(
+        f"  projector CPU: {cpu:.2f} s over {elapsed:.1f} s of publishing "
+        f"({cpu / elapsed:.2f} cores)"
+    )
+
+
+def summary(values: list[float]) -> str:
+    if not values:
+        return "no samples"
+    ordered = sorted(values)
+
+    def pct(p: float) -> float:
+        return ordered[min(int(p * len(ordered)), len(ordered) - 1)] * 1000
+
+    return (
+        f"n={len(values)} p50 {pct(0.5):7.1f} ms  p90 {pct(0.9):7.1f} ms  "
+        f"p99 {pct(0.99):7.1f} ms  max {ordered[-1] * 1000:7.1f} ms  "
+        f"mean {statistics.fmean(values) * 1000:6.1f} ms"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rates", default="1000,5000")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--lines", type=int, default=20, help="finding lines per unit (open findings / 100)"
+    )
+    parser.add_argument(
+        "--projector-path", help="put DIR first on the projector process's PYTHONPATH"
+    )
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if args.projector_path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [args.projector_path, env.get("PYTHONPATH")])
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedServer(Path(tmp), port=free_port())
+        await server.start()
+        child = None
+        try:
+            bus = await connect(server.url)
+            await ensure_log(bus.js)
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "loopbus.workers.projector",
+                    "--nats-url",
+                    server.url,
+                    "--log-level",
+                    "warning",
+                ],
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=tmp,  # ``-m`` puts the working directory first on sys.path
+            )
+            projector = psutil.Process(child.pid)
+            await asyncio.sleep(2.0)  # started and following
+            for rate in (int(r) for r in args.rates.split(",")):
+                await one_rate(bus, projector, rate, args.seconds, args.lines)
+            await bus.close()
+        finally:
+            if child is not None:
+                child.terminate()
+                child.wait()
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
