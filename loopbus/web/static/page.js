@@ -58,7 +58,7 @@ function pager(section, page) {
   next.disabled = last >= page.total;
   prev.onclick = () => { view.offsets[section] = Math.max(0, page.offset - page.limit); refresh(); };
   next.onclick = () => { view.offsets[section] = page.offset + page.limit; refresh(); };
-  box.append(prev, el("span", { text: `${page.total ? page.offset + 1 : 0}–${last} of ${page.total}` }), next);
+  box.append(prev, el("span", { text: `${page.total ? page.offset + 1 : 0} to ${last} of ${page.total}` }), next);
 }
 
 function api(path, extra) {
