@@ -207,7 +207,13 @@ def web_port(host: str, port: int) -> int:
         except OSError:
             pass
     with socket.socket() as probe:
-        probe.bind((host, 0))
+        try:
+            probe.bind((host, 0))
+        except OSError as exc:
+            raise UsageError(
+                f"--web-host {host!r} cannot be listened on ({exc}); give an address of this "
+                "machine, e.g. 127.0.0.1 or 0.0.0.0"
+            ) from exc
         free = int(probe.getsockname()[1])
     print(f"loopbus: web port {port} is taken; the page uses port {free} instead", flush=True)
     return free

@@ -72,16 +72,27 @@ class LiveProject:
         log.info("page.restored", project=self.project, seqs=self.seqs)
 
     async def follow(self, bus: Bus) -> None:
+        """Fold the project's records as they come; a read that fails (the bus gone for
+        longer than its retries) is started again from where the states are."""
+        while True:
+            try:
+                await self._follow(bus)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("page.follow_failed", project=self.project, error=str(exc))
+                await asyncio.sleep(1.0)
+
+    async def _follow(self, bus: Bus) -> None:
         start = min(self.seqs.values(), default=0) + 1
         count = 0
         async for record in read(
             bus, subjects=[project_subjects(self.project)], start_seq=start, follow=True
         ):
             self.apply(record)
+            count += 1
             if record.pending == 0 or count % YIELD_EVERY == 0:
                 await self.notify()
-            count += 1
-            if count % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
 
     def apply(self, record: Record) -> None:

@@ -71,3 +71,28 @@ def wait_until(driver: Any, probe: Any, what: str) -> Any:
 
 def elapsed(start: float) -> float:
     return time.monotonic() - start
+
+
+def choose(driver: Any, select_id: str, value: str) -> None:
+    """Pick ``value`` in a select as a person would (in one step in the page, so a redraw
+    between finding the option and clicking it cannot make the click miss)."""
+    driver.execute_script(
+        "const s = document.getElementById(arguments[0]); s.value = arguments[1];"
+        "s.dispatchEvent(new Event('change'));",
+        select_id,
+        value,
+    )
+
+
+def click(driver: Any, selector: str) -> None:
+    """Click the element ``selector`` names, found and clicked in one step in the page."""
+    driver.execute_script("document.querySelector(arguments[0]).click();", selector)
+
+
+def look(driver: Any, selector: str, script: str) -> Any:
+    """``script`` (a JS expression over ``el``) on the element ``selector`` names, read in
+    one step, or ``None`` when there is no such element."""
+    return driver.execute_script(
+        f"const el = document.querySelector(arguments[0]); return el ? ({script}) : null;",
+        selector,
+    )

@@ -8,7 +8,7 @@ from typing import Any
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, Event, UnitPlanned
 from page_events import finding
-from pagekit import PageServer, elapsed, wait_until
+from pagekit import PageServer, click, elapsed, wait_until
 from selenium.webdriver.common.by import By
 
 UNITS = 10_000
@@ -46,7 +46,7 @@ async def test_a_big_project_is_shown_a_page_at_a_time(
     assert len(browser.find_elements(By.CSS_SELECTOR, "#findings tbody tr[data-id]")) == 50
     pager = browser.find_element(By.CSS_SELECTOR, '.pager[data-section="findings"]')
     assert f"1 to 50 of {FINDINGS}" in pager.text
-    pager.find_element(By.CSS_SELECTOR, '[data-move="next"]').click()
+    click(browser, '.pager[data-section="findings"] [data-move="next"]')
     wait_until(
         browser,
         lambda d: (

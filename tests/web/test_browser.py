@@ -10,9 +10,8 @@ from typing import Any
 
 from loopbus.bus import Bus
 from page_events import accepted_plan, finding, halted
-from pagekit import PageServer, elapsed, wait_until
+from pagekit import PageServer, choose, click, elapsed, look, wait_until
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
 
 
 def open_page(browser: Any, server: PageServer, query: str = "") -> None:
@@ -42,7 +41,7 @@ def test_the_page_loads_with_every_section(browser: Any, page_server: PageServer
     """The page opens on the project, says it is live, and has every section it promises."""
     open_page(browser, page_server)
     wait_until(browser, live, "the live stream connected")
-    assert Select(browser.find_element(By.ID, "project")).first_selected_option.text == project
+    assert look(browser, "#project", "el.value") == project
     headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
     for wanted in (
         "Trunk and merge queue",
@@ -95,9 +94,9 @@ def test_a_finding_reported_through_the_cli_appears_without_a_reload(
     wait_until(browser, lambda d: any("unchecked None" in r.text for r in rows(d)), "the finding")
     print(f"finding shown {elapsed(published):.3f}s after the CLI returned")
     assert same_page(browser)
-    row = rows(browser)[0]
-    assert row.get_attribute("data-severity") == "high"
-    row.find_element(By.LINK_TEXT, "evidence").click()
+    first = "#findings tbody tr[data-id]"
+    assert look(browser, first, "el.dataset.severity") == "high"
+    browser.get(look(browser, f"{first} a", "el.href"))
     wait_until(
         browser,
         lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "true",
@@ -115,18 +114,17 @@ async def test_a_unit_state_change_recolours_it(
     open_page(browser, page_server)
     box = '.unit[data-unit="U2"]'
     wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, box), "unit U2")
-    unit = browser.find_element(By.CSS_SELECTOR, box)
-    assert unit.get_attribute("data-state") == "planned"
-    before = unit.value_of_css_property("background-color")
+    assert look(browser, box, "el.dataset.state") == "planned"
+    before = look(browser, box, "getComputedStyle(el).backgroundColor")
     waves = browser.find_elements(By.CSS_SELECTOR, '[data-slice="S1"] .wave')
     assert len(waves) == 2, "U2 depends on U1: two waves"
     await bus.publish(halted(project, "U2"))
     wait_until(
         browser,
-        lambda d: d.find_element(By.CSS_SELECTOR, box).get_attribute("data-state") == "failed",
+        lambda d: look(d, box, "el.dataset.state") == "failed",
         "U2 failed",
     )
-    after = browser.find_element(By.CSS_SELECTOR, box).value_of_css_property("background-color")
+    after = look(browser, box, "getComputedStyle(el).backgroundColor")
     assert after != before
     assert same_page(browser)
 
@@ -156,15 +154,15 @@ async def test_filters_narrow_the_open_findings(
     def shown(d: Any) -> set[str]:
         return {r.find_element(By.CSS_SELECTOR, "td.msg").text for r in rows(d)}
 
-    Select(browser.find_element(By.ID, "f-severity")).select_by_value("high")
+    choose(browser, "f-severity", "high")
     wait_until(browser, lambda d: shown(d) == {"first", "third"}, "only the high ones")
-    Select(browser.find_element(By.ID, "f-producer")).select_by_value("standards")
+    choose(browser, "f-producer", "standards")
     wait_until(browser, lambda d: shown(d) == {"third"}, "only the standards one")
-    browser.find_element(By.ID, "f-clear").click()
+    click(browser, "#f-clear")
     wait_until(browser, lambda d: len(rows(d)) == 3, "all three again")
-    Select(browser.find_element(By.ID, "f-class")).select_by_value("misaligned")
+    choose(browser, "f-class", "misaligned")
     wait_until(browser, lambda d: shown(d) == {"third"}, "only the misaligned one")
-    browser.find_element(By.ID, "f-clear").click()
+    click(browser, "#f-clear")
     browser.find_element(By.ID, "f-unit").send_keys("U2")
     wait_until(browser, lambda d: shown(d) == {"second", "third"}, "only U2's")
     assert "unit=U2" in browser.current_url, "the filter is in the address, to share it"
