@@ -28,6 +28,7 @@ COMMANDS = (
     "tail",
     "replay",
     "status",
+    "page",
     "worker",
     "provision",
     "plan",

@@ -20,6 +20,11 @@ EXAMPLES: dict[str, list[str]] = {
     "up": [
         "loopbus up --data-dir .loopbus --port 4222",
         "loopbus up --repo ../app --sync always",
+        "loopbus up --web-port 8080",
+    ],
+    "page": [
+        "loopbus page --project demo",
+        "loopbus page --nats-url nats://127.0.0.1:4222 --host 0.0.0.0 --port 8080",
     ],
     "report": [
         "loopbus report finding --project demo --producer reviewer "

@@ -31,6 +31,9 @@ class UpSettings:
     data_dir: Path
     heartbeat_lapse: str
     repo: Path | None = None
+    web_host: str = "127.0.0.1"
+    web_port: int | None = None
+    """Port of the operator page; ``None``: no page."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,18 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     ),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
+
+PAGE = DaemonSpec(
+    "page",
+    "loopbus.web",
+    lambda s: ["--host", s.web_host, "--port", str(s.web_port)],
+)
+"""The operator page: supervised like a daemon (restarted if it dies), read-only."""
+
+
+def specs_for(settings: UpSettings) -> tuple[DaemonSpec, ...]:
+    """What ``loopbus up`` runs with ``settings``: every daemon, and the page when asked."""
+    return DAEMONS + ((PAGE,) if settings.web_port is not None else ())
 
 
 @dataclass

@@ -28,7 +28,8 @@ from loopbus.settings import (
     add_connection,
     connection,
 )
-from loopbus.supervisor import Supervisor, UpSettings
+from loopbus.supervisor import Supervisor, UpSettings, specs_for
+from loopbus.web.serve import add_web_options, check_port
 from loopbus.workers.runtime import configure_logging
 
 SYNC_CHOICES = ("interval", "always")
@@ -64,6 +65,9 @@ def register(sub: Any) -> None:
         "default, every 2 minutes) or 'always' (before every acknowledgement; slower, see "
         "docs/operating.md)",
     )
+    web = parser.add_argument_group("operator page")
+    add_web_options(web, prefix="web-")
+    web.add_argument("--no-web", action="store_true", help="do not serve the operator page")
     parser.set_defaults(handler=run)
 
 
@@ -80,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--heartbeat-lapse {args.heartbeat_lapse!r}: {exc.hint}") from exc
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
+    check_port(args.web_port, "--web-port")
     if args.repo is not None and not args.repo.is_dir():
         raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
     try:
@@ -156,8 +161,10 @@ async def _up(args: argparse.Namespace) -> int:
             data_dir=data_dir,
             heartbeat_lapse=args.heartbeat_lapse,
             repo=args.repo.resolve() if args.repo else None,
+            web_host=args.web_host,
+            web_port=None if args.no_web else web_port(args.web_host, args.web_port),
         )
-        supervisor = Supervisor(settings)
+        supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
 
         def stop(signum: int) -> None:
@@ -172,6 +179,9 @@ async def _up(args: argparse.Namespace) -> int:
         print(f"loopbus: running {names}; in another terminal:", flush=True)
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
         print("  loopbus tail --project demo", flush=True)
+        if settings.web_port is not None:
+            shown = "127.0.0.1" if settings.web_host in ("0.0.0.0", "") else settings.web_host
+            print(f"loopbus: operator page at http://{shown}:{settings.web_port}/", flush=True)
         print("loopbus: press Ctrl-C to stop", flush=True)
         await supervisor.run()
         print("loopbus: every daemon stopped", flush=True)
@@ -184,6 +194,29 @@ async def _up(args: argparse.Namespace) -> int:
     # Stopped in order either way; Ctrl-C still reports itself as an interruption (130),
     # as every loopbus command does, while SIGTERM (a service manager's stop) is a clean 0.
     return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
+
+
+def web_port(host: str, port: int) -> int:
+    """``port`` if the page can listen there, else a free one (said on the terminal)."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+            return port
+        except OSError:
+            pass
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, 0))
+        except OSError as exc:
+            raise UsageError(
+                f"--web-host {host!r} cannot be listened on ({exc}); give an address of this "
+                "machine, e.g. 127.0.0.1 or 0.0.0.0"
+            ) from exc
+        free = int(probe.getsockname()[1])
+    print(f"loopbus: web port {port} is taken; the page uses port {free} instead", flush=True)
+    return free
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

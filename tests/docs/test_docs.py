@@ -3,8 +3,9 @@
 * ```python blocks are executed.
 * ```console blocks: each ``$ loopbus …`` line is run against the test server and must exit
   with the code the block expects (0, unless the line ends with ``# exit N``). Lines that
-  need a whole machine (``loopbus up``, ``pip``, ``docker``, ``git``, ``export``) are shown,
-  not run, and are listed in :data:`NOT_RUN` by their first words.
+  need a whole machine or run until stopped (``loopbus up``, ``loopbus page``, ``pip``,
+  ``docker``, ``git``, ``export``) are shown, not run, and are listed in :data:`NOT_RUN`
+  by their first words.
 * ```toml blocks are parsed; when their first line is a marker comment listed in
   :data:`TOML_VALIDATORS` (``# loopbus.toml``, ``# plan.toml`` …) they are also validated by
   the code that reads that file for real.
@@ -29,6 +30,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 NOT_RUN = (
     "loopbus up",
+    "loopbus page",
     "loopbus worker",
     "loopbus health",
     "pip ",
