@@ -35,6 +35,7 @@ COMMANDS = (
     "gate",
     "findings",
     "finding",
+    "decision",
     "merge-driver",
     "completion",
 )

@@ -67,13 +67,13 @@ def apply(state: BlockingState, event: Event) -> BlockingState:
                 if found.decision == old and found.answered_by is None:
                     found.answered_by = event.id
         case BlockedRouted():
-            found = state.findings.get(event.finding)
-            if found is not None:
-                found.routed, found.reached = True, list(event.reached)
+            routed = state.findings.get(event.finding)
+            if routed is not None:
+                routed.routed, routed.reached = True, list(event.reached)
         case FindingResolved() | FindingDismissed():
-            found = state.findings.get(event.finding)
-            if found is not None:
-                found.closed = True
+            closed = state.findings.get(event.finding)
+            if closed is not None:
+                closed.closed = True
     return state
 
 

@@ -78,25 +78,25 @@ def apply(state: FindingLifecycleState, event: Event) -> FindingLifecycleState:
             life.target = format_target(event.original.target)
             life.message = event.original.message
         case FindingResolved():
-            for claim_id, claim in list(state.pending.items()):
-                if claim.finding == event.finding and claim.action == "resolve":
+            for claim_id, claimed in list(state.pending.items()):
+                if claimed.finding == event.finding and claimed.action == "resolve":
                     del state.pending[claim_id]
                     _settle(
                         state,
                         event.finding,
-                        Settled(at=event.at, status="resolved", by=claim.by, why=claim.why),
+                        Settled(at=event.at, status="resolved", by=claimed.by, why=claimed.why),
                     )
-            life = state.lives.get(event.finding)
-            if life is not None and life.status != "resolved":
+            known = state.lives.get(event.finding)
+            if known is not None and known.status != "resolved":
                 _settle(
                     state,
                     event.finding,
                     Settled(at=event.at, status="resolved", by="system", why=event.why),
                 )
         case FindingRaised() if event.actor.role == "system":
-            claim = event.evidence.get("claim")
-            if isinstance(claim, str):
-                state.pending.pop(claim, None)  # the ratchet daemon refused it
+            refused = event.evidence.get("claim")
+            if isinstance(refused, str):
+                state.pending.pop(refused, None)  # the ratchet daemon refused it
     return state
 
 

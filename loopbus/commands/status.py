@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     if args.unit is not None:
         return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
     if args.waiting:
-        return units_status.print_waiting(args.project, states["units"], as_json=args.json)
+        return units_status.print_waiting(
+            args.project, states["units"], as_json=args.json, blocked=states["blocking"]
+        )
     if args.json:
         document = {
             "project": args.project,

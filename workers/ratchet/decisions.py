@@ -127,9 +127,9 @@ def stale(world: World, state: DecisionsState, blocked: BlockingState) -> Iterat
         if fact is not None and stale_id(decision, fact) not in state.raised:
             yield Publish(_stale(world, decision, fact, "superseded by"))
     for found in blocked.findings.values():
-        decision = state.decisions.get(found.decision or "")
-        if decision is not None and stale_id(decision, found.finding) not in state.raised:
-            yield Publish(_stale(world, decision, found.finding, "blocked-by-fact finding"))
+        named = state.decisions.get(found.decision or "")
+        if named is not None and stale_id(named, found.finding) not in state.raised:
+            yield Publish(_stale(world, named, found.finding, "blocked-by-fact finding"))
 
 
 def stale_id(decision: Decision, fact: str) -> str:
