@@ -36,6 +36,7 @@ COMMANDS = (
     "gate",
     "findings",
     "finding",
+    "decision",
     "merge-driver",
     "completion",
 )

@@ -98,6 +98,24 @@ EXAMPLES: dict[str, list[str]] = {
     "finding reopen": [
         "loopbus finding reopen --project demo --id 01JD5Q7X3M0000000000000000 --why 'it came back'"
     ],
+    "decision": [
+        "loopbus decision record --project demo --question 'which queue?' --option nats "
+        "--option redis --chosen nats --serves O1 --file bus/ --wait 10",
+        "loopbus decision list --project demo",
+    ],
+    "decision record": [
+        "loopbus decision record --project demo --question 'which queue?' --option nats "
+        "--option redis --chosen nats --serves O1 --file bus/ --wait 10"
+    ],
+    "decision supersede": [
+        "loopbus decision supersede --project demo --id 01JD5Q7X3M0000000000000000 "
+        "--option nats --option redis --chosen redis --serves O1 --file bus/ --wait 10"
+    ],
+    "decision objective": [
+        "loopbus decision objective --project demo --id O1 --text 'one log for everything'"
+    ],
+    "decision show": ["loopbus decision show --project demo --id 01JD5Q7X3M0000000000000000"],
+    "decision list": ["loopbus decision list --project demo --all"],
     "completion": [
         "loopbus completion bash > ~/.local/share/bash-completion/completions/loopbus",
         "loopbus completion fish > ~/.config/fish/completions/loopbus.fish",

@@ -10,13 +10,17 @@ from typing import Any, TextIO
 from loopbus import slice_render
 from loopbus.bus import Record
 from loopbus.merges_status import render_merges
+from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
+from loopbus.projections import decisions as decisions_fold
+from loopbus.projections import finding_lifecycle, to_builtins
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import investigations as investigations_fold
 from loopbus.projections import reviews as reviews_fold
-from loopbus.projections import to_builtins
 from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
+from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
+from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
 from loopbus.schemas.subjects import parse_subject
 from loopbus.units_status import render_units
 
@@ -84,6 +88,20 @@ def record_line(record: Record, paint: Palette, show_project: bool = False) -> s
             return (
                 f"{prefix} {kind} {paint(event.severity, event.severity)} {event.producer}"
                 f" {event.cls} {format_target(event.target)}{criterion}{scope}: {event.message}"
+            )
+        case FindingDismissed():
+            what = f"dismissed as {event.reason} by {event.by}"
+            return f"{prefix} {kind} {event.finding} {what}: {event.why}"
+        case FindingReopened():
+            return f"{prefix} {kind} {event.finding} reopened by {event.by}: {event.why}"
+        case DecisionRecorded():
+            was = f" supersedes {event.supersedes}" if event.supersedes else ""
+            return f"{prefix} {kind} {event.id} {event.question} -> {event.chosen}{was}"
+        case BlockedRouted():
+            reached = ", ".join(event.reached) or "no unit yet"
+            return (
+                f"{prefix} {kind} {event.finding} to {event.via}, then {event.owner}; "
+                f"holding {reached}"
             )
         case MessageQuarantined():
             return (
@@ -188,6 +206,37 @@ def render_investigations(
     return lines
 
 
+def render_lifecycle(state: finding_lifecycle.FindingLifecycleState) -> list[str]:
+    lives = sorted(state.lives.values(), key=lambda life: life.finding)
+    lines = [f"finding lifecycle: {len(lives)} settled by a claim, {len(state.pending)} claimed"]
+    lines += [f"  {finding_lifecycle.describe(life)}" for life in lives]
+    lines += [
+        f"  claimed: {c.action} {c.finding} by {c.by} (awaiting the ratchet daemon)"
+        for c in state.pending.values()
+    ]
+    return lines
+
+
+def render_decisions(state: decisions_fold.DecisionsState) -> list[str]:
+    force = decisions_fold.in_force(state)
+    lines = [f"decisions: {len(state.decisions)} recorded, {len(force)} in force"]
+    for found in force:
+        record = found.record
+        briefed = f"; briefed {', '.join(found.briefed)}" if found.briefed else ""
+        lines.append(f"  {record.id}: {record.question} -> {record.chosen}{briefed}")
+    return lines
+
+
+def render_blocking(state: blocking_fold.BlockingState) -> list[str]:
+    held = blocking_fold.open_blocks(state)
+    lines = [f"blocked-by-fact: {len(held)} open of {len(state.findings)}"]
+    for found in held:
+        about = f"plan:{found.slice}" if found.slice else f"decision:{found.decision}"
+        holding = ", ".join(found.reached) or "no unit yet"
+        lines.append(f"  {found.finding} {about}: {found.message} (holding {holding})")
+    return lines
+
+
 RENDERERS: dict[str, StateRenderer] = {
     "units": render_units,
     "findings": render_findings,
@@ -198,6 +247,9 @@ RENDERERS: dict[str, StateRenderer] = {
     "convergence": render_convergence,
     "reviews": render_reviews,
     "investigations": render_investigations,
+    "finding_lifecycle": render_lifecycle,
+    "decisions": render_decisions,
+    "blocking": render_blocking,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

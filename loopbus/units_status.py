@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from loopbus.projections import blocking
 from loopbus.projections import units as units_fold
 from loopbus.projections.units import UnitsState, UnitView
 
@@ -122,12 +123,42 @@ def render_waiting(state: UnitsState, now: datetime | None = None) -> list[str]:
     return lines
 
 
-def print_waiting(project: str, state: UnitsState, *, as_json: bool) -> int:
-    """``loopbus status --waiting``: print the waits (as one JSON document with ``--json``)."""
+def print_waiting(
+    project: str,
+    state: UnitsState,
+    *,
+    as_json: bool,
+    blocked: blocking.BlockingState | None = None,
+) -> int:
+    """``loopbus status --waiting``: print the waits, then the open blocked-by-fact findings
+    and the units they hold from dispatch (as one JSON document with ``--json``)."""
+    facts = blocked_by_fact(blocked) if blocked is not None else []
     if as_json:
         import json
 
-        print(json.dumps({"project": project, "waiting": waiting(state)}))
+        print(json.dumps({"project": project, "waiting": waiting(state), "blocked_by_fact": facts}))
         return 0
-    print(f"{project}: " + "\n".join(render_waiting(state)))
+    lines = render_waiting(state)
+    for fact in facts:
+        holding = ", ".join(fact["holding"]) or "no unit yet"
+        lines.append(
+            f"  blocked-by-fact {fact['finding']} on {fact['about']} (by {fact['by']}): "
+            f"{fact['message']}; holding {holding} until a new plan or decision answers it"
+        )
+    print(f"{project}: " + "\n".join(lines))
     return 0
+
+
+def blocked_by_fact(state: blocking.BlockingState) -> list[dict[str, Any]]:
+    """The open blocked-by-fact findings: what each is about and the units it holds."""
+    return [
+        {
+            "finding": found.finding,
+            "about": f"plan:{found.slice}" if found.slice else f"decision:{found.decision}",
+            "message": found.message,
+            "by": found.by,
+            "holding": list(found.reached),
+            "routed": found.routed,
+        }
+        for found in blocking.open_blocks(state)
+    ]

@@ -12,13 +12,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from loopbus.projections import (
+    blocking,
     budgets,
     convergence,
+    decisions,
+    finding_lifecycle,
     findings,
     gates,
     integrity,
     investigations,
     merges,
+    ratchet,
     reviews,
     slices,
     units,
@@ -37,6 +41,10 @@ FOLDS: tuple[Fold[Any], ...] = (
     reviews.FOLD,
     investigations.FOLD,
     integrity.FOLD,
+    finding_lifecycle.FOLD,
+    ratchet.FOLD,
+    decisions.FOLD,
+    blocking.FOLD,
 )
 
 ProjectStates = dict[str, Any]

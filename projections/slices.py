@@ -503,7 +503,9 @@ class PlanUnits(msgspec.Struct, frozen=True, kw_only=True):
 Action = PlanUnits | BlockDependent | Complete | Dispatch | Close
 
 
-def next_actions(state: SlicesState, capacity: int) -> list[Action]:
+def next_actions(
+    state: SlicesState, capacity: int, stopped: frozenset[str] = frozenset()
+) -> list[Action]:
     """What the dispatcher should publish now, in this order.
 
     ``UnitPlanned`` for accepted units not yet planned on the log (after a crash between
@@ -512,6 +514,7 @@ def next_actions(state: SlicesState, capacity: int) -> list[Action]:
     entries of units that reached the barrier; dispatches of the current group's next units
     in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
     close for each open slice whose units are all settled and whose entries are complete.
+    Units in ``stopped`` (reached by an open blocked-by-fact finding) are not dispatched.
     """
     actions: list[Action] = []
     free = capacity - len(running(state))
@@ -545,7 +548,7 @@ def next_actions(state: SlicesState, capacity: int) -> list[Action]:
             unit = view.units[unit_id]
             if free <= 0:
                 break
-            if unit.dispatches or unit.state is not None:
+            if unit.dispatches or unit.state is not None or unit_id in stopped:
                 continue
             if failed_blocker(view, unit_id) is not None:
                 continue

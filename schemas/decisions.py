@@ -1,10 +1,11 @@
 """Durable decisions: immutable records of what was decided, by whom, for what and why.
 
 A decision is never edited: a change is a new record that names the one it ``supersedes``.
-Anyone the ownership table names may record one (an operator choosing an option, the
-builder adapter auto-picking one, the ratchet daemon settling a gate move), so the kind
-is a claim whoever publishes it; the decisions fold keeps every record and derives which
-are in force. ``files`` and ``criteria`` say what work a decision bears on: a unit whose
+An operator's record is a claim (``loopbus decision record|supersede``); the ratchet daemon
+checks it against the log and publishes the system's record, a fact naming the ``claim``.
+The system's own settlements (gate moves) are facts from the start. Only facts are
+decisions in force: the decisions fold keeps every record and derives the chain.
+``files`` and ``criteria`` say what work a decision bears on: a unit whose
 brief lists one of them is briefed with it.
 """
 
@@ -37,6 +38,9 @@ class DecisionRecorded(EventBase, frozen=True, kw_only=True, tag="decision.recor
     files: list[str] = []
     criteria: list[str] = []
     slice: Token | None = None
+    claim: EventId | None = None
+    """On the system's record of an operator's decision: the claim it records (the
+    system's record is the decision in force; its own ``id`` is the decision id)."""
 
     def __post_init__(self) -> None:
         if not self.question.strip():
@@ -63,3 +67,19 @@ class ObjectiveDeclared(EventBase, frozen=True, kw_only=True, tag="objective.dec
 
     def subject_suffix(self) -> str:
         return f"objective.{self.objective}"
+
+
+class BlockedRouted(EventBase, frozen=True, kw_only=True, tag="finding.blocked_routed.v1"):
+    """Where a ``blocked-by-fact`` finding goes: to reconnaissance, then the slice planner,
+    as a request to amend or re-slice. The units it ``reached`` are not dispatched until a
+    new plan for the slice, or a decision superseding the one it names, answers it."""
+
+    finding: EventId
+    slices: list[Token] = []
+    reached: list[Token] = []
+    decision: EventId | None = None
+    owner: str = "planner"
+    via: str = "reconnaissance"
+
+    def subject_suffix(self) -> str:
+        return "finding.routed"

@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas import limits
-from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
+from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded, ObjectiveDeclared
 from loopbus.schemas.errors import InvalidEvent
 from loopbus.schemas.findings import FindingRaised, FindingResolved
 from loopbus.schemas.gates import (
@@ -68,6 +68,7 @@ from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
 Event = (
     FindingRaised
     | FindingResolved
+    | BlockedRouted
     | UnitPlanned
     | UnitTransitioned
     | MessageQuarantined

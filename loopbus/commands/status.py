@@ -20,6 +20,7 @@ from loopbus import review_status, units_status
 from loopbus.bus import Bus, Views, ViewUnreadable, connect_once
 from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
+from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import units as units_fold
@@ -127,11 +128,18 @@ async def _page(bus: Bus, views: Views, project: str, limit: int | None) -> Any:
     return found[0] if found is not None else units_fold.initial()
 
 
-async def load_units(url: str, project: str) -> Any:
-    """Every unit (``--waiting`` groups all blocked units)."""
+async def load_waiting(url: str, project: str) -> tuple[Any, Any]:
+    """Every unit (``--waiting`` groups all blocked units) and the open blocked-by-fact
+    findings holding units back."""
     bus = await connect_once(url)
     try:
-        return await _page(bus, await Views.open(bus), project, None)
+        views = await Views.open(bus)
+        units = await _page(bus, views, project, None)
+        try:
+            found = await views.read(project, blocking_fold.FOLD, limit=None)
+        except ViewUnreadable:
+            found = None
+        return units, found[0] if found is not None else blocking_fold.initial()
     finally:
         await bus.close()
 
@@ -146,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
         states = asyncio.run(load_unit(nats_url(args), args.project, args.unit, limit))
         return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
     if args.waiting:
-        units = asyncio.run(load_units(nats_url(args), args.project))
-        return units_status.print_waiting(args.project, units, as_json=args.json)
+        units, blocking = asyncio.run(load_waiting(nats_url(args), args.project))
+        return units_status.print_waiting(args.project, units, as_json=args.json, blocked=blocking)
     view = asyncio.run(load_view(nats_url(args), args.project, limit))
     if args.json:
         document: dict[str, Any] = {

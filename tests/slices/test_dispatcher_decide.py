@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loopbus.projections import slices, transitions
-from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
 from loopbus.schemas import Event, UnitPlanned, subject_of
 from loopbus.schemas.slices import BootResult, SliceClosed, SlicePlanAccepted, UnitDispatched
 from loopbus.workers.dispatcher.answers import Criteria
+from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.decide import (
     BOOT,
     CRITERIA,
@@ -37,7 +37,7 @@ def world(events: list[Event], **kw: Any) -> World:
     seqs = {subject_of(e): seq for seq, e in enumerate(events, start=1)}
     fields: dict[str, Any] = {
         "project": P,
-        "states": {"slices": slices.FOLD.fold(events), "units": units_fold.FOLD.fold(events)},
+        "states": {fold.name: fold.fold(events) for fold in Dispatcher.folds},
         "seqs": seqs,
         "now": NOW,
         "actor": system_actor("dispatcher"),

@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
-from loopbus.projections import slices
+from loopbus.projections import blocking, decisions, slices
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.workers.dispatcher.decide import (
@@ -54,7 +54,7 @@ class Dispatcher(Daemon):
     """Plans become facts, slices run wave by wave, increments boot."""
 
     name = "dispatcher"
-    folds = (slices.FOLD, units_fold.FOLD)
+    folds = (slices.FOLD, units_fold.FOLD, decisions.FOLD, blocking.FOLD)
 
     def __init__(
         self,

@@ -11,7 +11,9 @@ For a project that changed it
   ``boot`` check run through the gate runner), so that the close can name the result;
 * takes the first **step**, one slice fact at a time per project, in this order: discard a
   plan that a misaligned finding was routed to re-slice; answer the oldest plan
-  submission; route (or refuse) the oldest open misaligned finding; then what
+  submission; route (or refuse) the oldest open misaligned finding; resolve, route or
+  re-slice for a ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding
+  reaches are not dispatched while it is open); then what
   :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
   dispatch a unit, close a slice with its boot result.
 
@@ -31,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections import claims, slices
+from loopbus.projections import blocking, claims, decisions, slices
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -48,7 +50,7 @@ from loopbus.projections.units import UnitsState
 from loopbus.schemas import UnitPlanned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.dispatcher import answers
+from loopbus.workers.dispatcher import answers, blocked
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.record import UnitReads, completion
 from loopbus.workers.kernel import World
@@ -94,7 +96,10 @@ def boot_name(project: str, accepted: str) -> str:
 def decide(world: World, options: Options) -> list[Intent]:
     """The intents the project's state warrants now (see the module's docstring)."""
     state: SlicesState = world.state("slices")
-    actions = slices.next_actions(state, options.capacity)
+    stopped = blocking.stopped(
+        world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
+    )
+    actions = slices.next_actions(state, options.capacity, frozenset(stopped))
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -123,6 +128,7 @@ def _steps(
         yield answer(world, options, state, submission)
     for misaligned in slices.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
+    yield from blocked.steps(world)
     for action in actions:
         view = state.slices[action.slice]
         match action:

@@ -4,7 +4,8 @@ It serves every project (the catalogue's profile reviews count slices across all
 them): folds each project's finding lifecycle and gate ratchet, and folds every accepted
 plan into the catalogue project's state as well, so the catalogue's decision sees every
 declaring slice. ``decide`` composes the pure decisions of :mod:`.lifecycle` (finding
-claims) and :mod:`.moves` (gate claims, the meta rule, profile reviews); every answer
+claims), :mod:`.moves` (gate claims, the meta rule, profile reviews) and :mod:`.decisions`
+(decision claims, decisions serving no live objective, stale decisions); every answer
 carries an id derived from what it answers, so a restart or a second daemon stores it once.
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import lifecycle, ratchet
+from loopbus.projections import blocking, decisions, lifecycle, ratchet
 from loopbus.projections.intents import Intent
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.slices import SlicePlanAccepted
 from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.ratchet import decisions as decision_claims
 from loopbus.workers.ratchet import lifecycle as finding_claims
 from loopbus.workers.ratchet import moves
 from loopbus.workers.ratchet.policy import Policy
@@ -24,7 +26,7 @@ from loopbus.workers.ratchet.policy import Policy
 
 class Ratchet(Daemon):
     name = "ratchet"
-    folds = (lifecycle.FOLD, ratchet.FOLD)
+    folds = (lifecycle.FOLD, ratchet.FOLD, decisions.FOLD, blocking.FOLD)
 
     def __init__(
         self, policy: Policy, *, projects: Sequence[str] = (), actor: Actor | None = None
@@ -43,4 +45,5 @@ class Ratchet(Daemon):
             *moves.decide_claims(world, self.policy),
             *moves.decide_meta(world, self.policy),
             *moves.decide_reviews(world, self.policy),
+            *decision_claims.decide(world),
         ]

@@ -1,0 +1,248 @@
+"""``loopbus decision record|supersede|show|list|objective``: durable decisions.
+
+``record`` and ``supersede`` publish an operator's :class:`DecisionRecorded` claim; the
+ratchet daemon records it as the system's decision (a fact, whose id is the decision id)
+or refuses it, and ``--wait`` prints which. ``objective`` declares (or withdraws) a charter
+objective decisions serve. ``show`` and ``list`` fold the log's decisions. The CLI writes
+no fact itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from loopbus.bus import Bus, read
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import LoopbusError, UsageError
+from loopbus.projections import decisions
+from loopbus.projections.base import to_builtins
+from loopbus.projections.decisions import ANSWERS_CLAIM, DecisionsState
+from loopbus.schemas import Actor, Event, FindingRaised, InvalidValue, project_subjects
+from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
+from loopbus.settings import add_connection, add_project, connection
+
+FLAGS = {
+    "question": "--question",
+    "chosen": "--chosen",
+    "owner": "--owner",
+    "options": "--option",
+    "confidence": "--confidence",
+    "slice": "--slice",
+}
+
+
+def register(sub: Any) -> None:
+    group = sub.add_parser("decision", help="record, supersede, show or list durable decisions")
+    actions = group.add_subparsers(dest="decision_action", metavar="ACTION")
+    actions.required = True
+    for action, text in (
+        ("record", "record a decision (an operator's claim the system records)"),
+        ("supersede", "record a decision that replaces one in force"),
+    ):
+        parser = _parser(actions, action, text, claimant=True)
+        if action == "supersede":
+            parser.add_argument("--id", required=True, dest="supersedes", help="decision replaced")
+        parser.add_argument("--question", required=action == "record", default=None)
+        parser.add_argument("--chosen", required=True, help="the answer chosen")
+        parser.add_argument("--option", action="append", default=[], help="an option weighed")
+        parser.add_argument("--owner", default="operator", help="the decision's one owner")
+        parser.add_argument("--serves", default="", help="the charter objective it serves")
+        parser.add_argument("--evidence", action="append", default=[], help="what it rests on")
+        parser.add_argument("--rationale", default="")
+        parser.add_argument("--confidence", type=float, default=1.0, help="0..1")
+        parser.add_argument("--file", action="append", default=[], help="a path it bears on")
+        parser.add_argument("--criterion", action="append", default=[], help="a criterion")
+        parser.add_argument("--slice", default=None, help="the slice it bears on")
+        parser.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait for it")
+        parser.set_defaults(handler=run_record, action=action)
+    objective = _parser(actions, "objective", "declare or withdraw a charter objective", True)
+    objective.add_argument("--id", required=True, dest="objective", help="the objective's id")
+    objective.add_argument("--text", default="", help="what it is, in a sentence")
+    objective.add_argument("--withdraw", action="store_true", help="it is no longer live")
+    objective.set_defaults(handler=run_objective)
+    show = _parser(actions, "show", "one decision: the record, its chain, who was briefed")
+    show.add_argument("--id", required=True, dest="decision", help="the decision's id")
+    show.add_argument("--json", action="store_true", help="one JSON document")
+    show.set_defaults(handler=run_show)
+    listing = _parser(actions, "list", "the decisions in force (--all: every record)")
+    listing.add_argument("--all", action="store_true", help="superseded decisions too")
+    listing.add_argument("--json", action="store_true", help="one JSON document")
+    listing.set_defaults(handler=run_list)
+
+
+def _parser(actions: Any, name: str, text: str, claimant: bool = False) -> Any:
+    parser = actions.add_parser(name, help=text, description=text)
+    add_connection(parser)
+    add_project(parser)
+    if claimant:
+        add_claimant(parser)
+    return parser
+
+
+async def load(bus: Bus, project: str) -> DecisionsState:
+    """The project's decisions, folded from the log as it is now."""
+    state = decisions.FOLD.initial()
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        if record.event is not None:
+            state = decisions.FOLD.apply(state, record.event)
+    return state
+
+
+def build(args: argparse.Namespace, question: str) -> DecisionRecorded:
+    token("--project", args.project)
+    try:
+        return DecisionRecorded(
+            project=args.project,
+            actor=Actor(role="operator", principal=principal(args)),
+            question=question,
+            options=list(args.option),
+            chosen=args.chosen,
+            owner=args.owner,
+            serves=args.serves,
+            evidence=list(args.evidence),
+            supersedes=getattr(args, "supersedes", None),
+            confidence=args.confidence,
+            rationale=args.rationale,
+            files=list(args.file),
+            criteria=list(args.criterion),
+            slice=args.slice,
+        )
+    except InvalidValue as exc:
+        raise UsageError(f"{FLAGS.get(exc.field, exc.field)} {exc.value!r}: {exc.hint}") from exc
+
+
+def run_record(args: argparse.Namespace) -> int:
+    if not 0 <= args.confidence <= 1:
+        raise UsageError(f"--confidence {args.confidence!r}: give a number from 0 to 1")
+
+    async def go() -> int:
+        bus = await connection(args).open()
+        try:
+            question = args.question
+            if question is None:  # supersede: the same question unless a new one is given
+                prior = (await load(bus, args.project)).decisions.get(args.supersedes)
+                if prior is None:
+                    raise UsageError(
+                        f"--id {args.supersedes!r}: no decision with that id on "
+                        f"{args.project}'s log; `loopbus decision list` shows them"
+                    )
+                question = prior.record.question
+            claim = build(args, question)
+            ack = await bus.publish(claim)
+            print(f"decision claimed at seq {ack.seq} ({claim.id})")
+            return await _wait(bus, args, claim) if args.wait > 0 else 0
+        finally:
+            await bus.close()
+
+    return asyncio.run(go())
+
+
+async def _wait(bus: Bus, args: argparse.Namespace, claim: DecisionRecorded) -> int:
+    try:
+        async with asyncio.timeout(args.wait):
+            async for record in read(bus, subjects=[project_subjects(args.project)], follow=True):
+                answer = _answer(record.event, claim)
+                if answer is not None:
+                    print(answer)
+                    return 1 if answer.startswith("refused") else 0
+    except TimeoutError as exc:
+        raise LoopbusError(
+            f"no answer within {args.wait:g}s; is the ratchet daemon running?"
+        ) from exc
+    return 1
+
+
+def _answer(event: Event | None, claim: DecisionRecorded) -> str | None:
+    match event:
+        case DecisionRecorded(claim=answered) if answered == claim.id:
+            return f"recorded as decision {event.id}"
+        case FindingRaised(evidence=evidence) if evidence.get(ANSWERS_CLAIM) == claim.id:
+            return event.message
+    return None
+
+
+def run_objective(args: argparse.Namespace) -> int:
+    token("--project", args.project)
+    token("--id", args.objective)
+    declared = ObjectiveDeclared(
+        project=args.project,
+        actor=Actor(role="operator", principal=principal(args)),
+        objective=args.objective,
+        text=args.text,
+        live=not args.withdraw,
+    )
+
+    async def go() -> int:
+        bus = await connection(args).open()
+        try:
+            ack = await bus.publish(declared)
+        finally:
+            await bus.close()
+        state = "withdrawn" if args.withdraw else "live"
+        print(f"objective {args.objective} {state} at seq {ack.seq}")
+        return 0
+
+    return asyncio.run(go())
+
+
+def _state(args: argparse.Namespace) -> DecisionsState:
+    token("--project", args.project)
+
+    async def go() -> DecisionsState:
+        bus = await connection(args).open()
+        try:
+            return await load(bus, args.project)
+        finally:
+            await bus.close()
+
+    return asyncio.run(go())
+
+
+def run_show(args: argparse.Namespace) -> int:
+    state = _state(args)
+    found = state.decisions.get(args.decision)
+    if found is None:
+        raise LoopbusError(f"no decision {args.decision} on {args.project}'s log")
+    chain = decisions.chain(state, args.decision)
+    if args.json:
+        print(json.dumps({"decision": to_builtins(found), "chain": chain}, default=str))
+        return 0
+    record = found.record
+    status = f"superseded by {found.superseded_by}" if found.superseded_by else "in force"
+    print(f"decision {record.id} ({status})")
+    print(f"  question: {record.question}")
+    print(
+        f"  chosen:   {record.chosen}"
+        + (f" of {', '.join(record.options)}" if record.options else "")
+    )
+    print(f"  owner:    {record.owner}; serves {record.serves or '(no objective)'}")
+    for label, values in (
+        ("evidence", record.evidence),
+        ("files", record.files),
+        ("criteria", record.criteria),
+    ):
+        if values:
+            print(f"  {label}: {', '.join(values)}")
+    if record.rationale:
+        print(f"  rationale: {record.rationale}")
+    print(f"  briefed:  {', '.join(found.briefed) or 'no unit yet'}")
+    print(f"  chain:    {' -> '.join(chain)}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    state = _state(args)
+    shown = list(state.decisions.values()) if args.all else decisions.in_force(state)
+    if args.json:
+        print(json.dumps([to_builtins(d) for d in shown], default=str))
+        return 0
+    if not shown:
+        print(f"{args.project}: no decisions" + ("" if args.all else " in force"))
+    for found in sorted(shown, key=lambda d: d.record.id):
+        record = found.record
+        mark = f" (superseded by {found.superseded_by})" if found.superseded_by else ""
+        print(f"{record.id} {record.question} -> {record.chosen} [{record.owner}]{mark}")
+    return 0

@@ -1,0 +1,161 @@
+"""Durable decisions: operators' records become the system's, and stale ones are named.
+
+Pure over the ``decisions`` and ``blocking`` folds:
+
+* an operator's decision claim is recorded as the system's fact (its id derived from the
+  claim, ``claim`` naming it), or refused with a finding naming the claim: only an
+  operator records one here, and a decision may supersede only a decision in force;
+* a decision the system recorded from a claim that cites no live charter objective raises
+  a finding for the operator (the ratchet's own settlements serve the ratchet itself);
+* a decision that is superseded, or named by a ``blocked-by-fact`` finding, raises a
+  ``decision-stale`` finding naming the decision and the fact, with the units and slices
+  briefed with it (those dispatched while it was in force and bearing on them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+from loopbus.projections import blocking, decisions
+from loopbus.projections.blocking import BlockingState
+from loopbus.projections.decisions import ANSWERS_CLAIM, Decision, DecisionsState
+from loopbus.projections.intents import Intent, Publish
+from loopbus.schemas import FindingRaised
+from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.targets import DecisionTarget, RecordTarget
+from loopbus.workers.kernel import World
+
+RECORD_SALT = "decision-record"
+STALE_SALT = "decision-stale"
+
+
+def record_id(claim_id: str) -> str:
+    """The id of the system's record of an operator's decision claim (the decision id)."""
+    return answer_id(claim_id, RECORD_SALT)
+
+
+def decide(world: World) -> list[Intent]:
+    state: DecisionsState = world.state(decisions.FOLD.name)
+    blocked: BlockingState = world.state(blocking.FOLD.name)
+    return [
+        *(answer(world, state, claim) for claim in state.pending.values()),
+        *no_objective(world, state),
+        *stale(world, state, blocked),
+    ]
+
+
+def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Intent:
+    problem = None
+    prior = state.decisions.get(claim.supersedes or "")
+    if claim.actor.role != "operator":
+        problem = f"recording a decision is an operator's claim here; {who(claim)} may not"
+    elif claim.supersedes is not None and prior is None:
+        problem = f"it supersedes {claim.supersedes}, which is no decision on the log"
+    elif prior is not None and prior.superseded_by is not None:
+        problem = (
+            f"it supersedes {claim.supersedes}, already superseded by {prior.superseded_by}; "
+            "supersede the decision in force"
+        )
+    if problem is not None:
+        return Publish(_finding(world, claim, problem))
+    return Publish(
+        msgspec.structs.replace(
+            claim, id=record_id(claim.id), actor=world.actor, at=world.now, claim=claim.id
+        )
+    )
+
+
+def who(claim: DecisionRecorded) -> str:
+    return f"{claim.actor.role}:{claim.actor.principal}"
+
+
+def _finding(world: World, claim: DecisionRecorded, problem: str) -> FindingRaised:
+    return FindingRaised(
+        id=answer_id(claim.id, "decision-refused"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="standards",
+        target=RecordTarget(id=claim.id),
+        severity="medium",
+        criterion="refused-claim",
+        cls="refused-transition",
+        message=f"refused: {problem}",
+        evidence={ANSWERS_CLAIM: claim.id, "claimant": who(claim)},
+        owner="operator",
+    )
+
+
+def no_objective(world: World, state: DecisionsState) -> Iterator[Intent]:
+    """A finding for every operator's decision in force that cites no live objective."""
+    for decision in decisions.in_force(state):
+        record = decision.record
+        if record.claim is None or decisions.serves_live(state, record):
+            continue
+        if answer_id(record.id, f"no-objective:{record.serves}") in state.raised:
+            continue
+        why = (
+            f"cites objective {record.serves!r}, which is not live"
+            if record.serves
+            else ("cites no objective")
+        )
+        yield Publish(
+            FindingRaised(
+                id=answer_id(record.id, f"no-objective:{record.serves}"),
+                project=world.project,
+                actor=world.actor,
+                at=world.now,
+                producer="standards",
+                target=DecisionTarget(decision=record.id),
+                severity="medium",
+                criterion="decision-serves-objective",
+                cls="defect",
+                message=f"decision {record.id} ({record.question}) {why}; declare the "
+                "objective or supersede the decision",
+                evidence={"decision": record.id, "serves": record.serves},
+                owner="operator",
+            )
+        )
+
+
+def stale(world: World, state: DecisionsState, blocked: BlockingState) -> Iterator[Intent]:
+    """A ``decision-stale`` finding for each fact that invalidates a decision."""
+    for decision in state.decisions.values():
+        fact = decision.superseded_by
+        if fact is not None and stale_id(decision, fact) not in state.raised:
+            yield Publish(_stale(world, decision, fact, "superseded by"))
+    for found in blocked.findings.values():
+        named = state.decisions.get(found.decision or "")
+        if named is not None and stale_id(named, found.finding) not in state.raised:
+            yield Publish(_stale(world, named, found.finding, "blocked-by-fact finding"))
+
+
+def stale_id(decision: Decision, fact: str) -> str:
+    return answer_id(decision.record.id, f"{STALE_SALT}:{fact}")
+
+
+def _stale(world: World, decision: Decision, fact: str, how: str) -> FindingRaised:
+    record = decision.record
+    units = ", ".join(decision.briefed) or "no unit yet"
+    return FindingRaised(
+        id=stale_id(decision, fact),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="standards",
+        target=DecisionTarget(decision=record.id),
+        severity="high",
+        criterion="decision-stale",
+        cls="decision-stale",
+        message=f"decision {record.id} ({record.question}: {record.chosen}) is stale, "
+        f"{how} {fact}; briefed: {units}",
+        evidence={
+            "decision": record.id,
+            "fact": fact,
+            "units": list(decision.briefed),
+            "slices": list(decision.slices),
+        },
+        owner="operator",
+    )
