@@ -16,7 +16,9 @@ from loopbus.projections import decisions as decisions_fold
 from loopbus.projections import finding_lifecycle, to_builtins
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
+from loopbus.projections import integrity as integrity_fold
 from loopbus.projections import investigations as investigations_fold
+from loopbus.projections import ratchet as ratchet_fold
 from loopbus.projections import reviews as reviews_fold
 from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
 from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
@@ -206,9 +208,12 @@ def render_investigations(
     return lines
 
 
-def render_lifecycle(state: finding_lifecycle.FindingLifecycleState) -> list[str]:
+def render_lifecycle(
+    state: finding_lifecycle.FindingLifecycleState, sizes: Sizes = _NONE
+) -> list[str]:
     lives = sorted(state.lives.values(), key=lambda life: life.finding)
-    lines = [f"finding lifecycle: {len(lives)} settled by a claim, {len(state.pending)} claimed"]
+    settled = sizes.get("lives", len(lives))
+    lines = [f"finding lifecycle: {settled} settled by a claim, {len(state.pending)} claimed"]
     lines += [f"  {finding_lifecycle.describe(life)}" for life in lives]
     lines += [
         f"  claimed: {c.action} {c.finding} by {c.by} (awaiting the ratchet daemon)"
@@ -217,7 +222,7 @@ def render_lifecycle(state: finding_lifecycle.FindingLifecycleState) -> list[str
     return lines
 
 
-def render_decisions(state: decisions_fold.DecisionsState) -> list[str]:
+def render_decisions(state: decisions_fold.DecisionsState, sizes: Sizes = _NONE) -> list[str]:
     force = decisions_fold.in_force(state)
     lines = [f"decisions: {len(state.decisions)} recorded, {len(force)} in force"]
     for found in force:
@@ -227,7 +232,23 @@ def render_decisions(state: decisions_fold.DecisionsState) -> list[str]:
     return lines
 
 
-def render_blocking(state: blocking_fold.BlockingState) -> list[str]:
+def render_integrity(state: integrity_fold.IntegrityState, sizes: Sizes = _NONE) -> list[str]:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(state.by_kind.items()))
+    return [
+        f"integrity: {state.forged} forgeries"
+        + (f" ({kinds})" if kinds else "")
+        + f", {state.reported} named in a finding, {len(state.unreported)} not yet"
+    ]
+
+
+def render_ratchet(state: ratchet_fold.RatchetState, sizes: Sizes = _NONE) -> list[str]:
+    lines = [f"ratchet: {sizes.get('gates', len(state.gates))} gates moved on the log"]
+    for name, view in sorted(state.gates.items()):
+        lines.append(f"  {name}: {view.state}")
+    return lines
+
+
+def render_blocking(state: blocking_fold.BlockingState, sizes: Sizes = _NONE) -> list[str]:
     held = blocking_fold.open_blocks(state)
     lines = [f"blocked-by-fact: {len(held)} open of {len(state.findings)}"]
     for found in held:
@@ -250,6 +271,8 @@ RENDERERS: dict[str, StateRenderer] = {
     "finding_lifecycle": render_lifecycle,
     "decisions": render_decisions,
     "blocking": render_blocking,
+    "integrity": render_integrity,
+    "ratchet": render_ratchet,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -139,7 +139,7 @@ async def load_waiting(url: str, project: str) -> tuple[Any, Any]:
             found = await views.read(project, blocking_fold.FOLD, limit=None)
         except ViewUnreadable:
             found = None
-        return units, found[0] if found is not None else blocking_fold.initial()
+        return units, found[0] if found is not None else blocking_fold.FOLD.initial()
     finally:
         await bus.close()
 

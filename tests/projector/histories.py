@@ -27,6 +27,8 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
+from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
+from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
@@ -35,6 +37,7 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
+from loopbus.schemas.ratchet import GateMoved
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -478,6 +481,57 @@ def merges_events(draw: st.DrawFn, pool: Pool) -> Event:
     )
 
 
+OPERATOR = Actor(role="operator", principal="o1")
+
+
+def rules_events(draw: st.DrawFn, pool: Pool) -> Event:
+    """The finding lifecycle, decisions, blocked-by-fact and the ratchet."""
+    p = pool.project
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return pool.note(
+            "claim",
+            FindingClaim(
+                project=p, actor=OPERATOR, finding=pool.some(draw, "finding"),
+                action="dismiss", reason="false-positive", why="noise",
+            ),
+        )  # fmt: skip
+    if choice == 1:
+        return FindingDismissed(
+            project=p, actor=SYSTEM, finding=pool.some(draw, "finding"), reason="wont-fix",
+            why="later", claim=pool.some(draw, "claim"), by="operator:o1",
+        )  # fmt: skip
+    if choice == 2:
+        return pool.note(
+            "decision",
+            DecisionRecorded(
+                project=p, actor=SYSTEM, question="which store?", options=["a", "b"],
+                chosen=draw(st.sampled_from(["a", "b"])), owner="operator:o1",
+                supersedes=draw(st.sampled_from([None, pool.some(draw, "decision")])),
+                files=["src/m.py"],
+            ),
+        )  # fmt: skip
+    if choice == 3:
+        return GateMoved(
+            project=p, actor=SYSTEM, gate=draw(st.sampled_from(["tests", "lint"])),
+            scope="local", move="draft", source=None, target="Drafted",
+            claim=pool.some(draw, "claim"), authority="project-operator",
+        )  # fmt: skip
+    if choice == 4:
+        return BlockedRouted(
+            project=p, actor=SYSTEM, finding=pool.some(draw, "finding"),
+            slices=[draw(st.sampled_from(SLICES))],
+        )  # fmt: skip
+    return pool.note(
+        "finding",
+        FindingRaised(
+            project=p, actor=SYSTEM, producer="reviewer",
+            target=parse_target(f"plan:{draw(st.sampled_from(SLICES))}"), severity="high",
+            criterion="C1", cls="blocked-by-fact", message="the plan is built on a false fact",
+        ),
+    )  # fmt: skip
+
+
 MAKERS: list[Maker] = [
     units_events,
     units_events,
@@ -486,6 +540,7 @@ MAKERS: list[Maker] = [
     gates_events,
     reviews_events,
     merges_events,
+    rules_events,
 ]
 
 
