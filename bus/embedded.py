@@ -19,11 +19,17 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from loopbus.bus.auth import authorization_block
+from loopbus.bus.creds import all_credentials, creds_dir, ensure_defaults
 from loopbus.bus.errors import EmbeddedServerError
 
 DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1
+
+DATA_DIR_CREDS = "data-dir"
+"""``EmbeddedServer.auth``'s default: the credentials under ``<data_dir>/creds/``."""
 
 
 def server_binary() -> str:
@@ -88,6 +94,10 @@ class EmbeddedServer:
     otherwise nats-server syncs every two minutes."""
     http_port: int | None = None
     """Serve nats-server's monitoring endpoints (``/varz``, ``/healthz``) on this port."""
+    auth: Path | Literal["data-dir"] | None = DATA_DIR_CREDS
+    """The folder of credential files whose users the server admits (default
+    ``<data_dir>/creds``, each role's default credential made on first start). ``None``
+    runs without authorization: only for tests that do not care, never for ``up``."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
@@ -120,12 +130,40 @@ class EmbeddedServer:
             cmd += ["--http_port", str(self.http_port)]
         return cmd
 
+    @property
+    def creds_folder(self) -> Path | None:
+        if self.auth == DATA_DIR_CREDS:
+            return creds_dir(self.data_dir)
+        return None if self.auth is None else Path(self.auth)
+
+    @property
+    def config_file(self) -> Path:
+        return self.data_dir / "nats-server.conf"
+
+    def write_config(self) -> None:
+        """The config file: fsync policy (no flag for it) and the users from ``auth``."""
+        text = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
+        folder = self.creds_folder
+        if folder is not None:
+            ensure_defaults(folder)
+            text += authorization_block([c.user for c in all_credentials(folder)])
+        fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+
+    def reload(self) -> None:
+        """Re-read the credentials and have the running server apply them (SIGHUP)."""
+        self.write_config()
+        pid = _running_server(self.pid_file)
+        if pid is None:
+            raise EmbeddedServerError(f"no nats-server runs on {self.data_dir} to reload")
+        os.kill(pid, signal.SIGHUP)
+
     async def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait until it accepts connections."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        config = self.data_dir / "nats-server.conf"
-        # sync_interval cannot be set by flag; a small config file carries it.
-        config.write_text("jetstream { sync_interval: always }\n" if self.sync_always else "\n")
+        self.write_config()
+        config = self.config_file
         self.process = subprocess.Popen(
             [*self.command(), "--config", str(config)],
             stdin=subprocess.DEVNULL,
