@@ -58,9 +58,7 @@ async def _stop(watcher: KeyValue.KeyWatcher) -> None:
 class Bucket:
     """One KV bucket. Create with :meth:`loopbus.bus.Bus.bucket`."""
 
-    def __init__(
-        self, name: str, kv: KeyValue, check: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, name: str, kv: KeyValue, check: Callable[[str], None] | None = None) -> None:
         self.name = name
         self._kv = kv
         # Raises PermissionDenied for a write the connection's credential may not make.

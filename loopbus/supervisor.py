@@ -31,6 +31,8 @@ class UpSettings:
     data_dir: Path
     heartbeat_lapse: str
     repo: Path | None = None
+    creds: Path | None = None
+    """The system credential every daemon connects with (``None``: a server without auth)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class Supervisor:
             spec.module,
             "--nats-url",
             self.settings.nats_url,
+            *(["--creds", str(self.settings.creds)] if self.settings.creds else []),
             *spec.args(self.settings),
         ]
 
@@ -119,7 +122,12 @@ class Supervisor:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=sink,
                 stderr=sink,
-                env=os.environ | {"LOOPBUS_NATS_URL": self.settings.nats_url},
+                env=os.environ
+                | {
+                    "LOOPBUS_NATS_URL": self.settings.nats_url,
+                    # Where the daemons find up's record of the log (loopbus.bus.history).
+                    "LOOPBUS_DATA_DIR": str(self.settings.data_dir),
+                },
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
             )

@@ -10,12 +10,12 @@ from typing import Any
 import msgspec
 
 from loopbus import review_status, units_status
-from loopbus.bus import Views, ViewUnreadable, connect_once
+from loopbus.bus import Views, ViewUnreadable
 from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_connection, add_project, nats_url
+from loopbus.settings import Connection, add_connection, add_project, connection
 
 _json = msgspec.json.Encoder()
 
@@ -36,9 +36,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, int], int, int]:
+async def load_view(
+    conn: Connection, project: str
+) -> tuple[dict[str, Any], dict[str, int], int, int]:
     """(states by projection, seq of each, projector checkpoint, log's last seq)."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     try:
         views = await Views.open(bus)
         states: dict[str, Any] = {}
@@ -59,7 +61,7 @@ async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, i
 def run(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
-    states, seqs, checkpoint, last = asyncio.run(load_view(nats_url(args), args.project))
+    states, seqs, checkpoint, last = asyncio.run(load_view(connection(args), args.project))
     if args.unit is not None:
         return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
     if args.waiting:
