@@ -140,24 +140,38 @@ class EmbeddedServer:
     def config_file(self) -> Path:
         return self.data_dir / "nats-server.conf"
 
-    def write_config(self) -> None:
-        """The config file: fsync policy (no flag for it) and the users from ``auth``."""
-        text = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
-        folder = self.creds_folder
-        if folder is not None:
-            ensure_defaults(folder)
-            text += authorization_block([c.user for c in all_credentials(folder)])
-        fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
+    @property
+    def auth_file(self) -> Path:
+        return self.data_dir / "auth.conf"
 
-    def reload(self) -> None:
-        """Re-read the credentials and have the running server apply them (SIGHUP)."""
-        self.write_config()
+    def write_config(self) -> None:
+        """The config file: fsync policy (no flag for it) and, in ``auth.conf`` beside it,
+        the users of ``auth`` (rewritten alone on a reload)."""
+        text = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
+        if self.creds_folder is not None:
+            self.write_auth()
+            text += f"include {self.auth_file.name}\n"
+        _write_private(self.config_file, text)
+
+    def write_auth(self) -> None:
+        """``auth.conf``: one user per credential file in the creds folder."""
+        folder = self.creds_folder
+        if folder is None:
+            return
+        ensure_defaults(folder)
+        _write_private(
+            self.auth_file, authorization_block([c.user for c in all_credentials(folder)])
+        )
+
+    def reload(self) -> int:
+        """Re-read the credentials and have the running server apply them (SIGHUP);
+        returns the server's pid."""
+        self.write_auth()
         pid = _running_server(self.pid_file)
         if pid is None:
             raise EmbeddedServerError(f"no nats-server runs on {self.data_dir} to reload")
         os.kill(pid, signal.SIGHUP)
+        return pid
 
     async def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait until it accepts connections."""
@@ -220,6 +234,18 @@ class EmbeddedServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def running_server(data_dir: Path) -> int | None:
+    """The pid of the nats-server ``loopbus up`` runs on ``data_dir``, if one runs."""
+    return _running_server(data_dir / "nats-server.pid")
 
 
 def _running_server(pid_file: Path) -> int | None:
