@@ -134,14 +134,15 @@ async def _connect(
             ),
             timeout,
         )
-    except nats.errors.AuthorizationError as exc:
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
+        if not refused:
+            raise BusUnreachable(url, type(exc).__name__) from exc
         raise BusError(
             f"NATS at {url} refused {_whose(creds)}; pass --creds FILE (or set "
             "LOOPBUS_CREDS) with a credential that `loopbus up` or `loopbus creds add` made "
             "for this server"
         ) from exc
-    except (OSError, TimeoutError, nats.errors.Error) as exc:
-        raise BusUnreachable(url, type(exc).__name__) from exc
     bus = Bus(nc, url, reconnects=reconnects, backoff=backoff, creds=creds)
     bus.violations = violations
     return bus
@@ -166,9 +167,13 @@ class Violations:
 
     def __init__(self) -> None:
         self.subjects: set[str] = set()
+        self.unauthorized = False
+        """The server refused the credential (a reconnecting client only times out)."""
 
     def note(self, message: str) -> None:
         lowered = message.lower()
+        if "authorization" in lowered:
+            self.unauthorized = True
         at = lowered.find(self.MARK)
         if at >= 0:
             # nats-py hands the server's line on lower-cased: compare subjects that way.
