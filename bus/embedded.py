@@ -109,26 +109,25 @@ class EmbeddedServer:
         return self.data_dir / "nats-server.pid"
 
     def command(self) -> list[str]:
-        store = self.data_dir / "jetstream"
-        cmd = [
-            server_binary(),
-            "--jetstream",
-            "--store_dir",
-            str(store),
-            "--addr",
-            self.host,
-            "--port",
-            str(self.port),
-            "--server_name",
-            "loopbus-embedded",
-            "--log",
-            str(self.data_dir / "nats-server.log"),
-            "--pid",
-            str(self.pid_file),
+        return [server_binary(), "--config", str(self.config_file)]
+
+    def config_text(self) -> str:
+        """Every option in the config file, none as a flag: nats-server re-reads only the
+        file on a reload, and refuses one whose options differ from the flags it started
+        with (so a flag-set ``server_name`` made ``creds add``'s reload fail)."""
+        sync = "sync_interval: always, " if self.sync_always else ""
+        lines = [
+            'server_name: "loopbus-embedded"',
+            f'listen: "{self.host}:{self.port}"',
+            f'jetstream {{ {sync}store_dir: "{self.data_dir / "jetstream"}" }}',
+            f'log_file: "{self.data_dir / "nats-server.log"}"',
+            f'pid_file: "{self.pid_file}"',
         ]
         if self.http_port is not None:
-            cmd += ["--http_port", str(self.http_port)]
-        return cmd
+            lines.append(f'http: "{self.host}:{self.http_port}"')
+        if self.creds_folder is not None:
+            lines.append(f"include {self.auth_file.name}")
+        return "\n".join(lines) + "\n"
 
     @property
     def creds_folder(self) -> Path | None:
@@ -147,11 +146,9 @@ class EmbeddedServer:
     def write_config(self) -> None:
         """The config file: fsync policy (no flag for it) and, in ``auth.conf`` beside it,
         the users of ``auth`` (rewritten alone on a reload)."""
-        text = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
         if self.creds_folder is not None:
             self.write_auth()
-            text += f"include {self.auth_file.name}\n"
-        _write_private(self.config_file, text)
+        _write_private(self.config_file, self.config_text())
 
     def write_auth(self) -> None:
         """``auth.conf``: one user per credential file in the creds folder."""
@@ -177,9 +174,8 @@ class EmbeddedServer:
         """Start the server and wait until it accepts connections."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.write_config()
-        config = self.config_file
         self.process = subprocess.Popen(
-            [*self.command(), "--config", str(config)],
+            self.command(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
