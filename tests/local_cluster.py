@@ -2,9 +2,12 @@
 
 The nodes' command lines are read from compose.yaml (the services whose command runs
 ``nats-server``), so a locally run cluster cannot drift from the deployed one: every flag
-is kept as written except the addresses (host names become 127.0.0.1 and free ports) and
-the store and monitoring paths. Used by tests/deploy (compose's flags run for real) and
-tests/bus (the failover guarantee), and by tests/benchmarks/bench_cluster.py.
+is kept as written except the addresses (host names become 127.0.0.1 and free ports), the
+store and monitoring paths, and compose's secrets (``/run/secrets/<name>``), which become
+files that ``loopbus provision --creds-out`` writes under the store, as on a deployment
+host. Used by tests/deploy (compose's flags and credentials run for real) and tests/bus
+(the failover guarantee, which runs without authorization: ``auth=False``), and by
+tests/benchmarks/bench_cluster.py.
 """
 
 from __future__ import annotations
@@ -20,11 +23,28 @@ from typing import Any
 
 import yaml
 from loopbus.bus import free_port, server_binary
+from loopbus.bus.auth import authorization_block
+from loopbus.bus.creds import all_credentials, ensure_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose.yaml"
 CLIENT_PORT = 4222
 ROUTE_PORT = 6222
+SECRETS = "/run/secrets/"
+SECRETS_DIR = "./secrets/"
+
+
+def compose_secrets() -> dict[str, str]:
+    """name -> file (relative to the repository) of compose's top-level secrets."""
+    secrets = yaml.safe_load(COMPOSE.read_text()).get("secrets") or {}
+    return {name: str(spec["file"]) for name, spec in secrets.items()}
+
+
+def write_secrets(folder: Path) -> None:
+    """What ``loopbus provision --creds-out`` writes: each role's credential, auth.conf."""
+    ensure_defaults(folder / "creds")
+    users = [c.user for c in all_credentials(folder / "creds")]
+    (folder / "auth.conf").write_text(authorization_block(users))
 
 
 def compose_services() -> dict[str, dict[str, Any]]:
@@ -45,7 +65,15 @@ def nats_nodes(services: dict[str, dict[str, Any]] | None = None) -> dict[str, d
 class LocalCluster:
     """The compose NATS nodes as local processes, each startable and killable on its own."""
 
-    def __init__(self, store: Path, services: dict[str, dict[str, Any]] | None = None):
+    def __init__(
+        self, store: Path, services: dict[str, dict[str, Any]] | None = None, auth: bool = True
+    ):
+        """``auth=False`` drops the nodes' authorization config (for tests that do not
+        care who publishes); otherwise compose's secrets are made under ``store``."""
+        self.auth = auth
+        self.secrets = store / "secrets"
+        if auth:
+            write_secrets(self.secrets)
         self.nodes = nats_nodes(services)
         self.client = {name: free_port() for name in self.nodes}
         self.route = {name: free_port() for name in self.nodes}
@@ -66,7 +94,19 @@ class LocalCluster:
             text = text.replace(
                 f"nats://{name}:{ROUTE_PORT}", f"nats://127.0.0.1:{self.route[name]}"
             )
+        for name, file in compose_secrets().items():
+            local = self.secrets / file.removeprefix(SECRETS_DIR)
+            text = text.replace(f"{SECRETS}{name}", str(local))
         return text
+
+    def environment(self, service: dict[str, Any]) -> dict[str, str]:
+        """A compose service's ``environment``, localised (its credential file, say)."""
+        env = service.get("environment") or {}
+        return {key: self.localise(str(value)) for key, value in env.items()}
+
+    def credential(self, role: str) -> Path:
+        """The local copy of a role's credential file."""
+        return self.secrets / "creds" / f"{role}.json"
 
     def node_command(self, name: str) -> list[str]:
         command = [str(word) for word in self.nodes[name]["command"]]
@@ -79,6 +119,8 @@ class LocalCluster:
                 word = f"--http_port={self.http[name]}"
             elif flag == "--store_dir":
                 word = f"--store_dir={self.store / name}"
+            elif flag == "--config" and not self.auth and SECRETS in word:
+                continue  # the authorization config: left out on request
             out.append(self.localise(word))
         return out
 
