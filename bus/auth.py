@@ -92,7 +92,7 @@ def permissions(role: CredRole, principal: str) -> Permissions:
     if role == "reader":
         return Permissions(allow=READS, deny=STREAM_CHANGES)
     if role == "operator":
-        claims = (claim_family(role="operator", principal=principal),)
+        claims: tuple[str, ...] = (claim_family(role="operator", principal=principal),)
         return Permissions(allow=READS + claims, deny=STREAM_CHANGES)
     if role == "agent":
         claims = tuple(claim_family(role=r, principal=principal) for r in AGENT_CLAIM_ROLES)

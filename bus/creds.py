@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 import msgspec
-import nkeys
+import nkeys  # type: ignore[import-untyped]
 from loopbus.bus.auth import CRED_ROLES, CredRole, Permissions, User, permissions
 from loopbus.bus.errors import CredentialsInvalid
 from loopbus.schemas.ids import is_token
@@ -126,7 +126,7 @@ def load_credential(path: Path) -> Credential:
         raise CredentialsInvalid(
             f"credentials file {str(path)!r}: the public key does not match the seed"
         )
-    role: CredRole = body.role  # type: ignore[assignment]
+    role = body.role  # narrowed to a CredRole by the check above
     return Credential(role, body.principal, body.seed, public, path)
 
 

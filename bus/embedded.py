@@ -28,7 +28,7 @@ from loopbus.bus.errors import EmbeddedServerError
 DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1
 
-DATA_DIR_CREDS = "data-dir"
+DATA_DIR_CREDS: Literal["data-dir"] = "data-dir"
 """``EmbeddedServer.auth``'s default: the credentials under ``<data_dir>/creds/``."""
 
 
