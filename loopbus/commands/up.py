@@ -19,8 +19,8 @@ from typing import Any
 from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
-from loopbus.bus.history import record, require_log
-from loopbus.errors import INTERRUPTED, UsageError
+from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
+from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
@@ -162,7 +162,13 @@ async def _up(args: argparse.Namespace) -> int:
         bus = await connection(args, url, creds=admin).open_lasting("loopbus-up")
         try:
             # Created only when nothing says a log existed here (docs/security.md).
-            await require_log(bus.js, url, data_dir=data_dir)
+            try:
+                await require_log(bus.js, url, data_dir=data_dir)
+            except HistoryMissing as exc:
+                raise LoopbusError(
+                    f"{exc}; if you removed it on purpose, delete {data_dir / RECORD_FILE} "
+                    "and start again"
+                ) from exc
             await ensure_log(bus.js, replicas=args.replicas)
             info = await bus.stream_info()
         finally:
