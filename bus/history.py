@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nats.js.errors
 from loopbus.bus.errors import BusError, LogNotProvisioned
@@ -22,6 +23,9 @@ from loopbus.bus.provision import (
     WORKER_BUCKET,
     ensure_log,
 )
+
+if TYPE_CHECKING:
+    from loopbus.bus.connection import Bus
 
 RECORD_FILE = "log.json"
 """In ``up``'s data directory: the log it provisioned (stream creation time, first seq)."""
@@ -119,3 +123,17 @@ def data_dir_from_env() -> Path | None:
     with contextlib.suppress(KeyError):
         return Path(os.environ["LOOPBUS_DATA_DIR"])
     return None
+
+
+async def check_history(bus: Bus, adopt: bool) -> None:
+    """Refuse a log that lost its beginning, or vanished while the buckets remember it."""
+    try:
+        info = await bus.js.stream_info(LOG_STREAM)
+    except nats.js.errors.NotFoundError:
+        found = await bucket_evidence(bus.js)
+        if found is not None and not adopt:
+            raise HistoryMissing(bus.url, found) from None
+        return
+    first = int(info.state.first_seq or 0)
+    if first > 1 and not adopt:
+        raise StreamNotAtStart(bus.url, first)

@@ -19,12 +19,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import nats.js.errors
-
-from loopbus.bus import LOG_STREAM, Bus, BusUnreachable, ensure_log
+from loopbus.bus import LOG_STREAM, BusUnreachable, ensure_log
 from loopbus.bus.auth import authorization_block
 from loopbus.bus.creds import all_credentials, ensure_defaults
-from loopbus.bus.history import HistoryMissing, StreamNotAtStart, bucket_evidence
+from loopbus.bus.history import HistoryMissing, StreamNotAtStart, check_history
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import Connection, add_connection, connection
 
@@ -109,20 +107,6 @@ def write_creds(folder: Path) -> int:
         "include it in each nats-server's configuration (docs/deploy.md)"
     )
     return 0
-
-
-async def check_history(bus: Bus, adopt: bool) -> None:
-    """Refuse a log that lost its beginning, or vanished while the buckets remember it."""
-    try:
-        info = await bus.js.stream_info(LOG_STREAM)
-    except nats.js.errors.NotFoundError:
-        found = await bucket_evidence(bus.js)
-        if found is not None and not adopt:
-            raise HistoryMissing(bus.url, found) from None
-        return
-    first = int(info.state.first_seq or 0)
-    if first > 1 and not adopt:
-        raise StreamNotAtStart(bus.url, first)
 
 
 async def _provision(conn: Connection, replicas: int, wait_s: float, adopt: bool = False) -> int:
