@@ -106,3 +106,62 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         os.environ.pop("_UP_URL", None)
         up.send_signal(signal.SIGTERM)
         up.communicate(timeout=60)
+
+
+def start_up(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    up = subprocess.Popen(
+        [*LOOPBUS, "up", "--port", str(free_port()), "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert up.stdout is not None
+    text = ""
+    for line in up.stdout:
+        text += line
+        if "press Ctrl-C to stop" in line or "error" in line:
+            break
+    match = re.search(r"nats://[\d.]+:\d+", text)
+    assert match, text
+    return up, match.group(0)
+
+
+def test_up_refuses_to_start_on_a_log_that_vanished(tmp_path: Path) -> None:
+    """When the log up recorded in its data directory is gone, the next up exits 1 with one
+    line naming the record, instead of provisioning an empty log."""
+    import asyncio
+
+    import nats
+    from loopbus.bus import LOG_STREAM
+    from loopbus.bus.creds import default_file, load_credential
+
+    data_dir = tmp_path / "data"
+    up, url = start_up(data_dir)
+    try:
+        admin = load_credential(default_file(data_dir, "admin"))
+
+        async def delete() -> None:
+            nc = await nats.connect(url, nkeys_seed_str=admin.seed)
+            await nc.jetstream().delete_stream(LOG_STREAM)
+            await nc.close()
+
+        asyncio.run(delete())
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.communicate(timeout=60)
+    assert (data_dir / "log.json").exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    again = subprocess.run(
+        [*LOOPBUS, "up", "--port", str(free_port()), "--data-dir", str(data_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert again.returncode == 1, again.stdout + again.stderr
+    [error] = [line for line in again.stderr.splitlines() if line.startswith("loopbus: error:")]
+    assert "is gone, but history existed" in error and "log.json" in error
