@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,6 +35,7 @@ from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
@@ -50,28 +53,39 @@ COMMAND_BACKOFF = Backoff(budget=10.0)  # a person waits at a terminal
 
 
 async def connect(
-    url: str, *, name: str = "loopbus", timeout: float = 5.0, creds: Credential | None = None
+    url: str,
+    *,
+    name: str = "loopbus",
+    timeout: float = 5.0,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> Bus:
     """Connect a long-running daemon: it keeps reconnecting for ever once connected.
 
     The first connection is bounded by ``timeout``; :class:`BusUnreachable` names the URL.
-    ``creds`` is the credential to authenticate with (none: a server without auth).
+    ``creds`` is the credential to authenticate with (none: a server without auth);
+    ``tls_ca`` the CA to trust for a server that requires TLS.
     """
     options: dict[str, Any] = {
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.5,
     }
-    return await _connect(url, name, timeout, options, DAEMON_BACKOFF, creds)
+    return await _connect(url, name, timeout, options, DAEMON_BACKOFF, creds, tls_ca)
 
 
 async def connect_once(
-    url: str, *, name: str = "loopbus-cli", timeout: float = 2.0, creds: Credential | None = None
+    url: str,
+    *,
+    name: str = "loopbus-cli",
+    timeout: float = 2.0,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> Bus:
     """Connect a one-shot command: give up at the first failure."""
     _probe(url)
     options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
-    return await _connect(url, name, timeout, options, COMMAND_BACKOFF, creds)
+    return await _connect(url, name, timeout, options, COMMAND_BACKOFF, creds, tls_ca)
 
 
 def server_urls(url: str) -> list[str]:
@@ -109,6 +123,7 @@ async def _connect(
     options: dict[str, Any],
     backoff: Backoff,
     creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> Bus:
     violations = Violations()
 
@@ -120,6 +135,11 @@ async def _connect(
 
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
+    if tls_ca is not None:
+        try:
+            options = options | {"tls": client_context(tls_ca)}
+        except (OSError, ssl.SSLError) as exc:
+            raise BusError(f"--tls-ca {str(tls_ca)!r} is not a readable CA file ({exc})") from exc
     reconnects = Reconnects()
     try:
         nc = await asyncio.wait_for(

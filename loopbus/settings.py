@@ -31,6 +31,7 @@ PROJECT_ENV = "LOOPBUS_PROJECT"
 CONFIG_FILE = "loopbus.toml"
 DEFAULT_DATA_DIR = Path(".loopbus")
 DATA_DIR_ENV = "LOOPBUS_DATA_DIR"
+TLS_CA_ENV = "LOOPBUS_TLS_CA"
 DEFAULT_HEARTBEAT_LAPSE = "5m"
 
 _PROJECT_MODE = "project_mode"
@@ -68,7 +69,19 @@ def add_connection(parser: Any, *, url_help: str | None = None, role: CredRole =
         help=f"credentials file (default: ${CREDS_ENV}, else the {role} credential in "
         f"${DATA_DIR_ENV} or {DEFAULT_DATA_DIR}/creds/ when there is one)",
     )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"the CA to trust for a tls:// server (default: ${TLS_CA_ENV})",
+    )
     parser.set_defaults(creds_role=role)
+
+
+def tls_ca(args: argparse.Namespace) -> Path | None:
+    named = getattr(args, "tls_ca", None) or os.environ.get(TLS_CA_ENV)
+    return Path(named) if named else None
 
 
 def credential(args: argparse.Namespace) -> Credential | None:
@@ -99,14 +112,15 @@ class Connection:
 
     url: str
     creds: Credential | None = None
+    tls_ca: Path | None = None
 
     async def open(self) -> Bus:
         """A one-shot command's connection: the first failure is reported, not retried."""
-        return await connect_once(self.url, creds=self.creds)
+        return await connect_once(self.url, creds=self.creds, tls_ca=self.tls_ca)
 
     async def open_lasting(self, name: str) -> Bus:
         """A connection that rides through server restarts (``up``, ``provision --wait``)."""
-        return await connect(self.url, name=name, creds=self.creds)
+        return await connect(self.url, name=name, creds=self.creds, tls_ca=self.tls_ca)
 
 
 def connection(
@@ -114,7 +128,9 @@ def connection(
 ) -> Connection:
     """The connection ``args`` describe (to ``url`` and with ``creds`` instead, for up's
     embedded server)."""
-    return Connection(url=url or nats_url(args), creds=creds or credential(args))
+    return Connection(
+        url=url or nats_url(args), creds=creds or credential(args), tls_ca=tls_ca(args)
+    )
 
 
 # -- project ---------------------------------------------------------------------------

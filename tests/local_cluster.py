@@ -23,28 +23,21 @@ from typing import Any
 
 import yaml
 from loopbus.bus import free_port, server_binary
-from loopbus.bus.auth import authorization_block
-from loopbus.bus.creds import all_credentials, ensure_defaults
+
+from loopbus.commands.provision import NODE_CONFIG, SECRET, make_secrets
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose.yaml"
 CLIENT_PORT = 4222
 ROUTE_PORT = 6222
-SECRETS = "/run/secrets/"
 SECRETS_DIR = "./secrets/"
+LOCAL_CONFIG = "nats.local.conf"
 
 
 def compose_secrets() -> dict[str, str]:
     """name -> file (relative to the repository) of compose's top-level secrets."""
     secrets = yaml.safe_load(COMPOSE.read_text()).get("secrets") or {}
     return {name: str(spec["file"]) for name, spec in secrets.items()}
-
-
-def write_secrets(folder: Path) -> None:
-    """What ``loopbus provision --creds-out`` writes: each role's credential, auth.conf."""
-    ensure_defaults(folder / "creds")
-    users = [c.user for c in all_credentials(folder / "creds")]
-    (folder / "auth.conf").write_text(authorization_block(users))
 
 
 def compose_services() -> dict[str, dict[str, Any]]:
@@ -73,7 +66,12 @@ class LocalCluster:
         self.auth = auth
         self.secrets = store / "secrets"
         if auth:
-            write_secrets(self.secrets)
+            # What a deployment host has after `loopbus provision --creds-out secrets`; the
+            # nodes' config names the other secrets by their mount paths, so it is run
+            # from a copy that names the local files instead.
+            make_secrets(self.secrets, ["127.0.0.1", "localhost"])
+            config = (self.secrets / NODE_CONFIG).read_text()
+            (self.secrets / LOCAL_CONFIG).write_text(self._local_secrets(config))
         self.nodes = nats_nodes(services)
         self.client = {name: free_port() for name in self.nodes}
         self.route = {name: free_port() for name in self.nodes}
@@ -83,7 +81,13 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        return ",".join(f"nats://127.0.0.1:{port}" for port in self.client.values())
+        scheme = "tls" if self.auth else "nats"
+        return ",".join(f"{scheme}://127.0.0.1:{port}" for port in self.client.values())
+
+    @property
+    def ca(self) -> Path:
+        """The local copy of the deployment's CA (with ``auth``)."""
+        return self.secrets / "tls" / "ca.pem"
 
     def localise(self, text: str) -> str:
         """Rewrite compose's ``nats://nX:4222`` / ``nats://nX:6222`` addresses to ours."""
@@ -94,9 +98,17 @@ class LocalCluster:
             text = text.replace(
                 f"nats://{name}:{ROUTE_PORT}", f"nats://127.0.0.1:{self.route[name]}"
             )
+            text = text.replace(
+                f"tls://{name}:{CLIENT_PORT}", f"tls://127.0.0.1:{self.client[name]}"
+            )
+        return self._local_secrets(text)
+
+    def _local_secrets(self, text: str) -> str:
         for name, file in compose_secrets().items():
             local = self.secrets / file.removeprefix(SECRETS_DIR)
-            text = text.replace(f"{SECRETS}{name}", str(local))
+            if file.endswith(NODE_CONFIG):
+                local = self.secrets / LOCAL_CONFIG
+            text = text.replace(f"{SECRET}{name}", str(local))
         return text
 
     def environment(self, service: dict[str, Any]) -> dict[str, str]:
@@ -119,7 +131,7 @@ class LocalCluster:
                 word = f"--http_port={self.http[name]}"
             elif flag == "--store_dir":
                 word = f"--store_dir={self.store / name}"
-            elif flag == "--config" and not self.auth and SECRETS in word:
+            elif flag == "--config" and not self.auth and SECRET in word:
                 continue  # the authorization config: left out on request
             out.append(self.localise(word))
         return out

@@ -37,6 +37,12 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         default=os.environ.get(CREDS_ENV) or None,
         help=f"the system credentials file (default: {CREDS_ENV}; none: a server without auth)",
     )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=os.environ.get("LOOPBUS_TLS_CA") or None,
+        help="the CA to trust for a tls:// server (default: LOOPBUS_TLS_CA)",
+    )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
     return parser
 
@@ -64,7 +70,7 @@ def main_for(
     body = make_body(args)
     try:
         creds = load_credential(Path(args.creds)) if args.creds else None
-        return asyncio.run(run_daemon(name, body, args.nats_url, creds))
+        return asyncio.run(run_daemon(name, body, args.nats_url, creds, args.tls_ca))
     except BusError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -87,6 +88,7 @@ async def run_daemon(
     body: Callable[[DaemonContext], Awaitable[None]],
     nats_url: str,
     creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> int:
     """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
     (130 when the stop was Ctrl-C's SIGINT).
@@ -95,7 +97,7 @@ async def run_daemon(
     it creates a first one only on a server without authorization (tests, a bare
     nats-server), since with credentials only ``admin`` may."""
     structlog.contextvars.bind_contextvars(daemon=name)
-    bus = await connect(nats_url, name=name, creds=creds)
+    bus = await connect(nats_url, name=name, creds=creds, tls_ca=tls_ca)
     try:
         await require_log(bus.js, nats_url, data_dir=data_dir_from_env(), may_create=creds is None)
     except BusError:

@@ -5,7 +5,8 @@ Every loopbus command line is built by :class:`Client`, the one place that knows
 client reaches the cluster: ``--nats-url`` with the three nodes and ``--creds``. From the
 host that is the role's file that ``loopbus provision --creds-out secrets`` wrote (the
 operator's for publishing, the reader's for tail and status); inside a daemon's container
-it is the one credential mounted there, the system's (it may publish claims too).
+it is the one credential mounted there, the system's (it may publish claims too). The
+nodes require TLS, so both also get the deployment's CA (``--tls-ca``) and ``tls://`` URLs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ Role = Literal["operator", "reader"]  # who the command acts as, once credential
 SECRETS = Path(__file__).resolve().parents[2] / "secrets"
 """Where ``loopbus provision --creds-out secrets`` puts the credentials (compose.yaml)."""
 CONTAINER_CREDS = "/run/secrets/loopbus_system"
+CONTAINER_CA = "/run/secrets/loopbus_ca"
 ACK = re.compile(r"^finding (\S+) published at seq (\d+)$", re.MULTILINE)
 
 
@@ -46,8 +48,14 @@ class Client:
     def connection(self, role: Role, inside: bool) -> list[str]:
         """The flags that connect as ``role`` (inside a container: as the daemon's system)."""
         if inside:
-            return ["--nats-url", self.container_urls, "--creds", CONTAINER_CREDS]
-        return ["--nats-url", self.host_urls, "--creds", str(SECRETS / "creds" / f"{role}.json")]
+            return [
+                "--nats-url", self.container_urls, "--creds", CONTAINER_CREDS,
+                "--tls-ca", CONTAINER_CA,
+            ]  # fmt: skip
+        return [
+            "--nats-url", self.host_urls, "--creds", str(SECRETS / "creds" / f"{role}.json"),
+            "--tls-ca", str(SECRETS / "tls" / "ca.pem"),
+        ]  # fmt: skip
 
     def host(self, role: Role, *argv: str) -> list[str]:
         return [*host_loopbus(), *argv, *self.connection(role, inside=False)]

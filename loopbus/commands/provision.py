@@ -8,8 +8,9 @@ It connects with the ``admin`` credential (``--creds``), the only one that may c
 log. It refuses a log that does not start at sequence 1, or a missing log where the
 buckets show one existed, unless ``--adopt`` says that is intended (docs/security.md).
 
-``--creds-out DIR`` connects to nothing: it writes every role's credential and the
-servers' ``auth.conf`` into DIR, for a deployment to mount (docs/deploy.md).
+``--creds-out DIR`` connects to nothing: it writes every role's credential, a CA and the
+nodes' certificate, and the nodes' ``nats.conf`` into DIR, for a deployment to mount as
+secrets (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from loopbus.bus import LOG_STREAM, BusUnreachable, ensure_log
 from loopbus.bus.auth import authorization_block
 from loopbus.bus.creds import all_credentials, ensure_defaults
 from loopbus.bus.history import HistoryMissing, StreamNotAtStart, check_history
+from loopbus.bus.tls import ensure_tls, tls_block
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import Connection, add_connection, connection
 
@@ -49,6 +51,13 @@ def register(sub: Any) -> None:
         "there), then exit without connecting",
     )
     parser.add_argument(
+        "--tls-hosts",
+        default=DEFAULT_TLS_HOSTS,
+        metavar="NAMES",
+        help="with --creds-out: the names and addresses the nodes' certificate covers "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
         "--replicas",
         type=int,
         default=1,
@@ -66,7 +75,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.creds_out is not None:
-        return write_creds(args.creds_out)
+        hosts = [h.strip() for h in args.tls_hosts.split(",") if h.strip()]
+        return write_creds(args.creds_out, hosts)
     if args.replicas < 1:
         raise UsageError(f"--replicas {args.replicas}: give 1 or more (3 on a 3-node cluster)")
     if args.wait < 0:
@@ -88,13 +98,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_creds(folder: Path) -> int:
-    """Each role's default credential (made once, then kept) and ``auth.conf`` from them."""
+SECRET = "/run/secrets/"
+NODE_CONFIG = "nats.conf"
+DEFAULT_TLS_HOSTS = "n1,n2,n3,localhost,127.0.0.1"
+
+
+def make_secrets(folder: Path, hosts: list[str]) -> list[Path]:
+    """Each role's credential, the deployment's CA and node certificate (made once, then
+    kept), and ``nats.conf``, the nodes' users and TLS, regenerated from them. The config
+    names the other files by the paths compose mounts them at (``/run/secrets/<name>``)."""
     creds = folder / "creds"
+    made = ensure_defaults(creds)
+    made += ensure_tls(folder / "tls", hosts)
+    users = [c.user for c in all_credentials(creds)]
+    tls = tls_block(f"{SECRET}nats_tls_cert", f"{SECRET}nats_tls_key", f"{SECRET}loopbus_ca")
+    (folder / NODE_CONFIG).write_text(authorization_block(users) + tls)
+    return made
+
+
+def write_creds(folder: Path, hosts: list[str]) -> int:
     try:
-        made = ensure_defaults(creds)
-        users = [c.user for c in all_credentials(creds)]
-        (folder / "auth.conf").write_text(authorization_block(users))
+        made = make_secrets(folder, hosts)
     except OSError as exc:
         raise UsageError(
             f"--creds-out {str(folder)!r} cannot be written ({exc.strerror}); pass a "
@@ -103,8 +127,8 @@ def write_creds(folder: Path) -> int:
     for path in made:
         print(f"loopbus: wrote {path}")
     print(
-        f"loopbus: {folder / 'auth.conf'} admits {len(users)} credential(s) in {creds}; "
-        "include it in each nats-server's configuration (docs/deploy.md)"
+        f"loopbus: {folder / NODE_CONFIG} admits the credentials in {folder / 'creds'} and "
+        f"serves TLS for {', '.join(hosts)} with the CA in {folder / 'tls'}; see docs/deploy.md"
     )
     return 0
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,26 +218,36 @@ def test_every_daemon_has_a_service_with_healthcheck_and_restart_policy(
 
 
 def test_each_service_gets_only_its_own_credential(services: dict[str, dict[str, Any]]) -> None:
-    """Nodes load the users (auth.conf), provision holds only admin, every daemon only
-    system (as LOOPBUS_CREDS, which its healthcheck uses too); each secret is a file that
-    `loopbus provision --creds-out secrets` writes."""
+    """Nodes load their config (users and TLS), certificate and key; provision holds only
+    admin, every daemon only system (as LOOPBUS_CREDS, which its healthcheck uses too), and
+    clients the CA, over tls:// URLs; each secret is a file that `loopbus provision
+    --creds-out secrets` writes."""
     document = yaml.safe_load(COMPOSE.read_text())
     files = {name: spec["file"] for name, spec in document["secrets"].items()}
     assert files == {
-        "nats_auth": "./secrets/auth.conf",
+        "nats_config": "./secrets/nats.conf",
+        "nats_tls_cert": "./secrets/tls/node.pem",
+        "nats_tls_key": "./secrets/tls/node-key.pem",
+        "loopbus_ca": "./secrets/tls/ca.pem",
         "loopbus_admin": "./secrets/creds/admin.json",
         "loopbus_system": "./secrets/creds/system.json",
     }
+    ca = {"LOOPBUS_TLS_CA": "/run/secrets/loopbus_ca"}
     for name in NODES:
-        assert services[name]["secrets"] == ["nats_auth"]
-        assert "--config=/run/secrets/nats_auth" in services[name]["command"]
+        assert services[name]["secrets"] == [
+            "nats_config", "nats_tls_cert", "nats_tls_key", "loopbus_ca"
+        ]  # fmt: skip
+        assert "--config=/run/secrets/nats_config" in services[name]["command"]
     provision = services["provision"]
-    assert provision["secrets"] == ["loopbus_admin"]
+    assert (provision["secrets"], provision["environment"]) == (["loopbus_admin", "loopbus_ca"], ca)
     args = build_parser().parse_args(provision["command"])
     assert str(args.creds) == "/run/secrets/loopbus_admin"
+    assert all(url.startswith("tls://") for url in args.nats_url.split(","))
     for name in DAEMON_NAMES:
-        assert services[name]["secrets"] == ["loopbus_system"], name
-        assert services[name]["environment"] == {"LOOPBUS_CREDS": "/run/secrets/loopbus_system"}
+        assert services[name]["secrets"] == ["loopbus_system", "loopbus_ca"], name
+        assert (
+            services[name]["environment"] == {"LOOPBUS_CREDS": "/run/secrets/loopbus_system"} | ca
+        )
 
 
 def test_every_worker_service_runs_an_existing_daemon(
@@ -328,8 +339,9 @@ def local_cluster(services: dict[str, dict[str, Any]], tmp_path: Path) -> Iterat
         cluster.stop()
 
 
-async def _log_config(url: str, creds: Path | None = None) -> Any:
-    bus = await connect(url, name="tests-compose", creds=load_credential(creds) if creds else None)
+async def _log_config(url: str, creds: Path | None = None, tls_ca: Path | None = None) -> Any:
+    credential = load_credential(creds) if creds else None
+    bus = await connect(url, name="tests-compose", creds=credential, tls_ca=tls_ca)
     try:
         return await bus.stream_info()
     finally:
@@ -348,16 +360,24 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
         local_cluster.wait_healthy(name)
         assert node_healthcheck(services[name], local_cluster.http[name]).returncode == 0
     assert node_healthcheck(services["n1"], free_port()).returncode != 0  # it can fail
+    for name in local_cluster.nodes:  # TLS for clients, and verified both ways on routes
+        varz = json.loads(urllib.request.urlopen(f"{local_cluster.monitors()[name]}/varz").read())
+        assert varz["tls_required"] and varz["cluster"]["tls_required"], name
+        assert varz["cluster"]["tls_verify"], name
 
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
-    done = run_loopbus(*provision)
+    done = run_loopbus(
+        *provision, env=os.environ | local_cluster.environment(services["provision"])
+    )
     assert done.returncode == 0, done.stderr
     assert "3 replica(s)" in done.stdout
 
-    url = local_cluster.localise(",".join(f"nats://{n}:{CLIENT_PORT}" for n in NODES))
+    url = local_cluster.localise(",".join(f"tls://{n}:{CLIENT_PORT}" for n in NODES))
     with pytest.raises(BusError, match="without credentials"):
-        asyncio.run(_log_config(url))
-    info = asyncio.run(_log_config(url, local_cluster.credential("reader")))
+        asyncio.run(_log_config(url, tls_ca=local_cluster.ca))
+    with pytest.raises(BusError):  # TLS only: a client that does not trust the CA fails
+        asyncio.run(_log_config(url, local_cluster.credential("reader")))
+    info = asyncio.run(_log_config(url, local_cluster.credential("reader"), local_cluster.ca))
     assert info.config.num_replicas == 3
     assert info.config.deny_delete and info.config.deny_purge
     assert len(info.cluster.replicas or []) == 2
@@ -404,7 +424,8 @@ def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
     for name in local_cluster.nodes:
         local_cluster.wait_healthy(name)
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
-    assert run_loopbus(*provision).returncode == 0
+    provision_env = os.environ | local_cluster.environment(services["provision"])
+    assert run_loopbus(*provision, env=provision_env).returncode == 0
 
     monitors = local_cluster.monitors()
     health, _ = cluster.wait_healthy(monitors, timeout=60)
