@@ -11,16 +11,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import nats
 import nats.errors
 import nats.js.errors
+from loopbus.bus.auth import describe
+from loopbus.bus.creds import Credential
 from loopbus.bus.errors import (
+    BusError,
     BusUnreachable,
     LogNotProvisioned,
+    PermissionDenied,
     PublishFailed,
     ServerUnavailable,
     TransitionConflict,
@@ -29,6 +35,7 @@ from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
@@ -45,24 +52,40 @@ DAEMON_BACKOFF = Backoff(budget=30.0)  # a stream leader election took ~6 s in t
 COMMAND_BACKOFF = Backoff(budget=10.0)  # a person waits at a terminal
 
 
-async def connect(url: str, *, name: str = "loopbus", timeout: float = 5.0) -> Bus:
+async def connect(
+    url: str,
+    *,
+    name: str = "loopbus",
+    timeout: float = 5.0,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
+) -> Bus:
     """Connect a long-running daemon: it keeps reconnecting for ever once connected.
 
     The first connection is bounded by ``timeout``; :class:`BusUnreachable` names the URL.
+    ``creds`` is the credential to authenticate with (none: a server without auth);
+    ``tls_ca`` the CA to trust for a server that requires TLS.
     """
     options: dict[str, Any] = {
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.5,
     }
-    return await _connect(url, name, timeout, options, DAEMON_BACKOFF)
+    return await _connect(url, name, timeout, options, DAEMON_BACKOFF, creds, tls_ca)
 
 
-async def connect_once(url: str, *, name: str = "loopbus-cli", timeout: float = 2.0) -> Bus:
+async def connect_once(
+    url: str,
+    *,
+    name: str = "loopbus-cli",
+    timeout: float = 2.0,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
+) -> Bus:
     """Connect a one-shot command: give up at the first failure."""
     _probe(url)
     options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
-    return await _connect(url, name, timeout, options, COMMAND_BACKOFF)
+    return await _connect(url, name, timeout, options, COMMAND_BACKOFF, creds, tls_ca)
 
 
 def server_urls(url: str) -> list[str]:
@@ -94,13 +117,29 @@ def _probe(url: str) -> None:
 
 
 async def _connect(
-    url: str, name: str, timeout: float, options: dict[str, Any], backoff: Backoff
+    url: str,
+    name: str,
+    timeout: float,
+    options: dict[str, Any],
+    backoff: Backoff,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> Bus:
-    async def _quiet(_exc: Exception) -> None:
+    violations = Violations()
+
+    async def _quiet(exc: Exception) -> None:
         # nats-py reports connection errors through this callback *and* by raising; we
         # surface the raise only, as one line, instead of a logged traceback per attempt.
-        return None
+        # A permissions violation is only ever reported here: keep it for the publish.
+        violations.note(str(exc))
 
+    if creds is not None:
+        options = options | {"nkeys_seed_str": creds.seed}
+    if tls_ca is not None:
+        try:
+            options = options | {"tls": client_context(tls_ca)}
+        except (OSError, ssl.SSLError) as exc:
+            raise BusError(f"--tls-ca {str(tls_ca)!r} is not a readable CA file ({exc})") from exc
     reconnects = Reconnects()
     try:
         nc = await asyncio.wait_for(
@@ -116,8 +155,49 @@ async def _connect(
             timeout,
         )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
-        raise BusUnreachable(url, type(exc).__name__) from exc
-    return Bus(nc, url, reconnects=reconnects, backoff=backoff)
+        refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
+        if not refused:
+            raise BusUnreachable(url, type(exc).__name__) from exc
+        raise BusError(
+            f"NATS at {url} refused {_whose(creds)}; pass --creds FILE (or set "
+            "LOOPBUS_CREDS) with a credential that `loopbus up` or `loopbus creds add` made "
+            "for this server"
+        ) from exc
+    bus = Bus(nc, url, reconnects=reconnects, backoff=backoff, creds=creds)
+    bus.violations = violations
+    return bus
+
+
+def _whose(creds: Credential | None) -> str:
+    if creds is None:
+        return "a connection without credentials"
+    where = f" from {creds.path}" if creds.path else ""
+    return f"the {creds.role} credential{where}"
+
+
+class Violations:
+    """The subjects the server refused this connection's publishes on (from ``error_cb``).
+
+    nats-server answers a forbidden publish with an asynchronous ``-ERR``; the publish
+    itself only times out. The subject is kept so the waiting publish can fail at once
+    with a clear line.
+    """
+
+    MARK = "permissions violation for publish to "
+
+    def __init__(self) -> None:
+        self.subjects: set[str] = set()
+        self.unauthorized = False
+        """The server refused the credential (a reconnecting client only times out)."""
+
+    def note(self, message: str) -> None:
+        lowered = message.lower()
+        if "authorization" in lowered:
+            self.unauthorized = True
+        at = lowered.find(self.MARK)
+        if at >= 0:
+            # nats-py hands the server's line on lower-cased: compare subjects that way.
+            self.subjects.add(lowered[at + len(self.MARK) :].strip().strip("\"'"))
 
 
 class Reconnects:
@@ -158,9 +238,13 @@ class Bus:
         *,
         reconnects: Reconnects | None = None,
         backoff: Backoff = DAEMON_BACKOFF,
+        creds: Credential | None = None,
     ):
         self.nc = nc
         self.url = url
+        self.creds = creds
+        """The credential this connection authenticated with (``None``: no auth)."""
+        self.violations = Violations()
         self.js: JetStreamContext = nc.jetstream(timeout=ACK_TIMEOUT)
         # The calls that retry (stream info, gets, KV) give each try less time: a try that
         # hangs through a failover is better abandoned and repeated on the new leader.
@@ -204,8 +288,26 @@ class Bus:
                 raise TransitionConflict(subject_of(event), expected_last_subject_seq) from exc
             raise
 
+    def check_publish(self, subject: str) -> None:
+        """Raise :class:`PermissionDenied` when this connection's credential may not
+        publish on ``subject`` (the server would refuse it; this says so at once)."""
+        if self.creds is not None and not self.creds.permissions.may_publish(subject):
+            raise PermissionDenied(
+                self.creds.role,
+                subject,
+                f"it may publish {describe(self.creds.role, self.creds.principal)}",
+            )
+
+    def refused(self, subject: str) -> PermissionDenied | None:
+        """The server's refusal of a publish on ``subject``, if it sent one."""
+        if subject.lower() not in self.violations.subjects:
+            return None
+        role = self.creds.role if self.creds is not None else "anonymous"
+        return PermissionDenied(role, subject, "the server refused it (permissions violation)")
+
     async def _publish(self, event: Event, headers: dict[str, str]) -> Ack:
         subject = subject_of(event)
+        self.check_publish(subject)
         payload = encode_checked(event)
 
         async def attempt() -> Ack:
@@ -215,6 +317,11 @@ class Bus:
                 )
             except nats.js.errors.NoStreamResponseError:
                 await self._require_log()  # no stream at all is not worth waiting for
+                raise
+            except TimeoutError:
+                refusal = self.refused(subject)
+                if refusal is not None:  # not worth retrying: the answer will not change
+                    raise refusal from None
                 raise
             return Ack(ack.seq, bool(ack.duplicate))
 
@@ -312,4 +419,4 @@ class Bus:
             )
         except nats.js.errors.BucketNotFoundError as exc:
             raise LogNotProvisioned(self.url) from exc
-        return Bucket(name, RetryingKeyValue(kv, self.backoff))
+        return Bucket(name, RetryingKeyValue(kv, self.backoff), check=self.check_publish)

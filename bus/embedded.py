@@ -19,11 +19,17 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from loopbus.bus.auth import authorization_block
+from loopbus.bus.creds import all_credentials, creds_dir, ensure_defaults
 from loopbus.bus.errors import EmbeddedServerError
 
 DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1
+
+DATA_DIR_CREDS: Literal["data-dir"] = "data-dir"
+"""``EmbeddedServer.auth``'s default: the credentials under ``<data_dir>/creds/``."""
 
 
 def server_binary() -> str:
@@ -91,6 +97,10 @@ class EmbeddedServer:
     extra_config: str = ""
     """More nats-server configuration (a test that needs a server taking messages over
     1 MB sets ``max_payload``)."""
+    auth: Path | Literal["data-dir"] | None = DATA_DIR_CREDS
+    """The folder of credential files whose users the server admits (default
+    ``<data_dir>/creds``, each role's default credential made on first start). ``None``
+    runs without authorization: only for tests that do not care, never for ``up``."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
@@ -102,36 +112,75 @@ class EmbeddedServer:
         return self.data_dir / "nats-server.pid"
 
     def command(self) -> list[str]:
-        store = self.data_dir / "jetstream"
-        cmd = [
-            server_binary(),
-            "--jetstream",
-            "--store_dir",
-            str(store),
-            "--addr",
-            self.host,
-            "--port",
-            str(self.port),
-            "--server_name",
-            "loopbus-embedded",
-            "--log",
-            str(self.data_dir / "nats-server.log"),
-            "--pid",
-            str(self.pid_file),
+        return [server_binary(), "--config", str(self.config_file)]
+
+    def config_text(self) -> str:
+        """Every option in the config file, none as a flag: nats-server re-reads only the
+        file on a reload, and refuses one whose options differ from the flags it started
+        with (so a flag-set ``server_name`` made ``creds add``'s reload fail)."""
+        sync = "sync_interval: always, " if self.sync_always else ""
+        lines = [
+            'server_name: "loopbus-embedded"',
+            f'listen: "{self.host}:{self.port}"',
+            f'jetstream {{ {sync}store_dir: "{self.data_dir / "jetstream"}" }}',
+            f'log_file: "{self.data_dir / "nats-server.log"}"',
+            f'pid_file: "{self.pid_file}"',
         ]
         if self.http_port is not None:
-            cmd += ["--http_port", str(self.http_port)]
-        return cmd
+            lines.append(f'http: "{self.host}:{self.http_port}"')
+        if self.creds_folder is not None:
+            lines.append(f"include {self.auth_file.name}")
+        if self.extra_config:
+            lines.append(self.extra_config)
+        return "\n".join(lines) + "\n"
+
+    @property
+    def creds_folder(self) -> Path | None:
+        if self.auth == DATA_DIR_CREDS:
+            return creds_dir(self.data_dir)
+        return None if self.auth is None else Path(self.auth)
+
+    @property
+    def config_file(self) -> Path:
+        return self.data_dir / "nats-server.conf"
+
+    @property
+    def auth_file(self) -> Path:
+        return self.data_dir / "auth.conf"
+
+    def write_config(self) -> None:
+        """The config file: fsync policy (no flag for it) and, in ``auth.conf`` beside it,
+        the users of ``auth`` (rewritten alone on a reload)."""
+        if self.creds_folder is not None:
+            self.write_auth()
+        _write_private(self.config_file, self.config_text())
+
+    def write_auth(self) -> None:
+        """``auth.conf``: one user per credential file in the creds folder."""
+        folder = self.creds_folder
+        if folder is None:
+            return
+        ensure_defaults(folder)
+        _write_private(
+            self.auth_file, authorization_block([c.user for c in all_credentials(folder)])
+        )
+
+    def reload(self) -> int:
+        """Re-read the credentials and have the running server apply them (SIGHUP);
+        returns the server's pid."""
+        self.write_auth()
+        pid = _running_server(self.pid_file)
+        if pid is None:
+            raise EmbeddedServerError(f"no nats-server runs on {self.data_dir} to reload")
+        os.kill(pid, signal.SIGHUP)
+        return pid
 
     async def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait until it accepts connections."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        config = self.data_dir / "nats-server.conf"
-        # sync_interval cannot be set by flag; a small config file carries it.
-        sync = "jetstream { sync_interval: always }\n" if self.sync_always else "\n"
-        config.write_text(sync + self.extra_config)
+        self.write_config()
         self.process = subprocess.Popen(
-            [*self.command(), "--config", str(config)],
+            self.command(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -186,6 +235,18 @@ class EmbeddedServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def running_server(data_dir: Path) -> int | None:
+    """The pid of the nats-server ``loopbus up`` runs on ``data_dir``, if one runs."""
+    return _running_server(data_dir / "nats-server.pid")
 
 
 def _running_server(pid_file: Path) -> int | None:

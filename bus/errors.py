@@ -101,3 +101,16 @@ class ServerUnavailable(BusError):
         self.what = what
         self.budget = budget
         self.attempts = attempts
+
+
+class CredentialsInvalid(BusError):
+    """Raised when a credentials file is missing, unreadable or not a loopbus credential."""
+
+
+class PermissionDenied(BusError):
+    """Raised when the connection's credential may not publish on ``subject``."""
+
+    def __init__(self, role: str, subject: str, detail: str):
+        super().__init__(f"the {role} credential may not publish on {subject}: {detail}")
+        self.role = role
+        self.subject = subject

@@ -8,7 +8,7 @@ own types, so no package above ``bus`` needs to know which client library is und
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,9 +58,14 @@ async def _stop(watcher: KeyValue.KeyWatcher) -> None:
 class Bucket:
     """One KV bucket. Create with :meth:`loopbus.bus.Bus.bucket`."""
 
-    def __init__(self, name: str, kv: KeyValue) -> None:
+    def __init__(self, name: str, kv: KeyValue, check: Callable[[str], None] | None = None) -> None:
         self.name = name
         self._kv = kv
+        # Raises PermissionDenied for a write the connection's credential may not make.
+        self._check = check or (lambda _subject: None)
+
+    def _may_write(self, key: str) -> None:
+        self._check(f"$KV.{self.name}.{key}")
 
     async def get(self, key: str) -> KvEntry | None:
         """The key's latest value; ``None`` when it was never set or is deleted."""
@@ -74,6 +79,7 @@ class Bucket:
 
     async def put(self, key: str, value: bytes) -> int:
         """Store ``value`` under ``key``; returns the new revision."""
+        self._may_write(key)
         try:
             return int(await self._kv.put(key, value))
         except (TimeoutError, nats.errors.Error) as exc:
@@ -81,6 +87,7 @@ class Bucket:
 
     async def create(self, key: str, value: bytes) -> int:
         """Store ``value`` only if ``key`` holds nothing (:class:`KeyChanged` otherwise)."""
+        self._may_write(key)
         try:
             return int(await self._kv.create(key, value))
         except nats.js.errors.KeyWrongLastSequenceError as exc:
@@ -90,6 +97,7 @@ class Bucket:
 
     async def update(self, key: str, value: bytes, revision: int) -> int:
         """Store ``value`` only if ``key`` is still at ``revision`` (:class:`KeyChanged`)."""
+        self._may_write(key)
         try:
             return int(await self._kv.update(key, value, last=revision))
         except nats.js.errors.KeyWrongLastSequenceError as exc:
@@ -113,6 +121,7 @@ class Bucket:
         return found
 
     async def delete(self, key: str) -> None:
+        self._may_write(key)
         try:
             await self._kv.delete(key)
         except (TimeoutError, nats.errors.Error) as exc:

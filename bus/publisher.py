@@ -120,6 +120,7 @@ class Pipeline:
                 )
             if not self.bus.wire.publishable(subject):
                 raise PublishFailed(subject, "not a subject a message can be published to")
+            self.bus.check_publish(subject)
 
     def on_reply(self, subject: bytes, data: bytes, headers: bytes | None) -> None:
         """File one answer (called for every message on our reply subjects)."""
@@ -287,6 +288,8 @@ async def publish_atomic(bus: Bus, events: Sequence[Event]) -> list[Ack]:
     """
     if len(events) > ATOMIC_BATCH_LIMIT:
         raise BatchRefused(f"{len(events)} events exceed the {ATOMIC_BATCH_LIMIT} limit")
+    for event in events:
+        bus.check_publish(subject_of(event))
     payloads = [encode_checked(e) for e in events]
     batch_id = events[0].id  # unique, and ties the batch to its first event
     last = len(events)

@@ -25,6 +25,8 @@ from loopbus.errors import INTERRUPTED
 COMMANDS = (
     "up",
     "report",
+    "approve",
+    "creds",
     "tail",
     "replay",
     "status",

@@ -52,6 +52,14 @@ EXAMPLES: dict[str, list[str]] = {
     "report usage": [
         "loopbus report usage --project demo --unit U1 --tokens-in 1200 --tokens-out 300"
     ],
+    "approve": [
+        "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'"
+    ],
+    "creds": ["loopbus creds add --role agent --principal builder-2"],
+    "creds add": [
+        "loopbus creds add --role agent --principal builder-2",
+        "loopbus creds add --role operator --principal alice --data-dir .loopbus",
+    ],
     "tail": [
         "loopbus tail",
         "loopbus tail --all-projects --kind finding --since 10m",
@@ -68,7 +76,10 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "worker": ["loopbus worker projector --nats-url nats://127.0.0.1:4222"],
     "health": ["loopbus health projector"],
-    "provision": ["loopbus provision --nats-url nats://nats-1:4222 --replicas 3 --wait 60"],
+    "provision": [
+        "loopbus provision --nats-url nats://nats-1:4222 --replicas 3 --wait 60",
+        "loopbus provision --creds-out deploy/secrets",
+    ],
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
     "plan submit": ["loopbus plan submit plan.toml --project demo --wait 10"],

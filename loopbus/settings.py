@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from loopbus.bus import Bus, connect, connect_once
+from loopbus.bus.auth import CredRole
+from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from loopbus.errors import UsageError
 from loopbus.schemas.ids import is_token
 
@@ -28,6 +30,8 @@ NATS_URL_ENV = "LOOPBUS_NATS_URL"
 PROJECT_ENV = "LOOPBUS_PROJECT"
 CONFIG_FILE = "loopbus.toml"
 DEFAULT_DATA_DIR = Path(".loopbus")
+DATA_DIR_ENV = "LOOPBUS_DATA_DIR"
+TLS_CA_ENV = "LOOPBUS_TLS_CA"
 DEFAULT_HEARTBEAT_LAPSE = "5m"
 
 _PROJECT_MODE = "project_mode"
@@ -42,14 +46,60 @@ def default_nats_url() -> str:
     return os.environ.get(NATS_URL_ENV) or DEFAULT_NATS_URL
 
 
-def add_connection(parser: Any, *, url_help: str | None = None) -> None:
-    """The connection options every command that talks to the bus takes (``--nats-url``)."""
+def default_data_dir() -> Path:
+    """``$LOOPBUS_DATA_DIR`` when set, else ``.loopbus`` (where ``loopbus up`` keeps its data)."""
+    return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+
+
+def add_connection(parser: Any, *, url_help: str | None = None, role: CredRole = "reader") -> None:
+    """The connection options every command that talks to the bus takes (``--nats-url``,
+    ``--creds``). ``role`` is the credential the command uses when none is named: the
+    one ``loopbus up`` made for that role in the default data directory."""
     parser.add_argument(
         "--nats-url",
         default=None,
         metavar="URL",
         help=url_help or f"NATS server to use (default: ${NATS_URL_ENV}, else {DEFAULT_NATS_URL})",
     )
+    parser.add_argument(
+        "--creds",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"credentials file (default: ${CREDS_ENV}, else the {role} credential in "
+        f"${DATA_DIR_ENV} or {DEFAULT_DATA_DIR}/creds/ when there is one)",
+    )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"the CA to trust for a tls:// server (default: ${TLS_CA_ENV})",
+    )
+    parser.set_defaults(creds_role=role)
+
+
+def tls_ca(args: argparse.Namespace) -> Path | None:
+    named = getattr(args, "tls_ca", None) or os.environ.get(TLS_CA_ENV)
+    return Path(named) if named else None
+
+
+def credential(args: argparse.Namespace) -> Credential | None:
+    """The credential a command connects with: ``--creds``, else ``$LOOPBUS_CREDS``, else
+    its role's default in the data directory; ``None`` when there is none (a server run
+    without authorization). Loaded once per command."""
+    cached = getattr(args, "_credential", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    named = getattr(args, "creds", None) or os.environ.get(CREDS_ENV)
+    found: Credential | None
+    if named:
+        found = load_credential(Path(named))
+    else:
+        path = default_file(default_data_dir(), getattr(args, "creds_role", "reader"))
+        found = load_credential(path) if path.exists() else None
+    args._credential = found
+    return found
 
 
 def nats_url(args: argparse.Namespace) -> str:
@@ -61,19 +111,26 @@ class Connection:
     """How one command reaches the bus, from the options :func:`add_connection` registered."""
 
     url: str
+    creds: Credential | None = None
+    tls_ca: Path | None = None
 
     async def open(self) -> Bus:
         """A one-shot command's connection: the first failure is reported, not retried."""
-        return await connect_once(self.url)
+        return await connect_once(self.url, creds=self.creds, tls_ca=self.tls_ca)
 
     async def open_lasting(self, name: str) -> Bus:
         """A connection that rides through server restarts (``up``, ``provision --wait``)."""
-        return await connect(self.url, name=name)
+        return await connect(self.url, name=name, creds=self.creds, tls_ca=self.tls_ca)
 
 
-def connection(args: argparse.Namespace, url: str | None = None) -> Connection:
-    """The connection ``args`` describe (to ``url`` instead, for up's embedded server)."""
-    return Connection(url=url or nats_url(args))
+def connection(
+    args: argparse.Namespace, url: str | None = None, creds: Credential | None = None
+) -> Connection:
+    """The connection ``args`` describe (to ``url`` and with ``creds`` instead, for up's
+    embedded server)."""
+    return Connection(
+        url=url or nats_url(args), creds=creds or credential(args), tls_ca=tls_ca(args)
+    )
 
 
 # -- project ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import structlog
 
+from loopbus.bus.creds import DEFAULT_PRINCIPALS, file_name
 from loopbus.bus.embedded import die_with_parent
 
 log = structlog.get_logger()
@@ -34,6 +35,8 @@ class UpSettings:
     web_host: str = "127.0.0.1"
     web_port: int | None = None
     """Port of the operator page; ``None``: no page."""
+    creds: Path | None = None
+    """The system credential every daemon connects with (``None``: a server without auth)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class DaemonSpec:
     name: str
     module: str
     args: Callable[[UpSettings], list[str]] = lambda _s: []
+    reads_only: bool = False
+    """Connects with the ``reader`` credential beside the system one (the operator page),
+    so a bug in it cannot write to the log."""
 
 
 DAEMONS: tuple[DaemonSpec, ...] = (
@@ -92,6 +98,7 @@ PAGE = DaemonSpec(
     "page",
     "loopbus.web",
     lambda s: ["--host", s.web_host, "--port", str(s.web_port)],
+    reads_only=True,
 )
 """The operator page: supervised like a daemon (restarted if it dies), read-only."""
 
@@ -125,8 +132,17 @@ class Supervisor:
             spec.module,
             "--nats-url",
             self.settings.nats_url,
+            *self._creds(spec),
             *spec.args(self.settings),
         ]
+
+    def _creds(self, spec: DaemonSpec) -> list[str]:
+        creds = self.settings.creds
+        if creds is None:
+            return []
+        if spec.reads_only:  # the reader's default file sits beside the system's
+            creds = creds.parent / file_name("reader", DEFAULT_PRINCIPALS["reader"])
+        return ["--creds", str(creds)]
 
     async def _spawn(self, child: Child) -> None:
         logs = self.settings.data_dir / "logs"
@@ -137,7 +153,12 @@ class Supervisor:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=sink,
                 stderr=sink,
-                env=os.environ | {"LOOPBUS_NATS_URL": self.settings.nats_url},
+                env=os.environ
+                | {
+                    "LOOPBUS_NATS_URL": self.settings.nats_url,
+                    # Where the daemons find up's record of the log (loopbus.bus.history).
+                    "LOOPBUS_DATA_DIR": str(self.settings.data_dir),
+                },
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
             )

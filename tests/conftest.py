@@ -29,7 +29,7 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedSe
     """A nats-server with JetStream on a free port and a temporary store."""
     import asyncio
 
-    server = EmbeddedServer(tmp_path_factory.mktemp("nats"), port=free_port())
+    server = EmbeddedServer(tmp_path_factory.mktemp("nats"), port=free_port(), auth=None)
     asyncio.run(server.start())
     asyncio.run(_provision(server.url))
     yield server

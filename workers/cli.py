@@ -10,8 +10,10 @@ import argparse
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 from loopbus.bus import BusError
+from loopbus.bus.creds import CREDS_ENV, load_credential
 from loopbus.workers.kernel import Daemon, Kernel
 from loopbus.workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
 
@@ -28,6 +30,18 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         "--nats-url",
         default=os.environ.get("LOOPBUS_NATS_URL", DEFAULT_URL),
         help="NATS server (default: LOOPBUS_NATS_URL, else %(default)s)",
+    )
+    parser.add_argument(
+        "--creds",
+        type=Path,
+        default=os.environ.get(CREDS_ENV) or None,
+        help=f"the system credentials file (default: {CREDS_ENV}; none: a server without auth)",
+    )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=os.environ.get("LOOPBUS_TLS_CA") or None,
+        help="the CA to trust for a tls:// server (default: LOOPBUS_TLS_CA)",
     )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
     return parser
@@ -55,7 +69,8 @@ def main_for(
     configure_logging(args.log_level)
     body = make_body(args)
     try:
-        return asyncio.run(run_daemon(name, body, args.nats_url))
+        creds = load_credential(Path(args.creds)) if args.creds else None
+        return asyncio.run(run_daemon(name, body, args.nats_url, creds, args.tls_ca))
     except BusError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed

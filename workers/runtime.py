@@ -17,11 +17,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import WORKER_BUCKET, Bus, BusError, connect, ensure_log
+from loopbus.bus import WORKER_BUCKET, Bus, BusError, connect
+from loopbus.bus.creds import Credential
+from loopbus.bus.history import data_dir_from_env, require_log
 
 log = structlog.get_logger()
 
@@ -84,12 +87,22 @@ async def run_daemon(
     name: str,
     body: Callable[[DaemonContext], Awaitable[None]],
     nats_url: str,
+    creds: Credential | None = None,
+    tls_ca: Path | None = None,
 ) -> int:
     """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
-    (130 when the stop was Ctrl-C's SIGINT)."""
+    (130 when the stop was Ctrl-C's SIGINT).
+
+    A daemon never re-creates a log that evidently existed (:mod:`loopbus.bus.history`);
+    it creates a first one only on a server without authorization (tests, a bare
+    nats-server), since with credentials only ``admin`` may."""
     structlog.contextvars.bind_contextvars(daemon=name)
-    bus = await connect(nats_url, name=name)
-    await ensure_log(bus.js)
+    bus = await connect(nats_url, name=name, creds=creds, tls_ca=tls_ca)
+    try:
+        await require_log(bus.js, nats_url, data_dir=data_dir_from_env(), may_create=creds is None)
+    except BusError:
+        await bus.close()
+        raise
     ctx = DaemonContext(bus=bus, name=name)
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []

@@ -2,9 +2,11 @@
 from inside a container, and the count of what was acknowledged against what was stored.
 
 Every loopbus command line is built by :class:`Client`, the one place that knows how a
-client reaches the cluster. Today that is ``--nats-url`` with the three nodes; when the
-cluster requires credentials and TLS, :meth:`Client.connection` is where ``--creds`` (the
-operator's file for publishing, the reader's for tail and status) and the TLS URLs go.
+client reaches the cluster: ``--nats-url`` with the three nodes and ``--creds``. From the
+host that is the role's file that ``loopbus provision --creds-out secrets`` wrote (the
+operator's for publishing, the reader's for tail and status); inside a daemon's container
+it is the one credential mounted there, the system's (it may publish claims too). The
+nodes require TLS, so both also get the deployment's CA (``--tls-ca``) and ``tls://`` URLs.
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from .shell import CheckFailed, last_line, run
 
 Role = Literal["operator", "reader"]  # who the command acts as, once credentials exist
+SECRETS = Path(__file__).resolve().parents[2] / "secrets"
+"""Where ``loopbus provision --creds-out secrets`` puts the credentials (compose.yaml)."""
+CONTAINER_CREDS = "/run/secrets/loopbus_system"
+CONTAINER_CA = "/run/secrets/loopbus_ca"
 ACK = re.compile(r"^finding (\S+) published at seq (\d+)$", re.MULTILINE)
 
 
@@ -39,8 +46,16 @@ class Client:
     container_service: str  # a running container to publish from (a daemon's)
 
     def connection(self, role: Role, inside: bool) -> list[str]:
-        """The flags that connect as ``role``; ``role`` selects credentials once they exist."""
-        return ["--nats-url", self.container_urls if inside else self.host_urls]
+        """The flags that connect as ``role`` (inside a container: as the daemon's system)."""
+        if inside:
+            return [
+                "--nats-url", self.container_urls, "--creds", CONTAINER_CREDS,
+                "--tls-ca", CONTAINER_CA,
+            ]  # fmt: skip
+        return [
+            "--nats-url", self.host_urls, "--creds", str(SECRETS / "creds" / f"{role}.json"),
+            "--tls-ca", str(SECRETS / "tls" / "ca.pem"),
+        ]  # fmt: skip
 
     def host(self, role: Role, *argv: str) -> list[str]:
         return [*host_loopbus(), *argv, *self.connection(role, inside=False)]

@@ -129,8 +129,8 @@ class Check:
         self.figure("container restarts during the check", str(restarts or "none"))
 
     def client(self, stack: Stack) -> Client:
-        host = [f"nats://{stack.host_address(n, NODE_CLIENT_PORT)}" for n in stack.nodes]
-        inside = [f"nats://{n}:{NODE_CLIENT_PORT}" for n in stack.nodes]
+        host = [f"tls://{stack.host_address(n, NODE_CLIENT_PORT)}" for n in stack.nodes]
+        inside = [f"tls://{n}:{NODE_CLIENT_PORT}" for n in stack.nodes]
         return Client(self.args.project, ",".join(host), ",".join(inside), self.inside(stack))
 
     @staticmethod

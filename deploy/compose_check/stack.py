@@ -89,6 +89,11 @@ class Stack:
         run(self.compose("build"), log=self.log, cwd=self.root, timeout=1200)
 
     def up(self) -> None:
+        # The secrets compose.yaml mounts: made once, kept on later runs.
+        from .findings import host_loopbus
+
+        secrets = ["provision", "--creds-out", str(self.root / "secrets")]
+        run([*host_loopbus(), *secrets], log=self.log, cwd=self.root)
         run(self.compose("up", "-d", "--no-build"), log=self.log, cwd=self.root, timeout=300)
 
     def down(self) -> None:

@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     run_parser = actions.add_parser(
         "run", help="run every check (or --check) on a commit and print each outcome"
     )
-    add_connection(run_parser)
+    add_connection(run_parser, role="agent")
     run_parser.add_argument(
         "--repo",
         type=Path,

@@ -74,7 +74,7 @@ def register(sub: Any) -> None:
         help="wait this long for the dispatcher's answer (default: do not wait)",
     )
     add_claimant(submit)
-    add_connection(submit)
+    add_connection(submit, role="agent")
     submit.set_defaults(handler=run_submit)
 
 

@@ -26,7 +26,7 @@ from loopbus.schemas import (
     parse_target,
 )
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import add_connection, add_project, connection, credential
 
 SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
 _PRODUCER_ROLE: dict[str, Role] = {
@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
     kinds = parser.add_subparsers(dest="report_kind", metavar="KIND")
     kinds.required = True
     finding = kinds.add_parser("finding", help="raise a finding")
-    add_connection(finding)
+    add_connection(finding, role="agent")
     add_claimant(finding)
     add_project(finding)
     offer(finding.add_argument("--producer", required=True, help=", ".join(PRODUCERS)), PRODUCERS)
@@ -80,12 +80,29 @@ def add_claimant(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--principal",
         default=None,
-        help="who is claiming (default: $LOOPBUS_PRINCIPAL, else your user name)",
+        help="who is claiming (default: the credential's principal, else $LOOPBUS_PRINCIPAL, "
+        "else your user name); a credential may claim only as its own principal",
     )
 
 
 def principal(args: argparse.Namespace) -> str:
-    return str(args.principal or os.environ.get("LOOPBUS_PRINCIPAL") or getpass.getuser())
+    """Who claims: the credential's principal, which is the only one it may claim as.
+
+    Naming another is refused here, before anything is sent (the server would refuse the
+    publish: the principal is a token of the claim's subject, and a credential may publish
+    only under its own)."""
+    creds = credential(args)
+    named = args.principal or os.environ.get("LOOPBUS_PRINCIPAL")
+    if creds is not None:
+        if named and named != creds.principal and creds.role not in ("admin", "system"):
+            raise UsageError(
+                f"--principal {named!r}: the {creds.role} credential {creds.path} is for "
+                f"principal {creds.principal!r}, and a credential claims only as its own "
+                "principal; drop --principal (and $LOOPBUS_PRINCIPAL) or pass that "
+                "principal's --creds"
+            )
+        return str(named or creds.principal)
+    return str(named or getpass.getuser())
 
 
 def choice(option: str, value: str, allowed: tuple[str, ...] | frozenset[str]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from loopbus import review_status, units_status
-from loopbus.bus import Bus, Views, ViewUnreadable, connect_once
+from loopbus.bus import Bus, Views, ViewUnreadable
 from loopbus.errors import UsageError
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.projections import blocking as blocking_fold
@@ -26,7 +26,7 @@ from loopbus.projections import findings as findings_fold
 from loopbus.projections import units as units_fold
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_connection, add_project, nats_url
+from loopbus.settings import Connection, add_connection, add_project, connection
 
 DEFAULT_LIMIT = 100
 _json = msgspec.json.Encoder()
@@ -69,9 +69,11 @@ class ProjectView:
     """Projection -> field path -> (shown, total), for collections shown in part."""
 
 
-async def load_view(url: str, project: str, limit: int | None = DEFAULT_LIMIT) -> ProjectView:
+async def load_view(
+    conn: Connection, project: str, limit: int | None = DEFAULT_LIMIT
+) -> ProjectView:
     """Every projection of ``project`` as the projector last wrote it."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     try:
         views = await Views.open(bus)
         found = await views.read_project(project, FOLDS, limit=limit)
@@ -91,10 +93,10 @@ async def load_view(url: str, project: str, limit: int | None = DEFAULT_LIMIT) -
     return view
 
 
-async def load_unit(url: str, project: str, unit: str, limit: int | None) -> dict[str, Any]:
+async def load_unit(conn: Connection, project: str, unit: str, limit: int | None) -> dict[str, Any]:
     """The units, convergence and findings states holding only ``unit``'s entries (and, when
     it is unknown, up to ``limit`` other units to name)."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     try:
         views = await Views.open(bus)
         states: dict[str, Any] = {}
@@ -128,10 +130,10 @@ async def _page(bus: Bus, views: Views, project: str, limit: int | None) -> Any:
     return found[0] if found is not None else units_fold.initial()
 
 
-async def load_waiting(url: str, project: str) -> tuple[Any, Any]:
+async def load_waiting(conn: Connection, project: str) -> tuple[Any, Any]:
     """Every unit (``--waiting`` groups all blocked units) and the open blocked-by-fact
     findings holding units back."""
-    bus = await connect_once(url)
+    bus = await conn.open()
     try:
         views = await Views.open(bus)
         units = await _page(bus, views, project, None)
@@ -151,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--limit {args.limit} is negative: give a count, or 0 for everything")
     limit = args.limit or None
     if args.unit is not None:
-        states = asyncio.run(load_unit(nats_url(args), args.project, args.unit, limit))
+        states = asyncio.run(load_unit(connection(args), args.project, args.unit, limit))
         return review_status.print_unit(args.project, args.unit, states, as_json=args.json)
     if args.waiting:
-        units, blocking = asyncio.run(load_waiting(nats_url(args), args.project))
+        units, blocking = asyncio.run(load_waiting(connection(args), args.project))
         return units_status.print_waiting(args.project, units, as_json=args.json, blocked=blocking)
-    view = asyncio.run(load_view(nats_url(args), args.project, limit))
+    view = asyncio.run(load_view(connection(args), args.project, limit))
     if args.json:
         document: dict[str, Any] = {
             "project": args.project,

@@ -57,7 +57,7 @@ def register(kinds: Any) -> None:
     """Add the unit report subcommands to ``loopbus report``'s subparsers."""
     for name, text in _HELP.items():
         parser = kinds.add_parser(name, help=text, description=text)
-        add_connection(parser)
+        add_connection(parser, role="agent")
         add_claimant(parser)
         add_project(parser)
         parser.add_argument("--unit", required=True)

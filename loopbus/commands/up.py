@@ -17,16 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
+from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
-from loopbus.errors import INTERRUPTED, UsageError
+from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
+from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
+    DATA_DIR_ENV,
     DEFAULT_DATA_DIR,
     DEFAULT_HEARTBEAT_LAPSE,
     NATS_URL_ENV,
     add_connection,
     connection,
+    default_data_dir,
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.serve import add_web_options, check_port
@@ -38,10 +42,16 @@ SYNC_CHOICES = ("interval", "always")
 def register(sub: Any) -> None:
     parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
     add_connection(
-        parser, url_help=f"use this server instead of starting one (default: ${NATS_URL_ENV})"
+        parser,
+        url_help=f"use this server instead of starting one (default: ${NATS_URL_ENV})",
+        role="admin",
     )
     parser.add_argument(
-        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where JetStream stores the log"
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"where JetStream stores the log and creds/ the credentials (default: "
+        f"${DATA_DIR_ENV}, else {DEFAULT_DATA_DIR})",
     )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="client port (default %(default)s)"
@@ -72,6 +82,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.data_dir = args.data_dir or default_data_dir()
     if args.sync is not None and (args.nats_url or os.environ.get(NATS_URL_ENV)):
         raise UsageError(
             f"--sync {args.sync} sets the embedded server's fsync, but loopbus up uses the "
@@ -152,9 +163,22 @@ async def _up(args: argparse.Namespace) -> int:
             flush=True,
         )
     try:
-        bus = await connection(args, url).open_lasting("loopbus-up")
-        await ensure_log(bus.js, replicas=args.replicas)
-        await bus.close()
+        admin, system = _credentials(args, data_dir, embedded=server is not None)
+        bus = await connection(args, url, creds=admin).open_lasting("loopbus-up")
+        try:
+            # Created only when nothing says a log existed here (docs/security.md).
+            try:
+                await require_log(bus.js, url, data_dir=data_dir)
+            except HistoryMissing as exc:
+                raise LoopbusError(
+                    f"{exc}; if you removed it on purpose, delete {data_dir / RECORD_FILE} "
+                    "and start again"
+                ) from exc
+            await ensure_log(bus.js, replicas=args.replicas)
+            info = await bus.stream_info()
+        finally:
+            await bus.close()
+        record(data_dir, info.created.isoformat() if info.created else "", info.state.first_seq)
         print("loopbus: log provisioned (stream LOOP, deny delete, deny purge)", flush=True)
         settings = UpSettings(
             nats_url=url,
@@ -163,6 +187,7 @@ async def _up(args: argparse.Namespace) -> int:
             repo=args.repo.resolve() if args.repo else None,
             web_host=args.web_host,
             web_port=None if args.no_web else web_port(args.web_host, args.web_port),
+            creds=system.path if system is not None else None,
         )
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
@@ -178,10 +203,14 @@ async def _up(args: argparse.Namespace) -> int:
         names = ", ".join(spec.name for spec in supervisor.specs)
         print(f"loopbus: running {names}; in another terminal:", flush=True)
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
+        if server is not None:
+            print(f"  export {DATA_DIR_ENV}={data_dir}", flush=True)
         print("  loopbus tail --project demo", flush=True)
         if settings.web_port is not None:
             shown = "127.0.0.1" if settings.web_host in ("0.0.0.0", "") else settings.web_host
             print(f"loopbus: operator page at http://{shown}:{settings.web_port}/", flush=True)
+        if server is not None:
+            _print_handouts(data_dir)
         print("loopbus: press Ctrl-C to stop", flush=True)
         await supervisor.run()
         print("loopbus: every daemon stopped", flush=True)
@@ -217,6 +246,42 @@ def web_port(host: str, port: int) -> int:
         free = int(probe.getsockname()[1])
     print(f"loopbus: web port {port} is taken; the page uses port {free} instead", flush=True)
     return free
+
+
+def _credentials(
+    args: argparse.Namespace, data_dir: Path, *, embedded: bool
+) -> tuple[Credential | None, Credential | None]:
+    """(admin, system): the embedded server's own, made on its first start and kept; for
+    another server, ``--creds``/``$LOOPBUS_CREDS`` (admin) and the data directory's system
+    credential when there is one (none: a server without authorization)."""
+    if embedded:
+        return (
+            load_credential(default_file(data_dir, "admin")),
+            load_credential(default_file(data_dir, "system")),
+        )
+    named = args.creds or os.environ.get(CREDS_ENV)
+    admin = load_credential(Path(named)) if named else None
+    system_file = default_file(data_dir, "system")
+    return admin, load_credential(system_file) if system_file.exists() else None
+
+
+def _print_handouts(data_dir: Path) -> None:
+    """Which file goes to whom: each process gets only its own credential."""
+    print(
+        f"loopbus: credentials (hand each process only its own, as --creds FILE or ${CREDS_ENV}):",
+        flush=True,
+    )
+    print(
+        f"  agents (builders, reviewers, planners): {default_file(data_dir, 'agent')}", flush=True
+    )
+    print(
+        f"  an operator (approve, decide):          {default_file(data_dir, 'operator')}",
+        flush=True,
+    )
+    print(
+        f"  read-only (tail, replay, status):       {default_file(data_dir, 'reader')}", flush=True
+    )
+    print("  one more agent: loopbus creds add --role agent --principal NAME", flush=True)
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

@@ -20,7 +20,7 @@ from loopbus.settings import add_connection, add_project, connection
 def register(kinds: Any) -> None:
     text = "report the tokens one builder turn spent on a unit"
     parser = kinds.add_parser("usage", help=text, description=text)
-    add_connection(parser)
+    add_connection(parser, role="agent")
     add_claimant(parser)
     add_project(parser)
     parser.add_argument("--unit", required=True)

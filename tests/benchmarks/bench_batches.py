@@ -118,7 +118,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp), port=free_port())
+        server = EmbeddedServer(Path(tmp), port=free_port(), auth=None)
         await server.start()
         assert server.process is not None
         server_cpu = psutil.Process(server.process.pid)

@@ -77,7 +77,7 @@ def raw_pytest(repo: Path, tree: str) -> float:
 
 async def main(tests: int, units: int, repeat: int) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-gates-"))
-    server = EmbeddedServer(workdir / "nats", port=free_port())
+    server = EmbeddedServer(workdir / "nats", port=free_port(), auth=None)
     await server.start()
     bus = await connect(server.url, name="bench")
     try:

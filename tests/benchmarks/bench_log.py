@@ -222,7 +222,7 @@ def unit_history(project: str, count: int, offset: int = 0) -> list[Event]:
 async def projector_peak_rss(count: int) -> tuple[float, float]:
     """(peak RSS in MiB, seconds) of a fresh projector folding ``count`` events."""
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp), port=free_port())
+        server = EmbeddedServer(Path(tmp), port=free_port(), auth=None)
         await server.start()
         try:
             bus = await connect(server.url)
@@ -276,7 +276,7 @@ async def main() -> None:
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp), port=free_port())
+        server = EmbeddedServer(Path(tmp), port=free_port(), auth=None)
         await server.start()
         try:
             bus = await connect(server.url)

@@ -43,7 +43,7 @@ def finding(i: int) -> Event:
 
 async def one_round(directory: Path) -> tuple[float, float]:
     """(server up -> publish acked, server up -> reader delivered), in seconds."""
-    server = EmbeddedServer(directory, port=free_port())
+    server = EmbeddedServer(directory, port=free_port(), auth=None)
     await server.start()
     bus: Bus = await connect(server.url, name="bench-recovery")
     delivered: dict[str, float] = {}

@@ -66,7 +66,9 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         servers = {
-            mode: EmbeddedServer(Path(tmp) / mode, port=free_port(), sync_always=mode == "always")
+            mode: EmbeddedServer(
+                Path(tmp) / mode, port=free_port(), auth=None, sync_always=mode == "always"
+            )
             for mode in ("interval", "always")
         }
         buses: dict[str, Bus] = {}

@@ -60,7 +60,9 @@ def test_a_port_something_listens_on_is_taken() -> None:
 @pytest.mark.parametrize("always", [True, False], ids=["sync-always", "sync-interval"])
 async def test_sync_always_reaches_nats_server(tmp_path: Path, always: bool) -> None:
     """nats-server's own /varz reports sync_always exactly when the embedded server asks."""
-    server = EmbeddedServer(tmp_path, port=free_port(), sync_always=always, http_port=free_port())
+    server = EmbeddedServer(
+        tmp_path, port=free_port(), auth=None, sync_always=always, http_port=free_port()
+    )
     await server.start()
     try:
         url = f"http://127.0.0.1:{server.http_port}/varz"

@@ -168,7 +168,7 @@ async def test_provisioning_restores_the_log_guarantees() -> None:
     """ensure_log on an existing stream without DenyDelete/DenyPurge turns them on rather
     than reporting an immutable log it does not have."""
     server_dir = tempfile.mkdtemp()
-    server = EmbeddedServer(Path(server_dir), port=free_port())
+    server = EmbeddedServer(Path(server_dir), port=free_port(), auth=None)
     await server.start()
     own = await connect(server.url, name="provision-test")
     try:

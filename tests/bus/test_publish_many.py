@@ -74,7 +74,7 @@ def _public_api_wire(bus: Bus) -> Wire:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def own_server(tmp_path: Path) -> AsyncIterator[EmbeddedServer]:
-    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
     await server.start()
     yield server
     server.stop()
@@ -109,7 +109,7 @@ async def test_a_restart_in_the_middle_loses_nothing_and_stores_nothing_twice(
 async def test_a_log_that_is_not_there_is_said_at_once(tmp_path: Path) -> None:
     """publish_many against a server without the log fails with LogNotProvisioned, not
     after the back-off budget."""
-    server = EmbeddedServer(tmp_path / "bare", port=free_port())
+    server = EmbeddedServer(tmp_path / "bare", port=free_port(), auth=None)
     await server.start()
     bus = await connect(server.url, name="no-log")
     try:

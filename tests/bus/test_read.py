@@ -79,7 +79,7 @@ async def test_a_follower_survives_a_server_restart(
     """A following reader whose server restarts (losing its in-memory consumer) resumes
     after the last event it handed out: it neither hangs nor skips nor repeats."""
     monkeypatch.setattr(reader, "SILENCE_S", 1.0)
-    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
     await server.start()
     own = await connect(server.url, name="restart-test")
     try:

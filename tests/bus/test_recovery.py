@@ -44,7 +44,7 @@ def findings(count: int) -> list[FindingRaised]:
 @pytest_asyncio.fixture(loop_scope="session")
 async def own_server(tmp_path: Path) -> AsyncIterator[EmbeddedServer]:
     """A server of this test's own, which the test may stop and restart."""
-    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
     await server.start()
     yield server
     server.stop()

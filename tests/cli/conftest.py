@@ -86,11 +86,16 @@ def start_up(*args: str, env: dict[str, str] | None = None, timeout: float = 30)
 
 
 @pytest.fixture
-def up_factory(tmp_path: Path) -> Iterator[Any]:
+def up_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Starts ``loopbus up`` on a data directory of the test's; the commands the test runs
+    after it find that up's credentials there (``LOOPBUS_DATA_DIR``), as a user's do in
+    the default ``.loopbus``."""
     started: list[Up] = []
 
     def factory(*args: str, env: dict[str, str] | None = None) -> Up:
-        up = start_up("--data-dir", str(tmp_path / f"data{len(started)}"), *args, env=env)
+        data_dir = tmp_path / f"data{len(started)}"
+        up = start_up("--data-dir", str(data_dir), *args, env=env)
+        monkeypatch.setenv("LOOPBUS_DATA_DIR", str(data_dir))
         started.append(up)
         return up
 

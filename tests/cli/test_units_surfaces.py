@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 from loopbus.bus import connect_once, free_port
+from loopbus.bus.creds import default_file, load_credential
 from loopbus.schemas import Actor, UnitPlanned
 from loopbus.schemas.reports import BlockedReport, StartedReport
+
+from loopbus.settings import default_data_dir
 
 from .conftest import loopbus
 
@@ -21,7 +24,8 @@ async def _plan_and_block(url: str, project: str) -> None:
     """Plan U1..U3; U1 and U3 start and block on U2 at once (well inside the lapse)."""
     system = Actor(role="system", principal="t")
     builder = Actor(role="builder", principal="b")
-    bus = await connect_once(url)
+    # The system credential may publish the plan (a fact) and claims in any name.
+    bus = await connect_once(url, creds=load_credential(default_file(default_data_dir(), "system")))
     try:
         for unit in ("U1", "U2", "U3"):
             await bus.publish(UnitPlanned(project=project, actor=system, unit=unit, slice="S1"))

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,10 @@ import jsonschema
 import pytest
 import yaml
 from compose_check import cluster
-from local_cluster import LocalCluster, nats_nodes
-from loopbus.bus import LOG_STREAM, connect, free_port, server_binary
+from local_cluster import COMPOSE, LocalCluster, nats_nodes
+from loopbus.bus import LOG_STREAM, BusError, connect, free_port, server_binary
 from loopbus.bus.connection import server_urls
+from loopbus.bus.creds import load_credential
 
 from loopbus.cli import build_parser
 from loopbus.supervisor import DAEMONS
@@ -215,6 +217,39 @@ def test_every_daemon_has_a_service_with_healthcheck_and_restart_policy(
     assert (ROOT / "Dockerfile").is_file()
 
 
+def test_each_service_gets_only_its_own_credential(services: dict[str, dict[str, Any]]) -> None:
+    """Nodes load their config (users and TLS), certificate and key; provision holds only
+    admin, every daemon only system (as LOOPBUS_CREDS, which its healthcheck uses too), and
+    clients the CA, over tls:// URLs; each secret is a file that `loopbus provision
+    --creds-out secrets` writes."""
+    document = yaml.safe_load(COMPOSE.read_text())
+    files = {name: spec["file"] for name, spec in document["secrets"].items()}
+    assert files == {
+        "nats_config": "./secrets/nats.conf",
+        "nats_tls_cert": "./secrets/tls/node.pem",
+        "nats_tls_key": "./secrets/tls/node-key.pem",
+        "loopbus_ca": "./secrets/tls/ca.pem",
+        "loopbus_admin": "./secrets/creds/admin.json",
+        "loopbus_system": "./secrets/creds/system.json",
+    }
+    ca = {"LOOPBUS_TLS_CA": "/run/secrets/loopbus_ca"}
+    for name in NODES:
+        assert services[name]["secrets"] == [
+            "nats_config", "nats_tls_cert", "nats_tls_key", "loopbus_ca"
+        ]  # fmt: skip
+        assert "--config=/run/secrets/nats_config" in services[name]["command"]
+    provision = services["provision"]
+    assert (provision["secrets"], provision["environment"]) == (["loopbus_admin", "loopbus_ca"], ca)
+    args = build_parser().parse_args(provision["command"])
+    assert str(args.creds) == "/run/secrets/loopbus_admin"
+    assert all(url.startswith("tls://") for url in args.nats_url.split(","))
+    for name in DAEMON_NAMES:
+        assert services[name]["secrets"] == ["loopbus_system", "loopbus_ca"], name
+        assert (
+            services[name]["environment"] == {"LOOPBUS_CREDS": "/run/secrets/loopbus_system"} | ca
+        )
+
+
 def test_every_worker_service_runs_an_existing_daemon(
     services: dict[str, dict[str, Any]],
 ) -> None:
@@ -304,8 +339,9 @@ def local_cluster(services: dict[str, dict[str, Any]], tmp_path: Path) -> Iterat
         cluster.stop()
 
 
-async def _log_config(url: str) -> Any:
-    bus = await connect(url, name="tests-compose")
+async def _log_config(url: str, creds: Path | None = None, tls_ca: Path | None = None) -> Any:
+    credential = load_credential(creds) if creds else None
+    bus = await connect(url, name="tests-compose", creds=credential, tls_ca=tls_ca)
     try:
         return await bus.stream_info()
     finally:
@@ -316,29 +352,45 @@ async def _log_config(url: str) -> Any:
 def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
     services: dict[str, dict[str, Any]], local_cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    """Compose's command lines, run locally, give 3 healthy nodes, an R3 log, healthy daemons."""
+    """Compose's command lines and credentials, run locally, give 3 healthy nodes that
+    refuse a client without credentials, an R3 log provisioned by admin, healthy daemons
+    connected with the system credential."""
     deadline = time.monotonic() + 60
     for name in local_cluster.nodes:
         local_cluster.wait_healthy(name)
         assert node_healthcheck(services[name], local_cluster.http[name]).returncode == 0
     assert node_healthcheck(services["n1"], free_port()).returncode != 0  # it can fail
+    for name in local_cluster.nodes:  # TLS for clients, and verified both ways on routes
+        varz = json.loads(urllib.request.urlopen(f"{local_cluster.monitors()[name]}/varz").read())
+        assert varz["tls_required"] and varz["cluster"]["tls_required"], name
+        assert varz["cluster"]["tls_verify"], name
 
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
-    done = run_loopbus(*provision)
+    done = run_loopbus(
+        *provision, env=os.environ | local_cluster.environment(services["provision"])
+    )
     assert done.returncode == 0, done.stderr
     assert "3 replica(s)" in done.stdout
 
-    url = local_cluster.localise(",".join(f"nats://{n}:{CLIENT_PORT}" for n in NODES))
-    info = asyncio.run(_log_config(url))
+    url = local_cluster.localise(",".join(f"tls://{n}:{CLIENT_PORT}" for n in NODES))
+    with pytest.raises(BusError, match="without credentials"):
+        asyncio.run(_log_config(url, tls_ca=local_cluster.ca))
+    with pytest.raises(BusError):  # TLS only: a client that does not trust the CA fails
+        asyncio.run(_log_config(url, local_cluster.credential("reader")))
+    info = asyncio.run(_log_config(url, local_cluster.credential("reader"), local_cluster.ca))
     assert info.config.num_replicas == 3
     assert info.config.deny_delete and info.config.deny_purge
     assert len(info.cluster.replicas or []) == 2
 
-    env = os.environ | {"LOOPBUS_LOG_LEVEL": "warning"}
     daemons: dict[str, subprocess.Popen[bytes]] = {}
     try:
         for name in DAEMON_NAMES:
             command = [local_cluster.localise(w) for w in services[name]["command"]]
+            env = (
+                os.environ
+                | local_cluster.environment(services[name])
+                | {"LOOPBUS_LOG_LEVEL": "warning"}
+            )
             with open(tmp_path / f"{name}.log", "wb") as log:
                 daemons[name] = subprocess.Popen(
                     [sys.executable, "-m", "loopbus.cli", *command],
@@ -349,8 +401,9 @@ def test_compose_commands_run_a_cluster_with_the_log_at_three_replicas(
                 )
         for name in DAEMON_NAMES:
             check = [local_cluster.localise(w) for w in services[name]["healthcheck"]["test"][2:]]
+            check_env = os.environ | local_cluster.environment(services[name])
             while True:
-                health = run_loopbus(*check)
+                health = run_loopbus(*check, env=check_env)
                 if health.returncode == 0:
                     break
                 assert daemons[name].poll() is None, (tmp_path / f"{name}.log").read_text()
@@ -371,7 +424,8 @@ def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
     for name in local_cluster.nodes:
         local_cluster.wait_healthy(name)
     provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
-    assert run_loopbus(*provision).returncode == 0
+    provision_env = os.environ | local_cluster.environment(services["provision"])
+    assert run_loopbus(*provision, env=provision_env).returncode == 0
 
     monitors = local_cluster.monitors()
     health, _ = cluster.wait_healthy(monitors, timeout=60)

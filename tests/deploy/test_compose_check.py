@@ -101,13 +101,19 @@ def test_apt_mirror_reads_deb822_and_one_line_sources(tmp_path: Path) -> None:
 
 
 def test_every_command_line_carries_the_connection_flags() -> None:
-    """Host and container commands both get the connection (where credentials will go)."""
-    client = Client("p", "nats://127.0.0.1:4222", "nats://n1:4222", "projector")
+    """Host and container commands both get the connection: the URLs and the credential
+    (the role's file from provision --creds-out on the host, the mounted system one inside)."""
+    client = Client("p", "tls://127.0.0.1:4222", "tls://n1:4222", "projector")
     host = client.host("reader", "status", "--project", "p")
     inside = client.container(["docker", "exec"], "operator", *client.finding("check:x", "m"))
-    assert host[-2:] == ["--nats-url", "nats://127.0.0.1:4222"]
+    assert host[-6:-3] == ["--nats-url", "tls://127.0.0.1:4222", "--creds"]
+    assert host[-3].endswith("secrets/creds/reader.json") and host[-2] == "--tls-ca"
+    assert host[-1].endswith("secrets/tls/ca.pem")
     assert inside[:3] == ["docker", "exec", "loopbus"]
-    assert inside[-2:] == ["--nats-url", "nats://n1:4222"]
+    assert inside[-6:] == [
+        "--nats-url", "tls://n1:4222", "--creds", "/run/secrets/loopbus_system",
+        "--tls-ca", "/run/secrets/loopbus_ca",
+    ]  # fmt: skip
 
 
 def test_the_script_refuses_a_bad_outage_in_one_line() -> None:

@@ -4,8 +4,9 @@
 * ```console blocks: each ``$ loopbus …`` line is run against the test server and must exit
   with the code the block expects (0, unless the line ends with ``# exit N``). Lines that
   need a whole machine or run until stopped (``loopbus up``, ``loopbus page``, ``pip``,
-  ``docker``, ``git``, ``export``) are shown, not run, and are listed in :data:`NOT_RUN`
-  by their first words.
+  ``docker``, ``git``, ``export``) or would write credentials into the checkout
+  (``loopbus creds``) are shown, not run, and are listed in :data:`NOT_RUN` by their first
+  words.
 * ```toml blocks are parsed; when their first line is a marker comment listed in
   :data:`TOML_VALIDATORS` (``# loopbus.toml``, ``# plan.toml`` …) they are also validated by
   the code that reads that file for real.
@@ -33,6 +34,8 @@ NOT_RUN = (
     "loopbus page",
     "loopbus worker",
     "loopbus health",
+    "loopbus creds",  # writes a credential into the working tree's data directory
+    "loopbus provision --creds-out",  # likewise, every role's credential
     "pip ",
     "docker ",
     "git ",

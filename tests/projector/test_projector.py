@@ -153,7 +153,7 @@ async def test_projector_killed_mid_stream_converges_to_replay(tmp_path: Path) -
     and every value of its view of the project is byte for byte the replay's."""
     # A server of its own: on the shared one the projector would fold every other test's
     # history too, and "mid-stream" would depend on what ran before.
-    server = EmbeddedServer(tmp_path / "nats", port=free_port())
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
     await server.start()
     bus = await connect(server.url, name="projector-kill-test")
     try:

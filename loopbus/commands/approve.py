@@ -1,0 +1,59 @@
+"""``loopbus approve``: an operator approves a ready unit's head for merge.
+
+It publishes an approve claim on the operator's own claim subject; the merger queues the
+head or refuses the claim with a finding. Only an operator credential may publish it: the
+server refuses the same claim from an agent credential (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import UsageError
+from loopbus.schemas import Actor
+from loopbus.schemas.merges import ApproveReport
+from loopbus.settings import add_connection, add_project, connection
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("approve", help="approve a ready unit for merge (operators)")
+    add_connection(parser, role="operator")
+    add_claimant(parser)
+    add_project(parser)
+    parser.add_argument("--unit", required=True, help="the unit to approve")
+    parser.add_argument("--why", required=True, help="why it may merge (kept on the log)")
+    parser.add_argument(
+        "--head", default="", help="the commit approved (default: the unit's current head)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def build(args: argparse.Namespace) -> ApproveReport:
+    why = (args.why or "").strip()
+    if not why:
+        raise UsageError("--why is empty: an approval says why the unit may merge")
+    return ApproveReport(
+        project=token("--project", args.project),
+        actor=Actor(role="operator", principal=principal(args)),
+        unit=token("--unit", args.unit),
+        head=(args.head or "").strip().lower(),
+        note=why,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    claim = build(args)
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            ack = await bus.publish(claim)
+        finally:
+            await bus.close()
+        print(f"approval {claim.id} of {claim.project}/{claim.unit} published at seq {ack.seq}")
+        return 0
+
+    return asyncio.run(publish())

@@ -1,0 +1,63 @@
+"""``loopbus creds add``: one more credential (an agent, an operator, a reader).
+
+The file goes under ``<data-dir>/creds/`` (mode 0600). When ``loopbus up`` runs on that
+data directory its server is told to re-read its users (SIGHUP), so the new credential
+works at once; otherwise it is admitted on the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from loopbus.bus.auth import CRED_ROLES
+from loopbus.bus.creds import creds_dir, file_name, new_credential, write_credential
+from loopbus.bus.embedded import EmbeddedServer, running_server
+from loopbus.completion import offer
+from loopbus.errors import UsageError
+from loopbus.schemas.ids import is_token
+from loopbus.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_data_dir
+
+ADDABLE = tuple(r for r in CRED_ROLES if r != "admin")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("creds", help="manage credentials (who may publish what)")
+    verbs = parser.add_subparsers(dest="creds_verb", metavar="VERB")
+    verbs.required = True
+    add = verbs.add_parser("add", help="make a credential for one more principal")
+    offer(add.add_argument("--role", required=True, help=", ".join(ADDABLE)), ADDABLE)
+    add.add_argument("--principal", required=True, help="who it is for (one subject token)")
+    add.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"loopbus up's data directory (default: ${DATA_DIR_ENV}, else {DEFAULT_DATA_DIR})",
+    )
+    add.set_defaults(handler=run_add)
+
+
+def run_add(args: argparse.Namespace) -> int:
+    if args.role not in ADDABLE:
+        raise UsageError(f"--role {args.role!r} is not one of: {', '.join(ADDABLE)}")
+    if not is_token(args.principal):
+        raise UsageError(
+            f"--principal {args.principal!r} is not one subject token: use letters, digits, "
+            "'_' or '-' (max 64)"
+        )
+    data_dir: Path = args.data_dir or default_data_dir()
+    folder = creds_dir(data_dir)
+    target = folder / file_name(args.role, args.principal)
+    if target.exists():
+        raise UsageError(
+            f"{target} exists already: a principal has one credential; hand out that file"
+        )
+    path = write_credential(folder, new_credential(args.role, args.principal))
+    print(f"loopbus: {args.role} credential for {args.principal!r} written to {path}")
+    if running_server(data_dir) is None:
+        print(f"loopbus: no loopbus up runs on {data_dir}; the server admits it when it starts")
+        return 0
+    pid = EmbeddedServer(data_dir).reload()
+    print(f"loopbus: the server (pid {pid}) reloaded its users; hand the file to {args.principal}")
+    return 0
