@@ -123,7 +123,7 @@ class EmbeddedServer:
             'server_name: "loopbus-embedded"',
             f'listen: "{self.host}:{self.port}"',
             f'jetstream {{ {sync}store_dir: "{self.data_dir / "jetstream"}" }}',
-            f'log_file: "{self.data_dir / "nats-server.log"}"',
+            f'log_file: "{self.log_file}"',
             f'pid_file: "{self.pid_file}"',
         ]
         if self.http_port is not None:
@@ -139,6 +139,11 @@ class EmbeddedServer:
         if self.auth == DATA_DIR_CREDS:
             return creds_dir(self.data_dir)
         return None if self.auth is None else Path(self.auth)
+
+    @property
+    def log_file(self) -> Path:
+        """nats-server's own log (its refused publishes are read from here)."""
+        return self.data_dir / "nats-server.log"
 
     @property
     def config_file(self) -> Path:

@@ -37,6 +37,9 @@ class UpSettings:
     """Port of the operator page; ``None``: no page."""
     creds: Path | None = None
     """The system credential every daemon connects with (``None``: a server without auth)."""
+    server_log: Path | None = None
+    """The embedded nats-server's log, whose refused publishes the integrity daemon reports
+    (``None``: a server ``up`` does not run)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,11 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
-    DaemonSpec("integrity", "loopbus.workers.integrity"),
+    DaemonSpec(
+        "integrity",
+        "loopbus.workers.integrity",
+        lambda s: ["--server-log", str(s.server_log)] if s.server_log else [],
+    ),
     DaemonSpec(
         "ratchet", "loopbus.workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),

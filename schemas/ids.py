@@ -54,6 +54,15 @@ def answer_id(seed: str, salt: str) -> str:
     return _ulid(ms, digest)
 
 
+def fixed_id(ms: int, key: str) -> str:
+    """A ULID for an instant (``ms`` since the epoch) and a key: the same key, the same id.
+
+    For a fact derived from something outside the log (a line of the server's own log),
+    so that reading the same line twice publishes the same id and the log keeps one."""
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:10], "big")
+    return _ulid(ms, digest)
+
+
 def _ulid(ms: int, random80: int) -> str:
     value = (ms << 80) | random80
     chars = []

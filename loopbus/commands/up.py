@@ -188,6 +188,7 @@ async def _up(args: argparse.Namespace) -> int:
             web_host=args.web_host,
             web_port=None if args.no_web else web_port(args.web_host, args.web_port),
             creds=system.path if system is not None else None,
+            server_log=server.log_file if server is not None else None,
         )
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
