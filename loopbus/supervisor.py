@@ -75,6 +75,11 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         lambda s: ["--repo", str(s.repo)] if s.repo else [],
     ),
     DaemonSpec(
+        "builder",
+        "loopbus.workers.builder",
+        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+    ),
+    DaemonSpec(
         "merger",
         "loopbus.workers.merger",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),

@@ -39,6 +39,7 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "usage.report.v1",
         "review.verdict.v1",
         "plan.submission.v1",
+        "decision.choice.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions).

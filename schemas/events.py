@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas import limits
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.errors import InvalidEvent
 from loopbus.schemas.findings import FindingRaised, FindingResolved
 from loopbus.schemas.gates import (
@@ -100,6 +101,9 @@ Event = (
     | TrunkAdvanced
     | MergeReverted
     | MergeConflicted
+    | DecisionRequested
+    | DecisionChoice
+    | DecisionRecorded
 )
 """Every kind that may appear on the log."""
 

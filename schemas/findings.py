@@ -51,6 +51,8 @@ FindingClass = Literal[
     "reviewer-failure",  # a reviewer command failed to produce a valid verdict
     "investigation",  # the output of an investigation
     "forgery",  # a fact published by anyone but the system, or a claim beyond its role
+    "decision-needed",  # a builder's novel decision waits for the operator
+    "builder-failure",  # a builder command gave no valid envelope, or asked to stop
 ]
 FINDING_CLASSES: tuple[FindingClass, ...] = (
     "defect",
@@ -68,6 +70,8 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "reviewer-failure",
     "investigation",
     "forgery",
+    "decision-needed",
+    "builder-failure",
 )
 
 

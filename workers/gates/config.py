@@ -30,7 +30,7 @@ _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending")
 PROJECT_KEYS = ("id", "capabilities", "salt")
-TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge")
+TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge", "build")
 # [review] and [investigator] are read and validated by workers/reviewer/config.py;
 # [merge] by workers/merger/config.py.
 
