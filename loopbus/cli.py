@@ -31,6 +31,7 @@ COMMANDS = (
     "worker",
     "provision",
     "plan",
+    "decide",
     "record",
     "gate",
     "findings",

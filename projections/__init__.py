@@ -13,6 +13,7 @@ from typing import Any
 
 from loopbus.projections import (
     budgets,
+    builds,
     convergence,
     findings,
     gates,
@@ -37,6 +38,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     reviews.FOLD,
     investigations.FOLD,
     integrity.FOLD,
+    builds.FOLD,
 )
 
 ProjectStates = dict[str, Any]
