@@ -22,6 +22,8 @@ from loopbus.bus.embedded import die_with_parent
 
 log = structlog.get_logger()
 
+TRUNK_ENV = "LOOPBUS_TRUNK"
+
 
 @dataclass(frozen=True)
 class UpSettings:
@@ -31,6 +33,17 @@ class UpSettings:
     data_dir: Path
     heartbeat_lapse: str
     repo: Path | None = None
+    trunk: str | None = None
+    """The one trunk branch every daemon uses (``up --trunk``; the repository's current
+    branch by default)."""
+
+
+def _repo(s: UpSettings) -> list[str]:
+    return ["--repo", str(s.repo)] if s.repo else []
+
+
+def _trunk(s: UpSettings) -> list[str]:
+    return ["--trunk", s.trunk] if s.trunk else []
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "dispatcher",
         "loopbus.workers.dispatcher",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
     DaemonSpec("integrity", "loopbus.workers.integrity"),
@@ -64,7 +77,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "gate-runner",
         "loopbus.workers.gate_runner",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     DaemonSpec(
         "reviewer", "loopbus.workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []
@@ -82,7 +95,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "merger",
         "loopbus.workers.merger",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
@@ -115,6 +128,14 @@ class Supervisor:
             *spec.args(self.settings),
         ]
 
+    def child_env(self) -> dict[str, str]:
+        """What every daemon is told besides its arguments: the server, and the trunk (the
+        reviewer and builder read it when ``loopbus.toml`` names none)."""
+        env = {"LOOPBUS_NATS_URL": self.settings.nats_url}
+        if self.settings.trunk:
+            env[TRUNK_ENV] = self.settings.trunk
+        return env
+
     async def _spawn(self, child: Child) -> None:
         logs = self.settings.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -124,7 +145,7 @@ class Supervisor:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=sink,
                 stderr=sink,
-                env=os.environ | {"LOOPBUS_NATS_URL": self.settings.nats_url},
+                env=os.environ | self.child_env(),
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
             )

@@ -19,6 +19,7 @@ from typing import Any
 from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.errors import INTERRUPTED, UsageError
+from loopbus.repo_check import RepoSetup, check_repo
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
@@ -29,6 +30,7 @@ from loopbus.settings import (
     connection,
 )
 from loopbus.supervisor import Supervisor, UpSettings
+from loopbus.workers.errors import CONFIG_FILE
 from loopbus.workers.runtime import configure_logging
 
 SYNC_CHOICES = ("interval", "always")
@@ -52,6 +54,11 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--repo", type=Path, default=None, help="the target repository daemons work on"
+    )
+    parser.add_argument(
+        "--trunk",
+        default=None,
+        help="the trunk branch every daemon uses (default: the repository's current branch)",
     )
     parser.add_argument(
         "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
@@ -82,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
     if args.repo is not None and not args.repo.is_dir():
         raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
+    if args.trunk is not None and args.repo is None:
+        raise UsageError("--trunk names a branch of --repo: pass --repo PATH too")
+    args.setup = check_repo(args.repo.resolve(), args.trunk) if args.repo is not None else None
     try:
         args.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -156,7 +166,10 @@ async def _up(args: argparse.Namespace) -> int:
             data_dir=data_dir,
             heartbeat_lapse=args.heartbeat_lapse,
             repo=args.repo.resolve() if args.repo else None,
+            trunk=args.setup.trunk if args.setup else None,
         )
+        if args.setup is not None:
+            print(describe(args.setup), flush=True)
         supervisor = Supervisor(settings)
         loop = asyncio.get_running_loop()
 
@@ -184,6 +197,12 @@ async def _up(args: argparse.Namespace) -> int:
     # Stopped in order either way; Ctrl-C still reports itself as an interruption (130),
     # as every loopbus command does, while SIGTERM (a service manager's stop) is a clean 0.
     return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
+
+
+def describe(setup: RepoSetup) -> str:
+    kind = "bare repository" if setup.bare else "repository"
+    project = f"project {setup.project}" if setup.project else f"no {CONFIG_FILE} on trunk"
+    return f"loopbus: {kind} {setup.path}, trunk {setup.trunk} at {setup.commit[:12]}, {project}"
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

@@ -44,7 +44,8 @@ from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
+from loopbus.workers.repository import commit_at, config_at, open_repo
 
 REVIEW_KEYS = (
     "command",
@@ -113,7 +114,29 @@ def load(repo: str | Path) -> RepoConfig:
     return parse(text, repo=str(Path(repo).resolve()))
 
 
-def parse(text: str, *, repo: str = ".") -> RepoConfig:
+def config_text(repo: Path, trunk: str | None) -> str | None:
+    """``loopbus.toml`` as the trunk commit has it (``trunk``, else the current branch), in
+    a git repository, bare or not; the file on disk in a plain folder; ``None`` if absent
+    (or when the repository has no commit yet)."""
+    try:
+        opened = open_repo(repo)
+    except RepoError:
+        path = repo / CONFIG_FILE
+        try:
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+        except OSError as exc:
+            raise ConfigError("file", str(path), f"cannot read {path} ({exc.strerror})") from exc
+    with opened:
+        try:
+            commit = commit_at(opened, trunk or "HEAD")
+        except RepoError as exc:
+            if trunk is None:
+                return None  # no commit yet: nothing configured
+            raise ConfigError("file", None, f"{exc}; name the trunk branch") from exc
+        return config_at(opened, commit.tree)
+
+
+def parse(text: str, *, repo: str = ".", trunk: str | None = None) -> RepoConfig:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -122,10 +145,13 @@ def parse(text: str, *, repo: str = ".") -> RepoConfig:
     project_id = project.get("id") if isinstance(project, dict) else None
     if not isinstance(project_id, str) or not is_token(project_id):
         raise ConfigError("project.id", project_id, 'add [project] id = "<project id>"')
+    review = _review(doc.get("review", {}))
+    if review.trunk is None and trunk is not None:  # the one trunk `loopbus up` names
+        review = msgspec.structs.replace(review, trunk=trunk)
     return RepoConfig(
         project=project_id,
         repo=repo,
-        review=_review(doc.get("review", {})),
+        review=review,
         investigator=_investigator(doc.get("investigator", {})),
         build=_build(doc.get("build", {})),
     )
