@@ -23,6 +23,8 @@ from typing import NoReturn
 from loopbus.errors import INTERRUPTED
 
 COMMANDS = (
+    "init",
+    "demo",
     "up",
     "report",
     "tail",

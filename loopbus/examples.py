@@ -47,6 +47,8 @@ EXAMPLES: dict[str, list[str]] = {
     "report usage": [
         "loopbus report usage --project demo --unit U1 --tokens-in 1200 --tokens-out 300"
     ],
+    "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
+    "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
     "decide": [
         "loopbus decide --project demo --unit U2 --decision rounding --choose cents",
         "loopbus decide --unit U2 --decision rounding --choose raw --why 'speed first' --wait 10",

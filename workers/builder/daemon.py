@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,11 @@ credentials, no ``LOOPBUS_*``)."""
 
 
 def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {k: environ[k] for k in KEPT_ENV if k in environ}
+    """The kept variables; ``python`` (and tools installed beside it) resolve first to the
+    interpreter loopbus runs with, as in a gate."""
+    env = {k: environ[k] for k in KEPT_ENV if k in environ}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", os.defpath)])
+    return env
 
 
 class Builder(Daemon):

@@ -31,7 +31,7 @@ from loopbus.schemas.reviews import (
 from loopbus.schemas.targets import CodeTarget, Target
 from loopbus.workers.reviewer.diff import subtraction_reason
 from loopbus.workers.reviewer.facts import finding_key, halt_finding, open_id, stop_finding
-from loopbus.workers.reviewer.guards import Violation, is_security_finding
+from loopbus.workers.reviewer.guards import Violation, criteria_files, is_security_finding
 from loopbus.workers.reviewer.scene import Change, Scene
 from loopbus.workers.reviewer.verdicts import review_finding_key
 
@@ -321,6 +321,8 @@ def _gate_findings(
 ) -> int:
     """Sort one failing result's findings into ``found``; return how many were kept."""
     mode = scene.config.review.subtraction
+    view = scene.units.units.get(unit)
+    contract = criteria_files(view.criteria) if view is not None else set()
     kept = 0
     for finding_id in result.findings if result is not None else []:
         finding = scene.reviews.gate_findings.get(finding_id)
@@ -330,6 +332,8 @@ def _gate_findings(
         if finding.path is not None:
             target = CodeTarget(path=finding.path, start=finding.start, end=finding.end)
         why = subtraction_reason(target, change.diff, mode) if target else None
+        if finding.path in contract:
+            why = None  # the unit's criteria are its contract, in files it may not edit
         if why is not None:
             found.resolutions.append(
                 FindingResolved(
