@@ -184,7 +184,8 @@ async def _up(args: argparse.Namespace) -> int:
         names = ", ".join(spec.name for spec in supervisor.specs)
         print(f"loopbus: running {names}; in another terminal:", flush=True)
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
-        print("  loopbus tail --project demo", flush=True)
+        project = args.setup.project if args.setup and args.setup.project else "demo"
+        print(f"  loopbus tail --project {project}", flush=True)
         print("loopbus: press Ctrl-C to stop", flush=True)
         await supervisor.run()
         print("loopbus: every daemon stopped", flush=True)

@@ -29,6 +29,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 NOT_RUN = (
     "loopbus up",
+    "loopbus demo",  # a whole slice with its own server: tests/cli/test_demo.py runs it
+    "loopbus init",  # writes a project: tests/cli/test_demo.py runs it
     "loopbus worker",
     "loopbus health",
     "pip ",
