@@ -72,7 +72,10 @@ EXAMPLES: dict[str, list[str]] = {
     "provision": ["loopbus provision --nats-url nats://nats-1:4222 --replicas 3 --wait 60"],
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
-    "plan submit": ["loopbus plan submit plan.toml --project demo --wait 10"],
+    "plan submit": [
+        "loopbus plan submit plan.toml --project demo --wait 10",
+        "loopbus plan submit plan.toml --project calc --new",
+    ],
     "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
     "gate": ["loopbus gate run --check tests"],
     "gate run": [

@@ -28,6 +28,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"loopbus: project {scaffold.PROJECT} scaffolded in {target} (committed on main)")
     print("next, in two terminals:")
     print(f"  loopbus up --repo {target}")
-    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {scaffold.PROJECT}")
+    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {scaffold.PROJECT} --new")
     print(f"  loopbus tail --project {scaffold.PROJECT}")
     return 0

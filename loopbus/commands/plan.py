@@ -23,6 +23,7 @@ import msgspec
 from loopbus.bus import read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
+from loopbus.known import require_known
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
     parse_plan,
@@ -72,6 +73,11 @@ def register(sub: Any) -> None:
         default=0.0,
         metavar="SECONDS",
         help="wait this long for the dispatcher's answer (default: do not wait)",
+    )
+    submit.add_argument(
+        "--new",
+        action="store_true",
+        help="the project is new (without it, a project with no event on the log is refused)",
     )
     add_claimant(submit)
     add_connection(submit)
@@ -159,12 +165,18 @@ def run_submit(args: argparse.Namespace) -> int:
         actor=Actor(role=args.role, principal=principal(args)),
         plan=plan,
     )
-    return asyncio.run(_submit(connection(args), submission, args.wait))
+    return asyncio.run(_submit(connection(args), submission, args.wait, new=args.new))
 
 
-async def _submit(conn: Connection, submission: PlanSubmission, wait_s: float) -> int:
+async def _submit(
+    conn: Connection, submission: PlanSubmission, wait_s: float, *, new: bool = False
+) -> int:
     bus = await conn.open()
     try:
+        if not new:
+            await require_known(
+                bus, submission.project, hint="a new project's first plan: pass --new"
+            )
         ack = await bus.publish(submission)
         print(
             f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"

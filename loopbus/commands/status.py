@@ -12,6 +12,7 @@ import msgspec
 from loopbus import review_status, units_status
 from loopbus.bus import Views, ViewUnreadable, connect_once
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
@@ -40,6 +41,7 @@ async def load_view(url: str, project: str) -> tuple[dict[str, Any], dict[str, i
     """(states by projection, seq of each, projector checkpoint, log's last seq)."""
     bus = await connect_once(url)
     try:
+        await require_known(bus, project)
         views = await Views.open(bus)
         states: dict[str, Any] = {}
         seqs: dict[str, int] = {}
