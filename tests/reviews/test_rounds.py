@@ -416,3 +416,18 @@ async def test_a_failing_criterion_test_is_never_subtracted(
     [closed] = of(RoundClosed, events, source="gate")
     assert closed.finding_keys == ["code:tests/test_criteria.py:4-4|high|tests"]
     assert of(FindingResolved, events) == []
+
+
+async def test_gate_findings_of_earlier_heads_resolve_once_gates_pass(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A gate finding an earlier head raised is resolved when a later head of the unit has
+    passed its gates and is reviewed: nothing stays open on a unit that moved past it."""
+    earlier = gate_finding(project, "src/app.py", 2)
+    await bus.publish(earlier)
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")], until=count(RoundClosed, 1)
+    )
+    [resolved] = of(FindingResolved, events)
+    assert resolved.finding == earlier.id and "gates passed" in resolved.why

@@ -16,7 +16,7 @@ from typing import Literal
 
 from loopbus.projections import convergence as conv
 from loopbus.projections import reviews as rv
-from loopbus.projections.findings import key_text
+from loopbus.projections.findings import FindingsState, key_text, open_findings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reviews import (
@@ -181,6 +181,7 @@ def accept(
         for key, finding_id in scene.reviews.open_review.get(unit, {}).items()
         if key not in keys
     ]
+    fixed += gates_passed(scene, unit, claim.head, claim.id)
     accepted = VerdictAccepted(
         id=answer_id(claim.id, "accepted"),
         at=scene.now,
@@ -215,6 +216,25 @@ def accept(
         passed=decision == "approve",
     )
     return close_round(scene, closing)
+
+
+def gates_passed(scene: Scene, unit: str, head: str, seed: str) -> list[FindingResolved]:
+    """The unit's open gate findings from earlier rounds: a head under review passed every
+    gate, so what an earlier head failed is no longer raised."""
+    state: FindingsState = scene.world.state("findings")
+    return [
+        FindingResolved(
+            id=answer_id(seed, f"gates-passed:{finding.id}"),
+            at=scene.now,
+            project=scene.project,
+            actor=scene.actor,
+            finding=finding.id,
+            why=f"not raised again: the unit's gates passed on {head[:12]}",
+            unit=unit,
+        )
+        for finding in open_findings(state, unit)
+        if finding.producer == "gate_runner"
+    ]
 
 
 def _sort(scene: Scene, claim: ReviewVerdict, request: rv.RequestView, change: Change) -> _Sorted:
