@@ -34,6 +34,7 @@ COMMANDS = (
     "provision",
     "plan",
     "decide",
+    "trunk",
     "record",
     "gate",
     "findings",

@@ -49,6 +49,10 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
+    "trunk": ["loopbus trunk recheck --project demo --why 'pytest installed'"],
+    "trunk recheck": [
+        "loopbus trunk recheck --project demo --why 'pytest installed in the gate env'"
+    ],
     "decide": [
         "loopbus decide --project demo --unit U2 --decision rounding --choose cents",
         "loopbus decide --unit U2 --decision rounding --choose raw --why 'speed first' --wait 10",

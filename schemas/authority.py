@@ -40,6 +40,7 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "review.verdict.v1",
         "plan.submission.v1",
         "decision.choice.v1",
+        "trunk.recheck.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions).

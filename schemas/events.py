@@ -30,6 +30,7 @@ from loopbus.schemas.merges import (
     MergeQueued,
     MergeReverted,
     TrunkAdvanced,
+    TrunkRecheck,
 )
 from loopbus.schemas.quarantine import MessageQuarantined
 from loopbus.schemas.reports import (
@@ -101,6 +102,7 @@ Event = (
     | TrunkAdvanced
     | MergeReverted
     | MergeConflicted
+    | TrunkRecheck
     | DecisionRequested
     | DecisionChoice
     | DecisionRecorded

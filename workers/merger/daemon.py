@@ -163,10 +163,14 @@ class Merger(Daemon):
     # -- effects ---------------------------------------------------------------------------
 
     async def _check_trunk(
-        self, ref: str, unit: str | None, head: str | None, cause: str | None
+        self, ref: str, unit: str | None, head: str | None, cause: str | None, force: bool = False
     ) -> Sequence[Intent]:
-        """Run every check on trunk as it is now and record the verdict."""
-        verdict = await self.gates.run(self.repo, ref)
+        """Run every check on trunk as it is now (``force``: past the cache) and record the
+        verdict."""
+        if force:
+            verdict = await self.gates.run(self.repo, ref, force=True)
+        else:
+            verdict = await self.gates.run(self.repo, ref)
         tree = verdict.tree or await asyncio.to_thread(repository.tree_of, self.repo, ref)
         tested = facts.trunk_tested(
             self.project, self.actor, verdict, ref=ref, tree=tree, unit=unit, head=head, cause=cause

@@ -112,8 +112,12 @@ def trunk(step: Step) -> list[Intent]:
     settled = settle(step, ref, checked)
     if settled is not None:
         return settled
+    if view.recheck is not None and view.recheck != view.rechecked:
+        return [recheck_trunk(step, ref, view.recheck)]
     if not checked.green:
         return red_trunk(step, ref, checked)
+    if view.red_findings:
+        return [step.publish(*facts.trunk_green_again(step.world, view.red_findings, checked))]
     return move_queue(step, ref)
 
 
@@ -126,6 +130,14 @@ def check_trunk(step: Step, ref: str) -> Effect:
         unit, head = advance.unit, advance.commit
     cause = view.moved_by if ours else None
     return step.effect("check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause)
+
+
+def recheck_trunk(step: Step, ref: str, request: str) -> Effect:
+    """Run every check on trunk again, past the cache: an operator said its inputs may have
+    changed outside the repository (``loopbus trunk recheck``)."""
+    return step.effect(
+        "check-trunk", f"{ref}:{request}", ref=ref, unit=None, head=None, cause=request, force=True
+    )
 
 
 def recover(step: Step, seen: TrunkSeen) -> list[Intent]:

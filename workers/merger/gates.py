@@ -51,7 +51,9 @@ class TrunkVerdict:
 class TrunkGates(Protocol):
     """Runs the gates of ``commit`` in ``repo`` (all checks, or ``checks``)."""
 
-    async def run(self, repo: Path, commit: str, *, checks: Sequence[str] = ()) -> TrunkVerdict: ...
+    async def run(
+        self, repo: Path, commit: str, *, checks: Sequence[str] = (), force: bool = False
+    ) -> TrunkVerdict: ...
 
 
 class RunnerTrunkGates:
@@ -60,10 +62,12 @@ class RunnerTrunkGates:
     def __init__(self, runner: GateRunner):
         self.runner = runner
 
-    async def run(self, repo: Path, commit: str, *, checks: Sequence[str] = ()) -> TrunkVerdict:
+    async def run(
+        self, repo: Path, commit: str, *, checks: Sequence[str] = (), force: bool = False
+    ) -> TrunkVerdict:
         if Path(repo).resolve() != self.runner.repo.resolve():
             raise ValueError(f"this gate runner serves {self.runner.repo}, not {repo}")
-        suite = await self.runner.run_commit(commit, checks=checks, reason="trunk")
+        suite = await self.runner.run_commit(commit, checks=checks, reason="trunk", force=force)
         return verdict_of(suite, commit)
 
 
