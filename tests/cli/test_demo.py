@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dulwich import porcelain
 
 from .conftest import loopbus
 
@@ -62,5 +64,10 @@ def test_init_scaffolds_a_committed_project(tmp_path: Path) -> None:
     assert "4 failed, 1 passed" in tests.stdout  # the 4 pending criteria fail on their assert
     check = loopbus("plan", "check", str(target / "plan.toml"), "--repo", str(target))
     assert check.code == 0, check.out + check.err
+    bare = tmp_path / "calc.git"
+    porcelain.clone(str(target), str(bare), bare=True, errstream=io.BytesIO())
+    on_bare = loopbus("plan", "check", str(target / "plan.toml"), "--repo", str(bare))
+    assert on_bare.code == 0, on_bare.err  # read from the trunk commit: no working tree
+    assert "4 pending criteria" in on_bare.out and on_bare.err == ""
     again = loopbus("init", str(target))
     assert again.code == 2 and "exists and is not empty" in again.err
