@@ -6,7 +6,9 @@ A unit owes a round when something asked for work since the builder last answere
 * a red gate suite for its head (the units daemon makes no transition for a red suite on
   a unit that was not ready, so this fold reads the suite itself),
 * a ``returned`` transition (a review rejected it, its merge conflicted or turned trunk red),
-* a decision recorded for it (the builder runs again with the decision in its brief).
+* a decision recorded for it (the builder runs again with the decision in its brief),
+* an ``unblocked`` transition (what it waited on arrived: the operator answered, the
+  sibling unit is done).
 
 That event is the unit's *trigger*. A builder's commit, blocked or gave-up claim on the
 unit answers the trigger it follows; a round whose builder asked a novel decision is
@@ -24,7 +26,7 @@ from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
 from loopbus.schemas.slices import UnitDispatched
 
-TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided")
+TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
 
 
 class UnitBuild(msgspec.Struct, kw_only=True):
@@ -91,8 +93,8 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
             view = state.units[unit]
             if event.commit is not None:
                 view.head = event.commit
-            if event.by == "returned":
-                _trigger(view, event.id, "returned")
+            if event.by in ("returned", "unblocked"):
+                _trigger(view, event.id, event.by)
         case GateSuiteCompleted(unit=unit) if unit in state.units and event.reason == "unit":
             view = state.units[unit]
             if event.outcome != "pass" and event.commit is not None and event.commit == view.head:

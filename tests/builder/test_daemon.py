@@ -9,7 +9,7 @@ from builderkit import ScriptedBuilder, configs, daemons, dispatch, of, setup, w
 from dulwich.repo import Repo
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
+from loopbus.schemas import Actor, FindingRaised, Outcome, UnitPlanned, UnitTransitioned
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.reports import (
@@ -21,6 +21,7 @@ from loopbus.schemas.reports import (
 )
 from loopbus.schemas.slices import UsageReport
 
+MERGED = Outcome(summary="merged", ended_by="merge")
 IMPLEMENTED = {"src/app.py": "def total(xs):\n    return sum(xs)\n"}
 
 
@@ -235,3 +236,36 @@ async def test_the_same_decision_three_times_halts_the_unit(
     assert halted.by == "halted" and halted.outcome is not None
     assert "rounding" in halted.outcome.summary
     assert len(of(DecisionRequested, events)) == 3
+
+
+async def test_a_unit_waiting_on_a_sibling_is_built_once_the_sibling_is_done(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """needs_dependency blocks the unit awaiting the sibling it names; when the sibling is
+    DONE the builder daemon unblocks it and runs the round again."""
+    agent = ScriptedBuilder(tmp_path / "agent")
+    agent.plan(
+        [
+            {"stdout": {"status": "needs_dependency", "subject": "U0", "summary": "needs U0"}},
+            {"write": IMPLEMENTED},
+        ]
+    )
+    repo, base = setup(tmp_path, project, agent.command)
+    system = Actor(role="system", principal="test-merger")
+    async with daemons(nats_url, project, configs(repo, project, agent.command), tmp_path / "data"):
+        await bus.publish(UnitPlanned(project=project, actor=system, slice="S1", unit="U0"))
+        await dispatch(bus, project, "U1", base)
+        events = await wait_log(bus, project, moved("U1", state="blocked"))
+        [blocked] = of(BlockedReport, events)
+        assert (blocked.reason, blocked.subject) == ("awaiting-dependency", "U0")
+        steps = [
+            Move("U0", None, "working", "started"),
+            Move("U0", "working", "working", "commit", commit=base),
+            Move("U0", "working", "working", "gates", ready=True, commit=base),
+            Move("U0", "working", "done", "merged", commit=base, outcome=MERGED),
+        ]
+        for step in steps:
+            await bus.publish(transition_event(step, project, system, new_id()))
+        events = await wait_log(bus, project, moved("U1", by="commit"))
+    assert of(UnitTransitioned, events, unit="U1", by="unblocked")
+    assert [c["brief"]["round"] for c in agent.calls()] == [1, 1]

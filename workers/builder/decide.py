@@ -7,7 +7,8 @@ For every unit the builds projection knows, in order:
 * an operator's choice for a decision that waits on the operator becomes the recorded
   decision (a fact; the operator's claim alone changes nothing);
 * a unit blocked on a decision that is now recorded is unblocked, and the decision's
-  finding resolved;
+  finding resolved; one the builder blocked on a sibling unit is unblocked once the
+  sibling is done;
 * a dispatched unit nobody started is started (the builder principal's claim);
 * a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
   ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger.
@@ -80,6 +81,19 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
         waiting = {a.finding for a in build.awaiting.values()}
         if block.subject in build.decided_findings and block.subject not in waiting:
             return [_unblock(world, builder, build, view, block.subject)]
+        return []
+    if view.state == "blocked" and block is not None and block.reason == "awaiting-dependency":
+        units: UnitsState = world.state("units")
+        sibling = units.units.get(block.subject)
+        if not view.held and sibling is not None and sibling.state == "done":
+            seed = view.block_id or block.subject
+            unblocked = UnblockedReport(
+                id=answer_id(seed, "unblocked"),
+                project=world.project,
+                actor=builder,
+                unit=build.unit,
+            )
+            return [Publish(unblocked)]
         return []
     if build.owes_round() and build.trigger_kind == "dispatched" and not view.started:
         if build.started_for != build.trigger:
