@@ -45,8 +45,14 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     try:
         branch = trunk or current_branch(path)
         with open_repo(path) as repo:
-            commit = commit_at(repo, branch)
             bare = repo.bare
+            try:
+                commit = commit_at(repo, branch)
+            except RepoError:
+                if trunk is not None or branch == "main":
+                    raise
+                branch = "main"  # HEAD names a branch with no commit: the daemons' fallback
+                commit = commit_at(repo, branch)
         info = resolve(path, commit.id.decode())
     except RepoError as exc:
         hint = f"--trunk {trunk}" if trunk else "its current branch"

@@ -45,7 +45,7 @@ from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.repository import commit_at, config_at, open_repo
+from loopbus.workers.repository import commit_at, config_at, open_repo, trunk_commit
 
 REVIEW_KEYS = (
     "command",
@@ -115,25 +115,30 @@ def load(repo: str | Path) -> RepoConfig:
 
 
 def config_text(repo: Path, trunk: str | None) -> str | None:
-    """``loopbus.toml`` as the trunk commit has it (``trunk``, else the current branch), in
-    a git repository, bare or not; the file on disk in a plain folder; ``None`` if absent
-    (or when the repository has no commit yet)."""
+    """``loopbus.toml`` as the trunk commit has it, in a git repository, bare or not: the
+    commit of ``trunk``, else of ``main``, else of ``HEAD`` (the daemons' one rule). A
+    plain folder's file, or a repository with no commit yet, is read from disk. ``None``
+    when there is none."""
     try:
         opened = open_repo(repo)
     except RepoError:
-        path = repo / CONFIG_FILE
-        try:
-            return path.read_text(encoding="utf-8") if path.is_file() else None
-        except OSError as exc:
-            raise ConfigError("file", str(path), f"cannot read {path} ({exc.strerror})") from exc
+        return _on_disk(repo)
     with opened:
         try:
-            commit = commit_at(opened, trunk or "HEAD")
+            commit = commit_at(opened, trunk) if trunk else trunk_commit(opened, None)
         except RepoError as exc:
             if trunk is None:
-                return None  # no commit yet: nothing configured
+                return _on_disk(repo)  # no commit yet
             raise ConfigError("file", None, f"{exc}; name the trunk branch") from exc
         return config_at(opened, commit.tree)
+
+
+def _on_disk(repo: Path) -> str | None:
+    path = repo / CONFIG_FILE
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except OSError as exc:
+        raise ConfigError("file", str(path), f"cannot read {path} ({exc.strerror})") from exc
 
 
 def parse(text: str, *, repo: str = ".", trunk: str | None = None) -> RepoConfig:
