@@ -23,6 +23,8 @@ from typing import NoReturn
 from loopbus.errors import INTERRUPTED
 
 COMMANDS = (
+    "init",
+    "demo",
     "up",
     "report",
     "approve",
@@ -34,6 +36,8 @@ COMMANDS = (
     "worker",
     "provision",
     "plan",
+    "decide",
+    "trunk",
     "record",
     "gate",
     "findings",

@@ -60,6 +60,16 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus creds add --role agent --principal builder-2",
         "loopbus creds add --role operator --principal alice --data-dir .loopbus",
     ],
+    "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
+    "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
+    "trunk": ["loopbus trunk recheck --project demo --why 'pytest installed'"],
+    "trunk recheck": [
+        "loopbus trunk recheck --project demo --why 'pytest installed in the gate env'"
+    ],
+    "decide": [
+        "loopbus decide --project demo --unit U2 --decision rounding --choose cents",
+        "loopbus decide --unit U2 --decision rounding --choose raw --why 'speed first' --wait 10",
+    ],
     "tail": [
         "loopbus tail",
         "loopbus tail --all-projects --kind finding --since 10m",
@@ -82,7 +92,10 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
-    "plan submit": ["loopbus plan submit plan.toml --project demo --wait 10"],
+    "plan submit": [
+        "loopbus plan submit plan.toml --project demo --wait 10",
+        "loopbus plan submit plan.toml --project calc --new",
+    ],
     "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
     "gate": ["loopbus gate run --check tests"],
     "gate run": [

@@ -258,6 +258,19 @@ def render_blocking(state: blocking_fold.BlockingState, sizes: Sizes = _NONE) ->
     return lines
 
 
+def render_builds(state: Any) -> list[str]:
+    """Units owing a builder round, and decisions waiting on the operator."""
+    owing = [u for u, b in state.units.items() if b.owes_round()]
+    waiting = [f"{u}:{d}" for u, b in state.units.items() for d in b.awaiting]
+    recorded = sum(len(b.decisions) for b in state.units.values())
+    return [
+        f"builds: {len(state.units)} units dispatched, {len(owing)} owing a round"
+        + (f" ({', '.join(owing)})" if owing else ""),
+        f"  decisions: {recorded} recorded, {len(waiting)} waiting on the operator"
+        + (f" ({', '.join(waiting)})" if waiting else ""),
+    ]
+
+
 RENDERERS: dict[str, StateRenderer] = {
     "units": render_units,
     "findings": render_findings,
@@ -273,6 +286,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "blocking": render_blocking,
     "integrity": render_integrity,
     "ratchet": render_ratchet,
+    "builds": render_builds,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

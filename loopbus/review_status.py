@@ -50,6 +50,18 @@ def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, 
         "rounds": [to_builtins(r) for r in history.rounds] if history is not None else [],
         "promotions": [to_builtins(p) for p in history.promotions] if history else [],
         "open_findings": [to_builtins(f) for f in open_findings],
+        "decisions": _decisions(states, unit),
+    }
+
+
+def _decisions(states: dict[str, Any], unit: str) -> dict[str, Any]:
+    """The unit's novel decisions: those waiting on the operator, and those in force."""
+    build = states["builds"].units.get(unit) if "builds" in states else None
+    if build is None:
+        return {"awaiting": [], "recorded": []}
+    return {
+        "awaiting": [to_builtins(a) for a in build.awaiting.values()],
+        "recorded": [to_builtins(r) for r in build.decisions.values()],
     }
 
 
@@ -89,6 +101,7 @@ def print_unit(project: str, unit: str, states: dict[str, Any], *, as_json: bool
             print(f"    why: {item['why']}")
     if not document["rounds"]:
         print("  no rounds yet")
+    _print_decisions(unit, document["decisions"])
     print(f"  open findings: {len(document['open_findings'])}")
     for finding in document["open_findings"]:
         print(
@@ -96,6 +109,35 @@ def print_unit(project: str, unit: str, states: dict[str, Any], *, as_json: bool
             f"{finding['message']}"
         )
     return 0
+
+
+TRADE_OFFS = ("user_impact", "performance", "speed", "cost")
+
+
+def _print_decisions(unit: str, decisions: dict[str, Any]) -> None:
+    """Each decision waiting on the operator as a trade-off table, then those in force."""
+    for asked in decisions["awaiting"]:
+        print(
+            f"  decision {asked['decision_id']} waits on the operator: {asked['question']} "
+            f"(confidence {asked['confidence']})"
+        )
+        if asked["reasoning"]:
+            print(f"    builder's reasoning: {asked['reasoning']}")
+        print("    " + " | ".join(["option", "summary", *TRADE_OFFS]))
+        for option in asked["options"]:
+            mark = " (recommended)" if option["id"] == asked["recommended_default"] else ""
+            cells = [option["id"] + mark, option["summary"] or "-"]
+            cells += [option[name] or "-" for name in TRADE_OFFS]
+            print("    " + " | ".join(cells))
+        print(
+            f"    settle it: loopbus decide --unit {unit} --decision {asked['decision_id']} "
+            "--choose OPTION"
+        )
+    for recorded in decisions["recorded"]:
+        print(
+            f"  decision {recorded['decision_id']}: {recorded['chosen']} (by {recorded['by']}, "
+            f"confidence {recorded['confidence']}): {recorded['question']}"
+        )
 
 
 def _keys(keys: list[str]) -> str:

@@ -23,6 +23,8 @@ from loopbus.bus.embedded import die_with_parent
 
 log = structlog.get_logger()
 
+TRUNK_ENV = "LOOPBUS_TRUNK"
+
 
 @dataclass(frozen=True)
 class UpSettings:
@@ -40,6 +42,17 @@ class UpSettings:
     server_log: Path | None = None
     """The embedded nats-server's log, whose refused publishes the integrity daemon reports
     (``None``: a server ``up`` does not run)."""
+    trunk: str | None = None
+    """The one trunk branch every daemon uses (``up --trunk``; the repository's current
+    branch by default)."""
+
+
+def _repo(s: UpSettings) -> list[str]:
+    return ["--repo", str(s.repo)] if s.repo else []
+
+
+def _trunk(s: UpSettings) -> list[str]:
+    return ["--trunk", s.trunk] if s.trunk else []
 
 
 @dataclass(frozen=True)
@@ -59,7 +72,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "dispatcher",
         "loopbus.workers.dispatcher",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
     DaemonSpec(
@@ -83,7 +96,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "gate-runner",
         "loopbus.workers.gate_runner",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     DaemonSpec(
         "reviewer", "loopbus.workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []
@@ -94,9 +107,14 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         lambda s: ["--repo", str(s.repo)] if s.repo else [],
     ),
     DaemonSpec(
+        "builder",
+        "loopbus.workers.builder",
+        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+    ),
+    DaemonSpec(
         "merger",
         "loopbus.workers.merger",
-        lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
@@ -151,6 +169,14 @@ class Supervisor:
             creds = creds.parent / file_name("reader", DEFAULT_PRINCIPALS["reader"])
         return ["--creds", str(creds)]
 
+    def child_env(self) -> dict[str, str]:
+        """What every daemon is told besides its arguments: the server, and the trunk (the
+        reviewer and builder read it when ``loopbus.toml`` names none)."""
+        env = {"LOOPBUS_NATS_URL": self.settings.nats_url}
+        if self.settings.trunk:
+            env[TRUNK_ENV] = self.settings.trunk
+        return env
+
     async def _spawn(self, child: Child) -> None:
         logs = self.settings.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -161,11 +187,9 @@ class Supervisor:
                 stdout=sink,
                 stderr=sink,
                 env=os.environ
-                | {
-                    "LOOPBUS_NATS_URL": self.settings.nats_url,
-                    # Where the daemons find up's record of the log (loopbus.bus.history).
-                    "LOOPBUS_DATA_DIR": str(self.settings.data_dir),
-                },
+                | self.child_env()
+                # Where the daemons find up's record of the log (loopbus.bus.history).
+                | {"LOOPBUS_DATA_DIR": str(self.settings.data_dir)},
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
             )

@@ -14,6 +14,7 @@ from typing import Any
 from loopbus.projections import (
     blocking,
     budgets,
+    builds,
     convergence,
     decisions,
     finding_lifecycle,
@@ -45,6 +46,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     ratchet.FOLD,
     decisions.FOLD,
     blocking.FOLD,
+    builds.FOLD,
 )
 
 ProjectStates = dict[str, Any]

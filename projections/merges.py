@@ -37,6 +37,7 @@ from loopbus.schemas.merges import (
     MergeQueued,
     MergeReverted,
     TrunkAdvanced,
+    TrunkRecheck,
 )
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.reviews import VerdictAccepted
@@ -124,6 +125,12 @@ class TrunkView(msgspec.Struct, kw_only=True):
     green_tree: str | None = None
     red_notice: str | None = None
     """The trunk commit the operator was told is red with no green trunk to go back to."""
+    red_findings: list[str] = []
+    """Those notices still open: resolved once trunk is checked green."""
+    recheck: str | None = None
+    """The latest operator request to gate trunk again (``trunk.recheck``)."""
+    rechecked: str | None = None
+    """The request the latest trunk run answered."""
 
 
 class RedRecord(msgspec.Struct, kw_only=True):
@@ -248,6 +255,8 @@ def apply(state: MergesState, event: Event) -> MergesState:
             _finding(state, event)
         case FindingResolved():
             _resolved(state, event.finding)
+        case TrunkRecheck() if event.actor.role in ("operator", "system"):
+            state.trunk.recheck = event.id
         case _:
             pass
     return state
@@ -300,8 +309,13 @@ def _tested(state: MergesState, event: CandidateTested) -> None:
             green_commit=trunk.green_commit,
             green_tree=trunk.green_tree,
             red_notice=trunk.red_notice,
+            red_findings=trunk.red_findings,
+            recheck=trunk.recheck,
+            rechecked=trunk.rechecked,
         )
     trunk.checked = tested
+    if event.cause is not None and event.cause == trunk.recheck:
+        trunk.rechecked = event.cause
     if tested.green:
         trunk.green_commit, trunk.green_tree = event.candidate, event.tree
 
@@ -346,6 +360,7 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
         )
     elif event.cls == TRUNK_RED_CLASS and evidence.get("trunk_red_without_green"):
         state.trunk.red_notice = str(evidence.get("trunk", ""))
+        state.trunk.red_findings.append(event.id)
     elif event.cls == CONTRACT_WRONG_CLASS:
         promoted = evidence.get("promoted_from")
         if isinstance(promoted, list):
@@ -355,6 +370,8 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
 
 
 def _resolved(state: MergesState, finding: str) -> None:
+    if finding in state.trunk.red_findings:
+        state.trunk.red_findings = [f for f in state.trunk.red_findings if f != finding]
     for unit, records in list(state.reds.items()):
         kept = [r for r in records if r.finding != finding]
         if kept:

@@ -43,6 +43,8 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "gate.move.v1",
         "decision.recorded.v1",
         "objective.declared.v1",
+        "decision.choice.v1",
+        "trunk.recheck.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,

@@ -7,13 +7,21 @@ The system's own settlements (gate moves) are facts from the start. Only facts a
 decisions in force: the decisions fold keeps every record and derives the chain.
 ``files`` and ``criteria`` say what work a decision bears on: a unit whose
 brief lists one of them is briefed with it.
+
+A builder's novel decision is a record of the same kind. The builder daemon publishes
+:class:`DecisionRequested` (a fact) each time a builder returns one, routed ``auto`` (the
+project runs in ``long`` mode and the builder was confident) or to the ``operator``, whose
+answer is a :class:`DecisionChoice` claim (``loopbus decide``); the record then carries the
+``unit``, the builder's ``decision_id``, the weighed ``trade_offs`` and its ``cause``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
+from loopbus.schemas.builds import Confidence as StatedConfidence
+from loopbus.schemas.builds import DecisionKey, DecisionOption
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import EventId, Token
@@ -41,6 +49,21 @@ class DecisionRecorded(EventBase, frozen=True, kw_only=True, tag="decision.recor
     claim: EventId | None = None
     """On the system's record of an operator's decision: the claim it records (the
     system's record is the decision in force; its own ``id`` is the decision id)."""
+    unit: Token | None = None
+    """A builder's decision: the unit whose round asked it."""
+    decision_id: DecisionKey | None = None
+    """A builder's decision: the key the builder gave it (repeats are counted by it)."""
+    trade_offs: list[DecisionOption] = []
+    """A builder's decision: each option with its user-impact/performance/speed/cost notes."""
+    stated_confidence: StatedConfidence | None = None
+    """A builder's decision: the confidence it stated (``confidence`` is its weight)."""
+    cause: EventId | None = None
+    """A builder's decision: the request (auto) or the operator's choice this records."""
+
+    @property
+    def by(self) -> str:
+        """Who decided: ``auto`` (long mode took the default) or ``operator:<principal>``."""
+        return self.owner
 
     def __post_init__(self) -> None:
         if not self.question.strip():
@@ -55,7 +78,48 @@ class DecisionRecorded(EventBase, frozen=True, kw_only=True, tag="decision.recor
             )
 
     def subject_suffix(self) -> str:
-        return "decision.recorded"
+        return f"decision.{self.unit}" if self.unit else "decision.recorded"
+
+
+STATED_WEIGHT: dict[str, float] = {"high": 0.9, "med": 0.6, "low": 0.3}
+"""A builder's stated confidence as the record's weight (``DecisionRecorded.confidence``)."""
+
+Routing = Literal["auto", "operator"]
+
+
+class DecisionRequested(EventBase, frozen=True, kw_only=True, tag="decision.requested.v1"):
+    """A builder returned novel decision ``decision_id`` for ``unit`` (one event per time)."""
+
+    unit: Token
+    decision_id: DecisionKey
+    question: str
+    options: list[DecisionOption]
+    recommended_default: DecisionKey
+    confidence: StatedConfidence
+    reasoning: str = ""
+    routed: Routing
+    finding: EventId | None = None
+    """For ``operator``: the finding the unit is blocked on while it waits."""
+
+    def subject_suffix(self) -> str:
+        return f"decision.{self.unit}"
+
+
+class DecisionChoice(EventBase, frozen=True, kw_only=True, tag="decision.choice.v1"):
+    """An operator's claim: settle ``decision_id`` of ``unit`` with option ``choose``."""
+
+    unit: Token
+    decision_id: DecisionKey
+    choose: DecisionKey
+    why: str = ""
+
+    def subject_suffix(self) -> str:
+        return f"decision.{self.unit}"
+
+
+def option_ids(options: list[DecisionOption]) -> list[str]:
+    """The ids of ``options``, in order."""
+    return [option.id for option in options]
 
 
 class ObjectiveDeclared(EventBase, frozen=True, kw_only=True, tag="objective.declared.v1"):

@@ -14,7 +14,13 @@ from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas import limits
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded, ObjectiveDeclared
+from loopbus.schemas.decisions import (
+    BlockedRouted,
+    DecisionChoice,
+    DecisionRecorded,
+    DecisionRequested,
+    ObjectiveDeclared,
+)
 from loopbus.schemas.errors import InvalidEvent
 from loopbus.schemas.findings import FindingRaised, FindingResolved
 from loopbus.schemas.gates import (
@@ -31,6 +37,7 @@ from loopbus.schemas.merges import (
     MergeQueued,
     MergeReverted,
     TrunkAdvanced,
+    TrunkRecheck,
 )
 from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
 from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
@@ -112,6 +119,9 @@ Event = (
     | GateMoved
     | DecisionRecorded
     | ObjectiveDeclared
+    | TrunkRecheck
+    | DecisionRequested
+    | DecisionChoice
 )
 """Every kind that may appear on the log."""
 

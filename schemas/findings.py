@@ -55,6 +55,8 @@ FindingClass = Literal[
     "contract-unmet",  # a unit's suite passed but its own criteria did not run and pass
     "test-vanished",  # a test that ran on trunk disappeared, was deselected or skipped
     "trunk-tampered",  # trunk moved outside the merger red, or changing the gate config
+    "decision-needed",  # a builder's novel decision waits for the operator
+    "builder-failure",  # a builder command gave no valid envelope, or asked to stop
 ]
 FINDING_CLASSES: tuple[FindingClass, ...] = (
     "defect",
@@ -76,6 +78,8 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "contract-unmet",
     "test-vanished",
     "trunk-tampered",
+    "decision-needed",
+    "builder-failure",
 )
 
 

@@ -53,6 +53,17 @@ class ApproveReport(EventBase, frozen=True, kw_only=True, tag="report.approve.v1
         return f"report.{self.actor.role}.{self.unit}"
 
 
+class TrunkRecheck(EventBase, frozen=True, kw_only=True, tag="trunk.recheck.v1"):
+    """ "Gate trunk again": an operator's claim that trunk's inputs may have changed outside
+    the repository (an interpreter, a tool, a service a check needs). The merger runs every
+    trunk check once more, bypassing the cache, and records the verdict."""
+
+    why: str = ""
+
+    def subject_suffix(self) -> str:
+        return "trunk.recheck"
+
+
 class CheckVerdict(msgspec.Struct, frozen=True, kw_only=True):
     """One check of a trunk gate run: its outcome, whether the cache answered, the result."""
 

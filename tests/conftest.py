@@ -72,7 +72,7 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-AUDITED_FOLDERS = frozenset({"slices", "reviews", "merger_daemon", "units"})
+AUDITED_FOLDERS = frozenset({"slices", "reviews", "merger_daemon", "units", "builder"})
 """Test folders whose daemons move units: every transition published during one of their
 tests is checked against the transition table (projections.transitions.audit)."""
 

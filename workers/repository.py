@@ -63,6 +63,11 @@ def resolve(path: Path, spec: str | None = None) -> CommitInfo:
         return CommitInfo(commit=commit.id.decode(), tree=tree.decode(), config_text=text)
 
 
+def config_at(repo: Repo, tree: bytes) -> str | None:
+    """The config file's text in ``tree`` of an open repository (``None`` when absent)."""
+    return _config_text(repo, tree)
+
+
 def _config_text(repo: Repo, tree: bytes) -> str | None:
     data = _config_bytes(repo, tree)
     return None if data is None else data.decode("utf-8", errors="replace")

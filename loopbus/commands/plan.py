@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import msgspec
 from loopbus.bus import read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
+from loopbus.known import require_known
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
     parse_plan,
@@ -37,8 +39,11 @@ from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
 from loopbus.settings import Connection, add_connection, add_project, connection
 from loopbus.slice_render import render_schedule
+from loopbus.workers.agents.cli import TRUNK_ENV
+from loopbus.workers.agents.config import config_text
 from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.declared import read_pending_file
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.declared import pending_criteria
 
 _json = msgspec.json.Encoder()
 
@@ -73,6 +78,11 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="wait this long for the dispatcher's answer (default: do not wait)",
     )
+    submit.add_argument(
+        "--new",
+        action="store_true",
+        help="the project is new (without it, a project with no event on the log is refused)",
+    )
     add_claimant(submit)
     add_connection(submit, role="agent")
     submit.set_defaults(handler=run_submit)
@@ -93,11 +103,15 @@ def load_plan(path: Path) -> SlicePlan:
 def run_check(args: argparse.Namespace) -> int:
     pending: list[str] | None = None
     if args.repo is not None:
-        config = args.repo / "loopbus.toml"
-        if not config.is_file():
-            raise UsageError(f"--repo {str(args.repo)!r} has no loopbus.toml at its root")
         try:
-            pending = read_pending_file(config)
+            # From the trunk commit (bare or not), never a working tree's uncommitted edit;
+            # a plain folder's file as it is.
+            text = config_text(args.repo, os.environ.get(TRUNK_ENV) or None)
+            if text is None:
+                raise UsageError(
+                    f"--repo {str(args.repo)!r} has no loopbus.toml on its trunk (or at its root)"
+                )
+            pending = pending_criteria(parse_config(text, source=f"{args.repo}/loopbus.toml"))
         except WorkerError as exc:
             # A configuration that cannot be read is a wrong --repo, like a missing one.
             detail = " ".join(str(exc).split())
@@ -159,12 +173,18 @@ def run_submit(args: argparse.Namespace) -> int:
         actor=Actor(role=args.role, principal=principal(args)),
         plan=plan,
     )
-    return asyncio.run(_submit(connection(args), submission, args.wait))
+    return asyncio.run(_submit(connection(args), submission, args.wait, new=args.new))
 
 
-async def _submit(conn: Connection, submission: PlanSubmission, wait_s: float) -> int:
+async def _submit(
+    conn: Connection, submission: PlanSubmission, wait_s: float, *, new: bool = False
+) -> int:
     bus = await conn.open()
     try:
+        if not new:
+            await require_known(
+                bus, submission.project, hint="a new project's first plan: pass --new"
+            )
         ack = await bus.publish(submission)
         print(
             f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"

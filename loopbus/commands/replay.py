@@ -15,6 +15,7 @@ import msgspec
 
 from loopbus.bus import Record
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.log_reading import project_records
 from loopbus.progress import Progress
 from loopbus.projections import ProjectStates, apply_all, initial_states, to_builtins
@@ -64,6 +65,7 @@ async def replay(
     states = initial_states()
     progress = Progress(f"replay {project}", unit="seq")
     try:
+        await require_known(bus, project)
         with progress.shown():
             async for record in project_records(
                 bus, project, progress, until_seq=until_seq, until_time=until_time

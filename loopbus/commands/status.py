@@ -19,6 +19,7 @@ import msgspec
 from loopbus import review_status, units_status
 from loopbus.bus import Bus, Views, ViewUnreadable
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
@@ -98,6 +99,7 @@ async def load_unit(conn: Connection, project: str, unit: str, limit: int | None
     it is unknown, up to ``limit`` other units to name)."""
     bus = await conn.open()
     try:
+        await require_known(bus, project)
         views = await Views.open(bus)
         states: dict[str, Any] = {}
         wanted = (

@@ -21,6 +21,7 @@ from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credenti
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
+from loopbus.repo_check import RepoSetup, check_repo
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
@@ -34,6 +35,7 @@ from loopbus.settings import (
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.serve import add_web_options, check_port
+from loopbus.workers.errors import CONFIG_FILE
 from loopbus.workers.runtime import configure_logging
 
 SYNC_CHOICES = ("interval", "always")
@@ -63,6 +65,11 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--repo", type=Path, default=None, help="the target repository daemons work on"
+    )
+    parser.add_argument(
+        "--trunk",
+        default=None,
+        help="the trunk branch every daemon uses (default: the repository's current branch)",
     )
     parser.add_argument(
         "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
@@ -98,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
     check_port(args.web_port, "--web-port")
     if args.repo is not None and not args.repo.is_dir():
         raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
+    if args.trunk is not None and args.repo is None:
+        raise UsageError("--trunk names a branch of --repo: pass --repo PATH too")
+    args.setup = check_repo(args.repo.resolve(), args.trunk) if args.repo is not None else None
     try:
         args.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -189,7 +199,10 @@ async def _up(args: argparse.Namespace) -> int:
             web_port=None if args.no_web else web_port(args.web_host, args.web_port),
             creds=system.path if system is not None else None,
             server_log=server.log_file if server is not None else None,
+            trunk=args.setup.trunk if args.setup else None,
         )
+        if args.setup is not None:
+            print(describe(args.setup), flush=True)
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
 
@@ -206,7 +219,8 @@ async def _up(args: argparse.Namespace) -> int:
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
         if server is not None:
             print(f"  export {DATA_DIR_ENV}={data_dir}", flush=True)
-        print("  loopbus tail --project demo", flush=True)
+        project = args.setup.project if args.setup and args.setup.project else "demo"
+        print(f"  loopbus tail --project {project}", flush=True)
         if settings.web_port is not None:
             shown = "127.0.0.1" if settings.web_host in ("0.0.0.0", "") else settings.web_host
             print(f"loopbus: operator page at http://{shown}:{settings.web_port}/", flush=True)
@@ -283,6 +297,12 @@ def _print_handouts(data_dir: Path) -> None:
         f"  read-only (tail, replay, status):       {default_file(data_dir, 'reader')}", flush=True
     )
     print("  one more agent: loopbus creds add --role agent --principal NAME", flush=True)
+
+
+def describe(setup: RepoSetup) -> str:
+    kind = "bare repository" if setup.bare else "repository"
+    project = f"project {setup.project}" if setup.project else f"no {CONFIG_FILE} on trunk"
+    return f"loopbus: {kind} {setup.path}, trunk {setup.trunk} at {setup.commit[:12]}, {project}"
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

@@ -32,6 +32,8 @@ FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 NOT_RUN = (
     "loopbus up",
     "loopbus page",
+    "loopbus demo",  # a whole slice with its own server: tests/cli/test_demo.py runs it
+    "loopbus init",  # writes a project: tests/cli/test_demo.py runs it
     "loopbus worker",
     "loopbus health",
     "loopbus creds",  # writes a credential into the working tree's data directory

@@ -394,3 +394,40 @@ async def test_review_findings_not_raised_again_are_resolved(
     (nit,) = [f for f in raised if f.severity == "low"]
     (resolved,) = of(FindingResolved, events)
     assert resolved.finding == nit.id and resolved.why.startswith("not raised again in round 2")
+
+
+async def test_a_failing_criterion_test_is_never_subtracted(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A failure in the unit's own criteria file is its contract, in a file it may not edit:
+    kept (open and in the round's keys) although it is outside the unit's diff."""
+    agent = Scripted(agent_dir)
+    repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["bob"]})
+    head = repo.commit({"src/app.py": body("sum(xs)")}, parent=repo.base)
+    signer = GateSigner()
+    await signer.register(bus, project)
+    await ready(bus, project, "U1", head, gates=False)
+    async with running(bus, Reviewer(config_of(repo))):
+        criterion = gate_finding(project, "tests/test_criteria.py", 4)
+        result = signer.result(project, "tests", head, "fail", [criterion.id])
+        await bus.publish_atomic([criterion, result])
+        await bus.publish(signer.suite(project, "U1", head, [result]))
+        events = await wait_log(bus, project, count(RoundClosed, 1, source="gate"))
+    [closed] = of(RoundClosed, events, source="gate")
+    assert closed.finding_keys == ["code:tests/test_criteria.py:4-4|high|tests"]
+    assert of(FindingResolved, events) == []
+
+
+async def test_gate_findings_of_earlier_heads_resolve_once_gates_pass(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A gate finding an earlier head raised is resolved when a later head of the unit has
+    passed its gates and is reviewed: nothing stays open on a unit that moved past it."""
+    earlier = gate_finding(project, "src/app.py", 2)
+    await bus.publish(earlier)
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")], until=count(RoundClosed, 1)
+    )
+    [resolved] = of(FindingResolved, events)
+    assert resolved.finding == earlier.id and "gates passed" in resolved.why

@@ -14,10 +14,11 @@ from typing import Any
 
 from loopbus.bus import Bus, Views
 from loopbus.projections import convergence as conv
-from loopbus.schemas import UnitTransitioned
+from loopbus.schemas import UnitPlanned, UnitTransitioned
 from loopbus.workers.projector.daemon import ProjectorDaemon
 from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
+    SYSTEM,
     Scripted,
     code_finding,
     config_of,
@@ -101,9 +102,11 @@ def docs_example() -> str:
     return match.group(1)
 
 
-def test_status_of_an_unknown_unit_is_one_line(nats_url: str, project: str) -> None:
-    """An unknown unit is a one-line error naming it, exit 1, no traceback."""
-    done = status(nats_url, "--project", project, "--unit", "NOPE")
+async def test_status_of_an_unknown_unit_is_one_line(bus: Bus, nats_url: str, project: str) -> None:
+    """An unknown unit of a known project is a one-line error naming it, exit 1, no
+    traceback."""
+    await bus.publish(UnitPlanned(project=project, actor=SYSTEM, slice="S1", unit="U1"))
+    done = await asyncio.to_thread(status, nats_url, "--project", project, "--unit", "NOPE")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"loopbus: error: project {project} has no unit 'NOPE' (units: none yet)"

@@ -209,7 +209,16 @@ async def test_submit_waits_for_the_dispatchers_answer(
     repos = {project: ProjectRepo(repo)}
     async with running(bus, Dispatcher(bus, projects=[project], repos=repos)):
         ok = await asyncio.to_thread(
-            loopbus, "plan", "submit", str(good), "--project", project, "--wait", "20", url=nats_url
+            loopbus,
+            "plan",
+            "submit",
+            str(good),
+            "--project",
+            project,
+            "--wait",
+            "20",
+            "--new",
+            url=nats_url,
         )
         refused = await asyncio.to_thread(
             loopbus, "plan", "submit", str(bad), "--project", project, "--wait", "20", url=nats_url

@@ -4,6 +4,7 @@ read from each repository, and a body that idles when no project configures a co
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from loopbus.workers.kernel import Daemon
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
+
+TRUNK_ENV = "LOOPBUS_TRUNK"
+"""Set by ``loopbus up`` for every daemon: the one trunk branch."""
 
 
 def add_repo(parser: argparse.ArgumentParser) -> None:
@@ -31,16 +35,24 @@ def add_repo(parser: argparse.ArgumentParser) -> None:
 def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[str, RepoConfig]:
     """project id -> config for every ``--repo``; a bad config is one line and exit 2.
 
-    A repository with no ``loopbus.toml`` configures no command, so it is served by nobody
-    (logged once): ``loopbus up --repo`` on a fresh repository must not crash-loop us.
+    In a git repository (bare or not) the configuration is the ``loopbus.toml`` of the
+    trunk commit (``$LOOPBUS_TRUNK``, else the current branch), never a working tree's; a
+    plain folder's file is read as it is. A repository with no ``loopbus.toml`` configures
+    no command, so it is served by nobody (logged once): ``loopbus up --repo`` on a fresh
+    repository must not crash-loop us.
     """
     configs: dict[str, RepoConfig] = {}
+    trunk = os.environ.get(TRUNK_ENV) or None
     for path in paths:
-        if not (Path(path) / CONFIG_FILE).exists():
+        try:
+            text = agent_config.config_text(Path(path), trunk)
+        except ConfigError as exc:
+            parser.error(f"--repo {path}: {exc}")
+        if text is None:
             log.warning("repo.unconfigured", repo=path, file=CONFIG_FILE)
             continue
         try:
-            loaded = agent_config.load(path)
+            loaded = agent_config.parse(text, repo=str(Path(path).resolve()), trunk=trunk)
         except ConfigError as exc:
             parser.error(f"--repo {path}: {exc}")
         if loaded.project in configs:

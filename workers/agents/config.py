@@ -1,4 +1,4 @@
-"""The agent tables of a project's ``loopbus.toml``: ``[review]`` and ``[investigator]``.
+"""The agent tables of a project's ``loopbus.toml``: ``[review]``, ``[investigator]``, ``[build]``.
 
 The gate configuration (``workers/gates/config.py``) owns the file and the ``[project]`` /
 ``[[check]]`` tables; it lets these tables through and this module reads them. Both are
@@ -20,11 +20,18 @@ frozen = ["docs/acceptance.md"]  # more paths a unit may never edit
 [investigator]
 command = "python investigate.py"
 timeout = 600
+
+[build]
+command = "python build.py"   # gets a brief on stdin, prints an envelope (docs/agents.md)
+roster = ["b1", "b2"]         # builder principals; a unit's claims are published under one
+timeout = "20m"
+mode = "normal"               # normal: novel decisions wait for the operator; long: auto-pick
 ```
 """
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import tomllib
 from pathlib import Path
@@ -32,11 +39,13 @@ from typing import Any
 
 import msgspec
 from loopbus.projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
+from loopbus.schemas.builds import BUILD_MODES, BuildMode
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
+from loopbus.workers.repository import commit_at, config_at, open_repo, trunk_commit
 
 REVIEW_KEYS = (
     "command",
@@ -50,6 +59,8 @@ REVIEW_KEYS = (
     "frozen",
 )
 INVESTIGATOR_KEYS = ("command", "timeout")
+BUILD_KEYS = ("command", "roster", "timeout", "mode")
+DEFAULT_BUILD_TIMEOUT_S = 1200.0
 DEFAULT_REVIEW_TIMEOUT_S = 300.0
 DEFAULT_INVESTIGATION_TIMEOUT_S = 600.0
 
@@ -71,6 +82,18 @@ class InvestigatorConfig(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float = DEFAULT_INVESTIGATION_TIMEOUT_S
 
 
+class BuildConfig(msgspec.Struct, frozen=True, kw_only=True):
+    command: str | None = None
+    roster: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
+    mode: BuildMode = "normal"
+
+    def principal(self, unit: str) -> str:
+        """The roster principal a unit's claims are published under (stable per unit)."""
+        digest = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big")
+        return self.roster[digest % len(self.roster)]
+
+
 class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What the reviewer and investigator read from one repository's ``loopbus.toml``."""
 
@@ -78,6 +101,7 @@ class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
     repo: str
     review: ReviewConfig = ReviewConfig()
     investigator: InvestigatorConfig = InvestigatorConfig()
+    build: BuildConfig = BuildConfig()
 
 
 def load(repo: str | Path) -> RepoConfig:
@@ -90,7 +114,34 @@ def load(repo: str | Path) -> RepoConfig:
     return parse(text, repo=str(Path(repo).resolve()))
 
 
-def parse(text: str, *, repo: str = ".") -> RepoConfig:
+def config_text(repo: Path, trunk: str | None) -> str | None:
+    """``loopbus.toml`` as the trunk commit has it, in a git repository, bare or not: the
+    commit of ``trunk``, else of ``main``, else of ``HEAD`` (the daemons' one rule). A
+    plain folder's file, or a repository with no commit yet, is read from disk. ``None``
+    when there is none."""
+    try:
+        opened = open_repo(repo)
+    except RepoError:
+        return _on_disk(repo)
+    with opened:
+        try:
+            commit = commit_at(opened, trunk) if trunk else trunk_commit(opened, None)
+        except RepoError as exc:
+            if trunk is None:
+                return _on_disk(repo)  # no commit yet
+            raise ConfigError("file", None, f"{exc}; name the trunk branch") from exc
+        return config_at(opened, commit.tree)
+
+
+def _on_disk(repo: Path) -> str | None:
+    path = repo / CONFIG_FILE
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except OSError as exc:
+        raise ConfigError("file", str(path), f"cannot read {path} ({exc.strerror})") from exc
+
+
+def parse(text: str, *, repo: str = ".", trunk: str | None = None) -> RepoConfig:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -99,11 +150,15 @@ def parse(text: str, *, repo: str = ".") -> RepoConfig:
     project_id = project.get("id") if isinstance(project, dict) else None
     if not isinstance(project_id, str) or not is_token(project_id):
         raise ConfigError("project.id", project_id, 'add [project] id = "<project id>"')
+    review = _review(doc.get("review", {}))
+    if review.trunk is None and trunk is not None:  # the one trunk `loopbus up` names
+        review = msgspec.structs.replace(review, trunk=trunk)
     return RepoConfig(
         project=project_id,
         repo=repo,
-        review=_review(doc.get("review", {})),
+        review=review,
         investigator=_investigator(doc.get("investigator", {})),
+        build=_build(doc.get("build", {})),
     )
 
 
@@ -169,6 +224,37 @@ def _investigator(table: Any) -> InvestigatorConfig:
         timeout_s=_timeout(
             table.get("timeout", DEFAULT_INVESTIGATION_TIMEOUT_S), "investigator.timeout"
         ),
+    )
+
+
+def _build(table: Any) -> BuildConfig:
+    _table(table, "build", BUILD_KEYS)
+    roster = table.get("roster", [])
+    if not isinstance(roster, list) or not all(isinstance(r, str) for r in roster):
+        raise ConfigError("build.roster", roster, 'list builder principals: ["b1", "b2"]')
+    if len(set(roster)) != len(roster):
+        raise ConfigError("build.roster", roster, "a principal is listed twice")
+    for principal in roster:
+        if not is_token(principal):
+            raise ConfigError(
+                "build.roster",
+                principal,
+                "a builder principal is one token (letters, digits, '_' or '-'): its claims "
+                "are published under it",
+            )
+    command = _command(table.get("command"), "build.command")
+    if command is not None and not roster:
+        raise ConfigError(
+            "build.roster", roster, "a build command needs a roster of builder principals"
+        )
+    mode = table.get("mode", "normal")
+    if mode not in BUILD_MODES:
+        raise ConfigError("build.mode", mode, f"use one of {', '.join(BUILD_MODES)}")
+    return BuildConfig(
+        command=command,
+        roster=tuple(roster),
+        timeout_s=_timeout(table.get("timeout", DEFAULT_BUILD_TIMEOUT_S), "build.timeout"),
+        mode=mode,
     )
 
 

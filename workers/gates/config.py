@@ -30,8 +30,8 @@ results established under the old reading are not served from the cache."""
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending", "meta")
-PROJECT_KEYS = ("id", "capabilities", "salt")
-TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge")
+PROJECT_KEYS = ("id", "capabilities", "salt", "python")
+TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge", "build")
 # [review] and [investigator] are read and validated by workers/reviewer/config.py;
 # [merge] by workers/merger/config.py.
 
@@ -90,6 +90,13 @@ class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
     checks: tuple[CheckSpec, ...] = ()
     params: dict[str, dict[str, str]] = {}
     text: str = ""
+    python: str = ""
+    """``[project] python``: the interpreter checks run with (loopbus's own when empty)."""
+
+    @property
+    def cache_salt(self) -> str:
+        """The salt of every cache key: another interpreter measures something else."""
+        return f"{self.salt}|python={self.python}" if self.python else self.salt
 
     def check(self, check_id: str) -> CheckSpec:
         for spec in self.checks:
@@ -129,6 +136,15 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
     if not isinstance(salt, str):
         raise ConfigError(
             "project.salt", salt, "a salt is a string; change it to drop the cache", source=source
+        )
+    python = project.get("python", "")
+    if not isinstance(python, str) or (python and not python.strip()):
+        raise ConfigError(
+            "project.python",
+            python,
+            'name the interpreter checks run with: a path ("/opt/app/.venv/bin/python") '
+            'or a command on PATH ("python3.12")',
+            source=source,
         )
     profiles = load_profiles()
     capabilities = _capabilities(project.get("capabilities", []), profiles, source)
@@ -176,6 +192,7 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
         checks=tuple(checks),
         params=params,
         text=text,
+        python=python.strip(),
     )
 
 

@@ -110,13 +110,26 @@ class SuiteResult:
         return next(run for run in self.checks if run.check == check_id)
 
 
-def scrubbed_env(extra: dict[str, str], home: Path, tmp: Path) -> dict[str, str]:
+def interpreter_dir(python: str) -> str | None:
+    """The folder of the project's interpreter (``[project] python``): a path, or a command
+    found on PATH; ``None`` when there is no such interpreter on this machine."""
+    found = python if os.sep in python else shutil.which(python)
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        return None
+    return os.path.dirname(os.path.abspath(found))
+
+
+def scrubbed_env(
+    extra: dict[str, str], home: Path, tmp: Path, bin_dir: str | None = None
+) -> dict[str, str]:
     """The whole environment a check sees: no inherited secrets or loopbus settings.
 
     ``python`` and tools installed next to it (ruff, pytest) resolve first on PATH, so a
-    check runs with the interpreter loopbus runs with unless it names another.
+    check runs with the interpreter loopbus runs with, or with the project's own
+    (``bin_dir``, from ``[project] python``), unless it names another.
     """
-    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    first = bin_dir or os.path.dirname(sys.executable)
+    path = os.pathsep.join([first, os.environ.get("PATH", os.defpath)])
     env = {
         "PATH": path,
         "HOME": str(home),
@@ -451,7 +464,7 @@ class GateRunner:
     ) -> CheckRun:
         """One check on one commit: from the cache, from a run in flight, or run now."""
         inputs = await asyncio.to_thread(repository.inputs_digest, self.repo, info.tree, spec.reads)
-        config_sha = spec.config_sha(config.salt)
+        config_sha = spec.config_sha(config.cache_salt)
         key = cache_key(spec.id, inputs, config_sha)
         cache = await self.cache(config.project)
         if not force:
@@ -557,7 +570,14 @@ class GateRunner:
             except (RepoError, OSError, KeyError) as exc:
                 return _error_verdict(spec, f"could not check out tree {info.tree}: {exc}"), None
             dirs = (work, out)
-            env = scrubbed_env(spec.env, out / "home", out / "tmp")
+            bin_dir = interpreter_dir(config.python) if config.python else None
+            if config.python and bin_dir is None:
+                return _error_verdict(
+                    spec,
+                    f"[project] python = {config.python!r} is not an interpreter on this "
+                    "machine; install it or fix the path in loopbus.toml",
+                ), None
+            env = scrubbed_env(spec.env, out / "home", out / "tmp", bin_dir)
             if executor is self._container:
                 env.update({"HOME": "/tmp", "TMPDIR": "/tmp"})
                 env.pop("PATH", None)  # the image's own PATH

@@ -173,12 +173,15 @@ class Merger(Daemon):
         head: str | None,
         cause: str | None,
         green: str | None = None,
+        force: bool = False,
     ) -> Sequence[Intent]:
-        """Run every check on trunk as it is now and record the verdict. A trunk the merger
-        did not move (``green``: the last green trunk) is judged with ``green``'s
-        configuration, and is red when it changes the gate configuration at all."""
+        """Run every check on trunk as it is now (``force``: past the cache) and record the
+        verdict. A trunk the merger did not move (``green``: the last green trunk) is judged
+        with ``green``'s configuration, and is red when it changes the gate configuration."""
         outside = green is not None and green != ref
-        verdict = await self.gates.run(self.repo, ref, trunk=green if outside else None)
+        verdict = await self.gates.run(
+            self.repo, ref, trunk=green if outside else None, force=force
+        )
         if outside:
             assert green is not None
             touched = await asyncio.to_thread(repository.changed_config, self.repo, green, ref)

@@ -112,8 +112,12 @@ def trunk(step: Step) -> list[Intent]:
     settled = settle(step, ref, checked)
     if settled is not None:
         return settled
+    if view.recheck is not None and view.recheck != view.rechecked:
+        return [recheck_trunk(step, ref, view.recheck)]
     if not checked.green:
         return red_trunk(step, ref, checked)
+    if view.red_findings:
+        return [step.publish(*facts.trunk_green_again(step.world, view.red_findings, checked))]
     return move_queue(step, ref)
 
 
@@ -129,6 +133,24 @@ def check_trunk(step: Step, ref: str) -> Effect:
     green = None if ours else view.green_commit
     return step.effect(
         "check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause, green=green
+    )
+
+
+def recheck_trunk(step: Step, ref: str, request: str) -> Effect:
+    """Run every check on trunk again, past the cache: an operator said its inputs may have
+    changed outside the repository (``loopbus trunk recheck``). A trunk the merger did not
+    move is still judged with the last green trunk's configuration."""
+    view = step.merges.trunk
+    ours = view.commit == ref and view.moved_by is not None
+    return step.effect(
+        "check-trunk",
+        f"{ref}:{request}",
+        ref=ref,
+        unit=None,
+        head=None,
+        cause=request,
+        green=None if ours else view.green_commit,
+        force=True,
     )
 
 

@@ -9,10 +9,11 @@ Every id that must not repeat is derived from what the fact answers.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from loopbus.projections import merges as merges_fold
 from loopbus.projections.merges import Advance, QueueEntry, RedRecord, Tested
-from loopbus.schemas import Actor, Event, FindingRaised
+from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.merges import (
     CandidateTested,
@@ -251,6 +252,20 @@ def candidate_tested(
         suite=verdict.suite,
         cause=entry.queued,
     )
+
+
+def trunk_green_again(world: Any, findings: list[str], checked: Tested) -> list[Event]:
+    """The red-trunk notices still open, resolved: trunk is checked green again."""
+    return [
+        FindingResolved(
+            id=answer_id(checked.id, f"green:{finding}"),
+            project=world.project,
+            actor=world.actor,
+            finding=finding,
+            why=f"trunk is green again at {checked.candidate[:12]}",
+        )
+        for finding in findings
+    ]
 
 
 def trunk_tested(

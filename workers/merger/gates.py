@@ -52,9 +52,16 @@ class TrunkGates(Protocol):
     """Runs the gates of ``commit`` in ``repo`` (all checks, or ``checks``)."""
 
     async def run(
-        self, repo: Path, commit: str, *, checks: Sequence[str] = (), trunk: str | None = None
+        self,
+        repo: Path,
+        commit: str,
+        *,
+        checks: Sequence[str] = (),
+        trunk: str | None = None,
+        force: bool = False,
     ) -> TrunkVerdict:
-        """``trunk``: judge with that commit's configuration (and keep its tests)."""
+        """``trunk``: judge with that commit's configuration (and keep its tests);
+        ``force``: run past the cache."""
         ...
 
 
@@ -65,11 +72,19 @@ class RunnerTrunkGates:
         self.runner = runner
 
     async def run(
-        self, repo: Path, commit: str, *, checks: Sequence[str] = (), trunk: str | None = None
+        self,
+        repo: Path,
+        commit: str,
+        *,
+        checks: Sequence[str] = (),
+        trunk: str | None = None,
+        force: bool = False,
     ) -> TrunkVerdict:
         if Path(repo).resolve() != self.runner.repo.resolve():
             raise ValueError(f"this gate runner serves {self.runner.repo}, not {repo}")
-        suite = await self.runner.run_commit(commit, checks=checks, reason="trunk", trunk=trunk)
+        suite = await self.runner.run_commit(
+            commit, checks=checks, reason="trunk", trunk=trunk, force=force
+        )
         return verdict_of(suite, commit)
 
 

@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import structlog
+from dulwich import porcelain
 from dulwich.merge import Merger, recursive_merge
 from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 from loopbus.workers.errors import RepoError
 from loopbus.workers.merger.entity_merge import (
@@ -31,6 +34,8 @@ from loopbus.workers.merger.entity_merge import (
     register_merge_driver,
 )
 from loopbus.workers.repository import commit_of, merge_bases, open_repo, ref_name
+
+log = structlog.get_logger()
 
 IDENTITY = b"loopbus merger <merger@loopbus.invalid>"
 TEXT_CAP = 4000
@@ -142,14 +147,42 @@ def restore(path: Path, trunk: str, tree: str, message: str) -> str:
 
 
 def move(path: Path, trunk: str, old: str | None, new: str) -> bool:
-    """Point ``trunk`` at ``new`` if it still points at ``old`` (``None``: does not exist)."""
+    """Point ``trunk`` at ``new`` if it still points at ``old`` (``None``: does not exist).
+
+    When trunk is the branch checked out in a working tree, the tree follows (see
+    :func:`follow_checkout`), so ``git status`` never shows the merge as phantom reverts.
+    """
     with open_repo(path) as repo:
         name = ref_name(trunk)
         note = b"loopbus merger: " + new.encode()[:12]
         if old is None:
-            return bool(repo.refs.add_if_new(name, ObjectID(new.encode()), message=note))
-        old_id, new_id = ObjectID(old.encode()), ObjectID(new.encode())
-        return bool(repo.refs.set_if_equals(name, old_id, new_id, message=note))
+            moved = bool(repo.refs.add_if_new(name, ObjectID(new.encode()), message=note))
+        else:
+            old_id, new_id = ObjectID(old.encode()), ObjectID(new.encode())
+            moved = bool(repo.refs.set_if_equals(name, old_id, new_id, message=note))
+        if moved:
+            follow_checkout(repo, name, new)
+        return moved
+
+
+def follow_checkout(repo: Repo, name: bytes, new: str) -> bool:
+    """Bring a checked-out trunk's index and files to ``new``; True when it did.
+
+    Only when the working tree was clean (nothing staged, nothing modified): a person's
+    uncommitted edits are never overwritten; they then see the merge as changes to commit
+    or discard, as after any fetch into a checked-out branch.
+    """
+    if repo.bare or repo.refs.get_symrefs().get(Ref(b"HEAD")) != name:
+        return False
+    state = porcelain.status(repo, untracked_files="no")
+    staged = any(state.staged[kind] for kind in ("add", "delete", "modify"))
+    # The index still describes the old trunk: against the new HEAD every merged file
+    # reads as staged, so "clean" means the files on disk equal the index.
+    if state.unstaged:
+        log.warning("merger.checkout_dirty", files=len(state.unstaged), staged=staged)
+        return False
+    porcelain.reset(repo, "hard", new.encode())
+    return True
 
 
 # -- internals ---------------------------------------------------------------------------

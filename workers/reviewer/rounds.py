@@ -16,7 +16,7 @@ from typing import Literal
 
 from loopbus.projections import convergence as conv
 from loopbus.projections import reviews as rv
-from loopbus.projections.findings import key_text
+from loopbus.projections.findings import FindingsState, key_text, open_findings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reviews import (
@@ -31,7 +31,7 @@ from loopbus.schemas.reviews import (
 from loopbus.schemas.targets import CodeTarget, Target
 from loopbus.workers.reviewer.diff import subtraction_reason
 from loopbus.workers.reviewer.facts import finding_key, halt_finding, open_id, stop_finding
-from loopbus.workers.reviewer.guards import Violation, is_security_finding
+from loopbus.workers.reviewer.guards import Violation, criteria_files, is_security_finding
 from loopbus.workers.reviewer.scene import Change, Scene
 from loopbus.workers.reviewer.verdicts import review_finding_key
 
@@ -181,6 +181,7 @@ def accept(
         for key, finding_id in scene.reviews.open_review.get(unit, {}).items()
         if key not in keys
     ]
+    fixed += gates_passed(scene, unit, claim.head, claim.id)
     accepted = VerdictAccepted(
         id=answer_id(claim.id, "accepted"),
         at=scene.now,
@@ -215,6 +216,25 @@ def accept(
         passed=decision == "approve",
     )
     return close_round(scene, closing)
+
+
+def gates_passed(scene: Scene, unit: str, head: str, seed: str) -> list[FindingResolved]:
+    """The unit's open gate findings from earlier rounds: a head under review passed every
+    gate, so what an earlier head failed is no longer raised."""
+    state: FindingsState = scene.world.state("findings")
+    return [
+        FindingResolved(
+            id=answer_id(seed, f"gates-passed:{finding.id}"),
+            at=scene.now,
+            project=scene.project,
+            actor=scene.actor,
+            finding=finding.id,
+            why=f"not raised again: the unit's gates passed on {head[:12]}",
+            unit=unit,
+        )
+        for finding in open_findings(state, unit)
+        if finding.producer == "gate_runner"
+    ]
 
 
 def _sort(scene: Scene, claim: ReviewVerdict, request: rv.RequestView, change: Change) -> _Sorted:
@@ -321,6 +341,8 @@ def _gate_findings(
 ) -> int:
     """Sort one failing result's findings into ``found``; return how many were kept."""
     mode = scene.config.review.subtraction
+    view = scene.units.units.get(unit)
+    contract = criteria_files(view.criteria) if view is not None else set()
     kept = 0
     for finding_id in result.findings if result is not None else []:
         finding = scene.reviews.gate_findings.get(finding_id)
@@ -330,6 +352,8 @@ def _gate_findings(
         if finding.path is not None:
             target = CodeTarget(path=finding.path, start=finding.start, end=finding.end)
         why = subtraction_reason(target, change.diff, mode) if target else None
+        if finding.path in contract:
+            why = None  # the unit's criteria are its contract, in files it may not edit
         if why is not None:
             found.resolutions.append(
                 FindingResolved(

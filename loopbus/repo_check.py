@@ -1,0 +1,72 @@
+"""What ``loopbus up --repo`` checks before it starts anything: the trunk and the config.
+
+One trunk for every daemon: ``--trunk`` when given, else the repository's current branch
+(what ``HEAD`` names, in a bare repository too). The configuration is read from the trunk
+commit — never from a working tree, which a bare repository does not have and which may
+hold uncommitted edits — and validated by the same code the daemons use, so a mistake is
+one line and exit 2 here instead of a crash loop later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopbus.errors import UsageError
+from loopbus.workers.agents import config as agent_config
+from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
+from loopbus.workers.gates.config import parse_config
+from loopbus.workers.merger.config import parse_merge_config
+from loopbus.workers.repository import commit_at, open_repo, resolve
+
+
+@dataclass(frozen=True)
+class RepoSetup:
+    """The repository as ``up`` will run it: its trunk, trunk's commit, and the project."""
+
+    path: Path
+    trunk: str
+    commit: str
+    project: str | None
+    bare: bool
+
+
+def current_branch(path: Path) -> str:
+    """The branch ``HEAD`` names (``HEAD`` itself when detached)."""
+    with open_repo(path) as repo:
+        target = repo.refs.get_symrefs().get(b"HEAD")
+        if target is None or not target.startswith(b"refs/heads/"):
+            return "HEAD"
+        return target.removeprefix(b"refs/heads/").decode()
+
+
+def check_repo(path: Path, trunk: str | None) -> RepoSetup:
+    """The repository's setup, or a one-line :class:`UsageError` saying what to fix."""
+    try:
+        branch = trunk or current_branch(path)
+        with open_repo(path) as repo:
+            bare = repo.bare
+            try:
+                commit = commit_at(repo, branch)
+            except RepoError:
+                if trunk is not None or branch == "main":
+                    raise
+                branch = "main"  # HEAD names a branch with no commit: the daemons' fallback
+                commit = commit_at(repo, branch)
+        info = resolve(path, commit.id.decode())
+    except RepoError as exc:
+        hint = f"--trunk {trunk}" if trunk else "its current branch"
+        raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
+    if info.config_text is None:
+        return RepoSetup(path, branch, info.commit, None, bare)
+    source = f"{CONFIG_FILE} on {branch} ({info.commit[:12]})"
+    try:
+        project = parse_config(info.config_text, source=source).project
+        agent_config.parse(info.config_text, repo=str(path))
+        parse_merge_config(info.config_text)
+    except ConfigError as exc:
+        message = str(exc)
+        if not message.startswith(source):
+            message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
+        raise UsageError(f"--repo {path}: {message}") from exc
+    return RepoSetup(path, branch, info.commit, project, bare)

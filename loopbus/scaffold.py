@@ -1,0 +1,152 @@
+"""What ``loopbus init DIR`` writes: a small runnable project and its first commit.
+
+The project, ``calc``, is a package with three unimplemented modules, a pending criterion
+test for each behaviour, a boot check, a ``loopbus.toml`` whose ``[build]`` and
+``[review]`` name the scripted agents shipped with loopbus (``loopbus.scripted``), and a
+plan of three units. Everything is committed on ``main`` with dulwich, so the directory
+is a repository the daemons can work on at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dulwich import porcelain
+from dulwich.repo import Repo
+
+PROJECT = "calc"
+TRUNK = "main"
+PLAN_FILE = "plan.toml"
+
+LOOPBUS_TOML = """\
+# loopbus.toml
+[project]
+id = "calc"
+
+[[check]]
+id = "tests"
+command = "python -m pytest -q -p no:cacheprovider tests"
+parser = "pytest"
+timeout = 120
+# One criterion test per behaviour; each unit removes its own line when it implements it.
+pending = [
+    # unit ops
+    "tests/test_criteria.py::test_add",
+    "tests/test_criteria.py::test_mul",
+    # unit stats
+    "tests/test_criteria.py::test_mean",
+    # unit fmt
+    "tests/test_criteria.py::test_format_total",
+]
+
+[[check]]
+id = "boot"
+command = "python -m calc --probe"
+parser = "exit-code"
+timeout = 60
+
+[build]
+command = "python -m loopbus.scripted.builder"
+roster = ["b1", "b2"]
+timeout = "2m"
+mode = "long"
+
+[review]
+command = "python -m loopbus.scripted.reviewer"
+roster = ["r1"]
+timeout = "1m"
+"""
+
+PLAN_TOML = """\
+# plan.toml
+[slice]
+id = "S1"
+
+[[unit]]
+id = "ops"
+title = "add and multiply two numbers"
+files = ["calc/ops.py"]
+criteria = ["tests/test_criteria.py::test_add", "tests/test_criteria.py::test_mul"]
+
+[[unit]]
+id = "stats"
+title = "the mean of a list"
+files = ["calc/stats.py"]
+criteria = ["tests/test_criteria.py::test_mean"]
+
+[[unit]]
+id = "fmt"
+title = "format a total for people"
+files = ["calc/fmt.py"]
+criteria = ["tests/test_criteria.py::test_format_total"]
+"""
+
+FILES: dict[str, str] = {
+    "loopbus.toml": LOOPBUS_TOML,
+    PLAN_FILE: PLAN_TOML,
+    ".gitignore": "__pycache__/\n.loopbus/\n",
+    "README.md": (
+        "# calc\n\nA project scaffolded by `loopbus init`. Run the loop on it with\n"
+        "`loopbus up --repo .` and `loopbus plan submit plan.toml --project calc`.\n"
+    ),
+    "calc/__init__.py": '"""A small calculator, built unit by unit by loopbus."""\n',
+    "calc/__main__.py": (
+        '"""`python -m calc --probe`: the boot check. It starts the package and uses every\n'
+        'module once; it exits 1 only if that raises."""\n'
+        "\nimport sys\n\n"
+        "from calc.fmt import format_total\nfrom calc.ops import add, mul\n"
+        "from calc.stats import mean\n\n"
+        'if __name__ == "__main__" and "--probe" in sys.argv:\n'
+        '    print("calc boots:", format_total(mean([add(1, 2), mul(2, 3)])))\n'
+    ),
+    "calc/ops.py": (
+        '"""Arithmetic on two numbers."""\n\n\n'
+        "def add(a: float, b: float) -> float:\n    return 0\n\n\n"
+        "def mul(a: float, b: float) -> float:\n    return 0\n"
+    ),
+    "calc/stats.py": (
+        '"""Statistics over a list of numbers."""\n\n\n'
+        "def mean(xs: list[float]) -> float:\n    return 0.0\n"
+    ),
+    "calc/fmt.py": (
+        '"""Formatting totals for people."""\n\n\n'
+        'def format_total(value: float) -> str:\n    return ""\n'
+    ),
+    "tests/__init__.py": "",
+    "tests/test_package.py": (
+        '"""An ordinary test: the package imports."""\n\nimport calc\n\n\n'
+        "def test_the_package_imports() -> None:\n    assert calc.__doc__\n"
+    ),
+    "tests/test_criteria.py": (
+        '"""The acceptance criteria, one test each (pending until a unit implements it)."""\n\n'
+        "from calc.fmt import format_total\nfrom calc.ops import add, mul\n"
+        "from calc.stats import mean\n\n\n"
+        "def test_add() -> None:\n    assert add(2, 3) == 5\n\n\n"
+        "def test_mul() -> None:\n    assert mul(2, 3) == 6\n\n\n"
+        "def test_mean() -> None:\n    assert mean([1, 2, 3]) == 2\n\n\n"
+        'def test_format_total() -> None:\n    assert format_total(2.5) == "2.50"\n'
+    ),
+}
+
+
+def write(directory: Path) -> Path:
+    """Write the project into ``directory`` (which must be empty or absent) and commit it
+    on ``main``; returns the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in FILES.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    commit_all(directory, "scaffold: calc, its criteria, its plan (loopbus init)")
+    return directory
+
+
+def commit_all(directory: Path, message: str) -> str:
+    """Initialise a repository in ``directory`` and commit every file of :data:`FILES` on
+    ``main`` (HEAD names it, so trunk is the current branch); returns the commit."""
+    with Repo.init(str(directory)) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", f"refs/heads/{TRUNK}".encode())
+        porcelain.add(repo, [str(directory / name) for name in FILES])
+        author = b"loopbus init <init@loopbus.invalid>"
+        sha = porcelain.commit(repo, message.encode(), author=author, committer=author)
+        return sha.decode()

@@ -1,0 +1,53 @@
+"""The scripted reviewer: ``python -m loopbus.scripted.reviewer`` (see docs/review.md).
+
+It reads what every reviewer gets (the diff, the gate results, the criteria) and judges
+the diff by one rule a person would apply to the scaffolded project: a division by
+``len(...)`` added without a guard for the empty case is a defect. Anything else is
+approved. Deterministic: the same diff always gets the same verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+DIVISION = re.compile(r"/\s*len\(")
+
+
+def review(diff: str) -> dict[str, Any]:
+    findings: list[dict[str, Any]] = []
+    path, line = "", 0
+    guarded = "if not " in diff
+    for text in diff.splitlines():
+        if text.startswith("+++ "):
+            path = text[4:].removeprefix("b/")
+        elif match := HUNK.match(text):
+            line = int(match[1])
+        elif text.startswith("+"):
+            if DIVISION.search(text) and not guarded:
+                findings.append(
+                    {
+                        "target": {"type": "code", "path": path, "start": line, "end": line},
+                        "severity": "high",
+                        "message": "divides by the length of an empty list: guard the empty case",
+                    }
+                )
+            line += 1
+        elif not text.startswith("-"):
+            line += 1
+    if findings:
+        return {"verdict": "reject", "summary": "an unguarded division", "findings": findings}
+    return {"verdict": "approve", "summary": "reads right", "findings": []}
+
+
+def main() -> int:
+    document = json.load(sys.stdin)
+    print(json.dumps(review(document["diff"])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""The demo's timeline: one plain line for each event a newcomer should see happen.
+
+Pure over events, except for the question "which files did this merged unit share with
+units merged before it", which the caller answers from the repository (``shared``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loopbus.schemas import Event, FindingRaised, UnitTransitioned
+from loopbus.schemas.decisions import DecisionRecorded, DecisionRequested
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.merges import TrunkAdvanced
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.reviews import VerdictAccepted
+from loopbus.schemas.slices import SliceClosed, SlicePlanAccepted, UnitDispatched
+
+Shared = Callable[[TrunkAdvanced], list[tuple[str, list[str]]]]
+"""(earlier merged unit, files both changed) for a merge."""
+
+
+class Timeline:
+    """Turns events into lines, remembering the little it needs (rounds per unit)."""
+
+    def __init__(self, shared: Shared | None = None) -> None:
+        self.shared = shared
+        self.rounds: dict[str, int] = {}
+
+    def lines(self, event: Event) -> list[str]:
+        match event:
+            case SlicePlanAccepted(plan=plan):
+                units = ", ".join(u.id for u in plan.units)
+                return [f"plan {plan.slice} accepted: {len(plan.units)} units ({units})"]
+            case UnitDispatched():
+                return [
+                    f"{event.unit}: dispatched (position {event.position + 1}) on "
+                    f"{(event.base or '?')[:12]}"
+                ]
+            case CommitReport(actor=actor):
+                self.rounds[event.unit] = self.rounds.get(event.unit, 0) + 1
+                return [
+                    f"{event.unit}: builder {actor.principal} committed {event.sha[:12]} "
+                    f"(round {self.rounds[event.unit]})"
+                ]
+            case GateSuiteCompleted(reason="unit", unit=unit) if unit:
+                colour = "green" if event.outcome == "pass" else "red"
+                return [f"{unit}: gates {colour} on {(event.commit or '?')[:12]}"]
+            case FindingRaised(producer="gate_runner", unit=unit) if unit:
+                return [f"{unit}:   gate finding: {event.message}"]
+            case FindingRaised(producer="reviewer", unit=unit) if unit:
+                return [f"{unit}:   review finding: {event.message}"]
+            case VerdictAccepted():
+                return [f"{event.unit}: review by {event.reviewer}: {event.decision}"]
+            case DecisionRequested(routed="operator"):
+                return [f"{event.unit}: decision {event.decision_id} waits on the operator"]
+            case DecisionRecorded():
+                return [
+                    f"{event.unit}: novel decision {event.decision_id!r} -> {event.chosen} "
+                    f"(by {event.by}, confidence {event.stated_confidence or event.confidence}): "
+                    f"{event.question}"
+                ]
+            case TrunkAdvanced():
+                lines = [f"{event.unit}: merged into {event.trunk} as {event.merge[:12]}"]
+                for other, files in self.shared(event) if self.shared else []:
+                    lines.append(
+                        f"{event.unit}:   {', '.join(files)} also changed by {other}: "
+                        "combined by the entity merge driver"
+                    )
+                return lines
+            case UnitTransitioned(state=state) if state in ("done", "failed", "lost"):
+                why = f" ({event.outcome.summary})" if event.outcome and state != "done" else ""
+                return [f"{event.unit}: {state.upper()}{why}"]
+            case SliceClosed(boot=boot):
+                return [
+                    f"slice {event.slice} closed: boot {boot.outcome} ({boot.command}); "
+                    f"{len(event.done)} done, {len(event.failed)} failed, {len(event.lost)} lost"
+                ]
+        return []

@@ -1,0 +1,133 @@
+"""The ``builds`` projection: which units owe a builder round, and the decisions around them.
+
+A unit owes a round when something asked for work since the builder last answered:
+
+* its dispatch (``unit.dispatched``),
+* a red gate suite for its head (the units daemon makes no transition for a red suite on
+  a unit that was not ready, so this fold reads the suite itself),
+* a ``returned`` transition (a review rejected it, its merge conflicted or turned trunk red),
+* a decision recorded for it (the builder runs again with the decision in its brief),
+* an ``unblocked`` transition (what it waited on arrived: the operator answered, the
+  sibling unit is done).
+
+That event is the unit's *trigger*. A builder's commit, blocked or gave-up claim on the
+unit answers the trigger it follows; a round whose builder asked a novel decision is
+answered by the decision request. So "a round is owed" is derived from the log alone,
+and a restarted builder daemon runs exactly the rounds still owed.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, UnitTransitioned
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
+from loopbus.schemas.slices import UnitDispatched
+
+TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
+
+
+class UnitBuild(msgspec.Struct, kw_only=True):
+    """What the builder side knows about one unit."""
+
+    unit: str
+    slice: str = ""
+    base: str | None = None
+    """The trunk commit it was (last) dispatched on."""
+    design_ref: str | None = None
+    head: str | None = None
+    """The unit's head as the system accepted it (from its transitions)."""
+    trigger: str | None = None
+    trigger_kind: str = ""
+    answered: str | None = None
+    """The trigger the builder last answered."""
+    started_for: str | None = None
+    """The dispatch a builder's started report followed."""
+    rounds: int = 0
+    """Commits the builder submitted (the next round is ``rounds + 1``)."""
+    red_suite: str | None = None
+    """The last red suite for the head (its failing checks are findings in the brief)."""
+    asked: dict[str, int] = {}
+    """Decision id -> how many times a builder returned it."""
+    awaiting: dict[str, DecisionRequested] = {}
+    """Decisions routed to the operator and not recorded yet."""
+    choices: list[DecisionChoice] = []
+    """Operator choices not turned into a recorded decision yet."""
+    decisions: dict[str, DecisionRecorded] = {}
+    """Decisions in force, by id."""
+    decided_findings: list[str] = []
+    """The findings of operator decisions since recorded (the unit may wait on one)."""
+
+    def owes_round(self) -> bool:
+        return self.trigger is not None and self.trigger != self.answered
+
+
+class BuildsState(msgspec.Struct):
+    units: dict[str, UnitBuild] = {}
+
+
+def initial() -> BuildsState:
+    return BuildsState()
+
+
+def _unit(state: BuildsState, unit: str) -> UnitBuild:
+    view = state.units.get(unit)
+    if view is None:
+        view = state.units[unit] = UnitBuild(unit=unit)
+    return view
+
+
+def _trigger(view: UnitBuild, event_id: str, kind: str) -> None:
+    view.trigger, view.trigger_kind = event_id, kind
+
+
+def apply(state: BuildsState, event: Event) -> BuildsState:
+    match event:
+        case UnitDispatched(unit=unit):
+            view = _unit(state, unit)
+            view.slice, view.base, view.design_ref = event.slice, event.base, event.design_ref
+            _trigger(view, event.id, "dispatched")
+        case UnitTransitioned(unit=unit) if event.unit in state.units:
+            view = state.units[unit]
+            if event.commit is not None:
+                view.head = event.commit
+            if event.by in ("returned", "unblocked"):
+                _trigger(view, event.id, event.by)
+        case GateSuiteCompleted(unit=unit) if unit in state.units and event.reason == "unit":
+            view = state.units[unit]
+            if event.outcome != "pass" and event.commit is not None and event.commit == view.head:
+                view.red_suite = event.id
+                _trigger(view, event.id, "gates-red")
+        case StartedReport(unit=unit) if event.actor.role == "builder" and unit in state.units:
+            view = state.units[unit]
+            view.started_for = view.trigger
+        case CommitReport() | BlockedReport() | GaveUpReport() if event.actor.role == "builder":
+            answering = state.units.get(event.unit)
+            if answering is not None:
+                answering.answered = answering.trigger
+                if isinstance(event, CommitReport):
+                    answering.rounds += 1
+        case DecisionRequested(unit=unit) if unit in state.units:
+            view = state.units[unit]
+            view.asked[event.decision_id] = view.asked.get(event.decision_id, 0) + 1
+            view.answered = view.trigger
+            if event.routed == "operator":
+                view.awaiting[event.decision_id] = event
+        case DecisionChoice(unit=unit) if unit in state.units:
+            state.units[unit].choices.append(event)
+        case DecisionRecorded(unit=str(unit), decision_id=str(key)) if unit in state.units:
+            view = state.units[unit]
+            view.decisions[key] = event
+            asked = view.awaiting.pop(key, None)
+            if asked is not None and asked.finding:
+                view.decided_findings.append(asked.finding)
+            view.choices = [c for c in view.choices if c.decision_id != key]
+            _trigger(view, event.id, "decided")
+        case _:
+            pass
+    return state
+
+
+FOLD = Fold(name="builds", state_type=BuildsState, initial=initial, apply=apply)

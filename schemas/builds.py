@@ -1,0 +1,232 @@
+"""What a builder command is given and what it answers: the brief and the envelope.
+
+The builder daemon runs a project's ``[build] command`` once per round of a unit. The
+command reads one JSON :class:`Brief` on stdin and prints one JSON :class:`BuildEnvelope`
+on stdout. Neither is an event: they never reach the log as such. The daemon turns the
+envelope into the builder's claims (a commit, a block, a give-up, a usage report) and
+into decision facts, so an agent never needs NATS or credentials.
+
+Both documents carry a ``schema`` string (``loopbus.brief.v1``, ``loopbus.envelope.v1``)
+so that a change of shape is a new version an agent can check for, like an event tag.
+Their JSON Schemas (:func:`brief_schema`, :func:`envelope_schema`) are generated from the
+Structs and printed in ``docs/agents.md``; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.ids import TOKEN_PATTERN
+
+BRIEF_SCHEMA = "loopbus.brief.v1"
+ENVELOPE_SCHEMA = "loopbus.envelope.v1"
+
+DecisionKey = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
+"""A decision or option id: one token (letters, digits, '_' or '-', at most 64)."""
+
+BuildStatus = Literal[
+    "completed", "partial", "blocked", "needs_dependency", "scope_breach", "failed"
+]
+BUILD_STATUSES: tuple[BuildStatus, ...] = (
+    "completed",
+    "partial",
+    "blocked",
+    "needs_dependency",
+    "scope_breach",
+    "failed",
+)
+Confidence = Literal["high", "med", "low"]
+BuildMode = Literal["long", "normal"]
+BUILD_MODES: tuple[BuildMode, ...] = ("long", "normal")
+
+
+# -- the brief (stdin) --------------------------------------------------------------------
+
+
+class BriefCriterion(msgspec.Struct, frozen=True, kw_only=True):
+    """A criterion test the unit must make pass, and the test's source text at base."""
+
+    test: str
+    text: str = ""
+
+
+class BriefFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """An open finding the round must address."""
+
+    id: str
+    target: str
+    severity: str
+    criterion: str = ""
+    message: str
+
+
+class BriefOption(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    summary: str = ""
+
+
+class BriefDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """A decision in force for the unit: what was asked, what was chosen, and by whom."""
+
+    decision_id: str
+    question: str
+    chosen: str
+    by: str
+    rationale: str = ""
+
+
+class Brief(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a builder command needs for one round of one unit."""
+
+    schema: str = BRIEF_SCHEMA
+    project: str
+    slice: str
+    unit: str
+    title: str = ""
+    files: list[str] = []
+    """The files the unit owns: the only ones it may change."""
+    criteria: list[BriefCriterion] = []
+    design_ref: str | None = None
+    design: str = ""
+    """The content of ``design_ref`` at the round's base (empty when none)."""
+    base: str
+    """The commit the round's worktree starts from (the dispatch base, then the unit's head)."""
+    round: int = 1
+    findings: list[BriefFinding] = []
+    rung: int = 0
+    tactic: str = ""
+    decisions: list[BriefDecision] = []
+    problem: str = ""
+    """Why the previous answer was refused (a malformed envelope), when this is a retry."""
+
+
+# -- the envelope (stdout) ----------------------------------------------------------------
+
+
+class DecisionOption(msgspec.Struct, frozen=True, kw_only=True):
+    """One way to settle a novel decision and what it costs."""
+
+    id: DecisionKey
+    summary: str = ""
+    user_impact: str = ""
+    performance: str = ""
+    speed: str = ""
+    cost: str = ""
+
+
+class NovelDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """A choice the builder met that nothing in its brief settles."""
+
+    decision_id: DecisionKey
+    question: str
+    options: Annotated[list[DecisionOption], msgspec.Meta(min_length=2)]
+    recommended_default: DecisionKey
+    confidence: Confidence
+    reasoning: str = ""
+
+    def __post_init__(self) -> None:
+        ids = [option.id for option in self.options]
+        if len(set(ids)) != len(ids):
+            raise InvalidValue("options", ids, "every option needs its own id")
+        if self.recommended_default not in ids:
+            raise InvalidValue(
+                "recommended_default",
+                self.recommended_default,
+                f"name one of the options ({', '.join(ids)})",
+            )
+
+
+class BuildEnvelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a builder command prints on stdout when it ends."""
+
+    schema: Literal["loopbus.envelope.v1"] = "loopbus.envelope.v1"
+    status: BuildStatus
+    summary: str = ""
+    novel_decisions: list[NovelDecision] = []
+    tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
+    subject: str = ""
+    """For ``blocked``: the finding it waits on; for ``needs_dependency``: the sibling unit."""
+
+
+class EnvelopeProblem(msgspec.Struct, frozen=True, kw_only=True):
+    """Why an answer is not an envelope: the field (``$`` for the whole), and what was wrong."""
+
+    field: str
+    value: str
+    message: str
+
+    def line(self) -> str:
+        return f"envelope field {self.field} = {self.value}: {self.message}"
+
+
+_envelope_decoder = msgspec.json.Decoder(BuildEnvelope)
+
+
+def decode_envelope(stdout: bytes) -> BuildEnvelope | EnvelopeProblem:
+    """The envelope in ``stdout`` (its last non-empty line, or the whole output), or the
+    problem naming the field and value."""
+    text = stdout.decode("utf-8", "replace").strip()
+    if not text:
+        return EnvelopeProblem(field="$", value="''", message="printed nothing on stdout")
+    candidates = [text]
+    last = text.splitlines()[-1].strip()
+    if last != text:
+        candidates.append(last)  # a command may log above its answer
+    problem: EnvelopeProblem | None = None
+    for candidate in candidates:
+        try:
+            return _envelope_decoder.decode(candidate)
+        except msgspec.ValidationError as exc:
+            problem = _problem(candidate, str(exc))
+        except msgspec.DecodeError as exc:
+            problem = problem or EnvelopeProblem(
+                field="$", value=_short(repr(candidate)), message=f"not JSON ({exc})"
+            )
+    assert problem is not None
+    return problem
+
+
+def _problem(text: str, error: str) -> EnvelopeProblem:
+    # msgspec says "... - at `$.novel_decisions[0].confidence`"; read the value there.
+    where = error.rsplit(" - at `", 1)
+    path = where[1].rstrip("`") if len(where) == 2 else "$"
+    message = where[0]
+    inner = re.match(r"^(\w+)=.* is not valid: (.*)$", message)
+    if inner:  # an invariant of a nested Struct: name its own field
+        path, message = f"{path}.{inner[1]}", inner[2]
+    value: Any = msgspec.json.decode(text.encode())
+    for step in _steps(path):
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            value = None
+            break
+    return EnvelopeProblem(
+        field=path, value=_short(msgspec.json.encode(value).decode()), message=message
+    )
+
+
+def _steps(path: str) -> list[str | int]:
+    steps: list[str | int] = []
+    for part in path.removeprefix("$").replace("[", ".[").split("."):
+        if not part:
+            continue
+        steps.append(int(part[1:-1]) if part.startswith("[") else part)
+    return steps
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def brief_schema() -> dict[str, Any]:
+    """The JSON Schema of the brief, generated from :class:`Brief`."""
+    return msgspec.json.schema(Brief)
+
+
+def envelope_schema() -> dict[str, Any]:
+    """The JSON Schema of the envelope, generated from :class:`BuildEnvelope`."""
+    return msgspec.json.schema(BuildEnvelope)

@@ -1,0 +1,234 @@
+"""The loop's own overhead per unit: a slice of N units with an instant builder and reviewer.
+
+    python tests/benchmarks/bench_loop_overhead.py [--units 20] [--timeout 900]
+
+A generated project of N modules, each with one pending criterion test, is run through
+every daemon exactly as ``loopbus demo`` runs one (embedded server, ``Supervisor``, the
+builder daemon running a builder that writes the module and clears its own pending
+marker at once, a reviewer that approves at once). Measured from the log of this run:
+
+* dispatch -> DONE per unit (``unit.dispatched`` to the ``merged`` transition);
+* the part of it spent in gates: every gate result recorded for the unit's commits and
+  for its merge (unit suite, merge candidate, trunk), summed per unit;
+* the raw baseline, measured in the same run: the project's check command run directly on
+  the final trunk's files, with no loopbus, once per gate run a unit needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dulwich import porcelain
+from dulwich.repo import Repo
+from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from loopbus.schemas import Actor, Event, UnitTransitioned, project_subjects
+from loopbus.schemas.gates import GateResultRecorded
+from loopbus.schemas.merges import TrunkAdvanced
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.slices import (
+    PlannedUnit,
+    PlanSubmission,
+    SliceClosed,
+    SlicePlan,
+    UnitDispatched,
+)
+from loopbus.workers.runtime import configure_logging
+
+from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
+from loopbus.supervisor import Supervisor, UpSettings
+
+PROJECT = "bench"
+CHECK = "python -m pytest -q -p no:cacheprovider tests"
+
+BUILDER = r"""
+import json, re, sys
+from pathlib import Path
+brief = json.load(sys.stdin)
+unit = brief["unit"]
+Path(f"pkg/{unit}.py").write_text("def value() -> int:\n    return 1\n")
+config = Path("loopbus.toml")
+own = {c["test"] for c in brief["criteria"]}
+config.write_text("".join(l for l in config.read_text().splitlines(True)
+                          if not any(f'"{t}",' in l for t in own)))
+print(json.dumps({"status": "completed", "summary": unit, "tokens": 1}))
+"""
+
+REVIEWER = 'import json, sys; json.load(sys.stdin); print(json.dumps({"verdict": "approve"}))\n'
+
+
+def project(root: Path, units: int) -> Path:
+    """The generated repository: N stub modules, N pending criteria, committed on main."""
+    repo_dir = root / PROJECT
+    (repo_dir / "pkg").mkdir(parents=True)
+    (repo_dir / "tests").mkdir()
+    (repo_dir / "pkg" / "__init__.py").write_text("")
+    (repo_dir / "tests" / "__init__.py").write_text("")
+    (repo_dir / "tests" / "test_ok.py").write_text("def test_ok() -> None:\n    assert True\n")
+    pending = []
+    for i in range(units):
+        name = f"m{i:02d}"
+        (repo_dir / "pkg" / f"{name}.py").write_text("def value() -> int:\n    return 0\n")
+        (repo_dir / "tests" / f"test_{name}.py").write_text(
+            f"from pkg.{name} import value\n\n\n"
+            "def test_value() -> None:\n    assert value() == 1\n"
+        )
+        pending.append(f'    # {name}\n    "tests/test_{name}.py::test_value",\n')
+    (root / "agents").mkdir()
+    (root / "agents" / "builder.py").write_text(BUILDER)
+    (root / "agents" / "reviewer.py").write_text(REVIEWER)
+    (repo_dir / "loopbus.toml").write_text(
+        f'[project]\nid = "{PROJECT}"\n\n[[check]]\nid = "tests"\ncommand = "{CHECK}"\n'
+        f'parser = "pytest"\npending = [\n{"".join(pending)}]\n\n'
+        '[[check]]\nid = "boot"\ncommand = "python -c \'import pkg\'"\n\n'
+        f'[build]\ncommand = "python {root / "agents" / "builder.py"}"\nroster = ["b1"]\n'
+        f'mode = "long"\n\n[review]\ncommand = "python {root / "agents" / "reviewer.py"}"\n'
+        'roster = ["r1"]\n'
+    )
+    with Repo.init(str(repo_dir)) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        files = [str(p) for p in repo_dir.rglob("*") if p.is_file() and ".git" not in p.parts]
+        porcelain.add(repo, files)
+        porcelain.commit(repo, b"bench project", author=b"b <b@x>", committer=b"b <b@x>")
+    return repo_dir
+
+
+async def run_slice(root: Path, repo: Path, units: int, timeout: float) -> list[Event]:
+    server = EmbeddedServer(root / "data", port=free_port())
+    await server.start()
+    bus = await connect(server.url, name="bench")
+    supervisor = Supervisor(
+        UpSettings(
+            nats_url=server.url,
+            data_dir=root / "data",
+            heartbeat_lapse=DEFAULT_HEARTBEAT_LAPSE,
+            repo=repo,
+            trunk="main",
+        )
+    )
+    running = asyncio.create_task(supervisor.run())
+    try:
+        await ensure_log(bus.js)
+        plan = SlicePlan(
+            slice="S1",
+            units=[
+                PlannedUnit(
+                    id=f"m{i:02d}",
+                    files=[f"pkg/m{i:02d}.py"],
+                    criteria=[f"tests/test_m{i:02d}.py::test_value"],
+                )
+                for i in range(units)
+            ],
+        )
+        planner = Actor(role="planner", principal="bench")
+        await bus.publish(PlanSubmission(project=PROJECT, actor=planner, plan=plan))
+        return await asyncio.wait_for(collect(bus), timeout)
+    finally:
+        supervisor.stopping.set()
+        await running
+        await bus.close()
+        server.stop()
+
+
+async def collect(bus: Bus) -> list[Event]:
+    events: list[Event] = []
+    async for record in read(bus, subjects=[project_subjects(PROJECT)], follow=True):
+        if record.event is not None:
+            events.append(record.event)
+            if isinstance(record.event, SliceClosed):
+                return events
+    raise RuntimeError("the log ended")
+
+
+def measure(events: list[Event]) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """(dispatch -> DONE seconds, gate seconds, gate runs) per unit, from the log."""
+    dispatched: dict[str, float] = {}
+    done: dict[str, float] = {}
+    commits: dict[str, str] = {}  # commit -> unit (the unit's own and its merge commits)
+    for event in events:
+        match event:
+            case UnitDispatched():
+                dispatched.setdefault(event.unit, event.at.timestamp())
+            case CommitReport():
+                commits[event.sha] = event.unit
+            case TrunkAdvanced():
+                commits[event.merge] = event.unit
+            case UnitTransitioned(state="done"):
+                done[event.unit] = event.at.timestamp()
+    gates: dict[str, float] = {unit: 0.0 for unit in done}
+    runs: dict[str, int] = {unit: 0 for unit in done}
+    for event in events:
+        if isinstance(event, GateResultRecorded) and event.commit in commits:
+            unit = commits[event.commit]
+            if unit in gates:
+                gates[unit] += event.duration_s
+                runs[unit] += 1
+    total = {unit: done[unit] - dispatched[unit] for unit in done}
+    return total, gates, runs
+
+
+def raw_check(repo: Path) -> float:
+    """The check command on trunk's files, started directly (best of three)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run(CHECK.split(), cwd=repo, capture_output=True, check=False)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=900)
+    args = parser.parse_args()
+    configure_logging("error")
+    root = Path(tempfile.mkdtemp(prefix="loopbus-bench-"))
+    try:
+        repo = project(root, args.units)
+        started = time.perf_counter()
+        events = asyncio.run(run_slice(root, repo, args.units, args.timeout))
+        wall = time.perf_counter() - started
+        porcelain.reset(str(repo), "hard", b"refs/heads/main")
+        raw = raw_check(repo)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    total, gates, runs = measure(events)
+    closed = events[-1]
+    assert isinstance(closed, SliceClosed)
+    n = len(total)
+    median = statistics.median
+    per_unit_overhead = [total[u] - gates[u] for u in total]
+    print(
+        f"units done: {n} of {args.units}; slice closed in {wall:.1f}s wall "
+        f"(boot {closed.boot.outcome})"
+    )
+    print(
+        f"dispatch -> DONE per unit: median {median(total.values()):.2f}s, "
+        f"max {max(total.values()):.2f}s"
+    )
+    print(
+        f"gate time per unit: median {median(gates.values()):.2f}s over "
+        f"median {median(runs.values()):.0f} gate runs"
+    )
+    print(
+        f"not gates (loop overhead + waiting in queues) per unit: median "
+        f"{median(per_unit_overhead):.2f}s"
+    )
+    print(
+        f"raw check run (no loopbus): {raw:.2f}s; one unit's gate runs cost "
+        f"{median(gates.values()) / (raw * median(runs.values())):.2f}x the raw runs; "
+        f"dispatch -> DONE is {median(total.values()) / raw:.1f}x one raw run"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

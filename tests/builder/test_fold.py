@@ -1,0 +1,69 @@
+"""The builds projection alone, on event lists: which units owe a builder round."""
+
+from __future__ import annotations
+
+from loopbus.projections.builds import FOLD
+from loopbus.schemas import Actor
+from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
+from loopbus.schemas.ids import new_id
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.slices import UnitDispatched
+from loopbus.schemas.units import UnitTransitioned
+
+SYSTEM = Actor(role="system", principal="tests")
+B1 = Actor(role="builder", principal="b1")
+HEAD = "a" * 40
+
+
+def dispatched() -> UnitDispatched:
+    return UnitDispatched(
+        project="p", actor=SYSTEM, slice="S", unit="U", wave=0, sub_wave=0, position=0,
+        base="b" * 40,
+    )  # fmt: skip
+
+
+def suite(outcome: str, commit: str = HEAD) -> GateSuiteCompleted:
+    entry = SuiteEntry(check="tests", outcome=outcome, cached=False, result=new_id(), duration_s=0)  # type: ignore[arg-type]
+    return GateSuiteCompleted(
+        project="p", actor=SYSTEM, commit=commit, unit="U", reason="unit", outcome=outcome,  # type: ignore[arg-type]
+        checks=[entry], runner="r",
+    )  # fmt: skip
+
+
+def committed() -> list[object]:
+    report = CommitReport(project="p", actor=B1, unit="U", sha=HEAD)
+    moved = UnitTransitioned(
+        project="p", actor=SYSTEM, unit="U", prior="working", state="working", by="commit",
+        cause=report.id, commit=HEAD,
+    )  # fmt: skip
+    return [report, moved]
+
+
+def test_a_dispatch_owes_a_round_until_the_builder_commits() -> None:
+    """Dispatch sets the trigger; the builder's commit answers it."""
+    state = FOLD.fold([dispatched()])
+    assert state.units["U"].owes_round() and state.units["U"].trigger_kind == "dispatched"
+    state = FOLD.fold(committed(), state)  # type: ignore[arg-type]
+    assert not state.units["U"].owes_round() and state.units["U"].rounds == 1
+
+
+def test_a_red_suite_for_the_head_owes_another_round() -> None:
+    """A failing unit suite on the unit's head asks for a round; a passing one does not."""
+    state = FOLD.fold([dispatched(), *committed(), suite("pass")])  # type: ignore[list-item]
+    assert not state.units["U"].owes_round()
+    state = FOLD.fold([suite("fail")], state)
+    assert state.units["U"].owes_round() and state.units["U"].trigger_kind == "gates-red"
+
+
+def test_a_red_suite_for_another_commit_changes_nothing() -> None:
+    """Only the head's suite counts: an old commit's red suite is not this round's."""
+    state = FOLD.fold([dispatched(), *committed(), suite("fail", commit="c" * 40)])  # type: ignore[list-item]
+    assert not state.units["U"].owes_round()
+
+
+def test_another_principals_commit_claim_does_not_answer_for_the_builder() -> None:
+    """An operator's commit claim is not the builder's answer."""
+    operator = Actor(role="operator", principal="olive")
+    report = CommitReport(project="p", actor=operator, unit="U", sha=HEAD)
+    state = FOLD.fold([dispatched(), report])
+    assert state.units["U"].owes_round()

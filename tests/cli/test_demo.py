@@ -1,0 +1,73 @@
+"""`loopbus demo` and `loopbus init`, run as a newcomer runs them."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dulwich import porcelain
+
+from .conftest import loopbus
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
+    """The demo shows every step of the loop happen and exits 0 with the slice closed."""
+    result = loopbus("demo", "--timeout", "240", timeout=300)
+    assert result.code == 0, result.out + result.err
+    out = result.out
+    for needle in (
+        "plan S1 accepted: 3 units (ops, stats, fmt)",
+        "ops: dispatched (position 1)",
+        "stats: dispatched (position 2)",
+        "fmt: dispatched (position 3)",
+        "ops: gates red",
+        "tests/test_criteria.py::test_mul failed",
+        "ops: builder b1 committed",
+        "stats: review by r1: reject",
+        "divides by the length of an empty list",
+        "stats: review by r1: approve",
+        "fmt: novel decision 'rounding' -> cents (by auto, confidence high)",
+        "combined by the entity merge driver",
+        "ops: DONE",
+        "stats: DONE",
+        "fmt: DONE",
+        "slice S1 closed: boot pass (python -m calc --probe); 3 done, 0 failed, 0 lost",
+    ):
+        assert needle in out, f"{needle!r} missing from the demo's timeline:\n{out}"
+    lines = out.splitlines()
+    dispatched = [i for i, line in enumerate(lines) if ": dispatched (position" in line]
+    assert [lines[i].split("] ")[1].split(":")[0] for i in dispatched] == ["ops", "stats", "fmt"]
+    assert "calc/__init__.py" in out  # two units edited that one file
+
+
+def test_init_scaffolds_a_committed_project(tmp_path: Path) -> None:
+    """init writes a project whose trunk is main with every file committed, whose ordinary
+    test passes and whose criteria are pending; a non-empty directory is refused."""
+    target = tmp_path / "calc"
+    result = loopbus("init", str(target))
+    assert result.code == 0, result.err
+    assert f"loopbus up --repo {target}" in result.out
+    status = subprocess.run(
+        ["git", "-C", str(target), "status", "--porcelain", "--branch"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert status.stdout.splitlines() == ["## main"]
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=target, capture_output=True, text=True,
+    )  # fmt: skip
+    assert "4 failed, 1 passed" in tests.stdout  # the 4 pending criteria fail on their assert
+    check = loopbus("plan", "check", str(target / "plan.toml"), "--repo", str(target))
+    assert check.code == 0, check.out + check.err
+    bare = tmp_path / "calc.git"
+    porcelain.clone(str(target), str(bare), bare=True, errstream=io.BytesIO())
+    on_bare = loopbus("plan", "check", str(target / "plan.toml"), "--repo", str(bare))
+    assert on_bare.code == 0, on_bare.err  # read from the trunk commit: no working tree
+    assert "4 pending criteria" in on_bare.out and on_bare.err == ""
+    again = loopbus("init", str(target))
+    assert again.code == 2 and "exists and is not empty" in again.err

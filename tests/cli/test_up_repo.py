@@ -1,0 +1,84 @@
+"""`loopbus up --repo`: one trunk for every daemon, config from the trunk commit, bad config
+stops it at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dulwich import porcelain
+from dulwich.repo import Repo
+from loopbus.bus import free_port
+
+from loopbus import scaffold
+
+from .conftest import loopbus
+
+pytestmark = pytest.mark.slow
+
+
+def commit_config(path: Path, text: str, branch: str = "main") -> None:
+    """A repository whose ``branch`` holds ``loopbus.toml`` = ``text``."""
+    with Repo.init(str(path), mkdir=True) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", f"refs/heads/{branch}".encode())
+        (path / "loopbus.toml").write_text(text)
+        porcelain.add(repo, [str(path / "loopbus.toml")])
+        porcelain.commit(repo, b"config", author=b"a <a@x>", committer=b"a <a@x>")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        pytest.param("[project\n", "not valid TOML", id="not-toml"),
+        pytest.param(
+            '[project]\nid = "p"\n[[check]]\nid = "t"\ncommand = "true"\n[build]\nmode = "fast"\n',
+            "build.mode = 'fast' is not valid: use one of long, normal",
+            id="build-mode",
+        ),
+        pytest.param(
+            '[project]\nid = "p"\n[[check]]\nid = "t"\ncommand = "true"\n[review]\ncommand = "r"\n',
+            "review.roster",
+            id="review-without-roster",
+        ),
+    ],
+)
+def test_an_invalid_config_on_trunk_stops_up_in_one_line(
+    tmp_path: Path, text: str, needle: str
+) -> None:
+    """up reads loopbus.toml from the trunk commit and stops with exit 2 and one line naming
+    the field, before starting any server or daemon."""
+    commit_config(tmp_path / "repo", text)
+    result = loopbus("up", "--repo", str(tmp_path / "repo"), "--data-dir", str(tmp_path / "d"))
+    assert result.code == 2, result.out + result.err
+    assert needle in result.err and result.err.count("\n") == 1, result.err
+    assert "loopbus.toml on main" in result.err
+    assert "NATS" not in result.out
+
+
+def test_a_trunk_that_names_no_commit_is_one_line(tmp_path: Path) -> None:
+    """--trunk naming no branch is refused before anything starts."""
+    scaffold.write(tmp_path / "calc")
+    result = loopbus("up", "--repo", str(tmp_path / "calc"), "--trunk", "release")
+    assert result.code == 2 and "--trunk" in result.err and result.err.count("\n") == 1
+
+
+def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> None:
+    """Without --trunk, the trunk is the repository's current branch, printed at start; a
+    working-tree edit of loopbus.toml that was never committed is not what is read."""
+    repo = scaffold.write(tmp_path / "calc")
+    (repo / "loopbus.toml").write_text("[project\n")  # uncommitted and broken
+    up = up_factory("--repo", str(repo), "--port", str(free_port()))
+    assert any("trunk main at" in line and "project calc" in line for line in up.lines)
+    assert any("loopbus tail --project calc" in line for line in up.lines)
+    assert up.stop() == 0
+
+
+def test_a_bare_repository_works_the_same(tmp_path: Path, up_factory: Any) -> None:
+    """A bare clone is served like its source: same trunk, same project."""
+    source = scaffold.write(tmp_path / "calc")
+    bare = tmp_path / "calc.git"
+    porcelain.clone(str(source), str(bare), bare=True)
+    up = up_factory("--repo", str(bare), "--port", str(free_port()))
+    assert any("bare repository" in line and "project calc" in line for line in up.lines)
+    assert up.stop() == 0

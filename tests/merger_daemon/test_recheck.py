@@ -1,0 +1,43 @@
+"""A red trunk whose inputs changed outside the repository: `trunk recheck` and the red
+finding resolving when trunk is green again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopbus.schemas import Actor, FindingRaised, FindingResolved
+from loopbus.schemas.merges import CandidateTested, TrunkRecheck
+from merger_scene import Scene
+
+
+def config(project: str, marker: Path) -> str:
+    """One check that passes only once ``marker`` exists: an input outside the repository."""
+    probe = "import os, sys; sys.exit(0 if os.path.exists(sys.argv[1]) else 1)"
+    return (
+        f'[project]\nid = "{project}"\n\n[[check]]\nid = "env"\n'
+        f"command = 'python -c \"{probe}\" {marker}'\n"
+    )
+
+
+async def test_recheck_gates_trunk_again_and_green_resolves_the_red_finding(
+    scene: Scene, tmp_path: Path
+) -> None:
+    """Trunk red for a reason outside git: an operator's recheck runs its checks again past
+    the cache, and trunk green again resolves the red-trunk finding."""
+    marker = tmp_path / "installed"
+    base = scene.repo.commit(None, {"loopbus.toml": config(scene.project, marker)})
+    scene.repo.set_trunk(base)
+    await scene.start()
+    await scene.until(lambda: scene.merges.trunk.red_findings != [])
+    [notice] = [
+        f for f in await scene.events(FindingRaised) if f.cls == "trunk-red" and f.unit is None
+    ]
+    marker.write_text("now it is")
+    recheck = TrunkRecheck(project=scene.project, actor=Actor(role="operator", principal="olive"))
+    await scene.publish(recheck)
+    await scene.until(lambda: scene.merges.trunk.red_findings == [])
+    tested = [t for t in await scene.events(CandidateTested) if t.cause == recheck.id]
+    assert [t.outcome for t in tested] == ["pass"]
+    assert not any(c.cached for c in tested[0].checks)
+    [resolved] = [r for r in await scene.events(FindingResolved) if r.finding == notice.id]
+    assert "green again" in resolved.why

@@ -1,0 +1,229 @@
+"""What a builder round's answer becomes on the log: claims for the unit, facts for the rest.
+
+Pure: the shell (:mod:`.daemon`) ran the command and made the commit; these functions
+turn the envelope (or the reason there is none) into intents. Every id is derived from
+the round's trigger, so a round repeated after a crash publishes the same ids and the
+log keeps one copy.
+
+* ``completed`` / ``partial`` -> a usage report, then the commit report (the adapter made
+  the commit);
+* ``blocked`` / ``scope_breach`` -> a finding for the operator and a BLOCKED claim
+  awaiting it; ``needs_dependency`` -> BLOCKED awaiting the sibling unit it names;
+* ``failed`` -> gave-up with the summary;
+* novel decisions -> one request each; in ``long`` mode with enough confidence also the
+  decision, recorded at once (the round runs again with it); otherwise a finding for the
+  operator and BLOCKED awaiting it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopbus.projections.intents import Intent, PublishBatch
+from loopbus.schemas import Actor, Event, FindingRaised
+from loopbus.schemas.builds import BuildEnvelope, NovelDecision
+from loopbus.schemas.decisions import (
+    STATED_WEIGHT,
+    DecisionRecorded,
+    DecisionRequested,
+    option_ids,
+)
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
+from loopbus.schemas.slices import UsageReport
+from loopbus.schemas.targets import DecisionTarget, RecordTarget
+from loopbus.workers.agents.config import BuildConfig
+
+
+@dataclass(frozen=True)
+class Round:
+    """Who answers for which round: the project, unit, trigger, and both actors."""
+
+    project: str
+    unit: str
+    slice: str
+    trigger: str
+    system: Actor
+    builder: Actor
+
+    def id(self, salt: str) -> str:
+        return answer_id(self.trigger, salt)
+
+
+def problem_finding(round_: Round, message: str, *, salt: str) -> FindingRaised:
+    """A builder run that gave no valid envelope (or could not run), as a finding."""
+    return FindingRaised(
+        id=round_.id(salt),
+        project=round_.project,
+        actor=round_.system,
+        producer="builder",
+        target=RecordTarget(id=round_.trigger),
+        severity="medium",
+        criterion="builder-envelope",
+        cls="builder-failure",
+        message=f"builder {round_.builder.principal} on unit {round_.unit}: {message}",
+        unit=round_.unit,
+        slice=round_.slice or None,
+        owner=f"builder:{round_.unit}",
+    )
+
+
+def gave_up(round_: Round, why: str) -> GaveUpReport:
+    return GaveUpReport(
+        id=round_.id("gave-up"),
+        project=round_.project,
+        actor=round_.builder,
+        unit=round_.unit,
+        why=why,
+    )
+
+
+def failed_twice(round_: Round, first: str, second: str) -> Intent:
+    """The retry failed too: both problems on the log, then the unit gives up."""
+    events: tuple[Event, ...] = (
+        problem_finding(round_, first, salt="problem-1"),
+        problem_finding(round_, second, salt="problem-2"),
+        gave_up(round_, f"no valid answer after a retry: {second}"),
+    )
+    return PublishBatch(events)
+
+
+def answered(
+    round_: Round,
+    envelope: BuildEnvelope,
+    config: BuildConfig,
+    *,
+    sha: str | None,
+    first_problem: str | None = None,
+) -> list[Intent]:
+    """The intents a valid envelope warrants (``sha``: the commit the adapter made)."""
+    events: list[Event] = []
+    if first_problem is not None:
+        events.append(problem_finding(round_, first_problem, salt="problem-1"))
+    if envelope.tokens:
+        events.append(
+            UsageReport(
+                id=round_.id("usage"),
+                project=round_.project,
+                actor=round_.builder,
+                unit=round_.unit,
+                tokens_out=envelope.tokens,
+            )
+        )
+    if envelope.novel_decisions:
+        events.extend(_decisions(round_, envelope.novel_decisions, config))
+        return [PublishBatch(tuple(events))]
+    status = envelope.status
+    summary = envelope.summary.strip() or f"the builder answered {status}"
+    if status in ("completed", "partial"):
+        if sha is None:
+            events.append(gave_up(round_, f"{status} but the worktree has no change: {summary}"))
+        else:
+            events.append(
+                CommitReport(
+                    id=round_.id("commit"),
+                    project=round_.project,
+                    actor=round_.builder,
+                    unit=round_.unit,
+                    sha=sha,
+                )
+            )
+    elif status == "needs_dependency":
+        events.append(_blocked(round_, "awaiting-dependency", envelope.subject.strip()))
+    elif status in ("blocked", "scope_breach"):
+        finding = _operator_finding(round_, f"{status}: {summary}", salt=status)
+        events.extend([finding, _blocked(round_, "awaiting-operator", finding.id)])
+    else:
+        events.append(gave_up(round_, summary))
+    return [PublishBatch(tuple(events))]
+
+
+def _blocked(round_: Round, reason: str, subject: str) -> BlockedReport:
+    return BlockedReport(
+        id=round_.id("blocked"),
+        project=round_.project,
+        actor=round_.builder,
+        unit=round_.unit,
+        reason=reason,
+        subject=subject,
+    )
+
+
+def _operator_finding(
+    round_: Round, message: str, *, salt: str, decision: str | None = None
+) -> FindingRaised:
+    return FindingRaised(
+        id=round_.id(salt),
+        project=round_.project,
+        actor=round_.system,
+        producer="builder",
+        target=DecisionTarget(decision=decision) if decision else RecordTarget(id=round_.trigger),
+        severity="high",
+        criterion=f"decision:{decision}" if decision else "builder-blocked",
+        cls="decision-needed" if decision else "builder-failure",
+        message=f"unit {round_.unit}: {message}",
+        unit=round_.unit,
+        slice=round_.slice or None,
+        owner="operator",
+    )
+
+
+def routed_to_operator(decision: NovelDecision, config: BuildConfig) -> bool:
+    """``long`` mode decides by itself unless the builder's confidence is low."""
+    return config.mode != "long" or decision.confidence == "low"
+
+
+def _decisions(round_: Round, decisions: list[NovelDecision], config: BuildConfig) -> list[Event]:
+    events: list[Event] = []
+    block: str | None = None
+    for decision in decisions:
+        salt = f"decision:{decision.decision_id}"
+        request = dict(
+            id=round_.id(salt),
+            project=round_.project,
+            actor=round_.system,
+            unit=round_.unit,
+            decision_id=decision.decision_id,
+            question=decision.question,
+            options=decision.options,
+            recommended_default=decision.recommended_default,
+            confidence=decision.confidence,
+            reasoning=decision.reasoning,
+        )
+        if routed_to_operator(decision, config):
+            finding = _operator_finding(
+                round_,
+                f"decision {decision.decision_id} needs the operator: {decision.question} "
+                f"(recommended: {decision.recommended_default}, confidence "
+                f"{decision.confidence}); loopbus decide --unit {round_.unit} "
+                f"--decision {decision.decision_id} --choose OPTION",
+                salt=f"{salt}:finding",
+                decision=decision.decision_id,
+            )
+            events.append(finding)
+            events.append(DecisionRequested(**request, routed="operator", finding=finding.id))  # type: ignore[arg-type]
+            block = block or finding.id
+        else:
+            asked = DecisionRequested(**request, routed="auto")  # type: ignore[arg-type]
+            events.append(asked)
+            events.append(
+                DecisionRecorded(
+                    id=round_.id(f"{salt}:recorded"),
+                    project=round_.project,
+                    actor=round_.system,
+                    unit=round_.unit,
+                    decision_id=decision.decision_id,
+                    question=decision.question,
+                    options=option_ids(decision.options),
+                    trade_offs=decision.options,
+                    chosen=decision.recommended_default,
+                    owner="auto",
+                    confidence=STATED_WEIGHT[decision.confidence],
+                    stated_confidence=decision.confidence,
+                    rationale=decision.reasoning or "long mode takes the recommended default",
+                    cause=asked.id,
+                )
+            )
+    if block is not None:
+        events.append(_blocked(round_, "awaiting-operator", block))
+    return events

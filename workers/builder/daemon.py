@@ -1,0 +1,212 @@
+"""The builder daemon: runs a project's ``[build] command`` for every round a unit owes.
+
+The policy is :mod:`.decide` (pure); this module is the shell that carries out one
+effect, ``build``:
+
+1. check the round's start commit out into the unit's private worktree,
+   ``<data-dir>/builds/<project>/<unit>`` (the dispatch base, then the unit's head);
+2. write the brief (:class:`loopbus.schemas.builds.Brief`) to the command's stdin and run
+   it in the worktree: a scrubbed environment (no NATS address, no credentials), its own
+   process group killed whole past the timeout, a heartbeat for the unit in the heartbeat
+   bucket for as long as it runs;
+3. read its envelope; a malformed one (or a crash, or a timeout) is run once more with the
+   problem in the brief, then the unit gives up;
+4. commit the worktree on the start commit with the builder principal as author, on the
+   branch ``loopbus/<project>/<unit>`` of the project's repository (the agent never
+   commits), and hand the envelope to :mod:`.answers`.
+
+Claims are published under the unit's roster principal (``actor.role = builder``), so
+the units daemon judges them like any builder's; facts (decisions, findings) as system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from loopbus.projections import builds, convergence, findings, units
+from loopbus.projections.intents import Effect, Intent
+from loopbus.schemas import Actor
+from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
+from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from loopbus.workers.agents.command import CommandResult, argv_of, run_command
+from loopbus.workers.agents.config import RepoConfig
+from loopbus.workers.builder import answers, worktree
+from loopbus.workers.builder.criteria import criterion_text
+from loopbus.workers.builder.decide import BUILD, decide
+from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.repository import open_repo, trunk_commit
+
+log = structlog.get_logger()
+
+HEARTBEAT_S = 2.0
+KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
+"""What the command inherits from the daemon's environment; nothing else (no NATS URL, no
+credentials, no ``LOOPBUS_*``)."""
+
+
+def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The kept variables; ``python`` (and tools installed beside it) resolve first to the
+    interpreter loopbus runs with, as in a gate."""
+    env = {k: environ[k] for k in KEPT_ENV if k in environ}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", os.defpath)])
+    return env
+
+
+class Builder(Daemon):
+    """Run builder rounds for the projects in ``configs`` (those with a build command)."""
+
+    name = "builder"
+    folds = (units.FOLD, findings.FOLD, convergence.FOLD, builds.FOLD)
+
+    def __init__(
+        self,
+        bus: Bus,
+        configs: Mapping[str, RepoConfig],
+        data_dir: Path,
+        *,
+        actor: Actor | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
+        served = {p: c for p, c in configs.items() if c.build.command}
+        super().__init__(projects=tuple(served), actor=actor)
+        self.bus = bus
+        self.configs = served
+        self.data_dir = data_dir
+        self.heartbeat_s = heartbeat_s
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        config = self.configs.get(world.project)
+        return decide(world, config.build) if config is not None else ()
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        if effect.action != BUILD:
+            raise NotImplementedError(f"builder asked for effect {effect.action!r}")
+        return await self.build_round(self.configs[effect.project], effect.args)
+
+    async def build_round(self, config: RepoConfig, args: Mapping[str, Any]) -> list[Intent]:
+        """One round: worktree, command (retried once), commit, answer."""
+        skeleton = dict(args["brief"])
+        unit = skeleton["unit"]
+        repo = Path(config.repo)
+        builder = Actor(role="builder", principal=args["principal"])
+        round_ = answers.Round(
+            project=config.project,
+            unit=unit,
+            slice=skeleton["slice"],
+            trigger=args["trigger"],
+            system=self.actor,
+            builder=builder,
+        )
+        start = skeleton.pop("start") or await asyncio.to_thread(_trunk, repo, config)
+        brief = await asyncio.to_thread(_brief, repo, start, skeleton)
+        where = self.data_dir / "builds" / config.project / unit
+        first_problem: str | None = None
+        while True:
+            await asyncio.to_thread(worktree.prepare, repo, start, where)
+            result = await self._run(config, brief, where, builder)
+            outcome = _envelope(result, config.build.timeout_s)
+            if isinstance(outcome, BuildEnvelope):
+                break
+            log.warning("build.malformed", unit=unit, problem=outcome, retried=bool(first_problem))
+            if first_problem is not None:
+                return [answers.failed_twice(round_, first_problem, outcome)]
+            first_problem = outcome
+            brief = msgspec.structs.replace(brief, problem=outcome)
+        sha: str | None = None
+        if outcome.status in ("completed", "partial") and not outcome.novel_decisions:
+            sha = await asyncio.to_thread(
+                worktree.commit_worktree,
+                repo,
+                where,
+                parent=start,
+                author=f"{builder.principal} <{builder.principal}@builders.loopbus.invalid>",
+                message=_message(brief, outcome),
+                ref=worktree.branch(config.project, unit),
+            )
+        log.info("build.answered", unit=unit, status=outcome.status, sha=sha)
+        return answers.answered(round_, outcome, config.build, sha=sha, first_problem=first_problem)
+
+    async def _run(
+        self, config: RepoConfig, brief: Brief, where: Path, builder: Actor
+    ) -> CommandResult:
+        assert config.build.command is not None
+        beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder))
+        try:
+            return await run_command(
+                argv_of(config.build.command, {"builder": builder.principal, "unit": brief.unit}),
+                stdin=msgspec.json.encode(brief),
+                cwd=where,
+                timeout_s=config.build.timeout_s,
+                base_env=scrubbed_env(os.environ),
+                env={
+                    "LOOPBUS_UNIT": brief.unit,
+                    "LOOPBUS_PROJECT": brief.project,
+                    "LOOPBUS_ROUND": str(brief.round),
+                    "LOOPBUS_BUILDER": builder.principal,
+                },
+            )
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+
+    async def _heartbeat(self, project: str, unit: str, builder: Actor) -> None:
+        """Keep the unit alive in the heartbeat bucket while its command runs."""
+        beats = await self.bus.bucket(HEARTBEAT_BUCKET)
+        key = heartbeat_key(project, unit)
+        while True:
+            beat = HeartbeatReport(project=project, unit=unit, actor=builder)
+            try:
+                await beats.put(key, encode_heartbeat(beat))
+            except Exception as exc:  # a missed beat is not the round's failure
+                log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
+            await asyncio.sleep(self.heartbeat_s)
+
+
+def _envelope(result: CommandResult, timeout_s: float) -> BuildEnvelope | str:
+    """The envelope, or one line saying why there is none."""
+    failure = result.failure(timeout_s)
+    if failure is not None:
+        return f"the command {failure}"
+    decoded = decode_envelope(result.stdout)
+    return decoded if isinstance(decoded, BuildEnvelope) else decoded.line()
+
+
+def _trunk(repo: Path, config: RepoConfig) -> str:
+    with open_repo(repo) as opened:
+        return str(trunk_commit(opened, config.review.trunk).id.decode())
+
+
+def _brief(repo: Path, start: str, skeleton: dict[str, Any]) -> Brief:
+    """The brief: the decision's skeleton plus what only the repository knows (the
+    criteria's test text and the design document, both at the round's start)."""
+    criteria = [
+        BriefCriterion(test=test, text=criterion_text(worktree.read_file, repo, start, test))
+        for test in skeleton.pop("criteria")
+    ]
+    design_ref = skeleton.get("design_ref")
+    design = worktree.read_file(repo, start, design_ref) if design_ref else ""
+    return msgspec.convert(
+        {**skeleton, "criteria": criteria, "design": design, "base": start},
+        Brief,
+        from_attributes=True,
+    )
+
+
+def _message(brief: Brief, envelope: BuildEnvelope) -> str:
+    title = brief.title or f"unit {brief.unit}"
+    summary = envelope.summary.strip()
+    body = f"\n\n{summary}" if summary else ""
+    return (
+        f"{brief.unit}: {title} (round {brief.round}){body}\n\n"
+        f"Loopbus-Unit: {brief.unit}\nLoopbus-Project: {brief.project}\n"
+    )

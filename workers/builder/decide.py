@@ -1,0 +1,194 @@
+"""The builder's policy: pure, over one project's folded world and its ``[build]`` table.
+
+For every unit the builds projection knows, in order:
+
+* a novel decision returned three times halts the unit (the builder keeps asking what it
+  was already told);
+* an operator's choice for a decision that waits on the operator becomes the recorded
+  decision (a fact; the operator's claim alone changes nothing);
+* a unit blocked on a decision that is now recorded is unblocked, and the decision's
+  finding resolved; one the builder blocked on a sibling unit is unblocked once the
+  sibling is done;
+* a dispatched unit nobody started is started (the builder principal's claim);
+* a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
+  ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopbus.projections import convergence as conv
+from loopbus.projections.builds import BuildsState, UnitBuild
+from loopbus.projections.claims import Move
+from loopbus.projections.findings import FindingsState, open_findings
+from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.units import UnitsState, UnitView
+from loopbus.schemas import Actor, FindingResolved, Outcome
+from loopbus.schemas.builds import BriefDecision, BriefFinding
+from loopbus.schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.reports import StartedReport, UnblockedReport
+from loopbus.workers.agents.config import BuildConfig
+from loopbus.workers.kernel import World
+
+BUILD = "build"
+REPEATS_TO_HALT = 3
+
+
+def decide(world: World, config: BuildConfig) -> list[Intent]:
+    """Everything the world warrants for the project's units (see the module docstring)."""
+    builds: BuildsState = world.state("builds")
+    units: UnitsState = world.state("units")
+    intents: list[Intent] = []
+    for unit, build in builds.units.items():
+        view = units.units.get(unit)
+        if view is None or view.state in ("done", "failed", "lost"):
+            continue
+        intents.extend(_for_unit(world, config, build, view))
+    return intents
+
+
+def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitView) -> list[Intent]:
+    builder = Actor(role="builder", principal=config.principal(build.unit))
+    repeated = sorted(d for d, times in build.asked.items() if times >= REPEATS_TO_HALT)
+    if repeated and view.state in ("working", "blocked"):
+        return [_halt(world, build, view, repeated[0])]
+    intents: list[Intent] = []
+    for choice in build.choices:
+        asked = build.awaiting.get(choice.decision_id)
+        if asked is None or choice.choose not in option_ids(asked.options):
+            continue  # nothing waits on it, or no such option: `loopbus decide` says so
+        recorded = DecisionRecorded(
+            id=answer_id(choice.id, "recorded"),
+            project=world.project,
+            actor=world.actor,
+            unit=build.unit,
+            decision_id=choice.decision_id,
+            question=asked.question,
+            options=option_ids(asked.options),
+            trade_offs=asked.options,
+            chosen=choice.choose,
+            owner=f"operator:{choice.actor.principal}",
+            confidence=STATED_WEIGHT[asked.confidence],
+            stated_confidence=asked.confidence,
+            rationale=choice.why or asked.reasoning,
+            cause=choice.id,
+        )
+        intents.append(Publish(recorded))
+    if intents:
+        return intents
+    block = view.block
+    if view.state == "blocked" and block is not None and block.reason == "awaiting-operator":
+        waiting = {a.finding for a in build.awaiting.values()}
+        if block.subject in build.decided_findings and block.subject not in waiting:
+            return [_unblock(world, builder, build, view, block.subject)]
+        return []
+    if view.state == "blocked" and block is not None and block.reason == "awaiting-dependency":
+        units: UnitsState = world.state("units")
+        sibling = units.units.get(block.subject)
+        if not view.held and sibling is not None and sibling.state == "done":
+            seed = view.block_id or block.subject
+            unblocked = UnblockedReport(
+                id=answer_id(seed, "unblocked"),
+                project=world.project,
+                actor=builder,
+                unit=build.unit,
+            )
+            return [Publish(unblocked)]
+        return []
+    if build.owes_round() and build.trigger_kind == "dispatched" and not view.started:
+        if build.started_for != build.trigger:
+            started = StartedReport(
+                id=answer_id(build.trigger or "", "started"),
+                project=world.project,
+                actor=builder,
+                unit=build.unit,
+            )
+            return [Publish(started)]
+        return []
+    if view.state == "working" and not view.ready and build.owes_round() and not build.awaiting:
+        return [_round(world, config, build, view, builder)]
+    return []
+
+
+def _halt(world: World, build: UnitBuild, view: UnitView, decision: str) -> Intent:
+    outcome = Outcome(
+        summary=(
+            f"the builder returned novel decision {decision!r} {build.asked[decision]} times; "
+            "it keeps asking what its brief already settles"
+        ),
+        ended_by="decision-repeated",
+    )
+    move = Move(view.unit, view.state, "failed", "halted", outcome=outcome, commit=view.head)
+    return world.move(move, answer_id(build.trigger or view.last_event or "", "halt"))
+
+
+def _unblock(
+    world: World, builder: Actor, build: UnitBuild, view: UnitView, finding: str
+) -> Intent:
+    seed = view.block_id or finding
+    resolved = FindingResolved(
+        id=answer_id(seed, "decided"),
+        project=world.project,
+        actor=world.actor,
+        finding=finding,
+        why="the operator's decision is recorded",
+    )
+    unblocked = UnblockedReport(
+        id=answer_id(seed, "unblocked"), project=world.project, actor=builder, unit=build.unit
+    )
+    return PublishBatch((resolved, unblocked))
+
+
+def _round(
+    world: World, config: BuildConfig, build: UnitBuild, view: UnitView, builder: Actor
+) -> Effect:
+    findings: FindingsState = world.state("findings")
+    convergence: conv.ConvergenceState = world.state("convergence")
+    unit_conv = convergence.units.get(build.unit)
+    rung = unit_conv.rung if unit_conv is not None else 1
+    brief: dict[str, Any] = {
+        "project": world.project,
+        "slice": build.slice or view.slice,
+        "unit": build.unit,
+        "title": view.title,
+        "files": list(view.files),
+        "criteria": list(view.criteria),
+        "design_ref": build.design_ref,
+        "start": view.head or build.base,
+        "round": build.rounds + 1,
+        "findings": [
+            BriefFinding(
+                id=f.id,
+                target=f.target,
+                severity=f.severity,
+                criterion=f.criterion,
+                message=f.message,
+            )
+            for f in open_findings(findings, build.unit)
+        ],
+        "rung": rung,
+        "tactic": f"{conv.tactic(rung)}: {conv.RUNGS[min(max(rung, 1), conv.HALT_RUNG)][1]}",
+        "decisions": [
+            BriefDecision(
+                decision_id=key,
+                question=d.question,
+                chosen=d.chosen,
+                by=d.by,
+                rationale=d.rationale,
+            )
+            for key, d in build.decisions.items()
+        ],
+    }
+    return Effect(
+        key=f"{BUILD}:{world.project}:{build.unit}:{build.trigger}",
+        project=world.project,
+        action=BUILD,
+        args={
+            "brief": brief,
+            "principal": builder.principal,
+            "trigger": build.trigger,
+            "asked": dict(build.asked),
+        },
+    )

@@ -1,0 +1,138 @@
+"""A unit's private worktree, and the commit the adapter (never the agent) makes from it.
+
+The worktree is a plain directory under the data directory holding a checkout of the
+round's start commit; the agent edits it freely. When it ends, :func:`commit_worktree`
+writes the directory's files as a tree straight into the project's repository (bare or
+not: only its object store and one ref are touched, never a working tree), makes a
+commit on top of the start commit with the builder principal as author, and points the
+branch ``loopbus/<project>/<unit>`` at it. So the commit is reachable in the repository
+the daemons read, and nothing the agent did to ``.git`` files can reach it: there are
+none in the worktree.
+
+Blocking (dulwich and the file system): the daemon calls these from a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from dulwich.ignore import IgnoreFilter, read_ignore_patterns
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from loopbus.workers.errors import RepoError
+from loopbus.workers.repository import checkout, commit_at, open_repo, ref_name
+
+ALWAYS_IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"})
+"""Never part of a unit's commit, whatever the project's ``.gitignore`` says."""
+
+COMMITTER = b"loopbus builder adapter <builder@loopbus.invalid>"
+
+
+def branch(project: str, unit: str) -> str:
+    """The unit's branch in the project's repository."""
+    return f"loopbus/{project}/{unit}"
+
+
+def prepare(repo: Path, start: str, dest: Path) -> None:
+    """A fresh checkout of ``start`` at ``dest`` (whatever was there is removed first)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with open_repo(repo) as opened:
+        tree = commit_at(opened, start).tree.decode()
+    checkout(repo, tree, dest)
+
+
+def read_file(repo: Path, commit: str, path: str) -> str:
+    """The text of ``path`` at ``commit`` ('' when absent or not text)."""
+    with open_repo(repo) as opened:
+        try:
+            tree = opened.object_store[commit_at(opened, commit).tree]
+            assert isinstance(tree, Tree)
+            _mode, sha = tree.lookup_path(opened.object_store.__getitem__, path.encode())
+            blob = opened.object_store[sha]
+        except (KeyError, RepoError):
+            return ""
+        return blob.data.decode("utf-8", "replace") if isinstance(blob, Blob) else ""
+
+
+def commit_worktree(
+    repo: Path,
+    worktree: Path,
+    *,
+    parent: str,
+    author: str,
+    message: str,
+    ref: str,
+) -> str | None:
+    """Commit ``worktree``'s files on ``parent`` and point ``ref`` at it; ``None`` when the
+    files are exactly ``parent``'s tree (the agent changed nothing)."""
+    ignore = _ignore(worktree)
+    with open_repo(repo) as opened:
+        store = opened.object_store
+        parent_commit = commit_at(opened, parent)
+        tree_id = _write_tree(store, worktree, "", ignore)
+        if tree_id == parent_commit.tree:
+            opened.refs[ref_name(ref)] = parent_commit.id
+            return None
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = [parent_commit.id]
+        commit.author = author.encode()
+        commit.committer = COMMITTER
+        commit.commit_time = commit.author_time = int(time.time())
+        commit.commit_timezone = commit.author_timezone = 0
+        commit.message = message.encode()
+        store.add_object(commit)
+        opened.refs[ref_name(ref)] = commit.id
+        return str(commit.id.decode())
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[str]:
+    """Files that differ between two commits (added, removed or modified)."""
+    from loopbus.workers.repository import files_changed
+
+    return files_changed(repo, old, new)
+
+
+def _ignore(worktree: Path) -> IgnoreFilter:
+    patterns: Iterable[bytes] = ()
+    gitignore = worktree / ".gitignore"
+    if gitignore.is_file():
+        with open(gitignore, "rb") as handle:
+            patterns = list(read_ignore_patterns(handle))
+    return IgnoreFilter(patterns)
+
+
+def _write_tree(store: object, root: Path, prefix: str, ignore: IgnoreFilter) -> ObjectID:
+    tree = Tree()
+    for entry in sorted(os.scandir(root / prefix if prefix else root), key=lambda e: e.name):
+        if entry.name in ALWAYS_IGNORED:
+            continue
+        relative = f"{prefix}{entry.name}"
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if ignore.is_ignored(relative + ("/" if is_dir else "")):
+            continue
+        if is_dir:
+            sub = _write_tree(store, root, relative + "/", ignore)
+            if sub != Tree().id:  # git keeps no empty directories
+                tree.add(entry.name.encode(), stat.S_IFDIR, sub)
+            continue
+        if entry.is_symlink():
+            blob = Blob.from_string(os.readlink(entry.path).encode())
+            mode = stat.S_IFLNK
+        elif entry.is_file(follow_symlinks=False):
+            blob = Blob.from_string(Path(entry.path).read_bytes())
+            executable = entry.stat(follow_symlinks=False).st_mode & 0o111
+            mode = 0o100755 if executable else 0o100644
+        else:
+            continue  # sockets, fifos: not content
+        store.add_object(blob)  # type: ignore[attr-defined]
+        tree.add(entry.name.encode(), mode, blob.id)
+    if tree.items():  # an empty directory leaves no object behind
+        store.add_object(tree)  # type: ignore[attr-defined]
+    return tree.id
