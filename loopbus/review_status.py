@@ -135,8 +135,9 @@ def _print_decisions(unit: str, decisions: dict[str, Any]) -> None:
         )
     for recorded in decisions["recorded"]:
         print(
-            f"  decision {recorded['decision_id']}: {recorded['chosen']} (by {recorded['by']}, "
-            f"confidence {recorded['confidence']}): {recorded['question']}"
+            f"  decision {recorded['decision_id']}: {recorded['chosen']} (by {recorded['owner']}, "
+            f"confidence {recorded.get('stated_confidence') or recorded['confidence']}): "
+            f"{recorded['question']}"
         )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from loopbus import scaffold
 from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from loopbus.bus.creds import default_file, load_credential
 from loopbus.commands.plan import load_plan
 from loopbus.errors import UsageError
 from loopbus.schemas import Actor, project_subjects
@@ -58,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
+DEMO_ROLES = ("admin", "system", "agent", "reader")
+
+
 async def demo(root: Path, timeout: float) -> int:
     started = time.monotonic()
 
@@ -70,22 +74,35 @@ async def demo(root: Path, timeout: float) -> int:
     await server.start()
     supervisor: Supervisor | None = None
     running: asyncio.Task[None] | None = None
-    bus = await connect(server.url, name="loopbus-demo")
+    # The demo's server requires credentials as `loopbus up`'s does: the log is made with
+    # the admin credential, the daemons run as system, the plan is an agent's claim and
+    # the timeline is read with the read-only credential.
+    creds = {role: load_credential(default_file(root / "data", role)) for role in DEMO_ROLES}
+    admin = await connect(server.url, name="loopbus-demo-admin", creds=creds["admin"])
     try:
-        await ensure_log(bus.js)
+        await ensure_log(admin.js)
+    finally:
+        await admin.close()
+    bus = await connect(server.url, name="loopbus-demo", creds=creds["reader"])
+    planner_bus = await connect(server.url, name="loopbus-demo-planner", creds=creds["agent"])
+    try:
         settings = UpSettings(
             nats_url=server.url,
             data_dir=root / "data",
             heartbeat_lapse=DEFAULT_HEARTBEAT_LAPSE,
             repo=repo,
             trunk=scaffold.TRUNK,
+            creds=default_file(root / "data", "system"),
+            server_log=server.log_file,
         )
         supervisor = Supervisor(settings)
         running = asyncio.create_task(supervisor.run())
         say(f"NATS at {server.url}; daemons: {', '.join(s.name for s in supervisor.specs)}")
         plan = load_plan(repo / scaffold.PLAN_FILE)
-        planner = Actor(role="planner", principal="demo")
-        await bus.publish(PlanSubmission(project=scaffold.PROJECT, actor=planner, plan=plan))
+        planner = Actor(role="planner", principal=creds["agent"].principal)
+        await planner_bus.publish(
+            PlanSubmission(project=scaffold.PROJECT, actor=planner, plan=plan)
+        )
         say(f"plan {plan.slice} submitted ({len(plan.units)} units)")
         try:
             closed = await asyncio.wait_for(follow(bus, repo, say), timeout)
@@ -97,6 +114,7 @@ async def demo(root: Path, timeout: float) -> int:
             supervisor.stopping.set()
             with contextlib.suppress(Exception):
                 await running
+        await planner_bus.close()
         await bus.close()
         server.stop()
     ok = closed.boot.outcome == "pass" and not (closed.failed or closed.lost or closed.blocked)
@@ -108,11 +126,14 @@ async def follow(bus: Bus, repo: Path, say: Any) -> SliceClosed:
     """Print the timeline until the slice closes; return the closing fact."""
     merged: list[tuple[str, str, str]] = []  # (unit, base, head) of units merged so far
     bases: dict[str, str] = {}
+    # How many units had merged when each unit was dispatched: only a unit merged after
+    # that was merged *with* this one (an earlier one is in its base already).
+    merged_before: dict[str, int] = {}
 
     def shared(event: TrunkAdvanced) -> list[tuple[str, list[str]]]:
         mine = set(files_changed(repo, bases.get(event.unit, event.previous), event.commit))
         found = []
-        for unit, base, head in merged:
+        for unit, base, head in merged[merged_before.get(event.unit, 0) :]:
             both = sorted(mine & set(files_changed(repo, base, head)))
             if both:
                 found.append((unit, both))
@@ -126,6 +147,7 @@ async def follow(bus: Bus, repo: Path, say: Any) -> SliceClosed:
             continue
         if isinstance(event, UnitDispatched) and event.base:
             bases[event.unit] = event.base
+            merged_before[event.unit] = len(merged)
         for line in timeline.lines(event):
             say(line)
         if isinstance(event, SliceClosed):

@@ -10,7 +10,12 @@ from dulwich.repo import Repo
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.projections.claims import Move, transition_event
 from loopbus.schemas import Actor, FindingRaised, Outcome, UnitPlanned, UnitTransitioned
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from loopbus.schemas.decisions import (
+    STATED_WEIGHT,
+    DecisionChoice,
+    DecisionRecorded,
+    DecisionRequested,
+)
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.reports import (
     BlockedReport,
@@ -162,7 +167,8 @@ async def test_long_mode_picks_the_default_and_runs_again_with_it(
         await dispatch(bus, project, "U1", base)
         events = await wait_log(bus, project, moved("U1", by="commit"))
     [recorded] = of(DecisionRecorded, events)
-    assert (recorded.chosen, recorded.by, recorded.confidence) == ("cents", "auto", "high")
+    assert (recorded.chosen, recorded.by, recorded.stated_confidence) == ("cents", "auto", "high")
+    assert recorded.confidence == STATED_WEIGHT["high"]
     assert recorded.actor.role == "system"
     briefs = [c["brief"] for c in agent.calls()]
     assert briefs[1]["decisions"][0]["chosen"] == "cents"

@@ -23,8 +23,8 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
     for needle in (
         "plan S1 accepted: 3 units (ops, stats, fmt)",
         "ops: dispatched (position 1)",
-        "stats: dispatched (position 2)",
-        "fmt: dispatched (position 3)",
+        "fmt: dispatched (position 2)",
+        "stats: dispatched (position 3)",
         "ops: gates red",
         "tests/test_criteria.py::test_mul failed",
         "ops: builder b1 committed",
@@ -32,7 +32,7 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
         "divides by the length of an empty list",
         "stats: review by r1: approve",
         "fmt: novel decision 'rounding' -> cents (by auto, confidence high)",
-        "combined by the entity merge driver",
+        "ops:   loopbus.toml also changed by fmt: combined by the entity merge driver",
         "ops: DONE",
         "stats: DONE",
         "fmt: DONE",
@@ -41,8 +41,12 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
         assert needle in out, f"{needle!r} missing from the demo's timeline:\n{out}"
     lines = out.splitlines()
     dispatched = [i for i, line in enumerate(lines) if ": dispatched (position" in line]
-    assert [lines[i].split("] ")[1].split(":")[0] for i in dispatched] == ["ops", "stats", "fmt"]
-    assert "calc/__init__.py" in out  # two units edited that one file
+    # ops and stats both own calc/__init__.py, so stats waits for ops to merge: it is
+    # dispatched on the trunk that has ops's change, and nothing is "combined" for it.
+    assert [lines[i].split("] ")[1].split(":")[0] for i in dispatched] == ["ops", "fmt", "stats"]
+    merged_ops = next(i for i, line in enumerate(lines) if "ops: merged into main" in line)
+    assert dispatched[2] > merged_ops
+    assert "also changed by ops" not in out
 
 
 def test_init_scaffolds_a_committed_project(tmp_path: Path) -> None:
