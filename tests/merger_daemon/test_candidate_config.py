@@ -117,7 +117,8 @@ parser = "exit-code"
 async def test_clearing_its_own_criterion_and_adding_a_check_merges(scene: Scene) -> None:
     """The unit implements its pending criterion, clears its marker and adds a check: the
     allowed edits. The candidate runs the new check, is green, and lands with the file."""
-    pending = scene.config().replace('parser = "pytest"', f'parser = "pytest"\npending = ["{MEAN}"]')
+    marker = f'parser = "pytest"\npending = ["{MEAN}"]'
+    pending = scene.config().replace('parser = "pytest"', marker)
     assert pending != scene.config()
     files = {
         **base_files(scene),

@@ -73,18 +73,6 @@ def parse_merge_config(text: str) -> MergeConfig:
     return MergeConfig(project=config.project, checks=ids, trunk_only=trunk_only)
 
 
-def merge_config_at(path: Path, commit: str) -> MergeConfig:
-    """The merge configuration ``commit`` declares.
-
-    Raises :class:`~loopbus.workers.errors.ConfigError` (no file, a bad gate configuration
-    or ``[merge]`` table) or :class:`~loopbus.workers.errors.RepoError` (no such commit).
-    """
-    text = resolve(path, commit).config_text
-    if text is None:
-        raise ConfigError("file", None, f"commit {commit[:12]} has no {CONFIG_FILE}")
-    return parse_merge_config(text)
-
-
 @dataclass(frozen=True)
 class CandidateGating:
     """How a merge candidate is gated: the checks it runs (``()``: all of them) and the
