@@ -258,14 +258,15 @@ def render_blocking(state: blocking_fold.BlockingState, sizes: Sizes = _NONE) ->
     return lines
 
 
-def render_builds(state: Any) -> list[str]:
-    """Units owing a builder round, and decisions waiting on the operator."""
+def render_builds(state: Any, sizes: Sizes = _NONE) -> list[str]:
+    """Units owing a builder round, and decisions waiting on the operator (counted over the
+    page of units the view was read with; the total comes from ``sizes``)."""
     owing = [u for u, b in state.units.items() if b.owes_round()]
     waiting = [f"{u}:{d}" for u, b in state.units.items() for d in b.awaiting]
     recorded = sum(len(b.decisions) for b in state.units.values())
     return [
-        f"builds: {len(state.units)} units dispatched, {len(owing)} owing a round"
-        + (f" ({', '.join(owing)})" if owing else ""),
+        f"builds: {sizes.get('units', len(state.units))} units dispatched, "
+        f"{len(owing)} owing a round" + (f" ({', '.join(owing)})" if owing else ""),
         f"  decisions: {recorded} recorded, {len(waiting)} waiting on the operator"
         + (f" ({', '.join(waiting)})" if waiting else ""),
     ]
