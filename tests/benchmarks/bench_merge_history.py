@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent / "merge_history"
 sys.path.insert(0, str(HERE))
 
+from build_corpus import Blobs as CorpusBlobs  # noqa: E402
 from checks import bindings, canonical, definitions  # noqa: E402
 from loopbus.workers.merger.entity_merge import language_for_path, merge_file  # noqa: E402
 
@@ -72,25 +73,17 @@ class Case:
         return f"{self.repo}@{self.merge[:10]}:{self.path}"
 
 
-class Blobs:
-    """Blob contents through one long-lived ``git cat-file --batch`` per repository."""
-
-    def __init__(self, git_dir: Path) -> None:
-        self._process = subprocess.Popen(
-            ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+class Blobs(CorpusBlobs):
+    """Blob contents through the corpus builder's ``git cat-file --batch`` reader, each
+    checked against its id (a corrupt mirror must not become a wrong verdict)."""
 
     def read(self, oid: str) -> bytes:
-        """The blob's bytes, checked against its id."""
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(oid.encode() + b"\n")
-        self._process.stdin.flush()
-        header = self._process.stdout.readline().split()
-        if len(header) < 3:
-            raise SystemExit(f"blob {oid}: missing from the mirror; rebuild it (see repos.toml)")
-        data = self._process.stdout.read(int(header[2]) + 1)[:-1]
+        try:
+            data = super().read(oid)
+        except KeyError:
+            raise SystemExit(
+                f"blob {oid}: missing from the mirror; rebuild it (see repos.toml)"
+            ) from None
         digest = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         if digest != oid:
             raise SystemExit(f"blob {oid}: content hashes to {digest}; the mirror is corrupt")

@@ -3,16 +3,15 @@ planned and dispatched on the log, and bounded waits on the log."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus, connect, read
-from loopbus.schemas import Actor, Event, UnitPlanned, project_subjects
+from loopbus.bus import Bus, connect
+from loopbus.schemas import Actor, UnitPlanned
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.workers.agents.config import RepoConfig, parse
 from loopbus.workers.builder.daemon import Builder
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reviews"))
 
 from kernelkit import running
+from logkit import of, wait_log  # noqa: F401 - re-exported for the tests
 from reviewkit import GitRepo
 
 SYSTEM = Actor(role="system", principal="tests")
@@ -150,27 +150,3 @@ async def daemons(
     finally:
         await builder_bus.close()
         await units_bus.close()
-
-
-async def wait_log(
-    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 30.0
-) -> list[Event]:
-    """Follow the project's log until ``done(events so far)``; ``TimeoutError`` otherwise."""
-    events: list[Event] = []
-    async with asyncio.timeout(timeout):
-        reader = read(bus, subjects=[project_subjects(project)], follow=True)
-        async with contextlib.aclosing(reader):
-            async for record in reader:
-                if record.event is not None:
-                    events.append(record.event)
-                if done(events):
-                    return events
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def of(kind: type[Any], events: list[Event], **fields: Any) -> list[Any]:
-    return [
-        e
-        for e in events
-        if isinstance(e, kind) and all(getattr(e, k) == v for k, v in fields.items())
-    ]

@@ -218,6 +218,25 @@ async def test_the_candidates_own_config_does_not_judge_it(
     assert isinstance(judged.suite, GateSuiteCompleted)
 
 
+async def test_a_pass_cached_under_the_candidates_own_config_does_not_answer_for_trunks(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """The candidate is first run under its own config (its 'true' passes and is cached);
+    judged with trunk's config afterwards, the cache does not answer with that pass: the
+    key carries the command that ran, so trunk's command runs and fails."""
+    repo = git("repo")
+    red = '\n[[check]]\nid = "t"\ncommand = "python -c \'raise SystemExit(1)\'"\n'
+    base = repo.commit({"loopbus.toml": config(project, red), "a.py": "x = 1\n"})
+    runner = make_runner(repo, project=project)
+    loose = config(project, '\n[[check]]\nid = "t"\ncommand = "true"\n')
+    head = repo.commit({"loopbus.toml": loose, "a.py": "x = 2\n"})
+    own = await runner.run_commit(head)
+    assert own.outcome == "pass"
+    judged = await runner.run_commit(head, trunk=base)
+    assert judged.outcome == "fail"
+    assert not judged.check("t").cached
+
+
 def test_loosening_a_capability_parameter_is_refused_naming_it() -> None:
     """Raising ui:web's bundle budget is a loosening refused by name; lowering it tightens."""
     before = (

@@ -177,11 +177,21 @@ class Scene:
         await self.bus.publish(event)
 
     async def ready_unit(
-        self, unit: str, head: str, *, author: str | None = None, slice: str = "S1"
+        self,
+        unit: str,
+        head: str,
+        *,
+        author: str | None = None,
+        slice: str = "S1",
+        criteria: tuple[str, ...] = (),
     ) -> None:
-        """Plan ``unit``, have its builder start it and submit ``head``, and make it ready."""
+        """Plan ``unit`` (with ``criteria``), have its builder start it and submit ``head``,
+        and make it ready."""
         builder = Actor(role="builder", principal=author or f"builder-{unit}")
-        await self.publish(UnitPlanned(project=self.project, actor=SYSTEM, unit=unit, slice=slice))
+        planned = UnitPlanned(
+            project=self.project, actor=SYSTEM, unit=unit, slice=slice, criteria=list(criteria)
+        )
+        await self.publish(planned)
         started = StartedReport(project=self.project, actor=builder, unit=unit)
         await self.publish(started)
         await self.publish(self._moved(unit, None, "started", started.id))

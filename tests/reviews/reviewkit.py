@@ -4,9 +4,7 @@ in-process with ``kernelkit.running``, re-exported here)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -18,9 +16,10 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from kernelkit import running
-from loopbus.bus import Bus, read
+from logkit import log_events, of, wait_log  # noqa: F401 - re-exported for the tests
+from loopbus.bus import Bus
 from loopbus.projections.transitions import Violation, audit
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
 from loopbus.schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
@@ -287,35 +286,6 @@ async def ready(
             commit=head,
         )
     )
-
-
-async def log_events(bus: Bus, project: str) -> list[Event]:
-    return [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
-
-
-async def wait_log(
-    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 30.0
-) -> list[Event]:
-    """Follow the project's log until ``done(events so far)``; ``TimeoutError`` otherwise."""
-    events: list[Event] = []
-    async with asyncio.timeout(timeout):
-        reader = read(bus, subjects=[project_subjects(project)], follow=True)
-        async with contextlib.aclosing(reader):
-            async for record in reader:
-                if record.event is not None:
-                    events.append(record.event)
-                if done(events):
-                    return events
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def of(kind: type[Any], events: list[Event], **fields: Any) -> list[Any]:
-    """Events of ``kind`` whose attributes equal ``fields``."""
-    return [
-        e
-        for e in events
-        if isinstance(e, kind) and all(getattr(e, k) == v for k, v in fields.items())
-    ]
 
 
 def daemon_violations(events: list[Event]) -> list[Violation]:

@@ -3,16 +3,16 @@ and wait on the log (bounded, never by sleeping)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
 from kernelkit import running
-from loopbus.bus import Bus, connect, read
+from logkit import log_events, wait_log  # noqa: F401 - re-exported for the tests
+from loopbus.bus import Bus, connect
 from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -49,24 +49,6 @@ def claim(project: str, unit: str, verb: str, **fields: Any) -> UnitReport:
     }
     report: UnitReport = kinds[verb](project=project, actor=actor, unit=unit, **fields)
     return report
-
-
-async def log_events(bus: Bus, project: str) -> list[Event]:
-    return [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
-
-
-async def wait_log(
-    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 15.0
-) -> list[Event]:
-    """Follow the project's log until ``done(events so far)``; ``TimeoutError`` otherwise."""
-    events: list[Event] = []
-    async with asyncio.timeout(timeout):
-        async for record in read(bus, subjects=[project_subjects(project)], follow=True):
-            if record.event is not None:
-                events.append(record.event)
-            if done(events):
-                return events
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def answered(report: UnitReport) -> Callable[[list[Event]], bool]:

@@ -134,44 +134,51 @@ class SubprocessExecutor:
                 stderr=stderr,
                 notes=[f"timed out after {spec.timeout_s:g}s; the process group was killed"],
             )
-        status = _read_status(status_file)
-        if status is None:
-            code = process.returncode or 0
-            sig = -code if code < 0 else None
-            return RunOutput(
-                "subprocess",
-                duration,
-                signal=sig or signal.SIGKILL,
-                stdout=stdout,
-                stderr=stderr,
-                notes=["the command's process group was killed from outside"],
-            )
-        if "start_error" in status:
-            return RunOutput(
-                "subprocess",
-                duration,
-                start_error=str(status["start_error"]),
-                stdout=stdout,
-                stderr=stderr,
-            )
-        cost = Cost(cpu_s=float(status["cpu_s"]), max_rss_kb=int(status["max_rss_kb"]))
-        if status.get("signal") is not None:
-            return RunOutput(
-                "subprocess",
-                duration,
-                signal=int(status["signal"]),
-                stdout=stdout,
-                stderr=stderr,
-                cost=cost,
-            )
+        return _finished(_read_status(status_file), process.returncode, duration, stdout, stderr)
+
+
+def _finished(
+    status: dict[str, Any] | None,
+    returncode: int | None,
+    duration: float,
+    stdout: bytes,
+    stderr: bytes,
+) -> RunOutput:
+    """What a command that ended (not timed out) did, from the wrapper's status file: its
+    exit code and cost, a signal, a start error, or, with no status file at all, that its
+    process group was killed from outside (the wrapper had no chance to write one)."""
+    if status is None:
+        code = returncode or 0
+        sig = -code if code < 0 else None
         return RunOutput(
             "subprocess",
             duration,
-            exit_code=int(status["rc"]),
+            signal=sig or signal.SIGKILL,
+            stdout=stdout,
+            stderr=stderr,
+            notes=["the command's process group was killed from outside"],
+        )
+    if "start_error" in status:
+        return RunOutput(
+            "subprocess",
+            duration,
+            start_error=str(status["start_error"]),
+            stdout=stdout,
+            stderr=stderr,
+        )
+    cost = Cost(cpu_s=float(status["cpu_s"]), max_rss_kb=int(status["max_rss_kb"]))
+    if status.get("signal") is not None:
+        return RunOutput(
+            "subprocess",
+            duration,
+            signal=int(status["signal"]),
             stdout=stdout,
             stderr=stderr,
             cost=cost,
         )
+    return RunOutput(
+        "subprocess", duration, exit_code=int(status["rc"]), stdout=stdout, stderr=stderr, cost=cost
+    )
 
 
 def _signal_group(pgid: int, signum: int) -> None:

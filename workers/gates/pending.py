@@ -98,55 +98,13 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
     fails = 0
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "not run": 0, "pending": 0}
 
-    for err in report.get("collect_errors", []):
-        errors.append(f"collection error in {err['nodeid'] or err['path']}")
-        findings.append(
-            Finding(
-                target=CodeTarget(
-                    path=str(err["path"]), start=int(err["line"]), end=int(err["line"])
-                ),
-                severity="high",
-                message=f"collection error in {err['nodeid'] or err['path']}: "
-                f"{_first_line(str(err.get('longrepr', '')))}",
-                evidence={"longrepr": err.get("longrepr", "")},
-            )
-        )
-
-    endings = [ending_of(t) for t in report.get("tests", [])]
+    broken_files = _collection_errors(report, errors, findings)
+    _unmatched_pending(report, check, config, broken_files, errors, findings)
     pending = set(check.pending)
-    broken_files = {str(e["path"]) for e in report.get("collect_errors", [])}
-    broken_files |= {str(e["nodeid"]).split("::")[0] for e in report.get("collect_errors", [])}
-    collected = list(report.get("collected", [])) + list(report.get("deselected", []))
-
-    for pid in check.pending:
-        if any(_is_instance_of(n, pid) for n in collected):
-            continue
-        if pid.split("::")[0] in broken_files:
-            continue  # its module did not import; the collection error already says so
-        errors.append(f"pending id {pid} names no test")
-        line = config.line_of(pid)
-        findings.append(
-            Finding(
-                target=CodeTarget(path="loopbus.toml", start=line, end=line),
-                severity="high",
-                message=f"pending id {pid} names no test in this commit: fix the id or remove it "
-                f"from check {check.id!r}",
-                evidence={"pending": pid, "check": check.id},
-            )
-        )
-
-    ran = {e.nodeid for e in endings}
-    for nodeid in report.get("collected", []):
-        if nodeid not in ran:
-            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
-    for nodeid in report.get("deselected", []):
-        if any(_is_instance_of(nodeid, pid) for pid in pending):
-            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
-
     unrun: list[str] = []
     ordinary = 0
     tests = {n: "deselected" for n in report.get("deselected", [])}
-    for ending in endings:
+    for ending in _endings(report, pending):
         owner = next((p for p in pending if _is_instance_of(ending.nodeid, p)), None)
         tests[ending.nodeid] = ending.ending if owner is None else f"pending-{ending.ending}"
         if owner is None:
@@ -185,6 +143,71 @@ def judge_pytest(report: dict[str, Any], check: CheckSpec, config: ProjectConfig
         findings=findings,
         tests=tests,
     )
+
+
+def _collection_errors(
+    report: dict[str, Any], errors: list[str], findings: list[Finding]
+) -> set[str]:
+    """Record each module that failed to import; return the files (and node ids) that did."""
+    broken: set[str] = set()
+    for err in report.get("collect_errors", []):
+        broken |= {str(err["path"]), str(err["nodeid"]).split("::")[0]}
+        errors.append(f"collection error in {err['nodeid'] or err['path']}")
+        findings.append(
+            Finding(
+                target=CodeTarget(
+                    path=str(err["path"]), start=int(err["line"]), end=int(err["line"])
+                ),
+                severity="high",
+                message=f"collection error in {err['nodeid'] or err['path']}: "
+                f"{_first_line(str(err.get('longrepr', '')))}",
+                evidence={"longrepr": err.get("longrepr", "")},
+            )
+        )
+    return broken
+
+
+def _unmatched_pending(
+    report: dict[str, Any],
+    check: CheckSpec,
+    config: ProjectConfig,
+    broken_files: set[str],
+    errors: list[str],
+    findings: list[Finding],
+) -> None:
+    """A pending id that names no collected test is an error: it would otherwise be a
+    criterion nobody can ever clear (or a typo that hides one)."""
+    collected = list(report.get("collected", [])) + list(report.get("deselected", []))
+    for pid in check.pending:
+        if any(_is_instance_of(n, pid) for n in collected):
+            continue
+        if pid.split("::")[0] in broken_files:
+            continue  # its module did not import; the collection error already says so
+        errors.append(f"pending id {pid} names no test")
+        line = config.line_of(pid)
+        findings.append(
+            Finding(
+                target=CodeTarget(path="loopbus.toml", start=line, end=line),
+                severity="high",
+                message=f"pending id {pid} names no test in this commit: fix the id or remove it "
+                f"from check {check.id!r}",
+                evidence={"pending": pid, "check": check.id},
+            )
+        )
+
+
+def _endings(report: dict[str, Any], pending: set[str]) -> list[TestEnding]:
+    """How every test ended, counting a collected test that never reported, and a
+    deselected pending test, as not run (deselecting a criterion does not clear it)."""
+    endings = [ending_of(t) for t in report.get("tests", [])]
+    ran = {e.nodeid for e in endings}
+    for nodeid in report.get("collected", []):
+        if nodeid not in ran:
+            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
+    for nodeid in report.get("deselected", []):
+        if any(_is_instance_of(nodeid, pid) for pid in pending):
+            endings.append(TestEnding(nodeid, nodeid.split("::")[0], 1, "norun"))
+    return endings
 
 
 def _ordinary(ending: TestEnding, counts: dict[str, int], findings: list[Finding]) -> int:

@@ -7,18 +7,21 @@ trunk_only = ["integration"]
 
 A trunk-only check does not run on merge candidates; it runs on trunk after trunk moved,
 and a red result there reverts the merge. Every other check gates the candidate before
-trunk moves. The table is read from the commit being gated, like the rest of the file.
+trunk moves. On trunk the table is read from the commit being gated, like the rest of the
+file; a merge candidate is judged with trunk's file instead (:func:`candidate_gating`).
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from loopbus.schemas.ids import is_token
 from loopbus.workers.errors import CONFIG_FILE, ConfigError
 from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.trunkconfig import ConfigChange, config_changes, judged_config, refused
 from loopbus.workers.repository import read_ref, resolve
 
 MERGE_KEYS = ("trunk_only",)
@@ -70,16 +73,40 @@ def parse_merge_config(text: str) -> MergeConfig:
     return MergeConfig(project=config.project, checks=ids, trunk_only=trunk_only)
 
 
-def merge_config_at(path: Path, commit: str) -> MergeConfig:
-    """The merge configuration ``commit`` declares.
+@dataclass(frozen=True)
+class CandidateGating:
+    """How a merge candidate is gated: the checks it runs (``()``: all of them) and the
+    edits to trunk's ``loopbus.toml`` it makes that no unit may make."""
 
-    Raises :class:`~loopbus.workers.errors.ConfigError` (no file, a bad gate configuration
-    or ``[merge]`` table) or :class:`~loopbus.workers.errors.RepoError` (no such commit).
+    checks: tuple[str, ...]
+    refused: tuple[ConfigChange, ...]
+
+
+def candidate_gating(
+    path: Path, trunk: str, commit: str, criteria: Collection[str]
+) -> CandidateGating:
+    """What gating candidate ``commit`` against trunk commit ``trunk`` takes.
+
+    The candidate is judged with trunk's configuration plus the edits a unit may make
+    (``criteria`` cleared from ``pending``, checks added; see
+    :mod:`loopbus.workers.gates.trunkconfig`): so it runs every check of that configuration
+    but the ones *trunk's* ``[merge]`` table keeps for trunk, and every other edit it makes
+    is listed in ``refused`` (it would become trunk's configuration if it landed).
+
+    Raises :class:`~loopbus.workers.errors.ConfigError` (trunk's file is missing or invalid,
+    the candidate's is not TOML) or :class:`~loopbus.workers.errors.RepoError`.
     """
-    text = resolve(path, commit).config_text
-    if text is None:
-        raise ConfigError("file", None, f"commit {commit[:12]} has no {CONFIG_FILE}")
-    return parse_merge_config(text)
+    ours = resolve(path, trunk).config_text
+    if ours is None:
+        raise ConfigError("file", None, f"trunk commit {trunk[:12]} has no {CONFIG_FILE}")
+    theirs = resolve(path, commit).config_text
+    trunk_only = parse_merge_config(ours).trunk_only
+    changes = refused(config_changes(ours, theirs, criteria))
+    if not trunk_only:
+        return CandidateGating(checks=(), refused=tuple(changes))
+    judged = judged_config(ours, theirs, criteria)
+    checks = tuple(c.id for c in judged.checks if c.id not in trunk_only)
+    return CandidateGating(checks=checks, refused=tuple(changes))
 
 
 def project_of(path: Path, trunk: str) -> tuple[str | None, str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,10 +193,15 @@ class Merger(Daemon):
         )
         return [Publish(tested)]
 
-    async def _stack(self, entries: Sequence[QueueEntry], trunk: str) -> Sequence[Intent]:
+    async def _stack(
+        self,
+        entries: Sequence[QueueEntry],
+        trunk: str,
+        criteria: Mapping[str, Sequence[str]] | None = None,
+    ) -> Sequence[Intent]:
         """Stack ``entries`` on trunk commit ``trunk``; the pipeline reports what it holds."""
         try:
-            await self.pipeline.stack(entries, trunk)
+            await self.pipeline.stack(entries, trunk, criteria or {})
         finally:
             self._report_pipeline()
         return ()

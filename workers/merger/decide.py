@@ -267,10 +267,18 @@ def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
 
 
 def stack(step: Step, trunk_commit: str, wanted: list[QueueEntry]) -> Effect:
-    """Have the shell stack ``wanted`` on trunk (and drop every other candidate)."""
+    """Have the shell stack ``wanted`` on trunk (and drop every other candidate). Each
+    unit's criteria (from the system's plan) go along: its candidate may clear them from
+    ``pending`` and nothing else of trunk's gate configuration."""
     request = request_of(trunk_commit, wanted)
     key = ",".join([trunk_commit, *(queued for queued, _unit, _head in request[1])])
-    return step.effect("stack", key, entries=tuple(wanted), trunk=trunk_commit)
+    criteria = {e.unit: tuple(criteria_of(step.units, e.unit)) for e in wanted}
+    return step.effect("stack", key, entries=tuple(wanted), trunk=trunk_commit, criteria=criteria)
+
+
+def criteria_of(units: UnitsState, unit: str) -> list[str]:
+    view = units.units.get(unit)
+    return list(view.criteria) if view is not None else []
 
 
 def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Intent]:

@@ -11,14 +11,15 @@ own run finds every candidate check in the cache and runs only the trunk-only on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from loopbus.schemas import FindingRaised, format_target
-from loopbus.schemas.gates import GateOutcome
+from loopbus.schemas.gates import GateOutcome, worst
 from loopbus.schemas.merges import CheckVerdict, FailingTest
 from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
+from loopbus.workers.gates.trunkconfig import ConfigChange
 
 MESSAGE_CAP = 500
 DETAIL_CAP = 1500
@@ -58,10 +59,11 @@ class TrunkGates(Protocol):
         *,
         checks: Sequence[str] = (),
         trunk: str | None = None,
+        criteria: Sequence[str] = (),
         force: bool = False,
     ) -> TrunkVerdict:
-        """``trunk``: judge with that commit's configuration (and keep its tests);
-        ``force``: run past the cache."""
+        """``trunk``: judge with that commit's configuration (and keep its tests), where
+        ``criteria`` may be cleared from ``pending``; ``force``: run past the cache."""
         ...
 
 
@@ -78,12 +80,13 @@ class RunnerTrunkGates:
         *,
         checks: Sequence[str] = (),
         trunk: str | None = None,
+        criteria: Sequence[str] = (),
         force: bool = False,
     ) -> TrunkVerdict:
         if Path(repo).resolve() != self.runner.repo.resolve():
             raise ValueError(f"this gate runner serves {self.runner.repo}, not {repo}")
         suite = await self.runner.run_commit(
-            commit, checks=checks, reason="trunk", trunk=trunk, force=force
+            commit, checks=checks, reason="trunk", trunk=trunk, criteria=criteria, force=force
         )
         return verdict_of(suite, commit)
 
@@ -107,6 +110,22 @@ def verdict_of(suite: SuiteResult, commit: str) -> TrunkVerdict:
         error=suite.error,
         suite=suite.suite.id if suite.suite is not None else None,
     )
+
+
+def config_refused(verdict: TrunkVerdict, changes: Sequence[ConfigChange]) -> TrunkVerdict:
+    """A candidate that edits trunk's gate configuration beyond what a unit may is red
+    whatever its gates said: landing it would make that edit trunk's configuration."""
+    shown = "; ".join(f"{c.field}: {c.detail}" for c in changes[:5])
+    more = "; …" if len(changes) > 5 else ""
+    refusal = FailingTest(
+        test="gate-configuration",
+        check="gate-configuration",
+        message=f"the candidate edits trunk's loopbus.toml beyond what a unit may: {shown}{more}"[
+            :MESSAGE_CAP
+        ],
+    )
+    outcome = worst([verdict.outcome, "fail"])
+    return replace(verdict, outcome=outcome, failing=[refusal, *verdict.failing][:MAX_FAILING])
 
 
 def failing_of(run: CheckRun) -> list[FailingTest]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +27,8 @@ from loopbus.projections.merges import QueueEntry
 from loopbus.schemas.merges import FailingTest
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.merger import gitops
-from loopbus.workers.merger.config import merge_config_at
-from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict
+from loopbus.workers.merger.config import candidate_gating
+from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict, config_refused
 from loopbus.workers.merger.seen import (
     CandidateView,
     Key,
@@ -53,6 +53,8 @@ class Candidate:
     entry: QueueEntry
     attempt: gitops.MergeAttempt
     ahead: list[str]
+    criteria: tuple[str, ...] = ()
+    """The unit's criteria (from the plan): the only ``pending`` entries it may clear."""
     task: asyncio.Task[TrunkVerdict] | None = None
 
     @property
@@ -82,10 +84,17 @@ class Pipeline:
     def view(self) -> PipelineView:
         return PipelineView(self.request, tuple(c.view() for c in self.stacked))
 
-    async def stack(self, entries: Sequence[QueueEntry], trunk_commit: str) -> PipelineView:
+    async def stack(
+        self,
+        entries: Sequence[QueueEntry],
+        trunk_commit: str,
+        criteria: Mapping[str, Sequence[str]] | None = None,
+    ) -> PipelineView:
         """Build (or reuse) the candidates for ``entries`` on trunk, start their tests, and
         drop every candidate no longer wanted. The stack stops after the first candidate
-        that does not merge (nothing can be stacked on it)."""
+        that does not merge (nothing can be stacked on it). ``criteria``: each unit's
+        criteria from the plan."""
+        criteria = criteria or {}
         stacked: list[Candidate] = []
         base = trunk_commit
         ahead: list[str] = []
@@ -96,7 +105,13 @@ class Pipeline:
                 attempt = await asyncio.to_thread(
                     gitops.merge, self.repo, base, entry.head, merge_message(entry, self.trunk)
                 )
-                candidate = Candidate(key=key, entry=entry, attempt=attempt, ahead=list(ahead))
+                candidate = Candidate(
+                    key=key,
+                    entry=entry,
+                    attempt=attempt,
+                    ahead=list(ahead),
+                    criteria=tuple(criteria.get(entry.unit, ())),
+                )
                 self.candidates[key] = candidate
             stacked.append(candidate)
             if not candidate.attempt.clean:
@@ -164,14 +179,22 @@ class Pipeline:
         )
 
     async def _test(self, candidate: Candidate) -> TrunkVerdict:
-        """The candidate stage: every check but the trunk-only ones, on the merge result."""
-        commit = candidate.commit
+        """The candidate stage, on the merge result: every check but the trunk-only ones,
+        all as the commit it sits on (trunk, or the candidate ahead that must land first)
+        configures them, never as the candidate's own ``loopbus.toml`` would. The unit may
+        only clear its own criteria from ``pending`` and add checks; any other edit to the
+        file would become trunk's configuration if it landed, so it makes the candidate red."""
+        commit, base = candidate.commit, candidate.key[0]
         try:
-            config = await asyncio.to_thread(merge_config_at, self.repo, commit)
+            gating = await asyncio.to_thread(
+                candidate_gating, self.repo, base, commit, candidate.criteria
+            )
         except WorkerError as exc:
             return config_error(commit, candidate.attempt.tree or "", str(exc))
-        checks = config.candidate_checks if config.trunk_only else ()
-        return await self.gates.run(self.repo, commit, checks=checks)
+        verdict = await self.gates.run(
+            self.repo, commit, checks=gating.checks, trunk=base, criteria=candidate.criteria
+        )
+        return config_refused(verdict, gating.refused) if gating.refused else verdict
 
 
 def config_error(commit: str, tree: str, message: str) -> TrunkVerdict:
