@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, pytest_project
 from kernelkit import running
 from loopbus.bus import Bus, read
@@ -22,6 +23,7 @@ from loopbus.schemas import (
     FindingResolved,
     UnitPlanned,
     UnitTransitioned,
+    format_target,
 )
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import UnitScope, gate_unit
@@ -97,9 +99,22 @@ def resolved(finding: FindingRaised) -> Callable[[list[Event]], bool]:
     )
 
 
-def still_open(events: list[Event], finding: FindingRaised) -> bool:
+def holder(events: list[Event], finding: FindingRaised) -> FindingRaised | None:
+    """The raised finding that stands open for ``finding``'s key (the first raised with it:
+    two tests failing on the same line are one open finding), if it is open."""
+    key = findings_fold.key_text(format_target(finding.target), finding.severity,
+                                 finding.criterion)  # fmt: skip
     state = findings_fold.FOLD.fold(events)
-    return any(f.id == finding.id for f in findings_fold.open_findings(state, "U1"))
+    held = state.open.get("U1", {}).get(key)
+    return (
+        next((e for e in events if isinstance(e, FindingRaised) and e.id == held.id), None)
+        if held
+        else None
+    )
+
+
+def still_open(events: list[Event], finding: FindingRaised) -> bool:
+    return holder(events, finding) is not None
 
 
 def settled_now(events: list[Event], project: str) -> list[FindingResolved]:
@@ -139,19 +154,37 @@ async def test_a_red_rounds_finding_is_resolved_by_a_green_next_round(
     assert not still_open(events, broken)
 
 
+@pytest.mark.parametrize(
+    ("calc", "frame"),
+    [
+        pytest.param("def total(xs):\n    return 0\n", "code:tests/", id="frame-in-the-criterion"),
+        pytest.param(
+            "def total(xs):\n    raise ValueError(xs)\n", "code:calc.py", id="frame-in-the-code"
+        ),
+    ],
+)
 async def test_a_criterion_failure_stays_open_until_a_round_runs_it_green(
-    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+    calc: str,
+    frame: str,
+    bus: Bus,
+    project: str,
+    git: Callable[[str], GitRepo],
+    make_runner: Callable[..., GateRunner],
 ) -> None:
-    """The criterion fails in round 1; round 2 deselects it with an owned conftest (the
-    tests check runs, the criterion does not): its failure is not resolved. Round 3 runs
-    it and it passes: now it is."""
+    """The criterion fails in round 1 (its finding on the criterion's line, or on the code
+    under test); round 2 deselects it with an owned conftest (the tests check runs, the
+    criterion does not): its failure is not resolved. Round 3 runs it and it passes: now
+    it is."""
     repo = git("repo")
     base = repo.commit(pytest_project(project))
     runner = make_runner(repo, project=project)
     files = {**pytest_project(project), "loopbus.toml": cleared(project)}
-    red = repo.commit({**files, "calc.py": BROKEN.replace("1", "0")}, parent=base)
+    red = repo.commit({**files, "calc.py": calc}, parent=base)
     assert (await round_on(bus, project, runner, base, red, first=True)).outcome == "fail"
-    criterion = raised(await log(bus, project), PENDING_ID)
+    failed = raised(await log(bus, project), PENDING_ID)
+    assert format_target(failed.target).startswith(frame)
+    criterion = holder(await log(bus, project), failed)  # the criterion's, or test_empty's
+    assert criterion is not None
 
     unrun = repo.commit(
         {**files, "calc.py": CALC_DONE, "tests/conftest.py": DESELECT_CRITERION}, parent=base

@@ -66,8 +66,7 @@ def no_longer_raised(
         key = key_text(finding.target, finding.severity, finding.criterion)
         if key in raised or not _vouched(finding, ran):
             continue
-        path = _path(finding.target)
-        if path in guarded and any(c not in passed_criteria for c in guarded[path]):
+        if _unproven(finding, reviews, guarded, view.criteria, passed_criteria):
             continue  # a criterion's failure stays until that criterion runs and passes
         resolved.append(
             FindingResolved(
@@ -82,6 +81,31 @@ def no_longer_raised(
             )
         )
     return resolved
+
+
+def _unproven(
+    finding: OpenFinding,
+    reviews: reviews_fold.ReviewsState,
+    guarded: dict[str, list[str]],
+    criteria: list[str],
+    passed: dict[str, str],
+) -> bool:
+    """True when ``finding`` may be about a criterion that did not run and pass: it points
+    into a criteria file, or (its frame elsewhere, in the code under test) its test is one."""
+    path = _path(finding.target)
+    if path in guarded and any(c not in passed for c in guarded[path]):
+        return True
+    # One open finding stands for every test that failed at the same place (same key):
+    # the tests behind it are those of every gate finding raised with its key.
+    key = key_text(finding.target, finding.severity, finding.criterion)
+    tests = {
+        found.nodeid
+        for found in reviews.gate_findings.values()
+        if found.nodeid is not None
+        and key_text(found.target, found.severity, found.criterion) == key
+    }
+    about = [c for c in criteria for t in tests if t == c or t.startswith(c + "[")]
+    return any(c not in passed for c in about)
 
 
 def _vouched(finding: OpenFinding, ran: dict[str, SuiteEntry]) -> bool:
