@@ -201,3 +201,21 @@ async def test_a_criterion_failure_stays_open_until_a_round_runs_it_green(
     async with running(bus, Units(projects=[project])):
         events = await wait_log(bus, project, resolved(criterion))
     assert not still_open(events, criterion)
+
+
+async def test_a_finding_raised_again_by_the_next_red_round_stays_open(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """Round 2 is a new head that fails the same test on the same line: the finding is
+    raised again, so nothing resolves it."""
+    repo = git("repo")
+    base = repo.commit(pytest_project(project))
+    runner = make_runner(repo, project=project)
+    red = repo.commit({**repo.files, "calc.py": BROKEN})
+    assert (await round_on(bus, project, runner, base, red, first=True)).outcome == "fail"
+    broken = raised(await log(bus, project), "tests/test_calc.py::test_empty")
+    again = repo.commit({**repo.files, "calc.py": BROKEN + "# still broken\n"}, parent=red)
+    assert (await round_on(bus, project, runner, base, again, first=False)).outcome == "fail"
+    events = await log(bus, project)
+    assert settled_now(events, project) == []
+    assert still_open(events, broken)
