@@ -3,10 +3,16 @@
 A project exists once it has an event on the log. Reading commands (``status``,
 ``replay``) would otherwise show a mistyped project as a plausible empty state, and
 writing ones (``plan submit``) would append to the permanent log under the typo. A new
-project's first plan says so with ``--new``.
+project's first plan says so with ``--new``; so may the other commands that can open a
+project (an operator's first finding, decision or objective). Every other command that
+names a project (reports about units, ``tail``, ``approve``, ``findings export``) refuses
+one with no event, saying how a project starts.
 """
 
 from __future__ import annotations
+
+import argparse
+from typing import Any
 
 from loopbus.bus import Bus, read
 from loopbus.errors import UsageError
@@ -20,10 +26,27 @@ async def has_events(bus: Bus, project: str) -> bool:
     return False
 
 
-async def require_known(bus: Bus, project: str, *, hint: str = "") -> None:
+START_HINT = "a project starts with `loopbus plan submit PLAN --project ID --new`"
+NEW_HINT = "if it is a new project, pass --new"
+
+
+def add_new(parser: Any, what: str) -> None:
+    """``--new``: ``what`` is the project's first event, so it may have none yet."""
+    parser.add_argument(
+        "--new", action="store_true", help=f"a new project: {what} may be its first event"
+    )
+
+
+async def require_known(bus: Bus, project: str, *, hint: str = START_HINT) -> None:
     """Raise the one-line :class:`UsageError` when ``project`` has no event on the log."""
     if not await has_events(bus, project):
         raise UsageError(
             f"--project {project!r} has no event on the log: check the id"
             + (f" ({hint})" if hint else "")
         )
+
+
+async def require_known_unless_new(bus: Bus, args: argparse.Namespace) -> None:
+    """:func:`require_known` for a command that takes ``--new``, unless it was given."""
+    if not getattr(args, "new", False):
+        await require_known(bus, args.project, hint=NEW_HINT)

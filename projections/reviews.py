@@ -78,6 +78,8 @@ class GateFinding(msgspec.Struct, kw_only=True, array_like=True):
     path: str | None = None
     start: int = 0
     end: int = 0
+    nodeid: str | None = None
+    """The test a pytest finding is about (its evidence), wherever its frame points."""
 
 
 class FailingResult(msgspec.Struct, kw_only=True):
@@ -263,6 +265,9 @@ def _gate_finding(state: ReviewsState, event: FindingRaised) -> None:
         criterion=event.criterion,
         cls=event.cls,
     )
+    nodeid = event.evidence.get("nodeid")
+    if isinstance(nodeid, str):
+        compact.nodeid = nodeid
     if isinstance(target, CodeTarget):
         compact.path, compact.start, compact.end = target.path, target.start, target.end
     if event.id in state.unclaimed:  # its result arrived first

@@ -13,6 +13,7 @@ from typing import Any
 
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.schemas import Actor
 from loopbus.schemas.merges import ApproveReport
 from loopbus.settings import add_connection, add_project, connection
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
+            await require_known(bus, claim.project)
             ack = await bus.publish(claim)
         finally:
             await bus.close()

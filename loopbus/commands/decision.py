@@ -17,6 +17,7 @@ from typing import Any
 from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import LoopbusError, UsageError
+from loopbus.known import add_new, require_known, require_known_unless_new
 from loopbus.projections import decisions
 from loopbus.projections.base import to_builtins
 from loopbus.projections.decisions import ANSWERS_CLAIM, DecisionsState
@@ -45,6 +46,8 @@ def register(sub: Any) -> None:
         parser = _parser(actions, action, text, claimant=True)
         if action == "supersede":
             parser.add_argument("--id", required=True, dest="supersedes", help="decision replaced")
+        else:
+            add_new(parser, "this decision")
         parser.add_argument("--question", required=action == "record", default=None)
         parser.add_argument("--chosen", required=True, help="the answer chosen")
         parser.add_argument("--option", action="append", default=[], help="an option weighed")
@@ -62,6 +65,7 @@ def register(sub: Any) -> None:
     objective.add_argument("--id", required=True, dest="objective", help="the objective's id")
     objective.add_argument("--text", default="", help="what it is, in a sentence")
     objective.add_argument("--withdraw", action="store_true", help="it is no longer live")
+    add_new(objective, "this objective")
     objective.set_defaults(handler=run_objective)
     show = _parser(actions, "show", "one decision: the record, its chain, who was briefed")
     show.add_argument("--id", required=True, dest="decision", help="the decision's id")
@@ -121,6 +125,7 @@ def run_record(args: argparse.Namespace) -> int:
     async def go() -> int:
         bus = await connection(args).open()
         try:
+            await require_known_unless_new(bus, args)
             question = args.question
             if question is None:  # supersede: the same question unless a new one is given
                 prior = (await load(bus, args.project)).decisions.get(args.supersedes)
@@ -178,6 +183,7 @@ def run_objective(args: argparse.Namespace) -> int:
     async def go() -> int:
         bus = await connection(args).open()
         try:
+            await require_known_unless_new(bus, args)
             ack = await bus.publish(declared)
         finally:
             await bus.close()
@@ -194,6 +200,7 @@ def _state(args: argparse.Namespace) -> DecisionsState:
     async def go() -> DecisionsState:
         bus = await connection(args).open()
         try:
+            await require_known(bus, args.project)
             return await load(bus, args.project)
         finally:
             await bus.close()

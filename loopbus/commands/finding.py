@@ -14,6 +14,7 @@ from typing import Any
 from loopbus.bus import read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import LoopbusError, UsageError
+from loopbus.known import require_known
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue, project_subjects
 from loopbus.schemas.ids import is_token
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
+            await require_known(bus, claim.project)
             ack = await bus.publish(claim)
             print(f"{claim.action} of {claim.finding} claimed at seq {ack.seq} ({claim.id})")
             if args.wait <= 0:

@@ -23,6 +23,7 @@ from typing import Any
 from loopbus import findings_ledger, sarif
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.findings_ledger import Entry, FindingsLedger
+from loopbus.known import require_known
 from loopbus.log_reading import project_records
 from loopbus.progress import Progress
 from loopbus.sarif_limits import GITHUB, check
@@ -124,6 +125,7 @@ async def fold(conn: Connection, project: str) -> FindingsLedger:
     ledger = findings_ledger.initial()
     progress = Progress(f"findings of {project}", unit="seq")
     try:
+        await require_known(bus, project)
         with progress.shown():
             async for record in project_records(bus, project, progress):
                 if record.event is not None:

@@ -20,6 +20,7 @@ import msgspec
 
 from loopbus.bus import read
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.projections import slices
 from loopbus.projections.slices import SlicesState
 from loopbus.schemas import project_subjects
@@ -43,6 +44,7 @@ async def fold_slices(conn: Connection, project: str) -> SlicesState:
     """The slices projection of ``project``, folded from sequence 1 of the log."""
     bus = await conn.open()
     try:
+        await require_known(bus, project)
         state = slices.initial()
         async for record in read(bus, subjects=[project_subjects(project)]):
             if record.event is not None:

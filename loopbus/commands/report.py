@@ -15,6 +15,7 @@ from typing import Any
 
 from loopbus.completion import offer
 from loopbus.errors import UsageError
+from loopbus.known import add_new, require_known_unless_new
 from loopbus.schemas import (
     FINDING_CLASSES,
     PRODUCERS,
@@ -67,6 +68,7 @@ def register(sub: Any) -> None:
     finding.add_argument(
         "--evidence", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
     )
+    add_new(finding, "this finding")
     finding.set_defaults(handler=run_finding)
     from loopbus.commands import unit_reports  # imports this module: register it here
 
@@ -159,6 +161,7 @@ def run_finding(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
+            await require_known_unless_new(bus, args)
             ack = await bus.publish(finding)
         finally:
             await bus.close()

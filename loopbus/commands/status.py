@@ -76,6 +76,7 @@ async def load_view(
     """Every projection of ``project`` as the projector last wrote it."""
     bus = await conn.open()
     try:
+        await require_known(bus, project)
         views = await Views.open(bus)
         found = await views.read_project(project, FOLDS, limit=limit)
         view = ProjectView(states={}, seqs={}, checkpoint=(await views.checkpoint()).seq, last=0)
@@ -137,6 +138,7 @@ async def load_waiting(conn: Connection, project: str) -> tuple[Any, Any]:
     findings holding units back."""
     bus = await conn.open()
     try:
+        await require_known(bus, project)
         views = await Views.open(bus)
         units = await _page(bus, views, project, None)
         try:

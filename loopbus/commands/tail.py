@@ -14,6 +14,7 @@ import msgspec
 from loopbus.bus import Record, read
 from loopbus.completion import offer
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.render import Palette, record_json, record_line
 from loopbus.schemas import KINDS, PRODUCERS, project_subjects
 from loopbus.schemas.durations import parse_duration
@@ -144,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     async def follow() -> int:
         bus = await connection(args).open()
         try:
+            if chosen.project is not None:
+                await require_known(bus, chosen.project)
             async for record in read(
                 bus,
                 subjects=chosen.subjects(),

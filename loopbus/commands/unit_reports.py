@@ -21,6 +21,7 @@ from loopbus.bus import HEARTBEAT_BUCKET, Bus, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.completion import offer
 from loopbus.errors import LoopbusError, UsageError
+from loopbus.known import require_known
 from loopbus.projections.claims import SHA, SUBJECT_KINDS
 from loopbus.projections.units import REFUSAL_CLASS
 from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, Role, UnitTransitioned
@@ -157,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) -> int:
     bus = await connection(args).open()
     try:
+        await require_known(bus, claim.project)
         if isinstance(claim, HeartbeatReport):
             beats = await bus.bucket(HEARTBEAT_BUCKET)
             revision = await beats.put(

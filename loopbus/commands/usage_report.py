@@ -12,6 +12,7 @@ from typing import Any
 
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
+from loopbus.known import require_known
 from loopbus.schemas import Actor
 from loopbus.schemas.slices import UsageReport
 from loopbus.settings import add_connection, add_project, connection
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
+            await require_known(bus, report.project)
             ack = await bus.publish(report)
         finally:
             await bus.close()

@@ -65,6 +65,11 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         for role in ("admin", "system", "operator", "reader", "agent"):
             assert (creds / f"{role}.json").stat().st_mode & 0o777 == 0o600
 
+        opened = cli(
+            tmp_path, "report", "finding", "--project", "demo", "--new", "--producer", "reviewer",
+            "--target", "code:a.py:1", "--severity", "low", "--message", "a new project",
+        )  # fmt: skip
+        assert opened.returncode == 0, opened.stderr  # commands refuse a project with no event
         status = cli(tmp_path, "status", "--project", "demo")
         assert status.returncode == 0, status.stderr
         started = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U1")

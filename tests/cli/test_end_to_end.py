@@ -42,7 +42,7 @@ def test_up_report_tail_replay_status(up_factory: Any) -> None:
     SIGTERM stops up and every child cleanly."""
     up = up_factory("--port", str(free_port()))
     env_url = ("--nats-url", up.url)
-    reported = loopbus("report", "finding", "--project", "demo", *FINDING_ARGS, *env_url)
+    reported = loopbus("report", "finding", "--new", "--project", "demo", *FINDING_ARGS, *env_url)
     assert reported.code == 0, reported.err
     assert "published at seq 1" in reported.out
 
@@ -87,7 +87,12 @@ def test_replay_until_shows_the_state_as_it_was(up_factory: Any) -> None:
     for line in ("1-1", "2-2"):
         args = list(FINDING_ARGS)
         args[3] = f"code:a.py:{line}"
-        assert loopbus("report", "finding", "--project", "p", *args, "--nats-url", up.url).code == 0
+        assert (
+            loopbus(
+                "report", "finding", "--new", "--project", "p", *args, "--nats-url", up.url
+            ).code
+            == 0
+        )
     full = loopbus("replay", "--project", "p", "--json", "--nats-url", up.url).json_lines()[0]
     early = loopbus(
         "replay", "--project", "p", "--json", "--until", "1", "--nats-url", up.url
@@ -125,7 +130,9 @@ def test_external_url_starts_no_server(up_factory: Any, nats_url: str) -> None:
         pytest.param(("tail", "--no-follow"), id="tail"),
         pytest.param(("status", "--project", "demo"), id="status"),
         pytest.param(("replay", "--project", "demo"), id="replay"),
-        pytest.param(("report", "finding", "--project", "demo", *FINDING_ARGS), id="report"),
+        pytest.param(
+            ("report", "finding", "--new", "--project", "demo", *FINDING_ARGS), id="report"
+        ),
     ],
 )
 def test_unreachable_server_is_one_line(command: tuple[str, ...]) -> None:
@@ -211,14 +218,18 @@ def test_bad_tail_filters_are_one_line(args: tuple[str, ...], needle: str) -> No
 
 def test_usage_report_is_published_as_a_builder_claim(nats_url: str, project: str) -> None:
     """`report usage` publishes the builder's token claim on its unit's report subject."""
+    opened = loopbus("report", "finding", "--new", "--project", project, *FINDING_ARGS,
+                     "--nats-url", nats_url)  # fmt: skip
+    assert opened.code == 0, opened.err  # usage of a project with no event is refused
     result = loopbus(
         "report", "usage", "--project", project, "--unit", "U1", "--tokens-in", "1200",
         "--tokens-out", "300", "--nats-url", nats_url,
     )  # fmt: skip
     assert result.code == 0, result.err
     [line] = loopbus(
-        "tail", "--project", project, "--no-follow", "--json", "--nats-url", nats_url
-    ).json_lines()
+        "tail", "--project", project, "--no-follow", "--json", "--kind", "usage",
+        "--nats-url", nats_url,
+    ).json_lines()  # fmt: skip
     # A claim lives under its role and proven principal (the CLI's default: the OS user).
     me = getpass.getuser()
     assert line["subject"] == f"loop.{project}.claim.builder.{me}.report.builder.U1"
@@ -236,7 +247,10 @@ def test_tail_colours_a_terminal(nats_url: str, project: str) -> None:
     """On a terminal, tail paints severity and kind; piped (above) it prints plain text."""
     args = list(FINDING_ARGS)
     assert (
-        loopbus("report", "finding", "--project", project, *args, "--nats-url", nats_url).code == 0
+        loopbus(
+            "report", "finding", "--new", "--project", project, *args, "--nats-url", nats_url
+        ).code
+        == 0
     )
     leader, follower = pty.openpty()
     try:

@@ -16,16 +16,71 @@ PLAN = '[slice]\nid = "S1"\n\n[[unit]]\nid = "U1"\nfiles = ["a.py"]\n'
     [
         pytest.param(("status",), id="status"),
         pytest.param(("status", "--unit", "U1"), id="status-unit"),
+        pytest.param(("status", "--waiting"), id="status-waiting"),
         pytest.param(("replay",), id="replay"),
         pytest.param(("replay", "--json"), id="replay-json"),
+        pytest.param(("tail", "--no-follow"), id="tail"),
+        pytest.param(("tail",), id="tail-follow"),
+        pytest.param(("findings", "export"), id="findings-export"),
+        pytest.param(("record",), id="record"),
+        pytest.param(("decision", "list"), id="decision-list"),
+        pytest.param(("decision", "show", "--id", "D1"), id="decision-show"),
     ],
 )
 def test_reading_a_mistyped_project_is_refused(command: tuple[str, ...], nats_url: str) -> None:
-    """status and replay of a project nobody published for exit 2 with one line."""
+    """Reading a project nobody published for exits 2 with one line saying how one starts."""
     result = loopbus(*command, "--project", "nosuchproj", "--nats-url", nats_url)
     assert result.code == 2, result.out + result.err
     assert "--project 'nosuchproj' has no event on the log" in result.err
     assert result.err.count("\n") == 1 and result.out == ""
+    assert "--new" in result.err
+
+
+FINDING = ("--producer", "operator", "--target", "plan:S1", "--severity", "low")
+WRITES = [
+    pytest.param(("report", "started", "--unit", "U1"), id="report-started"),
+    pytest.param(("report", "heartbeat", "--unit", "U1"), id="report-heartbeat"),
+    pytest.param(("report", "commit", "--unit", "U1", "--sha", "a" * 40), id="report-commit"),
+    pytest.param(("report", "gave-up", "--unit", "U1", "--why", "x"), id="report-gave-up"),
+    pytest.param(("report", "usage", "--unit", "U1", "--tokens-in", "5"), id="report-usage"),
+    pytest.param(("approve", "--unit", "U1", "--why", "fine"), id="approve"),
+    pytest.param(("finding", "resolve", "--id", "0" * 26, "--why", "done"), id="finding-resolve"),
+    pytest.param(("trunk", "recheck"), id="trunk-recheck"),
+    pytest.param(("decision", "supersede", "--id", "D1", "--chosen", "b"), id="decision-supersede"),
+]
+NEW_ALLOWED = [
+    pytest.param(("report", "finding", *FINDING, "--message", "typo"), id="report-finding"),
+    pytest.param(("decision", "record", "--question", "q?", "--chosen", "a"), id="decision"),
+    pytest.param(("decision", "objective", "--id", "O1", "--text", "t"), id="objective"),
+]
+
+
+def _fresh(tmp_path: Path) -> str:
+    return f"fresh{tmp_path.name[-8:].replace('_', '').replace('-', '')}"
+
+
+@pytest.mark.parametrize("command", WRITES + NEW_ALLOWED)
+def test_writing_to_a_mistyped_project_appends_nothing(
+    command: tuple[str, ...], nats_url: str, tmp_path: Path
+) -> None:
+    """A claim about an unknown project is refused in one line and leaves the log without it."""
+    project = _fresh(tmp_path)
+    result = loopbus(*command, "--project", project, "--nats-url", nats_url)
+    assert result.code == 2, result.out + result.err
+    assert f"--project {project!r} has no event on the log" in result.err
+    assert result.err.count("\n") == 1
+    assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 2
+
+
+@pytest.mark.parametrize("command", NEW_ALLOWED)
+def test_a_command_that_may_open_a_project_takes_new(
+    command: tuple[str, ...], nats_url: str, tmp_path: Path
+) -> None:
+    """An operator's first finding, decision or objective opens a project with --new."""
+    project = _fresh(tmp_path)
+    result = loopbus(*command, "--project", project, "--new", "--nats-url", nats_url)
+    assert result.code == 0, result.out + result.err
+    assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 0
 
 
 def test_a_first_plan_needs_new(nats_url: str, tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ REPORTS = [
 def report(url: str, project: str, producer: str, target: str, severity: str, criterion: str,
            message: str) -> str:  # fmt: skip
     done = loopbus(
-        "report", "finding", "--project", project, "--producer", producer, "--target", target,
-        "--severity", severity, "--criterion", criterion, "--message", message, url=url,
+        "report", "finding", "--project", project, "--new", "--producer", producer,
+        "--target", target, "--severity", severity, "--criterion", criterion,
+        "--message", message, url=url,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout.split()[1]  # "finding <id> published at seq N"
@@ -111,15 +112,17 @@ def test_min_severity_leaves_out_the_less_severe(nats_url: str, project: str) ->
     assert [r["properties"]["severity"] for r in results] == ["high", "medium"]
 
 
-def test_bad_export_input_is_one_line(nats_url: str, tmp_path: Path) -> None:
+def test_bad_export_input_is_one_line(nats_url: str, project: str, tmp_path: Path) -> None:
     """A bad anchor, an unwritable -o and a project that cannot be found are one line each."""
+    report(nats_url, project, *REPORTS[0])
     cases = [
         (("--project", "p", "--anchor", "../up.toml"), "--anchor '../up.toml' must be a file path"),
         (
-            ("--project", "p", "-o", "/proc/nope/x.sarif"),
+            ("--project", project, "-o", "/proc/nope/x.sarif"),
             "-o '/proc/nope/x.sarif' cannot be written",
         ),
         ((), "no project: pass --project ID, set LOOPBUS_PROJECT"),
+        (("--project", f"{project}x"), "has no event on the log"),
     ]
     for args, needle in cases:
         done = loopbus("findings", "export", *args, url=nats_url, cwd=tmp_path)

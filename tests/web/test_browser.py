@@ -72,6 +72,7 @@ def test_a_finding_reported_through_the_cli_appears_without_a_reload(
             "finding",
             "--project",
             project,
+            "--new",
             "--producer",
             "reviewer",
             "--target",

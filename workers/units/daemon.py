@@ -20,16 +20,18 @@ from pathlib import Path
 from loopbus.projections import contract
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import gates as gates_fold
+from loopbus.projections import reviews as reviews_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.claims import Move, References, Refusal, Verdict, decide, gates, verb
 from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
-from loopbus.schemas import Actor, FindingRaised, Producer
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, Producer
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import UnitReport
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
 from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.units.settled import no_longer_raised
 
 ANSWER_SALT = "answer"
 GATES_SALT = "gates"
@@ -89,7 +91,7 @@ class Units(Daemon):
     """Answer claims; keep readiness in step with verified gate suites."""
 
     name = "units"
-    folds = (units_fold.FOLD, findings_fold.FOLD, gates_fold.FOLD)
+    folds = (units_fold.FOLD, findings_fold.FOLD, gates_fold.FOLD, reviews_fold.FOLD)
 
     def __init__(
         self,
@@ -126,6 +128,8 @@ class Units(Daemon):
             if unit in answering or view.state != "working" or view.head is None:
                 continue
             intents += ready_intents(world, units, unit)
+        for unit in units.units:
+            intents += [Publish(r) for r in settled_findings(world, units, unit)]
         return intents
 
 
@@ -150,17 +154,42 @@ def ready_intents(world: World, units: UnitsState, unit: str) -> list[Intent]:
     return intents
 
 
+def settled_findings(world: World, units: UnitsState, unit: str) -> list[FindingResolved]:
+    """``unit``'s gate findings that the system's suite on its head no longer raises."""
+    view = units.units[unit]
+    gates_state: gates_fold.GatesState = world.state("gates")
+    suite = system_suite(view, gates_state)
+    if suite is None:
+        return []
+    return no_longer_raised(
+        view,
+        suite,
+        world.state("findings"),
+        gates_state,
+        world.state("reviews"),
+        project=world.project,
+        actor=world.actor,
+        now=world.now,
+    )
+
+
+def system_suite(view: UnitView, gates_state: gates_fold.GatesState) -> gates_fold.SuiteView | None:
+    """The verified suite the system asked for on ``view``'s head, if it has run."""
+    if view.head is None or view.asked is None:
+        return None
+    suite = gates_fold.unit_suite(gates_state, view.asked)
+    if suite is None or suite.unit != view.unit or suite.reason != "unit":
+        return None  # a suite someone else asked for (a subset, say) vouches for nothing
+    return suite if suite.commit == view.head else None
+
+
 def contract_for(
     units: UnitsState, unit: str, gates_state: gates_fold.GatesState
 ) -> contract.Contract | None:
     """The contract verdict of the suite the system asked for on ``unit``'s head, if any."""
     view = units.units[unit]
-    if view.head is None or view.asked is None:
-        return None
-    suite = gates_fold.unit_suite(gates_state, view.asked)
-    if suite is None or suite.unit != unit or suite.reason != "unit" or suite.commit != view.head:
-        return None  # a suite someone else asked for (a subset, say) never sets ready
-    return contract.judge(view.criteria, suite, gates_state)
+    suite = system_suite(view, gates_state)
+    return contract.judge(view.criteria, suite, gates_state) if suite is not None else None
 
 
 def ready_move(units: UnitsState, unit: str, gates_state: gates_fold.GatesState) -> Move | None:

@@ -1,0 +1,142 @@
+"""Gate findings a later round of the unit no longer raises are resolved. Pure.
+
+A unit's gate findings (a failing test or lint line, a check that errored, a scope breach,
+a suite that passed without the unit's criteria) were raised by the suite the system asked
+for on one of its heads. Once the suite asked for on a later head has run, each of them
+that this suite does not raise again is resolved, naming the suite. Only what the suite
+can vouch for is resolved:
+
+* a finding of a check the suite did not run stays open (a check dropped from the suite,
+  or a suite refused before running anything, says nothing about it);
+* a finding of a check that is red again stays open when that check raised the same key
+  (target, severity, criterion) again;
+* a finding in a file the unit's criteria live in stays open until each of those criteria
+  ran and passed in this suite: a criterion test is the unit's contract, and a round that
+  simply did not run it (deselected, not collected, a check that no longer selects it)
+  never subtracts its failure;
+* a scope or contract finding names the head it was raised for, and resolves once a suite
+  that ran every check answers a later head.
+
+Reviewer findings are resolved by the reviewer when a later verdict no longer raises them
+(``workers/reviewer/rounds.py``); this covers the gate runner's.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from loopbus.projections import contract as contract_fold
+from loopbus.projections import gates as gates_fold
+from loopbus.projections import reviews as reviews_fold
+from loopbus.projections.findings import FindingsState, OpenFinding, key_text, open_findings
+from loopbus.projections.units import UnitView
+from loopbus.schemas import Actor, FindingResolved
+from loopbus.schemas.gates import SuiteEntry
+from loopbus.schemas.ids import answer_id
+from loopbus.workers.gates.scope import criteria_files
+
+SALT = "no-longer-raised"
+
+
+def no_longer_raised(
+    view: UnitView,
+    suite: gates_fold.SuiteView,
+    findings: FindingsState,
+    gates: gates_fold.GatesState,
+    reviews: reviews_fold.ReviewsState,
+    *,
+    project: str,
+    actor: Actor,
+    now: datetime,
+) -> list[FindingResolved]:
+    """The resolutions ``suite`` (the system's suite on ``view``'s head) warrants."""
+    if suite.error or not suite.checks or suite.commit is None:
+        return []  # refused or errored before running: it vouches for nothing
+    ran = {entry.check: entry for entry in suite.checks}
+    raised = _raised_keys(suite, reviews)
+    passed_criteria = contract_fold.judge(view.criteria, suite, gates).evidence
+    guarded = {
+        path: [c for c in view.criteria if c.split("::", 1)[0].lstrip("/") == path]
+        for path in criteria_files(view.criteria)
+    }
+    resolved: list[FindingResolved] = []
+    for finding in open_findings(findings, view.unit):
+        if finding.producer != "gate_runner" or suite.commit in finding.target:
+            continue  # not a gate finding, or one about this very head
+        key = key_text(finding.target, finding.severity, finding.criterion)
+        if key in raised or not _vouched(finding, ran):
+            continue
+        if _unproven(finding, reviews, guarded, view.criteria, passed_criteria):
+            continue  # a criterion's failure stays until that criterion runs and passes
+        resolved.append(
+            FindingResolved(
+                id=answer_id(suite.suite, f"{SALT}:{finding.id}"),
+                at=now,
+                project=project,
+                actor=actor,
+                finding=finding.id,
+                why=f"not raised again: suite {suite.suite} on {suite.commit[:12]} ran "
+                f"{_what(finding, ran)} and did not raise it",
+                unit=view.unit,
+            )
+        )
+    return resolved
+
+
+def _unproven(
+    finding: OpenFinding,
+    reviews: reviews_fold.ReviewsState,
+    guarded: dict[str, list[str]],
+    criteria: list[str],
+    passed: dict[str, str],
+) -> bool:
+    """True when ``finding`` may be about a criterion that did not run and pass: it points
+    into a criteria file, or (its frame elsewhere, in the code under test) its test is one."""
+    path = _path(finding.target)
+    if path in guarded and any(c not in passed for c in guarded[path]):
+        return True
+    # One open finding stands for every test that failed at the same place (same key):
+    # the tests behind it are those of every gate finding raised with its key.
+    key = key_text(finding.target, finding.severity, finding.criterion)
+    tests = {
+        found.nodeid
+        for found in reviews.gate_findings.values()
+        if found.nodeid is not None
+        and key_text(found.target, found.severity, found.criterion) == key
+    }
+    about = [c for c in criteria for t in tests if t == c or t.startswith(c + "[")]
+    return any(c not in passed for c in about)
+
+
+def _vouched(finding: OpenFinding, ran: dict[str, SuiteEntry]) -> bool:
+    """True when the suite ran what raised ``finding``: its check, or (a scope or contract
+    finding, about a head) every check."""
+    if finding.criterion in ran:
+        return True
+    return finding.target.startswith("record:commit:")
+
+
+def _what(finding: OpenFinding, ran: dict[str, SuiteEntry]) -> str:
+    entry = ran.get(finding.criterion)
+    if entry is None:
+        return "every check"
+    return f"check {entry.check} ({entry.outcome})"
+
+
+def _raised_keys(suite: gates_fold.SuiteView, reviews: reviews_fold.ReviewsState) -> set[str]:
+    """The keys the suite's red checks raised (a passing check raises none that count)."""
+    keys: set[str] = set()
+    for entry in suite.checks:
+        failing = reviews.failing.get(entry.result)
+        for finding_id in failing.findings if failing is not None else []:
+            found = reviews.gate_findings.get(finding_id)
+            if found is not None:
+                keys.add(key_text(found.target, found.severity, found.criterion))
+    return keys
+
+
+def _path(target: str) -> str | None:
+    """The file of a ``code:path:start-end`` target, else ``None``."""
+    if not target.startswith("code:"):
+        return None
+    return target[len("code:") :].rsplit(":", 1)[0]
