@@ -258,7 +258,7 @@ def render_blocking(state: blocking_fold.BlockingState, sizes: Sizes = _NONE) ->
     return lines
 
 
-def render_builds(state: Any) -> list[str]:
+def render_builds(state: Any, sizes: Sizes = _NONE) -> list[str]:
     """Units owing a builder round, and decisions waiting on the operator."""
     owing = [u for u, b in state.units.items() if b.owes_round()]
     waiting = [f"{u}:{d}" for u, b in state.units.items() for d in b.awaiting]

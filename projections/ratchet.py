@@ -22,7 +22,15 @@ from typing import Any, Literal
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateMoveName, GateState, Scope
+from loopbus.schemas.ratchet import (
+    GateMoveClaim,
+    GateMoved,
+    GateMoveName,
+    GateProposed,
+    GateState,
+    Scope,
+    as_draft,
+)
 from loopbus.schemas.slices import SlicePlanAccepted
 
 Authority = Literal["anyone", "project-operator", "standards", "catalogue-operator", "meta-rule"]
@@ -95,6 +103,9 @@ class GateView(msgspec.Struct, kw_only=True):
     change: Literal["tightening", "loosening"] = "tightening"
     """What the pending Proposed change is, which decides who settles it."""
     defect: str = ""
+    owner: str = ""
+    """Who settles the gate's next move while it is drafted (``operator`` for a local
+    draft: the project operator approves or declines it)."""
     checks: list[str] = []
     reviewed_at: int = 0
     moved_at: datetime | None = None
@@ -119,6 +130,8 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
     match event:
         case GateMoveClaim():
             state.pending[event.id] = event
+        case GateProposed():  # an investigation's gate: the system's own draft claim
+            state.pending[event.id] = as_draft(event)
         case GateMoved():
             state.pending.pop(event.claim, None)
             _moved(state, event)
@@ -164,6 +177,8 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
     defect = event.evidence.get("defect")
     if isinstance(defect, str) and defect:
         view.defect = defect
+    owner = event.evidence.get("owner")
+    view.owner = owner if isinstance(owner, str) else ""
     check = event.evidence.get("check")
     if isinstance(check, str) and check and check not in view.checks:
         view.checks.append(check)

@@ -6,6 +6,10 @@ states of :data:`GATE_STATES` and moves only along the edges of the ratchet
 ratchet daemon settles it against the edge table and the claimant's authority and answers
 with a :class:`GateMoved` fact (carrying the decision that records the settlement) or a
 ``refused-transition`` finding naming the authority the move needs.
+
+A gate is also a memory of a mistake: an investigation whose report proposes a gate
+publishes a :class:`GateProposed` fact, which the ratchet settles as a draft claim of the
+system's (so it is refused, like any draft, for a gate that already exists).
 """
 
 from __future__ import annotations
@@ -118,3 +122,41 @@ class GateMoved(EventBase, frozen=True, kw_only=True, tag="gate.moved.v1"):
 
     def subject_suffix(self) -> str:
         return f"ratchet.{self.gate}"
+
+
+class GateProposed(EventBase, frozen=True, kw_only=True, tag="gate.proposed.v1"):
+    """The investigator proposes project-local gate ``gate``: ``check`` would have caught
+    what investigation ``investigation`` found (its finding ``finding``), a mistake of class
+    ``defect``.
+
+    A fact, published atomically with the investigation's finding and completion: only the
+    system proposes a gate on an investigation's behalf (an agent's own proposal is a
+    :class:`GateMoveClaim`, and the same kind from an agent is a forgery every fold skips).
+    The ratchet settles it as the draft claim :func:`as_draft` makes of it: Drafted, owned
+    by the project operator, who approves or declines it."""
+
+    gate: Token
+    check: str
+    defect: str
+    investigation: EventId
+    finding: EventId
+    why: str
+
+    def subject_suffix(self) -> str:
+        return f"ratchet.proposed.{self.gate}"
+
+
+def as_draft(proposed: GateProposed) -> GateMoveClaim:
+    """The draft claim a proposal stands for (same id, so the answer names the proposal)."""
+    return GateMoveClaim(
+        id=proposed.id,
+        at=proposed.at,
+        project=proposed.project,
+        actor=proposed.actor,
+        gate=proposed.gate,
+        scope="local",
+        move="draft",
+        why=proposed.why,
+        check=proposed.check,
+        defect=proposed.defect,
+    )

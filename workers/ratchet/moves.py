@@ -86,6 +86,8 @@ def _answer(
         evidence["check"] = claim.check
     if claim.defect:
         evidence["defect"] = claim.defect
+    if claim.move == "draft" and claim.scope == "local":
+        evidence["owner"] = "operator"  # a drafted local gate waits on its project operator
     return _moved(
         world,
         claim.gate,
