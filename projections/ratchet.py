@@ -9,7 +9,10 @@ answer live, in a replay up to any point, and in a test.
 
 The fold also counts, per capability, the slices whose accepted plan declared it (across
 projects when the daemon folds every project's plans into the catalogue's state) and the
-count at the profile's last review, for the every-N-slices review.
+count at the profile's last review, for the every-N-slices review; and, per profile, the
+projects whose meta rule raised a meta-finding on one of its checks since its last review
+(:func:`doubt_of`: the daemon folds those findings into the catalogue's state too), for
+the catalogue-level meta-finding of a profile dismissed across projects.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from loopbus.schemas.ratchet import (
     as_draft,
 )
 from loopbus.schemas.slices import SlicePlanAccepted
+from loopbus.schemas.targets import CheckTarget
 
 Authority = Literal["anyone", "project-operator", "standards", "catalogue-operator", "meta-rule"]
 AUTHORITY_TEXT: dict[Authority, str] = {
@@ -112,6 +116,14 @@ class GateView(msgspec.Struct, kw_only=True):
     moves: int = 0
 
 
+class ProfileDoubt(msgspec.Struct, kw_only=True):
+    """The projects whose meta rule raised a meta-finding on one of a profile's checks
+    since the profile's last review (each once, in log order), and those findings."""
+
+    projects: list[str] = []
+    findings: list[str] = []
+
+
 class RatchetState(msgspec.Struct):
     gates: dict[str, GateView] = {}
     """``<scope>:<gate>`` -> its view; a declined gate is dropped."""
@@ -120,6 +132,8 @@ class RatchetState(msgspec.Struct):
     """Capability -> slices whose accepted plan declared it (every project folded here)."""
     declaring: dict[str, list[str]] = {}
     """Capability -> the acceptance (event id) of each declaring slice, in log order."""
+    doubts: dict[str, ProfileDoubt] = {}
+    """Profile -> the projects doubting its checks since its last review."""
 
 
 def key(scope: str, gate: str) -> str:
@@ -139,6 +153,12 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
             claim = evidence.get("claim")
             if isinstance(claim, str):
                 state.pending.pop(claim, None)
+            profile = doubt_of(event)
+            if profile is not None:
+                doubt = state.doubts.setdefault(profile, ProfileDoubt())
+                if event.project not in doubt.projects:
+                    doubt.projects.append(event.project)
+                    doubt.findings.append(event.id)
         case SlicePlanAccepted(plan=plan):
             for capability in dict.fromkeys(plan.capabilities):
                 accepted = state.declaring.setdefault(capability, [])
@@ -174,6 +194,8 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
         view.change = "loosening" if event.move in ("edit-check", "retune") else "tightening"
     if event.move == "review":
         view.reviewed_at = int(event.evidence.get("declared", view.reviewed_at))
+        if scope == "profile":  # the review considers every doubt raised before it
+            state.doubts.pop(event.gate, None)
     defect = event.evidence.get("defect")
     if isinstance(defect, str) and defect:
         view.defect = defect
@@ -183,6 +205,20 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
     if isinstance(check, str) and check and check not in view.checks:
         view.checks.append(check)
     state.gates[key(scope, event.gate)] = view
+
+
+def doubt_of(event: Event) -> str | None:
+    """The profile a project's meta-finding doubts: the system's meta rule, on one of the
+    profile's checks (``evidence.profile``). A standards role's own ``meta`` claim (producer
+    ``standards``) or a catalogue-level finding (target ``profile:``) is none."""
+    if not isinstance(event, FindingRaised) or event.actor.role != "system":
+        return None
+    if event.producer != "meta_rule" or event.cls != "meta":
+        return None
+    if not isinstance(event.target, CheckTarget):
+        return None
+    profile = event.evidence.get("profile")
+    return profile if isinstance(profile, str) and profile else None
 
 
 FOLD = Fold(name="ratchet", state_type=RatchetState, initial=RatchetState, apply=apply)

@@ -222,3 +222,72 @@ async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to
     reviews = [e for e in await log(bus, catalogue)
                if isinstance(e, FindingRaised) and e.criterion == "profile-review"]  # fmt: skip
     assert [r.evidence["declared"] for r in reviews] == [3, 6]
+
+
+def profile_policy(catalogue: str, *projects: str) -> Policy:
+    """Each project runs profile cli's check ``cli-help``; two doubting projects bring the
+    profile to review."""
+    rule = MetaRule(
+        proxies="a tool that explains itself", tiers=(Tier(above=0.10, over=10, action="review"),)
+    )
+    check = ConfiguredCheck("profile:cli@1", rule)
+    return Policy(
+        catalogue=catalogue,
+        catalogue_operators=frozenset({"cat"}),
+        checks={p: {"cli-help": check} for p in projects},
+        review_every={"cli": 50},
+        dismissed_across={"cli": 2},
+    )
+
+
+async def doubt(bus: Bus, project: str) -> None:
+    """Ten findings of cli-help in ``project``, two dismissed as false positives (20%)."""
+    raised = [gate_finding(project, "cli-help") for _ in range(10)]
+    for finding in raised:
+        await bus.publish(finding)
+    await dismiss_all(bus, project, [f.id for f in raised[:2]])
+
+
+async def test_a_profile_dismissed_across_projects_raises_a_catalogue_meta_finding(
+    bus: Bus, project: str
+) -> None:
+    """One project's meta-finding on profile cli's check raises nothing on the catalogue,
+    nor does a standards role's own meta claim in a third, nor an investigation's finding
+    naming the profile there (its report is an agent's words); the second project's does: a
+    catalogue-level meta-finding to standards naming both projects, and the profile under
+    review. Kept by the catalogue operator, the doubts are spent: no second finding."""
+    other, third, catalogue = f"{project}b", f"{project}c", f"{project}cat"
+    rules = profile_policy(catalogue, project, other, third)
+    await doubt(bus, project)
+    await bus.publish(FindingRaised(
+        project=third, actor=STANDARDS, producer="standards", target=parse_target("check:cli-help"),
+        severity="medium", criterion="meta:mine", cls="meta", message="cli-help is noisy",
+        evidence={"profile": "cli"},
+    ))  # fmt: skip
+    await bus.publish(FindingRaised(  # an investigator's report may name any target and evidence
+        project=third, actor=SYSTEM, producer="meta_rule", target=parse_target("check:cli-help"),
+        severity="medium", criterion="trunk-red", cls="investigation", message="cli-help flaky",
+        evidence={"profile": "cli"},
+    ))  # fmt: skip
+    await settled(bus, Ratchet(rules))
+    (local,) = [e for e in await log(bus, project) if isinstance(e, FindingRaised)
+                and e.producer == "meta_rule"]  # fmt: skip
+    assert local.evidence["profile"] == "cli" and local.owner == "standards"
+    catalogue_meta = [e for e in await log(bus, catalogue) if isinstance(e, FindingRaised)]
+    assert catalogue_meta == []
+    await doubt(bus, other)
+    await settled(bus, Ratchet(rules))
+    events = await log(bus, catalogue)
+    (meta,) = [e for e in events if isinstance(e, FindingRaised)]
+    assert (meta.criterion, meta.cls, meta.owner) == ("profile-dismissed", "meta", "standards")
+    assert meta.target == parse_target("profile:cli")
+    assert meta.evidence["projects"] == [project, other]
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"
+    await bus.publish(GateMoveClaim(project=catalogue, actor=CATALOGUE_OP, gate="cli",
+                                    scope="profile", move="keep",
+                                    why="the dismissals were one bad version"))  # fmt: skip
+    await settled(bus, Ratchet(rules))
+    await settled(bus, Ratchet(rules))
+    events = await log(bus, catalogue)
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "Profile"
+    assert len([e for e in events if isinstance(e, FindingRaised)]) == 1

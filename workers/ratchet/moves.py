@@ -9,7 +9,10 @@ Three sources of moves, all pure over the folded world:
 * the meta rule per gate and project: a tier reached by the gate's false-positive share
   raises a meta-finding and puts a local gate under review (advisory at that tier);
 * the catalogue's review count: every N slices that declared a profile's capability,
-  across projects, the profile comes due for review (a meta-finding to standards).
+  across projects, the profile comes due for review (a meta-finding to standards);
+* the catalogue's doubts: when the meta rule of ``dismissed_across`` projects raised a
+  meta-finding on a profile's checks since its last review, a catalogue-level
+  meta-finding to standards, and the profile under review.
 """
 
 from __future__ import annotations
@@ -200,6 +203,7 @@ def _meta(
             "raised": tally.raised,
             "false_positive": tally.false_positive,
             "tier": tier.name,
+            **({"profile": profile} if profile else {}),  # the catalogue counts it
         },
         owner=owner,
     )
@@ -267,6 +271,61 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
                 cause,
                 "system:meta_rule",
                 {"declared": count},
+                question=f"should profile {name} be reviewed?",
+                rationale=finding.message,
+                extra=(finding,),
+            )
+        )
+    return intents
+
+
+def decide_doubts(world: World, policy: Policy) -> list[Intent]:
+    """On the catalogue: a meta-finding for each profile whose checks the meta rule of
+    ``dismissed_across`` projects doubted since its last review, and its review move."""
+    if world.project != policy.catalogue:
+        return []
+    state: RatchetState = world.state(ratchet.FOLD.name)
+    intents: list[Intent] = []
+    for name, doubt in sorted(state.doubts.items()):
+        across = policy.dismissed_across.get(name)
+        if across is None or len(doubt.projects) < across:
+            continue
+        source = ratchet.current(state, "profile", name) or implicit(world, policy, "profile", name)
+        if source != "Profile":
+            continue  # under review already (its settlement is the answer) or not in force
+        count = len(doubt.projects)
+        cause = answer_id(doubt.findings[-1], f"profile-dismissed:{name}:{count}")
+        finding = FindingRaised(
+            id=cause,
+            project=world.project,
+            actor=world.actor,
+            at=world.now,
+            producer="meta_rule",
+            target=ProfileTarget(profile=name),
+            severity="high",
+            criterion="profile-dismissed",
+            cls="meta",
+            message=f"profile {name}: its checks are dismissed across {count} projects "
+            f"({', '.join(doubt.projects)}), each past a meta tier, at least {across}; "
+            "proposing a retune at catalogue review",
+            evidence={
+                "projects": list(doubt.projects),
+                "findings": list(doubt.findings),
+                "across": across,
+            },
+            owner="standards",
+        )
+        intents.append(
+            _moved(
+                world,
+                name,
+                "profile",
+                "review",
+                source,
+                "ProfileUnderReview",
+                cause,
+                "system:meta_rule",
+                {"projects": count},
                 question=f"should profile {name} be reviewed?",
                 rationale=finding.message,
                 extra=(finding,),
