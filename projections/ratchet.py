@@ -26,6 +26,7 @@ import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
 from loopbus.schemas.ratchet import (
+    CADENCE_MOVES,
     GateMoveClaim,
     GateMoved,
     GateMoveName,
@@ -46,7 +47,9 @@ AUTHORITY_TEXT: dict[Authority, str] = {
     "ratchet daemon's --catalogue-operator)",
     "meta-rule": "the meta rule (the system, on a meta-finding or a profile's review count)",
 }
-LOOSENING: frozenset[GateMoveName] = frozenset({"decline", "keep", "retune", "drop", "retire"})
+LOOSENING: frozenset[GateMoveName] = frozenset(
+    {"decline", "keep", "retune", "drop", "retire", "raise-cadence"}
+)
 """Moves that let through what the gate refused (or keep a gate under doubt in force):
 a refusal of one names the dismissal evidence that would justify it."""
 
@@ -85,6 +88,12 @@ EDGES: dict[tuple[Scope, GateState | None, GateMoveName], Edge] = {
     ("profile", "ProfileUnderReview", "retune"): Edge("Proposed", "catalogue-operator", "retuned"),
     ("profile", "ProfileUnderReview", "drop"): Edge("Retired", "catalogue-operator", "dropped"),
     ("profile", "Profile", "retire"): Edge("Retired", "catalogue-operator", "loosened or removed"),
+    ("profile", "Profile", "raise-cadence"): Edge(
+        "Profile", "catalogue-operator", "a larger N reviews it less often: a loosening"
+    ),
+    ("profile", "Profile", "lower-cadence"): Edge(
+        "Profile", "standards", "a smaller N reviews it more often: a tightening"
+    ),
 }
 """Every arrow of the ratchet diagram; anything else is refused. The two review self-loops
 are the meta rule's alone: a gate already under review whose dismissal rate reaches the
@@ -112,6 +121,8 @@ class GateView(msgspec.Struct, kw_only=True):
     draft: the project operator approves or declines it)."""
     checks: list[str] = []
     reviewed_at: int = 0
+    review_every: int = 0
+    """The profile's review cadence N as the log last set it (0: its shipped N)."""
     moved_at: datetime | None = None
     moves: int = 0
 
@@ -192,6 +203,9 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
         view.in_force = was_blocking or view.in_force
     if event.target == "Proposed":
         view.change = "loosening" if event.move in ("edit-check", "retune") else "tightening"
+    every = event.evidence.get("every")
+    if event.move in CADENCE_MOVES and isinstance(every, int) and every >= 1:
+        view.review_every = every
     if event.move == "review":
         view.reviewed_at = int(event.evidence.get("declared", view.reviewed_at))
         if scope == "profile":  # the review considers every doubt raised before it
@@ -348,6 +362,12 @@ def blocks(view: GateView | None) -> bool:
 def advisory_checks(state: RatchetState, origins: dict[str, str]) -> list[str]:
     """The configured checks (id -> origin) that run and report but do not block."""
     return sorted(c for c, o in origins.items() if not blocks(gate_for_check(state, c, o)))
+
+
+def cadence(state: RatchetState, profile: str, shipped: int) -> int:
+    """The profile's review cadence N: the last the log set, else its ``shipped`` one."""
+    view = state.gates.get(key("profile", profile))
+    return view.review_every if view is not None and view.review_every else shipped
 
 
 def due_for_review(state: RatchetState, capability: str, every: int) -> bool:

@@ -58,6 +58,8 @@ GateMoveName = Literal[
     "retune",  # LocalUnderReview -> Drafted; ProfileUnderReview -> Proposed
     "drop",  # *UnderReview -> Retired
     "retire",  # Local / Profile -> Retired
+    "raise-cadence",  # Profile -> Profile, a larger N: reviewed less often (a loosening)
+    "lower-cadence",  # Profile -> Profile, a smaller N: reviewed more often (a tightening)
 ]
 GATE_MOVES: tuple[GateMoveName, ...] = (
     "draft",
@@ -72,14 +74,19 @@ GATE_MOVES: tuple[GateMoveName, ...] = (
     "retune",
     "drop",
     "retire",
+    "raise-cadence",
+    "lower-cadence",
 )
+CADENCE_MOVES: frozenset[GateMoveName] = frozenset({"raise-cadence", "lower-cadence"})
+"""The moves that change a profile's review cadence N (``every`` on the claim)."""
 
 
 class GateMoveClaim(EventBase, frozen=True, kw_only=True, tag="gate.move.v1"):
     """A claim that gate ``gate`` (of ``scope``) should make ``move``.
 
     ``check`` names the check added or edited (``add-check``, ``edit-check``); ``defect``
-    is the class of mistake a drafted gate catches (a gate is a memory of a mistake).
+    is the class of mistake a drafted gate catches (a gate is a memory of a mistake);
+    ``every`` is the new review cadence N a ``raise-cadence`` or ``lower-cadence`` asks for.
     """
 
     gate: Token
@@ -88,10 +95,20 @@ class GateMoveClaim(EventBase, frozen=True, kw_only=True, tag="gate.move.v1"):
     why: str
     check: str = ""
     defect: str = ""
+    every: int | None = None
 
     def __post_init__(self) -> None:
         if self.move in ("add-check", "edit-check") and not self.check:
             raise InvalidValue("check", self.check, f"{self.move} names the check it changes")
+        if self.move in CADENCE_MOVES:
+            if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
+                raise InvalidValue(
+                    "every", self.every, f"{self.move} names the new N, a positive whole number"
+                )
+        elif self.every is not None:
+            raise InvalidValue(
+                "every", self.every, "only raise-cadence and lower-cadence name an N"
+            )
         if not self.why.strip():
             raise InvalidValue("why", self.why, "say why, in a sentence")
 

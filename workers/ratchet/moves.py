@@ -26,9 +26,17 @@ from loopbus.projections.ratchet import RatchetState, Refused
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.decisions import DecisionRecorded
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateMoveName, GateState, Scope
+from loopbus.schemas.ratchet import (
+    CADENCE_MOVES,
+    GateMoveClaim,
+    GateMoved,
+    GateMoveName,
+    GateState,
+    Scope,
+)
 from loopbus.schemas.targets import CheckTarget, ProfileTarget
 from loopbus.workers.gates.meta import Tier, reached
+from loopbus.workers.gates.profiles import DEFAULT_REVIEW_EVERY
 from loopbus.workers.kernel import World
 from loopbus.workers.ratchet.lifecycle import refusal
 from loopbus.workers.ratchet.policy import Policy
@@ -55,6 +63,29 @@ def measurement(tally: GateTally | None) -> str:
     )
 
 
+def current_cadence(state: RatchetState, policy: Policy, profile: str) -> int:
+    return ratchet.cadence(state, profile, policy.review_every.get(profile, DEFAULT_REVIEW_EVERY))
+
+
+def cadence_problem(state: RatchetState, policy: Policy, claim: GateMoveClaim) -> str | None:
+    """Why a cadence claim goes the wrong way (the move names its direction, and so the
+    authority that settles it: a "lower" to a larger N would be a loosening by standards)."""
+    if claim.move not in CADENCE_MOVES or claim.every is None:
+        return None
+    now = current_cadence(state, policy, claim.gate)
+    if claim.move == "raise-cadence" and claim.every <= now:
+        return (
+            f"raise-cadence of profile {claim.gate!r} to {claim.every} does not raise its N "
+            f"({now}); a smaller N is lower-cadence, settled by the standards role"
+        )
+    if claim.move == "lower-cadence" and claim.every >= now:
+        return (
+            f"lower-cadence of profile {claim.gate!r} to {claim.every} does not lower its N "
+            f"({now}); a larger N is raise-cadence, settled by the catalogue operator"
+        )
+    return None
+
+
 def decide_claims(world: World, policy: Policy) -> list[Intent]:
     state: RatchetState = world.state(ratchet.FOLD.name)
     tallies = lifecycle.tallies(world.state(lifecycle.FOLD.name))
@@ -68,6 +99,9 @@ def _answer(
     tallies: dict[str, GateTally],
     claim: GateMoveClaim,
 ) -> Intent:
+    wrong_way = cadence_problem(state, policy, claim)
+    if wrong_way is not None:
+        return PublishBatch((refusal(world, claim, wrong_way, answer_id(claim.id, "ratchet")),))
     verdict = ratchet.settle(
         state,
         claim.scope,
@@ -91,6 +125,9 @@ def _answer(
         evidence["defect"] = claim.defect
     if claim.move == "draft" and claim.scope == "local":
         evidence["owner"] = "operator"  # a drafted local gate waits on its project operator
+    if claim.move in CADENCE_MOVES:
+        evidence["every"] = claim.every
+        evidence["was"] = current_cadence(state, policy, claim.gate)
     return _moved(
         world,
         claim.gate,
@@ -239,12 +276,17 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
         return []
     state: RatchetState = world.state(ratchet.FOLD.name)
     intents: list[Intent] = []
-    for name, every in sorted(policy.review_every.items()):
+    for name, shipped in sorted(policy.review_every.items()):
+        every = ratchet.cadence(state, name, shipped)
         source = ratchet.current(state, "profile", name) or "Profile"
         if source != "Profile" or not ratchet.due_for_review(state, name, every):
             continue
         count = state.declared.get(name, 0)
-        cause = answer_id(state.declaring[name][count - 1], f"profile-review:{name}:{count}")
+        # The catalogue is in the salt: the declaring slices are every project's, so two
+        # catalogues on one server would otherwise derive the same id (and JetStream
+        # refuses the second as a duplicate, forever).
+        salt = f"profile-review:{world.project}:{name}:{count}"
+        cause = answer_id(state.declaring[name][count - 1], salt)
         finding = FindingRaised(
             id=cause,
             project=world.project,
@@ -294,7 +336,7 @@ def decide_doubts(world: World, policy: Policy) -> list[Intent]:
         if source != "Profile":
             continue  # under review already (its settlement is the answer) or not in force
         count = len(doubt.projects)
-        cause = answer_id(doubt.findings[-1], f"profile-dismissed:{name}:{count}")
+        cause = answer_id(doubt.findings[-1], f"profile-dismissed:{world.project}:{name}:{count}")
         finding = FindingRaised(
             id=cause,
             project=world.project,
