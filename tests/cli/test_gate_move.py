@@ -8,6 +8,7 @@ from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import ratchet
 from loopbus.schemas import project_subjects
+from loopbus.schemas.ratchet import GateMoved
 from loopbus.workers.ratchet.daemon import Ratchet
 from loopbus.workers.ratchet.policy import Policy
 
@@ -19,8 +20,9 @@ async def test_a_gate_is_drafted_refused_to_a_builder_and_approved_by_the_operat
 ) -> None:
     """A builder drafts a gate from the command line; its own approval is refused with the
     authority it needs (exit 1); the operator's is settled (exit 0) and the gate is Local
-    on the log. A cadence move without --every, or a gate id that is no token, is a usage
-    error naming the option (exit 2) and publishes nothing."""
+    on the log, and replay renders the gate as it was at any point (Drafted, awaiting the
+    operator, after the draft). A cadence move without --every, or a gate id that is no
+    token, is a usage error naming the option (exit 2) and publishes nothing."""
     common = ["--nats-url", nats_url, "--project", project, "--gate", "no-print", "--wait", "30"]
     async with running(bus, Ratchet(Policy(), projects=[project])):
         drafted = await asyncio.to_thread(
@@ -43,6 +45,13 @@ async def test_a_gate_is_drafted_refused_to_a_builder_and_approved_by_the_operat
     events = [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
     view = ratchet.FOLD.fold(events).gates["local:no-print"]
     assert (view.state, view.defect) == ("Local", "secrets printed to logs")
+    replayed = loopbus("replay", "--nats-url", nats_url, "--project", project)
+    assert "  local:no-print: Local (catches: secrets printed to logs)" in replayed.out
+    records = [r async for r in read(bus, subjects=[project_subjects(project)])]
+    drafted_at = next(r.seq for r in records if isinstance(r.event, GateMoved))
+    upto = loopbus("replay", "--nats-url", nats_url, "--project", project,
+                   "--until", str(drafted_at))  # fmt: skip
+    assert "  local:no-print: Drafted (awaits the operator; catches: secrets" in upto.out
     before = len(events)
     no_n = loopbus("gate", "move", *common[:4], "--scope", "profile", "--gate", "cli",
                    "--move", "lower-cadence", "--role", "standards", "--why", "sooner")  # fmt: skip
