@@ -97,7 +97,17 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus plan submit plan.toml --project calc --new",
     ],
     "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
-    "gate": ["loopbus gate run --check tests"],
+    "gate": [
+        "loopbus gate run --check tests",
+        "loopbus gate move --gate no-print --move approve --why 'caught a leak' --wait 10",
+    ],
+    "gate move": [
+        "loopbus gate move --gate no-print --move draft --role builder --check no-print "
+        "--defect 'secrets printed' --why 'a token leaked through a print'",
+        "loopbus gate move --gate no-print --move approve --why 'it would have caught it'",
+        "loopbus gate move --project catalogue --scope profile --gate cli --move lower-cadence "
+        "--every 20 --role standards --why 'cli broke twice this month'",
+    ],
     "gate run": [
         "loopbus gate run",
         "loopbus gate run --repo ../app --commit HEAD~1 --check lint --json",

@@ -244,7 +244,13 @@ def render_integrity(state: integrity_fold.IntegrityState, sizes: Sizes = _NONE)
 def render_ratchet(state: ratchet_fold.RatchetState, sizes: Sizes = _NONE) -> list[str]:
     lines = [f"ratchet: {sizes.get('gates', len(state.gates))} gates moved on the log"]
     for name, view in sorted(state.gates.items()):
-        lines.append(f"  {name}: {view.state}")
+        notes = [
+            *(["advisory"] if view.advisory else []),
+            *([f"awaits the {view.owner}"] if view.owner else []),
+            *([f"review every {view.review_every}"] if view.review_every else []),
+            *([f"catches: {view.defect}"] if view.defect else []),
+        ]
+        lines.append(f"  {name}: {view.state}" + (f" ({'; '.join(notes)})" if notes else ""))
     return lines
 
 

@@ -9,7 +9,10 @@ answer live, in a replay up to any point, and in a test.
 
 The fold also counts, per capability, the slices whose accepted plan declared it (across
 projects when the daemon folds every project's plans into the catalogue's state) and the
-count at the profile's last review, for the every-N-slices review.
+count at the profile's last review, for the every-N-slices review; and, per profile, the
+projects whose meta rule raised a meta-finding on one of its checks since its last review
+(:func:`doubt_of`: the daemon folds those findings into the catalogue's state too), for
+the catalogue-level meta-finding of a profile dismissed across projects.
 """
 
 from __future__ import annotations
@@ -22,8 +25,18 @@ from typing import Any, Literal
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateMoveName, GateState, Scope
+from loopbus.schemas.ratchet import (
+    CADENCE_MOVES,
+    GateMoveClaim,
+    GateMoved,
+    GateMoveName,
+    GateProposed,
+    GateState,
+    Scope,
+    as_draft,
+)
 from loopbus.schemas.slices import SlicePlanAccepted
+from loopbus.schemas.targets import CheckTarget
 
 Authority = Literal["anyone", "project-operator", "standards", "catalogue-operator", "meta-rule"]
 AUTHORITY_TEXT: dict[Authority, str] = {
@@ -34,7 +47,9 @@ AUTHORITY_TEXT: dict[Authority, str] = {
     "ratchet daemon's --catalogue-operator)",
     "meta-rule": "the meta rule (the system, on a meta-finding or a profile's review count)",
 }
-LOOSENING: frozenset[GateMoveName] = frozenset({"decline", "keep", "retune", "drop", "retire"})
+LOOSENING: frozenset[GateMoveName] = frozenset(
+    {"decline", "keep", "retune", "drop", "retire", "raise-cadence"}
+)
 """Moves that let through what the gate refused (or keep a gate under doubt in force):
 a refusal of one names the dismissal evidence that would justify it."""
 
@@ -73,6 +88,12 @@ EDGES: dict[tuple[Scope, GateState | None, GateMoveName], Edge] = {
     ("profile", "ProfileUnderReview", "retune"): Edge("Proposed", "catalogue-operator", "retuned"),
     ("profile", "ProfileUnderReview", "drop"): Edge("Retired", "catalogue-operator", "dropped"),
     ("profile", "Profile", "retire"): Edge("Retired", "catalogue-operator", "loosened or removed"),
+    ("profile", "Profile", "raise-cadence"): Edge(
+        "Profile", "catalogue-operator", "a larger N reviews it less often: a loosening"
+    ),
+    ("profile", "Profile", "lower-cadence"): Edge(
+        "Profile", "standards", "a smaller N reviews it more often: a tightening"
+    ),
 }
 """Every arrow of the ratchet diagram; anything else is refused. The two review self-loops
 are the meta rule's alone: a gate already under review whose dismissal rate reaches the
@@ -95,10 +116,23 @@ class GateView(msgspec.Struct, kw_only=True):
     change: Literal["tightening", "loosening"] = "tightening"
     """What the pending Proposed change is, which decides who settles it."""
     defect: str = ""
+    owner: str = ""
+    """Who settles the gate's next move while it is drafted (``operator`` for a local
+    draft: the project operator approves or declines it)."""
     checks: list[str] = []
     reviewed_at: int = 0
+    review_every: int = 0
+    """The profile's review cadence N as the log last set it (0: its shipped N)."""
     moved_at: datetime | None = None
     moves: int = 0
+
+
+class ProfileDoubt(msgspec.Struct, kw_only=True):
+    """The projects whose meta rule raised a meta-finding on one of a profile's checks
+    since the profile's last review (each once, in log order), and those findings."""
+
+    projects: list[str] = []
+    findings: list[str] = []
 
 
 class RatchetState(msgspec.Struct):
@@ -109,6 +143,8 @@ class RatchetState(msgspec.Struct):
     """Capability -> slices whose accepted plan declared it (every project folded here)."""
     declaring: dict[str, list[str]] = {}
     """Capability -> the acceptance (event id) of each declaring slice, in log order."""
+    doubts: dict[str, ProfileDoubt] = {}
+    """Profile -> the projects doubting its checks since its last review."""
 
 
 def key(scope: str, gate: str) -> str:
@@ -119,6 +155,8 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
     match event:
         case GateMoveClaim():
             state.pending[event.id] = event
+        case GateProposed():  # an investigation's gate: the system's own draft claim
+            state.pending[event.id] = as_draft(event)
         case GateMoved():
             state.pending.pop(event.claim, None)
             _moved(state, event)
@@ -126,6 +164,12 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
             claim = evidence.get("claim")
             if isinstance(claim, str):
                 state.pending.pop(claim, None)
+            profile = doubt_of(event)
+            if profile is not None:
+                doubt = state.doubts.setdefault(profile, ProfileDoubt())
+                if event.project not in doubt.projects:
+                    doubt.projects.append(event.project)
+                    doubt.findings.append(event.id)
         case SlicePlanAccepted(plan=plan):
             for capability in dict.fromkeys(plan.capabilities):
                 accepted = state.declaring.setdefault(capability, [])
@@ -159,15 +203,36 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
         view.in_force = was_blocking or view.in_force
     if event.target == "Proposed":
         view.change = "loosening" if event.move in ("edit-check", "retune") else "tightening"
+    every = event.evidence.get("every")
+    if event.move in CADENCE_MOVES and isinstance(every, int) and every >= 1:
+        view.review_every = every
     if event.move == "review":
         view.reviewed_at = int(event.evidence.get("declared", view.reviewed_at))
+        if scope == "profile":  # the review considers every doubt raised before it
+            state.doubts.pop(event.gate, None)
     defect = event.evidence.get("defect")
     if isinstance(defect, str) and defect:
         view.defect = defect
+    owner = event.evidence.get("owner")
+    view.owner = owner if isinstance(owner, str) else ""
     check = event.evidence.get("check")
     if isinstance(check, str) and check and check not in view.checks:
         view.checks.append(check)
     state.gates[key(scope, event.gate)] = view
+
+
+def doubt_of(event: Event) -> str | None:
+    """The profile a project's meta-finding doubts: the system's meta rule, on one of the
+    profile's checks (``evidence.profile``). A standards role's own ``meta`` claim (producer
+    ``standards``) or a catalogue-level finding (target ``profile:``) is none."""
+    if not isinstance(event, FindingRaised) or event.actor.role != "system":
+        return None
+    if event.producer != "meta_rule" or event.cls != "meta":
+        return None
+    if not isinstance(event.target, CheckTarget):
+        return None
+    profile = event.evidence.get("profile")
+    return profile if isinstance(profile, str) and profile else None
 
 
 FOLD = Fold(name="ratchet", state_type=RatchetState, initial=RatchetState, apply=apply)
@@ -297,6 +362,12 @@ def blocks(view: GateView | None) -> bool:
 def advisory_checks(state: RatchetState, origins: dict[str, str]) -> list[str]:
     """The configured checks (id -> origin) that run and report but do not block."""
     return sorted(c for c, o in origins.items() if not blocks(gate_for_check(state, c, o)))
+
+
+def cadence(state: RatchetState, profile: str, shipped: int) -> int:
+    """The profile's review cadence N: the last the log set, else its ``shipped`` one."""
+    view = state.gates.get(key("profile", profile))
+    return view.review_every if view is not None and view.review_every else shipped
 
 
 def due_for_review(state: RatchetState, capability: str, every: int) -> bool:

@@ -40,7 +40,7 @@ from loopbus.schemas.merges import (
     TrunkRecheck,
 )
 from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
+from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -117,6 +117,7 @@ Event = (
     | FindingReopened
     | GateMoveClaim
     | GateMoved
+    | GateProposed
     | DecisionRecorded
     | ObjectiveDeclared
     | TrunkRecheck

@@ -79,14 +79,30 @@ class VerdictDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     summary: str = ""
 
 
+class ProposedGate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A gate an investigation proposes: a memory of the mistake it found.
+
+    ``gate`` is the project-local gate's id (the check's id in ``loopbus.toml``),
+    ``check`` the check itself (the command that would have caught it) and ``defect`` the
+    class of mistake it catches. It enters the ratchet as Drafted, for the project
+    operator to approve or decline."""
+
+    gate: Token
+    check: Text
+    defect: Text
+
+
 class InvestigationReport(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What an investigator command may print as JSON (plain text is taken as ``summary``)."""
+    """What an investigator command may print as JSON (plain text is taken as ``summary``).
+
+    ``gate``, when given, proposes a gate that would have caught what was found."""
 
     summary: Text
     severity: Severity = "medium"
     target: Target | None = None
     criterion: str = ""
     evidence: dict[str, Any] = {}
+    gate: ProposedGate | None = None
 
 
 class ReviewRequested(EventBase, frozen=True, kw_only=True, tag="review.requested.v1"):

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from loopbus.bus import ensure_log
+from loopbus.commands import gate_move
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
 from loopbus.schemas import format_target
@@ -34,7 +35,9 @@ from loopbus.workers.runtime import configure_logging
 
 
 def register(sub: Any) -> None:
-    gate = sub.add_parser("gate", help="run a commit's gates (cached, signed, three outcomes)")
+    gate = sub.add_parser(
+        "gate", help="run a commit's gates (cached, signed, three outcomes); claim a ratchet move"
+    )
     actions = gate.add_subparsers(dest="gate_action", metavar="ACTION", parser_class=type(gate))
     actions.required = True
     run_parser = actions.add_parser(
@@ -65,6 +68,7 @@ def register(sub: Any) -> None:
     run_parser.add_argument("--runner-name", default=DEFAULT_NAME, help="key name")
     run_parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
     run_parser.set_defaults(handler=run)
+    gate_move.register(actions)
 
 
 def run(args: argparse.Namespace) -> int:

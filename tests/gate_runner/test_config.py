@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from loopbus.workers.errors import ConfigError, WeakensProfile
 from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.profiles import DEFAULT_REVIEW_EVERY, load_profiles, parse_profile
+from loopbus.workers.gates.profiles import (
+    DEFAULT_DISMISSED_ACROSS,
+    DEFAULT_REVIEW_EVERY,
+    load_profiles,
+    parse_profile,
+)
 
 ISSUE_EXAMPLE = """
 [project]
@@ -207,6 +212,31 @@ def test_profile_review_cadence_defaults_then_validates(line: str, expected: int
             parse_profile(text, "profiles/x.toml")
     else:
         assert parse_profile(text, "profiles/x.toml").review_every == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("", DEFAULT_DISMISSED_ACROSS, id="absent-is-3"),
+        pytest.param("dismissed_across = 2", 2, id="stated"),
+        pytest.param("dismissed_across = 0", None, id="zero"),
+        pytest.param("dismissed_across = -1", None, id="negative"),
+        pytest.param("dismissed_across = 1.5", None, id="non-integer"),
+        pytest.param('dismissed_across = "2"', None, id="string"),
+        pytest.param("dismissed_across = false", None, id="boolean"),
+    ],
+)
+def test_profile_dismissal_threshold_defaults_then_validates(
+    line: str, expected: int | None
+) -> None:
+    """No threshold means 3 projects; a stated one must be a positive integer, anything
+    else is refused with one line naming the field."""
+    text = f'[profile]\nname = "x"\nversion = 1\n{line}\n[[check]]\nid = "x-ok"\ncommand = "true"\n'
+    if expected is None:
+        with pytest.raises(ConfigError, match=r"profile\.dismissed_across .*positive whole"):
+            parse_profile(text, "profiles/x.toml")
+    else:
+        assert parse_profile(text, "profiles/x.toml").dismissed_across == expected
 
 
 def test_profile_command_may_only_use_declared_params() -> None:

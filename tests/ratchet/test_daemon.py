@@ -222,3 +222,150 @@ async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to
     reviews = [e for e in await log(bus, catalogue)
                if isinstance(e, FindingRaised) and e.criterion == "profile-review"]  # fmt: skip
     assert [r.evidence["declared"] for r in reviews] == [3, 6]
+
+
+def profile_policy(catalogue: str, *projects: str) -> Policy:
+    """Each project runs profile cli's check ``cli-help``; two doubting projects bring the
+    profile to review."""
+    rule = MetaRule(
+        proxies="a tool that explains itself", tiers=(Tier(above=0.10, over=10, action="review"),)
+    )
+    check = ConfiguredCheck("profile:cli@1", rule)
+    return Policy(
+        catalogue=catalogue,
+        catalogue_operators=frozenset({"cat"}),
+        checks={p: {"cli-help": check} for p in projects},
+        review_every={"cli": 50},
+        dismissed_across={"cli": 2},
+    )
+
+
+async def doubt(bus: Bus, project: str) -> None:
+    """Ten findings of cli-help in ``project``, two dismissed as false positives (20%)."""
+    raised = [gate_finding(project, "cli-help") for _ in range(10)]
+    for finding in raised:
+        await bus.publish(finding)
+    await dismiss_all(bus, project, [f.id for f in raised[:2]])
+
+
+async def test_a_profile_dismissed_across_projects_raises_a_catalogue_meta_finding(
+    bus: Bus, project: str
+) -> None:
+    """One project's meta-finding on profile cli's check raises nothing on the catalogue,
+    nor does a standards role's own meta claim in a third, nor an investigation's finding
+    naming the profile there (its report is an agent's words); the second project's does: a
+    catalogue-level meta-finding to standards naming both projects, and the profile under
+    review. Kept by the catalogue operator, the doubts are spent: no second finding."""
+    other, third, catalogue = f"{project}b", f"{project}c", f"{project}cat"
+    rules = profile_policy(catalogue, project, other, third)
+    served = [project, other, third, catalogue]  # not the other tests' projects on this server
+    await doubt(bus, project)
+    await bus.publish(FindingRaised(
+        project=third, actor=STANDARDS, producer="standards", target=parse_target("check:cli-help"),
+        severity="medium", criterion="meta:mine", cls="meta", message="cli-help is noisy",
+        evidence={"profile": "cli"},
+    ))  # fmt: skip
+    await bus.publish(FindingRaised(  # an investigator's report may name any target and evidence
+        project=third, actor=SYSTEM, producer="meta_rule", target=parse_target("check:cli-help"),
+        severity="medium", criterion="trunk-red", cls="investigation", message="cli-help flaky",
+        evidence={"profile": "cli"},
+    ))  # fmt: skip
+    await settled(bus, Ratchet(rules, projects=served))
+    (local,) = [e for e in await log(bus, project) if isinstance(e, FindingRaised)
+                and e.producer == "meta_rule"]  # fmt: skip
+    assert local.evidence["profile"] == "cli" and local.owner == "standards"
+    catalogue_meta = [e for e in await log(bus, catalogue) if isinstance(e, FindingRaised)]
+    assert catalogue_meta == []
+    await doubt(bus, other)
+    await settled(bus, Ratchet(rules, projects=served))
+    events = await log(bus, catalogue)
+    (meta,) = [e for e in events if isinstance(e, FindingRaised)]
+    assert (meta.criterion, meta.cls, meta.owner) == ("profile-dismissed", "meta", "standards")
+    assert meta.target == parse_target("profile:cli")
+    assert meta.evidence["projects"] == [project, other]
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"
+    await bus.publish(GateMoveClaim(project=catalogue, actor=CATALOGUE_OP, gate="cli",
+                                    scope="profile", move="keep",
+                                    why="the dismissals were one bad version"))  # fmt: skip
+    await settled(bus, Ratchet(rules, projects=served))
+    await settled(bus, Ratchet(rules, projects=served))
+    events = await log(bus, catalogue)
+    assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "Profile"
+    assert len([e for e in events if isinstance(e, FindingRaised)]) == 1
+
+
+def cadence(catalogue: str, actor: Actor, move: str, every: int) -> GateMoveClaim:
+    return GateMoveClaim(project=catalogue, actor=actor, gate="cli", scope="profile", move=move,
+                         why=f"{move} to {every}", every=every)  # fmt: skip
+
+
+async def test_lowering_n_is_the_standards_role_and_raising_it_the_catalogue_operator(
+    bus: Bus, project: str
+) -> None:
+    """Profile cli's N (3 shipped) is lowered to 2 only by standards and raised to 10 only
+    by the catalogue operator; a claim whose N goes the other way than its move says is
+    refused (a "lower" to a larger N would be a loosening by standards). The new N is what
+    the review count uses: the second declaring slice brings the profile to review, and
+    the log replayed up to any move gives the N in force then."""
+    catalogue = f"{project}cat"
+    rules = policy(project, catalogue=catalogue, review_every={"cli": 3})
+    served = [project, f"{project}b", catalogue]  # not the other tests' slices on this server
+    claims = [
+        cadence(catalogue, BUILDER, "lower-cadence", 2),
+        cadence(catalogue, STANDARDS, "raise-cadence", 5),
+        cadence(catalogue, STANDARDS, "lower-cadence", 4),
+        cadence(catalogue, OPERATOR, "lower-cadence", 2),
+        cadence(catalogue, STANDARDS, "lower-cadence", 2),
+    ]
+    for claim in claims:
+        await bus.publish(claim)
+    await settled(bus, Ratchet(rules, projects=served))
+    events = await log(bus, catalogue)
+    refused = [e.message for e in events
+               if isinstance(e, FindingRaised) and e.cls == "refused-transition"]  # fmt: skip
+    assert len(refused) == 4
+    assert "settled by the standards role, not builder" in refused[0]
+    assert "the catalogue operator" in refused[1] and "measurement" in refused[1]
+    assert "to 4 does not lower its N (3)" in refused[2]
+    assert "settled by the standards role, not operator" in refused[3]
+    (lowered,) = [e for e in events if isinstance(e, GateMoved)]
+    assert (lowered.claim, lowered.evidence["every"], lowered.evidence["was"]) == (
+        claims[4].id, 2, 3,
+    )  # fmt: skip
+    assert ratchet.cadence(ratchet.FOLD.fold(events), "cli", 3) == 2
+    for p, s in [(project, "S1"), (f"{project}b", "S2")]:
+        await bus.publish(accepted(p, s, ["cli"]))
+    await settled(bus, Ratchet(rules, projects=served))
+    events = await log(bus, catalogue)
+    (review,) = [
+        e for e in events if isinstance(e, FindingRaised) and e.criterion == "profile-review"
+    ]
+    assert review.evidence == {"declared": 2, "every": 2}
+    await bus.publish(GateMoveClaim(project=catalogue, actor=CATALOGUE_OP, gate="cli",
+                                    scope="profile", move="keep", why="fine"))  # fmt: skip
+    await settled(bus, Ratchet(rules, projects=served))
+    raised = cadence(catalogue, CATALOGUE_OP, "raise-cadence", 10)
+    await bus.publish(raised)
+    await settled(bus, Ratchet(rules, projects=served))
+    events = await log(bus, catalogue)
+    assert ratchet.cadence(ratchet.FOLD.fold(events), "cli", 3) == 10
+    upto = next(i for i, e in enumerate(events) if e.id == lowered.id) + 1
+    assert ratchet.cadence(ratchet.FOLD.fold(events[:upto]), "cli", 3) == 2
+    assert ratchet.cadence(ratchet.FOLD.fold(events[: upto - 1]), "cli", 3) == 3
+
+
+async def test_two_catalogues_on_one_server_each_review_the_profile(bus: Bus, project: str) -> None:
+    """Two ratchet daemons with their own catalogues count the same declaring slices: each
+    raises its own review (the ids are the catalogue's, so neither is a duplicate of the
+    other's)."""
+    first, second = f"{project}cat1", f"{project}cat2"
+    served = [project, first, second]
+    for s in ("S1", "S2"):
+        await bus.publish(accepted(project, s, ["cli"]))
+    for catalogue in (first, second):
+        rules = policy(project, catalogue=catalogue, review_every={"cli": 2})
+        await settled(bus, Ratchet(rules, projects=served))
+    for catalogue in (first, second):
+        events = await log(bus, catalogue)
+        assert [e.criterion for e in events if isinstance(e, FindingRaised)] == ["profile-review"]
+        assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"

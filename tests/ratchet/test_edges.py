@@ -7,8 +7,8 @@ import itertools
 import pytest
 from loopbus.projections import ratchet
 from loopbus.projections.ratchet import EDGES, RatchetState, Refused, Settled
-from loopbus.schemas import Actor
-from loopbus.schemas.ratchet import GATE_MOVES, GATE_STATES, SCOPES, GateMoved
+from loopbus.schemas import Actor, InvalidValue
+from loopbus.schemas.ratchet import GATE_MOVES, GATE_STATES, SCOPES, GateMoveClaim, GateMoved
 
 CATALOGUE_OPS = frozenset({"cat"})
 SEATS = {
@@ -105,3 +105,24 @@ def test_what_blocks_follows_the_state() -> None:
     for state, blocking in [("Local", True), ("Profile", True), ("Drafted", False),
                             ("Proposed", False), ("Retired", False)]:  # fmt: skip
         assert ratchet.blocks(at("local", state).gates.get("local:G")) is blocking, state
+
+
+@pytest.mark.parametrize(
+    ("move", "every", "problem"),
+    [
+        ("raise-cadence", None, "names the new N"),
+        ("lower-cadence", 0, "names the new N"),
+        ("lower-cadence", True, "names the new N"),
+        ("keep", 10, "only raise-cadence and lower-cadence name an N"),
+    ],
+)
+def test_a_cadence_claim_names_a_positive_n_and_nothing_else_names_one(
+    move: str, every: object, problem: str
+) -> None:
+    """A cadence move without a positive whole N, or another move with one, is refused
+    when the claim is made, naming the field."""
+    with pytest.raises(InvalidValue, match=rf"every=.* is not valid: .*{problem}"):
+        GateMoveClaim(
+            project="p", actor=Actor(role="standards", principal="s"), gate="cli",
+            scope="profile", move=move, why="cadence", every=every,
+        )  # fmt: skip

@@ -10,11 +10,15 @@ from typing import Any
 
 import pytest
 from loopbus.bus import Bus
+from loopbus.projections import ratchet
 from loopbus.projections.investigations import error_signature
-from loopbus.schemas import Event, FindingRaised, Outcome, UnitTransitioned
+from loopbus.schemas import Actor, Event, FindingRaised, Outcome, UnitTransitioned
+from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
 from loopbus.schemas.reviews import InvestigationCompleted, InvestigationRequested, RoundClosed
 from loopbus.schemas.targets import CheckTarget
 from loopbus.workers.investigator.daemon import Investigator
+from loopbus.workers.ratchet.daemon import Ratchet
+from loopbus.workers.ratchet.policy import policy_for
 from reviewkit import (
     SYSTEM,
     GateSigner,
@@ -289,3 +293,83 @@ async def test_trunk_red_again_on_a_shared_test_is_the_same_interface(
         "trunk-red:api",
         "trunk-red:tests/test_a.py::t1,tests/test_a.py::t2",
     ]
+
+
+GATE_REPORT = {
+    "stdout": {
+        "summary": "the orders fixture never creates its table",
+        "gate": {
+            "gate": "fixture-tables",
+            "check": "python -m pytest -q tests/test_fixtures.py",
+            "defect": "a fixture that never creates the table it reads",
+        },
+    }
+}
+RESET_REPORT = {  # a report proposing a gate that is already in force: it would reset it
+    "stdout": {
+        "summary": "tests are flaky",
+        "gate": {"gate": "tests", "check": "python -m pytest -q", "defect": "flaky tests"},
+    }
+}
+
+
+async def test_an_investigation_that_proposes_a_gate_drafts_it_for_the_operator(
+    bus: Bus, project: str, tmp_path: Path, agent: Scripted
+) -> None:
+    """A report proposing a gate becomes a draft claim the ratchet daemon settles into a
+    Drafted gate (advisory, owned by the project operator, its check and defect kept);
+    a builder can neither forge the fact that approves it nor claim the approval; the
+    operator approves it. A proposal naming a gate already in force is refused, so an
+    investigator cannot send a blocking gate back to Drafted."""
+    agent.plan([GATE_REPORT, RESET_REPORT])
+    repo = investigated_repo(tmp_path, project, agent)
+    rules = policy_for(repo.path, f"{project}cat", [])
+    builder = Actor(role="builder", principal="b1")
+    async with running(bus, Investigator(config_of(repo))), running(bus, Ratchet(rules)):
+        await bus.publish(trunk_red(project, "orders"))
+        await bus.publish(trunk_red(project, "orders", again=True))
+        events = await wait_log(bus, project, count(GateMoved, gate="fixture-tables"))
+        (claim,) = of(GateProposed, events, gate="fixture-tables")
+        (drafted,) = of(GateMoved, events, gate="fixture-tables")
+        (completed,) = of(InvestigationCompleted, events, trigger="trunk-red:orders")
+        assert claim.actor.role == "system"
+        assert (claim.investigation, claim.finding) == (completed.request, completed.finding)
+        assert (drafted.source, drafted.target, drafted.claim) == (None, "Drafted", claim.id)
+        view = ratchet.FOLD.fold(events).gates["local:fixture-tables"]
+        assert (view.state, view.owner) == ("Drafted", "operator")
+        assert view.defect == "a fixture that never creates the table it reads"
+        assert view.checks == ["python -m pytest -q tests/test_fixtures.py"]
+        assert not ratchet.blocks(view)
+        forged = GateMoved(
+            project=project, actor=builder, gate="fixture-tables", scope="local",
+            move="approve", source="Drafted", target="Local", claim=claim.id, authority="x",
+        )  # fmt: skip
+        await bus.publish(forged)
+        await bus.publish(GateMoveClaim(project=project, actor=builder, gate="fixture-tables",
+                                        scope="local", move="approve",
+                                        why="my own gate"))  # fmt: skip
+        events = await wait_log(bus, project, count(FindingRaised, cls="refused-transition"))
+        assert (
+            "settled by the project operator"
+            in of(FindingRaised, events, cls="refused-transition")[0].message
+        )
+        assert ratchet.FOLD.fold(events).gates["local:fixture-tables"].state == "Drafted"
+        approve = GateMoveClaim(project=project, actor=Actor(role="operator", principal="op"),
+                                gate="fixture-tables", scope="local", move="approve",
+                                why="it would have caught orders")  # fmt: skip
+        await bus.publish(approve)
+        events = await wait_log(bus, project, count(GateMoved, claim=approve.id))
+        view = ratchet.FOLD.fold(events).gates["local:fixture-tables"]
+        assert (view.state, view.owner) == ("Local", "") and ratchet.blocks(view)
+        await bus.publish(GateProposed(project=project, actor=builder, gate="mine", check="true",
+                                       defect="none", investigation=completed.request,
+                                       finding=completed.finding, why="forged"))  # fmt: skip
+        await bus.publish(trunk_red(project, "billing"))
+        await bus.publish(trunk_red(project, "billing", again=True))
+        events = await wait_log(bus, project, count(FindingRaised, 2, cls="refused-transition"))
+    (reset,) = of(GateProposed, events, gate="tests")
+    refusal = of(FindingRaised, events, cls="refused-transition")[1]
+    assert refusal.evidence.get("claim") == reset.id
+    assert "draft is no edge of the ratchet from Local" in refusal.message
+    assert of(GateMoved, events, gate="tests") == of(GateMoved, events, gate="mine") == []
+    assert ratchet.FOLD.fold(events).gates.get("local:tests") is None

@@ -6,6 +6,7 @@ Each shipped profile is a TOML file under ``workers/gates/profiles/``::
     name = "cli"              # the capability a project declares
     version = 1               # part of every check's config digest
     review_every = 50         # slices declaring it between catalogue reviews (default 50)
+    dismissed_across = 3      # projects whose dismissals bring it to review (default 3)
 
     [params.command]          # a value the project supplies under [capability."cli"]
     help = "how to run the tool"
@@ -32,7 +33,8 @@ from loopbus.workers.errors import ConfigError
 from loopbus.workers.gates.config import CheckSpec, parse_check_table
 
 DEFAULT_REVIEW_EVERY = 50
-PROFILE_KEYS = ("name", "version", "review_every", "description")
+DEFAULT_DISMISSED_ACROSS = 3
+PROFILE_KEYS = ("name", "version", "review_every", "dismissed_across", "description")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class Profile:
     description: str
     params: dict[str, Param] = field(default_factory=dict)
     checks: tuple[dict[str, Any], ...] = ()
+    dismissed_across: int = DEFAULT_DISMISSED_ACROSS
+    """How many projects' dismissals of this profile's checks (each a meta-finding of
+    the meta rule in that project) bring the profile to catalogue review."""
 
     @property
     def origin(self) -> str:
@@ -132,6 +137,15 @@ def parse_profile(text: str, source: str) -> Profile:
             "a positive whole number of declaring slices between reviews (omit it for 50)",
             source=source,
         )
+    across = head.get("dismissed_across", DEFAULT_DISMISSED_ACROSS)
+    if isinstance(across, bool) or not isinstance(across, int) or across < 1:
+        raise ConfigError(
+            "profile.dismissed_across",
+            across,
+            "a positive whole number of projects whose dismissals of this profile's checks "
+            "bring it to catalogue review (omit it for 3)",
+            source=source,
+        )
     params: dict[str, Param] = {}
     raw_params = doc.get("params", {})
     if not isinstance(raw_params, dict):
@@ -172,7 +186,13 @@ def parse_profile(text: str, source: str) -> Profile:
             extra, doc[extra], "unknown table; allowed: profile, params, check", source=source
         )
     return Profile(
-        name, version, review_every, str(head.get("description", "")), params, tuple(checks)
+        name,
+        version,
+        review_every,
+        str(head.get("description", "")),
+        params,
+        tuple(checks),
+        dismissed_across=across,
     )
 
 

@@ -5,7 +5,9 @@ When a trigger reaches its second failure, the decision publishes one
 request exists at most once even with a restart or a second daemon in between. A request
 with no completion on the log is an investigation to run (an effect of the shell): the
 one investigation of a trigger is the one that completes, with one finding (class
-``investigation``, never code) and its ``InvestigationCompleted``, atomically.
+``investigation``, never code) and its ``InvestigationCompleted``, atomically, with the
+``GateProposed`` fact of the gate the report proposes, if it proposes one (a gate is a
+memory of a mistake).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from loopbus.projections import investigations as inv
 from loopbus.projections.intents import Effect, Intent, PublishBatch, PublishIf
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.ids import answer_id
+from loopbus.schemas.ratchet import GateProposed
 from loopbus.schemas.reviews import (
     InvestigationCompleted,
     InvestigationReport,
@@ -133,6 +136,9 @@ def completion(
             evidence={**answer.evidence, **evidence},
             owner=OWNERS[view.kind],
         )
+    proposed = (
+        () if isinstance(answer, str) else proposal(project, view, answer, finding.id, actor, now)
+    )
     completed = InvestigationCompleted(
         id=answer_id(view.requested, "investigation-completed"),
         at=now,
@@ -145,4 +151,37 @@ def completion(
         outcome="error" if isinstance(answer, str) else "finding",
         cause=view.requested,
     )
-    return PublishBatch((finding, completed))
+    return PublishBatch((finding, *proposed, completed))
+
+
+def proposal(
+    project: str,
+    view: inv.TriggerView,
+    report: InvestigationReport,
+    finding: str,
+    actor: Actor,
+    now: datetime,
+) -> tuple[GateProposed, ...]:
+    """The proposal of the gate the report names (none when it names none).
+
+    A fact the ratchet daemon settles as a draft claim against the gate's state, not a
+    move: a proposal for a gate that already exists is refused there instead of sending
+    it back to Drafted (where it would stop blocking)."""
+    if report.gate is None:
+        return ()
+    assert view.requested is not None
+    gate = report.gate
+    return (
+        GateProposed(
+            id=answer_id(view.requested, "investigation-gate"),
+            at=now,
+            project=project,
+            actor=actor,
+            gate=gate.gate,
+            check=gate.check,
+            defect=gate.defect,
+            investigation=view.requested,
+            finding=finding,
+            why=f"investigation {view.requested} of {view.trigger}: {report.summary}"[:2000],
+        ),
+    )

@@ -2,8 +2,9 @@
 
 It serves every project (the catalogue's profile reviews count slices across all of
 them): folds each project's finding lifecycle and gate ratchet, and folds every accepted
-plan into the catalogue project's state as well, so the catalogue's decision sees every
-declaring slice. ``decide`` composes the pure decisions of :mod:`.lifecycle` (finding
+plan and every project's meta-finding on a profile's check into the catalogue project's
+state as well, so the catalogue's decision sees every declaring slice and every doubt.
+``decide`` composes the pure decisions of :mod:`.lifecycle` (finding
 claims), :mod:`.moves` (gate claims, the meta rule, profile reviews) and :mod:`.decisions`
 (decision claims, decisions serving no live objective, stale decisions); every answer
 carries an id derived from what it answers, so a restart or a second daemon stores it once.
@@ -37,6 +38,8 @@ class Ratchet(Daemon):
     def also_folds_into(self, event: Event) -> Sequence[str]:
         if isinstance(event, SlicePlanAccepted) and event.plan.capabilities:
             return (self.policy.catalogue,)
+        if ratchet.doubt_of(event) is not None and event.project != self.policy.catalogue:
+            return (self.policy.catalogue,)  # a project's doubt of a profile: the catalogue's
         return ()
 
     def decide(self, world: World) -> Sequence[Intent]:
@@ -45,5 +48,6 @@ class Ratchet(Daemon):
             *moves.decide_claims(world, self.policy),
             *moves.decide_meta(world, self.policy),
             *moves.decide_reviews(world, self.policy),
+            *moves.decide_doubts(world, self.policy),
             *decision_claims.decide(world),
         ]

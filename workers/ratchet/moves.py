@@ -9,7 +9,10 @@ Three sources of moves, all pure over the folded world:
 * the meta rule per gate and project: a tier reached by the gate's false-positive share
   raises a meta-finding and puts a local gate under review (advisory at that tier);
 * the catalogue's review count: every N slices that declared a profile's capability,
-  across projects, the profile comes due for review (a meta-finding to standards).
+  across projects, the profile comes due for review (a meta-finding to standards);
+* the catalogue's doubts: when the meta rule of ``dismissed_across`` projects raised a
+  meta-finding on a profile's checks since its last review, a catalogue-level
+  meta-finding to standards, and the profile under review.
 """
 
 from __future__ import annotations
@@ -23,9 +26,17 @@ from loopbus.projections.ratchet import RatchetState, Refused
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.decisions import DecisionRecorded
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateMoveName, GateState, Scope
+from loopbus.schemas.ratchet import (
+    CADENCE_MOVES,
+    GateMoveClaim,
+    GateMoved,
+    GateMoveName,
+    GateState,
+    Scope,
+)
 from loopbus.schemas.targets import CheckTarget, ProfileTarget
 from loopbus.workers.gates.meta import Tier, reached
+from loopbus.workers.gates.profiles import DEFAULT_REVIEW_EVERY
 from loopbus.workers.kernel import World
 from loopbus.workers.ratchet.lifecycle import refusal
 from loopbus.workers.ratchet.policy import Policy
@@ -52,6 +63,29 @@ def measurement(tally: GateTally | None) -> str:
     )
 
 
+def current_cadence(state: RatchetState, policy: Policy, profile: str) -> int:
+    return ratchet.cadence(state, profile, policy.review_every.get(profile, DEFAULT_REVIEW_EVERY))
+
+
+def cadence_problem(state: RatchetState, policy: Policy, claim: GateMoveClaim) -> str | None:
+    """Why a cadence claim goes the wrong way (the move names its direction, and so the
+    authority that settles it: a "lower" to a larger N would be a loosening by standards)."""
+    if claim.move not in CADENCE_MOVES or claim.every is None:
+        return None
+    now = current_cadence(state, policy, claim.gate)
+    if claim.move == "raise-cadence" and claim.every <= now:
+        return (
+            f"raise-cadence of profile {claim.gate!r} to {claim.every} does not raise its N "
+            f"({now}); a smaller N is lower-cadence, settled by the standards role"
+        )
+    if claim.move == "lower-cadence" and claim.every >= now:
+        return (
+            f"lower-cadence of profile {claim.gate!r} to {claim.every} does not lower its N "
+            f"({now}); a larger N is raise-cadence, settled by the catalogue operator"
+        )
+    return None
+
+
 def decide_claims(world: World, policy: Policy) -> list[Intent]:
     state: RatchetState = world.state(ratchet.FOLD.name)
     tallies = lifecycle.tallies(world.state(lifecycle.FOLD.name))
@@ -65,6 +99,9 @@ def _answer(
     tallies: dict[str, GateTally],
     claim: GateMoveClaim,
 ) -> Intent:
+    wrong_way = cadence_problem(state, policy, claim)
+    if wrong_way is not None:
+        return PublishBatch((refusal(world, claim, wrong_way, answer_id(claim.id, "ratchet")),))
     verdict = ratchet.settle(
         state,
         claim.scope,
@@ -86,6 +123,11 @@ def _answer(
         evidence["check"] = claim.check
     if claim.defect:
         evidence["defect"] = claim.defect
+    if claim.move == "draft" and claim.scope == "local":
+        evidence["owner"] = "operator"  # a drafted local gate waits on its project operator
+    if claim.move in CADENCE_MOVES:
+        evidence["every"] = claim.every
+        evidence["was"] = current_cadence(state, policy, claim.gate)
     return _moved(
         world,
         claim.gate,
@@ -198,6 +240,7 @@ def _meta(
             "raised": tally.raised,
             "false_positive": tally.false_positive,
             "tier": tier.name,
+            **({"profile": profile} if profile else {}),  # the catalogue counts it
         },
         owner=owner,
     )
@@ -233,12 +276,17 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
         return []
     state: RatchetState = world.state(ratchet.FOLD.name)
     intents: list[Intent] = []
-    for name, every in sorted(policy.review_every.items()):
+    for name, shipped in sorted(policy.review_every.items()):
+        every = ratchet.cadence(state, name, shipped)
         source = ratchet.current(state, "profile", name) or "Profile"
         if source != "Profile" or not ratchet.due_for_review(state, name, every):
             continue
         count = state.declared.get(name, 0)
-        cause = answer_id(state.declaring[name][count - 1], f"profile-review:{name}:{count}")
+        # The catalogue is in the salt: the declaring slices are every project's, so two
+        # catalogues on one server would otherwise derive the same id (and JetStream
+        # refuses the second as a duplicate, forever).
+        salt = f"profile-review:{world.project}:{name}:{count}"
+        cause = answer_id(state.declaring[name][count - 1], salt)
         finding = FindingRaised(
             id=cause,
             project=world.project,
@@ -265,6 +313,61 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
                 cause,
                 "system:meta_rule",
                 {"declared": count},
+                question=f"should profile {name} be reviewed?",
+                rationale=finding.message,
+                extra=(finding,),
+            )
+        )
+    return intents
+
+
+def decide_doubts(world: World, policy: Policy) -> list[Intent]:
+    """On the catalogue: a meta-finding for each profile whose checks the meta rule of
+    ``dismissed_across`` projects doubted since its last review, and its review move."""
+    if world.project != policy.catalogue:
+        return []
+    state: RatchetState = world.state(ratchet.FOLD.name)
+    intents: list[Intent] = []
+    for name, doubt in sorted(state.doubts.items()):
+        across = policy.dismissed_across.get(name)
+        if across is None or len(doubt.projects) < across:
+            continue
+        source = ratchet.current(state, "profile", name) or implicit(world, policy, "profile", name)
+        if source != "Profile":
+            continue  # under review already (its settlement is the answer) or not in force
+        count = len(doubt.projects)
+        cause = answer_id(doubt.findings[-1], f"profile-dismissed:{world.project}:{name}:{count}")
+        finding = FindingRaised(
+            id=cause,
+            project=world.project,
+            actor=world.actor,
+            at=world.now,
+            producer="meta_rule",
+            target=ProfileTarget(profile=name),
+            severity="high",
+            criterion="profile-dismissed",
+            cls="meta",
+            message=f"profile {name}: its checks are dismissed across {count} projects "
+            f"({', '.join(doubt.projects)}), each past a meta tier, at least {across}; "
+            "proposing a retune at catalogue review",
+            evidence={
+                "projects": list(doubt.projects),
+                "findings": list(doubt.findings),
+                "across": across,
+            },
+            owner="standards",
+        )
+        intents.append(
+            _moved(
+                world,
+                name,
+                "profile",
+                "review",
+                source,
+                "ProfileUnderReview",
+                cause,
+                "system:meta_rule",
+                {"projects": count},
                 question=f"should profile {name} be reviewed?",
                 rationale=finding.message,
                 extra=(finding,),

@@ -1,6 +1,6 @@
 """What the ratchet daemon knows from outside the log: the configured checks of each
-project (with their origin and meta rule), the shipped profiles' review cadence, the
-catalogue project and the catalogue operators.
+project (with their origin and meta rule), the shipped profiles' review cadence and
+dismissal threshold, the catalogue project and the catalogue operators.
 
 The catalogue operator is modelled as an operator principal listed here (the daemon's
 ``--catalogue-operator``): the one operator seat that speaks for every project a profile
@@ -33,6 +33,8 @@ class Policy:
     """project -> check id -> how it is configured."""
     review_every: dict[str, int] = field(default_factory=dict)
     """profile -> its N (declaring slices between reviews)."""
+    dismissed_across: dict[str, int] = field(default_factory=dict)
+    """profile -> how many projects' meta-findings on its checks bring it to review."""
 
     def configured(self, project: str) -> dict[str, ConfiguredCheck]:
         return self.checks.get(project, {})
@@ -46,6 +48,10 @@ class Policy:
 
 def shipped_cadence() -> dict[str, int]:
     return {name: profile.review_every for name, profile in load_profiles().items()}
+
+
+def shipped_thresholds() -> dict[str, int]:
+    return {name: profile.dismissed_across for name, profile in load_profiles().items()}
 
 
 def from_config(config: ProjectConfig) -> dict[str, ConfiguredCheck]:
@@ -67,4 +73,5 @@ def policy_for(repo: Path | None, catalogue: str, catalogue_operators: list[str]
         catalogue_operators=frozenset(catalogue_operators),
         checks=checks,
         review_every=shipped_cadence(),
+        dismissed_across=shipped_thresholds(),
     )
