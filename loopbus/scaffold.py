@@ -132,6 +132,9 @@ FILES: dict[str, str] = {
 def write(directory: Path) -> Path:
     """Write the project into ``directory`` (which must be empty or absent) and commit it
     on ``main``; returns the directory."""
+    # Absolute: dulwich reads relative paths against the repository, not the working
+    # directory, so `loopbus init calc` once committed an empty tree.
+    directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in FILES.items():
         path = directory / name
@@ -146,7 +149,9 @@ def commit_all(directory: Path, message: str) -> str:
     ``main`` (HEAD names it, so trunk is the current branch); returns the commit."""
     with Repo.init(str(directory)) as repo:
         repo.refs.set_symbolic_ref(b"HEAD", f"refs/heads/{TRUNK}".encode())
-        porcelain.add(repo, [str(directory / name) for name in FILES])
+        added, _ignored = porcelain.add(repo, [str(directory.resolve() / name) for name in FILES])
+        if len(added) != len(FILES):
+            raise RuntimeError(f"git add took {len(added)} of the {len(FILES)} scaffold files")
         author = b"loopbus init <init@loopbus.invalid>"
         sha = porcelain.commit(repo, message.encode(), author=author, committer=author)
         return sha.decode()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from .conftest import loopbus
+from .conftest import LOOPBUS, loopbus
 
 pytestmark = pytest.mark.slow
 
@@ -75,3 +75,17 @@ def test_init_scaffolds_a_committed_project(tmp_path: Path) -> None:
     assert "4 pending criteria" in on_bare.out and on_bare.err == ""
     again = loopbus("init", str(target))
     assert again.code == 2 and "exists and is not empty" in again.err
+
+
+def test_init_with_a_relative_path_commits_every_file(tmp_path: Path) -> None:
+    """`loopbus init calc`, as the README types it: the commit holds the scaffold (it once
+    held an empty tree, and `up` then found no loopbus.toml on trunk)."""
+    done = subprocess.run(
+        [*LOOPBUS, "init", "calc"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    tree = subprocess.run(
+        ["git", "-C", str(tmp_path / "calc"), "ls-tree", "-r", "--name-only", "main"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert {"loopbus.toml", "plan.toml", "calc/__init__.py"} <= set(tree.stdout.split())
