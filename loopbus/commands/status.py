@@ -185,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         for line in render_state(name, state, view.sizes.get(name, {})):
             print(f"  {line}")
         for path, (shown, total) in view.partial.get(name, {}).items():
+            if not shown:
+                continue  # a collection status reads as a count only: nothing was cut
             print(
                 f"    … {total - shown} more of {name}.{path} not shown "
                 f"({shown} of {total}; --limit 0 shows every one)"
