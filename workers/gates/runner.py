@@ -224,29 +224,16 @@ class GateRunner:
             return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
         if base is not None and base.config_text is None:
             why = f"trunk commit {base.commit[:12]} has no {CONFIG_FILE} to judge with"
+        elif info.config_text is None:
+            why = f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root (see docs/gates.md)"
+        else:
+            why = None
+        if why is not None or info.config_text is None:
             return await self._failed_suite(
-                info.commit, info.tree, why, unit, reason, cause, started
-            )
-        if info.config_text is None:
-            return await self._failed_suite(
-                info.commit,
-                info.tree,
-                f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root (see docs/gates.md)",
-                unit,
-                reason,
-                cause,
-                started,
+                info.commit, info.tree, why or "", unit, reason, cause, started
             )
         try:
-            if base is not None and base.config_text is not None:
-                config = judged_config(base.config_text, info.config_text, criteria)
-            else:
-                config = parse_config(info.config_text)
-            if self.project is not None and config.project != self.project:
-                raise ConfigError(
-                    "project.id", config.project, f"this runner serves project {self.project!r}"
-                )
-            specs = [config.check(c) for c in checks] if checks else list(config.checks)
+            config, specs = self._judging(info.config_text, base, criteria, checks)
         except ConfigError as exc:
             failed = await self._failed_suite(
                 info.commit,
@@ -267,37 +254,8 @@ class GateRunner:
         vanished: list[FindingRaised] = []
         if base is not None and base.config_text is not None:
             vanished = await self._vanished(base, specs, runs, unit)
-        entries = [
-            SuiteEntry(
-                check=run.check,
-                outcome=run.outcome,
-                cached=run.cached,
-                result=run.result.id,
-                duration_s=run.result.duration_s,
-                findings=len(run.findings),
-            )
-            for run in runs
-        ]
         quiet = advisory.checks(config.checks) if advisory is not None else set()
-        blocking = [run.outcome for run in runs if run.check not in quiet]
-        suite = self.signer.sign(
-            GateSuiteCompleted(
-                project=config.project,
-                actor=self.actor,
-                commit=info.commit,
-                tree=info.tree,
-                unit=unit,
-                reason=reason,
-                cause=cause,
-                outcome=worst(blocking + (["fail"] if vanished else []))
-                if blocking or vanished
-                else "pass",
-                advisory=sorted(quiet & {run.check for run in runs}),
-                checks=entries,
-                duration_s=time.monotonic() - started,
-                runner=self.signer.runner,
-            )
-        )
+        suite = self._suite(config, info, runs, vanished, quiet, unit, reason, cause, started)
         cache = await self.cache(config.project)
         reraised = self._reraise(runs, unit, config.project)
         await self.bus.publish_atomic([*reraised, *vanished, suite])
@@ -309,6 +267,69 @@ class GateRunner:
             outcome=suite.outcome,
             checks=list(runs),
             suite=suite,
+        )
+
+    def _judging(
+        self,
+        own_text: str,
+        base: repository.CommitInfo | None,
+        criteria: Sequence[str],
+        checks: Sequence[str],
+    ) -> tuple[ProjectConfig, list[CheckSpec]]:
+        """The configuration a commit is judged with (trunk's plus the unit's allowed edits
+        when ``base`` is given, else its own) and the checks to run. Raises ConfigError."""
+        if base is not None and base.config_text is not None:
+            config = judged_config(base.config_text, own_text, criteria)
+        else:
+            config = parse_config(own_text)
+        if self.project is not None and config.project != self.project:
+            raise ConfigError(
+                "project.id", config.project, f"this runner serves project {self.project!r}"
+            )
+        return config, ([config.check(c) for c in checks] if checks else list(config.checks))
+
+    def _suite(
+        self,
+        config: ProjectConfig,
+        info: repository.CommitInfo,
+        runs: Sequence[CheckRun],
+        vanished: Sequence[FindingRaised],
+        quiet: set[str],
+        unit: str | None,
+        reason: RunReason,
+        cause: str | None,
+        started: float,
+    ) -> GateSuiteCompleted:
+        """The signed suite fact: worst of the blocking checks (advisory ones left out),
+        failed outright when a test that ran on trunk vanished."""
+        entries = [
+            SuiteEntry(
+                check=run.check,
+                outcome=run.outcome,
+                cached=run.cached,
+                result=run.result.id,
+                duration_s=run.result.duration_s,
+                findings=len(run.findings),
+            )
+            for run in runs
+        ]
+        blocking = [run.outcome for run in runs if run.check not in quiet]
+        outcomes = blocking + (["fail"] if vanished else [])
+        return self.signer.sign(
+            GateSuiteCompleted(
+                project=config.project,
+                actor=self.actor,
+                commit=info.commit,
+                tree=info.tree,
+                unit=unit,
+                reason=reason,
+                cause=cause,
+                outcome=worst(outcomes) if outcomes else "pass",
+                advisory=sorted(quiet & {run.check for run in runs}),
+                checks=entries,
+                duration_s=time.monotonic() - started,
+                runner=self.signer.runner,
+            )
         )
 
     async def _vanished(
