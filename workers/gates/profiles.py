@@ -124,28 +124,51 @@ def parse_profile(text: str, source: str) -> Profile:
     name = head.get("name")
     if not isinstance(name, str) or not name:
         raise ConfigError("profile.name", name, "name the capability", source=source)
-    version = head.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError("profile.version", version, "a positive whole number", source=source)
+    version = _positive(head, "version", None, "a positive whole number", source)
     # The default is applied first and the value the profile then carries is validated, so
     # each case (absent, valid, invalid) has exactly one behaviour.
-    review_every = head.get("review_every", DEFAULT_REVIEW_EVERY)
-    if isinstance(review_every, bool) or not isinstance(review_every, int) or review_every < 1:
+    review_every = _positive(
+        head,
+        "review_every",
+        DEFAULT_REVIEW_EVERY,
+        "a positive whole number of declaring slices between reviews (omit it for 50)",
+        source,
+    )
+    across = _positive(
+        head,
+        "dismissed_across",
+        DEFAULT_DISMISSED_ACROSS,
+        "a positive whole number of projects whose dismissals of this profile's checks "
+        "bring it to catalogue review (omit it for 3)",
+        source,
+    )
+    params = _params(doc, source)
+    checks = _checks(doc, params, source)
+    for extra in set(doc) - {"profile", "params", "check"}:
         raise ConfigError(
-            "profile.review_every",
-            review_every,
-            "a positive whole number of declaring slices between reviews (omit it for 50)",
-            source=source,
+            extra, doc[extra], "unknown table; allowed: profile, params, check", source=source
         )
-    across = head.get("dismissed_across", DEFAULT_DISMISSED_ACROSS)
-    if isinstance(across, bool) or not isinstance(across, int) or across < 1:
-        raise ConfigError(
-            "profile.dismissed_across",
-            across,
-            "a positive whole number of projects whose dismissals of this profile's checks "
-            "bring it to catalogue review (omit it for 3)",
-            source=source,
-        )
+    return Profile(
+        name,
+        version,
+        review_every,
+        str(head.get("description", "")),
+        params,
+        checks,
+        dismissed_across=across,
+    )
+
+
+def _positive(head: dict[str, Any], key: str, default: int | None, fix: str, source: str) -> int:
+    """``[profile] key`` as a positive whole number (``default`` when absent), else refused."""
+    value = head.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"profile.{key}", value, fix, source=source)
+    return value
+
+
+def _params(doc: dict[str, Any], source: str) -> dict[str, Param]:
+    """The ``[params.<name>]`` tables: each with a help text, a string default, a direction."""
     params: dict[str, Param] = {}
     raw_params = doc.get("params", {})
     if not isinstance(raw_params, dict):
@@ -162,6 +185,13 @@ def parse_profile(text: str, source: str) -> Profile:
                 f"params.{pname}.tighten", tighten, 'say "lower" or "higher"', source=source
             )
         params[pname] = Param(pname, spec["help"], default, tighten)
+    return params
+
+
+def _checks(
+    doc: dict[str, Any], params: dict[str, Param], source: str
+) -> tuple[dict[str, Any], ...]:
+    """The profile's ``[[check]]`` tables: at least one, unique ids, no pending tests."""
     tables = doc.get("check", [])
     if not isinstance(tables, list) or not tables:
         raise ConfigError("check", tables, "a profile brings at least one [[check]]", source=source)
@@ -181,19 +211,7 @@ def parse_profile(text: str, source: str) -> Profile:
             raise ConfigError(f"{where}.id", fields["id"], "listed twice", source=source)
         seen.add(fields["id"])
         checks.append(fields)
-    for extra in set(doc) - {"profile", "params", "check"}:
-        raise ConfigError(
-            extra, doc[extra], "unknown table; allowed: profile, params, check", source=source
-        )
-    return Profile(
-        name,
-        version,
-        review_every,
-        str(head.get("description", "")),
-        params,
-        tuple(checks),
-        dismissed_across=across,
-    )
+    return tuple(checks)
 
 
 @functools.cache
