@@ -222,15 +222,10 @@ class GateRunner:
             )
         except RepoError as exc:
             return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
-        if base is not None and base.config_text is None:
-            why = f"trunk commit {base.commit[:12]} has no {CONFIG_FILE} to judge with"
-        elif info.config_text is None:
-            why = f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root (see docs/gates.md)"
-        else:
-            why = None
-        if why is not None or info.config_text is None:
+        if info.config_text is None or (base is not None and base.config_text is None):
+            why = _no_config(info, base)
             return await self._failed_suite(
-                info.commit, info.tree, why or "", unit, reason, cause, started
+                info.commit, info.tree, why, unit, reason, cause, started
             )
         try:
             config, specs = self._judging(info.config_text, base, criteria, checks)
@@ -685,6 +680,13 @@ def _capped(findings: list[Finding], check: str) -> list[Finding]:
 
 def _capped_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
     return {k: (v[-EVIDENCE_TEXT_CAP:] if isinstance(v, str) else v) for k, v in evidence.items()}
+
+
+def _no_config(info: repository.CommitInfo, base: repository.CommitInfo | None) -> str:
+    """Why a commit cannot be judged: trunk's or its own ``loopbus.toml`` is missing."""
+    if base is not None and base.config_text is None:
+        return f"trunk commit {base.commit[:12]} has no {CONFIG_FILE} to judge with"
+    return f"commit {info.commit[:12]} has no {CONFIG_FILE} at its root (see docs/gates.md)"
 
 
 def _config_finding(exc: ConfigError, text: str) -> Finding:
