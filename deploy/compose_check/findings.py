@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from .shell import CheckFailed, last_line, run
 
-Role = Literal["operator", "reader"]  # who the command acts as, once credentials exist
+Role = Literal["operator", "reader", "agent"]  # whose credential file a host command uses
 SECRETS = Path(__file__).resolve().parents[2] / "secrets"
 """Where ``loopbus provision --creds-out secrets`` puts the credentials (compose.yaml)."""
 CONTAINER_CREDS = "/run/secrets/loopbus_system"
@@ -64,6 +64,12 @@ class Client:
         """``exec_argv`` is compose's ``exec -T SERVICE`` prefix for the running container."""
         return [*exec_argv, "loopbus", *argv, *self.connection(role, inside=True)]
 
+    def forge(self) -> list[str]:
+        """The hostile agent's move (forge.py): a fact published with the agent's file."""
+        script = Path(__file__).resolve().parent / "forge.py"
+        connection = self.connection("agent", inside=False)
+        return [host_python(), str(script), *connection, "--project", self.project]
+
     def finding(self, target: str, message: str) -> list[str]:
         return [
             "report", "finding", "--project", self.project, "--producer", "operator",
@@ -82,6 +88,17 @@ def host_loopbus() -> list[str]:
             "that has it, or `pip install -e .` from the repository root"
         )
     return [found]
+
+
+def host_python() -> str:
+    """The Python loopbus is installed in (forge.py imports loopbus and nats-py)."""
+    if importlib.util.find_spec("loopbus") is not None:
+        return sys.executable
+    found = host_loopbus()[0]
+    shebang = Path(found).read_text(errors="replace").splitlines()[0]
+    if not shebang.startswith("#!") or " " in shebang[2:].strip():
+        raise CheckFailed(f"cannot tell which Python runs {found}: activate its virtualenv")
+    return shebang[2:].strip()
 
 
 @dataclass(frozen=True)

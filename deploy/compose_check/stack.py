@@ -88,12 +88,12 @@ class Stack:
     def build(self) -> None:
         run(self.compose("build"), log=self.log, cwd=self.root, timeout=1200)
 
-    def up(self) -> None:
-        # The secrets compose.yaml mounts: made once, kept on later runs.
-        from .findings import host_loopbus
+    def user_group(self) -> int:
+        """The group id the image's user runs with (what must read the mounted secrets)."""
+        argv = ["docker", "run", "--rm", "--entrypoint", "id", self.image_of("provision"), "-g"]
+        return int(run(argv, timeout=120).stdout)
 
-        secrets = ["provision", "--creds-out", str(self.root / "secrets")]
-        run([*host_loopbus(), *secrets], log=self.log, cwd=self.root)
+    def up(self) -> None:
         run(self.compose("up", "-d", "--no-build"), log=self.log, cwd=self.root, timeout=300)
 
     def down(self) -> None:

@@ -5,15 +5,20 @@ apt's sources, and how its command line refuses bad input. (Its reading of a liv
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from compose_check import jsz
+from compose_check import forge, jsz, secret_files
 from compose_check.base_image import STAND_INS, apt_mirror, from_image
 from compose_check.findings import Attempt, Client, tally
 from compose_check.netstate import parse_save
+from compose_check.shell import CheckFailed
+from loopbus.bus.tls import ensure_tls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,6 +119,104 @@ def test_every_command_line_carries_the_connection_flags() -> None:
         "--nats-url", "tls://n1:4222", "--creds", "/run/secrets/loopbus_system",
         "--tls-ca", "/run/secrets/loopbus_ca",
     ]  # fmt: skip
+
+
+def test_the_agents_forged_fact_uses_the_agent_file_and_the_ca() -> None:
+    """The hostile move connects from the host with the agent's own credential file."""
+    argv = Client("p", "tls://127.0.0.1:4222", "tls://n1:4222", "projector").forge()
+    assert argv[1].endswith("compose_check/forge.py") and argv[-2:] == ["--project", "p"]
+    assert argv[argv.index("--creds") + 1].endswith("secrets/creds/agent.json")
+    assert argv[argv.index("--tls-ca") + 1].endswith("secrets/tls/ca.pem")
+
+
+SUBJECT = "loop.p.unit.U-forged"
+REFUSAL = 'nats: permissions violation for publish to "loop.p.unit.u-forged"'
+
+
+@pytest.mark.parametrize(
+    ("seq", "messages", "refused", "error"),
+    [
+        pytest.param(None, [REFUSAL], True, "", id="refused-for-this-subject"),
+        pytest.param(7, [], False, "", id="acknowledged-so-stored"),
+        pytest.param(7, [REFUSAL], False, "", id="an-ack-outweighs-a-refusal"),
+        pytest.param(
+            None,
+            ['nats: permissions violation for publish to "loop.p.other"', "TimeoutError: "],
+            False,
+            'nats: permissions violation for publish to "loop.p.other"; TimeoutError: ',
+            id="a-refusal-of-another-subject-is-not-this-one",
+        ),
+        pytest.param(None, ["TimeoutError: "], False, "TimeoutError: ", id="only-a-timeout"),
+    ],
+)
+def test_a_forged_fact_counts_as_refused_only_on_the_servers_word_and_no_ack(
+    seq: int | None, messages: list[str], refused: bool, error: str
+) -> None:
+    """Silence is not a refusal: the check needs the server's violation for that subject."""
+    judged = forge.judge(SUBJECT, "E1", seq, messages)
+    assert (judged.refused, judged.error) == (refused, error)
+    assert forge.parse(json_line(judged)) == judged
+
+
+def json_line(forgery: forge.Forgery) -> str:
+    import json
+    from dataclasses import asdict
+
+    return json.dumps(asdict(forgery))
+
+
+def compose_secrets(folder: Path) -> dict[str, Any]:
+    """The secrets part of `docker compose config` (absolute paths), for a folder here."""
+    files = {"nats_config": "nats.conf", "nats_tls_cert": "tls/node.pem", "loopbus_ca":
+             "tls/ca.pem", "loopbus_system": "creds/system.json"}  # fmt: skip
+    return {"secrets": {k: {"name": f"loopbus_{k}", "file": str(folder / v)}
+                        for k, v in files.items()}}  # fmt: skip
+
+
+def test_secrets_are_made_by_provision_and_only_the_mounted_ones_shared(tmp_path: Path) -> None:
+    """provision --creds-out writes every mounted file; sharing gives them group read and
+    leaves the agent's credential, which compose does not mount, private."""
+    config = compose_secrets(tmp_path / "secrets")
+    made = secret_files.make(
+        tmp_path, config, [sys.executable, "-m", "loopbus.cli"], tmp_path / "l"
+    )
+    assert not made.existed
+    shared = secret_files.share(config, os.getgid())
+    assert shared == secret_files.mounted(config) and len(shared) == 4
+    system = tmp_path / "secrets" / "creds" / "system.json"
+    assert stat.S_IMODE(system.stat().st_mode) == 0o640 and system.stat().st_gid == os.getgid()
+    agent = tmp_path / "secrets" / "creds" / "agent.json"
+    assert stat.S_IMODE(agent.stat().st_mode) == 0o600
+    assert secret_files.remove(made) and not (tmp_path / "secrets").exists()
+
+
+def test_secrets_kept_from_before_are_not_removed(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    made = secret_files.make(tmp_path, compose_secrets(tmp_path / "secrets"),
+                             [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
+    assert made.existed and not secret_files.remove(made) and (tmp_path / "secrets").is_dir()
+
+
+def test_a_node_certificate_without_the_hosts_address_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """Kept secrets made with other --tls-hosts would fail TLS from the host: say so first."""
+    ensure_tls(tmp_path / "secrets" / "tls", ["n1", "n2", "n3"])
+    with pytest.raises(CheckFailed, match=r"covers n1, n2, n3, not 127\.0\.0\.1"):
+        secret_files.make(tmp_path, compose_secrets(tmp_path / "secrets"),
+                          [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("host", "covered"),
+    [("127.0.0.1", True), ("localhost", True), ("N1", True), ("10.0.0.1", False), ("n4", False)],
+)
+def test_certificate_names_cover_addresses_and_names(
+    tmp_path: Path, host: str, covered: bool
+) -> None:
+    ensure_tls(tmp_path, ["n1", "localhost", "127.0.0.1"])
+    names = secret_files.certificate_names((tmp_path / "node.pem").read_bytes())
+    assert secret_files.covers(names, host) is covered
 
 
 def test_the_script_refuses_a_bad_outage_in_one_line() -> None:
