@@ -5,6 +5,7 @@ apt's sources, and how its command line refuses bad input. (Its reading of a liv
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -18,6 +19,7 @@ from compose_check.base_image import STAND_INS, apt_mirror, from_image
 from compose_check.findings import Attempt, Client, tally
 from compose_check.netstate import parse_save
 from compose_check.shell import CheckFailed
+from compose_check.stack import last_health_output
 from loopbus.bus.tls import ensure_tls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,3 +231,12 @@ def test_the_script_refuses_a_bad_outage_in_one_line() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith("'0' is not a positive number of seconds")
+
+
+def test_an_unhealthy_service_is_reported_with_what_its_last_healthcheck_said() -> None:
+    """The failure line carries the healthcheck's own words, not only "unhealthy"."""
+    log = [{"ExitCode": 0, "Output": "ok"}, {"ExitCode": 1, "Output": "x\nloopbus: stale\n"}]
+    inspected = json.dumps({"Status": "unhealthy", "Log": log})
+    assert last_health_output(inspected) == "the last healthcheck exited 1: loopbus: stale"
+    assert last_health_output(json.dumps({"Log": []})) == "no healthcheck has run"
+    assert last_health_output("") == "its healthcheck log cannot be read"
