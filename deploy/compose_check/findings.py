@@ -4,9 +4,10 @@ from inside a container, and the count of what was acknowledged against what was
 Every loopbus command line is built by :class:`Client`, the one place that knows how a
 client reaches the cluster: ``--nats-url`` with the three nodes and ``--creds``. From the
 host that is the role's file that ``loopbus provision --creds-out secrets`` wrote (the
-operator's for publishing, the reader's for tail and status); inside a daemon's container
-it is the one credential mounted there, the system's (it may publish claims too). The
-nodes require TLS, so both also get the deployment's CA (``--tls-ca``) and ``tls://`` URLs.
+operator's for publishing, the reader's for tail and status, the agent's for forge.py's
+forged fact); inside a daemon's container it is the one credential mounted there, the
+system's (it may publish claims too). The nodes require TLS, so both also get the
+deployment's CA (``--tls-ca``) and ``tls://`` URLs.
 """
 
 from __future__ import annotations

@@ -37,8 +37,9 @@ def positive(text: str) -> float:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="deploy/compose-check",
-        description="Build the image, run compose.yaml, prove the cluster (health, R3 log, "
-        "findings from host and container, a killed leader with nothing lost), take it down.",
+        description="Build the image, make the secrets, run compose.yaml, prove the cluster "
+        "(health, R3 log, findings from host and container, an agent's forged fact refused by "
+        "the server, a killed leader with nothing lost), take it down.",
         epilog="example: sudo deploy/compose-check --install   (docs/deploy.md)",
     )
     parser.add_argument(
