@@ -133,7 +133,10 @@ class Check:
         self.figure("container restarts during the check", str(restarts or "none"))
 
     def make_secrets(self, stack: Stack) -> None:
-        self.secrets = secret_files.make(ROOT, stack.config, host_loopbus(), self.log)
+        # Known before provision runs, so cleanup removes a folder this run made even when
+        # a later step fails.
+        self.secrets = secret_files.before(ROOT)
+        secret_files.make(self.secrets, stack.config, host_loopbus(), self.log)
         gid = stack.user_group()
         shared = secret_files.share(stack.config, gid)
         self.figure(

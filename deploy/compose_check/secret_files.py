@@ -67,12 +67,17 @@ def share_with_group(path: Path, gid: int) -> None:
         ) from exc
 
 
-def make(root: Path, config: dict[str, Any], loopbus: list[str], log: Path) -> Secrets:
+def before(root: Path) -> Secrets:
+    """The secrets folder compose.yaml names, and whether it is there before this run."""
+    folder = root / "secrets"
+    return Secrets(folder, existed=folder.exists())
+
+
+def make(made: Secrets, config: dict[str, Any], loopbus: list[str], log: Path) -> None:
     """Run ``loopbus provision --creds-out secrets`` (it keeps what exists) and check that
     every file compose mounts is there and the node certificate covers the host's address."""
-    folder = root / "secrets"
-    made = Secrets(folder, existed=folder.exists())
-    run([*loopbus, "provision", "--creds-out", str(folder)], log=log, cwd=root)
+    folder = made.folder
+    run([*loopbus, "provision", "--creds-out", str(folder)], log=log, cwd=folder.parent)
     files = mounted(config)
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
@@ -85,7 +90,6 @@ def make(root: Path, config: dict[str, Any], loopbus: list[str], log: Path) -> S
             f"reaches the nodes); remove {folder / 'tls'} and run `loopbus provision "
             "--creds-out secrets` again (its default --tls-hosts include it)"
         )
-    return made
 
 
 def share(config: dict[str, Any], gid: int) -> list[Path]:

@@ -179,9 +179,8 @@ def test_secrets_are_made_by_provision_and_only_the_mounted_ones_shared(tmp_path
     """provision --creds-out writes every mounted file; sharing gives them group read and
     leaves the agent's credential, which compose does not mount, private."""
     config = compose_secrets(tmp_path / "secrets")
-    made = secret_files.make(
-        tmp_path, config, [sys.executable, "-m", "loopbus.cli"], tmp_path / "l"
-    )
+    made = secret_files.before(tmp_path)
+    secret_files.make(made, config, [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")
     assert not made.existed
     shared = secret_files.share(config, os.getgid())
     assert shared == secret_files.mounted(config) and len(shared) == 4
@@ -194,8 +193,9 @@ def test_secrets_are_made_by_provision_and_only_the_mounted_ones_shared(tmp_path
 
 def test_secrets_kept_from_before_are_not_removed(tmp_path: Path) -> None:
     (tmp_path / "secrets").mkdir()
-    made = secret_files.make(tmp_path, compose_secrets(tmp_path / "secrets"),
-                             [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
+    made = secret_files.before(tmp_path)
+    secret_files.make(made, compose_secrets(tmp_path / "secrets"),
+                      [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
     assert made.existed and not secret_files.remove(made) and (tmp_path / "secrets").is_dir()
 
 
@@ -205,7 +205,7 @@ def test_a_node_certificate_without_the_hosts_address_is_refused_in_one_line(
     """Kept secrets made with other --tls-hosts would fail TLS from the host: say so first."""
     ensure_tls(tmp_path / "secrets" / "tls", ["n1", "n2", "n3"])
     with pytest.raises(CheckFailed, match=r"covers n1, n2, n3, not 127\.0\.0\.1"):
-        secret_files.make(tmp_path, compose_secrets(tmp_path / "secrets"),
+        secret_files.make(secret_files.before(tmp_path), compose_secrets(tmp_path / "secrets"),
                           [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
 
 
