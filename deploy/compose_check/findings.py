@@ -4,9 +4,10 @@ from inside a container, and the count of what was acknowledged against what was
 Every loopbus command line is built by :class:`Client`, the one place that knows how a
 client reaches the cluster: ``--nats-url`` with the three nodes and ``--creds``. From the
 host that is the role's file that ``loopbus provision --creds-out secrets`` wrote (the
-operator's for publishing, the reader's for tail and status); inside a daemon's container
-it is the one credential mounted there, the system's (it may publish claims too). The
-nodes require TLS, so both also get the deployment's CA (``--tls-ca``) and ``tls://`` URLs.
+operator's for publishing, the reader's for tail and status, the agent's for forge.py's
+forged fact); inside a daemon's container it is the one credential mounted there, the
+system's (it may publish claims too). The nodes require TLS, so both also get the
+deployment's CA (``--tls-ca``) and ``tls://`` URLs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Literal
 
 from .shell import CheckFailed, last_line, run
 
-Role = Literal["operator", "reader"]  # who the command acts as, once credentials exist
+Role = Literal["operator", "reader", "agent"]  # whose credential file a host command uses
 SECRETS = Path(__file__).resolve().parents[2] / "secrets"
 """Where ``loopbus provision --creds-out secrets`` puts the credentials (compose.yaml)."""
 CONTAINER_CREDS = "/run/secrets/loopbus_system"
@@ -64,6 +65,12 @@ class Client:
         """``exec_argv`` is compose's ``exec -T SERVICE`` prefix for the running container."""
         return [*exec_argv, "loopbus", *argv, *self.connection(role, inside=True)]
 
+    def forge(self) -> list[str]:
+        """The hostile agent's move (forge.py): a fact published with the agent's file."""
+        script = Path(__file__).resolve().parent / "forge.py"
+        connection = self.connection("agent", inside=False)
+        return [host_python(), str(script), *connection, "--project", self.project]
+
     def finding(self, target: str, message: str) -> list[str]:
         return [
             "report", "finding", "--project", self.project, "--producer", "operator",
@@ -82,6 +89,17 @@ def host_loopbus() -> list[str]:
             "that has it, or `pip install -e .` from the repository root"
         )
     return [found]
+
+
+def host_python() -> str:
+    """The Python loopbus is installed in (forge.py imports loopbus and nats-py)."""
+    if importlib.util.find_spec("loopbus") is not None:
+        return sys.executable
+    found = host_loopbus()[0]
+    shebang = Path(found).read_text(errors="replace").splitlines()[0]
+    if not shebang.startswith("#!") or " " in shebang[2:].strip():
+        raise CheckFailed(f"cannot tell which Python runs {found}: activate its virtualenv")
+    return shebang[2:].strip()
 
 
 @dataclass(frozen=True)

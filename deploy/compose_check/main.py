@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from . import cluster, netstate
+from . import cluster, forge, netstate, secret_files
 from .base_image import ensure_base, from_image, labelled_here
 from .engine import Engine, ensure_engine, stop_dockerd
-from .findings import Client, open_targets, publish, read_log, read_status
+from .findings import Client, host_loopbus, open_targets, publish, read_log, read_status
 from .outage import Outcome, run_outage
 from .shell import CheckFailed, fail, run, say
 from .stack import NODE_CLIENT_PORT, Stack
@@ -37,8 +37,9 @@ def positive(text: str) -> float:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="deploy/compose-check",
-        description="Build the image, run compose.yaml, prove the cluster (health, R3 log, "
-        "findings from host and container, a killed leader with nothing lost), take it down.",
+        description="Build the image, make the secrets, run compose.yaml, prove the cluster "
+        "(health, R3 log, findings from host and container, an agent's forged fact refused by "
+        "the server, a killed leader with nothing lost), take it down.",
         epilog="example: sudo deploy/compose-check --install   (docs/deploy.md)",
     )
     parser.add_argument(
@@ -83,6 +84,7 @@ class Check:
         self.figures: list[tuple[str, str]] = []
         self.engine = Engine()
         self.stack: Stack | None = None
+        self.secrets: secret_files.Secrets | None = None
         self.started = time.monotonic()
 
     def figure(self, label: str, value: str) -> None:
@@ -106,6 +108,7 @@ class Check:
         how = ensure_base(base, self.workdir, self.log, self.args.mirror)
         self.figure("base image", f"{base} {how} ({time.monotonic() - started:.1f} s)")
         self.timed("image build (docker compose build)", stack.build)
+        self.make_secrets(stack)
         started = time.monotonic()
         stack.up()
         stack.wait_ready(self.args.timeout)
@@ -122,11 +125,26 @@ class Check:
         )
         client = self.client(stack)
         self.first_findings(client, stack)
+        self.forged_fact(client)
         outcome = run_outage(stack, client, self.args.outage, self.args.timeout)
         self.report_outage(outcome)
         stack.wait_ready(self.args.timeout)
         restarts = {k: v for k, v in stack.restart_counts().items() if v}
         self.figure("container restarts during the check", str(restarts or "none"))
+
+    def make_secrets(self, stack: Stack) -> None:
+        # Known before provision runs, so cleanup removes a folder this run made even when
+        # a later step fails.
+        self.secrets = secret_files.before(ROOT)
+        secret_files.make(self.secrets, stack.config, host_loopbus(), self.log)
+        gid = stack.user_group()
+        shared = secret_files.share(stack.config, gid)
+        self.figure(
+            "secrets",
+            f"{'kept' if self.secrets.existed else 'made'} by `loopbus provision --creds-out "
+            f"secrets`; node certificate covers {secret_files.HOST_ADDRESS}; the {len(shared)} "
+            f"files compose mounts readable by group {gid} (the image's user)",
+        )
 
     def client(self, stack: Stack) -> Client:
         host = [f"tls://{stack.host_address(n, NODE_CLIENT_PORT)}" for n in stack.nodes]
@@ -175,6 +193,28 @@ class Check:
             f"{time.monotonic() - started:.1f} s",
         )
 
+    def forged_fact(self, client: Client) -> None:
+        """The agent credential publishes a fact (its unit done, as `system`): the server
+        must refuse it, and it must not be on the log."""
+        done = run(client.forge(), timeout=120)
+        forgery = forge.parse(done.stdout.strip().splitlines()[-1])
+        if forgery.seq is not None:
+            raise CheckFailed(
+                f"the server ACCEPTED a fact from the agent credential: {forgery.subject} "
+                f"stored at seq {forgery.seq}"
+            )
+        if not forgery.refused:
+            raise CheckFailed(
+                f"the agent's fact on {forgery.subject} got no permissions violation from the "
+                f"server: {forgery.error or 'no answer'}"
+            )
+        if any(e["id"] == forgery.event_id for e in read_log(client)):
+            raise CheckFailed(f"the agent's refused fact {forgery.event_id} is on the log")
+        self.figure(
+            "agent credential publishing a fact",
+            f"refused by the server ({forgery.refusal}); not on the log",
+        )
+
     def report_outage(self, outcome: Outcome) -> None:
         tally = outcome.tally
         self.figure(
@@ -202,8 +242,8 @@ class Check:
 
     def cleanup(self, failed: bool) -> list[str]:
         problems: list[str] = []
-        steps = [("down", self.take_down), ("images", self.remove_images),
-                 ("engine", self.stop_engine)]  # fmt: skip
+        steps = [("down", self.take_down), ("secrets", self.remove_secrets),
+                 ("images", self.remove_images), ("engine", self.stop_engine)]  # fmt: skip
         for name, step in steps:
             try:
                 step(failed)
@@ -217,6 +257,10 @@ class Check:
         if failed:
             self.stack.save_logs(self.workdir / "compose-logs.txt")
         self.timed("docker compose down -v", self.stack.down)
+
+    def remove_secrets(self, failed: bool) -> None:
+        if self.secrets is not None and secret_files.remove(self.secrets):
+            self.figure("secrets (made here) removed", str(self.secrets.folder))
 
     def remove_images(self, failed: bool) -> None:
         if not self.args.remove_images or self.stack is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .shell import CheckFailed, run
+from .shell import CheckFailed, last_line, run
 
 NODE_MONITOR_PORT = 8222
 NODE_CLIENT_PORT = 4222
@@ -88,12 +88,12 @@ class Stack:
     def build(self) -> None:
         run(self.compose("build"), log=self.log, cwd=self.root, timeout=1200)
 
-    def up(self) -> None:
-        # The secrets compose.yaml mounts: made once, kept on later runs.
-        from .findings import host_loopbus
+    def user_group(self) -> int:
+        """The group id the image's user runs with (what must read the mounted secrets)."""
+        argv = ["docker", "run", "--rm", "--entrypoint", "id", self.image_of("provision"), "-g"]
+        return int(run(argv, timeout=120).stdout)
 
-        secrets = ["provision", "--creds-out", str(self.root / "secrets")]
-        run([*host_loopbus(), *secrets], log=self.log, cwd=self.root)
+    def up(self) -> None:
         run(self.compose("up", "-d", "--no-build"), log=self.log, cwd=self.root, timeout=300)
 
     def down(self) -> None:
@@ -135,7 +135,8 @@ class Stack:
                 service.healthcheck and (row or {}).get("Health") != "healthy"
             ):
                 if row and row.get("Health") == "unhealthy":
-                    raise CheckFailed(f"{name} is unhealthy: {row.get('Status')}")
+                    said = self.health_output(str(row.get("ID") or row.get("Name")))
+                    raise CheckFailed(f"{name} is unhealthy: {row.get('Status')}; {said}")
                 waiting[name] = f"{state}/{(row or {}).get('Health') or '-'}"
         return waiting
 
@@ -148,6 +149,12 @@ class Stack:
                 raise CheckFailed(f"not ready after {timeout:.0f} s: {detail}")
             time.sleep(0.5)
         return time.monotonic() - started
+
+    def health_output(self, container: str) -> str:
+        """What the container's last healthcheck printed (why it is unhealthy)."""
+        fmt = "{{json .State.Health}}"
+        done = run(["docker", "inspect", "--format", fmt, container], check=False)
+        return last_health_output(done.stdout)
 
     def host_address(self, service: str, port: int) -> str:
         """Where the host reaches ``service``'s container ``port`` ("127.0.0.1:8222")."""
@@ -168,6 +175,19 @@ class Stack:
 
     def image_of(self, service: str) -> str:
         return str(self.config["services"][service]["image"])
+
+
+def last_health_output(inspected: str) -> str:
+    """The last healthcheck's exit code and last line of output, from ``docker inspect``'s
+    ``.State.Health`` as JSON."""
+    try:
+        checks = json.loads(inspected or "null")["Log"] or []
+    except (ValueError, TypeError, KeyError):
+        return "its healthcheck log cannot be read"
+    if not checks:
+        return "no healthcheck has run"
+    last = checks[-1]
+    return f"the last healthcheck exited {last.get('ExitCode')}: {last_line(last.get('Output'))}"
 
 
 def _is_node(svc: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
-from compose_check import cluster
+from compose_check import cluster, forge
 from local_cluster import COMPOSE, LocalCluster, nats_nodes
 from loopbus.bus import LOG_STREAM, BusError, connect, free_port, server_binary
 from loopbus.bus.connection import server_urls
@@ -437,3 +437,32 @@ def test_compose_check_judges_the_cluster_and_sees_a_new_leader_after_a_kill(
     assert still is None and why == f"monitoring of {health.stream_leader} does not answer"
     leader, _ = cluster.wait_new_leader(monitors, health.stream_leader, timeout=60)
     assert leader in NODES and leader != health.stream_leader
+
+
+@pytest.mark.slow
+def test_compose_checks_forged_fact_is_refused_for_the_agent_and_stored_for_the_system(
+    services: dict[str, dict[str, Any]], local_cluster: LocalCluster
+) -> None:
+    """compose-check's hostile move (forge.py) against compose's nodes and credentials: the
+    agent's fact draws the server's permissions violation and no ack; the same publish with
+    the system credential is stored, so the check can tell the two apart."""
+    for name in local_cluster.nodes:
+        local_cluster.wait_healthy(name)
+    provision = [local_cluster.localise(w) for w in services["provision"]["command"]]
+    provision_env = os.environ | local_cluster.environment(services["provision"])
+    assert run_loopbus(*provision, env=provision_env).returncode == 0
+    url = local_cluster.localise(",".join(f"tls://{n}:{CLIENT_PORT}" for n in NODES))
+
+    def forged(role: str) -> forge.Forgery:
+        argv = [sys.executable, str(ROOT / "deploy" / "compose_check" / "forge.py")]
+        argv += ["--nats-url", url, "--creds", str(local_cluster.credential(role))]
+        argv += ["--tls-ca", str(local_cluster.ca), "--project", "shop"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        return forge.parse(done.stdout.strip().splitlines()[-1])
+
+    agent = forged("agent")
+    assert agent.refused and agent.seq is None
+    assert agent.subject == "loop.shop.unit.U-forged" and agent.error == ""
+    system = forged("system")
+    assert not system.refused and system.seq is not None and system.refusal == ""

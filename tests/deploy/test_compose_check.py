@@ -5,15 +5,22 @@ apt's sources, and how its command line refuses bad input. (Its reading of a liv
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from compose_check import jsz
+from compose_check import forge, jsz, secret_files
 from compose_check.base_image import STAND_INS, apt_mirror, from_image
 from compose_check.findings import Attempt, Client, tally
 from compose_check.netstate import parse_save
+from compose_check.shell import CheckFailed
+from compose_check.stack import last_health_output
+from loopbus.bus.tls import ensure_tls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,6 +123,104 @@ def test_every_command_line_carries_the_connection_flags() -> None:
     ]  # fmt: skip
 
 
+def test_the_agents_forged_fact_uses_the_agent_file_and_the_ca() -> None:
+    """The hostile move connects from the host with the agent's own credential file."""
+    argv = Client("p", "tls://127.0.0.1:4222", "tls://n1:4222", "projector").forge()
+    assert argv[1].endswith("compose_check/forge.py") and argv[-2:] == ["--project", "p"]
+    assert argv[argv.index("--creds") + 1].endswith("secrets/creds/agent.json")
+    assert argv[argv.index("--tls-ca") + 1].endswith("secrets/tls/ca.pem")
+
+
+SUBJECT = "loop.p.unit.U-forged"
+REFUSAL = 'nats: permissions violation for publish to "loop.p.unit.u-forged"'
+
+
+@pytest.mark.parametrize(
+    ("seq", "messages", "refused", "error"),
+    [
+        pytest.param(None, [REFUSAL], True, "", id="refused-for-this-subject"),
+        pytest.param(7, [], False, "", id="acknowledged-so-stored"),
+        pytest.param(7, [REFUSAL], False, "", id="an-ack-outweighs-a-refusal"),
+        pytest.param(
+            None,
+            ['nats: permissions violation for publish to "loop.p.other"', "TimeoutError: "],
+            False,
+            'nats: permissions violation for publish to "loop.p.other"; TimeoutError: ',
+            id="a-refusal-of-another-subject-is-not-this-one",
+        ),
+        pytest.param(None, ["TimeoutError: "], False, "TimeoutError: ", id="only-a-timeout"),
+    ],
+)
+def test_a_forged_fact_counts_as_refused_only_on_the_servers_word_and_no_ack(
+    seq: int | None, messages: list[str], refused: bool, error: str
+) -> None:
+    """Silence is not a refusal: the check needs the server's violation for that subject."""
+    judged = forge.judge(SUBJECT, "E1", seq, messages)
+    assert (judged.refused, judged.error) == (refused, error)
+    assert forge.parse(json_line(judged)) == judged
+
+
+def json_line(forgery: forge.Forgery) -> str:
+    import json
+    from dataclasses import asdict
+
+    return json.dumps(asdict(forgery))
+
+
+def compose_secrets(folder: Path) -> dict[str, Any]:
+    """The secrets part of `docker compose config` (absolute paths), for a folder here."""
+    files = {"nats_config": "nats.conf", "nats_tls_cert": "tls/node.pem", "loopbus_ca":
+             "tls/ca.pem", "loopbus_system": "creds/system.json"}  # fmt: skip
+    return {"secrets": {k: {"name": f"loopbus_{k}", "file": str(folder / v)}
+                        for k, v in files.items()}}  # fmt: skip
+
+
+def test_secrets_are_made_by_provision_and_only_the_mounted_ones_shared(tmp_path: Path) -> None:
+    """provision --creds-out writes every mounted file; sharing gives them group read and
+    leaves the agent's credential, which compose does not mount, private."""
+    config = compose_secrets(tmp_path / "secrets")
+    made = secret_files.before(tmp_path)
+    secret_files.make(made, config, [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")
+    assert not made.existed
+    shared = secret_files.share(config, os.getgid())
+    assert shared == secret_files.mounted(config) and len(shared) == 4
+    system = tmp_path / "secrets" / "creds" / "system.json"
+    assert stat.S_IMODE(system.stat().st_mode) == 0o640 and system.stat().st_gid == os.getgid()
+    agent = tmp_path / "secrets" / "creds" / "agent.json"
+    assert stat.S_IMODE(agent.stat().st_mode) == 0o600
+    assert secret_files.remove(made) and not (tmp_path / "secrets").exists()
+
+
+def test_secrets_kept_from_before_are_not_removed(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    made = secret_files.before(tmp_path)
+    secret_files.make(made, compose_secrets(tmp_path / "secrets"),
+                      [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
+    assert made.existed and not secret_files.remove(made) and (tmp_path / "secrets").is_dir()
+
+
+def test_a_node_certificate_without_the_hosts_address_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """Kept secrets made with other --tls-hosts would fail TLS from the host: say so first."""
+    ensure_tls(tmp_path / "secrets" / "tls", ["n1", "n2", "n3"])
+    with pytest.raises(CheckFailed, match=r"covers n1, n2, n3, not 127\.0\.0\.1"):
+        secret_files.make(secret_files.before(tmp_path), compose_secrets(tmp_path / "secrets"),
+                          [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("host", "covered"),
+    [("127.0.0.1", True), ("localhost", True), ("N1", True), ("10.0.0.1", False), ("n4", False)],
+)
+def test_certificate_names_cover_addresses_and_names(
+    tmp_path: Path, host: str, covered: bool
+) -> None:
+    ensure_tls(tmp_path, ["n1", "localhost", "127.0.0.1"])
+    names = secret_files.certificate_names((tmp_path / "node.pem").read_bytes())
+    assert secret_files.covers(names, host) is covered
+
+
 def test_the_script_refuses_a_bad_outage_in_one_line() -> None:
     """`--outage 0` exits 2 naming the value, before touching Docker."""
     done = subprocess.run(
@@ -126,3 +231,12 @@ def test_the_script_refuses_a_bad_outage_in_one_line() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith("'0' is not a positive number of seconds")
+
+
+def test_an_unhealthy_service_is_reported_with_what_its_last_healthcheck_said() -> None:
+    """The failure line carries the healthcheck's own words, not only "unhealthy"."""
+    log = [{"ExitCode": 0, "Output": "ok"}, {"ExitCode": 1, "Output": "x\nloopbus: stale\n"}]
+    inspected = json.dumps({"Status": "unhealthy", "Log": log})
+    assert last_health_output(inspected) == "the last healthcheck exited 1: loopbus: stale"
+    assert last_health_output(json.dumps({"Log": []})) == "no healthcheck has run"
+    assert last_health_output("") == "its healthcheck log cannot be read"
