@@ -25,6 +25,7 @@ from loopbus.projections.lifecycle import GateTally, LifecycleState
 from loopbus.projections.ratchet import RatchetState, Refused
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.findings import Severity
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.ratchet import (
     CADENCE_MOVES,
@@ -287,35 +288,18 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
         # refuses the second as a duplicate, forever).
         salt = f"profile-review:{world.project}:{name}:{count}"
         cause = answer_id(state.declaring[name][count - 1], salt)
-        finding = FindingRaised(
-            id=cause,
-            project=world.project,
-            actor=world.actor,
-            at=world.now,
-            producer="meta_rule",
-            target=ProfileTarget(profile=name),
-            severity="medium",
-            criterion="profile-review",
-            cls="meta",
-            message=f"profile {name} is due for catalogue review: {count} slices across "
-            f"projects have declared it since its last review (every {every})",
-            evidence={"declared": count, "every": every},
-            owner="standards",
-        )
         intents.append(
-            _moved(
+            _review_profile(
                 world,
                 name,
-                "profile",
-                "review",
                 source,
-                "ProfileUnderReview",
                 cause,
-                "system:meta_rule",
-                {"declared": count},
-                question=f"should profile {name} be reviewed?",
-                rationale=finding.message,
-                extra=(finding,),
+                severity="medium",
+                criterion="profile-review",
+                message=f"profile {name} is due for catalogue review: {count} slices across "
+                f"projects have declared it since its last review (every {every})",
+                evidence={"declared": count, "every": every},
+                measured={"declared": count},
             )
         )
     return intents
@@ -337,40 +321,67 @@ def decide_doubts(world: World, policy: Policy) -> list[Intent]:
             continue  # under review already (its settlement is the answer) or not in force
         count = len(doubt.projects)
         cause = answer_id(doubt.findings[-1], f"profile-dismissed:{world.project}:{name}:{count}")
-        finding = FindingRaised(
-            id=cause,
-            project=world.project,
-            actor=world.actor,
-            at=world.now,
-            producer="meta_rule",
-            target=ProfileTarget(profile=name),
-            severity="high",
-            criterion="profile-dismissed",
-            cls="meta",
-            message=f"profile {name}: its checks are dismissed across {count} projects "
-            f"({', '.join(doubt.projects)}), each past a meta tier, at least {across}; "
-            "proposing a retune at catalogue review",
-            evidence={
-                "projects": list(doubt.projects),
-                "findings": list(doubt.findings),
-                "across": across,
-            },
-            owner="standards",
-        )
         intents.append(
-            _moved(
+            _review_profile(
                 world,
                 name,
-                "profile",
-                "review",
                 source,
-                "ProfileUnderReview",
                 cause,
-                "system:meta_rule",
-                {"projects": count},
-                question=f"should profile {name} be reviewed?",
-                rationale=finding.message,
-                extra=(finding,),
+                severity="high",
+                criterion="profile-dismissed",
+                message=f"profile {name}: its checks are dismissed across {count} projects "
+                f"({', '.join(doubt.projects)}), each past a meta tier, at least {across}; "
+                "proposing a retune at catalogue review",
+                evidence={
+                    "projects": list(doubt.projects),
+                    "findings": list(doubt.findings),
+                    "across": across,
+                },
+                measured={"projects": count},
             )
         )
     return intents
+
+
+def _review_profile(
+    world: World,
+    name: str,
+    source: GateState | None,
+    cause: str,
+    *,
+    severity: Severity,
+    criterion: str,
+    message: str,
+    evidence: dict[str, Any],
+    measured: dict[str, Any],
+) -> PublishBatch:
+    """A meta-finding to the standards role about profile ``name``, published with the
+    move that puts the profile under catalogue review (the finding is the move's cause)."""
+    finding = FindingRaised(
+        id=cause,
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="meta_rule",
+        target=ProfileTarget(profile=name),
+        severity=severity,
+        criterion=criterion,
+        cls="meta",
+        message=message,
+        evidence=evidence,
+        owner="standards",
+    )
+    return _moved(
+        world,
+        name,
+        "profile",
+        "review",
+        source,
+        "ProfileUnderReview",
+        cause,
+        "system:meta_rule",
+        measured,
+        question=f"should profile {name} be reviewed?",
+        rationale=message,
+        extra=(finding,),
+    )
