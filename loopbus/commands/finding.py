@@ -11,12 +11,12 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import read
+from loopbus.answers import wait_for_answer
 from loopbus.commands.report import add_claimant, principal
-from loopbus.errors import LoopbusError, UsageError
+from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue, project_subjects
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.lifecycle import (
     DISMISS_REASONS,
@@ -85,21 +85,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{claim.action} of {claim.finding} claimed at seq {ack.seq} ({claim.id})")
             if args.wait <= 0:
                 return 0
-            async with asyncio.timeout(args.wait):
-                async for record in read(
-                    bus, subjects=[project_subjects(args.project)], follow=True
-                ):
-                    answer = _answer(record.event, claim)
-                    if answer is not None:
-                        print(answer)
-                        return 0 if not answer.startswith("refused") else 1
-        except TimeoutError as exc:
-            raise LoopbusError(
-                f"no answer within {args.wait:g}s; is the ratchet daemon running?"
-            ) from exc
+            return await wait_for_answer(
+                bus, args.project, lambda event: _answer(event, claim), args.wait, "ratchet"
+            )
         finally:
             await bus.close()
-        return 1
 
     return asyncio.run(publish())
 

@@ -14,12 +14,12 @@ import argparse
 import asyncio
 from typing import Any, get_args
 
-from loopbus.bus import read
+from loopbus.answers import wait_for_answer
 from loopbus.commands.report import add_claimant, principal
 from loopbus.completion import offer
-from loopbus.errors import LoopbusError, UsageError
+from loopbus.errors import UsageError
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.schemas import Actor, FindingRaised, InvalidValue, Role, project_subjects
+from loopbus.schemas import Actor, FindingRaised, InvalidValue, Role
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.ratchet import GATE_MOVES, SCOPES, GateMoveClaim, GateMoved
 from loopbus.settings import add_connection, add_project, connection
@@ -106,21 +106,11 @@ def run(args: argparse.Namespace) -> int:
                   f"({claim.id})")  # fmt: skip
             if args.wait <= 0:
                 return 0
-            async with asyncio.timeout(args.wait):
-                async for record in read(
-                    bus, subjects=[project_subjects(args.project)], follow=True
-                ):
-                    answer = _answer(record.event, claim)
-                    if answer is not None:
-                        print(answer)
-                        return 1 if answer.startswith("refused") else 0
-        except TimeoutError as exc:
-            raise LoopbusError(
-                f"no answer within {args.wait:g}s; is the ratchet daemon running?"
-            ) from exc
+            return await wait_for_answer(
+                bus, args.project, lambda event: _answer(event, claim), args.wait, "ratchet"
+            )
         finally:
             await bus.close()
-        return 1
 
     return asyncio.run(publish())
 
