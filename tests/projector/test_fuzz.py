@@ -59,7 +59,10 @@ async def big_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     """A server of its own that takes messages up to 2 MB (as a misconfigured cluster
     might), so that messages over loopbus's 1 MB bound reach the log."""
     server = EmbeddedServer(
-        tmp_path_factory.mktemp("fuzz"), port=free_port(), extra_config="max_payload: 2MB\n"
+        tmp_path_factory.mktemp("fuzz"),
+        port=free_port(),
+        extra_config="max_payload: 2MB\n",
+        auth=None,  # what is fuzzed is decoding; tests/integrity covers who may publish
     )
     await server.start()
     yield server.url
