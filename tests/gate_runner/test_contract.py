@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, config, pytest_project
 from loopbus.bus import Bus, read
 from loopbus.projections import gates as gates_fold
@@ -284,3 +285,20 @@ def test_the_allowed_config_edits_and_the_refused_ones() -> None:
         read=lambda side, _path: pyproject[side],
     )
     assert [(b.path, b.kind) for b in found] == [("pyproject.toml", "frozen")]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        ('python = "./evil/python"\n', "project.python"),
+        ('salt = "other"\n', "project.salt"),
+        ('anything_new = "x"\n', "project.anything_new"),
+    ],
+)
+def test_no_project_key_but_an_added_capability_is_a_units_to_edit(edit: str, field: str) -> None:
+    """[project] says how every check runs (its interpreter, for one): a unit that edits any
+    of it would choose how it is judged from the next merge on, so each edit is refused."""
+    trunk = pytest_project("p", pending=())["loopbus.toml"]
+    candidate = trunk.replace("[project]\n", "[project]\n" + edit, 1)
+    assert candidate != trunk
+    assert [c.field for c in refused(config_changes(trunk, candidate, ()))] == [field]

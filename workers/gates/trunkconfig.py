@@ -76,7 +76,9 @@ def _project_changes(old: Any, new: Any) -> list[ConfigChange]:
     if not isinstance(old, dict) or not isinstance(new, dict):
         return [ConfigChange("project", "[project] is not a table", False)]
     changes = []
-    for key in ("id", "salt"):
+    # Every [project] key but capabilities is the project's, never a unit's: its id, its
+    # salt, the interpreter checks run with (`python`), and any key added later.
+    for key in sorted((set(old) | set(new)) - {"capabilities"}):
         if old.get(key) != new.get(key):
             changes.append(ConfigChange(f"project.{key}", f"changed to {new.get(key)!r}", False))
     before, after = old.get("capabilities", []), new.get("capabilities", [])
