@@ -197,9 +197,11 @@ def _moved(state: RatchetState, event: GateMoved) -> None:
     view.moves += 1
     if event.target in IN_FORCE_STATES:
         view.in_force = True
-    elif event.target == "Retired" or event.target == "Drafted":
+    elif event.target == "Retired" or (event.target == "Drafted" and event.move != "edit-check"):
         view.in_force = False
     elif event.move in ("add-check", "edit-check", "promote", "review"):
+        # A claimed edit re-opens approval but cannot switch a gate off: anyone may claim
+        # one, so the gate as it stands keeps blocking until the operator settles it.
         view.in_force = was_blocking or view.in_force
     if event.target == "Proposed":
         view.change = "loosening" if event.move in ("edit-check", "retune") else "tightening"

@@ -174,7 +174,12 @@ async def test_a_gate_walks_the_ratchet_with_each_move_settled_and_recorded(
     assert "retire is no edge of the ratchet from Drafted" in refusals[1]
     decisions = {e.id: e for e in events if isinstance(e, DecisionRecorded)}
     assert all(m.decision in decisions for m in events if isinstance(m, GateMoved))
-    assert ratchet.FOLD.fold(events).gates["local:memo"].defect == "printing secrets"
+    state = ratchet.FOLD.fold(events)
+    assert state.gates["local:memo"].defect == "printing secrets"
+    # The builder's claimed edit re-opens approval; it does not switch the gate off.
+    assert state.gates["local:memo"].state == "Drafted" and ratchet.blocks(
+        state.gates["local:memo"]
+    )
 
 
 def accepted(project: str, slice_id: str, capabilities: list[str]) -> SlicePlanAccepted:
