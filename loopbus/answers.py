@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 from loopbus.bus import Bus, read
 from loopbus.errors import LoopbusError
-from loopbus.schemas import project_subjects
+from loopbus.schemas import Event, project_subjects
+from loopbus.schemas.authority import standing
+from loopbus.schemas.subjects import CLAIM, parse_subject
 
 Answer = Callable[[object], "str | None"]
 """An event -> the line that says how it answers the claim, or ``None`` (not an answer)."""
@@ -20,6 +22,8 @@ async def wait_for_answer(bus: Bus, project: str, answer: Answer, wait: float, d
     try:
         async with asyncio.timeout(wait):
             async for record in read(bus, subjects=[project_subjects(project)], follow=True):
+                if record.event is None or not _system_fact(record.event, record.subject):
+                    continue  # an answer is the system's: an agent's look-alike is not one
                 line = answer(record.event)
                 if line is not None:
                     print(line)
@@ -27,3 +31,10 @@ async def wait_for_answer(bus: Bus, project: str, answer: Answer, wait: float, d
     except TimeoutError as exc:
         raise LoopbusError(f"no answer within {wait:g}s; is the {daemon} daemon running?") from exc
     return 1
+
+
+def _system_fact(event: Event, subject: str) -> bool:
+    """A fact of the system's, stored on a fact subject (which only the system credential
+    may publish to), not a claim whose body merely says ``system``."""
+    parsed = parse_subject(subject)
+    return standing(event) == "fact" and parsed is not None and parsed.family != CLAIM
