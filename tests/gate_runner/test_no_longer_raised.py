@@ -219,3 +219,33 @@ async def test_a_finding_raised_again_by_the_next_red_round_stays_open(
     events = await log(bus, project)
     assert settled_now(events, project) == []
     assert still_open(events, broken)
+
+
+async def test_a_vanished_test_still_missing_next_round_stays_open(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """Round 1 deletes trunk's ordinary test: the tests check itself passes, and the
+    suite fails on a test-vanished finding raised beside it. Round 2 still lacks the test:
+    the finding is raised again, so nothing may resolve it (a check that passed does not
+    vouch for a finding it did not raise). Round 3 brings the test back: now it resolves."""
+    repo = git("repo")
+    base = repo.commit(pytest_project(project))
+    runner = make_runner(repo, project=project)
+    files = {**pytest_project(project), "calc.py": CALC_DONE, "loopbus.toml": cleared(project)}
+    hollow = {**files, "tests/test_calc.py": "from calc import total\n"}
+    gone = repo.commit(hollow, parent=base)
+    assert (await round_on(bus, project, runner, base, gone, first=True)).outcome == "fail"
+    (vanished,) = [
+        e for e in await log(bus, project)
+        if isinstance(e, FindingRaised) and e.cls == "test-vanished"
+    ]  # fmt: skip
+    again = repo.commit({**hollow, "calc.py": CALC_DONE + "\n"}, parent=base)
+    suite = await round_on(bus, project, runner, base, again, first=False)
+    assert suite.outcome == "fail" and suite.check("tests").outcome == "pass"
+    events = await log(bus, project)
+    assert vanished.id not in {r.finding for r in settled_now(events, project)}
+
+    back = repo.commit(files, parent=base)
+    assert (await round_on(bus, project, runner, base, back, first=False)).outcome == "pass"
+    events = await log(bus, project)
+    assert vanished.id in {r.finding for r in settled_now(events, project)}

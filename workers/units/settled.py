@@ -53,7 +53,7 @@ def no_longer_raised(
     if suite.error or not suite.checks or suite.commit is None:
         return []  # refused or errored before running: it vouches for nothing
     ran = {entry.check: entry for entry in suite.checks}
-    raised = _raised_keys(suite, reviews)
+    raised, unknown = _raised_keys(suite, reviews)
     passed_criteria = contract_fold.judge(view.criteria, suite, gates).evidence
     guarded = {
         path: [c for c in view.criteria if c.split("::", 1)[0].lstrip("/") == path]
@@ -64,8 +64,10 @@ def no_longer_raised(
         if finding.producer != "gate_runner" or suite.commit in finding.target:
             continue  # not a gate finding, or one about this very head
         key = key_text(finding.target, finding.severity, finding.criterion)
-        if key in raised or not _vouched(finding, ran):
+        if key in raised or finding.criterion in unknown or not _vouched(finding, ran):
             continue
+        if finding.cls == "test-vanished" and suite.outcome != "pass":
+            continue  # raised beside the suite, not by a check: only a green suite clears it
         if _unproven(finding, reviews, guarded, view.criteria, passed_criteria):
             continue  # a criterion's failure stays until that criterion runs and passes
         resolved.append(
@@ -123,16 +125,28 @@ def _what(finding: OpenFinding, ran: dict[str, SuiteEntry]) -> str:
     return f"check {entry.check} ({entry.outcome})"
 
 
-def _raised_keys(suite: gates_fold.SuiteView, reviews: reviews_fold.ReviewsState) -> set[str]:
-    """The keys the suite's red checks raised (a passing check raises none that count)."""
+def _raised_keys(
+    suite: gates_fold.SuiteView, reviews: reviews_fold.ReviewsState
+) -> tuple[set[str], set[str]]:
+    """The keys the suite's red checks raised (a passing check raises none that count),
+    and the red checks whose findings cannot all be read back (a result answered from
+    cache whose findings are not in view): those vouch for none of their findings."""
     keys: set[str] = set()
+    unknown: set[str] = set()
     for entry in suite.checks:
+        if entry.outcome == "pass":
+            continue
         failing = reviews.failing.get(entry.result)
-        for finding_id in failing.findings if failing is not None else []:
+        if failing is None:
+            unknown.add(entry.check)
+            continue
+        for finding_id in failing.findings:
             found = reviews.gate_findings.get(finding_id)
-            if found is not None:
+            if found is None:
+                unknown.add(entry.check)
+            else:
                 keys.add(key_text(found.target, found.severity, found.criterion))
-    return keys
+    return keys, unknown
 
 
 def _path(target: str) -> str | None:
