@@ -41,6 +41,8 @@ class OpenFinding(msgspec.Struct, kw_only=True):
     raised_at: datetime
     last_raised_at: datetime
     times: int = 1
+    reopened_at: datetime | None = None
+    """When an operator last reopened it (a resolution older than that does not stand)."""
 
 
 class FindingsState(msgspec.Struct):
@@ -80,7 +82,9 @@ def apply(state: FindingsState, event: Event) -> FindingsState:
         case FindingRaised():
             _raise(state, open_finding(event))
         case FindingReopened(original=original):
-            _raise(state, open_finding(original))
+            reopened = open_finding(original)
+            reopened.reopened_at = event.at
+            _raise(state, reopened)
         case MessageQuarantined():
             # A message nobody can read is a finding about the machinery, owned by standards.
             _raise(

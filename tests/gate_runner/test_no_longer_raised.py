@@ -25,6 +25,7 @@ from loopbus.schemas import (
     UnitTransitioned,
     format_target,
 )
+from loopbus.schemas.lifecycle import FindingReopened
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import UnitScope, gate_unit
 from loopbus.workers.units.daemon import Units, system_suite
@@ -249,3 +250,29 @@ async def test_a_vanished_test_still_missing_next_round_stays_open(
     assert (await round_on(bus, project, runner, base, back, first=False)).outcome == "pass"
     events = await log(bus, project)
     assert vanished.id in {r.finding for r in settled_now(events, project)}
+
+
+async def test_an_operators_reopen_is_not_undone_by_the_suite_that_resolved_it(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """A red round's finding resolved by a green round, then reopened by an operator: the
+    same green suite does not resolve it a second time (only a later round may)."""
+    repo = git("repo")
+    base = repo.commit(pytest_project(project))
+    runner = make_runner(repo, project=project)
+    red = repo.commit({**repo.files, "calc.py": BROKEN})
+    await round_on(bus, project, runner, base, red, first=True)
+    broken = raised(await log(bus, project), "tests/test_calc.py::test_empty")
+    green = repo.commit({**pytest_project(project), "calc.py": CALC_DONE,
+                         "loopbus.toml": cleared(project)}, parent=base)  # fmt: skip
+    await round_on(bus, project, runner, base, green, first=False)
+    events = await log(bus, project)
+    assert broken.id in {r.finding for r in settled_now(events, project)}
+    await bus.publish(settled_now(events, project)[0])
+    await bus.publish(
+        FindingReopened(project=project, actor=SYSTEM, finding=broken.id, original=broken,
+                        why="still flaky on main", claim=broken.id, by="operator:olive")
+    )  # fmt: skip
+    events = await log(bus, project)
+    assert still_open(events, broken)
+    assert broken.id not in {r.finding for r in settled_now(events, project)}

@@ -63,6 +63,8 @@ def no_longer_raised(
     for finding in open_findings(findings, view.unit):
         if finding.producer != "gate_runner" or suite.commit in finding.target:
             continue  # not a gate finding, or one about this very head
+        if finding.reopened_at is not None and finding.reopened_at >= suite.at:
+            continue  # an operator reopened it after this suite: only a later one may say
         key = key_text(finding.target, finding.severity, finding.criterion)
         if key in raised or finding.criterion in unknown or not _vouched(finding, ran):
             continue
