@@ -16,6 +16,7 @@ from datetime import datetime
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.schemas.targets import DecisionTarget
@@ -87,8 +88,8 @@ def apply(state: DecisionsState, event: Event) -> DecisionsState:
                     if event.slice not in decision.slices:
                         decision.slices.append(event.slice)
         case FindingRaised() if event.actor.role == "system":
-            claim = event.evidence.get(ANSWERS_CLAIM)
-            if isinstance(claim, str):
+            claim = refused_claim(event)
+            if claim is not None:
                 state.pending.pop(claim, None)
             if isinstance(event.target, DecisionTarget):
                 state.raised[event.id] = event.target.decision

@@ -16,6 +16,7 @@ import msgspec
 from loopbus.projections.base import Fold
 from loopbus.projections.lifecycle import Status
 from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
+from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 
 
@@ -94,8 +95,8 @@ def apply(state: FindingLifecycleState, event: Event) -> FindingLifecycleState:
                     Settled(at=event.at, status="resolved", by="system", why=event.why),
                 )
         case FindingRaised() if event.actor.role == "system":
-            refused = event.evidence.get("claim")
-            if isinstance(refused, str):
+            refused = refused_claim(event)
+            if refused is not None:
                 state.pending.pop(refused, None)  # the ratchet daemon refused it
     return state
 

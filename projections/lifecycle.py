@@ -16,6 +16,7 @@ from typing import Literal
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
+from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.targets import CheckTarget
 
@@ -86,9 +87,9 @@ def apply(state: LifecycleState, event: Event) -> LifecycleState:
                     check=check_of(event),
                     steps=[Step(at=event.at, status="open", by=by, why=event.message)],
                 )
-            claim = event.evidence.get(ANSWERS_CLAIM)
-            if isinstance(claim, str) and event.actor.role == "system":
-                state.pending.pop(claim, None)
+            refused = refused_claim(event)
+            if refused is not None:
+                state.pending.pop(refused, None)
         case FindingClaim():
             state.pending[event.id] = event
         case FindingDismissed():

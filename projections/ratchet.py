@@ -25,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.ratchet import (
     CADENCE_MOVES,
     GateMoveClaim,
@@ -160,9 +161,9 @@ def apply(state: RatchetState, event: Event) -> RatchetState:
         case GateMoved():
             state.pending.pop(event.claim, None)
             _moved(state, event)
-        case FindingRaised(actor=actor, evidence=evidence) if actor.role == "system":
-            claim = evidence.get("claim")
-            if isinstance(claim, str):
+        case FindingRaised(actor=actor) if actor.role == "system":
+            claim = refused_claim(event)
+            if claim is not None:
                 state.pending.pop(claim, None)
             profile = doubt_of(event)
             if profile is not None:

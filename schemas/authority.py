@@ -106,3 +106,19 @@ def forgery_reason(event: Event) -> str:
             )
         return f"{who} raised a {event.cls!r} finding, which only the system raises"
     return f"{who} published {event.kind}, a fact only the system publishes"
+
+
+REFUSAL_CLASS = "refused-transition"
+"""The class of the system's findings that refuse a claim (or a transition)."""
+
+
+def refused_claim(event: FindingRaised) -> str | None:
+    """The id of the claim ``event`` refuses (its ``claim`` evidence), or ``None``.
+
+    Only the system's refusal findings answer a claim. Other system findings carry
+    evidence that is partly an agent's own words (a reviewer's or an investigator's), so a
+    ``claim`` key there must never cancel anyone's pending claim."""
+    if event.actor.role != "system" or event.cls != REFUSAL_CLASS:
+        return None
+    claim = event.evidence.get("claim")
+    return claim if isinstance(claim, str) else None

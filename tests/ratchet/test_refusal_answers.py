@@ -1,0 +1,53 @@
+"""A pending claim is answered by the system's refusal of it, and by nothing else: a
+system finding whose evidence came from an agent (an investigator's report, a reviewer's
+verdict) may carry a ``claim`` key, and must not cancel an operator's pending claim."""
+
+from __future__ import annotations
+
+import pytest
+from loopbus.projections import decisions, finding_lifecycle, lifecycle, ratchet
+from loopbus.projections.base import Fold
+from loopbus.schemas import Actor, Event, FindingRaised
+from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.ids import new_id
+from loopbus.schemas.lifecycle import FindingClaim
+from loopbus.schemas.ratchet import GateMoveClaim
+from loopbus.schemas.targets import RecordTarget
+
+OPERATOR = Actor(role="operator", principal="olive")
+SYSTEM = Actor(role="system", principal="tests")
+
+
+def claims(project: str) -> list[Event]:
+    return [
+        GateMoveClaim(project=project, actor=OPERATOR, gate="lint", scope="local",
+                      move="approve", why="reviewed"),
+        FindingClaim(project=project, actor=OPERATOR, finding=new_id(), action="dismiss",
+                     reason="false-positive", why="noise"),
+        DecisionRecorded(project=project, actor=OPERATOR, question="which store?",
+                         options=["a", "b"], chosen="a", owner="operator:olive"),
+    ]  # fmt: skip
+
+
+def answering(project: str, claim: str, cls: str) -> FindingRaised:
+    return FindingRaised(
+        project=project, actor=SYSTEM, producer="standards", target=RecordTarget(id=claim),
+        severity="medium", criterion="refused-claim", cls=cls, message="about the claim",
+        evidence={"claim": claim},
+    )  # fmt: skip
+
+
+FOLDS = [ratchet.FOLD, lifecycle.FOLD, finding_lifecycle.FOLD, decisions.FOLD]
+
+
+@pytest.mark.parametrize("fold", FOLDS, ids=lambda f: f.name)
+def test_only_a_refusal_answers_a_pending_claim(fold: Fold) -> None:  # type: ignore[type-arg]
+    events = claims("p")
+    pending = set(fold.fold(events).pending)
+    assert pending  # the fold keeps at least one of these claims pending
+    for claim in pending:
+        # An investigation's finding whose report put the claim's id in its evidence.
+        kept = fold.fold([*events, answering("p", claim, "investigation")])
+        assert claim in kept.pending
+        refused = fold.fold([*events, answering("p", claim, "refused-transition")])
+        assert claim not in refused.pending
