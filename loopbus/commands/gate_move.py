@@ -18,6 +18,7 @@ from loopbus.answers import wait_for_answer
 from loopbus.commands.report import add_claimant, principal
 from loopbus.completion import offer
 from loopbus.errors import UsageError
+from loopbus.known import add_new, require_known_unless_new
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.schemas import Actor, FindingRaised, InvalidValue, Role
 from loopbus.schemas.ids import is_token
@@ -58,6 +59,7 @@ def register(actions: Any) -> None:
     parser.add_argument(
         "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
     )
+    add_new(parser, "this gate move (a catalogue's or project's first event)")
     parser.set_defaults(handler=run)
 
 
@@ -101,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
+            await require_known_unless_new(bus, args)
             ack = await bus.publish(claim)
             print(f"{claim.move} of {claim.scope} gate {claim.gate} claimed at seq {ack.seq} "
                   f"({claim.id})")  # fmt: skip

@@ -24,12 +24,13 @@ async def test_a_gate_is_drafted_refused_to_a_builder_and_approved_by_the_operat
     operator, after the draft). A cadence move without --every, or a gate id that is no
     token, is a usage error naming the option (exit 2) and publishes nothing."""
     common = ["--nats-url", nats_url, "--project", project, "--gate", "no-print", "--wait", "30"]
+    draft = ["--move", "draft", "--role", "builder", "--principal", "b1", "--check", "no-print",
+             "--defect", "secrets printed to logs",
+             "--why", "a token leaked through a print"]  # fmt: skip
+    unknown = loopbus("gate", "move", *common, *draft)
+    assert unknown.code == 2 and "has no event on the log" in unknown.err, unknown.err
     async with running(bus, Ratchet(Policy(), projects=[project])):
-        drafted = await asyncio.to_thread(
-            loopbus, "gate", "move", *common, "--move", "draft", "--role", "builder",
-            "--principal", "b1", "--check", "no-print", "--defect", "secrets printed to logs",
-            "--why", "a token leaked through a print",
-        )  # fmt: skip
+        drafted = await asyncio.to_thread(loopbus, "gate", "move", *common, *draft, "--new")
         refused = await asyncio.to_thread(
             loopbus, "gate", "move", *common, "--move", "approve", "--role", "builder",
             "--principal", "b1", "--why", "mine",
