@@ -374,3 +374,23 @@ async def test_two_catalogues_on_one_server_each_review_the_profile(bus: Bus, pr
         events = await log(bus, catalogue)
         assert [e.criterion for e in events if isinstance(e, FindingRaised)] == ["profile-review"]
         assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "ProfileUnderReview"
+
+
+async def test_two_lowerings_are_judged_one_after_the_other(bus: Bus, project: str) -> None:
+    """Two standards claims lower N from 50 to 10, then "to 49": judged against the same
+    state both would pass and the second would raise N (a loosening by standards). Judged
+    in turn, the second meets N = 10 and is refused."""
+    catalogue = f"{project}cat"
+    rules = policy(project, catalogue=catalogue, review_every={"cli": 50})
+    first = cadence(catalogue, STANDARDS, "lower-cadence", 10)
+    second = cadence(catalogue, STANDARDS, "lower-cadence", 49)
+    await bus.publish(first)
+    await bus.publish(second)
+    await settled(bus, Ratchet(rules, projects=[catalogue]))
+    events = await log(bus, catalogue)
+    assert [e.claim for e in events if isinstance(e, GateMoved)] == [first.id]
+    (refusal,) = [
+        e for e in events if isinstance(e, FindingRaised) and e.cls == "refused-transition"
+    ]
+    assert "to 49 does not lower its N (10)" in refusal.message
+    assert ratchet.cadence(ratchet.FOLD.fold(events), "cli", 50) == 10

@@ -88,9 +88,20 @@ def cadence_problem(state: RatchetState, policy: Policy, claim: GateMoveClaim) -
 
 
 def decide_claims(world: World, policy: Policy) -> list[Intent]:
+    """An answer to the oldest pending claim of each gate. One per gate per decision: the
+    next is judged once this answer is folded (two claims judged against the same state
+    could both pass, and together make a move neither could, e.g. two cadence "lowers"
+    whose second raises N)."""
     state: RatchetState = world.state(ratchet.FOLD.name)
     tallies = lifecycle.tallies(world.state(lifecycle.FOLD.name))
-    return [_answer(world, policy, state, tallies, c) for c in state.pending.values()]
+    answered: set[tuple[str, str]] = set()
+    intents: list[Intent] = []
+    for claim in state.pending.values():
+        if (claim.scope, claim.gate) in answered:
+            continue
+        answered.add((claim.scope, claim.gate))
+        intents.append(_answer(world, policy, state, tallies, claim))
+    return intents
 
 
 def _answer(
