@@ -92,7 +92,30 @@ def make(made: Secrets, config: dict[str, Any], loopbus: list[str], log: Path) -
         )
 
 
-def share(config: dict[str, Any], gid: int) -> list[Path]:
+def host_readers(gid: int) -> list[str]:
+    """Host accounts in group ``gid`` (as a member or as their primary group): each could
+    read the system and admin credentials once they are shared with that group."""
+    import grp
+    import pwd
+
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        members = set()
+    primary = {user.pw_name for user in pwd.getpwall() if user.pw_gid == gid}
+    return sorted(members | primary)
+
+
+def share(config: dict[str, Any], gid: int, readers: list[str] | None = None) -> list[Path]:
+    """Give the files compose mounts to group ``gid``; refused while any host account is
+    in that group (``readers``: :func:`host_readers` unless given)."""
+    found = host_readers(gid) if readers is None else readers
+    if found:
+        raise CheckFailed(
+            f"host accounts {', '.join(found)} are in group {gid}, the containers' group: "
+            "sharing the secrets with it would let them read the system and admin "
+            f"credentials; take them out of group {gid} (or use another image user id)"
+        )
     files = mounted(config)
     for path in files:
         share_with_group(path, gid)

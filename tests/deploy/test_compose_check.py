@@ -182,13 +182,29 @@ def test_secrets_are_made_by_provision_and_only_the_mounted_ones_shared(tmp_path
     made = secret_files.before(tmp_path)
     secret_files.make(made, config, [sys.executable, "-m", "loopbus.cli"], tmp_path / "l")
     assert not made.existed
-    shared = secret_files.share(config, os.getgid())
+    shared = secret_files.share(config, os.getgid(), readers=[])  # (this test's own group)
     assert shared == secret_files.mounted(config) and len(shared) == 4
     system = tmp_path / "secrets" / "creds" / "system.json"
     assert stat.S_IMODE(system.stat().st_mode) == 0o640 and system.stat().st_gid == os.getgid()
     agent = tmp_path / "secrets" / "creds" / "agent.json"
     assert stat.S_IMODE(agent.stat().st_mode) == 0o600
     assert secret_files.remove(made) and not (tmp_path / "secrets").exists()
+
+
+def test_secrets_are_not_shared_with_a_group_host_accounts_are_in(tmp_path: Path) -> None:
+    """Group 10001 is the containers': a host account in it could read the system and
+    admin credentials once shared, so sharing is refused naming the accounts."""
+    import pwd
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert me in secret_files.host_readers(os.getgid())  # primary group counts
+    config = compose_secrets(tmp_path / "secrets")
+    secret_files.make(secret_files.before(tmp_path), config, [sys.executable, "-m", "loopbus.cli"],
+                      tmp_path / "l")  # fmt: skip
+    with pytest.raises(CheckFailed, match="host accounts mallory are in group"):
+        secret_files.share(config, os.getgid(), readers=["mallory"])
+    system = tmp_path / "secrets" / "creds" / "system.json"
+    assert stat.S_IMODE(system.stat().st_mode) == 0o600  # nothing was shared
 
 
 def test_secrets_kept_from_before_are_not_removed(tmp_path: Path) -> None:
