@@ -211,7 +211,7 @@ async def main() -> None:
             filter(None, [args.projector_path, env.get("PYTHONPATH")])
         )
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp), port=free_port())
+        server = EmbeddedServer(Path(tmp), port=free_port(), auth=None)
         await server.start()
         child = None
         try:

@@ -101,7 +101,7 @@ def project(root: Path, units: int) -> Path:
 
 
 async def run_slice(root: Path, repo: Path, units: int, timeout: float) -> list[Event]:
-    server = EmbeddedServer(root / "data", port=free_port())
+    server = EmbeddedServer(root / "data", port=free_port(), auth=None)
     await server.start()
     bus = await connect(server.url, name="bench")
     supervisor = Supervisor(

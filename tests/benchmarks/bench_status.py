@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp), port=free_port())
+        server = EmbeddedServer(Path(tmp), port=free_port(), auth=None)
         asyncio.run(server.start())
         try:
             run(server.url, args)

@@ -84,7 +84,7 @@ def main() -> int:
     from selenium.webdriver.chrome.service import Service
 
     store = Path(tempfile.mkdtemp(prefix="loopbus-shot-"))
-    server = EmbeddedServer(store / "nats", port=free_port())
+    server = EmbeddedServer(store / "nats", port=free_port(), auth=None)
     asyncio.run(server.start())
     page = None
     driver = None
