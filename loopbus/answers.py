@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Callable
 
 from loopbus.bus import Bus, read
 from loopbus.errors import LoopbusError
+from loopbus.known import require_known, require_known_unless_new
 from loopbus.schemas import Event, project_subjects
 from loopbus.schemas.authority import standing
 from loopbus.schemas.subjects import CLAIM, parse_subject
+from loopbus.settings import connection
 
 Answer = Callable[[object], "str | None"]
 """An event -> the line that says how it answers the claim, or ``None`` (not an answer)."""
@@ -38,3 +41,28 @@ def _system_fact(event: Event, subject: str) -> bool:
     may publish to), not a claim whose body merely says ``system``."""
     parsed = parse_subject(subject)
     return standing(event) == "fact" and parsed is not None and parsed.family != CLAIM
+
+
+def claim_and_wait(
+    args: argparse.Namespace, claim: Event, said: Callable[[int], str], answer: Answer
+) -> int:
+    """Publish an operator's or agent's ``claim`` for a command, print ``said(seq)``, and
+    with ``--wait S`` print the ratchet's answer (exit 1 for a refusal). The project must
+    have events, unless the command takes ``--new`` and was given it."""
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            if hasattr(args, "new"):
+                await require_known_unless_new(bus, args)
+            else:
+                await require_known(bus, claim.project)
+            ack = await bus.publish(claim)
+            print(said(ack.seq))
+            if args.wait <= 0:
+                return 0
+            return await wait_for_answer(bus, claim.project, answer, args.wait, "ratchet")
+        finally:
+            await bus.close()
+
+    return asyncio.run(publish())

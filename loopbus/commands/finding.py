@@ -8,13 +8,11 @@ resolved, reopened) or the finding that refuses it. The CLI writes no fact itsel
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
-from loopbus.answers import wait_for_answer
+from loopbus.answers import claim_and_wait
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import UsageError
-from loopbus.known import require_known
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue
 from loopbus.schemas.ids import is_token
@@ -24,7 +22,7 @@ from loopbus.schemas.lifecycle import (
     FindingDismissed,
     FindingReopened,
 )
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import add_connection, add_project
 
 
 def register(sub: Any) -> None:
@@ -77,21 +75,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--id {args.finding!r} is not a finding id (a 26-character ULID)")
     claim = build(args)
 
-    async def publish() -> int:
-        bus = await connection(args).open()
-        try:
-            await require_known(bus, claim.project)
-            ack = await bus.publish(claim)
-            print(f"{claim.action} of {claim.finding} claimed at seq {ack.seq} ({claim.id})")
-            if args.wait <= 0:
-                return 0
-            return await wait_for_answer(
-                bus, args.project, lambda event: _answer(event, claim), args.wait, "ratchet"
-            )
-        finally:
-            await bus.close()
-
-    return asyncio.run(publish())
+    return claim_and_wait(
+        args,
+        claim,
+        lambda seq: f"{claim.action} of {claim.finding} claimed at seq {seq} ({claim.id})",
+        lambda event: _answer(event, claim),
+    )
 
 
 def _answer(event: object, claim: FindingClaim) -> str | None:

@@ -11,19 +11,18 @@ there, on the record.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any, get_args
 
-from loopbus.answers import wait_for_answer
+from loopbus.answers import claim_and_wait
 from loopbus.commands.report import add_claimant, principal
 from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.known import add_new, require_known_unless_new
+from loopbus.known import add_new
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.schemas import Actor, FindingRaised, InvalidValue, Role
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.ratchet import GATE_MOVES, SCOPES, GateMoveClaim, GateMoved
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import add_connection, add_project
 
 CLAIMANT_ROLES: tuple[str, ...] = tuple(r for r in get_args(Role) if r != "system")
 OPTIONS = {"gate": "--gate", "why": "--why", "check": "--check", "every": "--every"}
@@ -100,22 +99,14 @@ def run(args: argparse.Namespace) -> int:
     args.creds_role = "operator" if args.role == "operator" else "agent"
     claim = build(args)
 
-    async def publish() -> int:
-        bus = await connection(args).open()
-        try:
-            await require_known_unless_new(bus, args)
-            ack = await bus.publish(claim)
-            print(f"{claim.move} of {claim.scope} gate {claim.gate} claimed at seq {ack.seq} "
-                  f"({claim.id})")  # fmt: skip
-            if args.wait <= 0:
-                return 0
-            return await wait_for_answer(
-                bus, args.project, lambda event: _answer(event, claim), args.wait, "ratchet"
-            )
-        finally:
-            await bus.close()
-
-    return asyncio.run(publish())
+    return claim_and_wait(
+        args,
+        claim,
+        lambda seq: (
+            f"{claim.move} of {claim.scope} gate {claim.gate} claimed at seq {seq} ({claim.id})"
+        ),
+        lambda event: _answer(event, claim),
+    )
 
 
 def _answer(event: object, claim: GateMoveClaim) -> str | None:
