@@ -24,7 +24,7 @@ from loopbus.settings import add_connection, add_project, connection
 def register(sub: Any) -> None:
     text = "settle a builder's novel decision that waits on the operator"
     parser = sub.add_parser("decide", help=text, description=text)
-    add_connection(parser)
+    add_connection(parser, role="operator")
     add_claimant(parser)
     add_project(parser)
     parser.add_argument("--unit", required=True, help="the unit whose builder asked")

@@ -79,7 +79,8 @@ def register(sub: Any) -> None:
 
 def _parser(actions: Any, name: str, text: str, claimant: bool = False) -> Any:
     parser = actions.add_parser(name, help=text, description=text)
-    add_connection(parser)
+    # A record or a supersession is the operator's claim; show and list only read.
+    add_connection(parser, role="operator" if claimant else "reader")
     add_project(parser)
     if claimant:
         add_claimant(parser)

@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
         ("reopen", "open a closed finding again"),
     ):
         parser = actions.add_parser(action, help=text, description=text)
-        add_connection(parser)
+        add_connection(parser, role="operator")
         add_project(parser)
         add_claimant(parser)
         parser.add_argument("--id", required=True, dest="finding", help="the finding's id")

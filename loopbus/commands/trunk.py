@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
     verbs.required = True
     text = "ask the merger to gate trunk again, past the cache (its inputs changed outside git)"
     recheck = verbs.add_parser("recheck", help=text, description=text)
-    add_connection(recheck)
+    add_connection(recheck, role="operator")
     add_claimant(recheck)
     add_project(recheck)
     recheck.add_argument("--why", default="", help="what changed (recorded with the claim)")

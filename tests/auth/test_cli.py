@@ -77,6 +77,15 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         why = ("--why", "looked at it")
         approve = cli(tmp_path, "approve", "--project", "demo", "--unit", "U1", *why)
         assert approve.returncode == 0, approve.stderr
+        # Every operator command finds the operator credential by itself (they once took
+        # the reader's, which may publish nothing).
+        for operator_command in (
+            ("finding", "dismiss", "--id", "01M8QMVW4EW8GJYH1ANT4QVEF4", "--as", "duplicate", *why),
+            ("decision", "record", "--question", "which store?", "--chosen", "sqlite"),
+            ("trunk", "recheck", *why),
+        ):
+            done = cli(tmp_path, *operator_command, "--project", "demo")
+            assert done.returncode == 0, (operator_command, done.stderr)
 
         agent = ("--creds", str(creds / "agent.json"))
         forged = cli(tmp_path, "approve", "--project", "demo", "--unit", "U1", *why, *agent)
