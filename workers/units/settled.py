@@ -59,6 +59,7 @@ def no_longer_raised(
         path: [c for c in view.criteria if c.split("::", 1)[0].lstrip("/") == path]
         for path in criteria_files(view.criteria)
     }
+    tests_by_key = _tests_by_key(reviews)
     resolved: list[FindingResolved] = []
     for finding in open_findings(findings, view.unit):
         if finding.producer != "gate_runner" or suite.commit in finding.target:
@@ -70,7 +71,7 @@ def no_longer_raised(
             continue
         if finding.cls == "test-vanished" and suite.outcome != "pass":
             continue  # raised beside the suite, not by a check: only a green suite clears it
-        if _unproven(finding, reviews, guarded, view.criteria, passed_criteria):
+        if _unproven(finding, tests_by_key, guarded, view.criteria, passed_criteria):
             continue  # a criterion's failure stays until that criterion runs and passes
         resolved.append(
             FindingResolved(
@@ -87,9 +88,20 @@ def no_longer_raised(
     return resolved
 
 
+def _tests_by_key(reviews: reviews_fold.ReviewsState) -> dict[str, set[str]]:
+    """Finding key -> the tests of every gate finding raised with it. One open finding
+    stands for every test that failed at the same place (same key)."""
+    tests: dict[str, set[str]] = {}
+    for found in reviews.gate_findings.values():
+        if found.nodeid is not None:
+            key = key_text(found.target, found.severity, found.criterion)
+            tests.setdefault(key, set()).add(found.nodeid)
+    return tests
+
+
 def _unproven(
     finding: OpenFinding,
-    reviews: reviews_fold.ReviewsState,
+    tests_by_key: dict[str, set[str]],
     guarded: dict[str, list[str]],
     criteria: list[str],
     passed: dict[str, str],
@@ -99,15 +111,7 @@ def _unproven(
     path = _path(finding.target)
     if path in guarded and any(c not in passed for c in guarded[path]):
         return True
-    # One open finding stands for every test that failed at the same place (same key):
-    # the tests behind it are those of every gate finding raised with its key.
-    key = key_text(finding.target, finding.severity, finding.criterion)
-    tests = {
-        found.nodeid
-        for found in reviews.gate_findings.values()
-        if found.nodeid is not None
-        and key_text(found.target, found.severity, found.criterion) == key
-    }
+    tests = tests_by_key.get(key_text(finding.target, finding.severity, finding.criterion), set())
     about = [c for c in criteria for t in tests if t == c or t.startswith(c + "[")]
     return any(c not in passed for c in about)
 
