@@ -52,6 +52,13 @@ def no_longer_raised(
     """The resolutions ``suite`` (the system's suite on ``view``'s head) warrants."""
     if suite.error or not suite.checks or suite.commit is None:
         return []  # refused or errored before running: it vouches for nothing
+    candidates = [
+        f
+        for f in open_findings(findings, view.unit)
+        if f.producer == "gate_runner" and suite.commit not in f.target
+    ]  # the unit's gate findings about an earlier head
+    if not candidates:
+        return []  # the common case, decided without reading the other folds
     ran = {entry.check: entry for entry in suite.checks}
     raised, unknown = _raised_keys(suite, reviews)
     passed_criteria = contract_fold.judge(view.criteria, suite, gates).evidence
@@ -61,9 +68,7 @@ def no_longer_raised(
     }
     tests_by_key = _tests_by_key(reviews)
     resolved: list[FindingResolved] = []
-    for finding in open_findings(findings, view.unit):
-        if finding.producer != "gate_runner" or suite.commit in finding.target:
-            continue  # not a gate finding, or one about this very head
+    for finding in candidates:
         if finding.reopened_at is not None and finding.reopened_at >= suite.at:
             continue  # an operator reopened it after this suite: only a later one may say
         key = key_text(finding.target, finding.severity, finding.criterion)
