@@ -158,10 +158,15 @@ async def _connect(
         refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
         if not refused:
             raise BusUnreachable(url, type(exc).__name__) from exc
+        where = (
+            " (or set LOOPBUS_DATA_DIR to the data directory `loopbus up` printed)"
+            if creds is None
+            else ""
+        )
         raise BusError(
             f"NATS at {url} refused {_whose(creds)}; pass --creds FILE (or set "
             "LOOPBUS_CREDS) with a credential that `loopbus up` or `loopbus creds add` made "
-            "for this server"
+            f"for this server{where}"
         ) from exc
     bus = Bus(nc, url, reconnects=reconnects, backoff=backoff, creds=creds)
     bus.violations = violations

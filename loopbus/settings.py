@@ -51,6 +51,20 @@ def default_data_dir() -> Path:
     return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
 
 
+def creds_data_dir() -> Path:
+    """Where a command looks for its role's credential: ``$LOOPBUS_DATA_DIR`` when set,
+    else the nearest ``.loopbus`` holding credentials in this directory or one above it
+    (``loopbus up --repo calc`` keeps them beside ``calc``, and people ``cd calc``)."""
+    if os.environ.get(DATA_DIR_ENV):
+        return Path(os.environ[DATA_DIR_ENV])
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / DEFAULT_DATA_DIR
+        if (candidate / "creds").is_dir():
+            return candidate
+    return Path(DEFAULT_DATA_DIR)
+
+
 def add_connection(parser: Any, *, url_help: str | None = None, role: CredRole = "reader") -> None:
     """The connection options every command that talks to the bus takes (``--nats-url``,
     ``--creds``). ``role`` is the credential the command uses when none is named: the
@@ -96,7 +110,7 @@ def credential(args: argparse.Namespace) -> Credential | None:
     if named:
         found = load_credential(Path(named))
     else:
-        path = default_file(default_data_dir(), getattr(args, "creds_role", "reader"))
+        path = default_file(creds_data_dir(), getattr(args, "creds_role", "reader"))
         found = load_credential(path) if path.exists() else None
     args._credential = found
     return found

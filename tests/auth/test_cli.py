@@ -72,6 +72,10 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         assert opened.returncode == 0, opened.stderr  # commands refuse a project with no event
         status = cli(tmp_path, "status", "--project", "demo")
         assert status.returncode == 0, status.stderr
+        inside = tmp_path / "calc" / "src"  # `up --repo calc` ran beside it; people cd in
+        inside.mkdir(parents=True)
+        nested = cli(inside, "status", "--project", "demo")
+        assert nested.returncode == 0, nested.stderr
         started = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U1")
         assert started.returncode == 0, started.stderr
         why = ("--why", "looked at it")
