@@ -90,6 +90,7 @@ def record_line(record: Record, paint: Palette, show_project: bool = False) -> s
             return (
                 f"{prefix} {kind} {paint(event.severity, event.severity)} {event.producer}"
                 f" {event.cls} {format_target(event.target)}{criterion}{scope}: {event.message}"
+                f" {paint('dim', f'(id {event.id})')}"  # what `finding dismiss --id` takes
             )
         case FindingDismissed():
             what = f"dismissed as {event.reason} by {event.by}"
@@ -148,7 +149,8 @@ def render_findings(state: findings_fold.FindingsState, sizes: Sizes = _NONE) ->
         seen = f" x{f.times}" if f.times > 1 else ""
         criterion = f" [{f.criterion}]" if f.criterion else ""
         lines.append(
-            f"  {scope}: {f.severity} {f.producer} {f.cls} {f.target}{criterion}{seen}: {f.message}"
+            f"  {scope}: {f.severity} {f.producer} {f.cls} {f.target}{criterion}{seen}: "
+            f"{f.message} (id {f.id})"
         )
     return lines
 
