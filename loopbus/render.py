@@ -143,7 +143,7 @@ _NONE: Sizes = {}
 def render_findings(state: findings_fold.FindingsState, sizes: Sizes = _NONE) -> list[str]:
     open_findings = findings_fold.open_findings(state)
     total = sizes.get("open", len(open_findings))
-    lines = [f"open findings: {total} (resolved: {state.resolved})"]
+    lines = [f"open findings: {total} (closed: {state.resolved}, resolved or dismissed)"]
     for f in open_findings:
         scope = f.unit or "project"
         seen = f" x{f.times}" if f.times > 1 else ""
