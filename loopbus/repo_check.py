@@ -15,9 +15,32 @@ from pathlib import Path
 from loopbus.errors import UsageError
 from loopbus.workers.agents import config as agent_config
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.config import ProjectConfig, parse_config
 from loopbus.workers.merger.config import parse_merge_config
 from loopbus.workers.repository import commit_at, open_repo, resolve
+
+BOOT_CHECK = "boot"
+"""The check a slice's increment must pass to close (workers/dispatcher/repo.py)."""
+
+
+def config_warnings(config: ProjectConfig, source: str) -> list[str]:
+    """What a valid ``loopbus.toml`` lacks that the loop will need later, said now: a
+    mistake found at the first slice's close costs a whole slice."""
+    if BOOT_CHECK not in {check.id for check in config.checks}:
+        return [
+            f'{source} has no [[check]] with id = "{BOOT_CHECK}": every slice would close '
+            "with a boot error; add a check that starts the program (see docs/gates.md)"
+        ]
+    return []
+
+
+def validate_config(text: str, source: str, repo: Path) -> ProjectConfig:
+    """Every table of ``loopbus.toml`` as the daemons will read it (gates, [build],
+    [review], [investigator], [merge]); raises :class:`ConfigError`."""
+    config = parse_config(text, source=source)
+    agent_config.parse(text, repo=str(repo))
+    parse_merge_config(text)
+    return config
 
 
 @dataclass(frozen=True)
@@ -29,6 +52,7 @@ class RepoSetup:
     commit: str
     project: str | None
     bare: bool
+    warnings: tuple[str, ...] = ()
 
 
 def current_branch(path: Path) -> str:
@@ -61,12 +85,11 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
         return RepoSetup(path, branch, info.commit, None, bare)
     source = f"{CONFIG_FILE} on {branch} ({info.commit[:12]})"
     try:
-        project = parse_config(info.config_text, source=source).project
-        agent_config.parse(info.config_text, repo=str(path))
-        parse_merge_config(info.config_text)
+        config = validate_config(info.config_text, source, path)
     except ConfigError as exc:
         message = str(exc)
         if not message.startswith(source):
             message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
         raise UsageError(f"--repo {path}: {message}") from exc
-    return RepoSetup(path, branch, info.commit, project, bare)
+    warnings = tuple(config_warnings(config, source))
+    return RepoSetup(path, branch, info.commit, config.project, bare, warnings)

@@ -34,6 +34,7 @@ from loopbus.projections.planning import (
     validate,
 )
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
+from loopbus.repo_check import config_warnings, validate_config
 from loopbus.schemas import Actor, FindingRaised, project_subjects
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
@@ -42,7 +43,6 @@ from loopbus.slice_render import render_schedule
 from loopbus.workers.agents.cli import TRUNK_ENV
 from loopbus.workers.agents.config import config_text
 from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.declared import pending_criteria
 
 _json = msgspec.json.Encoder()
@@ -102,6 +102,7 @@ def load_plan(path: Path) -> SlicePlan:
 
 def run_check(args: argparse.Namespace) -> int:
     pending: list[str] | None = None
+    config_notes: list[str] = []
     if args.repo is not None:
         try:
             # From the trunk commit (bare or not), never a working tree's uncommitted edit;
@@ -111,7 +112,10 @@ def run_check(args: argparse.Namespace) -> int:
                 raise UsageError(
                     f"--repo {str(args.repo)!r} has no loopbus.toml on its trunk (or at its root)"
                 )
-            pending = pending_criteria(parse_config(text, source=f"{args.repo}/loopbus.toml"))
+            source = f"{args.repo}/loopbus.toml"
+            repo_config = validate_config(text, source, args.repo)
+            pending = pending_criteria(repo_config)
+            config_notes = config_warnings(repo_config, source)
         except WorkerError as exc:
             # A configuration that cannot be read is a wrong --repo, like a missing one.
             detail = " ".join(str(exc).split())
@@ -130,6 +134,7 @@ def run_check(args: argparse.Namespace) -> int:
         return 1
     sched = schedule(plan)
     warnings = unclaimed_extras(plan, pending) if pending is not None else []
+    warnings += config_notes
     if args.json:
         doc = {
             "accepted": True,

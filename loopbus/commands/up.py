@@ -203,6 +203,8 @@ async def _up(args: argparse.Namespace) -> int:
         )
         if args.setup is not None:
             print(describe(args.setup), flush=True)
+            for warning in args.setup.warnings:
+                print(f"loopbus: warning: {warning}", flush=True)
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
 

@@ -248,3 +248,31 @@ def test_status_renders_current_wave_waits_and_budgets() -> None:
     use = budgets.FOLD.fold(d.log)
     shown = "\n".join(render_budgets(use))
     assert "rework_rounds: 0 / <= 1" in shown and "gate_wall_clock: - / <= 30.0s" in shown
+
+
+def test_check_warns_of_a_missing_boot_check_and_refuses_a_bad_agent_table(
+    tmp_path: Path,
+) -> None:
+    """A loopbus.toml with no boot check would fail every slice at its close: plan check
+    says so now (a warning, exit 0). A [build] value up would refuse is refused here too,
+    in one line naming the field."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    config = repo / "loopbus.toml"
+    config.write_text(loopbus_toml("demo", ["t::a"], None))
+    plan = write(
+        tmp_path, "p.toml", '[slice]\nid = "S1"\n[[unit]]\nid = "U1"\ncriteria = ["t::a"]\n'
+    )
+    done = loopbus("plan", "check", str(plan), "--repo", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert 'has no [[check]] with id = "boot"' in done.stderr
+    config.write_text(loopbus_toml("demo", ["t::a"], "true"))
+    booted = loopbus("plan", "check", str(plan), "--repo", str(repo))
+    assert booted.returncode == 0 and "boot" not in booted.stderr, booted.stderr
+    config.write_text(
+        loopbus_toml("demo", ["t::a"], "true")
+        + '\n[build]\ncommand = "b"\nroster = ["b1"]\nmode = "fast"\n'
+    )
+    bad = loopbus("plan", "check", str(plan), "--repo", str(repo))
+    assert bad.returncode == 2 and "build.mode" in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
