@@ -11,11 +11,14 @@ import argparse
 import asyncio
 from typing import Any
 
+from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.schemas import Actor
+from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned
 from loopbus.schemas.merges import ApproveReport
+from loopbus.schemas.subjects import subject_of, unit_subject
+from loopbus.schemas.units import TERMINAL_STATES
 from loopbus.settings import add_connection, add_project, connection
 
 
@@ -52,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known(bus, claim.project)
+            bus.check_publish(subject_of(claim))  # a credential that may not approve: say that
+            await require_open_unit(bus, claim.project, claim.unit)
             ack = await bus.publish(claim)
         finally:
             await bus.close()
@@ -59,3 +64,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(publish())
+
+
+async def require_open_unit(bus: Bus, project: str, unit: str) -> None:
+    """One line, before anything is published, for an approval that can only be refused: a
+    unit no accepted plan has, or one that has ended (the merger would refuse either later,
+    as a finding, while the command had already said "published")."""
+    events = [r.event async for r in read(bus, subjects=[unit_subject(project, unit)]) if r.event]
+    if not any(isinstance(e, UnitPlanned) for e in events):
+        raise UsageError(
+            f"--unit {unit!r}: no accepted plan of project {project!r} has that unit "
+            "(loopbus status --project shows its units)"
+        )
+    ended = [e.state for e in events if isinstance(e, UnitTransitioned)]
+    if ended and ended[-1] in TERMINAL_STATES:
+        raise UsageError(f"--unit {unit!r} is {ended[-1]} already: there is nothing to approve")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -12,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from loopbus.bus import free_port
+from loopbus.bus import connect, free_port
+from loopbus.bus.creds import load_credential
+from loopbus.schemas import Actor, UnitPlanned
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
@@ -31,6 +34,17 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
+
+
+async def plan_as_system(url: str, system_creds: Path, unit: str) -> None:
+    bus = await connect(url, creds=load_credential(system_creds))
+    try:
+        await bus.publish(
+            UnitPlanned(project="demo", actor=Actor(role="system", principal="tests"),
+                        unit=unit, slice="S1", files=["a.py"])
+        )  # fmt: skip
+    finally:
+        await bus.close()
 
 
 def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None:
@@ -79,6 +93,10 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         started = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U1")
         assert started.returncode == 0, started.stderr
         why = ("--why", "looked at it")
+        nosuch = cli(tmp_path, "approve", "--project", "demo", "--unit", "U9", *why)
+        assert nosuch.returncode == 2 and "no accepted plan" in nosuch.stderr, nosuch.stderr
+        # Without --repo no plan is accepted; the scene's U1 is planned as the system would.
+        asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U1"))
         approve = cli(tmp_path, "approve", "--project", "demo", "--unit", "U1", *why)
         assert approve.returncode == 0, approve.stderr
         # Every operator command finds the operator credential by itself (they once took
