@@ -139,7 +139,17 @@ def fmt(brief: dict[str, Any]) -> dict[str, Any]:
 PLANS: dict[str, Plan] = {"ops": ops, "stats": stats, "fmt": fmt}
 
 
+USAGE = (
+    "usage: python -m loopbus.scripted.builder < REQUEST  "
+    "(a builder brief, JSON, on stdin; prints one envelope. It builds only the units "
+    "of the project `loopbus init` scaffolds)"
+)
+
+
 def main() -> int:
+    if sys.argv[1:] or sys.stdin.isatty():
+        print(USAGE, file=sys.stderr)
+        return 2
     brief = json.load(sys.stdin)
     plan = PLANS.get(brief["unit"])
     if plan is None:

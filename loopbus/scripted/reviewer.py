@@ -43,7 +43,17 @@ def review(diff: str) -> dict[str, Any]:
     return {"verdict": "approve", "summary": "reads right", "findings": []}
 
 
+USAGE = (
+    "usage: python -m loopbus.scripted.reviewer < REQUEST  "
+    "(a review request, JSON, on stdin; prints one verdict. It reviews only the project "
+    "`loopbus init` scaffolds)"
+)
+
+
 def main() -> int:
+    if sys.argv[1:] or sys.stdin.isatty():
+        print(USAGE, file=sys.stderr)
+        return 2
     document = json.load(sys.stdin)
     print(json.dumps(review(document["diff"])))
     return 0
