@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import read
+from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known
@@ -35,9 +35,10 @@ from loopbus.projections.planning import (
 )
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
 from loopbus.repo_check import config_warnings, validate_config
-from loopbus.schemas import Actor, FindingRaised, project_subjects
+from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
+from loopbus.schemas.subjects import slice_subjects
 from loopbus.settings import Connection, add_connection, add_project, connection
 from loopbus.slice_render import render_schedule
 from loopbus.workers.agents.cli import TRUNK_ENV
@@ -181,6 +182,22 @@ def run_submit(args: argparse.Namespace) -> int:
     return asyncio.run(_submit(connection(args), submission, args.wait, new=args.new))
 
 
+async def require_new_slice(bus: Bus, project: str, slice_id: str) -> None:
+    """One line, before publishing, for a plan the dispatcher can only refuse: its slice
+    already has an accepted plan (a changed plan is a new slice)."""
+    async for record in read(bus, subjects=[slice_subjects(project)]):
+        event = record.event
+        if (
+            isinstance(event, SlicePlanAccepted)
+            and event.actor.role == "system"
+            and event.plan.slice == slice_id
+        ):
+            raise UsageError(
+                f"slice {slice_id!r} of project {project!r} already has an accepted plan "
+                f"(seq {record.seq}); give the new plan a new slice id"
+            )
+
+
 async def _submit(
     conn: Connection, submission: PlanSubmission, wait_s: float, *, new: bool = False
 ) -> int:
@@ -190,6 +207,8 @@ async def _submit(
             await require_known(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )
+        bus.check_publish(subject_of(submission))  # a credential that may not plan: say so
+        await require_new_slice(bus, submission.project, submission.plan.slice)
         ack = await bus.publish(submission)
         print(
             f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from kernelkit import running
-from loopbus.bus import Bus
+from loopbus.bus import Bus, read
 from loopbus.projections import budgets
+from loopbus.schemas import project_subjects
 from loopbus.schemas.slices import SliceBudgets
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
@@ -227,6 +228,12 @@ async def test_submit_waits_for_the_dispatchers_answer(
     assert "accepted: slice S1" in ok.stdout
     assert refused.returncode == 1
     assert "dependency cycle: X -> Y -> X" in refused.stderr
+    before = [r async for r in read(bus, subjects=[project_subjects(project)])]
+    again = loopbus("plan", "submit", str(good), "--project", project, url=nats_url)
+    assert again.returncode == 2 and "slice 'S1'" in again.stderr, again.stderr
+    assert "already has an accepted plan" in again.stderr
+    after = [r async for r in read(bus, subjects=[project_subjects(project)])]
+    assert len(after) == len(before)  # refused before anything was published
 
 
 def test_status_renders_current_wave_waits_and_budgets() -> None:
