@@ -108,11 +108,27 @@ def waiting(state: UnitsState, now: datetime | None = None) -> list[dict[str, An
     return groups
 
 
+def awaiting_approval(state: UnitsState) -> list[str]:
+    """Units that are ready (their contract holds on their head) and wait only for an
+    approval: a reviewer's accepted verdict, or an operator's ``loopbus approve``."""
+    return sorted(u for u, v in state.units.items() if v.state == "working" and v.ready)
+
+
 def render_waiting(state: UnitsState, now: datetime | None = None) -> list[str]:
-    """``--waiting``: blocked units grouped by the subject they wait on."""
+    """``--waiting``: blocked units grouped by the subject they wait on, then the ready
+    units that wait for an approval (a unit that is not blocked may still be waiting)."""
     groups = waiting(state, now)
+    ready = awaiting_approval(state)
+    approval = (
+        [
+            f"  ready, awaiting an approval (a reviewer's verdict, or `loopbus approve "
+            f"--unit U --why ...` where no reviewer is configured): {', '.join(ready)}"
+        ]
+        if ready
+        else []
+    )
     if not groups:
-        return ["waiting on nothing: no unit is blocked"]
+        return ["waiting on nothing: no unit is blocked", *approval]
     lines = [f"waiting on {len(groups)} subject(s):"]
     for group in groups:
         units = ", ".join(
@@ -120,7 +136,7 @@ def render_waiting(state: UnitsState, now: datetime | None = None) -> list[str]:
             for u in group["units"]
         )
         lines.append(f"  {group['reason']} {group['subject']}: {units}")
-    return lines
+    return lines + approval
 
 
 def print_waiting(
@@ -136,7 +152,13 @@ def print_waiting(
     if as_json:
         import json
 
-        print(json.dumps({"project": project, "waiting": waiting(state), "blocked_by_fact": facts}))
+        document = {
+            "project": project,
+            "waiting": waiting(state),
+            "awaiting_approval": awaiting_approval(state),
+            "blocked_by_fact": facts,
+        }
+        print(json.dumps(document))
         return 0
     lines = render_waiting(state)
     for fact in facts:
