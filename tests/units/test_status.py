@@ -86,6 +86,9 @@ def test_waiting_groups_blocked_units_by_subject_longest_first() -> None:
     assert render_waiting(_state(), now) == [
         "waiting on 1 subject(s):",
         "  awaiting-dependency U3: U1 (2m00s), U2 (30s)",
+        # U3 is ready: the units waiting on it wait, in turn, on its approval.
+        "  ready, awaiting an approval (a reviewer's verdict, or `loopbus approve --unit U "
+        "--why ...` where no reviewer is configured): U3",
     ]
     assert render_waiting(units_fold.initial(), now) == ["waiting on nothing: no unit is blocked"]
 
