@@ -71,7 +71,7 @@ class Reviewer(Daemon):
             return ()
         if effect.action == policy.RUN_REVIEW:
             return [await self.review(config, effect.args["request"], effect.args)]
-        raise NotImplementedError(f"reviewer asked for effect {effect.action!r}")
+        return await super().perform(effect)  # the kernel's one answer to it
 
     # -- reading a unit's change -------------------------------------------------------------
 
