@@ -18,9 +18,7 @@ Public API (for other daemons)::
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -48,6 +46,7 @@ from loopbus.workers import repository
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.cache import GateCache
 from loopbus.workers.gates.config import CheckSpec, ProjectConfig, parse_config
+from loopbus.workers.gates.environment import interpreter_dir, pytest_env, scrubbed_env
 from loopbus.workers.gates.executors import (
     ContainerExecutor,
     Executor,
@@ -56,7 +55,7 @@ from loopbus.workers.gates.executors import (
     SubprocessExecutor,
     docker_reachable,
 )
-from loopbus.workers.gates.parsers import REPORT_NAME, parse
+from loopbus.workers.gates.parsers import parse
 from loopbus.workers.gates.signing import Signer
 from loopbus.workers.gates.trunkconfig import judged_config, vanished_tests
 from loopbus.workers.gates.verdicts import Finding, Verdict
@@ -69,8 +68,6 @@ atomic batch holds at most 1000 messages)."""
 EVIDENCE_TEXT_CAP = 4000
 SUITE_CRITERION = "gate-suite"
 """The criterion of a finding about a whole suite (no such commit, an invalid config)."""
-PASSED_ENV = ("LANG", "LC_ALL", "TZ")
-"""The only variables a check inherits from the runner's own environment (plus PATH)."""
 
 
 @dataclass
@@ -108,42 +105,6 @@ class SuiteResult:
 
     def check(self, check_id: str) -> CheckRun:
         return next(run for run in self.checks if run.check == check_id)
-
-
-def interpreter_dir(python: str) -> str | None:
-    """The folder of the project's interpreter (``[project] python``): a path, or a command
-    found on PATH; ``None`` when there is no such interpreter on this machine."""
-    found = python if os.sep in python else shutil.which(python)
-    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
-        return None
-    return os.path.dirname(os.path.abspath(found))
-
-
-def scrubbed_env(
-    extra: dict[str, str], home: Path, tmp: Path, bin_dir: str | None = None
-) -> dict[str, str]:
-    """The whole environment a check sees: no inherited secrets or loopbus settings.
-
-    ``python`` and tools installed next to it (ruff, pytest) resolve first on PATH, so a
-    check runs with the interpreter loopbus runs with, or with the project's own
-    (``bin_dir``, from ``[project] python``), unless it names another.
-    """
-    first = bin_dir or os.path.dirname(sys.executable)
-    path = os.pathsep.join([first, os.environ.get("PATH", os.defpath)])
-    env = {
-        "PATH": path,
-        "HOME": str(home),
-        "TMPDIR": str(tmp),
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "NO_COLOR": "1",
-        "TERM": "dumb",
-        "CI": "true",
-    }
-    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
-    env.update(extra)
-    return env
 
 
 class GateRunner:
@@ -598,7 +559,7 @@ class GateRunner:
                 env.update({"HOME": "/tmp", "TMPDIR": "/tmp"})
                 env.pop("PATH", None)  # the image's own PATH
             if spec.parser == "pytest":
-                env.update(_pytest_env(spec.env, executor, dirs))
+                env.update(pytest_env(spec.env, executor, dirs))
             self.executions += 1
             output = await executor.run(
                 RunSpec(spec.argv(), work, out, env, spec.timeout_s, spec.image)
@@ -629,21 +590,6 @@ class GateRunner:
             unit=unit,
             owner=f"builder:{unit}" if unit else None,
         )
-
-
-def _pytest_env(
-    check_env: dict[str, str], executor: Executor, dirs: tuple[Path, Path]
-) -> dict[str, str]:
-    """Load the reporting plugin into whatever pytest the command starts."""
-    plugin = executor.view("plugin", dirs)
-    report = f"{executor.view('out', dirs)}/{REPORT_NAME}"
-    python_path = os.pathsep.join(p for p in (plugin, check_env.get("PYTHONPATH", "")) if p)
-    addopts = " ".join(
-        p
-        for p in ("-p loopbus_gate_pytest -p no:cacheprovider", check_env.get("PYTEST_ADDOPTS", ""))
-        if p
-    )
-    return {"PYTHONPATH": python_path, "PYTEST_ADDOPTS": addopts, "LOOPBUS_GATE_REPORT": report}
 
 
 def _error_verdict(spec: CheckSpec, reason: str) -> Verdict:
