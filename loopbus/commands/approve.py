@@ -54,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
     async def publish() -> int:
         bus = await connection(args).open()
         try:
-            await require_known(bus, claim.project)
             bus.check_publish(subject_of(claim))  # a credential that may not approve: say that
+            await require_known(bus, claim.project)
             await require_open_unit(bus, claim.project, claim.unit)
             ack = await bus.publish(claim)
         finally:
@@ -70,7 +70,9 @@ async def require_open_unit(bus: Bus, project: str, unit: str) -> None:
     """One line, before anything is published, for an approval that can only be refused: a
     unit no accepted plan has, or one that has ended (the merger would refuse either later,
     as a finding, while the command had already said "published")."""
-    events = [r.event async for r in read(bus, subjects=[unit_subject(project, unit)]) if r.event]
+    records = read(bus, subjects=[unit_subject(project, unit)])
+    # Only the system's facts count: a forged plan or transition must not decide this.
+    events = [r.event async for r in records if r.event and r.event.actor.role == "system"]
     if not any(isinstance(e, UnitPlanned) for e in events):
         raise UsageError(
             f"--unit {unit!r}: no accepted plan of project {project!r} has that unit "

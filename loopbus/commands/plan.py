@@ -203,11 +203,11 @@ async def _submit(
 ) -> int:
     bus = await conn.open()
     try:
+        bus.check_publish(subject_of(submission))  # a credential that may not plan: say so
         if not new:
             await require_known(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )
-        bus.check_publish(subject_of(submission))  # a credential that may not plan: say so
         await require_new_slice(bus, submission.project, submission.plan.slice)
         ack = await bus.publish(submission)
         print(
