@@ -17,7 +17,13 @@ Everything the merger daemon needs to act, and to resume after a restart, is her
   reverted);
 * ``reds``: per unit, the trunk-red findings sent to its author that are still open, with
   the interface (failing tests) each was about; a second red on the same interface, or
-  the builder giving up, promotes them to ``contract-wrong``.
+  the builder giving up, promotes them to ``contract-wrong``;
+* ``trunk_gate``: the gate findings a red trunk run raised (a failing test on trunk, a
+  check that errored there) that are still open, with the check that raised each; the
+  merger resolves one when a later trunk run passes that check. Gate findings for no unit
+  wait in ``loose_gate`` until a trunk run on their commit claims them (the runner raises
+  them before the merger records the run); an operator's own ``gate run`` on a commit
+  that is not trunk is never claimed, so nothing resolves it but the operator.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ REFUSAL_CLASS = "refused-transition"
 TRUNK_RED_CLASS = "trunk-red"
 CONTRACT_WRONG_CLASS = "contract-wrong"
 TRUNK_PRODUCER = "trunk_gate"
+GATE_PRODUCER = "gate_runner"
 
 
 class Approval(msgspec.Struct, kw_only=True):
@@ -143,6 +150,13 @@ class RedRecord(msgspec.Struct, kw_only=True):
     at: datetime
 
 
+class GateFinding(msgspec.Struct, kw_only=True):
+    """A gate finding for no unit: the commit it was raised on and the check that raised it."""
+
+    commit: str
+    check: str
+
+
 class MergesState(msgspec.Struct):
     approvals: list[Approval] = []
     commit_reports: dict[str, list[str]] = {}
@@ -162,6 +176,10 @@ class MergesState(msgspec.Struct):
     answers: dict[str, int] = {}
     """How many times each approval id has been answered: a re-stored copy of an approval
     is a second occurrence with the same id and gets its own answer (:func:`occurrence`)."""
+    loose_gate: dict[str, GateFinding] = {}
+    """Open gate findings for no unit that no trunk run has claimed (yet): id -> where."""
+    trunk_gate: dict[str, str] = {}
+    """Open gate findings of red trunk runs: id -> the check that raised it."""
 
 
 def initial() -> MergesState:
@@ -300,6 +318,10 @@ def _tested(state: MergesState, event: CandidateTested) -> None:
             if entry.queued == event.cause:
                 entry.tested = tested
         return
+    for finding, where in list(state.loose_gate.items()):
+        if where.commit == event.candidate:  # raised by this trunk run (or an earlier one)
+            state.trunk_gate[finding] = where.check
+            del state.loose_gate[finding]
     trunk = state.trunk
     if trunk.commit != event.candidate:  # trunk found somewhere the merger did not put it
         trunk = state.trunk = TrunkView(
@@ -337,6 +359,11 @@ def occurrence(state: MergesState, approval: str) -> int:
 
 def _finding(state: MergesState, event: FindingRaised) -> None:
     evidence: dict[str, Any] = event.evidence
+    if event.producer == GATE_PRODUCER and event.unit is None:
+        commit = evidence.get("commit")
+        if isinstance(commit, str):
+            state.loose_gate[event.id] = GateFinding(commit=commit, check=event.criterion)
+        return
     if event.cls == REFUSAL_CLASS:
         report = evidence.get("report")
         if isinstance(report, str):
@@ -370,6 +397,8 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
 
 
 def _resolved(state: MergesState, finding: str) -> None:
+    state.loose_gate.pop(finding, None)
+    state.trunk_gate.pop(finding, None)
     if finding in state.trunk.red_findings:
         state.trunk.red_findings = [f for f in state.trunk.red_findings if f != finding]
     for unit, records in list(state.reds.items()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopbus.schemas import Actor, FindingRaised, FindingResolved
+from loopbus.schemas import Actor, FindingRaised, FindingResolved, parse_target
 from loopbus.schemas.merges import CandidateTested, TrunkRecheck
 from merger_scene import Scene
 
@@ -41,3 +41,43 @@ async def test_recheck_gates_trunk_again_and_green_resolves_the_red_finding(
     assert not any(c.cached for c in tested[0].checks)
     [resolved] = [r for r in await scene.events(FindingResolved) if r.finding == notice.id]
     assert "green again" in resolved.why
+
+
+async def test_a_trunk_run_s_gate_findings_resolve_when_their_check_passes_on_trunk(
+    scene: Scene, tmp_path: Path
+) -> None:
+    """The failing check's own finding from the red trunk run (not only the red-trunk
+    notice) is resolved once that check passes on trunk; an operator's gate finding about
+    a commit that never was trunk is left alone."""
+    marker = tmp_path / "installed"
+    base = scene.repo.commit(None, {"loopbus.toml": config(scene.project, marker)})
+    elsewhere = scene.repo.commit(base, {"notes.txt": "not on trunk"})
+    scene.repo.set_trunk(base)
+    stray = FindingRaised(
+        project=scene.project,
+        actor=Actor(role="system", principal="gate-runner"),
+        producer="gate_runner",
+        target=parse_target(f"record:commit:{elsewhere}"),
+        severity="high",
+        criterion="env",
+        message="check 'env' failed on a commit an operator gated by hand",
+        evidence={"commit": elsewhere, "check": "env"},
+    )
+    await scene.publish(stray)
+    await scene.start()
+    await scene.until(lambda: scene.merges.trunk_gate != {})
+    [failed] = [
+        f
+        for f in await scene.events(FindingRaised)
+        if f.producer == "gate_runner" and f.evidence.get("commit") == base
+    ]
+    assert scene.merges.trunk_gate == {failed.id: "env"}
+    marker.write_text("now it is")
+    await scene.publish(
+        TrunkRecheck(project=scene.project, actor=Actor(role="operator", principal="olive"))
+    )
+    await scene.until(lambda: scene.merges.trunk_gate == {})
+    resolved = {r.finding: r.why for r in await scene.events(FindingResolved)}
+    assert resolved[failed.id] == f"check env passes on trunk {base[:12]}"
+    assert stray.id not in resolved
+    assert stray.id in scene.merges.loose_gate

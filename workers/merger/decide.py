@@ -112,6 +112,9 @@ def trunk(step: Step) -> list[Intent]:
     settled = settle(step, ref, checked)
     if settled is not None:
         return settled
+    passing = facts.trunk_checks_passed(step.world, step.merges.trunk_gate, checked)
+    if passing:
+        return [step.publish(*passing)]
     if view.recheck is not None and view.recheck != view.rechecked:
         return [recheck_trunk(step, ref, view.recheck)]
     if not checked.green:

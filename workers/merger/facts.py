@@ -268,6 +268,24 @@ def trunk_green_again(world: Any, findings: list[str], checked: Tested) -> list[
     ]
 
 
+def trunk_checks_passed(
+    world: Any, trunk_gate: dict[str, str], checked: Tested
+) -> list[FindingResolved]:
+    """The open findings of earlier red trunk runs whose check passes on trunk now."""
+    passed = {verdict.check for verdict in checked.checks if verdict.outcome == "pass"}
+    return [
+        FindingResolved(
+            id=answer_id(checked.id, f"passed:{finding}"),
+            project=world.project,
+            actor=world.actor,
+            finding=finding,
+            why=f"check {check} passes on trunk {checked.candidate[:12]}",
+        )
+        for finding, check in sorted(trunk_gate.items())
+        if check in passed
+    ]
+
+
 def trunk_tested(
     project: str,
     actor: Actor,
