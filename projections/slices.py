@@ -524,7 +524,13 @@ def next_actions(
             continue
         if view.status != "open":
             continue
-        unplanned = [u.id for u in view.plan.units if not view.units[u.id].planned]
+        # A unit another slice's plan holds is that slice's to plan: its UnitPlanned here
+        # would never count (the fold files it under its owner), so it is never asked for.
+        unplanned = [
+            u.id
+            for u in view.plan.units
+            if not view.units[u.id].planned and state.unit_slice.get(u.id) == view.slice
+        ]
         if unplanned:
             actions.append(PlanUnits(slice=view.slice, units=unplanned))
         for unit_id in view.order:

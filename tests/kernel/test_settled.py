@@ -103,3 +103,68 @@ async def test_settled_waits_for_the_effect_and_what_it_published(
         assert await answers(bus, project) == [ask.id]
         assert kernel.project_states(project)["asks"].open == []
         assert kernel.settled.seq >= kernel.folded > seq  # the answer itself is folded too
+
+
+class Repeats(Daemon):
+    """A decision that never sees its own answer count: it publishes the same answer (same
+    id, so the server stores it once) every time the project changes."""
+
+    name = "repeats"
+    folds = (ASKS,)
+
+    def __init__(self, project: str) -> None:
+        super().__init__(projects=[project])
+        self.decisions = 0
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        self.decisions += 1
+        return [
+            Publish(
+                FindingRaised(
+                    id=answer_id("01JAAAAAAAAAAAAAAAAAAAAAAA", "repeat"),
+                    project=world.project,
+                    actor=self.actor,
+                    producer="standards",
+                    target=RecordTarget(id="01JAAAAAAAAAAAAAAAAAAAAAAA"),
+                    severity="low",
+                    criterion="repeat",
+                    message="the same answer again",
+                )
+            )
+        ]
+
+
+async def test_a_repeated_answer_already_folded_does_not_keep_the_project_dirty(
+    bus: Bus, project: str, system: Actor
+) -> None:
+    """Publishing an event that is already on the log and folded (acked as a duplicate)
+    changes nothing, so the kernel settles instead of deciding the same thing again after
+    every record; a later change is still decided once."""
+    daemon = Repeats(project)
+
+    def poke(message: str) -> FindingRaised:
+        return FindingRaised(
+            project=project,
+            actor=system,
+            producer="operator",
+            target=RecordTarget(id="01JBBBBBBBBBBBBBBBBBBBBBBB"),
+            severity="low",
+            criterion=ASK,
+            message=message,
+        )
+
+    async with running(bus, daemon) as kernel:
+        first = (await bus.publish(poke("one"))).seq
+        await asyncio.wait_for(kernel.wait_settled(first + 1), 20)  # its answer folded too
+        assert not kernel.dirty
+        decided = daemon.decisions
+        second = (await bus.publish(poke("two"))).seq
+        await asyncio.wait_for(kernel.wait_settled(second), 20)
+        assert daemon.decisions == decided + 1  # once for the change, not again for the copy
+        assert not kernel.dirty
+        stored = [
+            r.event
+            async for r in read(bus, subjects=[project_subjects(project)])
+            if isinstance(r.event, FindingRaised) and r.event.criterion == "repeat"
+        ]
+        assert len(stored) == 1

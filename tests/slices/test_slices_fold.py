@@ -59,6 +59,20 @@ def test_first_wave_dispatches_in_order_and_waits_at_the_barrier() -> None:
     assert d.dispatched() == ["A", "B", "C", "G", "H", "I", "J", "K"]
 
 
+def test_a_unit_another_slice_holds_is_not_planned_again_and_again() -> None:
+    """Two accepted plans naming one unit (the dispatcher refuses such a plan, but a fold
+    takes whatever system facts the log holds): the unit belongs to the later plan, and the
+    earlier slice never asks to plan it, since its UnitPlanned would never count there."""
+    state = slices.initial()
+    first = plan("S1", unit("A"), unit("B"))
+    second = plan("S2", unit("B"))
+    for event in [*accepted(P, first)[:2], *accepted(P, second)[:2]]:
+        slices.apply(state, event)
+    assert state.unit_slice["B"] == "S2"
+    planning = [a for a in slices.next_actions(state, 8) if isinstance(a, slices.PlanUnits)]
+    assert {(a.slice, tuple(a.units)) for a in planning} == {("S1", ("A",)), ("S2", ("B",))}
+
+
 def test_barrier_waits_for_terminal_not_success() -> None:
     """A failed unit satisfies the barrier; its chain is held, the fan keeps draining."""
     d = PureDispatcher(P)

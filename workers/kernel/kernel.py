@@ -392,6 +392,12 @@ class Kernel:
         its subject; a publication elsewhere never comes back to us)."""
         self.published += 1
         if matches_any(self.subjects, subject_of(event)):
+            if seq <= self.folded:
+                # Folded already: a copy of an event on the log (acked as a duplicate), or
+                # the reader got there before the ack. Its fold marked the project if it
+                # changed anything; marking it again would only decide the same thing again
+                # on the same state, once per record, for ever.
+                return
             self.barrier[event.project] = max(self.barrier.get(event.project, 0), seq)
         self.dirty.add(event.project)
 
