@@ -16,6 +16,7 @@ from loopbus.errors import UsageError
 from loopbus.workers.agents import config as agent_config
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.config import ProjectConfig, parse_config
+from loopbus.workers.gates.environment import interpreter_dir
 from loopbus.workers.merger.config import parse_merge_config
 from loopbus.workers.repository import commit_at, open_repo, resolve
 
@@ -26,12 +27,37 @@ BOOT_CHECK = "boot"
 def config_warnings(config: ProjectConfig, source: str) -> list[str]:
     """What a valid ``loopbus.toml`` lacks that the loop will need later, said now: a
     mistake found at the first slice's close costs a whole slice."""
+    notes: list[str] = []
     if BOOT_CHECK not in {check.id for check in config.checks}:
-        return [
+        notes.append(
             f'{source} has no [[check]] with id = "{BOOT_CHECK}": every slice would close '
             "with a boot error; add a check that starts the program (see docs/gates.md)"
-        ]
-    return []
+        )
+    if config.python and interpreter_dir(config.python) is None:
+        notes.append(
+            f"{source}: [project] python = {config.python!r} is not an interpreter on this "
+            "machine, so every check would end in error; install it or fix the path"
+        )
+    return notes
+
+
+def uncommitted_config(path: Path, committed: str | None) -> list[str]:
+    """A working tree whose ``loopbus.toml`` differs from trunk's: the daemons read trunk's,
+    so an edit not committed yet changes nothing, which is worth saying once."""
+    local = path / CONFIG_FILE
+    if not local.is_file():
+        return []
+    try:
+        text = local.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if text == committed:
+        return []
+    state = "is not committed" if committed is None else "differs from trunk's"
+    return [
+        f"{local} {state}; the daemons read the one committed on trunk, so commit the "
+        "change for it to count"
+    ]
 
 
 def validate_config(text: str, source: str, repo: Path) -> ProjectConfig:
@@ -81,8 +107,9 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     except RepoError as exc:
         hint = f"--trunk {trunk}" if trunk else "its current branch"
         raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
+    local = [] if bare else uncommitted_config(path, info.config_text)
     if info.config_text is None:
-        return RepoSetup(path, branch, info.commit, None, bare)
+        return RepoSetup(path, branch, info.commit, None, bare, tuple(local))
     source = f"{CONFIG_FILE} on {branch} ({info.commit[:12]})"
     try:
         config = validate_config(info.config_text, source, path)
@@ -91,5 +118,5 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
         if not message.startswith(source):
             message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
         raise UsageError(f"--repo {path}: {message}") from exc
-    warnings = tuple(config_warnings(config, source))
+    warnings = tuple(config_warnings(config, source) + local)
     return RepoSetup(path, branch, info.commit, config.project, bare, warnings)

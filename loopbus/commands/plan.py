@@ -34,7 +34,7 @@ from loopbus.projections.planning import (
     validate,
 )
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
-from loopbus.repo_check import config_warnings, validate_config
+from loopbus.repo_check import config_warnings, uncommitted_config, validate_config
 from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
@@ -117,6 +117,7 @@ def run_check(args: argparse.Namespace) -> int:
             repo_config = validate_config(text, source, args.repo)
             pending = pending_criteria(repo_config)
             config_notes = config_warnings(repo_config, source)
+            config_notes += uncommitted_config(args.repo, text)
         except WorkerError as exc:
             # A configuration that cannot be read is a wrong --repo, like a missing one.
             detail = " ".join(str(exc).split())

@@ -71,6 +71,8 @@ def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> 
     up = up_factory("--repo", str(repo), "--port", str(free_port()))
     assert any("trunk main at" in line and "project calc" in line for line in up.lines)
     assert any("loopbus tail --project calc" in line for line in up.lines)
+    [warning] = [line for line in up.lines if "warning" in line]
+    assert "loopbus.toml differs from trunk's" in warning and "commit" in warning
     assert up.stop() == 0
 
 
@@ -81,4 +83,5 @@ def test_a_bare_repository_works_the_same(tmp_path: Path, up_factory: Any) -> No
     porcelain.clone(str(source), str(bare), bare=True)
     up = up_factory("--repo", str(bare), "--port", str(free_port()))
     assert any("bare repository" in line and "project calc" in line for line in up.lines)
+    assert not [line for line in up.lines if "warning" in line]
     assert up.stop() == 0

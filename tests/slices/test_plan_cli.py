@@ -276,6 +276,14 @@ def test_check_warns_of_a_missing_boot_check_and_refuses_a_bad_agent_table(
     config.write_text(loopbus_toml("demo", ["t::a"], "true"))
     booted = loopbus("plan", "check", str(plan), "--repo", str(repo))
     assert booted.returncode == 0 and "boot" not in booted.stderr, booted.stderr
+    missing = loopbus_toml("demo", ["t::a"], "true").replace(
+        '[project]\n', '[project]\npython = "/nowhere/bin/python"\n'
+    )
+    assert "/nowhere" in missing
+    config.write_text(missing)
+    no_python = loopbus("plan", "check", str(plan), "--repo", str(repo))
+    assert no_python.returncode == 0, no_python.stderr
+    assert "python = '/nowhere/bin/python' is not an interpreter on this" in no_python.stderr
     config.write_text(
         loopbus_toml("demo", ["t::a"], "true")
         + '\n[build]\ncommand = "b"\nroster = ["b1"]\nmode = "fast"\n'
