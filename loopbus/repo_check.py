@@ -41,9 +41,9 @@ def config_warnings(config: ProjectConfig, source: str) -> list[str]:
     return notes
 
 
-def uncommitted_config(path: Path, committed: str | None) -> list[str]:
+def uncommitted_config(path: Path, committed: str | None, trunk: str | None) -> list[str]:
     """A working tree whose ``loopbus.toml`` differs from trunk's: the daemons read trunk's,
-    so an edit not committed yet changes nothing, which is worth saying once."""
+    so an edit not committed there yet changes nothing, which is worth saying once."""
     local = path / CONFIG_FILE
     if not local.is_file():
         return []
@@ -51,12 +51,13 @@ def uncommitted_config(path: Path, committed: str | None) -> list[str]:
         text = local.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
-    if text == committed:
-        return []
-    state = "is not committed" if committed is None else "differs from trunk's"
+    if committed is not None and text == committed.replace("\r\n", "\n"):
+        return []  # line endings are git's business, not a change to the configuration
+    where = f"trunk ({trunk})" if trunk else "trunk"
+    state = "is not on" if committed is None else "differs from the one on"
     return [
-        f"{local} {state}; the daemons read the one committed on trunk, so commit the "
-        "change for it to count"
+        f"{local} {state} {where}; the daemons read trunk's, so commit the change there "
+        "for it to count"
     ]
 
 
@@ -107,7 +108,7 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     except RepoError as exc:
         hint = f"--trunk {trunk}" if trunk else "its current branch"
         raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
-    local = [] if bare else uncommitted_config(path, info.config_text)
+    local = [] if bare else uncommitted_config(path, info.config_text, branch)
     if info.config_text is None:
         return RepoSetup(path, branch, info.commit, None, bare, tuple(local))
     source = f"{CONFIG_FILE} on {branch} ({info.commit[:12]})"

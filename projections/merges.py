@@ -18,12 +18,9 @@ Everything the merger daemon needs to act, and to resume after a restart, is her
 * ``reds``: per unit, the trunk-red findings sent to its author that are still open, with
   the interface (failing tests) each was about; a second red on the same interface, or
   the builder giving up, promotes them to ``contract-wrong``;
-* ``trunk_gate``: the gate findings a red trunk run raised (a failing test on trunk, a
-  check that errored there) that are still open, with the check that raised each; the
-  merger resolves one when a later trunk run passes that check. Gate findings for no unit
-  wait in ``loose_gate`` until a trunk run on their commit claims them (the runner raises
-  them before the merger records the run); an operator's own ``gate run`` on a commit
-  that is not trunk is never claimed, so nothing resolves it but the operator.
+* ``gate_findings``: the open gate findings the red checks of the merger's own runs raised
+  (candidates and trunk), which the merger resolves once a later trunk run passes their
+  check (:mod:`loopbus.projections.gate_findings`).
 """
 
 from __future__ import annotations
@@ -32,8 +29,11 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from loopbus.projections import gate_findings
 from loopbus.projections.base import Fold
+from loopbus.projections.gate_findings import GateFindings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
+from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
@@ -52,7 +52,6 @@ REFUSAL_CLASS = "refused-transition"
 TRUNK_RED_CLASS = "trunk-red"
 CONTRACT_WRONG_CLASS = "contract-wrong"
 TRUNK_PRODUCER = "trunk_gate"
-GATE_PRODUCER = "gate_runner"
 
 
 class Approval(msgspec.Struct, kw_only=True):
@@ -150,13 +149,6 @@ class RedRecord(msgspec.Struct, kw_only=True):
     at: datetime
 
 
-class GateFinding(msgspec.Struct, kw_only=True):
-    """A gate finding for no unit: the commit it was raised on and the check that raised it."""
-
-    commit: str
-    check: str
-
-
 class MergesState(msgspec.Struct):
     approvals: list[Approval] = []
     commit_reports: dict[str, list[str]] = {}
@@ -176,10 +168,7 @@ class MergesState(msgspec.Struct):
     answers: dict[str, int] = {}
     """How many times each approval id has been answered: a re-stored copy of an approval
     is a second occurrence with the same id and gets its own answer (:func:`occurrence`)."""
-    loose_gate: dict[str, GateFinding] = {}
-    """Open gate findings for no unit that no trunk run has claimed (yet): id -> where."""
-    trunk_gate: dict[str, str] = {}
-    """Open gate findings of red trunk runs: id -> the check that raised it."""
+    gate_findings: GateFindings = msgspec.field(default_factory=GateFindings)
 
 
 def initial() -> MergesState:
@@ -232,6 +221,7 @@ def apply(state: MergesState, event: Event) -> MergesState:
             )
         case CandidateTested():
             _tested(state, event)
+            gate_findings.judged(state.gate_findings, event)
         case TrunkAdvanced():
             state.merged += 1
             state.queue = [e for e in state.queue if e.unit != event.unit]
@@ -271,7 +261,8 @@ def apply(state: MergesState, event: Event) -> MergesState:
                     entry.conflicted = event.id
         case FindingRaised():
             _finding(state, event)
-        case FindingResolved():
+            gate_findings.raised(state.gate_findings, event)
+        case FindingResolved() | FindingDismissed():
             _resolved(state, event.finding)
         case TrunkRecheck() if event.actor.role in ("operator", "system"):
             state.trunk.recheck = event.id
@@ -318,10 +309,6 @@ def _tested(state: MergesState, event: CandidateTested) -> None:
             if entry.queued == event.cause:
                 entry.tested = tested
         return
-    for finding, where in list(state.loose_gate.items()):
-        if where.commit == event.candidate:  # raised by this trunk run (or an earlier one)
-            state.trunk_gate[finding] = where.check
-            del state.loose_gate[finding]
     trunk = state.trunk
     if trunk.commit != event.candidate:  # trunk found somewhere the merger did not put it
         trunk = state.trunk = TrunkView(
@@ -359,11 +346,6 @@ def occurrence(state: MergesState, approval: str) -> int:
 
 def _finding(state: MergesState, event: FindingRaised) -> None:
     evidence: dict[str, Any] = event.evidence
-    if event.producer == GATE_PRODUCER and event.unit is None:
-        commit = evidence.get("commit")
-        if isinstance(commit, str):
-            state.loose_gate[event.id] = GateFinding(commit=commit, check=event.criterion)
-        return
     if event.cls == REFUSAL_CLASS:
         report = evidence.get("report")
         if isinstance(report, str):
@@ -397,8 +379,7 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
 
 
 def _resolved(state: MergesState, finding: str) -> None:
-    state.loose_gate.pop(finding, None)
-    state.trunk_gate.pop(finding, None)
+    gate_findings.closed(state.gate_findings, finding)
     if finding in state.trunk.red_findings:
         state.trunk.red_findings = [f for f in state.trunk.red_findings if f != finding]
     for unit, records in list(state.reds.items()):

@@ -34,6 +34,9 @@ RUN_REASONS: tuple[RunReason, ...] = ("unit", "trunk", "manual")
 
 ExecutorKind = Literal["subprocess", "container"]
 
+SUITE_CRITERION = "gate-suite"
+"""The criterion of a gate finding about a whole suite (one that could not run)."""
+
 GitSha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
 """A git object id: 40 hex digits (SHA-1) or 64 (SHA-256 repositories)."""
 

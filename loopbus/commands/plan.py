@@ -117,7 +117,7 @@ def run_check(args: argparse.Namespace) -> int:
             repo_config = validate_config(text, source, args.repo)
             pending = pending_criteria(repo_config)
             config_notes = config_warnings(repo_config, source)
-            config_notes += uncommitted_config(args.repo, text)
+            config_notes += uncommitted_config(args.repo, text, os.environ.get(TRUNK_ENV) or None)
         except WorkerError as exc:
             # A configuration that cannot be read is a wrong --repo, like a missing one.
             detail = " ".join(str(exc).split())

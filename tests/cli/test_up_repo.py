@@ -12,6 +12,7 @@ from dulwich.repo import Repo
 from loopbus.bus import free_port
 
 from loopbus import scaffold
+from loopbus.repo_check import uncommitted_config
 
 from .conftest import loopbus
 
@@ -72,7 +73,8 @@ def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> 
     assert any("trunk main at" in line and "project calc" in line for line in up.lines)
     assert any("loopbus tail --project calc" in line for line in up.lines)
     [warning] = [line for line in up.lines if "warning" in line]
-    assert "loopbus.toml differs from trunk's" in warning and "commit" in warning
+    assert "loopbus.toml differs from the one on trunk (main)" in warning
+    assert "commit the change there" in warning
     assert up.stop() == 0
 
 
@@ -85,3 +87,16 @@ def test_a_bare_repository_works_the_same(tmp_path: Path, up_factory: Any) -> No
     assert any("bare repository" in line and "project calc" in line for line in up.lines)
     assert not [line for line in up.lines if "warning" in line]
     assert up.stop() == 0
+
+
+def test_only_a_real_difference_from_trunk_s_config_is_warned_of(tmp_path: Path) -> None:
+    """The same file with CRLF endings (as git may hold it) is not a change; a different one
+    is, and so is one trunk does not have at all."""
+    (tmp_path / "loopbus.toml").write_bytes(b'[project]\r\nid = "p"\r\n')
+    assert uncommitted_config(tmp_path, '[project]\r\nid = "p"\r\n', "main") == []
+    assert uncommitted_config(tmp_path, '[project]\nid = "p"\n', "main") == []
+    [changed] = uncommitted_config(tmp_path, '[project]\nid = "q"\n', "main")
+    assert "differs from the one on trunk (main)" in changed
+    [missing] = uncommitted_config(tmp_path, None, None)
+    assert "is not on trunk;" in missing
+    assert uncommitted_config(tmp_path / "elsewhere", None, "main") == []

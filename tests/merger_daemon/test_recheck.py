@@ -65,19 +65,19 @@ async def test_a_trunk_run_s_gate_findings_resolve_when_their_check_passes_on_tr
     )
     await scene.publish(stray)
     await scene.start()
-    await scene.until(lambda: scene.merges.trunk_gate != {})
+    await scene.until(lambda: scene.merges.gate_findings.red != {})
     [failed] = [
         f
         for f in await scene.events(FindingRaised)
         if f.producer == "gate_runner" and f.evidence.get("commit") == base
     ]
-    assert scene.merges.trunk_gate == {failed.id: "env"}
+    assert [(f, w.check) for f, w in scene.merges.gate_findings.red.items()] == [(failed.id, "env")]
     marker.write_text("now it is")
     await scene.publish(
         TrunkRecheck(project=scene.project, actor=Actor(role="operator", principal="olive"))
     )
-    await scene.until(lambda: scene.merges.trunk_gate == {})
+    await scene.until(lambda: scene.merges.gate_findings.red == {})
     resolved = {r.finding: r.why for r in await scene.events(FindingResolved)}
     assert resolved[failed.id] == f"check env passes on trunk {base[:12]}"
     assert stray.id not in resolved
-    assert stray.id in scene.merges.loose_gate
+    assert stray.id in scene.merges.gate_findings.waiting

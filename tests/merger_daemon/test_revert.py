@@ -93,7 +93,9 @@ async def test_unresolved_trunk_red_is_promoted_to_contract_wrong(scene: Scene, 
         await scene.until(lambda: scene.merges.promoted == 1)
 
     # the red trunk runs' own gate findings resolve once trunk, reverted, passes their checks
-    await scene.until(lambda: scene.merges.trunk_gate == {} and scene.merges.loose_gate == {})
+    await scene.until(
+        lambda: not scene.merges.gate_findings.red and not scene.merges.gate_findings.waiting
+    )
     findings = await scene.events(FindingRaised)
     assert [f.id for f in findings if f.cls == "trunk-red"] == [first.id]  # none to the author
     [promoted] = [f for f in findings if f.cls == "contract-wrong"]

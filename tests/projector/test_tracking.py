@@ -83,5 +83,7 @@ def test_every_projection_is_touched_by_the_generated_histories(fold: Fold[Any])
         state = fold_events(events)[PROJECT][fold.name]
         return bool(fold.encode(state) != fold.encode(fold.initial()))
 
-    quick = settings(database=None, max_examples=2000, phases=[Phase.generate])
+    # As many tries as the property test above draws: a fold its 300 histories would
+    # rarely reach is not covered by it (each fold is reached by at least 9% of them).
+    quick = settings(database=None, max_examples=300, deadline=None, phases=[Phase.generate])
     assert touches(find(histories(PROJECT), touches, settings=quick))

@@ -277,7 +277,7 @@ def test_check_warns_of_a_missing_boot_check_and_refuses_a_bad_agent_table(
     booted = loopbus("plan", "check", str(plan), "--repo", str(repo))
     assert booted.returncode == 0 and "boot" not in booted.stderr, booted.stderr
     missing = loopbus_toml("demo", ["t::a"], "true").replace(
-        '[project]\n', '[project]\npython = "/nowhere/bin/python"\n'
+        "[project]\n", '[project]\npython = "/nowhere/bin/python"\n'
     )
     assert "/nowhere" in missing
     config.write_text(missing)

@@ -32,6 +32,7 @@ from loopbus.projections.ratchet import Advisory
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.findings import FindingClass
 from loopbus.schemas.gates import (
+    SUITE_CRITERION,
     GateOutcome,
     GateResultRecorded,
     GateSuiteCompleted,
@@ -66,7 +67,6 @@ MAX_FINDINGS = 500
 """Findings published per result; past it, one summary finding stands for the rest (an
 atomic batch holds at most 1000 messages)."""
 EVIDENCE_TEXT_CAP = 4000
-SUITE_CRITERION = "gate-suite"
 """The criterion of a finding about a whole suite (no such commit, an invalid config)."""
 
 

@@ -112,7 +112,7 @@ def trunk(step: Step) -> list[Intent]:
     settled = settle(step, ref, checked)
     if settled is not None:
         return settled
-    passing = facts.trunk_checks_passed(step.world, step.merges.trunk_gate, checked)
+    passing = facts.trunk_checks_passed(step.world, step.merges.gate_findings, checked)
     if passing:
         return [step.publish(*passing)]
     if view.recheck is not None and view.recheck != view.rechecked:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loopbus.projections import gate_findings
 from loopbus.projections import merges as merges_fold
+from loopbus.projections.gate_findings import GateFindings
 from loopbus.projections.merges import Advance, QueueEntry, RedRecord, Tested
 from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
 from loopbus.schemas.ids import answer_id
@@ -256,34 +258,36 @@ def candidate_tested(
 
 def trunk_green_again(world: Any, findings: list[str], checked: Tested) -> list[Event]:
     """The red-trunk notices still open, resolved: trunk is checked green again."""
-    return [
-        FindingResolved(
-            id=answer_id(checked.id, f"green:{finding}"),
-            project=world.project,
-            actor=world.actor,
-            finding=finding,
-            why=f"trunk is green again at {checked.candidate[:12]}",
-        )
-        for finding in findings
-    ]
+    why = f"trunk is green again at {checked.candidate[:12]}"
+    return [_resolved_by(world, checked, "green", finding, why) for finding in findings]
 
 
 def trunk_checks_passed(
-    world: Any, trunk_gate: dict[str, str], checked: Tested
+    world: Any, tracked: GateFindings, checked: Tested
 ) -> list[FindingResolved]:
-    """The open findings of earlier red trunk runs whose check passes on trunk now."""
-    passed = {verdict.check for verdict in checked.checks if verdict.outcome == "pass"}
+    """The open findings of the merger's earlier red runs whose check trunk passes now."""
+    held = gate_findings.no_longer_held(tracked, checked.checks)
     return [
-        FindingResolved(
-            id=answer_id(checked.id, f"passed:{finding}"),
-            project=world.project,
-            actor=world.actor,
-            finding=finding,
-            why=f"check {check} passes on trunk {checked.candidate[:12]}",
+        _resolved_by(
+            world,
+            checked,
+            "passed",
+            finding,
+            f"check {check} passes on trunk {checked.candidate[:12]}",
         )
-        for finding, check in sorted(trunk_gate.items())
-        if check in passed
+        for finding, check in held.items()
     ]
+
+
+def _resolved_by(world: Any, checked: Tested, salt: str, finding: str, why: str) -> FindingResolved:
+    """``finding`` resolved by the trunk run ``checked`` (one id per run and finding)."""
+    return FindingResolved(
+        id=answer_id(checked.id, f"{salt}:{finding}"),
+        project=world.project,
+        actor=world.actor,
+        finding=finding,
+        why=why,
+    )
 
 
 def trunk_tested(

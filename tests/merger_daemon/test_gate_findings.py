@@ -1,0 +1,106 @@
+"""Which gate findings the merger tracks and when a trunk run vouches for them: the pure
+part of the ``merges`` fold (:mod:`loopbus.projections.gate_findings`)."""
+
+from __future__ import annotations
+
+import msgspec
+from loopbus.projections import gate_findings, merges
+from loopbus.projections.gate_findings import WAITING_CAP, GateFindings
+from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
+from loopbus.schemas.gates import SUITE_CRITERION
+from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.merges import CandidateTested, CheckVerdict
+
+P = "shop"
+SYSTEM = Actor(role="system", principal="tests")
+RED, GREEN, LATER = "1" * 40, "2" * 40, "3" * 40
+
+
+def finding(commit: str, check: str = "tests", unit: str | None = None) -> FindingRaised:
+    return FindingRaised(
+        project=P,
+        actor=SYSTEM,
+        producer="gate_runner",
+        target=parse_target("code:tests/test_a.py:3"),
+        severity="high",
+        criterion=check,
+        message="test_a failed",
+        evidence={"commit": commit, "check": check},
+        unit=unit,
+    )
+
+
+def run_on(commit: str, stage: str = "trunk", **outcomes: str) -> CandidateTested:
+    """The merger's verdict on ``commit``: each check's outcome (none: the suite errored)."""
+    checks = [CheckVerdict(check=c, outcome=o, cached=False) for c, o in outcomes.items()]
+    worst = "pass" if all(o == "pass" for o in outcomes.values()) else "fail"
+    return CandidateTested(
+        project=P,
+        actor=SYSTEM,
+        stage=stage,
+        candidate=commit,
+        tree="4" * 40,
+        outcome=worst if checks else "error",
+        checks=checks,
+    )
+
+
+def fold(*events: Event) -> GateFindings:
+    """The merges fold as every daemon runs it (forgeries never reach it)."""
+    return merges.FOLD.fold(events).gate_findings
+
+
+def test_a_red_check_s_finding_is_tracked_whether_it_comes_before_or_after_the_verdict() -> None:
+    before, after = finding(RED), finding(RED)
+    state = fold(before, run_on(RED, tests="fail"), after)
+    assert sorted(state.red) == sorted([before.id, after.id]) and state.waiting == {}
+
+
+def test_a_passing_check_s_warning_is_not_tracked_and_a_units_finding_never_is() -> None:
+    warning, units = finding(RED, "lint"), finding(RED, unit="U1")
+    state = fold(warning, units, run_on(RED, "candidate", tests="fail", lint="pass"))
+    assert state.red == {} and state.waiting == {}
+
+
+def test_a_later_pass_of_the_check_vouches_and_another_check_does_not() -> None:
+    tests_red, lint_red = finding(RED), finding(RED, "lint")
+    state = fold(tests_red, lint_red, run_on(RED, tests="fail", lint="fail"))
+    held = gate_findings.no_longer_held(state, run_on(LATER, tests="pass", lint="fail").checks)
+    assert held == {tests_red.id: "tests"}
+
+
+def test_a_suite_that_could_not_run_is_vouched_for_by_a_run_that_ran_checks() -> None:
+    broken = finding(RED, SUITE_CRITERION)
+    state = fold(broken, run_on(RED))  # no checks: the suite errored
+    assert list(state.red) == [broken.id]
+    assert gate_findings.no_longer_held(state, []) == {}
+    assert gate_findings.no_longer_held(state, run_on(GREEN, tests="fail").checks) == {
+        broken.id: SUITE_CRITERION
+    }
+
+
+def test_a_dismissed_or_resolved_finding_is_no_longer_tracked() -> None:
+    red, other = finding(RED), finding(RED)
+    dismissed = FindingDismissed(
+        project=P,
+        actor=SYSTEM,
+        finding=red.id,
+        reason="wont-fix",
+        why="known",
+        claim=other.id,
+        by="operator:olive",
+    )
+    resolved = FindingResolved(project=P, actor=SYSTEM, finding=other.id, why="fixed")
+    assert fold(red, other, run_on(RED, tests="fail"), dismissed, resolved).red == {}
+
+
+def test_an_operator_run_on_a_commit_the_merger_never_judges_waits_and_is_capped() -> None:
+    strays = [finding(f"{i:040x}") for i in range(WAITING_CAP + 5)]
+    state = fold(*strays, run_on(GREEN, tests="pass"))
+    assert state.red == {} and len(state.waiting) == WAITING_CAP
+    assert strays[0].id not in state.waiting and strays[-1].id in state.waiting
+
+
+def test_a_forged_gate_finding_is_not_applied() -> None:
+    forged = msgspec.structs.replace(finding(RED), actor=Actor(role="builder", principal="b"))
+    assert fold(forged, run_on(RED, tests="fail")).red == {}
