@@ -4,6 +4,8 @@ part of the ``merges`` fold (:mod:`loopbus.projections.gate_findings`)."""
 from __future__ import annotations
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from loopbus.projections import gate_findings, merges
 from loopbus.projections.gate_findings import WAITING_CAP, GateFindings
 from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
@@ -104,3 +106,50 @@ def test_an_operator_run_on_a_commit_the_merger_never_judges_waits_and_is_capped
 def test_a_forged_gate_finding_is_not_applied() -> None:
     forged = msgspec.structs.replace(finding(RED), actor=Actor(role="builder", principal="b"))
     assert fold(forged, run_on(RED, tests="fail")).red == {}
+
+
+@st.composite
+def gate_histories(draw: st.DrawFn) -> list[Event]:
+    """Gate findings, verdicts and resolutions on a few commits, in any order."""
+    commits, checks = [RED, GREEN, LATER], ["tests", "lint", SUITE_CRITERION]
+    events: list[Event] = []
+    raised: list[str] = []
+    for _ in range(draw(st.integers(0, 30))):
+        choice = draw(st.integers(0, 2))
+        if choice == 0:
+            event: Event = finding(draw(st.sampled_from(commits)), draw(st.sampled_from(checks)))
+            raised.append(event.id)
+        elif choice == 1:
+            outcomes = draw(
+                st.dictionaries(st.sampled_from(checks[:2]), st.sampled_from(["pass", "fail"]))
+            )
+            event = run_on(draw(st.sampled_from(commits)), **outcomes)
+        elif raised:
+            event = FindingResolved(
+                project=P, actor=SYSTEM, finding=draw(st.sampled_from(raised)), why="done"
+            )
+        else:
+            continue
+        events.append(event)
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=gate_histories())
+def test_only_open_findings_of_red_checks_are_tracked(events: list[Event]) -> None:
+    """Whatever the order: a tracked finding was raised, is not closed, and its check was
+    red in a verdict on its commit; nothing is both tracked and waiting."""
+    state = fold(*events)
+    raised = {e.id: e for e in events if isinstance(e, FindingRaised)}
+    closed = {e.finding for e in events if isinstance(e, FindingResolved)}
+    red_on: dict[str, set[str]] = {}
+    for event in events:
+        if isinstance(event, CandidateTested):
+            red = {v.check for v in event.checks if v.outcome != "pass"}
+            red |= {SUITE_CRITERION} if event.outcome != "pass" else set()
+            red_on.setdefault(event.candidate, set()).update(red)
+    for finding_id, where in state.red.items():
+        assert finding_id in raised and finding_id not in closed
+        assert where.check in red_on.get(where.commit, set())
+    assert not set(state.red) & set(state.waiting)
+    assert not set(state.waiting) & closed

@@ -32,6 +32,7 @@ from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
     CandidateTested,
+    CheckVerdict,
     MergeConflicted,
     MergeQueued,
     MergeReverted,
@@ -415,7 +416,17 @@ def reviews_events(draw: st.DrawFn, pool: Pool) -> Event:
 def merges_events(draw: st.DrawFn, pool: Pool) -> Event:
     p, unit = pool.project, draw(st.sampled_from(UNITS))
     head, other = draw(st.sampled_from(HEADS)), draw(st.sampled_from(HEADS))
-    choice = draw(st.integers(0, 5))
+    choice = draw(st.integers(0, 7))
+    if choice >= 6:  # a gate finding of the merger's runs (or an operator's), for no unit
+        check = draw(st.sampled_from(["tests", "tests", "lint", "gate-suite"]))
+        return pool.note(
+            "finding",
+            FindingRaised(
+                project=p, actor=SYSTEM, producer="gate_runner",
+                target=parse_target(f"check:{check}"), severity="high", criterion=check,
+                message="red", evidence={"commit": other, "check": check},
+            ),
+        )  # fmt: skip
     if choice == 0:
         return pool.note(
             "approval",
@@ -444,6 +455,15 @@ def merges_events(draw: st.DrawFn, pool: Pool) -> Event:
             candidate=other,
             tree=other,
             outcome=draw(st.sampled_from(["pass", "fail"])),
+            checks=[
+                CheckVerdict(check=check, outcome=outcome, cached=False)
+                for check, outcome in draw(
+                    st.dictionaries(
+                        st.sampled_from(["tests", "lint"]),
+                        st.sampled_from(["pass", "fail", "fail"]),
+                    )
+                ).items()
+            ],
         )
     if choice == 3:
         return TrunkAdvanced(
