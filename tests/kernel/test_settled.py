@@ -162,6 +162,9 @@ async def test_a_repeated_answer_already_folded_does_not_keep_the_project_dirty(
         await asyncio.wait_for(kernel.wait_settled(second), 20)
         assert daemon.decisions == decided + 1  # once for the change, not again for the copy
         assert not kernel.dirty
+        # Copies asked for, each logged: once when its own answer was folded back, once
+        # after the second change.
+        assert kernel.repeated == 2
         stored = [
             r.event
             async for r in read(bus, subjects=[project_subjects(project)])

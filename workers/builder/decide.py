@@ -89,8 +89,11 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
         sibling = units.units.get(block.subject)
         if not view.held and sibling is not None and sibling.state == "done":
             seed = view.block_id or block.subject
+            claim_id = answer_id(seed, "unblocked")
+            if any(c.id == claim_id for c in units.claims.get(build.unit, [])):
+                return []  # claimed already: the units daemon answers it
             unblocked = UnblockedReport(
-                id=answer_id(seed, "unblocked"),
+                id=claim_id,
                 project=world.project,
                 actor=builder,
                 unit=build.unit,

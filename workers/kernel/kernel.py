@@ -68,6 +68,10 @@ class Kernel:
         self.caught_up = False
         self.dirty: set[str] = set()
         self.barrier: dict[str, int] = {}
+        self.repeated = 0
+        """Answers the decisions asked for that were already on the log and folded: stored
+        by another replica first, or asked for by a decision that does not see its own
+        answer (each one logged)."""
         self.running: dict[str, asyncio.Task[None]] = {}
         self.failed: set[str] = set()
         self.idle: dict[str, tuple[int, Effect]] = {}
@@ -333,7 +337,7 @@ class Kernel:
                 self._retry(event.project)
                 return
             else:
-                self._published(event, ack.seq)
+                self._published(event, ack.seq, ack.duplicate)
             self.records.popleft()
 
     # -- carrying intents out -----------------------------------------------------------
@@ -384,10 +388,10 @@ class Kernel:
                 self._start(intent)
                 return []
         for event, ack in zip(events, acks, strict=True):
-            self._published(event, ack.seq)
+            self._published(event, ack.seq, ack.duplicate)
         return events
 
-    def _published(self, event: Event, seq: int) -> None:
+    def _published(self, event: Event, seq: int, duplicate: bool = False) -> None:
         """Decide for this project again only once the event is folded back (when we follow
         its subject; a publication elsewhere never comes back to us)."""
         self.published += 1
@@ -397,6 +401,17 @@ class Kernel:
                 # the reader got there before the ack. Its fold marked the project if it
                 # changed anything; marking it again would only decide the same thing again
                 # on the same state, once per record, for ever.
+                if duplicate:
+                    # Another replica answered first, or the decision does not see its own
+                    # answer (a fold that does not count it): worth a line either way.
+                    self.repeated += 1
+                    log.info(
+                        "daemon.answer_already_folded",
+                        project=event.project,
+                        kind=event.kind,
+                        id=event.id,
+                        seq=seq,
+                    )
                 return
             self.barrier[event.project] = max(self.barrier.get(event.project, 0), seq)
         self.dirty.add(event.project)
