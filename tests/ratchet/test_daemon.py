@@ -197,10 +197,13 @@ async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to
     the count restarts, and three more declaring slices bring it to review again."""
     other, catalogue = f"{project}b", f"{project}cat"
     rules = policy(project, catalogue=catalogue, review_every={"cli": 3})
+    # Only this test's projects: other tests on the same server declare cli slices too,
+    # and a ratchet following every project would count them.
+    ours = [project, other, catalogue]
     for p, s in [(project, "S1"), (project, "S2"), (other, "S3")]:
         await bus.publish(accepted(p, s, ["cli"]))
     await bus.publish(accepted(other, "S4", ["library"]))
-    await settled(bus, Ratchet(rules))
+    await settled(bus, Ratchet(rules, projects=ours))
     events = await log(bus, catalogue)
     (review,) = [
         e for e in events if isinstance(e, FindingRaised) and e.criterion == "profile-review"
@@ -212,18 +215,18 @@ async def test_the_nth_declaring_slice_across_two_projects_brings_the_profile_to
         await bus.publish(GateMoveClaim(project=catalogue, actor=actor, gate="cli",
                                         scope="profile", move="keep",
                                         why="still earns it"))  # fmt: skip
-    await settled(bus, Ratchet(rules))
+    await settled(bus, Ratchet(rules, projects=ours))
     events = await log(bus, catalogue)
     assert ratchet.FOLD.fold(events).gates["profile:cli"].state == "Profile"
     refused = [e for e in events if isinstance(e, FindingRaised) and e.cls == "refused-transition"]
     assert len(refused) == 2 and all("catalogue operator" in r.message for r in refused)
     for p, s in [(other, "S5"), (project, "S6")]:
         await bus.publish(accepted(p, s, ["cli"]))
-    await settled(bus, Ratchet(rules))
+    await settled(bus, Ratchet(rules, projects=ours))
     assert len([e for e in await log(bus, catalogue) if isinstance(e, FindingRaised)
                 and e.criterion == "profile-review"]) == 1  # fmt: skip
     await bus.publish(accepted(other, "S7", ["cli"]))
-    await settled(bus, Ratchet(rules))
+    await settled(bus, Ratchet(rules, projects=ours))
     reviews = [e for e in await log(bus, catalogue)
                if isinstance(e, FindingRaised) and e.criterion == "profile-review"]  # fmt: skip
     assert [r.evidence["declared"] for r in reviews] == [3, 6]

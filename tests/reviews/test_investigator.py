@@ -325,7 +325,10 @@ async def test_an_investigation_that_proposes_a_gate_drafts_it_for_the_operator(
     repo = investigated_repo(tmp_path, project, agent)
     rules = policy_for(repo.path, f"{project}cat", [])
     builder = Actor(role="builder", principal="b1")
-    async with running(bus, Investigator(config_of(repo))), running(bus, Ratchet(rules)):
+    async with (
+        running(bus, Investigator(config_of(repo))),
+        running(bus, Ratchet(rules, projects=[project, f"{project}cat"])),
+    ):
         await bus.publish(trunk_red(project, "orders"))
         await bus.publish(trunk_red(project, "orders", again=True))
         events = await wait_log(bus, project, count(GateMoved, gate="fixture-tables"))
