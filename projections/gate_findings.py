@@ -14,8 +14,11 @@ checks at all).
   oldest dropped. An operator's own ``loopbus gate run`` on a commit the merger never
   judges waits here until it is resolved by hand or dropped: nothing the merger sees
   vouches for it;
-* ``judged``: the red checks of the last :data:`JUDGED_CAP` commits the merger judged, so
-  that a finding arriving after the verdict is still sorted.
+* ``judged``: the latest verdict on each of the last :data:`JUDGED_CAP` commits the
+  merger judged, with their red checks, so that a finding arriving after the verdict is
+  still sorted;
+* ``runs`` and ``trunk_run``: verdicts are numbered as they are folded, so that only a
+  trunk run *after* the one that found a check red can vouch for its findings.
 
 A finding from a check that passed (a warning beside a green outcome) is never tracked:
 a later green run would say nothing about it.
@@ -36,16 +39,30 @@ JUDGED_CAP = 64
 
 
 class GateFinding(msgspec.Struct, frozen=True, kw_only=True):
-    """Where one gate finding was raised: the commit, and the check (its criterion)."""
+    """Where one gate finding was raised: the commit, the check (its criterion), and the
+    number of the merger's verdict that found the check red (0 while it waits)."""
 
     commit: str
     check: str
+    run: int = 0
+
+
+class Judged(msgspec.Struct, kw_only=True):
+    """The merger's latest verdict on one commit: its number, and the red checks of every
+    verdict on that commit so far."""
+
+    run: int
+    red: list[str]
 
 
 class GateFindings(msgspec.Struct, kw_only=True):
     red: dict[str, GateFinding] = {}
     waiting: dict[str, GateFinding] = {}
-    judged: dict[str, list[str]] = {}
+    judged: dict[str, Judged] = {}
+    runs: int = 0
+    """Verdicts folded so far (candidate and trunk): each verdict's number."""
+    trunk_run: int = 0
+    """The number of the latest trunk verdict: only a later one vouches for a finding."""
 
 
 def raised(state: GateFindings, event: FindingRaised) -> None:
@@ -56,8 +73,9 @@ def raised(state: GateFindings, event: FindingRaised) -> None:
     if event.producer != GATE_PRODUCER or event.unit is not None or not isinstance(commit, str):
         return
     where = GateFinding(commit=commit, check=event.criterion)
-    if where.check in state.judged.get(commit, ()):
-        state.red[event.id] = where
+    verdict = state.judged.get(commit)
+    if verdict is not None and where.check in verdict.red:
+        state.red[event.id] = msgspec.structs.replace(where, run=verdict.run)
         return
     state.waiting[event.id] = where
     while len(state.waiting) > WAITING_CAP:
@@ -66,18 +84,24 @@ def raised(state: GateFindings, event: FindingRaised) -> None:
 
 def judged(state: GateFindings, event: CandidateTested) -> None:
     """The merger's verdict on a commit: its red checks sort the findings waiting on it."""
+    state.runs += 1
+    if event.stage == "trunk":
+        state.trunk_run = state.runs
     red_checks = {v.check for v in event.checks if v.outcome != "pass"}
     if event.outcome != "pass":
         red_checks.add(SUITE_CRITERION)  # a suite that errored before its checks
-    known = state.judged.pop(event.candidate, [])
-    state.judged[event.candidate] = sorted(red_checks.union(known))
+    known = state.judged.pop(event.candidate, None)
+    verdict = Judged(
+        run=state.runs, red=sorted(red_checks.union(known.red if known is not None else ()))
+    )
+    state.judged[event.candidate] = verdict
     while len(state.judged) > JUDGED_CAP:
         del state.judged[next(iter(state.judged))]
     for finding, where in list(state.waiting.items()):
         if where.commit == event.candidate:
             del state.waiting[finding]
-            if where.check in state.judged[event.candidate]:
-                state.red[finding] = where
+            if where.check in verdict.red:
+                state.red[finding] = msgspec.structs.replace(where, run=verdict.run)
 
 
 def closed(state: GateFindings, finding: str) -> None:
@@ -87,10 +111,13 @@ def closed(state: GateFindings, finding: str) -> None:
 
 
 def no_longer_held(state: GateFindings, checks: Sequence[CheckVerdict]) -> dict[str, str]:
-    """The tracked findings a trunk run vouches for: finding id -> the check it passed.
+    """The tracked findings the latest trunk run (its ``checks``) vouches for: finding id ->
+    the check it passed.
 
-    Only a check it ran and passed counts (on the finding's own commit too: a recheck that
-    runs it again past the cache); a suite-level finding resolves once a run ran checks.
+    Only a trunk run after the verdict that found a check red counts (a candidate found red
+    after trunk's last run waits for the next one), on the finding's own commit too (a
+    recheck that runs the check again past the cache), and only for a check it ran and
+    passed; a suite-level finding resolves once a later run ran checks at all.
     """
     passed = {v.check for v in checks if v.outcome == "pass"}
     if checks:
@@ -98,5 +125,5 @@ def no_longer_held(state: GateFindings, checks: Sequence[CheckVerdict]) -> dict[
     return {
         finding: where.check
         for finding, where in sorted(state.red.items())
-        if where.check in passed
+        if where.check in passed and where.run < state.trunk_run
     }

@@ -64,21 +64,45 @@ def test_a_passing_check_s_warning_is_not_tracked_and_a_units_finding_never_is()
     assert state.red == {} and state.waiting == {}
 
 
+def held_after(*events: Event) -> dict[str, str]:
+    """What the last event, a trunk run, vouches for after folding them all."""
+    last = events[-1]
+    assert isinstance(last, CandidateTested) and last.stage == "trunk"
+    return gate_findings.no_longer_held(fold(*events), last.checks)
+
+
 def test_a_later_pass_of_the_check_vouches_and_another_check_does_not() -> None:
     tests_red, lint_red = finding(RED), finding(RED, "lint")
-    state = fold(tests_red, lint_red, run_on(RED, tests="fail", lint="fail"))
-    held = gate_findings.no_longer_held(state, run_on(LATER, tests="pass", lint="fail").checks)
-    assert held == {tests_red.id: "tests"}
+    red_run = run_on(RED, tests="fail", lint="fail")
+    assert held_after(tests_red, lint_red, red_run) == {}  # its own run vouches for nothing
+    later = run_on(LATER, tests="pass", lint="fail")
+    assert held_after(tests_red, lint_red, red_run, later) == {tests_red.id: "tests"}
+    recheck = run_on(RED, tests="pass", lint="pass")  # the same commit, run again
+    assert held_after(tests_red, lint_red, red_run, recheck) == {
+        tests_red.id: "tests",
+        lint_red.id: "lint",
+    }
+
+
+def test_a_trunk_run_before_a_red_candidate_does_not_vouch_for_its_findings() -> None:
+    """Trunk was green, then a candidate went red: only the next trunk run can say."""
+    trunk_green = run_on(GREEN, tests="pass")
+    failed = finding(RED)
+    candidate = run_on(RED, "candidate", tests="fail")
+    state = fold(trunk_green, failed, candidate)
+    assert list(state.red) == [failed.id]
+    assert gate_findings.no_longer_held(state, trunk_green.checks) == {}
+    assert held_after(trunk_green, failed, candidate, run_on(LATER, tests="pass")) == {
+        failed.id: "tests"
+    }
 
 
 def test_a_suite_that_could_not_run_is_vouched_for_by_a_run_that_ran_checks() -> None:
     broken = finding(RED, SUITE_CRITERION)
-    state = fold(broken, run_on(RED))  # no checks: the suite errored
-    assert list(state.red) == [broken.id]
-    assert gate_findings.no_longer_held(state, []) == {}
-    assert gate_findings.no_longer_held(state, run_on(GREEN, tests="fail").checks) == {
-        broken.id: SUITE_CRITERION
-    }
+    errored = run_on(RED)  # no checks: the suite errored
+    assert list(fold(broken, errored).red) == [broken.id]
+    assert held_after(broken, errored, run_on(GREEN)) == {}
+    assert held_after(broken, errored, run_on(GREEN, tests="fail")) == {broken.id: SUITE_CRITERION}
 
 
 def test_a_dismissed_or_resolved_finding_is_no_longer_tracked() -> None:
@@ -151,5 +175,6 @@ def test_only_open_findings_of_red_checks_are_tracked(events: list[Event]) -> No
     for finding_id, where in state.red.items():
         assert finding_id in raised and finding_id not in closed
         assert where.check in red_on.get(where.commit, set())
+        assert 0 < where.run <= state.runs
     assert not set(state.red) & set(state.waiting)
     assert not set(state.waiting) & closed

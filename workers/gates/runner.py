@@ -67,7 +67,6 @@ MAX_FINDINGS = 500
 """Findings published per result; past it, one summary finding stands for the rest (an
 atomic batch holds at most 1000 messages)."""
 EVIDENCE_TEXT_CAP = 4000
-"""The criterion of a finding about a whole suite (no such commit, an invalid config)."""
 
 
 @dataclass
