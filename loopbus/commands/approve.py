@@ -15,7 +15,8 @@ from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned
+from loopbus.projections import units as units_fold
+from loopbus.schemas import Actor
 from loopbus.schemas.merges import ApproveReport
 from loopbus.schemas.subjects import subject_of, unit_subject
 from loopbus.schemas.units import TERMINAL_STATES
@@ -69,15 +70,14 @@ def run(args: argparse.Namespace) -> int:
 async def require_open_unit(bus: Bus, project: str, unit: str) -> None:
     """One line, before anything is published, for an approval that can only be refused: a
     unit no accepted plan has, or one that has ended (the merger would refuse either later,
-    as a finding, while the command had already said "published")."""
-    records = read(bus, subjects=[unit_subject(project, unit)])
-    # Only the system's facts count: a forged plan or transition must not decide this.
-    events = [r.event async for r in records if r.event and r.event.actor.role == "system"]
-    if not any(isinstance(e, UnitPlanned) for e in events):
+    as a finding, while the command had already said "published"). The unit's subject is
+    folded as the daemons fold it, so a forged plan or transition does not count."""
+    facts = [r.event async for r in read(bus, subjects=[unit_subject(project, unit)])]
+    view = units_fold.FOLD.fold(e for e in facts if e is not None).units.get(unit)
+    if view is None:
         raise UsageError(
             f"--unit {unit!r}: no accepted plan of project {project!r} has that unit "
             "(loopbus status --project shows its units)"
         )
-    ended = [e.state for e in events if isinstance(e, UnitTransitioned)]
-    if ended and ended[-1] in TERMINAL_STATES:
-        raise UsageError(f"--unit {unit!r} is {ended[-1]} already: there is nothing to approve")
+    if view.state in TERMINAL_STATES:
+        raise UsageError(f"--unit {unit!r} is {view.state} already: there is nothing to approve")

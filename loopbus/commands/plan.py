@@ -25,6 +25,7 @@ from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known
+from loopbus.projections import slices
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
     parse_plan,
@@ -33,7 +34,7 @@ from loopbus.projections.planning import (
     unclaimed_extras,
     validate,
 )
-from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
+from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY, Submission
 from loopbus.repo_check import config_warnings, uncommitted_config, validate_config
 from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import is_token
@@ -43,6 +44,7 @@ from loopbus.settings import Connection, add_connection, add_project, connection
 from loopbus.slice_render import render_schedule
 from loopbus.workers.agents.cli import TRUNK_ENV
 from loopbus.workers.agents.config import config_text
+from loopbus.workers.dispatcher.answers import claim_problems
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.declared import pending_criteria
 
@@ -183,20 +185,28 @@ def run_submit(args: argparse.Namespace) -> int:
     return asyncio.run(_submit(connection(args), submission, args.wait, new=args.new))
 
 
-async def require_new_slice(bus: Bus, project: str, slice_id: str) -> None:
-    """One line, before publishing, for a plan the dispatcher can only refuse: its slice
-    already has an accepted plan (a changed plan is a new slice)."""
-    async for record in read(bus, subjects=[slice_subjects(project)]):
-        event = record.event
-        if (
-            isinstance(event, SlicePlanAccepted)
-            and event.actor.role == "system"
-            and event.plan.slice == slice_id
-        ):
-            raise UsageError(
-                f"slice {slice_id!r} of project {project!r} already has an accepted plan "
-                f"(seq {record.seq}); give the new plan a new slice id"
-            )
+async def require_acceptable_claim(bus: Bus, submission: PlanSubmission) -> None:
+    """One line, before publishing, for a plan the dispatcher can only refuse whatever trunk
+    declares: the dispatcher's own check (its slice holds an accepted plan that was not
+    discarded, a unit id another slice holds, a role that may not plan) on the slice facts
+    folded as the dispatcher folds them (forged ones never count)."""
+    facts = [r.event async for r in read(bus, subjects=[slice_subjects(submission.project)])]
+    state = slices.FOLD.fold(e for e in facts if e is not None)
+    problems = claim_problems(
+        state,
+        Submission(
+            id=submission.id,
+            slice=submission.plan.slice,
+            plan=submission.plan,
+            at=submission.at,
+            role=submission.actor.role,
+        ),
+    )
+    if problems:
+        raise UsageError(
+            f"slice {submission.plan.slice!r} of project {submission.project!r} would be "
+            f"refused: {'; '.join(problems)}"
+        )
 
 
 async def _submit(
@@ -209,7 +219,7 @@ async def _submit(
             await require_known(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )
-        await require_new_slice(bus, submission.project, submission.plan.slice)
+        await require_acceptable_claim(bus, submission)
         ack = await bus.publish(submission)
         print(
             f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"

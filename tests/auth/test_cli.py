@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from loopbus.bus import connect, free_port
 from loopbus.bus.creds import load_credential
-from loopbus.schemas import Actor, UnitPlanned
+from loopbus.schemas import Actor, Outcome, UnitPlanned, UnitTransitioned
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
@@ -36,13 +36,20 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def plan_as_system(url: str, system_creds: Path, unit: str) -> None:
+async def plan_as_system(url: str, system_creds: Path, unit: str, *, ended: bool = False) -> None:
+    """``unit`` planned as the system would plan it; ``ended``: and then failed."""
+    system = Actor(role="system", principal="tests")
     bus = await connect(url, creds=load_credential(system_creds))
     try:
         await bus.publish(
-            UnitPlanned(project="demo", actor=Actor(role="system", principal="tests"),
-                        unit=unit, slice="S1", files=["a.py"])
-        )  # fmt: skip
+            UnitPlanned(project="demo", actor=system, unit=unit, slice="S1", files=["a.py"])
+        )
+        if ended:
+            await bus.publish(
+                UnitTransitioned(project="demo", actor=system, unit=unit, state="failed",
+                                 prior=None, by="halted",
+                                 outcome=Outcome(summary="halted", ended_by="operator"))
+            )  # fmt: skip
     finally:
         await bus.close()
 
@@ -99,6 +106,9 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U1"))
         approve = cli(tmp_path, "approve", "--project", "demo", "--unit", "U1", *why)
         assert approve.returncode == 0, approve.stderr
+        asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U2", ended=True))
+        ended = cli(tmp_path, "approve", "--project", "demo", "--unit", "U2", *why)
+        assert ended.returncode == 2 and "'U2' is failed already" in ended.stderr, ended.stderr
         # Every operator command finds the operator credential by itself (they once took
         # the reader's, which may publish nothing).
         for operator_command in (

@@ -14,10 +14,12 @@ from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import budgets
 from loopbus.schemas import project_subjects
-from loopbus.schemas.slices import SliceBudgets
+from loopbus.schemas.slices import SliceBudgets, SlicePlanDiscarded
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from slice_helpers import (
+    BUILDER,
+    SYSTEM,
     PureDispatcher,
     accepted,
     loopbus_toml,
@@ -234,6 +236,19 @@ async def test_submit_waits_for_the_dispatchers_answer(
     assert "already has an accepted plan" in again.stderr
     after = [r async for r in read(bus, subjects=[project_subjects(project)])]
     assert len(after) == len(before)  # refused before anything was published
+    # A forged discard does not free the slice; the system's does (a re-slice), as the
+    # dispatcher judges it, while the old plan's unit ids stay taken.
+    forged = SlicePlanDiscarded(project=project, actor=BUILDER, slice="S1", why="mine now")
+    await bus.publish(forged)
+    still = loopbus("plan", "submit", str(good), "--project", project, url=nats_url)
+    assert still.returncode == 2 and "already has an accepted plan" in still.stderr
+    await bus.publish(SlicePlanDiscarded(project=project, actor=SYSTEM, slice="S1", why="re-slice"))
+    reused = loopbus("plan", "submit", str(good), "--project", project, url=nats_url)
+    assert reused.returncode == 2 and "already belongs to slice S1" in reused.stderr
+    assert "already has an accepted plan" not in reused.stderr
+    fresh = write(tmp_path, "again.toml", '[slice]\nid = "S1"\n[[unit]]\nid = "Z"\n')
+    replanned = loopbus("plan", "submit", str(fresh), "--project", project, url=nats_url)
+    assert replanned.returncode == 0, replanned.stderr
 
 
 def test_status_renders_current_wave_waits_and_budgets() -> None:
