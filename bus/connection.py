@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import nats
 import nats.errors
 import nats.js.errors
+from loopbus.bus.atomic import publish_atomic
 from loopbus.bus.auth import describe
 from loopbus.bus.creds import Credential
 from loopbus.bus.errors import (
@@ -33,7 +34,7 @@ from loopbus.bus.errors import (
 )
 from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
-from loopbus.bus.publisher import Ack, Pipeline, encode_checked, publish_atomic
+from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
 from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
@@ -353,19 +354,23 @@ class Bus:
         except TRANSIENT:
             return
 
-    async def publish_many(
-        self, events: Iterable[Event], window: int = DEFAULT_WINDOW
-    ) -> list[Ack]:
+    async def publish_many(self, events: Iterable[Event], window: int = DEFAULT_WINDOW) -> Acks:
         """Append many events with up to ``window`` acknowledgements outstanding.
 
         Each event is its own JetStream publish with ``Nats-Msg-Id`` = its id, so each gets
         its exact sequence, and nothing is lost or stored twice when some are sent again
         (see :mod:`loopbus.bus.publisher`). Raises :class:`PublishFailed` when the server
         refuses one, or when nothing answers for the back-off budget.
+
+        Events are checked as they are sent: one that would not decode back, or that this
+        credential may not publish, ends the call there, after every event before it is
+        stored; its error (``InvalidEvent``, ``PermissionDenied``, ``PublishFailed``)
+        carries a note saying how many were. Publishing the corrected call again stores
+        the rest, and acks the stored ones as duplicates.
         """
         batch = list(events)
         if not batch:
-            return []
+            return Acks([])
         return await Pipeline.of_events(self, batch, window).run()
 
     async def publish_atomic(self, events: Sequence[Event]) -> list[Ack]:

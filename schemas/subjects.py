@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from loopbus.schemas.authority import is_claim_kind
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 
@@ -34,10 +35,9 @@ def subject_of(event: Event) -> str:
     ``loop.<project>.claim.<role>.<principal>.<suffix>`` for a claim (see
     :mod:`loopbus.schemas.authority`: the server lets a credential publish claims only
     under its own principal, so the principal on the subject is a proven one)."""
-    from loopbus.schemas.authority import is_claim_kind
-
     if is_claim_kind(event):
-        principal = event.actor.principal
+        actor = event.actor
+        principal = actor.principal
         if not is_token(principal):
             raise InvalidValue(
                 "actor.principal",
@@ -45,10 +45,7 @@ def subject_of(event: Event) -> str:
                 "a principal that makes claims is one subject token (letters, digits, '_' "
                 "or '-', at most 64)",
             )
-        return (
-            f"{PREFIX}.{event.project}.{CLAIM}.{event.actor.role}.{principal}."
-            f"{event.subject_suffix()}"
-        )
+        return f"{PREFIX}.{event.project}.{CLAIM}.{actor.role}.{principal}.{event.subject_suffix()}"
     return f"{PREFIX}.{event.project}.{event.subject_suffix()}"
 
 

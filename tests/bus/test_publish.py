@@ -6,6 +6,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from loopbus.bus import (
     LOG_STREAM,
@@ -160,8 +161,31 @@ async def test_an_event_that_would_not_decode_is_never_published(bus: Bus, proje
     with pytest.raises(InvalidEvent, match="project"):
         await bus.publish(bad)
     with pytest.raises(InvalidEvent, match="project"):
-        await bus.publish_many([finding(project), bad])
+        await bus.publish_many([bad, finding(project)])
     assert await project_events(bus, project) == []
+
+
+async def test_publish_many_stops_at_a_refused_event_and_stores_what_came_before(
+    bus: Bus, project: str
+) -> None:
+    """publish_many checks each event just before sending it: one that would not decode,
+    far into a large call, ends the call there. Every event before it is stored once, in
+    order, and acknowledged before the error is raised; it and every event after it are
+    not stored; the error says so. Publishing the corrected call again stores the rest once.
+    """
+    events: list[Event] = [finding(project, line) for line in range(1, 6001)]
+    good = events[4321]
+    events[4321] = msgspec.structs.replace(good, severity="not-a-severity")
+    with pytest.raises(InvalidEvent, match="severity") as refused:
+        await bus.publish_many(events)
+    assert any("the 4321 before it are stored" in note for note in refused.value.__notes__)
+    stored = await project_events(bus, project)
+    assert [event.id for _, event in stored if event] == [e.id for e in events[:4321]]
+    events[4321] = good
+    acks = await bus.publish_many(events)
+    assert [a.seq for a in acks[:4321]] == [seq for seq, _ in stored]
+    assert all(a.duplicate for a in acks[:4321]) and not any(a.duplicate for a in acks[4321:])
+    assert [e.id for _, e in await project_events(bus, project) if e] == [e.id for e in events]
 
 
 async def test_provisioning_restores_the_log_guarantees() -> None:

@@ -20,6 +20,7 @@ from loopbus.bus import (
 )
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Actor, FindingRaised, parse_target, project_subjects
+from nats.aio.msg import Msg
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 
@@ -46,6 +47,56 @@ def test_the_fast_path_is_on_with_this_nats_py(bus: Bus) -> None:
     """The nats-py internals the fast path relies on are there; when an upgrade removes them
     publish_many still works, slower, and this test says why it got slower."""
     assert bus.wire.direct
+
+
+def test_own_messages_are_cut_out_before_nats_py_parses(bus: Bus) -> None:
+    assert bus.wire.cuts
+
+
+async def test_frames_split_anywhere_reach_the_right_subscriber_in_order(bus: Bus) -> None:
+    """The bytes a socket read hands over end anywhere: inside a control line, a payload,
+    its CRLF. Fed to the client's parser split at every position (and byte by byte), our
+    own messages reach our handler whole and in order, and a message for an ordinary
+    nats-py subscription, a PING and a status reply in between reach nats-py as before."""
+    nc = bus.nc
+    ours: list[tuple[bytes, bytes, bytes | None]] = []
+    unsubscribe = await bus.wire.subscribe("_CUT.ours.*", lambda s, d, h: ours.append((s, d, h)))
+    theirs: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def on_theirs(msg: Msg) -> None:
+        theirs.put_nowait(msg.data)
+
+    other = await nc.subscribe("_CUT.theirs", cb=on_theirs)
+    own_sid = next(sid for sid in bus.wire._handlers)
+    try:
+        stream = b"".join(
+            [
+                b"MSG _CUT.ours.1 %d 5\r\nfirst\r\n" % own_sid,
+                b"MSG _CUT.ours.2 %d _INBOX.x 0\r\n\r\n" % own_sid,
+                b"MSG _CUT.theirs %d 6\r\ntheirs\r\n" % other._id,
+                b"PING\r\n",
+                b"HMSG _CUT.ours.3 %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % own_sid,
+                b"MSG _CUT.ours.4 %d 11\r\nwith\r\ncrlf!\r\n" % own_sid,
+            ]
+        )
+        expected = [
+            (b"_CUT.ours.1", b"first", None),
+            (b"_CUT.ours.2", b"", None),
+            (b"_CUT.ours.3", b"", b"NATS/1.0 503\r\n\r\n"),
+            (b"_CUT.ours.4", b"with\r\ncrlf!", None),
+        ]
+        splits = [[stream[:at], stream[at:]] for at in range(1, len(stream))]
+        splits.append([stream[at : at + 1] for at in range(len(stream))])
+        for pieces in splits:
+            ours.clear()
+            for piece in pieces:
+                await nc._ps.parse(piece)
+            assert ours == expected, pieces
+            assert await asyncio.wait_for(theirs.get(), 5) == b"theirs"
+            assert not nc._ps.buf
+    finally:
+        await unsubscribe()
+        await other.unsubscribe()
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["fast-path", "nats-py-api"])
