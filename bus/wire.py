@@ -16,7 +16,7 @@ small acknowledgement back per event, that bookkeeping, not the server, is the l
 Both use nats-py internals (``_send_command``, ``_flush_pending``, ``_process_msg``, the
 parser ``_ps``), so each checks they exist and otherwise takes nats-py's public API:
 slower, never wrong.
-``tests/bus/test_wire.py`` fails when a nats-py upgrade turns the fast path off.
+``tests/bus/test_publish_many.py`` fails when a nats-py upgrade turns either off.
 """
 
 from __future__ import annotations
