@@ -6,6 +6,7 @@ server's authorization config; each test fails when that permission is widened.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -78,6 +79,34 @@ async def test_reader_cannot_publish(secured: Secured) -> None:
     """A reader's credential publishes nothing on the log, not even a claim of its own."""
     assert await refused(secured, "reader", f"loop.{PROJECT}.claim.builder.reader.report.x")
     assert await refused(secured, "reader", f"loop.{PROJECT}.unit.U1")
+
+
+@pytest.mark.parametrize("role", ["operator", "agent", "reader"])
+async def test_no_credential_but_the_system_can_forge_an_answer_on_a_reply_subject(
+    secured: Secured, role: str
+) -> None:
+    """Every role may subscribe to ``_INBOX.>``, so it sees the acknowledgements the log
+    sends a daemon. Were it allowed to publish there, it could answer a daemon's publish
+    before the server does: a refused transition acked as stored, an event given another
+    event's sequence. The server refuses it, and the daemon never sees the forgery."""
+    inbox = "_INBOX.daemon.pub.7"
+    async with raw(secured, "system") as (daemon, _), raw(secured, role) as (nc, errors):
+        heard: list[bytes] = []
+
+        async def on_answer(msg: nats.aio.msg.Msg) -> None:
+            heard.append(msg.data)
+
+        await daemon.subscribe(inbox, cb=on_answer)
+        await daemon.flush()
+        await nc.publish(inbox, b'{"stream":"LOOP","seq":1}')
+        await nc.flush()
+        await daemon.publish(inbox, b"the system may")  # the subscription works
+        async with asyncio.timeout(5):
+            while b"the system may" not in heard:
+                await asyncio.sleep(0.01)
+        await nc.flush()
+        assert any("permissions violation" in e and inbox.lower() in e for e in errors)
+        assert heard == [b"the system may"]
 
 
 @pytest.mark.parametrize("role", ["system", "operator", "agent", "reader"])
