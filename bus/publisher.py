@@ -145,7 +145,8 @@ class Pipeline:
         self.duplicates: set[int] = set()
         self.errors: dict[int, str] = {}
         self.prefix = f"{bus.nc.new_inbox()}.pub"
-        self.token_at = len(self.prefix) + 1  # where a reply subject's number starts
+        self.prefix_bytes = f"{self.prefix}.".encode()
+        self.token_at = len(self.prefix_bytes)  # where a reply subject's number starts
         self.round = 0
         self.stride = len(subjects)
         self.waiting: set[int] = set()  # sent this round, not answered yet
@@ -213,8 +214,8 @@ class Pipeline:
         """File one answer (called for every message on our reply subjects)."""
         # The last token is round * len(events) + index: one slice and one int per answer.
         token = subject[self.token_at :]
-        if not token.isdigit():
-            return  # not one of our replies (nothing else is subscribed here)
+        if not token.isdigit() or not subject.startswith(self.prefix_bytes):
+            return  # not one of our replies (a consumer may deliver anything anywhere)
         round_no, index = divmod(int(token), self.stride)
         if not data:  # a status with no body: 503 "no responders", nothing was stored
             if round_no == self.round and index in self.waiting:
@@ -379,7 +380,7 @@ class Pipeline:
             first = min(self.errors)
             raise PublishFailed(
                 self.subjects[first], f"{len(self.errors)} events refused: {self.errors[first]}"
-            )
+            ) from self.refusal  # an event refused here too, if any: not sent either
         end = self.ready if self.refusal is not None else len(self.seqs)
         missing = [i for i, seq in enumerate(self.seqs[:end]) if not seq]
         if missing:
@@ -387,7 +388,7 @@ class Pipeline:
                 self.subjects[missing[0]],
                 f"{len(missing)} events never acknowledged: no answer from NATS for "
                 f"{budget:g} s (they may be stored; publishing them again stores them once)",
-            )
+            ) from self.refusal
         if self.refusal is not None:
             after = len(self.seqs) - self.ready - 1
             self.refusal.add_note(

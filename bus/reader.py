@@ -96,6 +96,13 @@ class _Puller:
     the consumer without the client ever disconnecting, and then nothing would say so;
     hence the silence rule as well: when nothing at all (not even a heartbeat or an
     expiry) arrives for ``SILENCE_S``, the consumer is checked and re-created if gone.
+
+    Every role may create consumers and pull from them (reading needs it), and the server
+    does not check where a consumer delivers. So a message is taken only when its ack
+    subject names this consumer and is the next in its sequence: another consumer's
+    delivery onto our inbox (a message out of order that would end a replay early) is
+    dropped, and a gap (someone else pulled messages from ours) re-creates the consumer
+    after the last message handed out, so nothing is skipped (tests/auth/test_reading.py).
     """
 
     def __init__(
@@ -121,6 +128,7 @@ class _Puller:
         self.failed: str | None = None
         self.reconnected = False
         self.last_seq = 0  # the last stream sequence handed to the reader
+        self.delivered = 0  # the consumer sequence of the last message taken
 
     def on_reconnect(self) -> None:
         """The client is back after a disconnection: the consumer is probably gone."""
@@ -138,12 +146,38 @@ class _Puller:
         self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}"
         self.open.clear()
         self.failed = None
+        self.delivered = 0
         return int(info.num_pending or 0)
+
+    def _ours(self, reply: str) -> bool:
+        """Whether a message comes from this consumer, next in its order (see the class).
+
+        A gap marks the consumer failed; until it is re-created nothing more is taken."""
+        tokens = reply.split(".")
+        if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>...
+            stream, consumer, taken = tokens[2], tokens[3], tokens[6]
+        elif len(tokens) >= 12:  # with domain and account hash in front
+            stream, consumer, taken = tokens[4], tokens[5], tokens[8]
+        else:
+            return False
+        if self.failed or stream != self.stream or consumer != self.consumer:
+            return False
+        if taken != str(self.delivered + 1):
+            self.failed = (
+                f"consumer sequence {taken} after {self.delivered}: another client took "
+                "messages from this reader's consumer"
+            )
+            return False
+        self.delivered += 1
+        return True
 
     async def on_message(self, msg: Msg) -> None:
         headers = msg.headers or {}
         status = headers.get("Status")
         if status is None:
+            if not self._ours(msg.reply or ""):
+                self.arrived.set()  # a gap is recovered from in next()
+                return
             self.buffer.append(msg)
             if self.open:
                 self.open[0] -= 1
@@ -184,6 +218,8 @@ class _Puller:
         # that moved to another node) it is reaped by its inactive threshold, and a delete
         # sent while the cluster elects leaders would only delay the recovery.
         self.reconnected = False
+        if self.failed:  # deleted already, or drained by someone else: do not leave it
+            await _delete(self.bus, self.consumer, self.stream)
         await retrying(self.create, f"a reader's consumer on {self.stream}", self.bus.backoff)
 
     async def next(self) -> Msg:

@@ -39,6 +39,8 @@ _NOT_A_SUBJECT = re.compile(r"\s")  # whitespace or CR/LF would break (or inject
 _INTERNALS = ("_process_msg", "_send_command", "_flush_pending", "_flush_queue")
 _PARSER_INTERNALS = ("parse", "buf", "state")
 _MSG = b"MSG "
+_KEEP_WHOLE = 64 * 1024
+"""Largest unfinished frame of ours kept back until it is complete (acks are ~40 bytes)."""
 _HEADER_START = b"NATS/1.0\r\nNats-Msg-Id: "
 _HEADER_END = b"\r\n\r\n"
 _HEADER_SIZE = len(_HEADER_START) + len(_HEADER_END)
@@ -122,7 +124,9 @@ class Wire:
                 return at, False
             stop = line_end + 2 + int(parts[-1])
             if stop + 2 > end:
-                return at, True
+                # Kept whole until complete, unless large: nats-py's parser takes that in
+                # pieces without copying it again on every read.
+                return at, stop - at <= _KEEP_WHOLE
             handler(parts[0], data[line_end + 2 : stop], None)
             at = stop + 2
         return at, False

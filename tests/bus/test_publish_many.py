@@ -18,6 +18,7 @@ from loopbus.bus import (
     free_port,
     read,
 )
+from loopbus.bus.publisher import Ack, Acks
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Actor, FindingRaised, parse_target, project_subjects
 from nats.aio.msg import Msg
@@ -67,7 +68,7 @@ async def test_frames_split_anywhere_reach_the_right_subscriber_in_order(bus: Bu
         theirs.put_nowait(msg.data)
 
     other = await nc.subscribe("_CUT.theirs", cb=on_theirs)
-    own_sid = next(sid for sid in bus.wire._handlers)
+    own_sid = max(bus.wire._handlers)  # the subscription just made
     try:
         stream = b"".join(
             [
@@ -97,6 +98,36 @@ async def test_frames_split_anywhere_reach_the_right_subscriber_in_order(bus: Bu
     finally:
         await unsubscribe()
         await other.unsubscribe()
+
+
+async def test_own_frames_do_not_go_through_nats_py_parser(bus: Bus) -> None:
+    """The cut is what handles our frames, even split across reads: nats-py's parser,
+    which records every MSG it parses in ``msg_arg``, never sees one of them."""
+    nc = bus.nc
+    ours: list[bytes] = []
+    unsubscribe = await bus.wire.subscribe("_CUT.own.*", lambda s, d, h: ours.append(d))
+    own_sid = max(bus.wire._handlers)
+    try:
+        stream = b"".join(b"MSG _CUT.own.%d %d 2\r\nok\r\n" % (i, own_sid) for i in range(100))
+        nc._ps.msg_arg.clear()
+        for at in range(0, len(stream), 7):
+            await nc._ps.parse(stream[at : at + 7])
+        assert ours == [b"ok"] * 100
+        assert not nc._ps.msg_arg
+    finally:
+        await unsubscribe()
+
+
+def test_acks_read_like_a_list_of_acks() -> None:
+    acks = Acks([5, 6, 9], frozenset({1}))
+    as_list = [Ack(5), Ack(6, True), Ack(9)]
+    assert len(acks) == 3 and list(acks) == as_list and acks == as_list
+    assert acks[-1] == Ack(9) and acks[1:] == as_list[1:] and acks[::-1] == as_list[::-1]
+    assert acks != [Ack(5), Ack(6), Ack(9)] and Acks([]) == []
+    with pytest.raises(IndexError):
+        acks[3]
+    with pytest.raises(TypeError):
+        hash(acks)
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["fast-path", "nats-py-api"])
