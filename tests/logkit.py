@@ -1,4 +1,5 @@
-"""Read one project's log inside a test: all of it, or followed until a condition holds."""
+"""One project's log inside a test: many findings to fill it with, and reading it back
+(all of it, or followed until a condition holds)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,24 @@ from collections.abc import Callable
 from typing import Any
 
 from loopbus.bus import Bus, read
-from loopbus.schemas import Event, project_subjects
+from loopbus.schemas import Actor, Event, FindingRaised, parse_target, project_subjects
+
+REVIEWER = Actor(role="reviewer", principal="r1")
+
+
+def findings(project: str, count: int, message: str = "x" * 200) -> list[FindingRaised]:
+    """``count`` distinct reviewer findings about lines of one file (bulk for the log)."""
+    return [
+        FindingRaised(
+            project=project,
+            actor=REVIEWER,
+            producer="reviewer",
+            target=parse_target(f"code:a.py:{i % 900 + 1}-{i % 900 + 1}"),
+            severity="low",
+            message=message,
+        )
+        for i in range(count)
+    ]
 
 
 async def log_events(bus: Bus, project: str) -> list[Event]:

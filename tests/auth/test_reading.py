@@ -14,27 +14,12 @@ import asyncio
 import json
 
 import nats
+from logkit import findings
 from loopbus.bus import LOG_STREAM, Bus, connect, read
-from loopbus.schemas import Actor, FindingRaised, parse_target, project_subjects
+from loopbus.schemas import project_subjects
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from securekit import Secured
-
-REVIEWER = Actor(role="reviewer", principal="agent")
-
-
-def findings(project: str, count: int) -> list[FindingRaised]:
-    return [
-        FindingRaised(
-            project=project,
-            actor=REVIEWER,
-            producer="reviewer",
-            target=parse_target(f"code:a.py:{i + 1}-{i + 1}"),
-            severity="low",
-            message=f"finding {i}",
-        )
-        for i in range(count)
-    ]
 
 
 async def system_bus(secured: Secured) -> Bus:

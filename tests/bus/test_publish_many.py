@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from logkit import findings
 from loopbus.bus import (
     Bus,
     EmbeddedServer,
@@ -20,24 +21,8 @@ from loopbus.bus import (
 )
 from loopbus.bus.publisher import Ack, Acks
 from loopbus.bus.wire import Wire
-from loopbus.schemas import Actor, FindingRaised, parse_target, project_subjects
+from loopbus.schemas import project_subjects
 from nats.aio.msg import Msg
-
-REVIEWER = Actor(role="reviewer", principal="r1")
-
-
-def findings(project: str, count: int) -> list[FindingRaised]:
-    return [
-        FindingRaised(
-            project=project,
-            actor=REVIEWER,
-            producer="reviewer",
-            target=parse_target(f"code:a.py:{i % 900 + 1}-{i % 900 + 1}"),
-            severity="low",
-            message="x" * 200,
-        )
-        for i in range(count)
-    ]
 
 
 async def stored_ids(bus: Bus, project: str) -> list[str]:

@@ -6,31 +6,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from logkit import findings
 from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
-from loopbus.schemas import (
-    Actor,
-    Event,
-    FindingRaised,
-    encode_event,
-    parse_target,
-    project_subjects,
-)
-
-REVIEWER = Actor(role="reviewer", principal="r1")
-
-
-def findings(project: str, count: int) -> list[FindingRaised]:
-    return [
-        FindingRaised(
-            project=project,
-            actor=REVIEWER,
-            producer="reviewer",
-            target=parse_target(f"code:a.py:{i % 900 + 1}-{i % 900 + 1}"),
-            severity="low",
-            message="x" * 400,
-        )
-        for i in range(count)
-    ]
+from loopbus.schemas import Event, encode_event, project_subjects
 
 
 @pytest.mark.slow
@@ -38,7 +16,7 @@ async def test_a_stalled_reader_loses_nothing(bus: Bus, project: str) -> None:
     """A reader that stalls while the server pushes more than nats-py's default queue holds
     still receives every event, in order (a dropped message would be silent data loss)."""
     count = 80_000
-    await bus.publish_many(findings(project, count))
+    await bus.publish_many(findings(project, count, message="x" * 400))
     seqs: list[int] = []
     async for record in read(bus, subjects=[project_subjects(project)]):
         if not seqs:
