@@ -96,7 +96,7 @@ class Acks(Sequence[Ack]):
         return Ack(self.seqs[position], position in self.duplicates)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Acks | list | tuple):
+        if isinstance(other, Acks | list):  # like a list: never equal to a tuple
             return list(self) == list(other)
         return NotImplemented
 

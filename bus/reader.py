@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from loopbus.bus.connection import Bus
 from loopbus.bus.provision import LOG_STREAM
-from loopbus.bus.retry import retrying
+from loopbus.bus.retry import note, retrying
 from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
 from loopbus.schemas.limits import bounded
 from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
@@ -219,6 +219,7 @@ class _Puller:
         # sent while the cluster elects leaders would only delay the recovery.
         self.reconnected = False
         if self.failed:  # deleted already, or drained by someone else: do not leave it
+            note("reader.consumer_replaced", consumer=self.consumer, why=self.failed)
             await _delete(self.bus, self.consumer, self.stream)
         await retrying(self.create, f"a reader's consumer on {self.stream}", self.bus.backoff)
 

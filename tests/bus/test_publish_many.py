@@ -108,7 +108,7 @@ def test_acks_read_like_a_list_of_acks() -> None:
     as_list = [Ack(5), Ack(6, True), Ack(9)]
     assert len(acks) == 3 and list(acks) == as_list and acks == as_list
     assert acks[-1] == Ack(9) and acks[1:] == as_list[1:] and acks[::-1] == as_list[::-1]
-    assert acks != [Ack(5), Ack(6), Ack(9)] and Acks([]) == []
+    assert acks != [Ack(5), Ack(6), Ack(9)] and Acks([]) == [] and Acks([]) != ()
     with pytest.raises(IndexError):
         acks[3]
     with pytest.raises(TypeError):
