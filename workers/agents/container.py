@@ -1,0 +1,366 @@
+"""The ``container`` executor: each agent run in its own container, through aiodocker.
+
+What the container holds (docs/security.md, "The container executor", says what this
+hides and what it does not):
+
+* the root filesystem of ``spec.image``, read-only, with a private tmpfs at ``/tmp``
+  (``TMPDIR`` and ``HOME`` point there, the only two names added to ``spec.env``);
+* the worktree bind-mounted read-write and each of ``spec.read_only`` read-only, each at
+  its host path; nothing else of the host's files;
+* no network at all (``spec.network`` must be empty: see :func:`_refusal`);
+* an unprivileged uid: the worktree owner's when that is not root, else
+  :data:`AGENT_UID`, to which the worktree is lent for the run (:mod:`.lend`);
+* no capabilities, ``no-new-privileges``, memory (swap included), CPU share, process,
+  open-file and CPU-time limits from ``spec.limits``.
+
+The container is labelled :data:`AGENT_LABEL` and always deleted before :meth:`run`
+returns — after an exit, a timeout, an error or a cancellation — so ``docker ps -a
+--filter label=org.loopbus.agent`` lists only runs in progress. Output is read from an
+attach stream, kept up to :data:`OUTPUT_CAP` bytes each, and never written to the
+engine's log (its log driver is ``none``): an agent cannot fill the engine's disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+from loopbus.workers.agents.lend import Owner, hand_tree, owner_of
+from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
+from loopbus.workers.gates.executors import OUTPUT_CAP, docker_reachable
+
+if TYPE_CHECKING:
+    import aiodocker
+    from aiodocker.containers import DockerContainer
+    from aiodocker.stream import Stream
+
+log = structlog.get_logger()
+T = TypeVar("T")
+
+AGENT_LABEL = "org.loopbus.agent"
+WORKTREE_LABEL = "org.loopbus.agent.worktree"
+AGENT_UID = 64_999
+"""The uid (and gid) an agent runs as when the worktree belongs to root: unused on the
+host, so lending the worktree to it gives no host process anything."""
+CPU_KILLS = (128 + signal.SIGKILL, 128 + signal.SIGXCPU)
+"""Exit codes of a command killed for CPU time. The command is the container's PID 1,
+which the kernel shields from every signal sent inside its namespace that it has no
+handler for (SIGKILL included), so it ignores SIGXCPU and dies only at the hard limit, by
+SIGKILL; the memory killer's SIGKILL is told apart by ``State.OOMKilled``, and ours only
+ends a run that timed out. A command can exit 137 on purpose: that only misnames its own
+run."""
+CONTAINER_TMP = "/tmp"
+PULL_TIMEOUT_S = 600.0
+EXIT_GRACE_S = 10.0  # how long the output stream may lag behind the container's exit
+
+
+def _refusal(spec: SandboxSpec) -> str | None:
+    """Why ``spec`` cannot run here at all, in one line, or ``None``."""
+    if spec.image is None:
+        return "no image for the container executor: set [agents] image in loopbus.toml"
+    if not spec.argv:
+        return "no command to run: the agent's argv is empty"
+    if spec.network:
+        # A real allowlist needs a per-run bridge and packet filter rules; until that
+        # exists the only safe answer to "some network" is none, said out loud.
+        return (
+            f"[agents] network = {list(spec.network)!r}: the container executor cannot yet "
+            "limit a container to chosen host:port pairs and never gives it the whole "
+            "network; set [agents] network = [] (no network) or use the local executor"
+        )
+    if not spec.worktree.is_absolute() or not spec.worktree.is_dir():
+        return f"worktree {spec.worktree} is not an existing absolute folder"
+    for path in spec.read_only:
+        if not path.is_absolute() or not path.exists():
+            return f"read-only path {path} is not an existing absolute path: fix the brief"
+    return None
+
+
+def _config(spec: SandboxSpec, user: Owner) -> dict[str, Any]:
+    """The engine's create request for ``spec``, run as ``user``."""
+    assert spec.image is not None
+    limits = spec.limits
+    memory = limits.memory_mb * 1024 * 1024
+    env = {**spec.env, "TMPDIR": CONTAINER_TMP, "HOME": CONTAINER_TMP}
+    mounts = [_bind(spec.worktree, read_only=False)]
+    mounts += [_bind(path, read_only=True) for path in spec.read_only]
+    with_stdin = bool(spec.stdin)
+    return {
+        "Image": spec.image,
+        # The image's own entrypoint must not run first: the agent's argv is the process.
+        "Entrypoint": [spec.argv[0]],
+        "Cmd": list(spec.argv[1:]),
+        "WorkingDir": str(spec.worktree),
+        "Env": [f"{name}={value}" for name, value in sorted(env.items())],
+        "User": f"{user.uid}:{user.gid}",
+        # The worktree label lets cleanup (and tests) find one run's container.
+        "Labels": {AGENT_LABEL: "1", WORKTREE_LABEL: str(spec.worktree)},
+        "AttachStdin": with_stdin,
+        "OpenStdin": with_stdin,
+        "StdinOnce": with_stdin,  # the stdin attach closing is the command's end of input
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "Tty": False,
+        "NetworkDisabled": True,
+        "HostConfig": {
+            "Mounts": mounts,
+            "Tmpfs": {CONTAINER_TMP: f"rw,exec,nosuid,nodev,size={limits.memory_mb}m,mode=1777"},
+            "ReadonlyRootfs": True,
+            "NetworkMode": "none",
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "IpcMode": "private",
+            "Memory": memory,
+            "MemorySwap": memory,  # equal to Memory: no swap beyond the limit
+            "NanoCpus": int(limits.cpus * 1_000_000_000),
+            "PidsLimit": limits.processes,
+            "Ulimits": [
+                {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
+                {"Name": "cpu", "Soft": limits.cpu_time_s, "Hard": limits.cpu_time_s},
+            ],
+            "OomScoreAdj": 1000,  # under host memory pressure the agent goes first
+            "LogConfig": {"Type": "none", "Config": {}},
+            "AutoRemove": False,  # we read State.OOMKilled after the exit, then delete
+        },
+    }
+
+
+def _bind(path: Path, *, read_only: bool) -> dict[str, Any]:
+    # Mounts (not Binds): a missing source is an error instead of a folder the engine
+    # creates as root, and a path holding ':' cannot be misparsed.
+    return {"Type": "bind", "Source": str(path), "Target": str(path), "ReadOnly": read_only}
+
+
+@dataclass
+class _Output:
+    """stdout and stderr as read from the attach stream, each cut at the cap."""
+
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+
+    def add(self, stream: int, data: bytes) -> None:
+        target = self.stdout if stream == 1 else self.stderr
+        room = OUTPUT_CAP - len(target)
+        if room > 0:
+            target += data[:room]
+
+
+async def _drain(stream: Stream, into: _Output) -> None:
+    # Reading on past the cap keeps the container from blocking on a full pipe.
+    while (message := await stream.read_out()) is not None:
+        into.add(message.stream, message.data)
+
+
+async def _feed(stream: Stream, data: bytes) -> None:
+    # A command that exits without reading its input closes the pipe: not our failure.
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        await stream.write_in(data)
+    await stream.close()
+
+
+class ContainerExecutor:
+    """Runs a :class:`SandboxSpec` in a fresh container (see this module's docstring)."""
+
+    kind: ExecutorKind = "container"
+
+    def __init__(self, *, agent_uid: int = AGENT_UID) -> None:
+        self.agent_uid = agent_uid
+
+    async def available(self) -> str | None:
+        return await docker_reachable()
+
+    async def run(self, spec: SandboxSpec) -> SandboxResult:
+        started = time.monotonic()
+        refusal = _refusal(spec)
+        if refusal is not None:
+            return _not_started(refusal, started)
+        import aiodocker
+
+        try:
+            docker = aiodocker.Docker()
+        except ValueError as exc:
+            return _not_started(f"no Docker engine: {exc}", started)
+        try:
+            missing = await _ensure_image(docker, spec.image or "")
+            if missing is not None:
+                return _not_started(missing, started)
+            owner = owner_of(spec.worktree)
+            # A non-root owner is already unprivileged: run as it and change nothing.
+            user = Owner(self.agent_uid, self.agent_uid) if owner.uid == 0 else owner
+            run = _Run(docker, spec, user, owner if user != owner else None, started)
+            return await run.go()
+        finally:
+            await docker.close()
+
+
+def _not_started(reason: str, started: float) -> SandboxResult:
+    return SandboxResult(
+        "container", None, b"", b"", time.monotonic() - started, start_error=reason
+    )
+
+
+async def _ensure_image(docker: aiodocker.Docker, image: str) -> str | None:
+    """``None`` once ``image`` is on the engine (pulled once if missing), else why not."""
+    from aiodocker.exceptions import DockerError
+
+    try:
+        await docker.images.inspect(image)
+        return None
+    except DockerError as exc:
+        if exc.status != 404:
+            return f"could not look up image {image!r} on the Docker engine: {exc.message}"
+    try:
+        await asyncio.wait_for(docker.images.pull(image), PULL_TIMEOUT_S)
+        await docker.images.inspect(image)
+        return None
+    except (DockerError, TimeoutError) as exc:
+        why = exc.message if isinstance(exc, DockerError) else f"no answer in {PULL_TIMEOUT_S:g}s"
+        return (
+            f"image {image!r} is not on the Docker engine and pulling it failed ({why}): "
+            f"build or load it there (docker build -t {image} …, docker load) "
+            "or set [agents] image in loopbus.toml to one that is"
+        )
+
+
+class _Run:
+    """One container from create to delete, and the worktree lent for exactly that long.
+
+    :meth:`go` always ends in :meth:`_teardown`, which runs to completion even when the
+    caller is cancelled: the container is deleted and only then, when it is gone, the
+    worktree goes back to ``give_back``.
+    """
+
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        spec: SandboxSpec,
+        user: Owner,
+        give_back: Owner | None,
+        started: float,
+    ) -> None:
+        self.docker, self.spec, self.user, self.give_back = docker, spec, user, give_back
+        self.started = started
+        self.output = _Output()
+        self.container: DockerContainer | None = None
+        self.streams: list[Stream] = []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def go(self) -> SandboxResult:
+        try:
+            result = await self._contain()
+        except BaseException:
+            await _unstoppable(self._teardown())
+            raise
+        left = await _unstoppable(self._teardown())
+        return result if left is None else _not_started(left, self.started)
+
+    async def _contain(self) -> SandboxResult:
+        from aiodocker.exceptions import DockerError
+
+        spec = self.spec
+        if self.give_back is not None:
+            await asyncio.to_thread(hand_tree, spec.worktree, self.user)
+        try:
+            self.container = container = await self.docker.containers.create(
+                _config(spec, self.user)
+            )
+            # Attached before start, so not a byte of output is missed.
+            out_stream = container.attach(stdout=True, stderr=True)
+            self.streams.append(out_stream)
+            await out_stream.__aenter__()
+            self.tasks.append(asyncio.create_task(_drain(out_stream, self.output)))
+            in_stream = container.attach(stdin=True) if spec.stdin else None
+            if in_stream is not None:
+                self.streams.append(in_stream)
+                await in_stream.__aenter__()
+            await container.start()
+        except DockerError as exc:
+            return _not_started(f"container did not start: {exc.message}", self.started)
+        if in_stream is not None:
+            self.tasks.append(asyncio.create_task(_feed(in_stream, spec.stdin)))
+        try:
+            answer = await asyncio.wait_for(container.wait(), spec.timeout_s)
+        except TimeoutError:
+            with contextlib.suppress(DockerError):
+                await container.kill()
+            return self._result(None, timed_out=True, breaches=["timeout"])
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.tasks[0]), EXIT_GRACE_S)
+        state = (await container.show())["State"]
+        code = int(answer.get("StatusCode", state.get("ExitCode", -1)))
+        breaches: list[Breach] = []
+        if state.get("OOMKilled"):
+            breaches.append("memory")
+        elif code in CPU_KILLS:
+            breaches.append("cpu")
+        # Killed for a breach is "killed": no exit code of its own.
+        return self._result(None if breaches else code, breaches=breaches)
+
+    def _result(
+        self, code: int | None, *, timed_out: bool = False, breaches: list[Breach]
+    ) -> SandboxResult:
+        return SandboxResult(
+            "container",
+            code,
+            bytes(self.output.stdout),
+            bytes(self.output.stderr),
+            time.monotonic() - self.started,
+            timed_out=timed_out,
+            breaches=tuple(breaches),
+        )
+
+    async def _teardown(self) -> str | None:
+        """Delete the container, then give the worktree back; ``None`` when both were
+        done, else what is left over and how to finish it."""
+        from aiodocker.exceptions import DockerError
+
+        for task in self.tasks:
+            task.cancel()
+        for stream in self.streams:
+            with contextlib.suppress(Exception):
+                await stream.close()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        container = self.container
+        if container is not None:
+            try:
+                await container.delete(force=True)
+            except DockerError as exc:
+                if exc.status != 404:
+                    # Its processes may still run as the agent's uid: walking the tree
+                    # now would race them swapping folders for links. Leave it lent.
+                    log.warning(
+                        "agent container not deleted", container=container.id, error=exc.message
+                    )
+                    return (
+                        f"container {container.id} could not be deleted ({exc.message}); "
+                        f"{self.spec.worktree} stays owned by uid {self.user.uid}: "
+                        f"run docker rm -f {container.id}, then chown the worktree back"
+                    )
+        if self.give_back is not None:
+            await asyncio.to_thread(hand_tree, self.spec.worktree, self.give_back, clear_setid=True)
+        return None
+
+
+async def _unstoppable(work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, awaited to its end even through cancellations, which are then
+    passed on: cleanup that stops halfway leaves a container or a lent worktree behind."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
