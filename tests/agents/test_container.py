@@ -434,3 +434,14 @@ async def test_a_command_missing_from_the_image_is_a_start_error(
     assert result.start_error is not None and "container did not start" in result.start_error
     assert await containers_of(worktree) == []
     assert os.lstat(worktree).st_uid == os.getuid()
+
+
+async def test_available_says_why_not_in_one_line_when_no_engine_answers(
+    image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With the engine here ``available()`` is None; pointed at no engine it is one line
+    naming where it looked."""
+    assert await ContainerExecutor().available() is None
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    why = await ContainerExecutor().available()
+    assert why is not None and "\n" not in why and "no-engine.sock" in why
