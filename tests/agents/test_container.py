@@ -272,13 +272,75 @@ async def test_the_command_has_no_network_at_all(image: str, worktree: Path) -> 
         assert host in out
 
 
-async def test_a_network_allowlist_is_refused_rather_than_widened(
+def iptables_rules() -> str:
+    import subprocess
+
+    return "".join(
+        subprocess.run(
+            ["iptables", "-w", "-S", chain], capture_output=True, text=True, check=True
+        ).stdout
+        for chain in ("INPUT", "DOCKER-USER")
+    )
+
+
+async def test_a_network_allowlist_reaches_exactly_the_listed_pairs(
     image: str, worktree: Path
 ) -> None:
-    """host:port pairs cannot be enforced yet, so the run does not start and says why."""
-    result = await run_python(image, worktree, "print(1)", network=("pypi.org:443",))
+    """Listed host:port pairs are reachable; another port of the same host, the run's
+    own gateway and Docker's default bridge are not; nothing of the fence outlives it."""
+    import aiodocker
+
+    gateway = bridge_gateway()
+    servers = [await asyncio.start_server(lambda r, w: w.close(), "0.0.0.0", 0) for _ in "ab"]
+    allowed_port, other_port = (s.sockets[0].getsockname()[1] for s in servers)
+    rules_before = iptables_rules()
+    try:
+        result = await run_python(
+            image,
+            worktree,
+            f"""
+            import socket, struct
+            def gateway():  # the run's own network's gateway, from the routing table
+                for line in open("/proc/net/route").read().splitlines()[1:]:
+                    fields = line.split()
+                    if fields[1] == "00000000":
+                        return socket.inet_ntoa(struct.pack("<L", int(fields[2], 16)))
+            targets = [("allowed", {gateway!r}, {allowed_port}),
+                       ("other-port", {gateway!r}, {other_port}),
+                       ("own-gateway", gateway(), {allowed_port})]
+            for name, host, port in targets:
+                try:
+                    socket.create_connection((host, port), timeout=5).close()
+                    print(name, "REACHED")
+                except OSError as exc:
+                    print(name, "refused")
+            """,
+            network=(f"{gateway}:{allowed_port}",),
+        )
+    finally:
+        for server in servers:
+            server.close()
+    assert ok(result).splitlines() == [
+        "allowed REACHED",
+        "other-port refused",
+        "own-gateway refused",
+    ]
+    assert iptables_rules() == rules_before
+    docker = aiodocker.Docker()
+    try:
+        left = await docker.networks.list(filters={"label": ["org.loopbus.agent=1"]})
+    finally:
+        await docker.close()
+    assert [n["Name"] for n in left if n["Name"].startswith("loopbus-agent-")] == []
+
+
+async def test_a_malformed_network_entry_is_a_start_error_naming_it(
+    image: str, worktree: Path
+) -> None:
+    """An entry that is not host:port does not start the run, and says which entry."""
+    result = await run_python(image, worktree, "print(1)", network=("pypi.org",))
     assert result.exit_code is None and result.stdout == b""
-    assert result.start_error is not None and "[agents] network" in result.start_error
+    assert result.start_error is not None and "'pypi.org'" in result.start_error
     assert await containers_of(worktree) == []
 
 

@@ -7,7 +7,8 @@ hides and what it does not):
   (``TMPDIR`` and ``HOME`` point there, the only two names added to ``spec.env``);
 * the worktree bind-mounted read-write and each of ``spec.read_only`` read-only, each at
   its host path; nothing else of the host's files;
-* no network at all (``spec.network`` must be empty: see :func:`_refusal`);
+* no network at all, or, when ``spec.network`` lists ``host:port`` pairs, a network of
+  its own that reaches only those (:mod:`.fence`);
 * an unprivileged uid: the worktree owner's when that is not root, else
   :data:`AGENT_UID`, to which the worktree is lent for the run (:mod:`.lend`);
 * no capabilities, ``no-new-privileges``, memory (swap included), CPU share, process,
@@ -26,12 +27,14 @@ import asyncio
 import contextlib
 import signal
 import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
+from loopbus.workers.agents.fence import Fence, FenceError, resolve
 from loopbus.workers.agents.lend import Owner, hand_tree, owner_of
 from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
 from loopbus.workers.gates.executors import OUTPUT_CAP, docker_reachable
@@ -67,14 +70,6 @@ def _refusal(spec: SandboxSpec) -> str | None:
         return "no image for the container executor: set [agents] image in loopbus.toml"
     if not spec.argv:
         return "no command to run: the agent's argv is empty"
-    if spec.network:
-        # A real allowlist needs a per-run bridge and packet filter rules; until that
-        # exists the only safe answer to "some network" is none, said out loud.
-        return (
-            f"[agents] network = {list(spec.network)!r}: the container executor cannot yet "
-            "limit a container to chosen host:port pairs and never gives it the whole "
-            "network; set [agents] network = [] (no network) or use the local executor"
-        )
     if not spec.worktree.is_absolute() or not spec.worktree.is_dir():
         return f"worktree {spec.worktree} is not an existing absolute folder"
     for path in spec.read_only:
@@ -83,8 +78,9 @@ def _refusal(spec: SandboxSpec) -> str | None:
     return None
 
 
-def _config(spec: SandboxSpec, user: Owner) -> dict[str, Any]:
-    """The engine's create request for ``spec``, run as ``user``."""
+def _config(spec: SandboxSpec, user: Owner, fence: Fence | None) -> dict[str, Any]:
+    """The engine's create request for ``spec``, run as ``user``, on ``fence``'s network
+    when there is one and on none otherwise."""
     assert spec.image is not None
     limits = spec.limits
     memory = limits.memory_mb * 1024 * 1024
@@ -108,12 +104,13 @@ def _config(spec: SandboxSpec, user: Owner) -> dict[str, Any]:
         "AttachStdout": True,
         "AttachStderr": True,
         "Tty": False,
-        "NetworkDisabled": True,
+        "NetworkDisabled": fence is None,
         "HostConfig": {
             "Mounts": mounts,
             "Tmpfs": {CONTAINER_TMP: f"rw,exec,nosuid,nodev,size={limits.memory_mb}m,mode=1777"},
             "ReadonlyRootfs": True,
-            "NetworkMode": "none",
+            "NetworkMode": "none" if fence is None else fence.name,
+            "ExtraHosts": [] if fence is None else fence.extra_hosts(),
             "CapDrop": ["ALL"],
             "SecurityOpt": ["no-new-privileges"],
             "IpcMode": "private",
@@ -251,6 +248,7 @@ class _Run:
         self.container: DockerContainer | None = None
         self.streams: list[Stream] = []
         self.tasks: list[asyncio.Task[None]] = []
+        self.fence: Fence | None = None
 
     async def go(self) -> SandboxResult:
         try:
@@ -265,11 +263,20 @@ class _Run:
         from aiodocker.exceptions import DockerError
 
         spec = self.spec
+        if spec.network:
+            try:
+                allowed = await resolve(spec.network)
+                # Assigned before opening, so a half-built fence is still torn down.
+                self.fence = Fence(self.docker, uuid.uuid4().hex[:12], allowed, {AGENT_LABEL: "1"})
+                await self.fence.open()
+            except (FenceError, DockerError) as exc:
+                why = exc.message if isinstance(exc, DockerError) else str(exc)
+                return _not_started(f"network fence not built: {why}", self.started)
         if self.give_back is not None:
             await asyncio.to_thread(hand_tree, spec.worktree, self.user)
         try:
             self.container = container = await self.docker.containers.create(
-                _config(spec, self.user)
+                _config(spec, self.user, self.fence)
             )
             # Attached before start, so not a byte of output is missed.
             out_stream = container.attach(stdout=True, stderr=True)
@@ -343,6 +350,11 @@ class _Run:
                         f"{self.spec.worktree} stays owned by uid {self.user.uid}: "
                         f"run docker rm -f {container.id}, then chown the worktree back"
                     )
+        if self.fence is not None:
+            try:
+                await self.fence.close()
+            except FenceError as exc:  # what is left only narrows: say so, do not fail
+                log.warning("agent network fence not fully removed", error=str(exc))
         if self.give_back is not None:
             await asyncio.to_thread(hand_tree, self.spec.worktree, self.give_back, clear_setid=True)
         return None
