@@ -107,11 +107,26 @@ async def test_the_command_reads_stdin_writes_its_worktree_and_its_output_is_kep
 async def test_a_worktree_owned_by_a_non_root_user_is_used_as_that_user(
     image: str, worktree: Path
 ) -> None:
-    """When the worktree's owner is not root the command runs as that owner, unchanged."""
+    """When the worktree's owner is not root the command runs as that owner, and a set-uid
+    file it leaves is no set-uid program of that owner after the run."""
     os.chown(worktree, 4321, 4321)
-    result = await run_python(image, worktree, "import os; open('x', 'w'); print(os.getuid())")
+    result = await run_python(
+        image,
+        worktree,
+        "import os; open('x', 'w'); os.chmod('x', 0o6755); print(os.getuid())",
+    )
     assert ok(result).strip() == "4321"
-    assert os.lstat(worktree / "x").st_uid == 4321
+    made = os.lstat(worktree / "x")
+    assert made.st_uid == 4321
+    assert stat.S_IMODE(made.st_mode) == 0o755
+
+
+async def test_a_worktree_given_as_a_link_is_refused(image: str, worktree: Path) -> None:
+    """A link as the worktree is a start error: lending it would hand out the link."""
+    link = worktree.parent / "link"
+    link.symlink_to(worktree)
+    result = await run_python(image, link, "print(1)")
+    assert result.start_error is not None and "symbolic link" in result.start_error
 
 
 async def test_read_only_paths_are_seen_but_cannot_be_written(

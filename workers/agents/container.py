@@ -4,13 +4,15 @@ What the container holds (docs/security.md, "The container executor", says what 
 hides and what it does not):
 
 * the root filesystem of ``spec.image``, read-only, with a private tmpfs at ``/tmp``
-  (``TMPDIR`` and ``HOME`` point there, the only two names added to ``spec.env``);
+  (``TMPDIR`` and ``HOME`` point there: the two names this adds to ``spec.env``; Docker
+  adds ``HOSTNAME`` and the image's ``ENV`` for names ``spec.env`` does not set);
 * the worktree bind-mounted read-write and each of ``spec.read_only`` read-only, each at
   its host path; nothing else of the host's files;
 * no network at all, or, when ``spec.network`` lists ``host:port`` pairs, a network of
   its own that reaches only those (:mod:`.fence`);
 * an unprivileged uid: the worktree owner's when that is not root, else
-  :data:`AGENT_UID`, to which the worktree is lent for the run (:mod:`.lend`);
+  :data:`AGENT_UID`, to which the worktree is lent for the run (:mod:`.lend`); either
+  way no file in it is set-user-ID or set-group-ID after the run;
 * no capabilities, ``no-new-privileges``, memory (swap included), CPU share, process,
   open-file and CPU-time limits from ``spec.limits``.
 
@@ -72,6 +74,9 @@ def _refusal(spec: SandboxSpec) -> str | None:
         return "no command to run: the agent's argv is empty"
     if not spec.worktree.is_absolute() or not spec.worktree.is_dir():
         return f"worktree {spec.worktree} is not an existing absolute folder"
+    if spec.worktree.is_symlink():
+        # Lending it would hand out the link, and walking it would follow it.
+        return f"worktree {spec.worktree} is a symbolic link: give its real path"
     for path in spec.read_only:
         if not path.is_absolute() or not path.exists():
             return f"read-only path {path} is not an existing absolute path: fix the brief"
@@ -191,7 +196,7 @@ class ContainerExecutor:
             owner = owner_of(spec.worktree)
             # A non-root owner is already unprivileged: run as it and change nothing.
             user = Owner(self.agent_uid, self.agent_uid) if owner.uid == 0 else owner
-            run = _Run(docker, spec, user, owner if user != owner else None, started)
+            run = _Run(docker, spec, user, owner, started)
             return await run.go()
         finally:
             await docker.close()
@@ -231,7 +236,9 @@ class _Run:
 
     :meth:`go` always ends in :meth:`_teardown`, which runs to completion even when the
     caller is cancelled: the container is deleted and only then, when it is gone, the
-    worktree goes back to ``give_back``.
+    worktree goes back to ``owner`` (lent only when ``user`` is not ``owner``), with no
+    set-id bits: a set-uid file left by an agent that ran as a non-root owner would be a
+    set-uid program of that owner for every other user of the host.
     """
 
     def __init__(
@@ -239,10 +246,10 @@ class _Run:
         docker: aiodocker.Docker,
         spec: SandboxSpec,
         user: Owner,
-        give_back: Owner | None,
+        owner: Owner,
         started: float,
     ) -> None:
-        self.docker, self.spec, self.user, self.give_back = docker, spec, user, give_back
+        self.docker, self.spec, self.user, self.owner = docker, spec, user, owner
         self.started = started
         self.output = _Output()
         self.container: DockerContainer | None = None
@@ -272,7 +279,7 @@ class _Run:
             except (FenceError, DockerError) as exc:
                 why = exc.message if isinstance(exc, DockerError) else str(exc)
                 return _not_started(f"network fence not built: {why}", self.started)
-        if self.give_back is not None:
+        if self.user != self.owner:
             await asyncio.to_thread(hand_tree, spec.worktree, self.user)
         try:
             self.container = container = await self.docker.containers.create(
@@ -355,8 +362,7 @@ class _Run:
                 await self.fence.close()
             except FenceError as exc:  # what is left only narrows: say so, do not fail
                 log.warning("agent network fence not fully removed", error=str(exc))
-        if self.give_back is not None:
-            await asyncio.to_thread(hand_tree, self.spec.worktree, self.give_back, clear_setid=True)
+        await asyncio.to_thread(hand_tree, self.spec.worktree, self.owner, clear_setid=True)
         return None
 
 
