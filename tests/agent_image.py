@@ -7,7 +7,8 @@ context (``FROM scratch``), so no network is needed, in well under a second, and
 once per engine: the tag carries a hash of the content.
 
 Call :func:`agent_image_or_skip` from a session fixture (it is synchronous: session
-fixtures run outside the tests' event loop), or await :func:`ensure_agent_image`.
+fixtures run outside the tests' event loop), or await :func:`ensure_agent_image`; build
+a run with :func:`python_spec` and check for leftovers with :func:`containers_of`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import hashlib
 import io
 import sys
 import tarfile
+import textwrap
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.container import AGENT_UID
+from loopbus.workers.agents.container import AGENT_UID, WORKTREE_LABEL
+from loopbus.workers.agents.sandbox import Limits, SandboxSpec
 from loopbus.workers.gates.executors import docker_reachable
 
 MERGED = ("bin", "lib", "lib64", "sbin")
@@ -61,6 +64,48 @@ def agent_python() -> str:
     """The host's interpreter by its real path (a virtual environment's ``python`` is a
     link into a folder the container does not see)."""
     return str(Path(sys.base_prefix, "bin", f"python{sys.version_info[0]}.{sys.version_info[1]}"))
+
+
+def python_spec(
+    image: str,
+    worktree: Path,
+    code: str,
+    *,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    timeout_s: float = 60,
+    limits: Limits | None = None,
+    read_only: tuple[Path, ...] = (),
+    network: tuple[str, ...] = (),
+) -> SandboxSpec:
+    """A spec that runs ``code`` (dedented) with the host's interpreter, isolated (-I), in
+    the test image: :func:`host_read_only` is added to ``read_only``."""
+    return SandboxSpec(
+        argv=[agent_python(), "-I", "-c", textwrap.dedent(code)],
+        stdin=stdin,
+        worktree=worktree,
+        env=env if env is not None else {"PATH": "/usr/bin:/bin"},
+        timeout_s=timeout_s,
+        read_only=host_read_only() + read_only,
+        limits=limits or Limits(),
+        image=image,
+        network=network,
+    )
+
+
+async def containers_of(worktree: Path) -> list[str]:
+    """Ids of every container (running or not) the container executor made for
+    ``worktree``: after a run there must be none."""
+    import aiodocker
+
+    docker = aiodocker.Docker()
+    try:
+        found = await docker.containers.list(
+            all=True, filters={"label": [f"{WORKTREE_LABEL}={worktree}"]}
+        )
+        return [c.id for c in found]
+    finally:
+        await docker.close()
 
 
 def _context() -> bytes:

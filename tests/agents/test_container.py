@@ -7,13 +7,13 @@ import asyncio
 import ipaddress
 import os
 import stat
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from agent_image import agent_image_or_skip, agent_python, host_read_only
-from loopbus.workers.agents.container import AGENT_UID, WORKTREE_LABEL, ContainerExecutor
+from agent_image import agent_image_or_skip, containers_of, host_read_only, python_spec
+from loopbus.workers.agents.container import AGENT_UID, ContainerExecutor
 from loopbus.workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
 
 
@@ -30,45 +30,9 @@ def worktree(tmp_path: Path) -> Path:
     return tree
 
 
-async def run_python(
-    image: str,
-    worktree: Path,
-    code: str,
-    *,
-    stdin: bytes = b"",
-    env: dict[str, str] | None = None,
-    timeout_s: float = 60,
-    limits: Limits | None = None,
-    read_only: tuple[Path, ...] = (),
-    network: tuple[str, ...] = (),
-) -> SandboxResult:
+async def run_python(image: str, worktree: Path, code: str, **options: Any) -> SandboxResult:
     """``code`` run by the host's interpreter inside the container, isolated (-I)."""
-    spec = SandboxSpec(
-        argv=[agent_python(), "-I", "-c", textwrap.dedent(code)],
-        stdin=stdin,
-        worktree=worktree,
-        env=env if env is not None else {"PATH": "/usr/bin:/bin"},
-        timeout_s=timeout_s,
-        read_only=host_read_only() + read_only,
-        limits=limits or Limits(),
-        image=image,
-        network=network,
-    )
-    return await ContainerExecutor().run(spec)
-
-
-async def containers_of(worktree: Path) -> list[str]:
-    """Ids of every container (running or not) labelled with ``worktree``."""
-    import aiodocker
-
-    docker = aiodocker.Docker()
-    try:
-        found = await docker.containers.list(
-            all=True, filters={"label": [f"{WORKTREE_LABEL}={worktree}"]}
-        )
-        return [c.id for c in found]
-    finally:
-        await docker.close()
+    return await ContainerExecutor().run(python_spec(image, worktree, code, **options))
 
 
 def ok(result: SandboxResult) -> str:
@@ -329,6 +293,7 @@ async def test_a_network_allowlist_reaches_exactly_the_listed_pairs(
                     print(name, "REACHED")
                 except OSError as exc:
                     print(name, "refused")
+            print("ipv6 addresses:", open("/proc/net/if_inet6").read().split())
             """,
             network=(f"{gateway}:{allowed_port}",),
         )
@@ -339,6 +304,7 @@ async def test_a_network_allowlist_reaches_exactly_the_listed_pairs(
         "allowed REACHED",
         "other-port refused",
         "own-gateway refused",
+        "ipv6 addresses: []",
     ]
     assert iptables_rules() == rules_before
     docker = aiodocker.Docker()

@@ -109,6 +109,9 @@ class Fence:
             "Name": self.name,
             "Driver": "bridge",
             "CheckDuplicate": True,
+            # No IPv6: Docker then turns it off inside the container, so the IPv4 chain
+            # is the only way out (an agent without CAP_NET_ADMIN cannot turn it back on).
+            "EnableIPv6": False,
             "Labels": self.labels,
             "Options": {"com.docker.network.bridge.enable_icc": "false"},
         }
