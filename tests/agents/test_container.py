@@ -488,3 +488,23 @@ async def test_available_says_why_not_in_one_line_when_no_engine_answers(
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     why = await ContainerExecutor().available()
     assert why is not None and "\n" not in why and "no-engine.sock" in why
+
+
+async def test_a_large_stdin_arrives_whole_and_one_left_unread_does_not_hang_the_run(
+    image: str, worktree: Path
+) -> None:
+    """A 3 MB brief reaches a command that reads it; a command that never reads its stdin
+    still ends the run when it exits."""
+    brief = bytes(range(256)) * (3 * 4096)
+    reader = await run_python(
+        image,
+        worktree,
+        "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())",
+        stdin=brief,
+    )
+    import hashlib
+
+    assert ok(reader).strip() == hashlib.sha256(brief).hexdigest()
+    ignorer = await run_python(image, worktree, "print('done')", stdin=brief, timeout_s=30)
+    assert ok(ignorer).strip() == "done"
+    assert not ignorer.timed_out
