@@ -16,9 +16,10 @@ hides and what it does not):
 * no capabilities, ``no-new-privileges``, memory (swap included), CPU share, process,
   open-file and CPU-time limits from ``spec.limits``.
 
-The container is labelled :data:`AGENT_LABEL` and always deleted before :meth:`run`
+The container is labelled (:mod:`.labels`) and always deleted before :meth:`run`
 returns — after an exit, a timeout, an error or a cancellation — so ``docker ps -a
---filter label=org.loopbus.agent`` lists only runs in progress. Output is read from an
+--filter label=org.loopbus.agent`` lists only runs in progress, and runs whose daemon
+died, which :func:`.container_sweep.sweep` finishes. Output is read from an
 attach stream, kept up to :data:`OUTPUT_CAP` bytes each, and never written to the
 engine's log (its log driver is ``none``): an agent cannot fill the engine's disk.
 """
@@ -37,6 +38,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 from loopbus.workers.agents.fence import Fence, FenceError, resolve
+from loopbus.workers.agents.labels import (
+    AGENT_LABEL,
+    DAEMON_LABEL,
+    FENCE_LABEL,
+    OWNER_LABEL,
+    WORKTREE_LABEL,
+    daemon_id,
+)
 from loopbus.workers.agents.lend import Owner, hand_tree, owner_of
 from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
 from loopbus.workers.gates.executors import OUTPUT_CAP, docker_reachable
@@ -49,8 +58,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 T = TypeVar("T")
 
-AGENT_LABEL = "org.loopbus.agent"
-WORKTREE_LABEL = "org.loopbus.agent.worktree"
 AGENT_UID = 64_999
 """The uid (and gid) an agent runs as when the worktree belongs to root: unused on the
 host, so lending the worktree to it gives no host process anything."""
@@ -83,9 +90,9 @@ def _refusal(spec: SandboxSpec) -> str | None:
     return None
 
 
-def _config(spec: SandboxSpec, user: Owner, fence: Fence | None) -> dict[str, Any]:
-    """The engine's create request for ``spec``, run as ``user``, on ``fence``'s network
-    when there is one and on none otherwise."""
+def _config(spec: SandboxSpec, user: Owner, owner: Owner, fence: Fence | None) -> dict[str, Any]:
+    """The engine's create request for ``spec``, run as ``user`` in a worktree that goes
+    back to ``owner``, on ``fence``'s network when there is one and on none otherwise."""
     assert spec.image is not None
     limits = spec.limits
     memory = limits.memory_mb * 1024 * 1024
@@ -101,8 +108,14 @@ def _config(spec: SandboxSpec, user: Owner, fence: Fence | None) -> dict[str, An
         "WorkingDir": str(spec.worktree),
         "Env": [f"{name}={value}" for name, value in sorted(env.items())],
         "User": f"{user.uid}:{user.gid}",
-        # The worktree label lets cleanup (and tests) find one run's container.
-        "Labels": {AGENT_LABEL: "1", WORKTREE_LABEL: str(spec.worktree)},
+        # What container_sweep needs to finish this run if our process dies mid-run.
+        "Labels": {
+            AGENT_LABEL: "1",
+            WORKTREE_LABEL: str(spec.worktree),
+            DAEMON_LABEL: daemon_id(),
+            OWNER_LABEL: f"{owner.uid}:{owner.gid}",
+            FENCE_LABEL: "" if fence is None else fence.run_id,
+        },
         "AttachStdin": with_stdin,
         "OpenStdin": with_stdin,
         "StdinOnce": with_stdin,  # the stdin attach closing is the command's end of input
@@ -274,7 +287,9 @@ class _Run:
             try:
                 allowed = await resolve(spec.network)
                 # Assigned before opening, so a half-built fence is still torn down.
-                self.fence = Fence(self.docker, uuid.uuid4().hex[:12], allowed, {AGENT_LABEL: "1"})
+                run_id = uuid.uuid4().hex[:12]
+                labels = {AGENT_LABEL: "1", DAEMON_LABEL: daemon_id(), FENCE_LABEL: run_id}
+                self.fence = Fence(self.docker, run_id, allowed, labels)
                 await self.fence.open()
             except (FenceError, DockerError) as exc:
                 why = exc.message if isinstance(exc, DockerError) else str(exc)
@@ -283,7 +298,7 @@ class _Run:
             await asyncio.to_thread(hand_tree, spec.worktree, self.user)
         try:
             self.container = container = await self.docker.containers.create(
-                _config(spec, self.user, self.fence)
+                _config(spec, self.user, self.owner, self.fence)
             )
             # Attached before start, so not a byte of output is missed.
             out_stream = container.attach(stdout=True, stderr=True)

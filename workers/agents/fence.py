@@ -159,6 +159,39 @@ class Fence:
             raise FenceError("; ".join(errors))
 
 
+async def remove_fence(docker: aiodocker.Docker, run_id: str) -> None:
+    """Remove what a :class:`Fence` for ``run_id`` left (its process died before
+    :meth:`Fence.close`): every jump to its chain, the chain, the network."""
+    from aiodocker.exceptions import DockerError
+
+    shape = Fence(docker, run_id, [], {})
+    chain = shape.chain
+    for parent in ("DOCKER-USER", "INPUT"):
+        process = await asyncio.create_subprocess_exec(
+            "iptables", "-w", "-S", parent, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        listing, _ = await process.communicate()
+        for rule in listing.decode().splitlines():
+            words = rule.split()
+            if words[:1] == ["-A"] and words[-2:] == ["-j", chain]:
+                await _iptables("-D", *words[1:])
+    listing_chains = await asyncio.create_subprocess_exec(
+        "iptables", "-w", "-S", chain, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    if await listing_chains.wait() == 0:
+        await _iptables("-F", chain)
+        await _iptables("-X", chain)
+    try:
+        network = await docker.networks.get(shape.name)
+    except DockerError as exc:
+        if exc.status == 404:
+            return
+        raise
+    await network.delete()
+
+
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
