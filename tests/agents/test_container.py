@@ -508,3 +508,29 @@ async def test_a_large_stdin_arrives_whole_and_one_left_unread_does_not_hang_the
     ignorer = await run_python(image, worktree, "print('done')", stdin=brief, timeout_s=30)
     assert ok(ignorer).strip() == "done"
     assert not ignorer.timed_out
+
+
+async def test_a_container_removed_from_outside_mid_run_is_a_result_not_a_crash(
+    image: str, worktree: Path
+) -> None:
+    """Someone deleting the container mid-run (an operator, an engine restart) ends the run
+    as a failure that is no breach, and the worktree is still given back."""
+    import aiodocker
+
+    run = asyncio.create_task(
+        run_python(image, worktree, "open('w', 'w'); import time; time.sleep(600)")
+    )
+    while not (worktree / "w").exists():
+        assert not run.done(), run.result()
+        await asyncio.sleep(0.05)
+    docker = aiodocker.Docker()
+    try:
+        (container_id,) = await containers_of(worktree)
+        await docker.containers.container(container_id).delete(force=True)
+    finally:
+        await docker.close()
+    result = await asyncio.wait_for(run, 60)
+    # Killed from outside: not a success, and not a CPU breach it had no time to commit.
+    assert result.exit_code != 0 and result.breaches == ()
+    assert os.lstat(worktree / "w").st_uid == os.getuid()
+    assert await containers_of(worktree) == []

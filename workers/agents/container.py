@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 import uuid
@@ -65,11 +66,13 @@ CPU_KILLS = (128 + signal.SIGKILL, 128 + signal.SIGXCPU)
 """Exit codes of a command killed for CPU time. The command is the container's PID 1,
 which the kernel shields from every signal sent inside its namespace that it has no
 handler for (SIGKILL included), so it ignores SIGXCPU and dies only at the hard limit, by
-SIGKILL; the memory killer's SIGKILL is told apart by ``State.OOMKilled``, and ours only
-ends a run that timed out. A command can exit 137 on purpose: that only misnames its own
-run."""
+SIGKILL; the memory killer's SIGKILL is told apart by ``State.OOMKilled``, ours only
+ends a run that timed out, and one from outside in a run too short to have used its CPU
+time is not counted (:func:`_could_use`). A command can exit 137 on purpose: that only
+misnames its own run."""
 CONTAINER_TMP = "/tmp"
 PULL_TIMEOUT_S = 600.0
+REMOVAL_WAIT_S = 30.0
 EXIT_GRACE_S = 10.0  # how long the output stream may lag behind the container's exit
 
 
@@ -145,6 +148,14 @@ def _config(spec: SandboxSpec, user: Owner, owner: Owner, fence: Fence | None) -
             "AutoRemove": False,  # we read State.OOMKilled after the exit, then delete
         },
     }
+
+
+def _could_use(spec: SandboxSpec, wall_s: float) -> bool:
+    """Whether a run this long could have used its CPU-time limit: CPU time is at most
+    wall time times the CPUs it may use. A SIGKILL from outside (an operator, a removal)
+    in a shorter run is not a CPU breach."""
+    cpus = spec.limits.cpus if spec.limits.cpus > 0 else float(os.cpu_count() or 1)
+    return wall_s * cpus >= spec.limits.cpu_time_s
 
 
 def _bind(path: Path, *, read_only: bool) -> dict[str, Any]:
@@ -271,8 +282,14 @@ class _Run:
         self.fence: Fence | None = None
 
     async def go(self) -> SandboxResult:
+        from aiodocker.exceptions import DockerError
+
         try:
             result = await self._contain()
+        except DockerError as exc:  # the engine failed us mid-run: a result, not a crash
+            left = await _unstoppable(self._teardown())
+            why = f"the Docker engine failed during the run: {exc.message}"
+            return _not_started(why if left is None else f"{why}; {left}", self.started)
         except BaseException:
             await _unstoppable(self._teardown())
             raise
@@ -315,6 +332,7 @@ class _Run:
         if in_stream is not None:
             self.tasks.append(asyncio.create_task(_feed(in_stream, spec.stdin)))
         try:
+            running_since = time.monotonic()
             answer = await asyncio.wait_for(container.wait(), spec.timeout_s)
         except TimeoutError:
             with contextlib.suppress(DockerError):
@@ -327,7 +345,7 @@ class _Run:
         breaches: list[Breach] = []
         if state.get("OOMKilled"):
             breaches.append("memory")
-        elif code in CPU_KILLS:
+        elif code in CPU_KILLS and _could_use(spec, time.monotonic() - running_since):
             breaches.append("cpu")
         # Killed for a breach is "killed": no exit code of its own.
         return self._result(None if breaches else code, breaches=breaches)
@@ -361,7 +379,7 @@ class _Run:
             try:
                 await container.delete(force=True)
             except DockerError as exc:
-                if exc.status != 404:
+                if exc.status != 404 and not await _gone(container):
                     # Its processes may still run as the agent's uid: walking the tree
                     # now would race them swapping folders for links. Leave it lent.
                     log.warning(
@@ -379,6 +397,20 @@ class _Run:
                 log.warning("agent network fence not fully removed", error=str(exc))
         await asyncio.to_thread(hand_tree, self.spec.worktree, self.owner, clear_setid=True)
         return None
+
+
+async def _gone(container: DockerContainer) -> bool:
+    """Whether ``container`` is gone, once a removal someone else started (the engine
+    answers 409 "already in progress" to ours) has had up to a while to finish."""
+    from aiodocker.exceptions import DockerError
+
+    with contextlib.suppress(DockerError, TimeoutError):
+        await asyncio.wait_for(container.wait(condition="removed"), REMOVAL_WAIT_S)
+    try:
+        await container.show()
+    except DockerError as exc:
+        return exc.status == 404
+    return False
 
 
 async def _unstoppable(work: Coroutine[Any, Any, T]) -> T:
