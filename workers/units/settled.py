@@ -36,6 +36,8 @@ from loopbus.schemas.ids import answer_id
 from loopbus.workers.gates.scope import criteria_files
 
 SALT = "no-longer-raised"
+BESIDE_CHECKS = ("test-vanished", "test-rewritten")
+"""Finding classes the runner raises beside a suite's checks (not one check's own)."""
 
 
 def no_longer_raised(
@@ -74,7 +76,7 @@ def no_longer_raised(
         key = key_text(finding.target, finding.severity, finding.criterion)
         if key in raised or finding.criterion in unknown or not _vouched(finding, ran):
             continue
-        if finding.cls == "test-vanished" and suite.outcome != "pass":
+        if finding.cls in BESIDE_CHECKS and suite.outcome != "pass":
             continue  # raised beside the suite, not by a check: only a green suite clears it
         if _unproven(finding, tests_by_key, guarded, view.criteria, passed_criteria):
             continue  # a criterion's failure stays until that criterion runs and passes
