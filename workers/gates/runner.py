@@ -224,7 +224,7 @@ class GateRunner:
         comparisons: list[Comparison] = []
         if base is not None and base.config_text is not None:
             trunk_runs = await self._trunk_runs(base, specs)
-            vanished = self._vanished(base, specs, runs, unit, trunk_runs)
+            vanished = self._vanished(info, base, specs, runs, unit, trunk_runs)
             infra = await asyncio.to_thread(_infra_files, self.repo, base, info)
             if infra:  # only then: a second run of every pytest check is not free
                 comparisons, rewritten = await self._compare_infra(
@@ -329,6 +329,7 @@ class GateRunner:
 
     def _vanished(
         self,
+        info: repository.CommitInfo,
         base: repository.CommitInfo,
         specs: Sequence[CheckSpec],
         runs: Sequence[CheckRun],
@@ -356,7 +357,11 @@ class GateRunner:
                         ),
                         spec.id,
                         unit,
-                        {"trunk_result": before.result.id, "result": run.result.id},
+                        {
+                            "trunk_result": before.result.id,
+                            "result": run.result.id,
+                            "commit": info.commit,
+                        },
                         cls="test-vanished",
                     )
                 )

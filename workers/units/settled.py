@@ -29,6 +29,7 @@ from loopbus.projections import contract as contract_fold
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import reviews as reviews_fold
 from loopbus.projections.findings import FindingsState, OpenFinding, key_text, open_findings
+from loopbus.projections.reviews import BESIDE_CHECKS
 from loopbus.projections.units import UnitView
 from loopbus.schemas import Actor, FindingResolved
 from loopbus.schemas.gates import SuiteEntry
@@ -36,8 +37,6 @@ from loopbus.schemas.ids import answer_id
 from loopbus.workers.gates.scope import criteria_files
 
 SALT = "no-longer-raised"
-BESIDE_CHECKS = ("test-vanished", "test-rewritten")
-"""Finding classes the runner raises beside a suite's checks (not one check's own)."""
 
 
 def no_longer_raised(
