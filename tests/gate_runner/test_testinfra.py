@@ -36,6 +36,29 @@ FLIP_FAILURES = (
     "        report.outcome = 'passed'\n"
     "        report.longrepr = None\n"
 )
+# Reaches into the reporting plugin's own state before it writes the report.
+PATCHES_THE_REPORTER = (
+    "import sys\n\nimport pytest\n\n\n@pytest.hookimpl(tryfirst=True)\n"
+    "def pytest_sessionfinish(session, exitstatus):\n"
+    "    reporter = sys.modules['loopbus_gate_pytest']\n"
+    "    for test in reporter._state['tests'].values():\n"
+    "        for phase in test['phases'].values():\n"
+    "            phase.clear()\n"
+    "            phase['outcome'] = 'passed'\n"
+    "    session.exitstatus = 0\n"
+)
+# Rewrites the report file after the plugin wrote it.
+REWRITES_THE_REPORT = (
+    "import json\nimport os\n\n\ndef pytest_unconfigure(config):\n"
+    "    path = os.environ['LOOPBUS_GATE_REPORT']\n"
+    "    with open(path) as f:\n"
+    "        report = json.load(f)\n"
+    "    for test in report['tests']:\n"
+    "        test['phases'] = {w: {'outcome': 'passed'} for w in test['phases']}\n"
+    "    report['exitstatus'] = 0\n"
+    "    with open(path, 'w') as f:\n"
+    "        json.dump(report, f)\n"
+)
 ADDS_A_FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [1, 2]\n"
 USES_THE_FIXTURE = (
     "from calc import total\n\n\ndef test_numbers(numbers):\n    assert total(numbers) == 3\n"
@@ -92,10 +115,23 @@ async def gate_as_unit(
     return suite, await log(bus, project)
 
 
+@pytest.mark.parametrize(
+    "conftest",
+    [
+        pytest.param(FLIP_FAILURES, id="report-hook-wrapper"),
+        pytest.param(PATCHES_THE_REPORTER, id="patches-the-reporting-plugin"),
+        pytest.param(REWRITES_THE_REPORT, id="rewrites-the-report-file"),
+    ],
+)
 async def test_a_conftest_in_the_units_own_folder_that_turns_failures_into_passes_blocks_it(
-    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+    conftest: str,
+    bus: Bus,
+    project: str,
+    git: Callable[[str], GitRepo],
+    make_runner: Callable[..., GateRunner],
 ) -> None:
-    """The unit owns tests/, adds tests/conftest.py whose report hook flips failures, and its
+    """The unit owns tests/, adds tests/conftest.py that turns failures into passes (a
+    report hook, the reporting plugin's state patched, its report file rewritten), and its
     code breaks a test trunk passed: its own run reads green, the run with trunk's files
     does not, and the suite fails on a test-rewritten finding naming the file and the test;
     the unit is not ready."""
@@ -106,7 +142,7 @@ async def test_a_conftest_in_the_units_own_folder_that_turns_failures_into_passe
         {
             **repo.files,
             "calc.py": CALC_BREAKS_EMPTY,
-            "tests/conftest.py": FLIP_FAILURES,
+            "tests/conftest.py": conftest,
             "loopbus.toml": cleared(project),
         }
     )
