@@ -265,6 +265,7 @@ async def test_an_innocent_conftest_change_is_compared_and_does_not_block(
         ),
         pytest.param("loopbus_gate_pytest.py", None, b"", True, id="shadows-reporter"),
         pytest.param("_pytest/runner.py", None, b"", True, id="shadows-pytest"),
+        pytest.param("tests/__pycache__/conftest.cpython-311.pyc", None, b"", True, id="bytecode"),
         pytest.param("calc.py", b"x = 1\n", b"x = 2\n", False, id="ordinary-code"),
     ],
 )

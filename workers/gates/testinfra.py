@@ -20,6 +20,8 @@ A changed path is *test infrastructure* (:func:`why_infra`) when it is:
 * a file that would shadow pytest, pluggy, the gate's plugin or the interpreter's start-up
   (``pytest.py``, ``_pytest/…``, ``pluggy/…``, ``loopbus_gate_pytest.py``,
   ``sitecustomize.py``, ``usercustomize.py``).
+* compiled bytecode (``*.pyc``, anything under ``__pycache__``): an unchecked-hash ``.pyc``
+  is imported without looking at the source beside it.
 
 Being generous here costs only a second run, never a wrong verdict: the comparison blocks
 only when an outcome differs.
@@ -104,6 +106,8 @@ def why_infra(path: str, base: bytes | None, head: bytes | None) -> str | None:
         return f"{name} is loaded by pytest or the interpreter"
     if any(folder in SHADOWED_PACKAGES for folder in folders):
         return "it would shadow pytest, pluggy or the gate's reporting plugin"
+    if "__pycache__" in folders or name.endswith((".pyc", ".pyo")):
+        return "compiled bytecode can be imported instead of the source beside it"
     if name in SETTINGS_FILES:
         if _settings(name, base) != _settings(name, head):
             return "its pytest settings or pytest11 entry points changed"
