@@ -17,6 +17,7 @@ from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransi
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.testinfra import OutcomeChange, describe, infra_files, why_infra
 from loopbus.workers.gates.unitgate import UnitScope, gate_unit
+from loopbus.workers.merger.gates import verdict_of
 from loopbus.workers.units.daemon import ready_move
 
 SYSTEM = Actor(role="system", principal="tests")
@@ -202,6 +203,9 @@ async def test_a_plugin_loaded_through_pytest_settings_that_flips_failures_is_fo
     assert [(c.check, [x.nodeid for x in c.changes]) for c in suite.comparisons] == [
         ("tests", [BROKEN_TEST])
     ]
+    (failing,) = verdict_of(suite, head).failing  # what the merger records as red
+    assert (failing.test, failing.check) == ("test-rewritten", "tests")
+    assert failing.message == finding.message
 
 
 async def test_an_innocent_conftest_change_is_compared_and_does_not_block(
@@ -234,6 +238,38 @@ async def test_an_innocent_conftest_change_is_compared_and_does_not_block(
     units, gates = units_fold.FOLD.fold(events), gates_fold.FOLD.fold(events)
     move = ready_move(units, "U1", gates)
     assert move is not None and move.ready
+
+
+async def test_a_test_that_needs_the_units_conftest_to_be_collected_is_not_passed_silently(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """The unit rewrites a test trunk passed to import a name its new conftest defines:
+    with trunk's files the test cannot be collected, and the finding says its outcome could
+    not be checked (and why the second run erred) rather than letting it pass."""
+    repo = git("repo")
+    base = repo.commit(pytest_project(project))
+    runner = make_runner(repo, project=project)
+    head = repo.commit(
+        {
+            **repo.files,
+            "calc.py": CALC_DONE,
+            "tests/conftest.py": "EMPTY = []\n",
+            "tests/test_calc.py": (
+                "from calc import total\nfrom conftest import EMPTY\n\n\n"
+                "def test_empty():\n    assert total(EMPTY) == 0\n"
+            ),
+            "loopbus.toml": cleared(project),
+        }
+    )
+    suite, events = await gate_as_unit(bus, project, runner, base, head)
+    assert suite.check("tests").outcome == "pass" and suite.outcome == "fail"
+    (finding,) = rewritten(events)
+    assert finding.evidence["changes"] == [  # the import error stops pytest before any test
+        {"nodeid": BROKEN_TEST, "candidate": "passed", "trunk_files": None},
+        {"nodeid": CRITERION, "candidate": "passed", "trunk_files": "norun"},
+    ]
+    assert "could not be collected or run" in finding.message
+    assert "collection error in tests/test_calc.py" in finding.evidence["swap_error"]
 
 
 @pytest.mark.parametrize(
@@ -287,4 +323,4 @@ def test_a_test_the_swap_cannot_collect_is_said_so() -> None:
     assert f"{CRITERION}: passed with the candidate's files, not collected with trunk's" in (
         message
     )
-    assert "could not be collected" in message and "tests/conftest.py" in message
+    assert "could not be collected or run" in message and "tests/conftest.py" in message

@@ -109,6 +109,8 @@ class SuiteResult:
     """The test infrastructure the commit changed against trunk (judged against a trunk)."""
     comparisons: list[Comparison] = field(default_factory=list)
     """Each pytest check's run with trunk's test infrastructure, when ``infra`` is set."""
+    beside: list[FindingRaised] = field(default_factory=list)
+    """Findings that failed the suite beside its checks (test-vanished, test-rewritten)."""
 
     @property
     def green(self) -> bool:
@@ -246,6 +248,7 @@ class GateRunner:
             suite=suite,
             infra=infra,
             comparisons=comparisons,
+            beside=beside,
         )
 
     def _judging(

@@ -58,6 +58,9 @@ PLUGIN_TEXT = re.compile(
 """What a Python file that takes part in pytest's plugin machinery says somewhere."""
 
 PASSING = frozenset({"passed", "xpassed"})
+UNMEASURED = frozenset({None, "norun", "pending-norun"})
+"""A second-run ending that says nothing about the test: not collected, or never run
+(pytest stops before running anything when a module fails to import)."""
 
 
 @dataclass(frozen=True)
@@ -200,11 +203,11 @@ def describe(
         f"changing {names} changed what the tests say: {len(changes)} test(s) end "
         f"differently with trunk's versions of those files: {shown}"
     )
-    if any(c.swapped is None for c in changes):
+    if any(c.swapped in UNMEASURED for c in changes):
         message += (
-            "; with trunk's test files some tests could not be collected, so their outcome "
-            "could not be checked against them (the candidate's tests need its change to "
-            "the test infrastructure): land that change in a unit of its own first"
+            "; with trunk's test files some tests could not be collected or run, so their "
+            "outcome could not be checked against them (the candidate's tests need its "
+            "change to the test infrastructure): land that change in a unit of its own first"
         )
     if swap_error:
         message += f"; the run with trunk's files ended in error: {swap_error}"
