@@ -9,7 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gate_repos import CALC_DONE, PENDING_ID, GitRepo, pytest_project
+from gate_repos import (
+    CALC_DONE,
+    CALC_STUB,
+    PENDING_ID,
+    TEST_CALC,
+    GitRepo,
+    config,
+    pytest_project,
+)
 from loopbus.bus import Bus, read
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
@@ -206,6 +214,38 @@ async def test_a_plugin_loaded_through_pytest_settings_that_flips_failures_is_fo
     (failing,) = verdict_of(suite, head).failing  # what the merger records as red
     assert (failing.test, failing.check) == ("test-rewritten", "tests")
     assert failing.message == finding.message
+
+
+EXIT_CODE_PYTEST = """
+[[check]]
+id = "suite"
+command = "python -m pytest -q"
+parser = "exit-code"
+timeout = 120
+"""
+
+
+async def test_an_exit_code_check_that_passes_only_with_the_candidates_conftest_fails(
+    bus: Bus, project: str, git: Callable[[str], GitRepo], make_runner: Callable[..., GateRunner]
+) -> None:
+    """A check that runs pytest but reads only its exit code names no tests: it is compared
+    as a whole, and green with the candidate's conftest but red with trunk's fails."""
+    repo = git("repo")
+    files = {
+        "loopbus.toml": config(project, EXIT_CODE_PYTEST),
+        "calc.py": CALC_STUB,
+        "tests/test_calc.py": TEST_CALC,
+    }
+    base = repo.commit(files)
+    runner = make_runner(repo, project=project)
+    head = repo.commit({**files, "calc.py": CALC_BREAKS_EMPTY, "tests/conftest.py": FLIP_FAILURES})
+    suite = await runner.run_commit(head, trunk=base, reason="trunk")
+    assert suite.check("suite").outcome == "pass"
+    assert suite.outcome == "fail"
+    (finding,) = rewritten(await log(bus, project))
+    assert finding.evidence["changes"] == [
+        {"nodeid": "check:suite", "candidate": "pass", "trunk_files": "fail"}
+    ]
 
 
 async def test_an_innocent_conftest_change_is_compared_and_does_not_block(

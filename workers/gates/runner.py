@@ -59,8 +59,10 @@ from loopbus.workers.gates.executors import (
 from loopbus.workers.gates.parsers import parse
 from loopbus.workers.gates.signing import Signer
 from loopbus.workers.gates.testinfra import (
+    COMPARED,
     Comparison,
     InfraFile,
+    check_change,
     compared_tests,
     describe,
     infra_files,
@@ -382,10 +384,11 @@ class GateRunner:
         criteria: Sequence[str],
         unit: str | None,
     ) -> tuple[list[Comparison], list[FindingRaised]]:
-        """Run each pytest check again with trunk's versions of the changed test
-        infrastructure swapped in; a finding for each check where a test trunk passed, or one
-        of the unit's criteria, ends differently (see :mod:`.testinfra`)."""
-        pairs = [(s, r) for s, r in zip(specs, runs, strict=True) if s.parser == "pytest"]
+        """Run each pytest and exit-code check again with trunk's versions of the changed
+        test infrastructure swapped in; a finding for each check where a test trunk passed,
+        or one of the unit's criteria, ends differently, or (an exit-code check, which names
+        no tests) that passes only with the candidate's files (see :mod:`.testinfra`)."""
+        pairs = [(s, r) for s, r in zip(specs, runs, strict=True) if s.parser in COMPARED]
         paths = [f.path for f in infra]
         swapped = await asyncio.gather(
             *(self._swapped_run(config, spec, info, base.tree, paths) for spec, _ in pairs)
@@ -395,10 +398,13 @@ class GateRunner:
         for (spec, run), verdict in zip(pairs, swapped, strict=True):
             before = trunk_runs.get(spec.id)
             own = run.result.tests
-            compared = compared_tests(
-                before.result.tests if before else None, criteria, own, verdict.tests
-            )
-            changes = outcome_changes(compared, own, verdict.tests)
+            if spec.parser == "exit-code":
+                compared, changes = check_change(spec.id, run.outcome, verdict.outcome)
+            else:
+                compared = compared_tests(
+                    before.result.tests if before else None, criteria, own, verdict.tests
+                )
+                changes = outcome_changes(compared, own, verdict.tests)
             comparisons.append(Comparison(spec.id, compared, changes, verdict.error))
             if not changes:
                 continue

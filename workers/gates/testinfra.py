@@ -192,6 +192,20 @@ def outcome_changes(
     return changes
 
 
+COMPARED = ("pytest", "exit-code")
+"""The parsers whose checks run again: pytest (per test) and exit-code (the command may run
+pytest too, and says only pass or fail). Ruff runs none of the project's code."""
+
+
+def check_change(check: str, own: str, swapped: str) -> tuple[list[str], list[OutcomeChange]]:
+    """An exit-code check names no tests: it is compared as a whole, and only a pass that
+    trunk's files turn red counts (a failure the candidate's files would have hidden)."""
+    name = f"check:{check}"
+    if own == "pass" and swapped != "pass":
+        return [name], [OutcomeChange(name, own, swapped)]
+    return [name], []
+
+
 def describe(
     files: Sequence[InfraFile], changes: Sequence[OutcomeChange], swap_error: str = ""
 ) -> str:
