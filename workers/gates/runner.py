@@ -7,6 +7,8 @@ otherwise check the tree out into a private temporary folder, run the command th
 executor, parse the output into a verdict, sign the result and publish it atomically with
 its findings. Concurrent asks for the same key in one process share one run. Finally a
 signed :class:`GateSuiteCompleted` records what the suite came to and what it answered.
+Judged against a trunk commit, a candidate that changes what runs its tests (a conftest,
+pytest settings, a plugin) also has its tests run with trunk's versions of those files.
 
 Public API (for other daemons)::
 
@@ -179,7 +181,10 @@ class GateRunner:
         ``trunk``: the commit whose configuration judges this one (the candidate's own
         ``loopbus.toml`` contributes only the allowed edits: ``criteria`` cleared from
         pending, new checks; see :mod:`.trunkconfig`), and whose tests must all still run
-        on the candidate (one that vanished or is newly skipped fails the suite).
+        on the candidate (one that vanished or is newly skipped fails the suite). When the
+        candidate changes test infrastructure against it, its pytest and exit-code checks
+        run again with trunk's versions of those files, and an outcome that differs fails
+        the suite (see :mod:`.testinfra`).
 
         ``advisory`` names the gates the ratchet says do not block (read from the log by
         the caller): their checks run and report, and the suite's outcome leaves them out.
