@@ -30,6 +30,9 @@ from loopbus.schemas.reviews import (
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.schemas.targets import CodeTarget
 
+BESIDE_CHECKS = ("test-vanished", "test-rewritten")
+"""Finding classes the gate runner raises beside a suite's checks, failing the suite."""
+
 ESCALATES = "escalates"
 """Evidence key of a reviewer finding that stops a ready unit before any review could be
 requested (no head, no eligible reviewer, an unreadable repository): its value is the
@@ -96,6 +99,9 @@ class FailedSuite(msgspec.Struct, kw_only=True):
     commit: str
     failing: list[tuple[str, str, str]] = []
     """(check, outcome, result id) of every entry that did not pass."""
+    beside: list[str] = []
+    """Findings the runner raised beside the checks that fail the suite on their own (a
+    test that vanished, a test the unit's test infrastructure rewrote)."""
 
 
 class ReviewsState(msgspec.Struct):
@@ -127,6 +133,9 @@ class ReviewsState(msgspec.Struct):
     """unit -> the trunk commit it was last dispatched against."""
     suites: dict[str, FailedSuite] = {}
     """Failing unit suites not closed as a round yet, by suite id."""
+    beside: dict[str, list[str]] = {}
+    """``unit|commit`` -> findings raised beside that commit's suite, until it arrives (they
+    are published in the suite's own batch, just before it)."""
 
 
 def initial() -> ReviewsState:
@@ -198,6 +207,14 @@ def apply(state: ReviewsState, event: Event) -> ReviewsState:
                 state.pending.pop(event.cause, None)
         case FindingRaised(producer="gate_runner"):
             _gate_finding(state, event)
+            commit = event.evidence.get("commit")
+            if (
+                event.cls in BESIDE_CHECKS
+                and event.actor.role == "system"
+                and event.unit is not None
+                and isinstance(commit, str)
+            ):
+                state.beside.setdefault(f"{event.unit}|{commit}", []).append(event.id)
         case FindingRaised(producer="reviewer") if event.id in state.expected:
             raised_for = state.expected.pop(event.id)
             key = key_text(format_target(event.target), event.severity, event.criterion)
@@ -221,6 +238,7 @@ def apply(state: ReviewsState, event: Event) -> ReviewsState:
         case GateResultRecorded():
             _gate_result(state, event)
         case GateSuiteCompleted():
+            beside = state.beside.pop(f"{event.unit}|{event.commit}", [])
             if (
                 event.unit is not None
                 and event.commit is not None
@@ -234,6 +252,7 @@ def apply(state: ReviewsState, event: Event) -> ReviewsState:
                     failing=[
                         (e.check, e.outcome, e.result) for e in event.checks if e.outcome != "pass"
                     ],
+                    beside=beside,
                 )
         case _:
             pass

@@ -54,6 +54,7 @@ FindingClass = Literal[
     "scope-breach",  # a unit changed a file the plan did not give it, or a frozen one
     "contract-unmet",  # a unit's suite passed but its own criteria did not run and pass
     "test-vanished",  # a test that ran on trunk disappeared, was deselected or skipped
+    "test-rewritten",  # a change to what runs the tests changed what a test says
     "trunk-tampered",  # trunk moved outside the merger red, or changing the gate config
     "decision-needed",  # a builder's novel decision waits for the operator
     "builder-failure",  # a builder command gave no valid envelope, or asked to stop
@@ -77,6 +78,7 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "scope-breach",
     "contract-unmet",
     "test-vanished",
+    "test-rewritten",
     "trunk-tampered",
     "decision-needed",
     "builder-failure",

@@ -17,6 +17,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -165,6 +166,41 @@ def checkout(path: Path, tree: str, dest: Path) -> int:
                     target.chmod(0o755)
             written += 1
     return written
+
+
+def overlay(path: Path, tree: str, paths: Sequence[str], dest: Path) -> None:
+    """Make each of ``paths`` under the checkout ``dest`` exactly what it is in ``tree``:
+    rewritten from it when ``tree`` has the file, removed when it does not (the gate
+    runner swaps trunk's test infrastructure into a candidate's checkout this way)."""
+    root = dest.resolve()
+    with open_repo(path) as repo:
+        store = repo.object_store
+        top = store[ObjectID(tree.encode())]
+        assert isinstance(top, Tree)
+        for name in paths:
+            parts = name.split("/")
+            if any(p in ("", ".", "..", ".git") for p in parts):
+                raise RepoError(f"refusing to overlay the unsafe path {name!r}")
+            target = root.joinpath(*parts)
+            inside = Path(os.path.realpath(target.parent))
+            if inside != root and root not in inside.parents:
+                raise RepoError(f"{name!r} lies behind a link out of the checkout; not swapped")
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
+            try:
+                mode, sha = top.lookup_path(store.__getitem__, name.encode())
+            except KeyError:
+                continue  # not in trunk's tree: the candidate added it, so it goes
+            blob = store[sha]
+            if not isinstance(blob, Blob):
+                continue  # a folder or submodule in trunk: its own files are listed apart
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if stat.S_ISLNK(mode):
+                os.symlink(blob.data, target)
+            else:
+                target.write_bytes(blob.data)
 
 
 # -- a unit's change: what the reviewer reads --------------------------------------------

@@ -378,6 +378,46 @@ def gate_finding(project: str, path: str, line: int) -> FindingRaised:
     )
 
 
+async def test_a_suite_failed_by_a_test_rewritten_finding_is_a_blocking_gate_round(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Every check passed, but the runner raised a test-rewritten finding beside them (the
+    unit's conftest changed what a test says) and failed the suite: the gate round carries
+    that finding's key as blocking, as it would a red check's."""
+    import msgspec
+    from loopbus.schemas.targets import CodeTarget
+    from reviewkit import SYSTEM
+
+    agent = Scripted(agent_dir)
+    repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["bob"]})
+    head = repo.commit({"src/app.py": body("sum(xs)")}, parent=repo.base)
+    signer = GateSigner()
+    await signer.register(bus, project)
+    await ready(bus, project, "U1", head, gates=False)
+    async with running(bus, Reviewer(config_of(repo))):
+        rewrite = FindingRaised(
+            project=project,
+            actor=SYSTEM,
+            producer="gate_runner",
+            cls="test-rewritten",
+            target=CodeTarget(path="tests/conftest.py", start=1, end=1),
+            severity="high",
+            criterion="tests",
+            message="changing tests/conftest.py changed what the tests say",
+            evidence={"commit": head},
+            unit="U1",
+        )
+        result = signer.result(project, "tests", head, "pass", [])
+        suite = signer.suite(project, "U1", head, [result])
+        failed = signer.sign(msgspec.structs.replace(suite, outcome="fail"))
+        await bus.publish(result)
+        await bus.publish_atomic([rewrite, failed])
+        events = await wait_log(bus, project, count(RoundClosed, 1, source="gate"))
+    [closed] = of(RoundClosed, events, source="gate")
+    assert closed.finding_keys == ["code:tests/conftest.py:1-1|high|tests"]
+    assert closed.blocking_keys == closed.finding_keys and not closed.passed
+
+
 async def test_review_findings_not_raised_again_are_resolved(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:

@@ -7,6 +7,8 @@ otherwise check the tree out into a private temporary folder, run the command th
 executor, parse the output into a verdict, sign the result and publish it atomically with
 its findings. Concurrent asks for the same key in one process share one run. Finally a
 signed :class:`GateSuiteCompleted` records what the suite came to and what it answered.
+Judged against a trunk commit, a candidate that changes what runs its tests (a conftest,
+pytest settings, a plugin) also has its tests run with trunk's versions of those files.
 
 Public API (for other daemons)::
 
@@ -58,6 +60,16 @@ from loopbus.workers.gates.executors import (
 )
 from loopbus.workers.gates.parsers import parse
 from loopbus.workers.gates.signing import Signer
+from loopbus.workers.gates.testinfra import (
+    COMPARED,
+    Comparison,
+    InfraFile,
+    check_change,
+    compared_tests,
+    describe,
+    infra_files,
+    outcome_changes,
+)
 from loopbus.workers.gates.trunkconfig import judged_config, vanished_tests
 from loopbus.workers.gates.verdicts import Finding, Verdict
 
@@ -97,6 +109,12 @@ class SuiteResult:
     error: str = ""
     config_error: ConfigError | None = None
     suite: GateSuiteCompleted | None = None
+    infra: list[InfraFile] = field(default_factory=list)
+    """The test infrastructure the commit changed against trunk (judged against a trunk)."""
+    comparisons: list[Comparison] = field(default_factory=list)
+    """Each pytest check's run with trunk's test infrastructure, when ``infra`` is set."""
+    beside: list[FindingRaised] = field(default_factory=list)
+    """Findings that failed the suite beside its checks (test-vanished, test-rewritten)."""
 
     @property
     def green(self) -> bool:
@@ -163,7 +181,10 @@ class GateRunner:
         ``trunk``: the commit whose configuration judges this one (the candidate's own
         ``loopbus.toml`` contributes only the allowed edits: ``criteria`` cleared from
         pending, new checks; see :mod:`.trunkconfig`), and whose tests must all still run
-        on the candidate (one that vanished or is newly skipped fails the suite).
+        on the candidate (one that vanished or is newly skipped fails the suite). When the
+        candidate changes test infrastructure against it, its pytest and exit-code checks
+        run again with trunk's versions of those files, and an outcome that differs fails
+        the suite (see :mod:`.testinfra`).
 
         ``advisory`` names the gates the ratchet says do not block (read from the log by
         the caller): their checks run and report, and the suite's outcome leaves them out.
@@ -207,13 +228,23 @@ class GateRunner:
             *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
         )
         vanished: list[FindingRaised] = []
+        rewritten: list[FindingRaised] = []
+        infra: list[InfraFile] = []
+        comparisons: list[Comparison] = []
         if base is not None and base.config_text is not None:
-            vanished = await self._vanished(base, specs, runs, unit)
+            trunk_runs = await self._trunk_runs(base, specs)
+            vanished = self._vanished(info, base, specs, runs, unit, trunk_runs)
+            infra = await asyncio.to_thread(_infra_files, self.repo, base, info)
+            if infra:  # only then: a second run of every pytest check is not free
+                comparisons, rewritten = await self._compare_infra(
+                    config, info, base, infra, specs, runs, trunk_runs, criteria, unit
+                )
         quiet = advisory.checks(config.checks) if advisory is not None else set()
-        suite = self._suite(config, info, runs, vanished, quiet, unit, reason, cause, started)
+        beside = [*vanished, *rewritten]
+        suite = self._suite(config, info, runs, beside, quiet, unit, reason, cause, started)
         cache = await self.cache(config.project)
         reraised = self._reraise(runs, unit, config.project)
-        await self.bus.publish_atomic([*reraised, *vanished, suite])
+        await self.bus.publish_atomic([*reraised, *beside, suite])
         cache.observe(suite)
         return SuiteResult(
             project=config.project,
@@ -222,6 +253,9 @@ class GateRunner:
             outcome=suite.outcome,
             checks=list(runs),
             suite=suite,
+            infra=infra,
+            comparisons=comparisons,
+            beside=beside,
         )
 
     def _judging(
@@ -248,7 +282,7 @@ class GateRunner:
         config: ProjectConfig,
         info: repository.CommitInfo,
         runs: Sequence[CheckRun],
-        vanished: Sequence[FindingRaised],
+        beside: Sequence[FindingRaised],
         quiet: set[str],
         unit: str | None,
         reason: RunReason,
@@ -256,7 +290,8 @@ class GateRunner:
         started: float,
     ) -> GateSuiteCompleted:
         """The signed suite fact: worst of the blocking checks (advisory ones left out),
-        failed outright when a test that ran on trunk vanished."""
+        failed outright by a finding raised beside them (a test that ran on trunk vanished,
+        a test whose outcome the candidate's test infrastructure changed)."""
         entries = [
             SuiteEntry(
                 check=run.check,
@@ -269,7 +304,7 @@ class GateRunner:
             for run in runs
         ]
         blocking = [run.outcome for run in runs if run.check not in quiet]
-        outcomes = blocking + (["fail"] if vanished else [])
+        outcomes = blocking + (["fail"] if beside else [])
         return self.signer.sign(
             GateSuiteCompleted(
                 project=config.project,
@@ -287,28 +322,42 @@ class GateRunner:
             )
         )
 
-    async def _vanished(
+    async def _trunk_runs(
+        self, base: repository.CommitInfo, specs: Sequence[CheckSpec]
+    ) -> dict[str, CheckRun]:
+        """Trunk's own run of each pytest check on ``base`` (with trunk's own configuration,
+        cached as usual): what ran and passed there."""
+        assert base.config_text is not None
+        trunk_config = parse_config(base.config_text)
+        known = {spec.id: spec for spec in trunk_config.checks}
+        before: dict[str, CheckRun] = {}
+        for spec in specs:
+            theirs = known.get(spec.id)
+            if spec.parser == "pytest" and theirs is not None:
+                before[spec.id] = await self.run_check(trunk_config, theirs, base)
+        return before
+
+    def _vanished(
         self,
+        info: repository.CommitInfo,
         base: repository.CommitInfo,
         specs: Sequence[CheckSpec],
         runs: Sequence[CheckRun],
         unit: str | None,
+        trunk_runs: dict[str, CheckRun],
     ) -> list[FindingRaised]:
-        """A finding for each test that ran on ``base`` but not on the candidate: trunk's
-        own run of each pytest check (with trunk's own configuration, cached as usual)."""
+        """A finding for each test that ran on ``base`` but not on the candidate."""
         assert base.config_text is not None
-        trunk_config = parse_config(base.config_text)
-        known = {spec.id: spec for spec in trunk_config.checks}
+        project = parse_config(base.config_text).project
         found: list[FindingRaised] = []
         for spec, run in zip(specs, runs, strict=True):
-            theirs = known.get(spec.id)
-            if spec.parser != "pytest" or theirs is None:
+            before = trunk_runs.get(spec.id)
+            if before is None:
                 continue
-            before = await self.run_check(trunk_config, theirs, base)
             for nodeid, why in vanished_tests(before.result.tests, run.result.tests)[:MAX_FINDINGS]:
                 found.append(
                     self._finding_event(
-                        trunk_config.project,
+                        project,
                         Finding(
                             target=CheckTarget(check=spec.id),
                             severity="high",
@@ -318,11 +367,88 @@ class GateRunner:
                         ),
                         spec.id,
                         unit,
-                        {"trunk_result": before.result.id, "result": run.result.id},
+                        {
+                            "trunk_result": before.result.id,
+                            "result": run.result.id,
+                            "commit": info.commit,
+                        },
                         cls="test-vanished",
                     )
                 )
         return found
+
+    async def _compare_infra(
+        self,
+        config: ProjectConfig,
+        info: repository.CommitInfo,
+        base: repository.CommitInfo,
+        infra: Sequence[InfraFile],
+        specs: Sequence[CheckSpec],
+        runs: Sequence[CheckRun],
+        trunk_runs: dict[str, CheckRun],
+        criteria: Sequence[str],
+        unit: str | None,
+    ) -> tuple[list[Comparison], list[FindingRaised]]:
+        """Run each pytest and exit-code check again with trunk's versions of the changed
+        test infrastructure swapped in; a finding for each check where a test trunk passed,
+        or one of the unit's criteria, ends differently, or (an exit-code check, which names
+        no tests) that passes only with the candidate's files (see :mod:`.testinfra`)."""
+        pairs = [(s, r) for s, r in zip(specs, runs, strict=True) if s.parser in COMPARED]
+        paths = [f.path for f in infra]
+        swapped = await asyncio.gather(
+            *(self._swapped_run(config, spec, info, base.tree, paths) for spec, _ in pairs)
+        )
+        comparisons: list[Comparison] = []
+        found: list[FindingRaised] = []
+        for (spec, run), verdict in zip(pairs, swapped, strict=True):
+            before = trunk_runs.get(spec.id)
+            own = run.result.tests
+            if spec.parser == "exit-code":
+                compared, changes = check_change(spec.id, run.outcome, verdict.outcome)
+            else:
+                compared = compared_tests(
+                    before.result.tests if before else None, criteria, own, verdict.tests
+                )
+                changes = outcome_changes(compared, own, verdict.tests)
+            comparisons.append(Comparison(spec.id, compared, changes, verdict.error))
+            if not changes:
+                continue
+            finding = Finding(
+                target=CodeTarget(path=infra[0].path, start=1, end=1),
+                severity="high",
+                message=describe(infra, changes, verdict.error),
+                evidence={
+                    "files": [{"path": f.path, "why": f.why} for f in infra],
+                    "changes": [
+                        {"nodeid": c.nodeid, "candidate": c.own, "trunk_files": c.swapped}
+                        for c in changes[:MAX_FINDINGS]
+                    ],
+                    "compared": len(compared),
+                    "trunk": base.commit,
+                    "swap_error": verdict.error,
+                },
+            )
+            context = {"commit": info.commit, "tree": info.tree, "result": run.result.id}
+            found.append(
+                self._finding_event(
+                    config.project, finding, spec.id, unit, context, cls="test-rewritten"
+                )
+            )
+        return comparisons, found
+
+    async def _swapped_run(
+        self,
+        config: ProjectConfig,
+        spec: CheckSpec,
+        info: repository.CommitInfo,
+        trunk_tree: str,
+        paths: Sequence[str],
+    ) -> Verdict:
+        """``spec`` on the candidate's checkout with ``paths`` as ``trunk_tree`` has them.
+        Not recorded as a gate result: it judges nothing alone, and its tree is no commit's."""
+        async with self._slots:
+            verdict, _output = await self._execute(config, spec, info, swap=(trunk_tree, paths))
+        return verdict
 
     async def refuse_suite(
         self,
@@ -523,9 +649,17 @@ class GateRunner:
         return CheckRun(spec.id, verdict.outcome, False, result, findings, seq)
 
     async def _execute(
-        self, config: ProjectConfig, spec: CheckSpec, info: repository.CommitInfo
+        self,
+        config: ProjectConfig,
+        spec: CheckSpec,
+        info: repository.CommitInfo,
+        *,
+        swap: tuple[str, Sequence[str]] | None = None,
     ) -> tuple[Verdict, RunOutput | None]:
-        """Check out, run, parse; every way this can go wrong ends as an error verdict."""
+        """Check out, run, parse; every way this can go wrong ends as an error verdict.
+
+        ``swap``: (a tree, paths) -- after the checkout, those paths are made what that tree
+        has (trunk's test infrastructure in a candidate's checkout)."""
         executor: Executor = self._subprocess
         if spec.image is not None:
             unreachable = await docker_reachable()
@@ -543,6 +677,8 @@ class GateRunner:
                 folder.mkdir()
             try:
                 await asyncio.to_thread(repository.checkout, self.repo, info.tree, work)
+                if swap is not None:
+                    await asyncio.to_thread(repository.overlay, self.repo, *swap, work)
             except (RepoError, OSError, KeyError) as exc:
                 return _error_verdict(spec, f"could not check out tree {info.tree}: {exc}"), None
             dirs = (work, out)
@@ -648,3 +784,13 @@ def _config_finding(exc: ConfigError, text: str) -> Finding:
         message=str(exc),
         evidence={"field": exc.field},
     )
+
+
+def _infra_files(
+    repo: Path, base: repository.CommitInfo, head: repository.CommitInfo
+) -> list[InfraFile]:
+    """The test infrastructure ``head`` changed against ``base`` (see :mod:`.testinfra`)."""
+    paths = repository.files_changed(repo, base.commit, head.commit)
+    with repository.open_repo(repo) as opened:
+        trees = {"base": base.tree.encode(), "head": head.tree.encode()}
+        return infra_files(paths, lambda side, path: repository.blob_at(opened, trees[side], path))

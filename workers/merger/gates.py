@@ -98,6 +98,7 @@ def verdict_of(suite: SuiteResult, commit: str) -> TrunkVerdict:
         for run in suite.checks
     ]
     failing = [test for run in suite.checks if run.outcome != "pass" for test in failing_of(run)]
+    failing += [_beside(finding) for finding in suite.beside]  # red with every check green
     failing = failing[:MAX_FAILING]
     if suite.error and not failing:
         failing = [FailingTest(test="suite", check="suite", message=suite.error[:MESSAGE_CAP])]
@@ -150,6 +151,17 @@ def failing_of(run: CheckRun) -> list[FailingTest]:
         reason = run.result.error or run.result.summary or run.outcome
         tests.append(FailingTest(test=f"check:{run.check}", check=run.check, message=reason))
     return tests
+
+
+def _beside(finding: FindingRaised) -> FailingTest:
+    """A finding that failed the suite beside its checks, as the test it names (a vanished
+    test) or the files it names (a test-infrastructure rewrite)."""
+    return FailingTest(
+        test=_test_of(finding) or finding.cls,
+        check=finding.criterion,
+        message=finding.message[:MESSAGE_CAP],
+        target=format_target(finding.target),
+    )
 
 
 def _test_of(finding: FindingRaised) -> str | None:

@@ -314,6 +314,14 @@ def gate_round(
             key = key_text(f"check:{check}", "high", f"gate-{outcome}")
             found.keys.add(key)
             found.blocking.add(key)
+    for finding_id in suite.beside:  # they fail the suite as a red check does
+        beside = scene.reviews.gate_findings.get(finding_id)
+        if beside is None:
+            continue
+        key = key_text(beside.target, beside.severity, beside.criterion)
+        found.keys.add(key)
+        if conv.is_blocking(beside.severity, scene.config.review.blocking):
+            found.blocking.add(key)
     halt: Sequence[Violation] = violations
     if not halt and found.security:
         halt = (Violation("security", found.security, 0, "high security finding"),)

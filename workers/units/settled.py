@@ -29,6 +29,7 @@ from loopbus.projections import contract as contract_fold
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import reviews as reviews_fold
 from loopbus.projections.findings import FindingsState, OpenFinding, key_text, open_findings
+from loopbus.projections.reviews import BESIDE_CHECKS
 from loopbus.projections.units import UnitView
 from loopbus.schemas import Actor, FindingResolved
 from loopbus.schemas.gates import SuiteEntry
@@ -74,7 +75,7 @@ def no_longer_raised(
         key = key_text(finding.target, finding.severity, finding.criterion)
         if key in raised or finding.criterion in unknown or not _vouched(finding, ran):
             continue
-        if finding.cls == "test-vanished" and suite.outcome != "pass":
+        if finding.cls in BESIDE_CHECKS and suite.outcome != "pass":
             continue  # raised beside the suite, not by a check: only a green suite clears it
         if _unproven(finding, tests_by_key, guarded, view.criteria, passed_criteria):
             continue  # a criterion's failure stays until that criterion runs and passes
