@@ -19,7 +19,7 @@ from loopbus.bus import Bus, connect
 from loopbus.projections import FOLDS
 from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.reviews import VerdictAccepted
+from loopbus.schemas.reviews import VerdictAccepted, VerdictRefused
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.workers.builder.daemon import Builder
 from loopbus.workers.reviewer.daemon import Reviewer
@@ -187,3 +187,17 @@ async def test_the_reviewer_sends_the_auto_pick_to_the_operator(
     briefs = [call["brief"] for call in builder.calls()]
     assert briefs[-1]["decisions"][0]["chosen"] == "raw"
     assert "settled by operator:olive" in unit_text(project, events)
+
+
+async def test_a_verdict_cannot_escalate_what_its_input_did_not_carry(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """Escalating a decision the review did not carry is refused in one line naming it, and
+    re-opens nothing."""
+    stray = {"verdict": "approve", "findings": [], "escalate": ["naming"]}
+    async with loop(nats_url, project, tmp_path, stray) as (_builder, _reviewer, base):
+        await built_and_gated(bus, project, base)
+        events = await wait_log(bus, project, lambda es: of(VerdictRefused, es), WAIT_S)
+    [refused] = of(VerdictRefused, events)
+    assert "escalate names 'naming'" in refused.reason and "it carried: rounding" in refused.reason
+    assert not of(DecisionRequested, events, routed="operator")
