@@ -272,11 +272,15 @@ def render_builds(state: Any, sizes: Sizes = _NONE) -> list[str]:
     owing = [u for u, b in state.units.items() if b.owes_round()]
     waiting = [f"{u}:{d}" for u, b in state.units.items() for d in b.awaiting]
     recorded = sum(len(b.decisions) for b in state.units.values())
+    picks = [(u, p) for u, b in state.units.items() for p in b.picks.values()]
+    unseen = [f"{u}:{p.decision_id}" for u, p in picks if p.unseen()]
     return [
         f"builds: {sizes.get('units', len(state.units))} units dispatched, "
         f"{len(owing)} owing a round" + (f" ({', '.join(owing)})" if owing else ""),
         f"  decisions: {recorded} recorded, {len(waiting)} waiting on the operator"
         + (f" ({', '.join(waiting)})" if waiting else ""),
+        f"  auto-picked: {len(picks)}, {len(unseen)} not seen by a reviewer yet"
+        + (f" ({', '.join(unseen)})" if unseen else ""),
     ]
 
 

@@ -55,13 +55,15 @@ def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, 
 
 
 def _decisions(states: dict[str, Any], unit: str) -> dict[str, Any]:
-    """The unit's novel decisions: those waiting on the operator, and those in force."""
+    """The unit's novel decisions: those waiting on the operator, those in force, and those
+    ``long`` mode picked alone with who has seen them since."""
     build = states["builds"].units.get(unit) if "builds" in states else None
     if build is None:
-        return {"awaiting": [], "recorded": []}
+        return {"awaiting": [], "recorded": [], "auto_picked": []}
     return {
         "awaiting": [to_builtins(a) for a in build.awaiting.values()],
         "recorded": [to_builtins(r) for r in build.decisions.values()],
+        "auto_picked": [to_builtins(p) for p in build.picks.values()],
     }
 
 
@@ -139,6 +141,22 @@ def _print_decisions(unit: str, decisions: dict[str, Any]) -> None:
             f"confidence {recorded.get('stated_confidence') or recorded['confidence']}): "
             f"{recorded['question']}"
         )
+    for pick in decisions["auto_picked"]:
+        print(f"  auto-picked {pick['decision_id']} = {pick['chosen']} "
+              f"(class {pick['autonomy'] or 'unknown'}): {seen_text(pick)}")  # fmt: skip
+
+
+def seen_text(pick: dict[str, Any]) -> str:
+    """Which second principal has seen an auto pick, and what became of it."""
+    parts = [f"seen by {', '.join(pick['seen_by'])}" if pick["seen_by"] else ""]
+    if pick["escalated_by"]:
+        parts.append(f"sent to the operator by {pick['escalated_by']}")
+    if pick["settled_by"]:
+        parts.append(f"settled by {pick['settled_by']}")
+    if not any(parts):
+        waiting = "in review" if pick["reviews"] else "waits for the next review"
+        parts.append(f"not seen by a second principal yet ({waiting})")
+    return "; ".join(p for p in parts if p)
 
 
 def _keys(keys: list[str]) -> str:

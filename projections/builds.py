@@ -14,6 +14,17 @@ That event is the unit's *trigger*. A builder's commit, blocked or gave-up claim
 unit answers the trigger it follows; a round whose builder asked a novel decision is
 answered by the decision request. So "a round is owed" is derived from the log alone,
 and a restarted builder daemon runs exactly the rounds still owed.
+
+Who may settle a decision: only the system records one (a ``decision.recorded`` claim is
+the ratchet's to judge, never a unit's decision), and only an operator's choice answers
+one routed to the operator (another role's is a forgery no fold sees; the role test here
+says so again where the choice is used).
+
+Every decision ``long`` mode picked alone is an *auto pick*: it goes into the input of
+the unit's next review (the picks not yet seen are attached to the ``review.requested``
+fact that follows), is *seen* by the reviewer whose verdict on that request the system
+accepts, and may be sent to the operator by that reviewer (a ``decision.requested`` fact
+with ``escalated_by``), which re-opens it as an operator decision.
 """
 
 from __future__ import annotations
@@ -21,10 +32,43 @@ from __future__ import annotations
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, UnitTransitioned
+from loopbus.schemas.builds import AutonomyClass, Confidence
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
+from loopbus.schemas.reviews import ReviewRequested, VerdictAccepted
 from loopbus.schemas.slices import UnitDispatched
+
+AUTO = "auto"
+"""The owner of a decision ``long`` mode picked alone."""
+CHOOSERS = frozenset({"operator"})
+"""The roles whose choice answers a decision routed to the operator."""
+
+
+class AutoPick(msgspec.Struct, kw_only=True):
+    """A decision ``long`` mode picked alone, and which second principal has seen it."""
+
+    decision_id: str
+    record: str
+    """The ``decision.recorded`` fact (owner ``auto``)."""
+    question: str
+    chosen: str
+    options: list[str] = []
+    rationale: str = ""
+    autonomy: AutonomyClass | None = None
+    stated_confidence: Confidence | None = None
+    reviews: list[str] = []
+    """The review requests whose input carried it."""
+    seen_by: list[str] = []
+    """``reviewer:<principal>`` of each accepted verdict on one of those requests."""
+    escalated_by: str | None = None
+    """The reviewer who sent it to the operator."""
+    settled_by: str | None = None
+    """The owner of the decision that replaced it (``operator:<principal>``)."""
+
+    def unseen(self) -> bool:
+        return not self.seen_by and self.escalated_by is None and self.settled_by is None
+
 
 TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
 
@@ -59,6 +103,10 @@ class UnitBuild(msgspec.Struct, kw_only=True):
     """Decisions in force, by id."""
     decided_findings: list[str] = []
     """The findings of operator decisions since recorded (the unit may wait on one)."""
+    picks: dict[str, AutoPick] = {}
+    """Decisions ``long`` mode picked alone, by decision id (the latest per id)."""
+    auto_asked: dict[str, DecisionRequested] = {}
+    """Auto-routed requests whose record has not arrived yet, by request id."""
 
     def owes_round(self) -> bool:
         return self.trigger is not None and self.trigger != self.answered
@@ -109,25 +157,67 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
                 answering.answered = answering.trigger
                 if isinstance(event, CommitReport):
                     answering.rounds += 1
+        case DecisionRequested(unit=unit) if unit in state.units and event.escalated_by:
+            # A reviewer re-opened an auto pick: not the builder asking again, and no round.
+            view = state.units[unit]
+            view.awaiting[event.decision_id] = event
+            pick = view.picks.get(event.decision_id)
+            if pick is not None:
+                pick.escalated_by = event.escalated_by
         case DecisionRequested(unit=unit) if unit in state.units:
             view = state.units[unit]
             view.asked[event.decision_id] = view.asked.get(event.decision_id, 0) + 1
             view.answered = view.trigger
             if event.routed == "operator":
                 view.awaiting[event.decision_id] = event
-        case DecisionChoice(unit=unit) if unit in state.units:
+            else:
+                view.auto_asked[event.id] = event
+        case DecisionChoice(unit=unit) if unit in state.units and event.actor.role in CHOOSERS:
             state.units[unit].choices.append(event)
-        case DecisionRecorded(unit=str(unit), decision_id=str(key)) if unit in state.units:
-            view = state.units[unit]
-            view.decisions[key] = event
-            asked = view.awaiting.pop(key, None)
-            if asked is not None and asked.finding:
-                view.decided_findings.append(asked.finding)
-            view.choices = [c for c in view.choices if c.decision_id != key]
-            _trigger(view, event.id, "decided")
+        case DecisionRecorded(unit=str(unit), decision_id=str(key)) if (
+            unit in state.units and event.actor.role == "system"
+        ):
+            _recorded(state.units[unit], key, event)
+        case ReviewRequested(unit=unit) if unit in state.units:
+            for pick in state.units[unit].picks.values():
+                if pick.unseen() and event.id not in pick.reviews:
+                    pick.reviews.append(event.id)
+        case VerdictAccepted(unit=unit) if unit in state.units:
+            seer = f"reviewer:{event.reviewer}"
+            for pick in state.units[unit].picks.values():
+                if event.request in pick.reviews and seer not in pick.seen_by:
+                    pick.seen_by.append(seer)
         case _:
             pass
     return state
+
+
+def _recorded(view: UnitBuild, key: str, event: DecisionRecorded) -> None:
+    view.decisions[key] = event
+    asked = view.awaiting.pop(key, None)
+    if asked is not None and asked.finding:
+        view.decided_findings.append(asked.finding)
+    view.choices = [c for c in view.choices if c.decision_id != key]
+    request = view.auto_asked.pop(event.cause, None) if event.cause else None
+    if event.owner == AUTO:
+        view.picks[key] = AutoPick(
+            decision_id=key,
+            record=event.id,
+            question=event.question,
+            chosen=event.chosen,
+            options=list(event.options),
+            rationale=event.rationale,
+            autonomy=request.autonomy if request is not None else None,
+            stated_confidence=event.stated_confidence,
+        )
+    elif key in view.picks:
+        view.picks[key].settled_by = event.owner
+    _trigger(view, event.id, "decided")
+
+
+def review_input(view: UnitBuild, request: str) -> list[AutoPick]:
+    """The auto picks the review ``request`` carries (what its reviewer may escalate)."""
+    return [pick for pick in view.picks.values() if request in pick.reviews]
 
 
 FOLD = Fold(name="builds", state_type=BuildsState, initial=initial, apply=apply)

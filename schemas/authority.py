@@ -8,9 +8,11 @@
   of the subject, a credential may publish only under its own principal, and the reader
   refuses an event whose body names another role or principal than its subject (it is
   misfiled). So the principal of a claim is what the server proved, not a field.
-* A **forgery** is a fact kind published by anyone but the system, or a finding claimed
-  with a producer or a class its role may not claim. Every fold skips forgeries; the
-  integrity fold counts them and the integrity daemon names the forger in a finding.
+* A **forgery** is a fact kind published by anyone but the system, a finding claimed
+  with a producer or a class its role may not claim, or a claim only another role makes
+  (an answer to a decision routed to the operator, :data:`CLAIM_ROLES`). Every fold
+  skips forgeries; the integrity fold counts them and the integrity daemon names the
+  forger in a finding.
 
 Findings are the one kind that is either: raised by the system they are facts; raised by
 an agent or an operator they are claims ("I think this is wrong"), within what the role
@@ -37,7 +39,7 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "report.gave-up.v1",
         "report.approve.v1",
         "usage.report.v1",
-        "review.verdict.v1",
+        "review.verdict.v2",
         "plan.submission.v1",
         "finding.claim.v1",
         "gate.move.v1",
@@ -66,6 +68,15 @@ wait-budget, budget breaches, quarantine, merge conflicts, investigations…) is
 system's to raise: the same finding from an agent is a forgery."""
 
 
+CLAIM_ROLES: dict[str, frozenset[str]] = {
+    "decision.choice.v1": frozenset({"operator"}),
+}
+"""Claim kinds only some roles may make. An operator's answer to a decision routed to the
+operator is the operator's: the server lets an agent publish any kind on its own claim
+subject, so the same answer from another role is a forgery every fold skips (and the
+integrity daemon names), not merely a claim the CLI would not send."""
+
+
 EITHER_TAGS: frozenset[str] = frozenset({"decision.recorded.v1"})
 """Claim kinds the system may also publish as facts (a decision the ratchet daemon records
 when it settles a move): from the system they live on fact subjects."""
@@ -89,7 +100,8 @@ def standing(event: Event) -> Standing:
     if event.kind in EITHER_TAGS and event.actor.role == "system":
         return "fact"
     if event.kind in CLAIM_TAGS:
-        return "claim"
+        roles = CLAIM_ROLES.get(event.kind)
+        return "claim" if roles is None or event.actor.role in roles else "forged"
     return "fact" if event.actor.role == "system" else "forged"
 
 
@@ -105,6 +117,9 @@ def forgery_reason(event: Event) -> str:
                 f"{who} raised a finding as producer {event.producer!r} (its own is {allowed[0]!r})"
             )
         return f"{who} raised a {event.cls!r} finding, which only the system raises"
+    roles = CLAIM_ROLES.get(event.kind)
+    if roles is not None:
+        return f"{who} published {event.kind}, a claim only {' or '.join(sorted(roles))} makes"
     return f"{who} published {event.kind}, a fact only the system publishes"
 
 

@@ -6,8 +6,11 @@ on stdout. Neither is an event: they never reach the log as such. The daemon tur
 envelope into the builder's claims (a commit, a block, a give-up, a usage report) and
 into decision facts, so an agent never needs NATS or credentials.
 
-Both documents carry a ``schema`` string (``loopbus.brief.v1``, ``loopbus.envelope.v1``)
+Both documents carry a ``schema`` string (``loopbus.brief.v1``, ``loopbus.envelope.v2``)
 so that a change of shape is a new version an agent can check for, like an event tag.
+``loopbus.envelope.v2`` added each novel decision's ``autonomy`` class and requires it; a
+``v1`` envelope still decodes, and its decisions count as class ``decision`` (an
+unstated class is never taken as a harmless one).
 Their JSON Schemas (:func:`brief_schema`, :func:`envelope_schema`) are generated from the
 Structs and printed in ``docs/agents.md``; a test keeps the two in step.
 """
@@ -22,7 +25,7 @@ from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import TOKEN_PATTERN
 
 BRIEF_SCHEMA = "loopbus.brief.v1"
-ENVELOPE_SCHEMA = "loopbus.envelope.v1"
+ENVELOPE_SCHEMA = "loopbus.envelope.v2"
 
 DecisionKey = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
 """A decision or option id: one token (letters, digits, '_' or '-', at most 64)."""
@@ -41,6 +44,15 @@ BUILD_STATUSES: tuple[BuildStatus, ...] = (
 Confidence = Literal["high", "med", "low"]
 BuildMode = Literal["long", "normal"]
 BUILD_MODES: tuple[BuildMode, ...] = ("long", "normal")
+
+AutonomyClass = Literal["safe", "risky", "decision", "irreversible"]
+AUTONOMY_CLASSES: tuple[AutonomyClass, ...] = ("safe", "risky", "decision", "irreversible")
+"""The seeds' action classes, least to most consequential: ``safe`` (nothing to undo),
+``risky`` (reversible: undone by reverting the unit), ``decision`` (a direction someone
+should own), ``irreversible`` (deletes data, migrates, or reaches production). A decision's
+class is the higher of what the builder states and what loopbus reads in its options."""
+UNSTATED_CLASS: AutonomyClass = "decision"
+"""The class of a decision whose builder stated none (a ``loopbus.envelope.v1`` one)."""
 
 
 # -- the brief (stdin) --------------------------------------------------------------------
@@ -126,6 +138,8 @@ class NovelDecision(msgspec.Struct, frozen=True, kw_only=True):
     recommended_default: DecisionKey
     confidence: Confidence
     reasoning: str = ""
+    autonomy: AutonomyClass | None = None
+    """The class the builder gives the choice (required from ``loopbus.envelope.v2``)."""
 
     def __post_init__(self) -> None:
         ids = [option.id for option in self.options]
@@ -142,12 +156,30 @@ class NovelDecision(msgspec.Struct, frozen=True, kw_only=True):
 class BuildEnvelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What a builder command prints on stdout when it ends."""
 
-    schema: Literal["loopbus.envelope.v1"] = "loopbus.envelope.v1"
+    schema: Literal["loopbus.envelope.v1", "loopbus.envelope.v2"] = "loopbus.envelope.v1"
+    """Omitted, an envelope is read as ``v1`` (what every envelope was before v2)."""
     status: BuildStatus
     summary: str = ""
     novel_decisions: list[NovelDecision] = []
     tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
     subject: str = ""
+
+    def __post_init__(self) -> None:
+        if self.schema == "loopbus.envelope.v1":
+            return
+        for index, decision in enumerate(self.novel_decisions):
+            if decision.autonomy is None:
+                raise InvalidValue(
+                    f"novel_decisions[{index}].autonomy",
+                    None,
+                    f"a {self.schema} decision states its class: one of "
+                    f"{', '.join(AUTONOMY_CLASSES)}",
+                )
+
+
+def stated_class(decision: NovelDecision) -> AutonomyClass:
+    """The class the builder gave ``decision``, or :data:`UNSTATED_CLASS` when it gave none."""
+    return decision.autonomy if decision.autonomy is not None else UNSTATED_CLASS
     """For ``blocked``: the finding it waits on; for ``needs_dependency``: the sibling unit."""
 
 
@@ -194,8 +226,8 @@ def _problem(text: str, error: str) -> EnvelopeProblem:
     where = error.rsplit(" - at `", 1)
     path = where[1].rstrip("`") if len(where) == 2 else "$"
     message = where[0]
-    inner = re.match(r"^(\w+)=.* is not valid: (.*)$", message)
-    if inner:  # an invariant of a nested Struct: name its own field
+    inner = re.match(r"^([\w.\[\]]+)=.* is not valid: (.*)$", message)
+    if inner:  # an invariant of a (nested) Struct: name its own field
         path, message = f"{path}.{inner[1]}", inner[2]
     value: Any = msgspec.json.decode(text.encode())
     for step in _steps(path):

@@ -17,11 +17,11 @@ answer is a :class:`DecisionChoice` claim (``loopbus decide``); the record then 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from loopbus.schemas.builds import AutonomyClass, DecisionKey, DecisionOption
 from loopbus.schemas.builds import Confidence as StatedConfidence
-from loopbus.schemas.builds import DecisionKey, DecisionOption
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import EventId, Token
@@ -87,8 +87,9 @@ STATED_WEIGHT: dict[str, float] = {"high": 0.9, "med": 0.6, "low": 0.3}
 Routing = Literal["auto", "operator"]
 
 
-class DecisionRequested(EventBase, frozen=True, kw_only=True, tag="decision.requested.v1"):
-    """A builder returned novel decision ``decision_id`` for ``unit`` (one event per time)."""
+class DecisionRequested(EventBase, frozen=True, kw_only=True, tag="decision.requested.v2"):
+    """A builder returned novel decision ``decision_id`` for ``unit`` (one event per time),
+    or a reviewer sent an auto-picked one to the operator (``escalated_by``)."""
 
     unit: Token
     decision_id: DecisionKey
@@ -100,9 +101,27 @@ class DecisionRequested(EventBase, frozen=True, kw_only=True, tag="decision.requ
     routed: Routing
     finding: EventId | None = None
     """For ``operator``: the finding the unit is blocked on while it waits."""
+    v: int = 2
+    autonomy: AutonomyClass | None = None
+    """The class loopbus settled on: the higher of the builder's and :mod:`.autonomy`'s
+    reading of the options. ``None`` only on a request stored before classes (v1)."""
+    stated_autonomy: AutonomyClass | None = None
+    """The class the builder stated (``None``: it stated none)."""
+    classified: str = ""
+    """Why loopbus's class is higher than the stated one (the words it matched), or ``""``."""
+    escalated_by: str | None = None
+    """``reviewer:<principal>`` when a reviewer sent an auto-picked decision to the operator."""
+    reopens: EventId | None = None
+    """The auto-picked record an escalation re-opens."""
 
     def subject_suffix(self) -> str:
         return f"decision.{self.unit}"
+
+
+def upcast_requested_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    """v1 requests carried no class: they decode as v2 with ``autonomy`` unknown (``None``),
+    which says what was known when they were made rather than guessing a class."""
+    return {**doc, "kind": "decision.requested.v2", "v": 2}
 
 
 class DecisionChoice(EventBase, frozen=True, kw_only=True, tag="decision.choice.v1"):

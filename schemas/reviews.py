@@ -20,7 +20,7 @@ from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.findings import FindingClass, Producer, Severity
 from loopbus.schemas.gates import GitSha
-from loopbus.schemas.ids import Token
+from loopbus.schemas.ids import TOKEN_PATTERN, Token
 from loopbus.schemas.targets import Target
 
 Decision = Literal["approve", "reject"]
@@ -71,12 +71,20 @@ class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             raise InvalidValue("message", self.message, "say what is wrong in words")
 
 
+DecisionKey = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
+
+
 class VerdictDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a reviewer command prints on stdout: exactly one JSON object of this shape."""
+    """What a reviewer command prints on stdout: exactly one JSON object of this shape.
+
+    ``escalate`` names auto-picked decisions of the review's input (their ``decision_id``)
+    the reviewer sends to the operator: each is re-opened as an operator decision and the
+    unit waits on it."""
 
     verdict: Decision
     findings: list[ReviewFinding] = []
     summary: str = ""
+    escalate: list[DecisionKey] = []
 
 
 class ProposedGate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -125,8 +133,9 @@ class ReviewRequested(EventBase, frozen=True, kw_only=True, tag="review.requeste
         return f"review.{self.unit}"
 
 
-class ReviewVerdict(EventBase, frozen=True, kw_only=True, tag="review.verdict.v1"):
-    """A reviewer's claim: its verdict on the head named by ``request``, as it returned it."""
+class ReviewVerdict(EventBase, frozen=True, kw_only=True, tag="review.verdict.v2"):
+    """A reviewer's claim: its verdict on the head named by ``request``, as it returned it,
+    and the auto-picked decisions it sends to the operator (``escalate``)."""
 
     unit: Token
     request: str
@@ -134,9 +143,16 @@ class ReviewVerdict(EventBase, frozen=True, kw_only=True, tag="review.verdict.v1
     verdict: Decision
     findings: list[ReviewFinding] = []
     summary: str = ""
+    v: int = 2
+    escalate: list[DecisionKey] = []
 
     def subject_suffix(self) -> str:
         return f"report.reviewer.{self.unit}"
+
+
+def upcast_verdict_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    """v1 verdicts could not escalate: they decode as v2 escalating nothing."""
+    return {**doc, "kind": "review.verdict.v2", "v": 2}
 
 
 class VerdictAccepted(EventBase, frozen=True, kw_only=True, tag="verdict.accepted.v1"):

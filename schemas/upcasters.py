@@ -12,13 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from loopbus.schemas.decisions import upcast_requested_v1
 from loopbus.schemas.quarantine import upcast_quarantined_v1
+from loopbus.schemas.reviews import upcast_verdict_v1
 
 Document = dict[str, Any]
 Upcaster = Callable[[Document], Document]
 
 UPCASTERS: Mapping[str, Upcaster] = {
     "message.quarantined.v1": upcast_quarantined_v1,
+    "decision.requested.v1": upcast_requested_v1,
+    "review.verdict.v1": upcast_verdict_v1,
 }
 """old tag -> function producing the next version's document (which may chain)."""
 

@@ -9,7 +9,8 @@ of its first attempts are deliberately imperfect so a demo shows the loop correc
 * ``ops`` gets ``mul`` wrong on round 1 (the gates go red) and right on round 2;
 * ``stats`` forgets the empty list on round 1 (the reviewer rejects it), and handles it
   once a finding about it is in the brief;
-* ``fmt`` asks a novel decision (how to round) until its brief carries the decision.
+* ``fmt`` asks a novel decision (how to round, class ``risky``: reverting the unit undoes
+  it) until its brief carries the decision.
 
 A unit it does not know is answered ``failed``: it never pretends.
 """
@@ -85,6 +86,7 @@ ROUNDING = {
     "recommended_default": "cents",
     "confidence": "high",
     "reasoning": "a total is read by a person, and the criterion shows two decimals",
+    "autonomy": "risky",
 }
 
 
@@ -159,7 +161,7 @@ def main() -> int:
         }
     else:
         envelope = plan(brief)
-    print(json.dumps({"schema": "loopbus.envelope.v1", **envelope}))
+    print(json.dumps({"schema": "loopbus.envelope.v2", **envelope}))
     return 0
 
 

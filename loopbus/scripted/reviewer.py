@@ -3,7 +3,9 @@
 It reads what every reviewer gets (the diff, the gate results, the criteria) and judges
 the diff by one rule a person would apply to the scaffolded project: a division by
 ``len(...)`` added without a guard for the empty case is a defect. Anything else is
-approved. Deterministic: the same diff always gets the same verdict.
+approved. Of the decisions ``long`` mode picked alone (``decisions`` in its input), it
+lets a ``safe`` or ``risky`` one stand and sends any other to the operator (``escalate``).
+Deterministic: the same input always gets the same verdict.
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ def main() -> int:
         print(USAGE, file=sys.stderr)
         return 2
     document = json.load(sys.stdin)
-    print(json.dumps(review(document["diff"])))
+    verdict = review(document["diff"])
+    escalate = [
+        d["decision_id"]
+        for d in document.get("decisions", [])
+        if d.get("class") not in ("safe", "risky")
+    ]
+    if escalate:
+        verdict["escalate"] = escalate
+    print(json.dumps(verdict))
     return 0
 
 

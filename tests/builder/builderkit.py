@@ -81,10 +81,13 @@ BASE_FILES = {
 }
 
 
-def build_toml(project: str, command: str, mode: str = "normal") -> str:
+def build_toml(
+    project: str, command: str, mode: str = "normal", autonomy: list[str] | None = None
+) -> str:
+    allowed = f"autonomy = {json.dumps(autonomy)}\n" if autonomy is not None else ""
     return (
         f'[project]\nid = "{project}"\n\n[build]\ncommand = {json.dumps(command)}\n'
-        f'roster = ["b1"]\ntimeout = 60\nmode = "{mode}"\n'
+        f'roster = ["b1"]\ntimeout = 60\nmode = "{mode}"\n{allowed}'
     )
 
 
@@ -98,9 +101,14 @@ def setup(tmp_path: Path, project: str, command: str, mode: str = "normal") -> t
 
 
 def configs(
-    repo: GitRepo, project: str, command: str, mode: str = "normal"
+    repo: GitRepo,
+    project: str,
+    command: str,
+    mode: str = "normal",
+    autonomy: list[str] | None = None,
 ) -> dict[str, RepoConfig]:
-    return {project: parse(build_toml(project, command, mode), repo=str(repo.path))}
+    text = build_toml(project, command, mode, autonomy)
+    return {project: parse(text, repo=str(repo.path))}
 
 
 async def dispatch(bus: Bus, project: str, unit: str, base: str, **extra: Any) -> None:

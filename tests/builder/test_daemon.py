@@ -34,8 +34,9 @@ def made_tree_entry(git: Repo, tree: bytes, path: bytes) -> tuple[int, bytes]:
     return git[tree].lookup_path(git.object_store.__getitem__, path)  # type: ignore[no-any-return,attr-defined]
 
 
-def decision(confidence: str = "high") -> dict[str, Any]:
-    return {
+def decision(confidence: str = "high", autonomy: str | None = "risky") -> dict[str, Any]:
+    stated = {"autonomy": autonomy} if autonomy is not None else {}
+    return stated | {
         "decision_id": "rounding",
         "question": "round totals to cents?",
         "options": [
@@ -224,6 +225,66 @@ async def test_low_confidence_asks_the_operator_even_in_long_mode(
         events = await wait_log(bus, project, moved("U1", state="blocked"))
     assert of(DecisionRequested, events, routed="operator")
     assert not of(DecisionRecorded, events)
+
+
+DROP_TABLE = {
+    "decision_id": "legacy",
+    "question": "what to do with the legacy_orders table?",
+    "options": [
+        {"id": "drop", "summary": "DROP TABLE legacy_orders", "cost": "frees 2 GB"},
+        {"id": "keep", "summary": "leave it as it is"},
+    ],
+    "recommended_default": "drop",
+    "confidence": "high",
+    "reasoning": "nothing reads it any more",
+    "autonomy": "safe",
+}
+
+
+async def test_long_mode_never_picks_an_irreversible_choice_alone(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """Dropping a table stated as safe at confidence high is classed irreversible by loopbus
+    and waits on the operator even in long mode with every class loopbus allows."""
+    agent = ScriptedBuilder(tmp_path / "agent")
+    agent.plan([{"stdout": {"schema": "loopbus.envelope.v2", "status": "completed",
+                            "novel_decisions": [DROP_TABLE]}}])  # fmt: skip
+    every = ["safe", "risky", "decision"]
+    repo, base = setup(tmp_path, project, agent.command, mode="long")
+    async with daemons(
+        nats_url, project, configs(repo, project, agent.command, "long", every), tmp_path / "data"
+    ):
+        await dispatch(bus, project, "U1", base)
+        events = await wait_log(bus, project, moved("U1", state="blocked"))
+    [asked] = of(DecisionRequested, events)
+    assert (asked.routed, asked.autonomy, asked.stated_autonomy) == (
+        "operator",
+        "irreversible",
+        "safe",
+    )
+    assert "drop" in asked.classified.lower()
+    assert not of(DecisionRecorded, events)
+    [finding] = of(FindingRaised, events, cls="decision-needed")
+    assert "class irreversible" in finding.message
+
+
+async def test_only_the_classes_the_project_allows_are_picked_alone(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """A `decision`-class choice waits on the operator under the default autonomy (safe,
+    risky), and is picked alone where `[build] autonomy` lists it."""
+    for allowed, routed in ((None, "operator"), (["safe", "risky", "decision"], "auto")):
+        name = f"{project}-{routed}"
+        agent = ScriptedBuilder(tmp_path / name / "agent")
+        agent.plan([{"stdout": {"status": "completed",
+                                "novel_decisions": [decision(autonomy="decision")]}}])  # fmt: skip
+        repo, base = setup(tmp_path / name, name, agent.command, mode="long")
+        config = configs(repo, name, agent.command, "long", allowed)
+        async with daemons(nats_url, name, config, tmp_path / name / "data"):
+            await dispatch(bus, name, "U1", base)
+            events = await wait_log(bus, name, lambda es: of(DecisionRequested, es))
+        [asked] = of(DecisionRequested, events)
+        assert (asked.routed, asked.autonomy) == (routed, "decision"), allowed
 
 
 async def test_the_same_decision_three_times_halts_the_unit(

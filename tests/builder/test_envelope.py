@@ -13,6 +13,7 @@ from loopbus.schemas.builds import (
     brief_schema,
     decode_envelope,
     envelope_schema,
+    stated_class,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
@@ -63,6 +64,24 @@ def decision(**over: object) -> dict[str, object]:
             id="one-option",
         ),
         pytest.param(b'{"status": "completed", "tokens": -1}', "$.tokens", "-1", id="negative"),
+        pytest.param(
+            answer(autonomy="harmless"),
+            "$.novel_decisions[0].autonomy",
+            '"harmless"',
+            id="bad-class",
+        ),
+        pytest.param(
+            json.dumps(
+                {
+                    "schema": "loopbus.envelope.v2",
+                    "status": "completed",
+                    "novel_decisions": [decision()],
+                }
+            ),
+            "$.novel_decisions[0].autonomy",
+            "null",
+            id="v2-decision-without-class",
+        ),
     ],
 )
 def test_a_malformed_envelope_names_the_field_and_value(
@@ -79,6 +98,15 @@ def test_an_envelope_may_follow_log_lines() -> None:
     """A command that logs on stdout before its answer still answers: the last line counts."""
     envelope = decode_envelope(b'working...\n{"status": "partial", "summary": "half"}\n')
     assert isinstance(envelope, BuildEnvelope) and envelope.status == "partial"
+
+
+def test_a_v1_decision_without_a_class_counts_as_a_decision_class() -> None:
+    """An envelope from before classes still decodes; its unstated class is never taken as
+    a harmless one (``decision``: long mode does not pick it alone by default)."""
+    envelope = decode_envelope(answer().encode())
+    assert isinstance(envelope, BuildEnvelope) and envelope.schema == "loopbus.envelope.v1"
+    [novel] = envelope.novel_decisions
+    assert novel.autonomy is None and stated_class(novel) == "decision"
 
 
 @pytest.mark.parametrize(

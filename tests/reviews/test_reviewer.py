@@ -45,11 +45,12 @@ def review_table(agent: Scripted, **overrides: object) -> dict[str, object]:
     return table
 
 
-async def test_approve_hands_exactly_three_inputs_on_a_read_only_copy(
+async def test_approve_hands_exactly_four_inputs_on_a_read_only_copy(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:
-    """A ready unit is reviewed once: the command gets only diff, gate_results and criteria
-    on stdin, in a copy it cannot write, and its approve becomes an accepted verdict."""
+    """A ready unit is reviewed once: the command gets only diff, gate_results, criteria and
+    the auto-picked decisions (none here) on stdin, in a copy it cannot write, and its
+    approve becomes an accepted verdict."""
     agent = Scripted(agent_dir)
     repo = setup_repo(tmp_path, project, review_table(agent))
     head = repo.commit(
@@ -81,7 +82,8 @@ async def test_approve_hands_exactly_three_inputs_on_a_read_only_copy(
             "findings": 0,
         }
     ]
-    assert call["keys"] == ["criteria", "diff", "gate_results"]
+    assert call["keys"] == ["criteria", "decisions", "diff", "gate_results"]
+    assert call["doc"]["decisions"] == []
     assert call["writable"] is False and call["edits"] is False
     assert call["criteria"] == [CRITERION]
     assert "+    return sum(xs)" in call["diff"]

@@ -82,7 +82,7 @@ def test_subjects_group_a_units_review_and_convergence() -> None:
     a verdict is a claim, under its reviewer."""
     subjects = {e.kind: subject_of(e) for e in EVENTS}  # type: ignore[arg-type]
     assert subjects["review.requested.v1"] == subjects["verdict.accepted.v1"] == "loop.p.review.U1"
-    assert subjects["review.verdict.v1"] == "loop.p.claim.reviewer.bob.report.reviewer.U1"
+    assert subjects["review.verdict.v2"] == "loop.p.claim.reviewer.bob.report.reviewer.U1"
     assert subjects["round.closed.v1"] == subjects["rung.promoted.v1"] == "loop.p.convergence.U1"
     assert subjects["investigation.requested.v1"] == "loop.p.investigation.k1"
 

@@ -6,7 +6,9 @@ import base64
 
 import msgspec
 from loopbus.schemas import MessageQuarantined, decode_event, encode_event, limits
+from loopbus.schemas.decisions import DecisionRequested
 from loopbus.schemas.quarantine import EXCERPT_BYTES
+from loopbus.schemas.reviews import ReviewVerdict
 from loopbus.schemas.upcasters import UPCASTERS
 
 V1_RECORD = {
@@ -27,6 +29,7 @@ V1_RECORD = {
 def test_every_upcaster_maps_an_old_tag_to_a_newer_one() -> None:
     """The table only holds tags the union no longer decodes directly (old shapes)."""
     assert "message.quarantined.v1" in UPCASTERS
+    assert {"decision.requested.v1", "review.verdict.v1"} <= set(UPCASTERS)
 
 
 def test_quarantine_v1_decodes_as_v2_with_its_bytes_as_excerpt() -> None:
@@ -58,3 +61,35 @@ def test_quarantine_v1_with_broken_base64_keeps_the_rest() -> None:
     record = decode_event(msgspec.json.encode(dict(V1_RECORD, data_b64="@@not base64@@")))
     assert isinstance(record, MessageQuarantined)
     assert (record.size, record.excerpt_b64) == (0, "")
+
+
+def test_decision_request_v1_decodes_as_v2_with_no_class() -> None:
+    """A request stored before autonomy classes decodes as v2 with its class unknown (never
+    guessed), escalated by nobody."""
+    v1 = {
+        "kind": "decision.requested.v1", "project": "demo", "v": 1,
+        "actor": {"role": "system", "principal": "builder"},
+        "id": "01KB0000000000000000000001", "at": "2026-11-30T10:00:00Z",
+        "unit": "U1", "decision_id": "rounding", "question": "round?",
+        "options": [{"id": "cents"}, {"id": "raw"}], "recommended_default": "cents",
+        "confidence": "high", "routed": "auto",
+    }  # fmt: skip
+    record = decode_event(msgspec.json.encode(v1))
+    assert isinstance(record, DecisionRequested)
+    assert (record.kind, record.v, record.routed) == ("decision.requested.v2", 2, "auto")
+    assert (record.autonomy, record.stated_autonomy, record.escalated_by) == (None, None, None)
+    assert decode_event(encode_event(record)) == record
+
+
+def test_review_verdict_v1_decodes_as_v2_escalating_nothing() -> None:
+    """A verdict stored before `escalate` decodes as v2 with nothing escalated."""
+    v1 = {
+        "kind": "review.verdict.v1", "project": "demo", "v": 1,
+        "actor": {"role": "reviewer", "principal": "rita"},
+        "id": "01KB0000000000000000000002", "at": "2026-11-30T10:00:00Z",
+        "unit": "U1", "request": "01KB0000000000000000000003", "head": "a" * 40,
+        "verdict": "approve",
+    }  # fmt: skip
+    record = decode_event(msgspec.json.encode(v1))
+    assert isinstance(record, ReviewVerdict)
+    assert (record.kind, record.v, record.escalate) == ("review.verdict.v2", 2, [])

@@ -26,6 +26,7 @@ command = "python build.py"   # gets a brief on stdin, prints an envelope (docs/
 roster = ["b1", "b2"]         # builder principals; a unit's claims are published under one
 timeout = "20m"
 mode = "normal"               # normal: novel decisions wait for the operator; long: auto-pick
+autonomy = ["safe", "risky"]  # the classes long mode may pick alone (never "irreversible")
 ```
 """
 
@@ -39,7 +40,7 @@ from typing import Any
 
 import msgspec
 from loopbus.projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
-from loopbus.schemas.builds import BUILD_MODES, BuildMode
+from loopbus.schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
@@ -59,7 +60,9 @@ REVIEW_KEYS = (
     "frozen",
 )
 INVESTIGATOR_KEYS = ("command", "timeout")
-BUILD_KEYS = ("command", "roster", "timeout", "mode")
+BUILD_KEYS = ("command", "roster", "timeout", "mode", "autonomy")
+DEFAULT_AUTONOMY: tuple[AutonomyClass, ...] = ("safe", "risky")
+"""What ``long`` mode may pick alone unless ``[build] autonomy`` says otherwise."""
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
 DEFAULT_REVIEW_TIMEOUT_S = 300.0
 DEFAULT_INVESTIGATION_TIMEOUT_S = 600.0
@@ -87,6 +90,8 @@ class BuildConfig(msgspec.Struct, frozen=True, kw_only=True):
     roster: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
     mode: BuildMode = "normal"
+    autonomy: tuple[AutonomyClass, ...] = DEFAULT_AUTONOMY
+    """The decision classes ``long`` mode may settle alone; the rest wait on the operator."""
 
     def principal(self, unit: str) -> str:
         """The roster principal a unit's claims are published under (stable per unit)."""
@@ -255,7 +260,26 @@ def _build(table: Any) -> BuildConfig:
         roster=tuple(roster),
         timeout_s=_timeout(table.get("timeout", DEFAULT_BUILD_TIMEOUT_S), "build.timeout"),
         mode=mode,
+        autonomy=_autonomy(table.get("autonomy", list(DEFAULT_AUTONOMY))),
     )
+
+
+def _autonomy(value: Any) -> tuple[AutonomyClass, ...]:
+    """``[build] autonomy``: classes of the closed set, and never ``irreversible``."""
+    allowed = [c for c in AUTONOMY_CLASSES if c != "irreversible"]
+    if not isinstance(value, list):
+        raise ConfigError("build.autonomy", value, f"list classes, e.g. {allowed[:2]}")
+    for item in value:
+        if item == "irreversible":
+            raise ConfigError(
+                "build.autonomy",
+                item,
+                "an irreversible choice (deleting data, migrating, production) always waits "
+                "for the operator; remove it",
+            )
+        if item not in allowed:
+            raise ConfigError("build.autonomy", item, f"use classes of: {', '.join(allowed)}")
+    return tuple(c for c in allowed if c in value)
 
 
 def _table(table: Any, name: str, allowed: tuple[str, ...]) -> None:

@@ -10,9 +10,10 @@ log keeps one copy.
 * ``blocked`` / ``scope_breach`` -> a finding for the operator and a BLOCKED claim
   awaiting it; ``needs_dependency`` -> BLOCKED awaiting the sibling unit it names;
 * ``failed`` -> gave-up with the summary;
-* novel decisions -> one request each; in ``long`` mode with enough confidence also the
-  decision, recorded at once (the round runs again with it); otherwise a finding for the
-  operator and BLOCKED awaiting it.
+* novel decisions -> one request each, with its autonomy class (:mod:`.autonomy`); in
+  ``long`` mode, for a class the project's ``[build] autonomy`` allows and a builder that
+  is not unsure, also the decision, recorded at once (the round runs again with it; the
+  next review sees it); otherwise a finding for the operator and BLOCKED awaiting it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
 from loopbus.schemas.slices import UsageReport
 from loopbus.schemas.targets import DecisionTarget, RecordTarget
 from loopbus.workers.agents.config import BuildConfig
+from loopbus.workers.builder.autonomy import Classified, classify, may_pick_alone
 
 
 @dataclass(frozen=True)
@@ -168,9 +170,14 @@ def _operator_finding(
     )
 
 
-def routed_to_operator(decision: NovelDecision, config: BuildConfig) -> bool:
-    """``long`` mode decides by itself unless the builder's confidence is low."""
-    return config.mode != "long" or decision.confidence == "low"
+def routed_to_operator(
+    decision: NovelDecision, classified: Classified, config: BuildConfig
+) -> bool:
+    """Only ``long`` mode decides by itself, and only what the project's autonomy allows:
+    a class outside it, or a builder unsure of its answer, waits on the operator."""
+    if config.mode != "long":
+        return True
+    return not may_pick_alone(classified, decision.confidence, config.autonomy)
 
 
 def _decisions(round_: Round, decisions: list[NovelDecision], config: BuildConfig) -> list[Event]:
@@ -178,6 +185,7 @@ def _decisions(round_: Round, decisions: list[NovelDecision], config: BuildConfi
     block: str | None = None
     for decision in decisions:
         salt = f"decision:{decision.decision_id}"
+        classified = classify(decision)
         request = dict(
             id=round_.id(salt),
             project=round_.project,
@@ -189,13 +197,16 @@ def _decisions(round_: Round, decisions: list[NovelDecision], config: BuildConfi
             recommended_default=decision.recommended_default,
             confidence=decision.confidence,
             reasoning=decision.reasoning,
+            autonomy=classified.autonomy,
+            stated_autonomy=classified.stated,
+            classified=classified.why,
         )
-        if routed_to_operator(decision, config):
+        if routed_to_operator(decision, classified, config):
             finding = _operator_finding(
                 round_,
                 f"decision {decision.decision_id} needs the operator: {decision.question} "
-                f"(recommended: {decision.recommended_default}, confidence "
-                f"{decision.confidence}); loopbus decide --unit {round_.unit} "
+                f"(class {classified.autonomy}, recommended: {decision.recommended_default}, "
+                f"confidence {decision.confidence}); loopbus decide --unit {round_.unit} "
                 f"--decision {decision.decision_id} --choose OPTION",
                 salt=f"{salt}:finding",
                 decision=decision.decision_id,

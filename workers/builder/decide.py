@@ -5,7 +5,9 @@ For every unit the builds projection knows, in order:
 * a novel decision returned three times halts the unit (the builder keeps asking what it
   was already told);
 * an operator's choice for a decision that waits on the operator becomes the recorded
-  decision (a fact; the operator's claim alone changes nothing);
+  decision (a fact; the operator's claim alone changes nothing; a choice from any other
+  role is never one, see :data:`loopbus.projections.builds.CHOOSERS`). An answer to a
+  decision a reviewer escalated supersedes the auto pick it re-opened;
 * a unit blocked on a decision that is now recorded is unblocked, and the decision's
   finding resolved; one the builder blocked on a sibling unit is unblocked once the
   sibling is done;
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopbus.projections import convergence as conv
-from loopbus.projections.builds import BuildsState, UnitBuild
+from loopbus.projections.builds import CHOOSERS, BuildsState, UnitBuild
 from loopbus.projections.claims import Move
 from loopbus.projections.findings import FindingsState, open_findings
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
@@ -59,6 +61,8 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
         asked = build.awaiting.get(choice.decision_id)
         if asked is None or choice.choose not in option_ids(asked.options):
             continue  # nothing waits on it, or no such option: `loopbus decide` says so
+        if choice.actor.role not in CHOOSERS:
+            continue  # the fold keeps none; said again where the owner is written
         recorded = DecisionRecorded(
             id=answer_id(choice.id, "recorded"),
             project=world.project,
@@ -74,6 +78,7 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
             stated_confidence=asked.confidence,
             rationale=choice.why or asked.reasoning,
             cause=choice.id,
+            supersedes=asked.reopens,
         )
         intents.append(Publish(recorded))
     if intents:

@@ -8,7 +8,8 @@ carries out its two effects:
 * ``change``: read a unit's diff, its branch point and who touched it from the
   repository, and report it to the decision as the ``changes`` observation;
 * ``review``: run the reviewer command on a read-only copy of the head, with exactly the
-  diff, the gate results and the criteria on stdin, and turn what it printed into the
+  diff, the gate results, the criteria and the decisions ``long`` mode picked alone on
+  stdin, and turn what it printed into the
   assigned reviewer's verdict claim, or into a reviewer failure.
 
 A review runs in the background (one per open request); stopping the daemon kills the
@@ -24,7 +25,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import convergence, findings, gates, reviews, units
+from loopbus.projections import builds, convergence, findings, gates, reviews, units
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -48,7 +49,7 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
-    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD)
+    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD, builds.FOLD)
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.review.command}
@@ -121,6 +122,7 @@ class Reviewer(Daemon):
             "diff": change.diff.text,
             "gate_results": args["gate_results"],
             "criteria": list(request.criteria),
+            "decisions": args.get("decisions", []),
         }
         # The reviewer, stripped of privileges, must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)

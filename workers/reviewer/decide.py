@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 from loopbus.projections import reviews as rv
+from loopbus.projections.builds import AutoPick
 from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
 from loopbus.projections.findings import open_findings
 from loopbus.projections.gates import GatesState, suite_for
@@ -36,6 +37,7 @@ from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.kernel import World
+from loopbus.workers.reviewer.escalations import escalate_problem, review_input
 from loopbus.workers.reviewer.facts import refusal, unreviewable
 from loopbus.workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
 from loopbus.workers.reviewer.rounds import Round, accept, close_round, gate_round
@@ -155,7 +157,8 @@ def _claim_problem(
         reason = f"it judges {claim.head[:12]} but the review asked for {request.head[:12]}"
     else:
         blocking = scene.config.review.blocking
-        return consistency_problem(claim.verdict, claim.findings, blocking), "verdict-validity"
+        problem = consistency_problem(claim.verdict, claim.findings, blocking)
+        return problem or escalate_problem(scene, claim, request), "verdict-validity"
     return reason, "verdict-validity"
 
 
@@ -288,8 +291,22 @@ def run_review(scene: Scene, request: rv.RequestView) -> Effect:
     args: dict[str, Any] = {
         "request": msgspec.structs.replace(request),  # a copy: the fold mutates its own
         "gate_results": gate_results(scene.gates, request.head),
+        "decisions": [auto_pick_document(pick) for pick in review_input(scene, request)],
     }
     return Effect(f"{RUN_REVIEW}:{request.id}", scene.project, RUN_REVIEW, args)
+
+
+def auto_pick_document(pick: AutoPick) -> dict[str, Any]:
+    """One auto-picked decision as the reviewer reads it (``escalate`` names its id)."""
+    return {
+        "decision_id": pick.decision_id,
+        "question": pick.question,
+        "options": list(pick.options),
+        "chosen": pick.chosen,
+        "class": pick.autonomy,
+        "confidence": pick.stated_confidence,
+        "rationale": pick.rationale,
+    }
 
 
 def gate_results(gates: GatesState, head: str) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from loopbus.schemas.reviews import (
 )
 from loopbus.schemas.targets import CodeTarget, Target
 from loopbus.workers.reviewer.diff import subtraction_reason
+from loopbus.workers.reviewer.escalations import escalation
 from loopbus.workers.reviewer.facts import finding_key, halt_finding, open_id, stop_finding
 from loopbus.workers.reviewer.guards import Violation, criteria_files, is_security_finding
 from loopbus.workers.reviewer.scene import Change, Scene
@@ -158,15 +159,20 @@ def accept(
     scene: Scene, claim: ReviewVerdict, request: rv.RequestView, change: Change
 ) -> list[Event]:
     """Accept the assigned reviewer's claim: raise its findings inside the diff, subtract
-    those outside, resolve the unit's review findings it no longer raises, close the round."""
+    those outside, resolve the unit's review findings it no longer raises, close the round.
+    A claim that escalates auto-picked decisions is accepted as ``reject`` and closes no
+    round: the unit waits on the operator instead (:mod:`.escalations`)."""
     unit = claim.unit
     found = _sort(scene, claim, request, change)
+    escalating = bool(claim.escalate) and found.halt is None
     keys = sorted({review_finding_key(f) for f in found.kept})
     threshold = scene.config.review.blocking
     blocking = sorted(
         {review_finding_key(f) for f in found.kept if conv.is_blocking(f.severity, threshold)}
     )
     decision: Decision = "approve" if not blocking and found.halt is None else "reject"
+    if escalating:
+        decision = "reject"
     round_no = rv.round_count(scene.reviews, unit) + 1
     fixed = [
         FindingResolved(
@@ -199,6 +205,9 @@ def accept(
         subtracted=[s.id for s in found.subtracted],
         cause=claim.id,
     )
+    if escalating:
+        sent = escalation(scene, claim, request, accepted.id)
+        return [accepted, *found.raised, *found.subtracted, *fixed, *sent]
     halting: tuple[Violation, ...] = ()
     if found.halt is not None:
         what = f"{found.halt.severity} security finding {found.halt.criterion or found.halt.cls}"

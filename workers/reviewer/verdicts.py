@@ -110,6 +110,7 @@ def answer(
         verdict=parsed.verdict,
         findings=[strip_copy_path(f, roots) for f in parsed.findings],
         summary=parsed.summary,
+        escalate=list(parsed.escalate),
     )
     return Publish(claim)
 

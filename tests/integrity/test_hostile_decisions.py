@@ -1,0 +1,173 @@
+"""A hostile agent against a real ``loopbus up --repo`` tries to settle a decision that waits
+on the operator: it holds only the agent credential ``up`` hands out and a NATS client.
+
+Its answer is a claim the server lets through (its own claim subject), so the refusal is
+the folds': a ``decision.choice`` from any role but the operator is a forgery no fold
+applies and the integrity daemon names; a ``decision.recorded`` claim is never a unit's
+decision (the ratchet refuses it). The decision stays open, and the operator's own
+``loopbus decide`` still settles it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dulwich import porcelain
+from dulwich.repo import Repo
+from integrity.test_hostile_agent import LOOPBUS, WAIT_S, Loop, raw_agent
+from loopbus.bus import connect_once, free_port
+from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned, encode_event, subject_of
+from loopbus.schemas.builds import DecisionOption
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from loopbus.schemas.slices import UnitDispatched
+
+pytestmark = pytest.mark.slow
+
+P = "shop"
+SYSTEM = Actor(role="system", principal="tests")
+
+BUILDER = r"""
+import json, pathlib, sys
+brief = json.load(sys.stdin)
+chosen = {d["decision_id"]: d["chosen"] for d in brief["decisions"]}
+if "rounding" not in chosen:
+    print(json.dumps({"schema": "loopbus.envelope.v2", "status": "completed", "novel_decisions": [{
+        "decision_id": "rounding", "question": "round totals to cents?",
+        "options": [{"id": "cents"}, {"id": "raw"}], "recommended_default": "cents",
+        "confidence": "low", "autonomy": "risky"}]}))
+else:
+    pathlib.Path("app.py").write_text(f"ROUNDING = {chosen['rounding']!r}\n")
+    print(json.dumps({"schema": "loopbus.envelope.v2", "status": "completed"}))
+"""
+
+
+def repository(folder: Path) -> Path:
+    """A repository whose trunk configures a builder that asks one decision (normal mode)."""
+    folder.mkdir(parents=True)
+    builder = folder.parent / "builder.py"
+    builder.write_text(BUILDER)
+    config = (
+        f'[project]\nid = "{P}"\n\n[[check]]\nid = "ok"\ncommand = "true"\nparser = "exit-code"\n'
+        f"\n[build]\ncommand = {json.dumps(f'{sys.executable} {builder}')}\n"
+        'roster = ["b1"]\ntimeout = 60\nmode = "normal"\n'
+    )
+    (folder / "loopbus.toml").write_text(config)
+    (folder / "app.py").write_text("ROUNDING = None\n")
+    with Repo.init(str(folder)) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        porcelain.add(repo, [str(folder / "loopbus.toml"), str(folder / "app.py")])
+        porcelain.commit(repo, b"base", author=b"a <a@x>", committer=b"a <a@x>")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
+    root = tmp_path_factory.mktemp("hostile-decisions")
+    repo = repository(root / "repo")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    process = subprocess.Popen(
+        [*LOOPBUS, "up", "--repo", str(repo), "--data-dir", str(root / "data"),
+         "--port", str(free_port()), "--no-web"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    lines, url = [], None
+    for line in process.stdout:
+        lines.append(line)
+        if url is None and "NATS with JetStream at " in line:
+            url = line.split(" at ")[1].split()[0]
+        if "press Ctrl-C to stop" in line:
+            break
+    assert url is not None and process.poll() is None, "".join(lines)
+    try:
+        yield Loop(process, url, root / "data")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def dispatch(loop: Loop, unit: str) -> None:
+    """Plan and dispatch ``unit`` on trunk, as the system (the test's own setup)."""
+    with Repo(str(loop.data_dir.parent / "repo")) as repo:
+        base = repo.refs[b"refs/heads/main"].decode()
+    shape = dict(slice="S1", unit=unit, title="round", files=["app.py"], criteria=[])
+    bus = await connect_once(loop.url, creds=loop.cred("system"))
+    try:
+        await bus.publish(UnitPlanned(project=P, actor=SYSTEM, **shape))  # type: ignore[arg-type]
+        await bus.publish(
+            UnitDispatched(
+                project=P, actor=SYSTEM, wave=0, sub_wave=0, position=0, base=base,
+                **shape,  # type: ignore[arg-type]
+            )
+        )  # fmt: skip
+    finally:
+        await bus.close()
+
+
+async def until(loop: Loop, found: object, what: str) -> list[object]:
+    """The project's events once ``found(events)`` holds (bounded)."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            events = await loop.events(P)
+            if found(events):  # type: ignore[operator]
+                return events  # type: ignore[return-value]
+            await asyncio.sleep(0.2)
+    raise AssertionError(what)
+
+
+async def test_an_agent_cannot_answer_the_operator_s_decision(loop: Loop) -> None:
+    """A raw decision.choice and a decision.recorded claim for the waiting decision, on the
+    agent's own claim subject: neither settles it, both are named in findings, and the
+    operator's `loopbus decide` afterwards is recorded as the operator's."""
+    await dispatch(loop, "U1")
+    await until(
+        loop,
+        lambda es: any(
+            isinstance(e, UnitTransitioned) and e.unit == "U1" and e.state == "blocked" for e in es
+        ),
+        "U1 never blocked awaiting the operator",
+    )
+    me = Actor(role="builder", principal="agent")
+    choice = DecisionChoice(project=P, actor=me, unit="U1", decision_id="rounding", choose="raw")
+    recorded = DecisionRecorded(
+        project=P, actor=me, unit="U1", decision_id="rounding", question="round totals?",
+        options=["cents", "raw"], chosen="raw", owner="operator:operator",
+        trade_offs=[DecisionOption(id="cents"), DecisionOption(id="raw")],
+    )  # fmt: skip
+    client = await raw_agent(loop)
+    try:
+        js = client.jetstream()
+        for claim in (choice, recorded):
+            await js.publish(subject_of(claim), encode_event(claim))  # the server stores both
+    finally:
+        await client.close()
+
+    [forgery] = await loop.findings(P, lambda f: f.evidence.get("forged") == choice.id)
+    assert forgery.evidence["forger"] == "builder:agent" and forgery.cls == "forgery"
+    assert "only operator" in forgery.message
+    [refusal] = await loop.findings(P, lambda f: f.evidence.get("claim") == recorded.id)
+    assert refusal.cls == "refused-transition"
+
+    decided = loop.cli(
+        "decide", "--project", P, "--unit", "U1", "--decision", "rounding", "--choose",
+        "cents", "--wait", "60", role="operator",
+    )  # fmt: skip
+    assert decided.returncode == 0, decided.stderr
+    assert "recorded: rounding = cents (by operator:operator)" in decided.stdout
+    events = await loop.events(P)
+    facts = [e for e in events if isinstance(e, DecisionRecorded) and e.actor.role == "system"]
+    assert [(f.chosen, f.owner) for f in facts if f.unit == "U1"] == [
+        ("cents", "operator:operator")
+    ]
+    assert [e for e in events if isinstance(e, DecisionRequested) and e.unit == "U1"]
