@@ -15,7 +15,10 @@ Roles:
   delete a stream, a bucket or a message.
 * ``operator`` — a person: claims on ``loop.*.claim.operator.<principal>.>`` and reads.
 * ``agent`` — builders, reviewers, planners…: claims on
-  ``loop.*.claim.<role>.<principal>.>`` for the agent roles, its heartbeats, and reads.
+  ``loop.*.claim.<role>.<principal>.>`` for the agent roles, and reads. No KV write, not
+  even a heartbeat: the builder daemon beats for the agent it runs (as ``system``), and a
+  beat's actor is not checked by the server, so an agent allowed to write the bucket could
+  keep any unit alive.
 * ``reader`` — reads only (``tail``, ``replay``, ``status``).
 
 Everybody may subscribe: the log is not secret from a credentialed user, it is tamper-proof.
@@ -26,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from loopbus.bus.provision import BUCKETS, HEARTBEAT_BUCKET, LOG_STREAM
+from loopbus.bus.provision import BUCKETS, LOG_STREAM
 from loopbus.schemas.subjects import claim_family, matches_any
 
 CredRole = Literal["admin", "system", "operator", "reader", "agent"]
@@ -98,9 +101,10 @@ def permissions(role: CredRole, principal: str) -> Permissions:
         return Permissions(allow=READS + claims, deny=STREAM_CHANGES)
     if role == "agent":
         claims = tuple(claim_family(role=r, principal=principal) for r in AGENT_CLAIM_ROLES)
-        # Builders say they are alive through the heartbeat bucket (liveness, not history).
-        beats = (f"$KV.{HEARTBEAT_BUCKET}.>",)
-        return Permissions(allow=READS + claims + beats, deny=STREAM_CHANGES)
+        # Not the heartbeat bucket: NATS checks who may write a bucket, never which key or
+        # what the value says, so a credential that may beat may beat for any unit. Agents
+        # run without a credential; their daemon beats for them (workers/builder/daemon.py).
+        return Permissions(allow=READS + claims, deny=STREAM_CHANGES)
     raise ValueError(f"unknown credential role {role!r}")
 
 
@@ -112,10 +116,7 @@ def describe(role: CredRole, principal: str) -> str:
         return "nothing: it only reads"
     if role == "operator":
         return f"only its own claims, {claim_family(role='operator', principal=principal)}"
-    return (
-        f"only its own claims, loop.*.claim.<{'|'.join(AGENT_CLAIM_ROLES)}>.{principal}.>, "
-        "and heartbeats"
-    )
+    return f"only its own claims, loop.*.claim.<{'|'.join(AGENT_CLAIM_ROLES)}>.{principal}.>"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ Besides each unit's state the projection keeps:
   it) removes the claim, so a restarted units daemon answers exactly what is left and
   never answers a report twice. The state stays bounded by the claims outstanding, not
   by the number of reports ever made;
-* the wait-budget finding raised for the current block, so the watchdog raises it once.
+* the wait-budget finding raised for the current block, so the watchdog raises it once;
+* who holds the unit's round: the claimant whose ``started`` report the system accepted
+  (``holder``). Only its heartbeats keep the unit alive; the watchdog names any other
+  beater in one finding per beater, which the projection remembers (``foreign_beats``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Final
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import (
+    Actor,
     Block,
     Event,
     FindingRaised,
@@ -52,6 +56,11 @@ CONTRACT_CLASS: Final = "contract-unmet"
 
 WAIT_BUDGET_CLASS: Final = "wait-budget"
 """The finding class of a block past its budget; ``evidence["block"]`` is the block's id."""
+
+FOREIGN_BEAT_CLASS: Final = "forgery"
+FOREIGN_BEAT_CRITERION: Final = "heartbeat-not-holder"
+"""A heartbeat for a unit from anyone but its holder: the watchdog's ``forgery`` finding
+with this criterion; ``evidence["unit"]`` and ``evidence["beater"]`` (``role:principal``)."""
 
 
 class UnitView(msgspec.Struct, kw_only=True):
@@ -92,6 +101,14 @@ class UnitView(msgspec.Struct, kw_only=True):
     """When the current block opened."""
     wait_finding: str | None = None
     """The wait-budget finding raised for the current block, once raised."""
+    holder: Actor | None = None
+    """Who holds its round: the actor of the started report the system last accepted for it
+    (the builder principal; an operator when an operator started it by hand). A claim's
+    actor is proven by its subject, so nobody can take the round by saying so."""
+    started_event: str | None = None
+    """Id of the transition that last started it (what gave it its holder)."""
+    foreign_beats: list[str] = []
+    """``role:principal`` of every beater other than the holder already named in a finding."""
     waited_s: dict[str, float] = {}
     """Closed waits, seconds per reason."""
 
@@ -177,6 +194,9 @@ _HISTORY = (
     "blocked_since",
     "wait_finding",
     "waited_s",
+    "holder",
+    "started_event",
+    "foreign_beats",
 )
 
 
@@ -210,7 +230,11 @@ def _transitioned(state: UnitsState, event: UnitTransitioned) -> None:
     view.transitions += 1
     view.last_event = event.id
     if event.cause is not None:
-        _answer(state, event.unit, event.cause)
+        claim = _answer(state, event.unit, event.cause)
+        if event.by == "started" and claim is not None:
+            # Only a started report the system accepted makes a holder: a refused one (the
+            # unit already started, not dispatched) answers with a finding, never here.
+            view.holder, view.started_event = claim.actor, event.id
 
 
 def _close_wait(state: UnitsState, view: UnitView, reason: str, seconds: float) -> None:
@@ -225,7 +249,7 @@ def _finding(state: UnitsState, event: FindingRaised) -> None:
         report = event.evidence.get("report")
         if isinstance(report, str):
             for unit in ([event.unit] if event.unit else []) + list(state.claims):
-                if _answer(state, unit, report):
+                if _answer(state, unit, report) is not None:
                     break
     elif event.cls == CONTRACT_CLASS and event.unit is not None:
         view = state.units.get(event.unit)
@@ -237,21 +261,28 @@ def _finding(state: UnitsState, event: FindingRaised) -> None:
         block = event.evidence.get("block")
         if view is not None and block is not None and block == view.block_id:
             view.wait_finding = event.id
+    elif event.cls == FOREIGN_BEAT_CLASS and event.criterion == FOREIGN_BEAT_CRITERION:
+        # Only the system raises a forgery finding (any other is itself a forgery, which no
+        # fold applies), so nobody can silence the watchdog by pre-filling this list.
+        beaten, beater = event.evidence.get("unit"), event.evidence.get("beater")
+        view = state.units.get(beaten) if isinstance(beaten, str) else None
+        if view is not None and isinstance(beater, str) and beater not in view.foreign_beats:
+            view.foreign_beats.append(beater)
 
 
-def _answer(state: UnitsState, unit: str, report_id: str) -> bool:
-    """Drop the claim ``report_id`` of ``unit`` if it is outstanding; True when it was."""
+def _answer(state: UnitsState, unit: str, report_id: str) -> UnitReport | None:
+    """Drop the claim ``report_id`` of ``unit`` if it is outstanding; the claim when it was."""
     pending = state.claims.get(unit)
     if not pending:
-        return False
+        return None
     for index, claim in enumerate(pending):
         if claim.id == report_id:
             del pending[index]
             if not pending:
                 del state.claims[unit]
             state.answers[report_id] = state.answers.get(report_id, 0) + 1
-            return True
-    return False
+            return claim
+    return None
 
 
 def occurrence(state: UnitsState, report_id: str) -> int:

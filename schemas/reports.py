@@ -94,7 +94,9 @@ class HeartbeatReport(msgspec.Struct, frozen=True, kw_only=True):
     """ "I am still working on this unit": the value of the unit's key in the heartbeat bucket.
 
     ``at`` is the claimant's clock and is informational; the watchdog measures the lapse
-    from the time the server stored the entry, which no claimant can set.
+    from the time the server stored the entry, which no claimant can set. ``actor`` is a
+    claim too (the server checks who may write the bucket, not whom a value names): the
+    watchdog counts the beat only when it names the unit's holder.
     """
 
     project: Token

@@ -1,9 +1,10 @@
 """``loopbus report started|heartbeat|blocked|unblocked|commit|gave-up``: a unit's claims.
 
 Each publishes one report on ``report.<role>.<unit>`` (a heartbeat is put in the heartbeat
-bucket instead). Exit 0 means the claim was *accepted as a report*, not that the unit
-moved: the units daemon decides that. ``--wait SECONDS`` waits for its answer and prints
-the transition, or exits 1 with the reason the claim was refused.
+bucket instead, which only the system credential may write). Exit 0 means the claim was
+*accepted as a report*, not that the unit moved: the units daemon decides that.
+``--wait SECONDS`` waits for its answer and prints the transition, or exits 1 with the
+reason the claim was refused.
 
 What can be checked without the log is checked here, as one line: the reason is one of
 the closed set, a subject is given, a capacity subject is a budget, a sha is a full
@@ -46,7 +47,10 @@ CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
 
 _HELP = {
     "started": "claim the unit has started (after it was dispatched)",
-    "heartbeat": "say the unit is alive (kept in the heartbeat bucket, not on the log)",
+    "heartbeat": (
+        "say the unit is alive (kept in the heartbeat bucket, not on the log; only the system "
+        "credential may write it, and only the unit's holder's beat counts)"
+    ),
     "blocked": "claim the unit cannot proceed: --reason and --subject",
     "unblocked": "claim what the unit waited on has arrived",
     "commit": "submit the unit's commit for the gates: --sha",

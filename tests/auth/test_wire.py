@@ -153,9 +153,18 @@ async def test_only_system_writes_views_and_checkpoints(secured: Secured, role: 
         assert await kv.put("checkpoint.tests", b"1") > 0
 
 
-async def test_agent_writes_heartbeats(secured: Secured) -> None:
-    """An agent may put heartbeats (liveness, kept out of the log) and nothing else in KV."""
-    async with raw(secured, "agent") as (nc, _):
+@pytest.mark.parametrize("role", ["operator", "agent", "reader"])
+async def test_only_system_writes_heartbeats(secured: Secured, role: str) -> None:
+    """No role but system may put a heartbeat: the server does not check which key a writer
+    puts or whom the value names, so a credential that may beat could keep any unit alive.
+    The builder daemon beats (as system) for the agent it runs, which holds no credential."""
+    async with raw(secured, role) as (nc, errors):
+        kv = await nc.jetstream(timeout=1.5).key_value(HEARTBEAT_BUCKET)
+        with pytest.raises(TimeoutError):
+            await kv.put(f"{PROJECT}.U1", b"{}")
+        await nc.flush()
+    assert any("permissions violation" in e and HEARTBEAT_BUCKET in e for e in errors)
+    async with raw(secured, "system") as (nc, _):
         kv = await nc.jetstream().key_value(HEARTBEAT_BUCKET)
         assert await kv.put(f"{PROJECT}.U1", b"{}") > 0
 

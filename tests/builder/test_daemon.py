@@ -8,6 +8,7 @@ from typing import Any
 from builderkit import ScriptedBuilder, configs, daemons, dispatch, of, setup, wait_log
 from dulwich.repo import Repo
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from loopbus.projections import units as units_fold
 from loopbus.projections.claims import Move, transition_event
 from loopbus.schemas import Actor, FindingRaised, Outcome, UnitPlanned, UnitTransitioned
 from loopbus.schemas.decisions import (
@@ -58,7 +59,8 @@ async def test_a_round_is_started_built_committed_and_reported(
 ) -> None:
     """A dispatched unit is started, its command runs in a private worktree at the base
     with the brief on stdin, and the adapter commits the change as the roster principal
-    on loopbus/<project>/<unit> and reports it; the unit's head is that commit."""
+    on loopbus/<project>/<unit> and reports it; the unit's head is that commit. Its beats
+    name the principal its start made the unit's holder, the one beater that counts."""
     agent = ScriptedBuilder(tmp_path / "agent")
     agent.plan(
         [{"write": IMPLEMENTED, "stdout": {"status": "completed", "summary": "sum", "tokens": 42}}]
@@ -95,6 +97,10 @@ async def test_a_round_is_started_built_committed_and_reported(
     beats = await bus.bucket(HEARTBEAT_BUCKET)
     beat = decode_heartbeat((await beats.get(f"{project}.U1")).value)
     assert beat.actor == builder
+    units = units_fold.initial()
+    for event in events:
+        units = units_fold.apply(units, event)
+    assert units.units["U1"].holder == beat.actor  # the one beater the watchdog counts
 
 
 async def test_a_returned_unit_runs_another_round_from_its_head(

@@ -19,7 +19,16 @@ from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import cancel_all
 from loopbus.workers.watchdog.daemon import Watchdog
 from loopbus.workers.watchdog.limits import Limits, parse_limits
-from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
+from unitkit import (
+    BUILDER,
+    answered,
+    claim,
+    log_events,
+    plan,
+    transitions,
+    units_daemon,
+    wait_log,
+)
 
 
 class DogUnderTest:
@@ -70,9 +79,10 @@ def view(dog: DogUnderTest, project: str, unit: str) -> units_fold.UnitView:
     return dog.kernel.project_states(project)["units"].units[unit]
 
 
-async def heartbeat(bus: Bus, project: str, unit: str) -> None:
+async def heartbeat(bus: Bus, project: str, unit: str, actor: Actor = BUILDER) -> None:
+    """A beat for ``unit`` naming ``actor`` (by default the builder that started it)."""
     beats = await bus.bucket(HEARTBEAT_BUCKET)
-    beat = HeartbeatReport(project=project, unit=unit, actor=claim(project, unit, "started").actor)
+    beat = HeartbeatReport(project=project, unit=unit, actor=actor)
     await beats.put(heartbeat_key(project, unit), encode_heartbeat(beat))
 
 
@@ -112,8 +122,10 @@ async def test_a_heartbeat_just_before_the_lapse_keeps_the_unit_alive(
     await start(bus, nats_url, project, ["U1", "U2"])
     async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
         await heartbeat(bus, project, "U1")
-        await dog.heartbeats.until(lambda: dog.heartbeats.of(project, "U1") is not None, 10)
-        beat = dog.heartbeats.of(project, "U1")
+        await dog.heartbeats.until(
+            lambda: dog.heartbeats.of(project, "U1", BUILDER) is not None, 10
+        )
+        beat = dog.heartbeats.of(project, "U1", BUILDER)
         since = max(view(dog, project, u).since for u in ("U1", "U2"))  # type: ignore[type-var]
         assert beat is not None and since is not None and beat > since
         # Past the lapse from both starts, inside it from U1's heartbeat.
@@ -300,9 +312,80 @@ async def test_only_a_units_own_heartbeat_keeps_it_alive(
     async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
         await kv.put(heartbeat_key(project, "U1"), data)
         await heartbeat(bus, project, "U0")  # a valid beat after it: the feed has moved past
-        await dog.heartbeats.until(lambda: dog.heartbeats.of(project, "U0") is not None, 10)
-        assert dog.heartbeats.of(project, "U1") is None
+        await dog.heartbeats.until(
+            lambda: dog.heartbeats.of(project, "U0", BUILDER) is not None, 10
+        )
+        assert dog.heartbeats.of(project, "U1", BUILDER) is None
         since = view(dog, project, "U1").since
         assert since is not None
         lost = await dog.sweep(since + timedelta(seconds=1.001))
     assert [e.unit for e in lost if isinstance(e, UnitTransitioned)] == ["U1"]
+
+
+STRANGER = Actor(role="builder", principal="mallory")
+
+
+def beat_findings(events: Sequence[Event]) -> list[tuple[str, str]]:
+    """(unit, beater) of every foreign-heartbeat finding among ``events``."""
+    return [
+        (e.evidence["unit"], e.evidence["beater"])
+        for e in events
+        if isinstance(e, FindingRaised) and e.criterion == units_fold.FOREIGN_BEAT_CRITERION
+    ]
+
+
+async def test_only_the_holders_beat_counts_and_a_stranger_is_named_once(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """Only the beat of the builder whose start was accepted keeps a unit alive: U1, beaten
+    by its holder, stays WORKING; U2, beaten only by another builder principal, is LOST at
+    the lapse. The stranger is named once per unit it beat for, however often it beats,
+    and a restarted watchdog does not name it again."""
+    await start(bus, nats_url, project, ["U1", "U2"])
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as dog:
+        await heartbeat(bus, project, "U1")
+        for _ in range(3):
+            await heartbeat(bus, project, "U2", STRANGER)
+        await heartbeat(bus, project, "U1", STRANGER)  # the latest value under U1's key
+
+        def seen() -> bool:
+            return all(dog.heartbeats.of(project, u, STRANGER) for u in ("U1", "U2"))
+
+        await dog.heartbeats.until(seen, 10)
+        beat = dog.heartbeats.of(project, "U1", BUILDER)
+        since = max(view(dog, project, u).since for u in ("U1", "U2"))  # type: ignore[type-var]
+        assert beat is not None and since is not None and beat > since
+        # Past the lapse from both starts and every beat of U2; inside it from U1's holder.
+        now = since + timedelta(seconds=1.0) + (beat - since) / 2
+        stranger_u2 = dog.heartbeats.of(project, "U2", STRANGER)
+        assert stranger_u2 is not None and now < stranger_u2 + timedelta(seconds=1.0)
+        first = await dog.sweep(now)
+        assert [e.unit for e in first if isinstance(e, UnitTransitioned)] == ["U2"]
+        assert sorted(beat_findings(first)) == [
+            ("U1", "builder:mallory"),
+            ("U2", "builder:mallory"),
+        ]
+        earlier = dog.heartbeats.of(project, "U1", STRANGER)
+        await heartbeat(bus, project, "U1", STRANGER)  # beating on: no second finding
+        await dog.heartbeats.until(
+            lambda: dog.heartbeats.of(project, "U1", STRANGER) != earlier, 10
+        )
+        assert beat_findings(await dog.sweep(now)) == []
+    async with watchdog(nats_url, project, Limits(lapse_s=1.0)) as restarted:
+        await restarted.heartbeats.until(
+            lambda: restarted.heartbeats.of(project, "U1", STRANGER) is not None, 10
+        )
+        assert beat_findings(await restarted.sweep(now)) == []
+    named = beat_findings(await log_events(bus, project))
+    assert sorted(named) == [("U1", "builder:mallory"), ("U2", "builder:mallory")]
+    [finding] = [
+        e
+        for e in await log_events(bus, project)
+        if isinstance(e, FindingRaised) and e.evidence.get("unit") == "U2"
+    ]
+    assert (finding.cls, finding.actor.role, finding.evidence["holder"]) == (
+        "forgery",
+        "system",
+        "builder:test-builder",
+    )
+    assert "builder:mallory" in finding.message and finding.unit is None

@@ -160,7 +160,12 @@ class Builder(Daemon):
                 await beating
 
     async def _heartbeat(self, project: str, unit: str, builder: Actor) -> None:
-        """Keep the unit alive in the heartbeat bucket while its command runs."""
+        """Keep the unit alive in the heartbeat bucket while its command runs.
+
+        Written with the daemon's (system) credential, the only one that may write the
+        bucket, and naming ``builder``, the principal whose started report made it the
+        unit's holder: the watchdog counts no one else's beat (workers/watchdog/holders.py).
+        """
         beats = await self.bus.bucket(HEARTBEAT_BUCKET)
         key = heartbeat_key(project, unit)
         while True:

@@ -14,6 +14,11 @@ names the credential behind the nkey from the credentials folder, and publishes 
 :data:`BUS_PROJECT` for a subject outside every project (``$JS.API.STREAM.DELETE.LOOP``).
 How far the file was read is kept beside it, and each finding's id is fixed by its line, so
 a restart neither repeats nor skips one.
+
+A heartbeat is the one move that repeats by nature (a beat every few seconds), so a
+refused write to a unit's heartbeat key is named once per credential and key while the
+daemon runs, not once per beat: one attempt to keep a unit alive is one finding, not a
+storm. (A restart may name the same pair once more.)
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-from loopbus.bus import Bus
+from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.bus.creds import all_credentials
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.ids import fixed_id, is_token
@@ -38,6 +43,8 @@ BUS_PROJECT = "_bus"
 """The project that findings about subjects outside every project are filed under."""
 
 POLL_S = 0.25
+
+BEAT_SUBJECTS = f"$KV.{HEARTBEAT_BUCKET}."
 
 _VIOLATION = re.compile(
     r"^\[\d+\] (?P<day>\d{4}/\d{2}/\d{2}) (?P<clock>\d{2}:\d{2}:\d{2})\.(?P<micros>\d+) \[ERR\] "
@@ -124,6 +131,8 @@ class ServerLogWatch:
         self.offset_file = server_log.with_name(server_log.name + ".violations-read")
         self.credentials = Credentials(creds_folder)
         self.actor = actor
+        self.named_beats: set[tuple[str, str]] = set()
+        """(credential, subject) of refused heartbeat writes already named."""
 
     def _offset(self) -> int:
         try:
@@ -157,7 +166,12 @@ class ServerLogWatch:
             if violation is None:
                 continue
             who = self.credentials.name(violation.nkey)
+            beat = violation.subject.startswith(BEAT_SUBJECTS)
+            if beat and (who, violation.subject) in self.named_beats:
+                continue
             await self.bus.publish(finding(violation, who, self.actor))
+            if beat:
+                self.named_beats.add((who, violation.subject))
             log.warning("server.refused_publish", subject=violation.subject, credential=who)
         offset += len(complete)
         self.offset_file.write_text(str(offset))

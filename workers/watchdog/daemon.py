@@ -4,11 +4,13 @@ It folds the units projection from the log, keeps every unit's latest heartbeat 
 heartbeat bucket (its sensor), and decides on a tick:
 
 * a WORKING unit (not blocked, not terminal, not ready) whose last sign of life — its
-  latest heartbeat, or its latest transition when that is later — is older than the
-  project's lapse is marked LOST. The LOST transition is published with the expected
+  holder's latest heartbeat, or its latest transition when that is later — is older than
+  the project's lapse is marked LOST. The LOST transition is published with the expected
   last sequence of the unit's subject and an id derived from the unit's last event, so a
   watchdog killed at any point and restarted can neither mark a unit LOST twice nor,
   having refolded the log, miss one.
+* a heartbeat from anyone but the unit's holder keeps nothing alive, and each such beater
+  is named in one ``forgery`` finding per unit (:mod:`.holders`), not one per beat.
 * a BLOCKED unit waiting longer than its reason's budget raises one ``wait-budget``
   finding, owned by whoever owns the blocker (never the waiting unit). The finding names
   the block (the id of the transition that opened it); the units projection records it,
@@ -34,6 +36,7 @@ from loopbus.schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Tar
 from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.watchdog.heartbeats import Heartbeats
+from loopbus.workers.watchdog.holders import counted_beat, foreign_beat_findings
 from loopbus.workers.watchdog.limits import Limits
 
 LOST_SALT = "lost"
@@ -96,13 +99,16 @@ def wait_budget_finding(
 def sweep(
     world: World, limits: Limits, checks: DeclaredChecks, heartbeats: Heartbeats | None
 ) -> list[Intent]:
-    """Pure: LOST for every lapsed working unit, a finding for every wait past its budget,
-    as of ``world.now``."""
+    """Pure: LOST for every lapsed working unit, a finding for every wait past its budget
+    and for every beater that does not hold the unit it beats for, as of ``world.now``."""
     intents: list[Intent] = []
     units: UnitsState = world.state("units")
     for view in units.units.values():
+        beats = heartbeats.beaters(world.project, view.unit) if heartbeats else {}
+        for foreign in foreign_beat_findings(view, beats, world.project, world.actor):
+            intents.append(Publish(foreign))
         if view.state == "working" and view.last_event is not None:
-            beat = heartbeats.of(world.project, view.unit) if heartbeats else None
+            beat = counted_beat(view, beats)
             move = lapse(view, beat, limits.lapse_for(world.project), world.now)
             if move is not None:
                 intents.append(world.move(move, answer_id(view.last_event, LOST_SALT)))
