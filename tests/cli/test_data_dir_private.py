@@ -77,3 +77,15 @@ def test_provision_creds_out_keeps_the_secrets_folder_to_its_owner(tmp_path: Pat
     assert {p.name for p in folder.iterdir()} == {"creds", "tls", "nats.conf"}
     assert (folder / "tls" / "ca.pem").is_file()
     assert shared(folder) == []
+
+
+def test_up_refuses_a_shared_folder_as_its_data_directory(tmp_path: Path) -> None:
+    """A folder with the sticky bit (like /tmp) is shared by design: up would have to make
+    it 0700 for everyone, so it refuses in one line and leaves the folder as it was."""
+    shared_folder = tmp_path / "shared"
+    shared_folder.mkdir()
+    shared_folder.chmod(0o1777)
+    result = loopbus("up", "--data-dir", str(shared_folder), "--port", str(free_port()))
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert "is a shared folder (sticky bit, like /tmp)" in result.err
+    assert stat.S_IMODE(shared_folder.stat().st_mode) == 0o1777
