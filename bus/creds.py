@@ -20,6 +20,7 @@ import msgspec
 import nkeys  # type: ignore[import-untyped]
 from loopbus.bus.auth import CRED_ROLES, CredRole, Permissions, User, permissions
 from loopbus.bus.errors import CredentialsInvalid
+from loopbus.bus.private import private_dir
 from loopbus.schemas.ids import is_token
 
 CREDS_DIR = "creds"
@@ -84,8 +85,7 @@ def file_name(role: CredRole, principal: str) -> str:
 
 def write_credential(folder: Path, cred: Credential) -> Path:
     """Write ``cred`` into ``folder`` readable by its owner only; returns the path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
+    private_dir(folder)
     path = folder / file_name(cred.role, cred.principal)
     body = CredentialFile(
         role=cred.role, principal=cred.principal, seed=cred.seed, public_key=cred.public_key

@@ -24,6 +24,7 @@ from typing import Literal
 from loopbus.bus.auth import authorization_block
 from loopbus.bus.creds import all_credentials, creds_dir, ensure_defaults
 from loopbus.bus.errors import EmbeddedServerError
+from loopbus.bus.private import UMASK, private_dir, write_private
 
 DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1
@@ -56,6 +57,13 @@ def die_with_parent() -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def private_child() -> None:
+    """``preexec_fn`` for the server and the daemons: :func:`die_with_parent`, and the data
+    directory's umask, so every file they make there is their owner's alone."""
+    die_with_parent()
+    os.umask(UMASK)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -158,7 +166,7 @@ class EmbeddedServer:
         the users of ``auth`` (rewritten alone on a reload)."""
         if self.creds_folder is not None:
             self.write_auth()
-        _write_private(self.config_file, self.config_text())
+        write_private(self.config_file, self.config_text())
 
     def write_auth(self) -> None:
         """``auth.conf``: one user per credential file in the creds folder."""
@@ -166,7 +174,7 @@ class EmbeddedServer:
         if folder is None:
             return
         ensure_defaults(folder)
-        _write_private(
+        write_private(
             self.auth_file, authorization_block([c.user for c in all_credentials(folder)])
         )
 
@@ -182,7 +190,7 @@ class EmbeddedServer:
 
     async def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait until it accepts connections."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         self.write_config()
         self.process = subprocess.Popen(
             self.command(),
@@ -190,7 +198,7 @@ class EmbeddedServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C goes to our supervisor, which stops it in order
-            preexec_fn=die_with_parent,
+            preexec_fn=private_child,  # its store, log and pid file are born 0600
         )
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
@@ -240,13 +248,6 @@ class EmbeddedServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
 
 
 def running_server(data_dir: Path) -> int | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import nats.js.errors
 from loopbus.bus.errors import BusError, LogNotProvisioned
+from loopbus.bus.private import write_private
 from loopbus.bus.provision import (
     LOG_STREAM,
     PROJECTION_BUCKET,
@@ -59,7 +60,9 @@ def record(data_dir: Path, created: str, first_seq: int) -> None:
     path = data_dir / RECORD_FILE
     if path.exists():
         return  # the first record is the one that proves history began
-    path.write_text(json.dumps({"stream": LOG_STREAM, "created": created, "first_seq": first_seq}))
+    write_private(
+        path, json.dumps({"stream": LOG_STREAM, "created": created, "first_seq": first_seq})
+    )
 
 
 def recorded(data_dir: Path | None) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import ssl
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from loopbus.bus.private import private_dir, write_private
 
 CA_FILE = "ca.pem"
 CA_KEY = "ca-key.pem"
@@ -27,12 +27,6 @@ NODE_KEY = "node-key.pem"
 
 def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _write(path: Path, data: bytes, private: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
 
 
 def _key_bytes(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -56,7 +50,7 @@ def _san(hosts: list[str]) -> x509.SubjectAlternativeName:
 def ensure_tls(folder: Path, hosts: list[str]) -> list[Path]:
     """Make the CA and the node certificate in ``folder`` unless they exist; returns the
     files made. ``hosts`` are the names (and addresses) the nodes are reached by."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     if (folder / CA_FILE).exists() and (folder / NODE_FILE).exists():
         return []
     now = datetime.datetime.now(datetime.UTC)
@@ -88,10 +82,12 @@ def ensure_tls(folder: Path, hosts: list[str]) -> list[Path]:
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
-    _write(folder / CA_FILE, ca.public_bytes(pem), private=False)
-    _write(folder / CA_KEY, _key_bytes(ca_key), private=True)
-    _write(folder / NODE_FILE, node.public_bytes(pem), private=False)
-    _write(folder / NODE_KEY, _key_bytes(node_key), private=True)
+    # The certificates are public, but they sit in a deployment's secrets folder, whose
+    # files are all its owner's (a deployment shares what it mounts, docs/deploy.md).
+    write_private(folder / CA_FILE, ca.public_bytes(pem))
+    write_private(folder / CA_KEY, _key_bytes(ca_key))
+    write_private(folder / NODE_FILE, node.public_bytes(pem))
+    write_private(folder / NODE_KEY, _key_bytes(node_key))
     return [folder / n for n in (CA_FILE, CA_KEY, NODE_FILE, NODE_KEY)]
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import structlog
 
 from loopbus.bus.creds import DEFAULT_PRINCIPALS, file_name
-from loopbus.bus.embedded import die_with_parent
+from loopbus.bus.embedded import private_child
+from loopbus.bus.private import private_dir, tighten
 
 log = structlog.get_logger()
 
@@ -179,8 +180,9 @@ class Supervisor:
 
     async def _spawn(self, child: Child) -> None:
         logs = self.settings.data_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        private_dir(logs)
         with open(logs / f"{child.spec.name}.log", "ab") as sink:
+            tighten(sink.fileno())  # a log from before the data directory was private
             child.process = await asyncio.create_subprocess_exec(
                 *self.command(child.spec),
                 stdin=asyncio.subprocess.DEVNULL,
@@ -191,7 +193,8 @@ class Supervisor:
                 # Where the daemons find up's record of the log (loopbus.bus.history).
                 | {"LOOPBUS_DATA_DIR": str(self.settings.data_dir)},
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
-                preexec_fn=die_with_parent,  # and if we are killed outright, they stop too
+                # If we are killed outright they stop too; what they write is born 0600.
+                preexec_fn=private_child,
             )
         child.started_at = time.monotonic()
         log.info("daemon.spawned", daemon=child.spec.name, pid=child.process.pid)

@@ -71,10 +71,13 @@ class Client:
         connection = self.connection("agent", inside=False)
         return [host_python(), str(script), *connection, "--project", self.project]
 
-    def finding(self, target: str, message: str) -> list[str]:
+    def finding(self, target: str, message: str, *, new: bool = False) -> list[str]:
+        """``new``: this finding opens the project (its first event), so it says ``--new``;
+        loopbus refuses every other command on a project with no event on the log."""
         return [
             "report", "finding", "--project", self.project, "--producer", "operator",
             "--target", target, "--severity", "info", "--message", message,
+            *(["--new"] if new else []),
         ]  # fmt: skip
 
 

@@ -161,7 +161,8 @@ class Check:
     def first_findings(self, client: Client, stack: Stack) -> None:
         """One finding from the host, one from a container; both seen by tail and status."""
         started = time.monotonic()
-        host = client.finding("check:compose-host", "published from the host")
+        # The host's finding is the project's first event; the container's follows it.
+        host = client.finding("check:compose-host", "published from the host", new=True)
         inside = client.finding("check:compose-container", "published from a container")
         sent = [
             publish(client.host("operator", *host), "host", "check:compose-host"),

@@ -12,6 +12,7 @@ deleted, so afterwards ``iptables-save`` prints what it printed before.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,23 @@ def _tables() -> dict[str, dict[str, str]]:
 def snapshot() -> NetState:
     """What the host's networking looks like now."""
     return NetState(tables=_tables(), links=_links(), sysctls=_sysctls())
+
+
+def dump(state: NetState) -> str:
+    """``state`` as JSON, for a later process to restore (.ci/run keeps it across pytest)."""
+    return json.dumps(
+        {"tables": state.tables, "links": sorted(state.links), "sysctls": state.sysctls}
+    )
+
+
+def load(text: str) -> NetState:
+    """The :class:`NetState` :func:`dump` wrote."""
+    data = json.loads(text)
+    return NetState(
+        tables={f: dict(t) for f, t in data["tables"].items()},
+        links=frozenset(data["links"]),
+        sysctls=dict(data["sysctls"]),
+    )
 
 
 def _nf_tables_backend(tool: str) -> bool:

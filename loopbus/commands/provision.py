@@ -24,6 +24,7 @@ from loopbus.bus import LOG_STREAM, BusUnreachable, ensure_log
 from loopbus.bus.auth import authorization_block
 from loopbus.bus.creds import all_credentials, ensure_defaults
 from loopbus.bus.history import HistoryMissing, StreamNotAtStart, check_history
+from loopbus.bus.private import private_dir, write_private
 from loopbus.bus.tls import ensure_tls, tls_block
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import Connection, add_connection, connection
@@ -107,12 +108,13 @@ def make_secrets(folder: Path, hosts: list[str]) -> list[Path]:
     """Each role's credential, the deployment's CA and node certificate (made once, then
     kept), and ``nats.conf``, the nodes' users and TLS, regenerated from them. The config
     names the other files by the paths compose mounts them at (``/run/secrets/<name>``)."""
+    private_dir(folder)
     creds = folder / "creds"
     made = ensure_defaults(creds)
     made += ensure_tls(folder / "tls", hosts)
     users = [c.user for c in all_credentials(creds)]
     tls = tls_block(f"{SECRET}nats_tls_cert", f"{SECRET}nats_tls_key", f"{SECRET}loopbus_ca")
-    (folder / NODE_CONFIG).write_text(authorization_block(users) + tls)
+    write_private(folder / NODE_CONFIG, authorization_block(users) + tls)
     return made
 
 

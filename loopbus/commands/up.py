@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
+from loopbus.bus.private import private_dir, private_umask, tighten
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.repo_check import RepoSetup, check_repo
 from loopbus.schemas.durations import parse_duration
@@ -108,8 +110,15 @@ def run(args: argparse.Namespace) -> int:
     if args.trunk is not None and args.repo is None:
         raise UsageError("--trunk names a branch of --repo: pass --repo PATH too")
     args.setup = check_repo(args.repo.resolve(), args.trunk) if args.repo is not None else None
+    if args.data_dir.is_dir() and args.data_dir.stat().st_mode & stat.S_ISVTX:
+        raise UsageError(
+            f"--data-dir {str(args.data_dir)!r} is a shared folder (sticky bit, like /tmp); "
+            "loopbus makes its data directory 0700: pass a folder of its own"
+        )
+    # Everything up and its children write is their owner's alone (loopbus.bus.private).
+    private_umask()
     try:
-        args.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(args.data_dir)
     except OSError as exc:
         raise UsageError(
             f"--data-dir {str(args.data_dir)!r} cannot be used ({exc.strerror}); "
@@ -134,6 +143,7 @@ def hold_data_dir(data_dir: Path) -> Iterator[None]:
                 f"{data_dir} is in use by loopbus up (pid {holder}); stop it, or pass "
                 "another --data-dir"
             ) from None
+        tighten(lock.fileno())  # one left by a loopbus from before the data dir was private
         lock.seek(0)
         lock.truncate()
         lock.write(str(os.getpid()))

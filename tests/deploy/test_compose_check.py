@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from compose_check import forge, jsz, secret_files
 from compose_check.base_image import STAND_INS, apt_mirror, from_image
-from compose_check.findings import Attempt, Client, tally
+from compose_check.findings import ACK, Attempt, Client, tally
 from compose_check.netstate import parse_save
 from compose_check.shell import CheckFailed
 from compose_check.stack import last_health_output
@@ -256,3 +256,28 @@ def test_an_unhealthy_service_is_reported_with_what_its_last_healthcheck_said() 
     assert last_health_output(inspected) == "the last healthcheck exited 1: loopbus: stale"
     assert last_health_output(json.dumps({"Log": []})) == "no healthcheck has run"
     assert last_health_output("") == "its healthcheck log cannot be read"
+
+
+def test_the_checks_first_finding_opens_its_project_and_the_rest_follow_it(
+    nats_url: str, project: str
+) -> None:
+    """compose-check publishes to a project nobody has used: its first finding must say
+    ``--new`` (loopbus refuses any other command on a project with no event, which made the
+    check fail at its first publish), and the findings after it need not."""
+    client = Client(project, nats_url, "nats://n1:4222", "projector")
+
+    def publish_here(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "loopbus.cli", *argv, "--nats-url", nats_url],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            stdin=subprocess.DEVNULL,
+        )
+
+    first = publish_here(client.finding("check:compose-host", "first", new=True))
+    assert first.returncode == 0 and ACK.search(first.stdout), first.stderr
+    later = client.finding("check:compose-container", "second")
+    assert "--new" not in later
+    done = publish_here(later)
+    assert done.returncode == 0 and ACK.search(done.stdout), done.stderr

@@ -22,6 +22,7 @@ from typing import TypeVar
 import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from loopbus.bus.private import private_dir
 from loopbus.schemas import Actor
 from loopbus.schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
 from loopbus.workers.errors import GateError
@@ -142,7 +143,7 @@ def _load(path: Path, name: str) -> Signer | None:
 def _create(path: Path, name: str) -> Signer | None:
     """A new key at ``path``; ``None`` when another process created one first."""
     folder = path.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(folder)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM,

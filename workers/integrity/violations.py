@@ -33,6 +33,7 @@ from pathlib import Path
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.bus.creds import all_credentials
+from loopbus.bus.private import write_private
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.ids import fixed_id, is_token
 from loopbus.schemas.targets import RecordTarget
@@ -174,5 +175,5 @@ class ServerLogWatch:
                 self.named_beats.add((who, violation.subject))
             log.warning("server.refused_publish", subject=violation.subject, credential=who)
         offset += len(complete)
-        self.offset_file.write_text(str(offset))
+        write_private(self.offset_file, str(offset))
         return offset
