@@ -70,6 +70,7 @@ T = TypeVar("T")
 DEFAULT_UIDS = (60000, 60999)
 LOCK_DIR = Path("/run/loopbus-agents")
 """Where a root daemon keeps one lock file per uid in use (0700, root's)."""
+EXIT_POLL_S = 0.05
 SWEEPS = 5  # kill(-1) passes over a run's uid; a fork racing one pass is caught by the next
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
@@ -362,11 +363,18 @@ class _Run:
     async def _until_done(
         self, proc: asyncio.subprocess.Process, out: Awaitable[bytes], err: Awaitable[bytes]
     ) -> None:
-        await proc.wait()
-        # The command is over: whatever it left running (holding its output open, or
-        # working on in the background) goes with it.
-        await asyncio.to_thread(self.kill, proc.pid)
-        await asyncio.gather(out, err)
+        pipes = asyncio.gather(out, err)
+        exited = asyncio.ensure_future(_exited(proc))
+        try:
+            await asyncio.wait({pipes, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if not pipes.done():
+                # The command is over but its output is still held open: whatever it left
+                # running (in the background, in another session) goes with it.
+                await asyncio.to_thread(self.kill, proc.pid)
+            await pipes
+            await proc.wait()
+        finally:
+            exited.cancel()
 
     def _breaches(self, code: int | None, duration: float) -> tuple[Breach, ...]:
         if code is None:
@@ -397,6 +405,13 @@ class _Run:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.lease is not None:
             _release(self.lease)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Until the command's own process has exited (``proc.wait()`` also waits for its
+    output pipes, which a child it left behind may hold open forever)."""
+    while proc.returncode is None:
+        await asyncio.sleep(EXIT_POLL_S)
 
 
 def _not_started(reason: str, started: float) -> SandboxResult:
@@ -530,11 +545,16 @@ def _release(lease: _Lease) -> None:
 
 
 def _uids_alive() -> set[int]:
-    """The uids that own a process right now (from /proc)."""
+    """The uids that own a live process right now (from /proc; a zombie is not alive: in
+    a container whose init reaps nothing, a killed run's processes stay zombies)."""
     alive: set[int] = set()
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            with open(os.path.join(entry.path, "stat"), "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+            if state not in (b"Z", b"X"):
                 alive.add(entry.stat().st_uid)
     return alive
 

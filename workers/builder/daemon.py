@@ -38,6 +38,7 @@ from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from loopbus.workers.agents import unsandboxed
 from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -77,7 +78,9 @@ class Builder(Daemon):
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
-        return decide(world, config.build) if config is not None else ()
+        if config is None:
+            return ()
+        return [*decide(world, config.build), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != BUILD:

@@ -23,9 +23,11 @@ from pathlib import Path
 
 import msgspec
 import structlog
+from loopbus.projections import findings
 from loopbus.projections import investigations as inv
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor, utcnow
+from loopbus.workers.agents import unsandboxed
 from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -47,7 +49,7 @@ class Investigator(Daemon):
     """Investigate the second failure of anything, for the projects in ``configs``."""
 
     name = "investigator"
-    folds = (inv.FOLD,)
+    folds = (inv.FOLD, findings.FOLD)
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.investigator.command}
@@ -55,7 +57,10 @@ class Investigator(Daemon):
         self.configs = served
 
     def decide(self, world: World) -> Sequence[Intent]:
-        return decide(world) if world.project in self.configs else ()
+        config = self.configs.get(world.project)
+        if config is None:
+            return ()
+        return [*decide(world), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != INVESTIGATE:

@@ -29,6 +29,7 @@ from loopbus.projections import convergence, findings, gates, reviews, units
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
+from loopbus.workers.agents import unsandboxed
 from loopbus.workers.agents.command import argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -64,7 +65,9 @@ class Reviewer(Daemon):
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
-        return policy.decide(world, config) if config is not None else ()
+        if config is None:
+            return ()
+        return [*policy.decide(world, config), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         config = self.configs[effect.project]
