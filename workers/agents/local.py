@@ -363,10 +363,10 @@ class _Run:
     async def _until_done(
         self, proc: asyncio.subprocess.Process, out: Awaitable[bytes], err: Awaitable[bytes]
     ) -> None:
-        pipes = asyncio.gather(out, err)
+        pipes = asyncio.ensure_future(_both(out, err))
         exited = asyncio.ensure_future(_exited(proc))
         try:
-            await asyncio.wait({pipes, exited}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([pipes, exited], return_when=asyncio.FIRST_COMPLETED)
             if not pipes.done():
                 # The command is over but its output is still held open: whatever it left
                 # running (in the background, in another session) goes with it.
@@ -405,6 +405,10 @@ class _Run:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.lease is not None:
             _release(self.lease)
+
+
+async def _both(out: Awaitable[bytes], err: Awaitable[bytes]) -> None:
+    await asyncio.gather(out, err)
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> None:
