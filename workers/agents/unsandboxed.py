@@ -11,14 +11,14 @@ says ``none`` sees it raised again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from loopbus.projections.findings import FindingsState, open_findings
 from loopbus.projections.intents import Intent
 from loopbus.schemas import FindingRaised, FindingResolved
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.kernel import World
+from loopbus.workers.kernel import Kernel, World
 
 CRITERION = "agents-unsandboxed"
 TARGET = RecordTarget(id="loopbus.toml:agents.sandbox")
@@ -45,6 +45,14 @@ def decide(world: World, config: RepoConfig) -> Sequence[Intent]:
         )
         for finding in standing[:1]  # one at a time: the next from the next view
     ]
+
+
+def wake(kernel: Kernel, configs: Mapping[str, RepoConfig]) -> None:
+    """At start, decide for every project whose agents run unsandboxed, even one whose
+    log is still empty (the kernel otherwise decides for a project once it has events)."""
+    for project, config in configs.items():
+        if config.agents.unsandboxed:
+            kernel.observe("agents.sandbox", "none", project=project)
 
 
 def raised(world: World) -> FindingRaised:

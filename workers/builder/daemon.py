@@ -46,7 +46,7 @@ from loopbus.workers.agents.workspace import remove, workdir
 from loopbus.workers.builder import answers, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
-from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -75,6 +75,9 @@ class Builder(Daemon):
         self.configs = served
         self.data_dir = data_dir
         self.heartbeat_s = heartbeat_s
+
+    async def start(self, kernel: Kernel) -> None:
+        unsandboxed.wake(kernel, self.configs)
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)

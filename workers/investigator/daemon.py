@@ -39,7 +39,7 @@ from loopbus.workers.investigator.decide import (
     document,
     parse_report,
 )
-from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -55,6 +55,9 @@ class Investigator(Daemon):
         served = {p: c for p, c in configs.items() if c.investigator.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
+
+    async def start(self, kernel: Kernel) -> None:
+        unsandboxed.wake(kernel, self.configs)
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)

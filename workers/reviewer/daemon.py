@@ -62,6 +62,7 @@ class Reviewer(Daemon):
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        unsandboxed.wake(kernel, self.configs)
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
