@@ -47,6 +47,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import pwd
 import random
 import resource
 import shutil
@@ -520,13 +521,14 @@ def _check_lock_dir(folder: Path) -> str | None:
 
 
 def _lease(uids: tuple[int, int], lock_dir: Path) -> _Lease:
-    """A uid of the range that no other live run holds and no process runs as."""
+    """A uid of the range that no other live run holds, no process runs as, and no user
+    of this host has."""
     low, high = uids
     busy = _uids_alive()
     start = random.randint(low, high)  # spread: a uid just freed is not the next one taken
     for offset in range(high - low + 1):
         uid = low + (start - low + offset) % (high - low + 1)
-        if uid in busy:
+        if uid in busy or _has_account(uid):
             continue
         fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -539,6 +541,16 @@ def _lease(uids: tuple[int, int], lock_dir: Path) -> _Lease:
             continue
         return _Lease(uid, fd)
     raise NoFreeUid(f"every uid of [agents] uids = {low}-{high} is in use: widen the range")
+
+
+def _has_account(uid: int) -> bool:
+    """A uid a user of this host has: its files would be the run's, and its processes
+    killed with the run's."""
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
 
 
 def _release(lease: _Lease) -> None:
