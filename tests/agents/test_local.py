@@ -323,3 +323,13 @@ def _running(marker: str) -> list[int]:
         if marker.encode() in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+async def test_spinning_past_the_cpu_limit_is_a_cpu_breach(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Past ``cpu_time`` CPU seconds the kernel stops the command (SIGXCPU), and the
+    result names the breach."""
+    result = await run(namespaces, worktrees[0], "while True: pass", limits=Limits(cpu_time_s=1))
+    assert not result.timed_out and result.exit_code != 0
+    assert result.breaches == ("cpu",)
