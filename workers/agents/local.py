@@ -49,14 +49,13 @@ import fcntl
 import os
 import pwd
 import random
-import resource
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -75,21 +74,25 @@ EXIT_POLL_S = 0.05
 SWEEPS = 5  # kill(-1) passes over a run's uid; a fork racing one pass is caught by the next
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
-_PR_CAPBSET_DROP = 24
-_PR_SET_NO_NEW_PRIVS = 38
-_LAST_CAP = 63
+LAUNCHER = Path(sys.executable).resolve()
+"""loopbus's own interpreter, by its real path: it runs :data:`LAUNCH` and :data:`KILL_ALL`."""
 
-DROP_TO_UID = """\
-import ctypes, os, sys
-uid = int(sys.argv[1])
-argv = sys.argv[2:]
+LAUNCH = """\
+import ctypes, os, resource, sys
+uid, memory, cpu, files, processes = (int(word) for word in sys.argv[1:6])
+argv = sys.argv[6:]
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 libc = ctypes.CDLL(None, use_errno=True)
-for cap in range(64):
-    libc.prctl(24, cap, 0, 0, 0)
-os.setgroups([])
-os.setresgid(uid, uid, uid)
-os.setresuid(uid, uid, uid)
-if libc.prctl(38, 1, 0, 0, 0) != 0:
+if uid >= 0:
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the kernel's last cap
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
     sys.stderr.write("loopbus: cannot set no_new_privs\\n")
     os._exit(126)
 try:
@@ -98,8 +101,24 @@ except OSError as exc:
     sys.stderr.write(f"{argv[0]}: {exc.strerror}\\n")
     os._exit(127)
 """
-"""Run inside bubblewrap (as root) just before the command: the same drop as
-:func:`_drop_privileges`, which cannot run before bwrap (bwrap needs root to mount)."""
+"""The first program of every run, started as the daemon's user by loopbus's own
+interpreter (``-I -S``: nothing of the environment or site-packages): the limits, then (a
+root daemon) the run's uid, no groups, an empty capability bounding set (dropped first: that
+needs CAP_SETPCAP), then ``no_new_privs``, then the command. A fresh process, not a
+``preexec_fn``: forking a threaded daemon and running Python (``dlopen``, imports) in the
+child before exec can deadlock it."""
+
+KILL_ALL = """\
+import os, sys
+uid = int(sys.argv[1])
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+try:
+    os.kill(-1, 9)  # every process of uid, in any session or pid namespace, but this one
+except OSError:
+    pass
+"""
 
 
 class LocalExecutor:
@@ -267,16 +286,24 @@ class _Run:
 
     def argv(self) -> list[str]:
         spec = self.spec
+        limits = spec.limits
+        launch = [
+            str(LAUNCHER),
+            "-I",
+            "-S",
+            "-c",
+            LAUNCH,
+            str(self.lease.uid if self.lease is not None else -1),
+            str(limits.memory_mb * 1024 * 1024),
+            str(limits.cpu_time_s),
+            str(limits.open_files),
+            str(limits.processes),
+        ]
         if not self.wrapped:
-            return list(spec.argv)
+            return [*launch, *spec.argv]
         executor = self.executor
         args = executor._bwrap_base(network=bool(spec.network))
-        helper: list[str] = []
-        own: tuple[Path, ...] = ()
-        if self.lease is not None:
-            python = Path(sys.executable).resolve()
-            own = outermost([sys.base_prefix, sys.base_exec_prefix, str(python.parent.parent)])
-            helper = [str(python), "-I", "-S", "-c", DROP_TO_UID, str(self.lease.uid)]
+        own = outermost([sys.base_prefix, sys.base_exec_prefix, str(LAUNCHER.parent.parent)])
         inside = [p for p in spec.read_only if _within(p, spec.worktree)]
         outside = [p for p in (*own, *spec.read_only) if p not in inside]
         made: set[str] = set()
@@ -286,25 +313,8 @@ class _Run:
             args += [*_parents(path, made), "--bind", str(path), str(path)]
         for path in inside:
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--chdir", str(spec.cwd or spec.worktree), "--", *helper, *spec.argv]
+        args += ["--chdir", str(spec.cwd or spec.worktree), "--", *launch, *spec.argv]
         return args
-
-    def preexec(self) -> Callable[[], None]:
-        limits = self.spec.limits
-        uid = self.lease.uid if self.lease is not None and not self.wrapped else None
-
-        def before_exec() -> None:
-            memory = limits.memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_time_s, limits.cpu_time_s + 5))
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-            if uid is not None:
-                _drop_privileges(uid)
-            elif os.geteuid() != 0:
-                _no_new_privs()
-
-        return before_exec
 
     async def go(self, started: float) -> SandboxResult:
         spec = self.spec
@@ -318,7 +328,6 @@ class _Run:
                 cwd=str(spec.cwd or spec.worktree),
                 env=env,
                 start_new_session=True,
-                preexec_fn=self.preexec(),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -477,31 +486,6 @@ async def _unstoppable(work: Awaitable[T]) -> T:
     return result
 
 
-# -- privileges ------------------------------------------------------------------------------
-
-
-def _drop_privileges(uid: int) -> None:
-    """In the child, before exec: the run's uid and gid, no groups, no capability in the
-    bounding set (dropped first: it needs CAP_SETPCAP), no_new_privs."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in range(_LAST_CAP + 1):
-        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last cap
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    _no_new_privs()
-
-
-def _no_new_privs() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
-
-
 # -- uids ------------------------------------------------------------------------------------
 
 
@@ -585,23 +569,14 @@ def _sweep(uid: int) -> None:
     for _ in range(SWEEPS):
         if not _alive(uid):
             return
-        # The kill happens in the forked child, between fork and exec: nothing needs to be
-        # executable by ``uid`` (an interpreter under /root is not), and exec may fail.
+        # Started as root, it becomes ``uid`` only to kill: nothing needs to be executable
+        # by ``uid`` (an interpreter under /root is not).
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(
-                ["/bin/true"],
-                preexec_fn=lambda: _kill_all_as(uid),
+                [str(LAUNCHER), "-I", "-S", "-c", KILL_ALL, str(uid)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 timeout=30,
                 check=False,
             )
-
-
-def _kill_all_as(uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)  # every process of uid but the caller
