@@ -80,6 +80,8 @@ class RepoSetup:
     project: str | None
     bare: bool
     warnings: tuple[str, ...] = ()
+    unsandboxed: bool = False
+    """``[agents] sandbox = "none"``: agents run without a sandbox (``up`` says so)."""
 
 
 def current_branch(path: Path) -> str:
@@ -120,4 +122,5 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
             message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
         raise UsageError(f"--repo {path}: {message}") from exc
     warnings = tuple(config_warnings(config, source) + local)
-    return RepoSetup(path, branch, info.commit, config.project, bare, warnings)
+    agents = agent_config.parse(info.config_text, repo=str(path)).agents
+    return RepoSetup(path, branch, info.commit, config.project, bare, warnings, agents.unsandboxed)

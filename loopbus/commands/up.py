@@ -215,6 +215,8 @@ async def _up(args: argparse.Namespace) -> int:
             print(describe(args.setup), flush=True)
             for warning in args.setup.warnings:
                 print(f"loopbus: warning: {warning}", flush=True)
+            if args.setup.unsandboxed:
+                print(UNSANDBOXED, flush=True)
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
 
@@ -309,6 +311,13 @@ def _print_handouts(data_dir: Path) -> None:
         f"  read-only (tail, replay, status):       {default_file(data_dir, 'reader')}", flush=True
     )
     print("  one more agent: loopbus creds add --role agent --principal NAME", flush=True)
+
+
+UNSANDBOXED = (
+    'loopbus: warning: agents run UNSANDBOXED: loopbus.toml says [agents] sandbox = "none", '
+    "so every agent command runs as the daemons' user, credentials and signing keys in "
+    "reach (a standing finding says so on the log)"
+)
 
 
 def describe(setup: RepoSetup) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -56,8 +57,11 @@ class ScriptedBuilder:
         folder.mkdir(parents=True, exist_ok=True)
         self.script = folder / "builder.py"
         self.script.write_text(BUILDER_SCRIPT)
+        folder.chmod(0o777)  # the sandbox shows it to the agent, whose uid writes here
         self.plan_path = folder / "plan.json"
         self.log_path = folder / "calls.jsonl"
+        self.log_path.touch()
+        self.log_path.chmod(0o666)  # each run has a uid of its own, and each appends
         self.plan([{}])
 
     def plan(self, steps: list[dict[str, Any]]) -> None:
@@ -84,10 +88,15 @@ BASE_FILES = {
 def build_toml(
     project: str, command: str, mode: str = "normal", autonomy: list[str] | None = None
 ) -> str:
+    """With ``[agents] writable`` naming the scripted builder's folder: it runs sandboxed
+    like any agent, and writes there what it was given."""
     allowed = f"autonomy = {json.dumps(autonomy)}\n" if autonomy is not None else ""
+    words = shlex.split(command)
+    script = words[1] if len(words) > 1 and words[1].startswith("/") else None
+    agents = f"\n[agents]\nwritable = [{json.dumps(str(Path(script).parent))}]\n" if script else ""
     return (
         f'[project]\nid = "{project}"\n\n[build]\ncommand = {json.dumps(command)}\n'
-        f'roster = ["b1"]\ntimeout = 60\nmode = "{mode}"\n{allowed}'
+        f'roster = ["b1"]\ntimeout = 60\nmode = "{mode}"\n{allowed}{agents}'
     )
 
 

@@ -91,7 +91,10 @@ async def test_a_round_is_started_built_committed_and_reported(
     assert brief["criteria"][0]["test"] == "tests/test_criteria.py::test_total"
     assert "assert total([1, 2]) == 3" in brief["criteria"][0]["text"]
     assert brief["design"] == "total adds the numbers up\n"
-    assert Path(call["cwd"]) == (tmp_path / "data" / "builds" / project / "U1").resolve()
+    # A worktree of the round's own, outside the data directory (which an agent never sees)
+    cwd = Path(call["cwd"])
+    assert cwd.name == "tree" and cwd.parent.name.startswith("loopbus-build-")
+    assert not cwd.is_relative_to(tmp_path / "data")
     assert not any(k.startswith(("NATS", "LOOPBUS_NATS")) for k in call["env"])
     assert call["env"]["LOOPBUS_UNIT"] == "U1"
     beats = await bus.bucket(HEARTBEAT_BUCKET)

@@ -42,6 +42,11 @@ def commit_config(path: Path, text: str, branch: str = "main") -> None:
             "review.roster",
             id="review-without-roster",
         ),
+        pytest.param(
+            '[project]\nid = "p"\n[[check]]\nid = "t"\ncommand = "true"\n[agents]\nsandbox = 1\n',
+            "agents.sandbox = 1 is not valid",
+            id="agents-sandbox",
+        ),
     ],
 )
 def test_an_invalid_config_on_trunk_stops_up_in_one_line(
@@ -75,6 +80,19 @@ def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> 
     [warning] = [line for line in up.lines if "warning" in line]
     assert "loopbus.toml differs from the one on trunk (main)" in warning
     assert "commit the change there" in warning
+    assert up.stop() == 0
+
+
+def test_up_says_in_its_banner_that_agents_run_unsandboxed(tmp_path: Path, up_factory: Any) -> None:
+    """[agents] sandbox = "none" on trunk: the banner warns that agents run unsandboxed."""
+    repo = scaffold.write(tmp_path / "calc")
+    with Repo(str(repo)) as opened:
+        (repo / "loopbus.toml").write_text(scaffold.LOOPBUS_TOML + '\n[agents]\nsandbox = "none"\n')
+        porcelain.add(opened, [str(repo / "loopbus.toml")])
+        porcelain.commit(opened, b"no sandbox", author=b"a <a@x>", committer=b"a <a@x>")
+    up = up_factory("--repo", str(repo), "--port", str(free_port()))
+    [warning] = [line for line in up.lines if "UNSANDBOXED" in line]
+    assert '[agents] sandbox = "none"' in warning and "standing finding" in warning
     assert up.stop() == 0
 
 

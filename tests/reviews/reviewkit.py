@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -116,13 +117,30 @@ def loopbus_toml(project: str, review: Mapping[str, Any] | None = None, **extra:
         'parser = "pytest"',
         f'pending = ["{CRITERION}"]',
     ]
-    for table, values in (("review", review), *extra.items()):
+    tables = {"review": review, **extra}
+    if "agents" not in tables:
+        tables["agents"] = sandbox_for(*(t.get("command") for t in tables.values() if t))
+    for table, values in tables.items():
         if values is None:
             continue
         lines += ["", f"[{table}]"]
         for key, value in values.items():
             lines.append(f"{key} = {json.dumps(value)}")
     return "\n".join(lines) + "\n"
+
+
+def sandbox_for(*commands: str | None) -> dict[str, Any] | None:
+    """``[agents]`` for scripted agents: they run sandboxed like any agent, and write what
+    they saw (and their fifos) in the agents folder, which the sandbox must then show them
+    (the script's folder's parent: :func:`agent_dir`)."""
+    folders = sorted(
+        {
+            str(Path(words[1]).parent.parent)
+            for command in commands
+            if command and len(words := shlex.split(command)) > 1 and words[1].startswith("/")
+        }
+    )
+    return {"writable": folders} if folders else None
 
 
 BASE_FILES = {
@@ -209,6 +227,8 @@ class Scripted:
         self.script.chmod(0o644)
         self.plan_path = self.dir / "plan.json"
         self.log_path = self.dir / "calls.jsonl"
+        self.log_path.touch()
+        self.log_path.chmod(0o666)  # each run has a uid of its own, and each appends
         self.plan([{"stdout": {"verdict": "approve", "findings": []}}])
 
     def plan(self, steps: list[dict[str, Any]]) -> None:

@@ -1,16 +1,19 @@
-"""Running an external agent's command (reviewer, investigator, builder) and what it did.
+"""What an external agent's command (reviewer, investigator, builder) did, its words, and
+the bare subprocess ``[agents] sandbox = "none"`` runs it in.
 
-The command is split into words like a POSIX shell would (no shell runs it), gets one
-document on stdin, runs in its own process group so a timeout (or the daemon stopping)
-kills everything it started, and is judged by its exit code and its stdout. Nothing it
-prints is trusted until the caller decodes it against its schema.
+Every agent command goes through :func:`loopbus.workers.agents.runner.run_agent`, which
+runs it in a sandbox; :func:`run_command` here is only the unsandboxed run the operator
+chose with ``sandbox = "none"``. The command is split into words like a POSIX shell would
+(no shell runs it), gets one document on stdin, runs in its own process group so a
+timeout (or the daemon stopping) kills everything it started, and is judged by its exit
+code and its stdout. Nothing it prints is trusted until the caller decodes it against its
+schema.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import shlex
 import signal
@@ -30,6 +33,10 @@ class CommandResult:
     duration_s: float
     timed_out: bool = False
     start_error: str | None = None
+    executor: str = "none"
+    """Which executor ran it (``local``, ``container``; ``none``: unsandboxed, or refused)."""
+    breaches: tuple[str, ...] = ()
+    """Limits the executor saw the command hit (``timeout``, ``cpu`` …)."""
 
     def failure(self, timeout_s: float) -> str | None:
         """Why the run produced no answer at all, or ``None`` when it exited 0."""
@@ -63,21 +70,16 @@ async def run_command(
     timeout_s: float,
     env: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
-    powerless: bool = False,
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` with ``stdin``.
 
     The environment is ``base_env`` (the daemon's own when ``None``) plus ``env``; a caller
-    that must not hand the daemon's environment on passes a scrubbed ``base_env``.
-    ``powerless`` drops every capability before the command starts. A cancelled run kills
-    the command's whole process group before the cancellation goes on.
+    that must not hand the daemon's environment on passes a scrubbed ``base_env``. A
+    cancelled run kills the command's whole process group before the cancellation goes on.
     """
     started = time.monotonic()
     environment = dict(os.environ if base_env is None else base_env)
     environment.update(env or {})
-    identity: dict[str, object] = {}
-    if powerless and os.geteuid() == 0:
-        identity = {"preexec_fn": drop_capabilities}
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -87,7 +89,6 @@ async def run_command(
             cwd=str(cwd),
             env=environment,
             start_new_session=True,
-            **identity,  # type: ignore[arg-type]
         )
     except (OSError, KeyError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
@@ -103,21 +104,6 @@ async def run_command(
         _kill_group(proc.pid)
         raise
     return CommandResult(proc.returncode, stdout, stderr, time.monotonic() - started)
-
-
-_PR_CAPBSET_DROP = 24
-_PR_SET_NO_NEW_PRIVS = 38
-_LAST_CAP = 63
-
-
-def drop_capabilities() -> None:
-    """In the child, before exec: empty the capability bounding set and forbid regaining
-    privileges, so a root daemon's agent is bound by file modes and ownership like any
-    other user (it can no longer override them, chmod or chown what it does not own)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    for cap in range(_LAST_CAP + 1):
-        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last cap
 
 
 def _kill_group(pid: int) -> None:

@@ -55,6 +55,12 @@ class SandboxSpec:
     limits: Limits = Limits()
     image: str | None = None  # container executor only
     network: tuple[str, ...] = ()  # host:port pairs the command may reach; () = none
+    writable: tuple[Path, ...] = ()
+    """More folders the command may write, at their host paths (``[agents] writable``: the
+    operator's choice, such as a cache shared by every run)."""
+    cwd: Path | None = None
+    """The command's working directory when not ``worktree``: one of ``read_only`` (a
+    reviewer runs in its read-only copy of the head, with an empty worktree of its own)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,14 +15,13 @@ from pathlib import Path
 from loopbus.workers.repository import checkout, tree_of
 
 NOBODY = 65534
-"""Owner of the copy when the daemon is root: an agent whose capabilities were dropped
-(:func:`loopbus.workers.agents.command.drop_capabilities`) then owns nothing in it, so it
-can neither write nor chmod."""
+"""Owner of the copy when the daemon is root: an agent (an unprivileged uid of its own,
+:mod:`.local`) then owns nothing in it, so it can neither write nor chmod."""
 
 
 def workdir(prefix: str, *, mode: int = 0o700) -> Path:
-    """A fresh temporary folder (``mode`` 0o755 lets an agent that runs powerless reach a
-    copy inside it)."""
+    """A fresh temporary folder (``mode`` 0o755 or 0o711 lets an agent's uid reach a copy
+    or a worktree inside it)."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(mode)
     return path

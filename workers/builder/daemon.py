@@ -3,12 +3,15 @@
 The policy is :mod:`.decide` (pure); this module is the shell that carries out one
 effect, ``build``:
 
-1. check the round's start commit out into the unit's private worktree,
-   ``<data-dir>/builds/<project>/<unit>`` (the dispatch base, then the unit's head);
+1. check the round's start commit out into a private worktree made for the round,
+   ``<tmp>/loopbus-build-<random>/tree`` (the dispatch base, then the unit's head): outside
+   the data directory (0700, the daemon's alone), and in a folder of its own only the
+   round's uid is lent, so no other round's agent can list or write it;
 2. write the brief (:class:`loopbus.schemas.builds.Brief`) to the command's stdin and run
-   it in the worktree: a scrubbed environment (no NATS address, no credentials), its own
-   process group killed whole past the timeout, a heartbeat for the unit in the heartbeat
-   bucket for as long as it runs;
+   it in the worktree through the agent runner (:mod:`loopbus.workers.agents.runner`): a
+   sandbox, a scrubbed environment (no NATS address, no credentials), everything it
+   started killed past the timeout; the daemon (never the agent) keeps a heartbeat for the
+   unit in the heartbeat bucket for as long as it runs;
 3. read its envelope; a malformed one (or a crash, or a timeout) is run once more with the
    problem in the brief, then the unit gives up;
 4. commit the worktree on the start commit with the builder principal as author, on the
@@ -23,8 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,28 +38,20 @@ from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
-from loopbus.workers.agents.command import CommandResult, argv_of, run_command
+from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
+from loopbus.workers.agents.runner import run_agent
+from loopbus.workers.agents.workspace import remove, workdir
 from loopbus.workers.builder import answers, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
-from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 
 HEARTBEAT_S = 2.0
-KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
-"""What the command inherits from the daemon's environment; nothing else (no NATS URL, no
-credentials, no ``LOOPBUS_*``)."""
-
-
-def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The kept variables; ``python`` (and tools installed beside it) resolve first to the
-    interpreter loopbus runs with, as in a gate."""
-    env = {k: environ[k] for k in KEPT_ENV if k in environ}
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", os.defpath)])
-    return env
 
 
 class Builder(Daemon):
@@ -83,9 +76,14 @@ class Builder(Daemon):
         self.data_dir = data_dir
         self.heartbeat_s = heartbeat_s
 
+    async def start(self, kernel: Kernel) -> None:
+        unsandboxed.wake(kernel, self.configs)
+
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
-        return decide(world, config.build) if config is not None else ()
+        if config is None:
+            return ()
+        return [*decide(world, config.build), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != BUILD:
@@ -108,30 +106,37 @@ class Builder(Daemon):
         )
         start = skeleton.pop("start") or await asyncio.to_thread(_trunk, repo, config)
         brief = await asyncio.to_thread(_brief, repo, start, skeleton)
-        where = self.data_dir / "builds" / config.project / unit
-        first_problem: str | None = None
-        while True:
-            await asyncio.to_thread(worktree.prepare, repo, start, where)
-            result = await self._run(config, brief, where, builder)
-            outcome = _envelope(result, config.build.timeout_s)
-            if isinstance(outcome, BuildEnvelope):
-                break
-            log.warning("build.malformed", unit=unit, problem=outcome, retried=bool(first_problem))
-            if first_problem is not None:
-                return [answers.failed_twice(round_, first_problem, outcome)]
-            first_problem = outcome
-            brief = msgspec.structs.replace(brief, problem=outcome)
-        sha: str | None = None
-        if outcome.status in ("completed", "partial") and not outcome.novel_decisions:
-            sha = await asyncio.to_thread(
-                worktree.commit_worktree,
-                repo,
-                where,
-                parent=start,
-                author=f"{builder.principal} <{builder.principal}@builders.loopbus.invalid>",
-                message=_message(brief, outcome),
-                ref=worktree.branch(config.project, unit),
-            )
+        # 0711: the round's uid may pass through to the worktree it is lent, not list.
+        folder = await asyncio.to_thread(workdir, "loopbus-build-", mode=0o711)
+        where = folder / "tree"
+        try:
+            first_problem: str | None = None
+            while True:
+                await asyncio.to_thread(worktree.prepare, repo, start, where)
+                result = await self._run(config, brief, where, builder)
+                outcome = _envelope(result, config.build.timeout_s)
+                if isinstance(outcome, BuildEnvelope):
+                    break
+                log.warning(
+                    "build.malformed", unit=unit, problem=outcome, retried=bool(first_problem)
+                )
+                if first_problem is not None:
+                    return [answers.failed_twice(round_, first_problem, outcome)]
+                first_problem = outcome
+                brief = msgspec.structs.replace(brief, problem=outcome)
+            sha: str | None = None
+            if outcome.status in ("completed", "partial") and not outcome.novel_decisions:
+                sha = await asyncio.to_thread(
+                    worktree.commit_worktree,
+                    repo,
+                    where,
+                    parent=start,
+                    author=f"{builder.principal} <{builder.principal}@builders.loopbus.invalid>",
+                    message=_message(brief, outcome),
+                    ref=worktree.branch(config.project, unit),
+                )
+        finally:
+            await asyncio.to_thread(remove, folder)
         log.info("build.answered", unit=unit, status=outcome.status, sha=sha)
         return answers.answered(round_, outcome, config.build, sha=sha, first_problem=first_problem)
 
@@ -141,12 +146,12 @@ class Builder(Daemon):
         assert config.build.command is not None
         beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder))
         try:
-            return await run_command(
+            return await run_agent(
+                config,
                 argv_of(config.build.command, {"builder": builder.principal, "unit": brief.unit}),
                 stdin=msgspec.json.encode(brief),
-                cwd=where,
+                worktree=where,
                 timeout_s=config.build.timeout_s,
-                base_env=scrubbed_env(os.environ),
                 env={
                     "LOOPBUS_UNIT": brief.unit,
                     "LOOPBUS_PROJECT": brief.project,

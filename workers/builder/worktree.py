@@ -38,10 +38,12 @@ def branch(project: str, unit: str) -> str:
 
 
 def prepare(repo: Path, start: str, dest: Path) -> None:
-    """A fresh checkout of ``start`` at ``dest`` (whatever was there is removed first)."""
+    """A fresh checkout of ``start`` at ``dest`` (whatever was there is removed first),
+    ``dest`` itself 0700: no agent but the one it is lent to may list it."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    dest.chmod(0o700)
     with open_repo(repo) as opened:
         tree = commit_at(opened, start).tree.decode()
     checkout(repo, tree, dest)

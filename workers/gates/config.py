@@ -31,8 +31,18 @@ _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "image", "env", "pending", "meta")
 PROJECT_KEYS = ("id", "capabilities", "salt", "python")
-TOP_KEYS = ("project", "check", "capability", "review", "investigator", "merge", "build")
-# [review] and [investigator] are read and validated by workers/reviewer/config.py;
+TOP_KEYS = (
+    "project",
+    "check",
+    "capability",
+    "review",
+    "investigator",
+    "merge",
+    "build",
+    "agents",
+)
+# [review], [investigator], [build] and [agents] are read and validated by
+# workers/agents/config.py;
 # [merge] by workers/merger/config.py.
 
 _digest_encoder = msgspec.json.Encoder(order="deterministic")

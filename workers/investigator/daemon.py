@@ -6,6 +6,10 @@ It folds ``projections.investigations`` for each project it serves (``--repo`` w
 that runs the command with the evidence and hands its answer back to be published as
 one finding and the completion, atomically.
 
+The command runs through the agent runner, in a read-only copy of trunk (its working
+directory, also named by ``LOOPBUS_REPO``): the files, never the shared repository or its
+``.git``. Its own worktree is an empty folder.
+
 A request with no completion on the log when the daemon starts is run again: stopping
 the daemon kills the command, and the one investigation of a trigger is the one that
 completes.
@@ -15,15 +19,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import msgspec
 import structlog
+from loopbus.projections import findings
 from loopbus.projections import investigations as inv
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor, utcnow
-from loopbus.workers.agents.command import argv_of, run_command
+from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.workspace import remove, workdir
+from loopbus.workers.agents.runner import run_agent
+from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.investigator.decide import (
     INVESTIGATE,
     completion,
@@ -31,7 +39,8 @@ from loopbus.workers.investigator.decide import (
     document,
     parse_report,
 )
-from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 
@@ -40,15 +49,21 @@ class Investigator(Daemon):
     """Investigate the second failure of anything, for the projects in ``configs``."""
 
     name = "investigator"
-    folds = (inv.FOLD,)
+    folds = (inv.FOLD, findings.FOLD)
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.investigator.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
 
+    async def start(self, kernel: Kernel) -> None:
+        unsandboxed.wake(kernel, self.configs)
+
     def decide(self, world: World) -> Sequence[Intent]:
-        return decide(world) if world.project in self.configs else ()
+        config = self.configs.get(world.project)
+        if config is None:
+            return ()
+        return [*decide(world), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != INVESTIGATE:
@@ -59,15 +74,27 @@ class Investigator(Daemon):
         """Run the investigator command on the trigger's evidence; its answer as intents."""
         assert config.investigator.command is not None
         timeout_s = config.investigator.timeout_s
-        folder = await asyncio.to_thread(workdir, "loopbus-investigation-")
+        # The investigator's uid must reach its copy inside the folder.
+        folder = await asyncio.to_thread(workdir, "loopbus-investigation-", mode=0o755)
+        copy, scratch = folder / "tree", folder / "work"
         try:
-            result = await run_command(
-                argv_of(config.investigator.command, {"trigger": view.trigger}),
-                stdin=msgspec.json.encode(document(view)),
-                cwd=folder,
-                timeout_s=timeout_s,
-                env={"LOOPBUS_REPO": config.repo, "LOOPBUS_TRIGGER": view.trigger},
-            )
+            copy.mkdir()
+            scratch.mkdir()
+            try:
+                await asyncio.to_thread(_trunk_copy, config, copy)
+            except Exception as exc:  # whatever stopped the checkout is the run's failure
+                result = CommandResult(None, b"", b"", 0.0, start_error=f"no trunk copy: {exc}")
+            else:
+                result = await run_agent(
+                    config,
+                    argv_of(config.investigator.command, {"trigger": view.trigger}),
+                    stdin=msgspec.json.encode(document(view)),
+                    worktree=scratch,
+                    read_only=(copy,),
+                    cwd=copy,
+                    timeout_s=timeout_s,
+                    env={"LOOPBUS_REPO": str(copy), "LOOPBUS_TRIGGER": view.trigger},
+                )
         finally:
             await asyncio.to_thread(remove, folder)
         failure = result.failure(timeout_s)
@@ -75,3 +102,10 @@ class Investigator(Daemon):
         outcome = "error" if isinstance(answer, str) else "finding"
         log.info("investigation.ran", trigger=view.trigger, outcome=outcome)
         return completion(config.project, view, answer, actor=self.actor, now=utcnow())
+
+
+def _trunk_copy(config: RepoConfig, dest: Path) -> None:
+    """Trunk's files, read-only, at ``dest`` (blocking)."""
+    with open_repo(Path(config.repo)) as opened:
+        head = trunk_commit(opened, config.review.trunk).id.decode()
+    read_only_copy(config.repo, head, dest)

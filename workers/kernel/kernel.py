@@ -211,6 +211,7 @@ class Kernel:
         if not self.caught_up:
             self.caught_up = True
             self.reached_end.set()
+            self.wake.set()  # what a sensor observed during the replay is decided now
             log.info("daemon.caught_up", seq=self.folded)
 
     def fold_record(self, record: Record) -> None:

@@ -7,10 +7,11 @@ carries out its two effects:
 
 * ``change``: read a unit's diff, its branch point and who touched it from the
   repository, and report it to the decision as the ``changes`` observation;
-* ``review``: run the reviewer command on a read-only copy of the head, with exactly the
-  diff, the gate results, the criteria and the decisions ``long`` mode picked alone on
-  stdin, and turn what it printed into the
-  assigned reviewer's verdict claim, or into a reviewer failure.
+* ``review``: run the reviewer command through the agent runner, in a read-only copy of
+  the head (shown to it read-only, its working directory; its own worktree is an empty
+  folder), with exactly the diff, the gate results, the criteria and the decisions
+  ``long`` mode picked alone on stdin, and turn what it printed into the assigned
+  reviewer's verdict claim, or into a reviewer failure.
 
 A review runs in the background (one per open request); stopping the daemon kills the
 command with everything it started, and the next daemon runs the request again.
@@ -29,8 +30,10 @@ from loopbus.projections import builds, convergence, findings, gates, reviews, u
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
-from loopbus.workers.agents.command import argv_of, run_command
+from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.command import argv_of
 from loopbus.workers.agents.config import RepoConfig
+from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.repository import unit_change
@@ -60,10 +63,13 @@ class Reviewer(Daemon):
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        unsandboxed.wake(kernel, self.configs)
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
-        return policy.decide(world, config) if config is not None else ()
+        if config is None:
+            return ()
+        return [*policy.decide(world, config), *unsandboxed.decide(world, config)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         config = self.configs[effect.project]
@@ -124,24 +130,27 @@ class Reviewer(Daemon):
             "criteria": list(request.criteria),
             "decisions": args.get("decisions", []),
         }
-        # The reviewer, stripped of privileges, must reach its copy inside the folder.
+        # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)
-        copy = folder / "tree"
+        copy, scratch = folder / "tree", folder / "work"
         roots = (str(copy), str(copy.resolve()))
         try:
             copy.mkdir()
+            scratch.mkdir()
             try:
                 await asyncio.to_thread(read_only_copy, config.repo, request.head, copy)
             except Exception as exc:  # whatever stopped the checkout is the reviewer's failure
                 reason = f"could not prepare the read-only copy: {exc}"
                 return self._failed(config, request, reason)
-            result = await run_command(
+            result = await run_agent(
+                config,
                 argv_of(config.review.command, {"reviewer": request.reviewer}),
                 stdin=msgspec.json.encode(document),
+                worktree=scratch,
+                read_only=(copy,),
                 cwd=copy,
                 timeout_s=config.review.timeout_s,
                 env={"LOOPBUS_REVIEWER": request.reviewer},
-                powerless=True,
             )
         finally:
             await asyncio.to_thread(remove, folder)

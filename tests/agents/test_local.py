@@ -1,0 +1,335 @@
+"""The local executor under a root daemon: what an agent's command can and cannot reach,
+with bubblewrap namespaces and with the uid alone (``namespaces=False``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from loopbus.workers.agents.environment import agent_env
+from loopbus.workers.agents.local import LocalExecutor
+from loopbus.workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
+from loopbus.workers.agents.workspace import remove, workdir
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the local executor's uid fence needs root"
+)
+
+PYTHON = "/usr/bin/python3"  # outside any 0700 home: reachable by a run's uid on both paths
+
+DEFAULT_LIMITS = Limits()
+BWRAP = pytest.param(
+    None,
+    id="bwrap",
+    marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+)
+UID_ONLY = pytest.param(False, id="uid-only")
+
+
+@pytest.fixture(params=[BWRAP, UID_ONLY])
+def namespaces(request: pytest.FixtureRequest) -> bool | None:
+    if not Path(PYTHON).exists():
+        pytest.skip(f"{PYTHON} is not installed")
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A data directory as ``loopbus up`` leaves it: 0700, a 0600 system credential."""
+    folder = workdir("loopbus-data-", mode=0o700)
+    (folder / "creds").mkdir(mode=0o700)
+    secret = folder / "creds" / "system.json"
+    secret.write_text('{"seed": "SUAM-the-system-credential"}')
+    secret.chmod(0o600)
+    yield folder
+    remove(folder)
+
+
+@pytest.fixture
+def worktrees() -> Iterator[tuple[Path, Path]]:
+    """Two units' worktrees as the builder prepares them (a 0711 folder, a 0700 tree)."""
+    folders = [workdir("loopbus-build-", mode=0o711) for _ in range(2)]
+    trees = []
+    for folder in folders:
+        tree = folder / "tree"
+        tree.mkdir(mode=0o700)
+        (tree / "app.py").write_text("print('hi')\n")
+        trees.append(tree)
+    yield trees[0], trees[1]
+    for folder in folders:
+        remove(folder)
+
+
+async def run(
+    namespaces: bool | None,
+    worktree: Path,
+    script: str,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    timeout_s: float = 60,
+    env: dict[str, str] | None = None,
+) -> SandboxResult:
+    spec = SandboxSpec(
+        argv=[PYTHON, "-c", textwrap.dedent(script)],
+        stdin=b"",
+        worktree=worktree,
+        env=env if env is not None else agent_env({}),
+        timeout_s=timeout_s,
+        limits=limits,
+    )
+    executor = LocalExecutor(namespaces=namespaces)
+    assert await executor.available() is None
+    return await executor.run(spec)
+
+
+def out(result: SandboxResult) -> str:
+    assert result.start_error is None, result.start_error
+    return result.stdout.decode()
+
+
+async def test_cannot_read_the_system_credential(
+    namespaces: bool | None, data_dir: Path, worktrees: tuple[Path, Path]
+) -> None:
+    """A 0600 root file in a 0700 folder (creds/system.json) is out of the command's reach."""
+    secret = data_dir / "creds" / "system.json"
+    result = await run(
+        namespaces,
+        worktrees[0],
+        f"""
+        try:
+            print(open({str(secret)!r}).read())
+        except OSError as exc:
+            print("refused", exc.errno)
+        """,
+    )
+    assert "SUAM" not in out(result)
+    assert "refused" in out(result)
+
+
+async def test_cannot_list_or_write_a_sibling_worktree(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Another unit's worktree can be neither listed nor written."""
+    mine, sibling = worktrees
+    result = await run(
+        namespaces,
+        mine,
+        f"""
+        import os
+        for attempt in ("list", "write"):
+            try:
+                if attempt == "list":
+                    os.listdir({str(sibling)!r})
+                else:
+                    open({str(sibling / "planted.py")!r}, "w").write("x")
+                print(attempt, "succeeded")
+            except OSError:
+                print(attempt, "refused")
+        """,
+    )
+    assert out(result).split() == ["list", "refused", "write", "refused"]
+    assert not (sibling / "planted.py").exists()
+
+
+async def test_writes_its_own_worktree_and_the_daemon_gets_it_back(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """The command edits its worktree (its working directory); afterwards every file is
+    the daemon's again, so the adapter can commit it."""
+    mine = worktrees[0]
+    result = await run(
+        namespaces,
+        mine,
+        """
+        import os
+        open("app.py", "a").write("print('more')\\n")
+        os.mkdir("new")
+        open("new/mod.py", "w").write("x = 1\\n")
+        os.chmod("new/mod.py", 0o6755)
+        print(os.getcwd(), os.getuid())
+        """,
+    )
+    cwd, uid = out(result).split()
+    assert Path(cwd) == mine and int(uid) != 0
+    assert (mine / "app.py").read_text().endswith("print('more')\n")
+    for path in (mine, mine / "app.py", mine / "new", mine / "new" / "mod.py"):
+        assert path.stat().st_uid == 0, path
+    assert not (mine / "new" / "mod.py").stat().st_mode & 0o6000  # no set-uid for root
+
+
+async def test_sees_a_private_empty_temporary_directory(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """HOME and TMPDIR are one private folder, empty, the command's own (0700); under
+    bubblewrap /tmp itself holds nothing of the host's."""
+    (Path("/tmp") / "loopbus-host-marker").write_text("host")
+    try:
+        result = await run(
+            namespaces,
+            worktrees[0],
+            """
+            import os, stat
+            tmp = os.environ["TMPDIR"]
+            info = os.stat(tmp)
+            print(tmp == os.environ["HOME"], os.listdir(tmp), oct(stat.S_IMODE(info.st_mode)),
+                  info.st_uid == os.getuid(), os.path.exists("/tmp/loopbus-host-marker"))
+            """,
+        )
+    finally:
+        (Path("/tmp") / "loopbus-host-marker").unlink()
+    same, listing, mode, owned, marker = out(result).split()
+    assert (same, listing, mode, owned) == ("True", "[]", "0o700", "True")
+    assert marker == ("True" if namespaces is False else "False")
+
+
+async def test_gets_no_loopbus_or_nats_variable(
+    namespaces: bool | None, worktrees: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the daemon holds (its NATS address, credentials, LOOPBUS_* settings), the
+    agent's environment has none of it: only the role's own variables."""
+    monkeypatch.setenv("LOOPBUS_NATS_URL", "nats://127.0.0.1:4222")
+    monkeypatch.setenv("LOOPBUS_CREDS", "/var/lib/loopbus/creds/system.json")
+    monkeypatch.setenv("NATS_URL", "nats://127.0.0.1:4222")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    result = await run(
+        namespaces,
+        worktrees[0],
+        "import os, json; print(json.dumps(dict(os.environ)))",
+        env=agent_env({"LOOPBUS_UNIT": "U1"}),
+    )
+    seen = json.loads(out(result))
+    assert seen["LOOPBUS_UNIT"] == "U1"
+    leaked = [k for k in seen if k.startswith(("LOOPBUS_", "NATS")) and k != "LOOPBUS_UNIT"]
+    assert leaked == [] and "AWS_SECRET_ACCESS_KEY" not in seen
+    assert seen["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+
+
+async def test_a_fork_bomb_stops_at_the_process_limit(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Past ``processes`` the command cannot fork: the run's uid is its own, so the limit
+    counts the run's processes only."""
+    result = await run(
+        namespaces,
+        worktrees[0],
+        """
+        import os, time
+        made = 0
+        for _ in range(200):
+            try:
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                time.sleep(600)
+                os._exit(0)
+            made += 1
+        print(made)
+        """,
+        limits=Limits(processes=32),
+    )
+    made = int(out(result))
+    assert made < 32
+
+
+async def test_allocating_past_the_memory_limit_fails(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """An allocation past ``memory`` fails in the command (its address space is capped)."""
+    result = await run(
+        namespaces,
+        worktrees[0],
+        """
+        try:
+            block = bytearray(600 * 1024 * 1024)
+            print("allocated", len(block))
+        except MemoryError:
+            print("refused")
+        """,
+        limits=Limits(memory_mb=256),
+    )
+    assert out(result).split() == ["refused"]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+async def test_cannot_reach_a_port_on_the_host_with_no_network(
+    worktrees: tuple[Path, Path],
+) -> None:
+    """With no ``network`` listed, a TCP port listening on 127.0.0.1 (the NATS server's
+    place) cannot be reached: the command's loopback is its own."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        result = await run(
+            None,
+            worktrees[0],
+            f"""
+            import socket
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+                print("connected")
+            except OSError:
+                print("refused")
+            """,
+        )
+    assert out(result).split() == ["refused"]
+
+
+async def test_a_timeout_kills_the_command_and_everything_it_started(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Past the timeout the command is killed with its children, a child that left the
+    process group with setsid included."""
+    marker = f"loopbus-escapee-{os.getpid()}-{id(worktrees)}"
+    result = await run(
+        namespaces,
+        worktrees[0],
+        f"""
+        import os, subprocess, sys, time
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)", {marker!r}],
+            start_new_session=True, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        open("started", "w").close()
+        time.sleep(600)
+        """,
+        timeout_s=3,
+    )
+    assert result.timed_out and result.breaches == ("timeout",)
+    assert (worktrees[0] / "started").exists()
+    assert not _running(marker)
+
+
+def _running(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+            state = Path(entry.path, "status").read_text().split("State:")[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+async def test_spinning_past_the_cpu_limit_is_a_cpu_breach(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Past ``cpu_time`` CPU seconds the kernel stops the command (SIGXCPU), and the
+    result names the breach."""
+    result = await run(namespaces, worktrees[0], "while True: pass", limits=Limits(cpu_time_s=1))
+    assert not result.timed_out and result.exit_code != 0
+    assert result.breaches == ("cpu",)

@@ -1,0 +1,89 @@
+"""The agent runner: one environment, one sandbox, and no run without one."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dulwich import porcelain
+from dulwich.repo import Repo
+from loopbus.workers.agents.config import parse
+from loopbus.workers.agents.runner import run_agent
+from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
+
+TOML = '[project]\nid = "calc"\n'
+
+
+def commit_files(path: Path, files: dict[str, str]) -> tuple[Path, str]:
+    """A repository at ``path`` with ``files`` committed; its head sha."""
+    path.mkdir(parents=True)
+    Repo.init(str(path)).close()
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    porcelain.add(str(path), [str(path / name) for name in files])
+    sha = porcelain.commit(str(path), message=b"files", author=b"t <t@t>", committer=b"t <t@t>")
+    return path, sha.decode()
+
+
+@pytest.fixture
+def folder() -> Iterator[Path]:
+    path = workdir("loopbus-runner-", mode=0o755)
+    (path / "work").mkdir()
+    yield path
+    remove(path)
+
+
+async def test_no_sandbox_no_run(folder: Path) -> None:
+    """When the executor the config names cannot run here, the command never starts and
+    the result says why in one line (the round fails with it): no bare fallback."""
+    config = parse(TOML + '\n[agents]\nexecutor = "container"\nimage = "loopbus-absent:0"\n')
+    marker = folder / "work" / "ran"
+    result = await run_agent(
+        config,
+        ["/bin/sh", "-c", f"touch {marker}"],
+        stdin=b"",
+        worktree=folder / "work",
+        timeout_s=30,
+    )
+    assert result.exit_code is None and result.executor == "none"
+    failure = result.failure(30) or ""
+    assert "no sandbox for the agent here" in failure and 'sandbox = "none"' in failure
+    assert "\n" not in failure
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the local executor's uid fence needs root")
+async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
+    folder: Path, tmp_path: Path
+) -> None:
+    """``python -m loopbus…`` resolves to loopbus's interpreter and imports its packages
+    inside the sandbox; the read-only copy it runs in stays unwritable."""
+    repo, head = commit_files(tmp_path / "repo", {"src/app.py": "x=1\n"})
+    copy = folder / "tree"
+    copy.mkdir()
+    read_only_copy(repo, head, copy)
+    result = await run_agent(
+        parse(TOML, repo=str(repo)),
+        [
+            "python",
+            "-c",
+            "import loopbus.scripted.reviewer, os, sys; print(sys.executable); "
+            "print(open('src/app.py').read().strip()); "
+            "print(os.access('src/app.py', os.W_OK), os.access('.', os.W_OK))",
+        ],
+        stdin=b"",
+        worktree=folder / "work",
+        read_only=(copy,),
+        cwd=copy,
+        timeout_s=60,
+        env={"LOOPBUS_REVIEWER": "r1"},
+    )
+    assert result.failure(60) is None, result.stderr.decode()
+    assert result.executor == "local"
+    interpreter, text, file_writable, folder_writable = result.stdout.decode().split()
+    assert Path(interpreter).parent == Path(sys.executable).parent
+    assert (text, file_writable, folder_writable) == ("x=1", "False", "False")
