@@ -47,7 +47,7 @@ from loopbus.workers.agents.labels import (
     WORKTREE_LABEL,
     daemon_id,
 )
-from loopbus.workers.agents.lend import Owner, hand_tree, owner_of
+from loopbus.workers.agents.lending import Owner, hand_tree, owner_of, take_back
 from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
 from loopbus.workers.gates.executors import OUTPUT_CAP, docker_reachable
 
@@ -90,6 +90,9 @@ def _refusal(spec: SandboxSpec) -> str | None:
     for path in spec.read_only:
         if not path.is_absolute() or not path.exists():
             return f"read-only path {path} is not an existing absolute path: fix the brief"
+    for path in spec.writable:
+        if not path.is_absolute() or not path.is_dir():
+            return f"writable path {path} is not an existing absolute folder: fix [agents] writable"
     return None
 
 
@@ -102,13 +105,17 @@ def _config(spec: SandboxSpec, user: Owner, owner: Owner, fence: Fence | None) -
     env = {**spec.env, "TMPDIR": CONTAINER_TMP, "HOME": CONTAINER_TMP}
     mounts = [_bind(spec.worktree, read_only=False)]
     mounts += [_bind(path, read_only=True) for path in spec.read_only]
+    # [agents] writable: shared folders the operator named (a cache); mounted as they are,
+    # so the agent's uid writes there only where the folder's modes let it.
+    mounts += [_bind(path, read_only=False) for path in spec.writable]
     with_stdin = bool(spec.stdin)
     return {
         "Image": spec.image,
         # The image's own entrypoint must not run first: the agent's argv is the process.
         "Entrypoint": [spec.argv[0]],
         "Cmd": list(spec.argv[1:]),
-        "WorkingDir": str(spec.worktree),
+        # A reviewer or investigator works in its read-only copy (spec.cwd), not its worktree.
+        "WorkingDir": str(spec.cwd or spec.worktree),
         "Env": [f"{name}={value}" for name, value in sorted(env.items())],
         "User": f"{user.uid}:{user.gid}",
         # What container_sweep needs to finish this run if our process dies mid-run.
@@ -395,7 +402,7 @@ class _Run:
                 await self.fence.close()
             except FenceError as exc:  # what is left only narrows: say so, do not fail
                 log.warning("agent network fence not fully removed", error=str(exc))
-        await asyncio.to_thread(hand_tree, self.spec.worktree, self.owner, clear_setid=True)
+        await asyncio.to_thread(take_back, self.spec.worktree, self.owner)
         return None
 
 

@@ -27,7 +27,7 @@ from loopbus.workers.agents.labels import (
     WORKTREE_LABEL,
     is_orphan,
 )
-from loopbus.workers.agents.lend import Owner, hand_tree
+from loopbus.workers.agents.lending import Owner, take_back
 
 if TYPE_CHECKING:
     import aiodocker
@@ -86,5 +86,5 @@ async def _give_back(labels: dict[str, str]) -> list[str]:
     if not (uid.isdigit() and gid.isdigit()):
         return []
     owner = Owner(int(uid), int(gid))
-    await asyncio.to_thread(hand_tree, worktree, owner, clear_setid=True)
+    await asyncio.to_thread(take_back, worktree, owner)
     return [f"gave {worktree} back to {owner.uid}:{owner.gid}"]

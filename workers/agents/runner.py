@@ -14,14 +14,15 @@ round fails with that line), it never falls back to a bare subprocess.
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import structlog
+from loopbus.workers.agents import container_sweep
 from loopbus.workers.agents.command import CommandResult, run_command
 from loopbus.workers.agents.config import AgentsConfig, RepoConfig
+from loopbus.workers.agents.container import ContainerExecutor
 from loopbus.workers.agents.environment import agent_env, interpreter_paths, loopbus_paths
 from loopbus.workers.agents.local import LocalExecutor
 from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxResult, SandboxSpec
@@ -30,7 +31,8 @@ from loopbus.workers.gates.environment import interpreter_dir
 
 log = structlog.get_logger()
 
-CONTAINER_MODULE = "loopbus.workers.agents.container"
+_swept = False
+"""Whether this process has finished the container runs of daemons that died mid-run."""
 _local: dict[tuple[int, int], LocalExecutor] = {}
 """One local executor per uid range: each probes bubblewrap once."""
 
@@ -106,14 +108,18 @@ async def choose(agents: AgentsConfig) -> tuple[SandboxExecutor | None, str]:
 
 
 async def _container(image: str | None) -> tuple[SandboxExecutor | None, str]:
-    try:
-        module = importlib.import_module(CONTAINER_MODULE)
-    except ImportError as exc:
-        return None, f"the container executor is not available in this loopbus ({exc})"
-    executor: SandboxExecutor = module.ContainerExecutor()
+    global _swept
+    executor: SandboxExecutor = ContainerExecutor()
     problem = await executor.available()
     if problem is not None:
         return None, f"container executor: {problem}"
+    if not _swept:
+        # A daemon killed mid-run leaves its container running and its worktree lent;
+        # the first daemon here to use the engine again finishes those runs.
+        _swept = True
+        finished = await container_sweep.sweep()
+        if finished:
+            log.warning("agent.swept", containers=finished)
     if image is None:
         return None, "container executor: no image: set [agents] image in loopbus.toml"
     if not await _image_present(image):
