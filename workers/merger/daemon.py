@@ -374,8 +374,9 @@ def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
     changed = FailingTest(
         test="gate-configuration",
         check="gate-configuration",
-        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); only "
-        "the merger changes trunk's gates, through a unit's reviewed change",
+        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); it "
+        "was judged with the adopted configuration and its own edit is not adopted: trunk's "
+        "gates change only by an operator's adoption or a unit's reviewed change",
     )
     return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
 
