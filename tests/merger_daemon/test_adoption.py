@@ -60,10 +60,10 @@ async def test_a_push_setting_the_check_to_true_on_a_never_green_trunk_stays_red
     loose = scene.config().replace(PYTEST, "true").replace('parser = "pytest"', "")
     pushed = scene.repo.commit(base, {"loopbus.toml": loose}, "faster ci")
     scene.repo.set_trunk(pushed)
-    await scene.until(lambda: scene.merges.trunk.red_notice == pushed)
-
+    await scene.until(lambda: checked_at(scene, pushed) is not None)
     checked = checked_at(scene, pushed)
-    assert checked is not None and not checked.green
+    assert checked is not None and not checked.green  # its own `true` would have passed
+    await scene.until(lambda: scene.merges.trunk.red_notice == pushed)
     assert checked.config == first.digest
     failing = {t.test for t in checked.failing}
     assert {"gate-configuration", "tests/test_double.py::test_double"} <= failing
@@ -89,9 +89,10 @@ async def test_an_operators_adoption_makes_a_new_configuration_judge_trunk(scene
     only_total = scene.config().replace(PYTEST, f"{PYTEST}/test_total.py")
     pushed = scene.repo.commit(base, {"loopbus.toml": only_total}, "gate on totals only")
     scene.repo.set_trunk(pushed)
-    await scene.until(lambda: scene.merges.trunk.red_notice == pushed)
+    await scene.until(lambda: checked_at(scene, pushed) is not None)
     checked = checked_at(scene, pushed)
-    assert checked is not None and "gate-configuration" in {t.test for t in checked.failing}
+    assert checked is not None and not checked.green  # a push alone adopts nothing
+    assert "gate-configuration" in {t.test for t in checked.failing}
 
     agent = ConfigAdopt(
         project=scene.project, actor=Actor(role="builder", principal="evil"), commit=pushed
