@@ -21,6 +21,7 @@ both adopt), the claim under the operator's own claim subject.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Literal
 
 from loopbus.schemas.envelope import EventBase
@@ -31,6 +32,11 @@ AdoptionWhy = Literal["first-start", "operator", "merge"]
 ADOPTION_WHYS: tuple[AdoptionWhy, ...] = ("first-start", "operator", "merge")
 
 ADOPTED_SUBJECT = "config.adopted"
+
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+"""An adoption names its commit in full: a short sha or a branch could resolve to another
+commit by the time it is read (a push, or a crafted commit sharing the prefix)."""
 
 
 def config_digest(text: str) -> str:
@@ -59,10 +65,12 @@ class ConfigAdopted(EventBase, frozen=True, kw_only=True, tag="config.adopted.v1
 
 
 class ConfigAdopt(EventBase, frozen=True, kw_only=True, tag="config.adopt.v1"):
-    """ "Judge trunk with the ``loopbus.toml`` of ``commit`` from now on" (empty: trunk as
-    it is when the merger answers): an operator's claim. The merger answers it with
+    """ "Judge trunk with the ``loopbus.toml`` of ``commit`` from now on": an operator's
+    claim, naming the commit by its full sha (``loopbus config adopt`` fills in trunk as the
+    merger last gated it when none is given). The merger answers it with
     :class:`ConfigAdopted`, or refuses it with a finding (a role other than operator, a
-    commit the repository does not hold, a file that is missing or invalid)."""
+    commit not named in full or not in the repository, a file that is missing or invalid).
+    The field is loose on purpose, so that a malformed claim is refused with a finding."""
 
     commit: str = ""
     why: str = ""

@@ -98,7 +98,9 @@ async def test_an_operators_adoption_makes_a_new_configuration_judge_trunk(scene
         project=scene.project, actor=Actor(role="builder", principal="evil"), commit=pushed
     )
     await scene.publish(agent)
-    claim = ConfigAdopt(project=scene.project, actor=OLIVE, commit=pushed[:12], why="totals")
+    short = ConfigAdopt(project=scene.project, actor=OLIVE, commit=pushed[:12], why="totals")
+    await scene.publish(short)
+    claim = ConfigAdopt(project=scene.project, actor=OLIVE, commit=pushed, why="totals")
     await scene.publish(claim)
     digest = config_digest(only_total)
     await scene.until(
@@ -114,8 +116,12 @@ async def test_an_operators_adoption_makes_a_new_configuration_judge_trunk(scene
     assert adoptions[0] == first
     fact = adoptions[1]
     assert (fact.commit, fact.text, fact.by, fact.cause) == (pushed, only_total, "olive", claim.id)
-    [refused] = [f for f in await scene.events(FindingRaised) if f.criterion == "adopter-role"]
-    assert refused.evidence["claim"] == agent.id and refused.cls == "refused-transition"
+    refusals = {
+        f.evidence["claim"]: f.criterion
+        for f in await scene.events(FindingRaised)
+        if f.cls == "refused-transition"
+    }
+    assert refusals == {agent.id: "adopter-role", short.id: "commit-not-a-sha"}
     assert scene.merges.trunk.green_commit == pushed and scene.merges.adopt_claims == []
 
 

@@ -157,7 +157,7 @@ def test_an_agents_adoption_claim_is_refused_and_an_operators_goes_to_the_shell(
     assert isinstance(refusal, Publish) and isinstance(refusal.event, FindingRaised)
     assert refusal.event.criterion == "adopter-role"
     assert refusal.event.evidence["claim"] == agent.id
-    claim = ConfigAdopt(project=P, actor=BOB, commit=HEAD)
+    claim = ConfigAdopt(project=P, actor=BOB, commit=HEAD, why="reviewed")
     events = [green_trunk(), agent, refusal.event, claim]
     effect = only(decide(world(events, **seen), Policy()))
     assert isinstance(effect, Effect) and effect.action == "adopt"

@@ -33,7 +33,13 @@ from loopbus.bus import Bus, read
 from loopbus.bus.errors import TransitionConflict
 from loopbus.projections.merges import AdoptClaim, Adoption
 from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.adoption import ADOPTED_SUBJECT, AdoptionWhy, ConfigAdopted, config_digest
+from loopbus.schemas.adoption import (
+    ADOPTED_SUBJECT,
+    FULL_SHA,
+    AdoptionWhy,
+    ConfigAdopted,
+    config_digest,
+)
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import MAX_TEXT_CHARS
 from loopbus.schemas.targets import RecordTarget
@@ -199,16 +205,22 @@ def refusal(
     )
 
 
-def role_refusal(claim: AdoptClaim) -> tuple[str, str] | None:
-    """(code, message) when the claimant may not adopt at all."""
-    if claim.role in ADOPTER_ROLES:
-        return None
-    return (
-        "adopter-role",
-        f"only an operator adopts the configuration that judges trunk, not role "
-        f"{claim.role!r} ({claim.principal}); an agent changes the gates only through a "
-        "unit's reviewed change",
-    )
+def claim_refusal(claim: AdoptClaim) -> tuple[str, str] | None:
+    """(code, message) when the claim cannot be acted on whatever the repository holds."""
+    if claim.role not in ADOPTER_ROLES:
+        return (
+            "adopter-role",
+            f"only an operator adopts the configuration that judges trunk, not role "
+            f"{claim.role!r} ({claim.principal}); an agent changes the gates only through a "
+            "unit's reviewed change",
+        )
+    if not FULL_SHA.match(claim.commit):
+        return (
+            "commit-not-a-sha",
+            f"commit {claim.commit[:80]!r} is not a full commit sha; name the commit whose "
+            "file you reviewed in full (git rev-parse), so nothing pushed meanwhile is adopted",
+        )
+    return None
 
 
 def tampering(repo: Path, reference: str | None, ref: str, adopted: Adoption) -> list[str]:

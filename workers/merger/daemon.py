@@ -273,12 +273,12 @@ class Merger(Daemon):
         log.info("merger.config_adopted", why="first-start", digest=fact.digest)
         return [PublishIf(fact, 0)]
 
-    async def _adopt(self, claim: AdoptClaim, ref: str) -> Sequence[Intent]:
-        """An operator's ``config.adopt``: the file of the commit it names (trunk's when
-        none), or a refusal saying why it cannot be adopted."""
+    async def _adopt(self, claim: AdoptClaim) -> Sequence[Intent]:
+        """An operator's ``config.adopt``: the file of the commit it names, or a refusal
+        saying why it cannot be adopted."""
         try:
             found = await asyncio.to_thread(
-                adoption.read_adoptable, self.repo, claim.commit or ref, self.project
+                adoption.read_adoptable, self.repo, claim.commit, self.project
             )
         except (RepoError, ConfigError) as exc:
             code = "unknown-commit" if isinstance(exc, RepoError) else "invalid-config"

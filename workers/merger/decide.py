@@ -108,7 +108,7 @@ def trunk(step: Step) -> list[Intent]:
         # Nothing judges trunk until a configuration is adopted: `loopbus up` adopts
         # trunk's before any daemon starts; a merger started on its own does it here.
         return [step.effect("adopt-first", seen.commit, ref=seen.commit)]
-    claimed = adoption_claim(step, seen.commit)
+    claimed = adoption_claim(step)
     if claimed is not None:
         return [claimed]
     ref, view = seen.commit, step.merges.trunk
@@ -173,15 +173,15 @@ def judged_by(step: Step, ours: bool) -> dict[str, Any]:
     return {"judge": adopted, "reference": reference}
 
 
-def adoption_claim(step: Step, ref: str) -> Intent | None:
-    """Answer the oldest ``config.adopt`` claim: an agent's is refused at once; an
-    operator's is the shell's (it reads the commit's file, or trunk's when none is named)."""
+def adoption_claim(step: Step) -> Intent | None:
+    """Answer the oldest ``config.adopt`` claim: an agent's (or one naming no full sha) is
+    refused at once; an operator's is the shell's, which reads the commit's file."""
     for claim in step.merges.adopt_claims:
-        refused = adoption.role_refusal(claim)
+        refused = adoption.claim_refusal(claim)
         if refused is not None:
             world = step.world
             return step.publish(adoption.refusal(claim, world.project, world.actor, *refused))
-        return step.effect("adopt", claim.id, claim=claim, ref=ref)
+        return step.effect("adopt", claim.id, claim=claim)
     return None
 
 
