@@ -35,7 +35,7 @@ from loopbus.projections import gate_findings
 from loopbus.projections.base import Fold
 from loopbus.projections.gate_findings import GateFindings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted
+from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -97,6 +97,8 @@ class Adoption(msgspec.Struct, kw_only=True):
     text: str
     why: str
     by: str
+    cause: str | None = None
+    """What it answers: the operator's claim, or the trunk advance of a merge."""
 
 
 class AdoptClaim(msgspec.Struct, kw_only=True):
@@ -197,6 +199,9 @@ class MergesState(msgspec.Struct):
     is a second occurrence with the same id and gets its own answer (:func:`occurrence`)."""
     gate_findings: GateFindings = msgspec.field(default_factory=GateFindings)
     adopted: Adoption | None = None
+    before_merge: Adoption | None = None
+    """The adoption a merge's adoption replaced, while that one is in force: what a revert
+    of that merge adopts again."""
     adopt_claims: list[AdoptClaim] = []
 
 
@@ -308,13 +313,15 @@ def apply(state: MergesState, event: Event) -> MergesState:
                 )
             )
         case ConfigAdopted():
+            state.before_merge = state.adopted if event.why == "merge" else None
             state.adopted = Adoption(
                 id=event.id,
                 commit=event.commit,
-                digest=event.digest,
+                digest=config_digest(event.text),  # what every run computes from the text
                 text=event.text,
                 why=event.why,
                 by=event.by,
+                cause=event.cause,
             )
             state.adopt_claims = [c for c in state.adopt_claims if c.id != event.cause]
         case _:

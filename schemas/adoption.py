@@ -28,8 +28,10 @@ from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.gates import GitSha
 from loopbus.schemas.ids import Token
 
-AdoptionWhy = Literal["first-start", "operator", "merge"]
-ADOPTION_WHYS: tuple[AdoptionWhy, ...] = ("first-start", "operator", "merge")
+AdoptionWhy = Literal["first-start", "operator", "merge", "revert"]
+"""``revert``: a merge that adopted its allowed edit was reverted (trunk red after it), and
+the configuration in force before it is adopted again with the revert."""
+ADOPTION_WHYS: tuple[AdoptionWhy, ...] = ("first-start", "operator", "merge", "revert")
 
 ADOPTED_SUBJECT = "config.adopted"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from loopbus.projections import merges as merges_fold
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from loopbus.schemas.merges import CandidateTested, TrunkAdvanced
+from loopbus.schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
 from loopbus.workers.merger.adoption import adopt_on_first_start
 from merger_scene import Scene, base_files, make_trunk
 
@@ -21,6 +21,7 @@ def test_double():
 """
 PYTEST = "python -m pytest -q -p no:cacheprovider tests"
 OLIVE = Actor(role="operator", principal="olive")
+COMPILES = '\n[[check]]\nid = "compiles"\ncommand = "python -m compileall -q ."\n'
 
 
 def never_green(scene: Scene) -> str:
@@ -133,7 +134,7 @@ async def test_a_merged_units_added_check_is_adopted_with_its_merge(scene: Scene
     first = await adopt_as_up(scene, base)
     await scene.start()
     await scene.until(lambda: scene.merges.trunk.green_commit == base)
-    added = scene.config() + '\n[[check]]\nid = "compiles"\ncommand = "python -m compileall -q ."\n'
+    added = scene.config() + COMPILES
     head = scene.repo.commit(base, {"loopbus.toml": added}, "a compile check")
     await scene.ready_unit("U1", head)
     await scene.approve("U1", head)
@@ -152,3 +153,32 @@ async def test_a_merged_units_added_check_is_adopted_with_its_merge(scene: Scene
     ]
     assert trunk_run.config == merged.digest and trunk_run.green
     assert {c.check for c in trunk_run.checks} == {"tests", "compiles"}
+
+
+async def test_a_reverted_merge_takes_its_adopted_edit_with_it(scene: Scene) -> None:
+    """A unit adds a check and breaks a trunk-only test: it merges (its edit adopted), trunk
+    is red, the merge is reverted, and the configuration before it is adopted again in the
+    same batch as the revert."""
+    base = make_trunk(scene, trunk_only=True)
+    first = await adopt_as_up(scene, base)
+    await scene.start()
+    await scene.until(lambda: scene.merges.trunk.green_commit == base)
+    added = scene.config(trunk_only=True) + COMPILES
+    head = scene.repo.commit(
+        base,
+        {"loopbus.toml": added, "integration/test_flow.py": "def test_flow():\n    assert 0\n"},
+        "a compile check, and a broken flow",
+    )
+    await scene.ready_unit("U1", head)
+    await scene.approve("U1", head)
+    await scene.until(
+        lambda: scene.merges.reverted == 1 and scene.units.units["U1"].by == "returned"
+    )
+    [reverted] = await scene.events(MergeReverted)
+    adoptions = await scene.events(ConfigAdopted)
+    assert [a.why for a in adoptions] == ["first-start", "merge", "revert"]
+    undone = adoptions[2]
+    assert (undone.text, undone.digest, undone.unit) == (first.text, first.digest, "U1")
+    assert undone.cause == adoptions[1].cause  # the advance its revert undid
+    assert scene.merges.adopted is not None and scene.merges.adopted.digest == first.digest
+    await scene.until(lambda: (c := checked_at(scene, reverted.revert)) is not None and c.green)

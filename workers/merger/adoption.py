@@ -181,6 +181,28 @@ def merge_adoption(
     )
 
 
+def revert_adoption(
+    before: Adoption, project: str, actor: Actor, *, unit: str, advance: str
+) -> ConfigAdopted:
+    """A merge that adopted its unit's edit was reverted: what was in force before it is
+    adopted again, with the revert (trunk's file is that one again)."""
+    found = Adoptable(
+        commit=before.commit,
+        blob=Blob.from_string(before.text.encode("utf-8")).id.decode(),
+        text=before.text,
+    )
+    return found.fact(
+        project,
+        actor,
+        why="revert",
+        by=actor.principal,
+        id=answer_id(advance, "unadopted"),
+        unit=unit,
+        cause=advance,
+        note=f"unit {unit}'s merge was reverted; its edit to {CONFIG_FILE} goes with it",
+    )
+
+
 def refusal(
     claim: AdoptClaim, project: str, actor: Actor, code: str, message: str
 ) -> FindingRaised:

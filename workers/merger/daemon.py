@@ -288,7 +288,12 @@ class Merger(Daemon):
         return [Publish(fact)]
 
     async def _revert(
-        self, ref: str, advance: Advance, case: RedCase, green_tree: str | None
+        self,
+        ref: str,
+        advance: Advance,
+        case: RedCase,
+        green_tree: str | None,
+        restore: Adoption | None = None,
     ) -> Sequence[Intent]:
         """Undo a merge that turned trunk red, move trunk there, record it with the finding."""
         siblings = await self._siblings(case)
@@ -301,7 +306,7 @@ class Merger(Daemon):
             return ()
         log.info("merger.reverted", unit=advance.unit, merge=advance.merge, revert=commit)
         events = facts.unit_reverted(case.reverted(commit), siblings, advance, self.trunk, tree)
-        return [PublishBatch(tuple(events))]
+        return [PublishBatch((*events, *self._unadopt(advance, restore)))]
 
     async def _restore(
         self, ref: str, checked: Tested, green_tree: str, green: str | None
@@ -320,10 +325,24 @@ class Merger(Daemon):
         events, _finding = facts.red_findings(case, await self._siblings(case))
         return [PublishBatch((tested, *events))]
 
-    async def _record_revert(self, case: RedCase, advance: Advance, tree: str) -> Sequence[Intent]:
+    async def _record_revert(
+        self, case: RedCase, advance: Advance, tree: str, restore: Adoption | None = None
+    ) -> Sequence[Intent]:
         """A revert the merger made but did not record before it stopped."""
         siblings = await self._siblings(case)
-        return [PublishBatch(tuple(facts.unit_reverted(case, siblings, advance, self.trunk, tree)))]
+        events = facts.unit_reverted(case, siblings, advance, self.trunk, tree)
+        return [PublishBatch((*events, *self._unadopt(advance, restore)))]
+
+    def _unadopt(self, advance: Advance, restore: Adoption | None) -> list[Event]:
+        """The configuration before ``advance``, adopted again with its revert (nothing
+        when its merge adopted no edit)."""
+        if restore is None:
+            return []
+        log.info("merger.config_adopted", why="revert", unit=advance.unit, digest=restore.digest)
+        fact = adoption.revert_adoption(
+            restore, self.project, self.actor, unit=advance.unit, advance=advance.id
+        )
+        return [fact]
 
     async def _record_outside_revert(
         self, pushed: str, checked: Tested, commit: str, tree: str, green: str | None

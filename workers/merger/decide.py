@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 from loopbus.projections.claims import Refusal, Verdict, merged, returned
 from loopbus.projections.intents import Effect, Intent
-from loopbus.projections.merges import Advance, MergesState, QueueEntry, Tested
+from loopbus.projections.merges import Adoption, Advance, MergesState, QueueEntry, Tested
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Event
 from loopbus.schemas.ids import answer_id
@@ -211,7 +211,7 @@ def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
     reverts, last = marks.get(REVERTS), merges.last_advance
     if last is not None and reverts == last.merge:
         case = revert_case(step, last, checked).reverted(seen.commit)
-        args = {"case": case, "advance": last, "tree": seen.tree}
+        args = {"case": case, "advance": last, "tree": seen.tree, "restore": undone(step, last)}
         return [step.effect("record-revert", seen.commit, **args)]
     if reverts is not None and reverts == merges.trunk.commit:
         args = {"pushed": reverts, "checked": checked, "commit": seen.commit, "tree": seen.tree}
@@ -240,7 +240,17 @@ def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
         )
     case = revert_case(step, advance, checked)
     green = step.merges.trunk.green_tree
-    return [step.effect("revert", ref, ref=ref, advance=advance, case=case, green_tree=green)]
+    args = {"advance": advance, "case": case, "green_tree": green, "restore": undone(step, advance)}
+    return [step.effect("revert", ref, ref=ref, **args)]
+
+
+def undone(step: Step, advance: Advance) -> Adoption | None:
+    """The configuration to adopt again when ``advance`` is reverted: the one in force
+    before it, when its merge adopted the unit's edit (``None``: it adopted nothing)."""
+    adopted = step.merges.adopted
+    if adopted is None or adopted.why != "merge" or adopted.cause != advance.id:
+        return None
+    return step.merges.before_merge
 
 
 def revert_case(step: Step, advance: Advance, checked: Tested) -> RedCase:
