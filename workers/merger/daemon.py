@@ -9,7 +9,10 @@ cannot do without the repository.
 * the candidate pipeline (:mod:`.queue`) merges and tests queued heads and reports what it
   holds (``seen.PIPELINE``);
 * the effects: gate trunk, stack candidates, land a candidate (move trunk to it), revert a
-  merge, restore the last green tree, and record a red or a revert with the sibling diff.
+  merge, restore the last green tree, record a red or a revert with the sibling diff, and
+  adopt a configuration (trunk's on a first start, the commit an operator's claim names;
+  a landed unit's allowed edit with its advance, undone with its revert:
+  :mod:`.adoption`).
 
 Restart-safe: every fact names its ``cause`` and ids that must not repeat are derived from
 it; a ref moved but not yet recorded is recognised by the trailers the merger writes in

@@ -7,15 +7,19 @@ before it asks again, so steps happen one at a time, in this order of priority:
    finding (the author approving their own unit, a head that is not the unit's, a unit
    that is not ready);
 2. promote open trunk-red findings of a unit whose builder gave up (``contract-wrong``);
-3. keep trunk honest: a trunk the merger did not put there (first sight, an outside push)
-   is gated, unless its trailers say the merger wrote it and did not record it yet; a
-   trunk that moved is gated again; green after a merge marks the unit DONE, red reverts
-   the merge (or, for a push, restores the last green tree) with the finding;
-4. move the queue: ask the shell to stack candidates, and when the head's result is in,
+3. know what judges trunk: with no adoption on the log, adopt trunk's file (a first
+   start); answer the oldest ``config.adopt`` claim (an operator's is read by the shell,
+   anyone else's refused);
+4. keep trunk honest, always with the adopted configuration: a trunk the merger did not
+   put there (first sight, an outside push) is gated, unless its trailers say the merger
+   wrote it and did not record it yet; a trunk that moved, or was gated under another
+   adoption, is gated again; green after a merge marks the unit DONE, red reverts the
+   merge (or, for a push, restores the last green tree) with the finding;
+5. move the queue: ask the shell to stack candidates, and when the head's result is in,
    record it; green moves trunk to exactly that commit, red returns the unit with a
    trunk-red (or contract-wrong) finding, a conflict returns it with the hunks.
 
-Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 and 4 wait while an effect
+Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 to 5 wait while an effect
 of the merger is under way (trunk has one writer, and it does one thing at a time).
 Whatever needs the repository — running the gates, merging, moving the ref, reading the
 sibling diff — is an :class:`Effect` the shell carries out (``daemon.py``); unit
