@@ -86,9 +86,6 @@ class Pipeline:
     candidates: dict[Key, Candidate] = field(default_factory=dict)
     request: Request | None = None
     stacked: list[Candidate] = field(default_factory=list)
-    judge: str | None = None
-    """The adopted configuration the stack is judged with; another one drops every
-    candidate (a verdict under the old one must not land)."""
 
     def view(self) -> PipelineView:
         return PipelineView(self.request, tuple(c.view() for c in self.stacked))
@@ -105,29 +102,29 @@ class Pipeline:
         that does not merge (nothing can be stacked on it). ``criteria``: each unit's
         criteria from the plan; ``judge``: the adopted configuration's text."""
         criteria = criteria or {}
-        if judge != self.judge:
-            self.cancel_all()
-            self.judge = judge
         stacked: list[Candidate] = []
         base = trunk_commit
         ahead: list[str] = []
         for entry in entries:
             key = (base, entry.unit, entry.head)
+            own = judge
+            if base != trunk_commit:  # the configuration once the one ahead has landed
+                own = (await asyncio.to_thread(resolve, self.repo, base)).config_text or judge
             candidate = self.candidates.get(key)
+            if candidate is not None and candidate.judge != own:
+                self._drop(key)  # judged under another adoption: its verdict must not land
+                candidate = None
             if candidate is None:
                 attempt = await asyncio.to_thread(
                     gitops.merge, self.repo, base, entry.head, merge_message(entry, self.trunk)
                 )
-                own = judge
-                if base != trunk_commit:  # the configuration once the one ahead has landed
-                    own = (await asyncio.to_thread(resolve, self.repo, base)).config_text
                 candidate = Candidate(
                     key=key,
                     entry=entry,
                     attempt=attempt,
                     ahead=list(ahead),
                     criteria=tuple(criteria.get(entry.unit, ())),
-                    judge=own if own is not None else judge,
+                    judge=own,
                 )
                 self.candidates[key] = candidate
             stacked.append(candidate)
