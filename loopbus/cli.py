@@ -38,6 +38,7 @@ COMMANDS = (
     "plan",
     "decide",
     "trunk",
+    "config",
     "record",
     "gate",
     "findings",

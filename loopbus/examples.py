@@ -62,6 +62,11 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
+    "config": ["loopbus config adopt --project demo --why 'the integration suite gates too'"],
+    "config adopt": [
+        "loopbus config adopt --project demo --why 'reviewed the new checks'",
+        "loopbus config adopt --project demo --commit 3bd22e9 --why 'add the lint check'",
+    ],
     "trunk": ["loopbus trunk recheck --project demo --why 'pytest installed'"],
     "trunk recheck": [
         "loopbus trunk recheck --project demo --why 'pytest installed in the gate env'"

@@ -18,6 +18,8 @@ Everything the merger daemon needs to act, and to resume after a restart, is her
 * ``reds``: per unit, the trunk-red findings sent to its author that are still open, with
   the interface (failing tests) each was about; a second red on the same interface, or
   the builder giving up, promotes them to ``contract-wrong``;
+* ``adopted``: the configuration that judges trunk (the latest ``config.adopted`` fact),
+  and ``adopt_claims``: operators' ``config.adopt`` claims the merger has not answered;
 * ``gate_findings``: the open gate findings the red checks of the merger's own runs raised
   (candidates and trunk), which the merger resolves once a later trunk run passes their
   check (:mod:`loopbus.projections.gate_findings`).
@@ -33,6 +35,7 @@ from loopbus.projections import gate_findings
 from loopbus.projections.base import Fold
 from loopbus.projections.gate_findings import GateFindings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
+from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -76,10 +79,36 @@ class Tested(msgspec.Struct, kw_only=True):
     outcome: str
     checks: list[CheckVerdict] = []
     failing: list[FailingTest] = []
+    config: str = ""
+    """The digest of the adopted configuration the run was judged with (empty: before
+    adoptions existed): a result judged with another configuration does not count."""
 
     @property
     def green(self) -> bool:
         return self.outcome == "pass"
+
+
+class Adoption(msgspec.Struct, kw_only=True):
+    """The configuration that judges trunk: the latest ``config.adopted`` fact."""
+
+    id: str
+    commit: str
+    digest: str
+    text: str
+    why: str
+    by: str
+    cause: str | None = None
+    """What it answers: the operator's claim, or the trunk advance of a merge."""
+
+
+class AdoptClaim(msgspec.Struct, kw_only=True):
+    """A ``config.adopt`` claim waiting for the merger's answer."""
+
+    id: str
+    role: str
+    principal: str
+    commit: str
+    why: str
 
 
 class QueueEntry(msgspec.Struct, kw_only=True):
@@ -169,6 +198,11 @@ class MergesState(msgspec.Struct):
     """How many times each approval id has been answered: a re-stored copy of an approval
     is a second occurrence with the same id and gets its own answer (:func:`occurrence`)."""
     gate_findings: GateFindings = msgspec.field(default_factory=GateFindings)
+    adopted: Adoption | None = None
+    before_merge: Adoption | None = None
+    """The adoption a merge's adoption replaced, while that one is in force: what a revert
+    of that merge adopts again."""
+    adopt_claims: list[AdoptClaim] = []
 
 
 def initial() -> MergesState:
@@ -266,6 +300,30 @@ def apply(state: MergesState, event: Event) -> MergesState:
             _resolved(state, event.finding)
         case TrunkRecheck() if event.actor.role in ("operator", "system"):
             state.trunk.recheck = event.id
+        case ConfigAdopt():
+            # Every role's claim is kept, so that the merger answers each (an agent's with
+            # a refusal); only an operator's is ever turned into an adoption.
+            state.adopt_claims.append(
+                AdoptClaim(
+                    id=event.id,
+                    role=event.actor.role,
+                    principal=event.actor.principal,
+                    commit=event.commit,
+                    why=event.why,
+                )
+            )
+        case ConfigAdopted():
+            state.before_merge = state.adopted if event.why == "merge" else None
+            state.adopted = Adoption(
+                id=event.id,
+                commit=event.commit,
+                digest=config_digest(event.text),  # what every run computes from the text
+                text=event.text,
+                why=event.why,
+                by=event.by,
+                cause=event.cause,
+            )
+            state.adopt_claims = [c for c in state.adopt_claims if c.id != event.cause]
         case _:
             pass
     return state
@@ -303,6 +361,7 @@ def _tested(state: MergesState, event: CandidateTested) -> None:
         outcome=event.outcome,
         checks=list(event.checks),
         failing=list(event.failing),
+        config=event.config,
     )
     if event.stage == "candidate":
         for entry in state.queue:
@@ -353,6 +412,9 @@ def _finding(state: MergesState, event: FindingRaised) -> None:
         approval = evidence.get("approval")
         if isinstance(approval, str) and _answer(state, approval):
             state.refused += 1
+        claim = evidence.get("claim")
+        if isinstance(claim, str):
+            state.adopt_claims = [c for c in state.adopt_claims if c.id != claim]
         return
     if event.producer != TRUNK_PRODUCER:
         return

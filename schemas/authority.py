@@ -47,6 +47,7 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "objective.declared.v1",
         "decision.choice.v1",
         "trunk.recheck.v1",
+        "config.adopt.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 import msgspec
 from loopbus.schemas import limits
+from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted
 from loopbus.schemas.decisions import (
     BlockedRouted,
     DecisionChoice,
@@ -123,6 +124,8 @@ Event = (
     | TrunkRecheck
     | DecisionRequested
     | DecisionChoice
+    | ConfigAdopted
+    | ConfigAdopt
 )
 """Every kind that may appear on the log."""
 

@@ -124,6 +124,9 @@ class CandidateTested(EventBase, frozen=True, kw_only=True, tag="merge.candidate
     error: str = ""
     suite: str | None = None
     cause: str | None = None
+    config: str = ""
+    """The digest of the adopted configuration the gates judged with (``config.adopted``);
+    empty on runs recorded before adoptions existed."""
 
     @property
     def green(self) -> bool:

@@ -64,6 +64,11 @@ def serving(projects: tuple[str, ...] | list[str]) -> list[str]:
     return [project_subjects(p) for p in projects] or [ALL]
 
 
+def trunk_subjects(project: str) -> list[str]:
+    """Where trunk's moves and gate runs live (the ``merges`` fold's trunk view)."""
+    return [f"{PREFIX}.{project}.trunk", f"{PREFIX}.{project}.merge.*"]
+
+
 def unit_subject(project: str, unit: str) -> str:
     """Where a unit's plan and transitions live (conditional publishes are keyed on it)."""
     return f"{PREFIX}.{project}.unit.{unit}"

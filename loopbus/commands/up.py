@@ -24,6 +24,7 @@ from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
 from loopbus.bus.private import private_dir, private_umask, tighten
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.repo_check import RepoSetup, check_repo
+from loopbus.schemas import Actor
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
@@ -37,7 +38,9 @@ from loopbus.settings import (
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.serve import add_web_options, check_port
-from loopbus.workers.errors import CONFIG_FILE
+from loopbus.workers.errors import CONFIG_FILE, WorkerError
+from loopbus.workers.merger.adoption import adopt_on_first_start, adopted_on_log
+from loopbus.workers.merger.adoption import operator as adopter
 from loopbus.workers.runtime import configure_logging
 
 SYNC_CHOICES = ("interval", "always")
@@ -217,6 +220,7 @@ async def _up(args: argparse.Namespace) -> int:
                 print(f"loopbus: warning: {warning}", flush=True)
             if args.setup.unsandboxed:
                 print(UNSANDBOXED, flush=True)
+            await adopt_on_start(args, url, system, args.setup)
         supervisor = Supervisor(settings, specs=specs_for(settings))
         loop = asyncio.get_running_loop()
 
@@ -252,6 +256,46 @@ async def _up(args: argparse.Namespace) -> int:
     # Stopped in order either way; Ctrl-C still reports itself as an interruption (130),
     # as every loopbus command does, while SIGTERM (a service manager's stop) is a clean 0.
     return INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
+
+
+async def adopt_on_start(
+    args: argparse.Namespace, url: str, system: Credential | None, setup: RepoSetup
+) -> None:
+    """The operator starting loopbus on a project adopts trunk's ``loopbus.toml`` (the
+    commit just described) as the configuration that judges trunk, unless the log holds an
+    adoption already: before any daemon starts, so nothing pushed meanwhile is adopted."""
+    if setup.project is None:
+        return  # no project yet: the merger adopts trunk's file once it names one
+    bus = await connection(args, url, creds=system).open()
+    try:
+        fact = await adopt_on_first_start(
+            bus,
+            setup.path,
+            setup.commit,
+            setup.project,
+            Actor(role="system", principal="up"),
+            by=adopter(),
+        )
+        current = fact or await adopted_on_log(bus, setup.project)
+    except WorkerError as exc:
+        raise LoopbusError(
+            f"the configuration of {setup.project} cannot be adopted: {exc}"
+        ) from exc
+    finally:
+        await bus.close()
+    if fact is not None:
+        print(
+            f"loopbus: adopted {CONFIG_FILE} of {setup.commit[:12]} as the configuration that "
+            f"judges {setup.project}'s trunk (first start, by {fact.by})",
+            flush=True,
+        )
+    elif current is not None:
+        print(
+            f"loopbus: trunk is judged by the {CONFIG_FILE} adopted from "
+            f"{current.commit[:12]} ({current.why}, by {current.by}); change it with "
+            "loopbus config adopt",
+            flush=True,
+        )
 
 
 def web_port(host: str, port: int) -> int:

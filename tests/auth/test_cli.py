@@ -115,6 +115,7 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
             ("finding", "dismiss", "--id", "01M8QMVW4EW8GJYH1ANT4QVEF4", "--as", "duplicate", *why),
             ("decision", "record", "--question", "which store?", "--chosen", "sqlite"),
             ("trunk", "recheck", *why),
+            ("config", "adopt", "--commit", "a" * 40, *why),
         ):
             done = cli(tmp_path, *operator_command, "--project", "demo")
             assert done.returncode == 0, (operator_command, done.stderr)
@@ -125,6 +126,13 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         assert forged.stderr.startswith(
             "loopbus: error: the agent credential may not publish on "
             "loop.demo.claim.operator.agent.report.operator.U1"
+        )
+        adopt = ("config", "adopt", "--project", "demo", "--commit", "a" * 40, *why, *agent)
+        forged = cli(tmp_path, *adopt)
+        assert forged.returncode == 1
+        assert forged.stderr.startswith(
+            "loopbus: error: the agent credential may not publish on "
+            "loop.demo.claim.operator.agent.config.adopt"
         )
         other = cli(
             tmp_path, "report", "started", "--project", "demo", "--unit", "U1", "--principal", "bob"

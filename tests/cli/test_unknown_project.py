@@ -46,6 +46,7 @@ WRITES = [
     pytest.param(("approve", "--unit", "U1", "--why", "fine"), id="approve"),
     pytest.param(("finding", "resolve", "--id", "0" * 26, "--why", "done"), id="finding-resolve"),
     pytest.param(("trunk", "recheck"), id="trunk-recheck"),
+    pytest.param(("config", "adopt", "--why", "reviewed"), id="config-adopt"),
     pytest.param(("decision", "supersede", "--id", "D1", "--chosen", "b"), id="decision-supersede"),
 ]
 NEW_ALLOWED = [

@@ -10,11 +10,12 @@ import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
 from loopbus.bus import free_port
+from loopbus.workers.repository import resolve
 
 from loopbus import scaffold
 from loopbus.repo_check import uncommitted_config
 
-from .conftest import loopbus
+from .conftest import loopbus, start_up
 
 pytestmark = pytest.mark.slow
 
@@ -118,3 +119,43 @@ def test_only_a_real_difference_from_trunk_s_config_is_warned_of(tmp_path: Path)
     [missing] = uncommitted_config(tmp_path, None, None)
     assert "is not on trunk;" in missing
     assert uncommitted_config(tmp_path / "elsewhere", None, "main") == []
+
+
+def test_up_adopts_trunk_s_configuration_on_its_first_start_only(tmp_path: Path) -> None:
+    """The first `up` on a project records trunk's loopbus.toml as the adopted
+    configuration (the operator's act, before any daemon runs); a restart on the same log
+    adds no second adoption and says which one judges trunk."""
+    repo = scaffold.write(tmp_path / "calc")
+    data = tmp_path / "data"
+    with Repo(str(repo)) as opened:
+        trunk = opened.refs[b"refs/heads/main"].decode()
+    text = config_at(repo, trunk)
+    first = start_up("--data-dir", str(data), "--repo", str(repo), "--port", str(free_port()))
+    try:
+        [said] = [line for line in first.lines if "adopted loopbus.toml" in line]
+        assert trunk[:12] in said and "first start" in said
+    finally:
+        assert first.stop() == 0
+    again = start_up("--data-dir", str(data), "--repo", str(repo), "--port", str(free_port()))
+    try:
+        assert not [line for line in again.lines if "adopted loopbus.toml" in line]
+        assert any("trunk is judged by the loopbus.toml adopted" in x for x in again.lines)
+        env = {"LOOPBUS_DATA_DIR": str(data)}
+        shown = loopbus(
+            "tail", "--project", "calc", "--kind", "config", "--no-follow", "--json",
+            "--nats-url", again.url, env=env,
+        )  # fmt: skip
+        assert shown.code == 0, shown.err
+        adopted = [e for e in shown.json_lines() if e["kind"] == "config.adopted.v1"]
+    finally:
+        assert again.stop() == 0
+    [only] = adopted
+    assert (only["why"], only["commit"], only["text"]) == ("first-start", trunk, text)
+    assert only["actor"]["role"] == "system" and "@" in only["by"]
+
+
+def config_at(repo: Path, commit: str) -> str:
+    """``loopbus.toml`` as the commit holds it."""
+    found = resolve(repo, commit).config_text
+    assert found is not None
+    return found

@@ -11,10 +11,12 @@ from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish
 from loopbus.projections.merges import QueueEntry
 from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.merges import ApproveReport, CandidateTested, MergeQueued, TrunkAdvanced
+from loopbus.schemas.merges import ApproveReport, CandidateTested, MergeQueued
 from loopbus.schemas.reports import CommitReport
 from loopbus.workers.kernel import World
+from loopbus.workers.merger import facts
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.merger.gitops import MergeAttempt
@@ -35,6 +37,12 @@ ALICE = Actor(role="builder", principal="alice")
 BOB = Actor(role="operator", principal="bob")
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 TRUNK0, HEAD, MERGE, TREE = "1" * 40, "2" * 40, "3" * 40, "4" * 40
+CONFIG = '[project]\nid = "shop"\n\n[[check]]\nid = "tests"\ncommand = "pytest"\n'
+DIGEST = config_digest(CONFIG)
+ADOPTED = ConfigAdopted(
+    project=P, actor=MERGER, commit=TRUNK0, blob=TREE, digest=DIGEST, text=CONFIG,
+    why="first-start", by="olive@host",
+)  # fmt: skip
 
 
 def ready_unit(unit: str = "U1", head: str = HEAD) -> list[Event]:
@@ -57,8 +65,9 @@ def ready_unit(unit: str = "U1", head: str = HEAD) -> list[Event]:
 
 def green_trunk(commit: str = TRUNK0) -> CandidateTested:
     return CandidateTested(
-        project=P, actor=MERGER, stage="trunk", candidate=commit, tree=TREE, outcome="pass"
-    )
+        project=P, actor=MERGER, stage="trunk", candidate=commit, tree=TREE, outcome="pass",
+        config=DIGEST,
+    )  # fmt: skip
 
 
 def queued(approval: ApproveReport) -> MergeQueued:
@@ -70,6 +79,9 @@ def queued(approval: ApproveReport) -> MergeQueued:
 
 
 def world(events: Sequence[Event], running: frozenset[str] = frozenset(), **outside: Any) -> World:
+    """The merger's world after ``events``, on a project whose configuration was adopted
+    at first start (``ADOPTED`` comes first)."""
+    events = [ADOPTED, *events]
     states = {
         "units": units_fold.FOLD.fold(list(events)),
         "merges": merges_fold.FOLD.fold(list(events)),
@@ -116,12 +128,40 @@ def test_nothing_about_trunk_is_decided_before_the_ref_is_seen_or_while_an_effec
     assert decide(world(events, running=frozenset({"land:x"}), trunk=seen), Policy()) == []
 
 
-def test_an_unknown_trunk_is_gated_first() -> None:
-    """A trunk commit the log does not know is gated (an effect of the shell)."""
+def test_an_unknown_trunk_is_gated_first_with_the_adopted_configuration() -> None:
+    """A trunk commit the log does not know is gated (an effect of the shell), judged with
+    the adopted configuration and held to the adopted commit as its reference."""
     intent = only(decide(world([], **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
     assert isinstance(intent, Effect)
     assert intent.action == "check-trunk"
     assert (intent.args["ref"], intent.args["cause"]) == (TRUNK0, None)
+    assert intent.args["judge"].digest == DIGEST and intent.args["reference"] == TRUNK0
+
+
+def test_without_an_adoption_trunk_is_not_gated_until_one_is_made() -> None:
+    """No adoption on the log: the first thing asked is to adopt trunk's file (a first
+    start), never to gate trunk with whatever the commit says."""
+    states = {"units": units_fold.FOLD.initial(), "merges": merges_fold.FOLD.initial()}
+    seen = TrunkSeen(TRUNK0, tree=TREE)
+    bare = World(project=P, states=states, seqs={}, now=NOW, actor=MERGER, outside={TRUNK: seen})
+    intent = only(decide(bare, Policy()))
+    assert isinstance(intent, Effect) and intent.action == "adopt-first"
+
+
+def test_an_agents_adoption_claim_is_refused_and_an_operators_goes_to_the_shell() -> None:
+    """A config.adopt claim from an agent is refused with a finding; an operator's is read
+    by the shell (the file of the commit it names)."""
+    seen = {TRUNK: TrunkSeen(TRUNK0, tree=TREE)}
+    agent = ConfigAdopt(project=P, actor=ALICE, commit=HEAD)
+    refusal = only(decide(world([green_trunk(), agent], **seen), Policy()))
+    assert isinstance(refusal, Publish) and isinstance(refusal.event, FindingRaised)
+    assert refusal.event.criterion == "adopter-role"
+    assert refusal.event.evidence["claim"] == agent.id
+    claim = ConfigAdopt(project=P, actor=BOB, commit=HEAD, why="reviewed")
+    events = [green_trunk(), agent, refusal.event, claim]
+    effect = only(decide(world(events, **seen), Policy()))
+    assert isinstance(effect, Effect) and effect.action == "adopt"
+    assert effect.args["claim"].id == claim.id
 
 
 def _stacked(events: list[Event], verdict: TrunkVerdict | None) -> dict[str, Any]:
@@ -130,7 +170,7 @@ def _stacked(events: list[Event], verdict: TrunkVerdict | None) -> dict[str, Any
     view = CandidateView((TRUNK0, "U1", HEAD), attempt, (), verdict)
     return {
         TRUNK: TrunkSeen(TRUNK0, tree=TREE),
-        PIPELINE: PipelineView(request_of(TRUNK0, [entry]), (view,)),
+        PIPELINE: PipelineView(request_of(TRUNK0, [entry], DIGEST), (view,)),
     }
 
 
@@ -144,7 +184,7 @@ def test_the_queue_asks_for_a_stack_then_records_the_heads_result() -> None:
     running = _stacked(events, None)
     assert decide(world(events, **running), Policy()) == []  # its test runs
 
-    green = TrunkVerdict(commit=MERGE, tree=TREE, outcome="pass")
+    green = TrunkVerdict(commit=MERGE, tree=TREE, outcome="pass", config=DIGEST)
     record = only(decide(world(events, **_stacked(events, green)), Policy()))
     assert isinstance(record, Publish) and isinstance(record.event, CandidateTested)
     assert (record.event.stage, record.event.base, record.event.candidate) == (
@@ -161,7 +201,7 @@ def test_a_red_head_result_needs_the_sibling_diff_from_the_shell() -> None:
     """A red head result is recorded by the shell, which reads the siblings for the finding."""
     approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
     events = [*ready_unit(), approval, queued(approval), green_trunk()]
-    red = TrunkVerdict(commit=MERGE, tree=TREE, outcome="fail")
+    red = TrunkVerdict(commit=MERGE, tree=TREE, outcome="fail", config=DIGEST)
     effect = only(decide(world(events, **_stacked(events, red)), Policy()))
     assert isinstance(effect, Effect) and effect.action == "record-red"
     assert effect.args["case"].onto == TRUNK0 and effect.args["case"].who.authors == ("alice",)
@@ -173,15 +213,17 @@ def test_a_merge_found_on_trunk_by_its_trailers_is_recorded_then_settled() -> No
     entry = queued(approval)
     tested = CandidateTested(
         project=P, actor=MERGER, stage="candidate", unit="U1", head=HEAD, candidate=MERGE,
-        tree=TREE, base=TRUNK0, outcome="pass", cause=entry.id,
+        tree=TREE, base=TRUNK0, outcome="pass", cause=entry.id, config=DIGEST,
     )  # fmt: skip
     events: list[Event] = [*ready_unit(), approval, entry, green_trunk(), tested]
     seen = TrunkSeen(MERGE, tree=TREE, trailers={QUEUED: entry.id})
-    advance = only(decide(world(events, trunk=seen), Policy()))
-    assert isinstance(advance, Publish) and isinstance(advance.event, TrunkAdvanced)
-    assert advance.event.id == answer_id(tested.id, "advance")
+    record = only(decide(world(events, trunk=seen), Policy()))
+    assert isinstance(record, Effect) and record.action == "record-advance"
+    assert record.args["tested"].id == tested.id  # the shell adds the merge's adoption
+    advance = facts.advanced(P, MERGER, "main", record.args["entry"], record.args["tested"])
+    assert advance.id == answer_id(tested.id, "advance")
 
-    events += [advance.event, green_trunk(MERGE)]
+    events += [advance, green_trunk(MERGE)]
     done = only(decide(world(events, trunk=seen), Policy()))
     assert isinstance(done, MoveUnit)
     assert (done.move.state, done.move.by, done.move.unit) == ("done", "merged", "U1")

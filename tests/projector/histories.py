@@ -27,6 +27,7 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
+from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
 from loopbus.schemas.merges import (
@@ -416,7 +417,17 @@ def reviews_events(draw: st.DrawFn, pool: Pool) -> Event:
 def merges_events(draw: st.DrawFn, pool: Pool) -> Event:
     p, unit = pool.project, draw(st.sampled_from(UNITS))
     head, other = draw(st.sampled_from(HEADS)), draw(st.sampled_from(HEADS))
-    choice = draw(st.integers(0, 7))
+    choice = draw(st.integers(0, 9))
+    if choice == 8:  # the configuration that judges trunk, adopted (first start, operator)
+        text = f'[project]\nid = "{p}"\n# {other[:6]}\n'
+        return ConfigAdopted(
+            project=p, actor=SYSTEM, commit=other, blob=head, digest=config_digest(text),
+            text=text, why=draw(st.sampled_from(["first-start", "operator"])), by="o",
+            cause=pool.some(draw, "adopt"),
+        )  # fmt: skip
+    if choice == 9:
+        claim = ConfigAdopt(project=p, actor=Actor(role="operator", principal="o"), commit=head)
+        return pool.note("adopt", claim)
     if choice >= 6:  # a gate finding of the merger's runs (or an operator's), for no unit
         check = draw(st.sampled_from(["tests", "tests", "lint", "gate-suite"]))
         return pool.note(

@@ -20,6 +20,7 @@ Public API (for other daemons)::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -174,6 +175,7 @@ class GateRunner:
         trunk: str | None = None,
         criteria: Sequence[str] = (),
         advisory: Advisory | None = None,
+        judge: str | None = None,
     ) -> SuiteResult:
         """Run (or answer from the cache) every configured check, or ``checks``, on ``commit``
         (``HEAD`` when ``None``), record a signed suite fact, and return the suite.
@@ -185,6 +187,12 @@ class GateRunner:
         candidate changes test infrastructure against it, its pytest and exit-code checks
         run again with trunk's versions of those files, and an outcome that differs fails
         the suite (see :mod:`.testinfra`).
+
+        ``judge``: the text of the ``loopbus.toml`` that judges (the adopted configuration,
+        see :mod:`loopbus.schemas.adoption`), in place of ``trunk``'s own file; with
+        ``trunk`` the candidate still adds only the allowed edits and must still run every
+        test ``trunk`` runs (under ``judge``). Without ``trunk`` the commit's own file
+        counts for nothing: ``judge`` alone configures the run.
 
         ``advisory`` names the gates the ratchet says do not block (read from the log by
         the caller): their checks run and report, and the suite's outcome leaves them out.
@@ -203,13 +211,20 @@ class GateRunner:
             )
         except RepoError as exc:
             return await self._failed_suite(None, None, str(exc), unit, reason, cause, started)
-        if info.config_text is None or (base is not None and base.config_text is None):
+        if judge is not None and base is not None:
+            base = dataclasses.replace(base, config_text=judge)
+        if judge is None and (
+            info.config_text is None or (base is not None and base.config_text is None)
+        ):
             why = _no_config(info, base)
             return await self._failed_suite(
                 info.commit, info.tree, why, unit, reason, cause, started
             )
         try:
-            config, specs = self._judging(info.config_text, base, criteria, checks)
+            if judge is not None and base is None:
+                config, specs = self._judging(judge, None, (), checks)
+            else:
+                config, specs = self._judging(info.config_text, base, criteria, checks)
         except ConfigError as exc:
             failed = await self._failed_suite(
                 info.commit,
@@ -219,7 +234,7 @@ class GateRunner:
                 reason,
                 cause,
                 started,
-                finding=_config_finding(exc, info.config_text),
+                finding=_config_finding(exc, info.config_text or judge or ""),
             )
             failed.config_error = exc
             return failed
@@ -260,7 +275,7 @@ class GateRunner:
 
     def _judging(
         self,
-        own_text: str,
+        own_text: str | None,
         base: repository.CommitInfo | None,
         criteria: Sequence[str],
         checks: Sequence[str],
@@ -270,6 +285,7 @@ class GateRunner:
         if base is not None and base.config_text is not None:
             config = judged_config(base.config_text, own_text, criteria)
         else:
+            assert own_text is not None  # the caller refused a commit without one
             config = parse_config(own_text)
         if self.project is not None and config.project != self.project:
             raise ConfigError(

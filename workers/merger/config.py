@@ -83,9 +83,12 @@ class CandidateGating:
 
 
 def candidate_gating(
-    path: Path, trunk: str, commit: str, criteria: Collection[str]
+    path: Path, trunk: str, commit: str, criteria: Collection[str], judge: str | None = None
 ) -> CandidateGating:
     """What gating candidate ``commit`` against trunk commit ``trunk`` takes.
+
+    ``judge``: the ``loopbus.toml`` text that judges (the adopted configuration) in place
+    of trunk's own file; every "trunk's" below is then that text.
 
     The candidate is judged with trunk's configuration plus the edits a unit may make
     (``criteria`` cleared from ``pending``, checks added; see
@@ -96,7 +99,7 @@ def candidate_gating(
     Raises :class:`~loopbus.workers.errors.ConfigError` (trunk's file is missing or invalid,
     the candidate's is not TOML) or :class:`~loopbus.workers.errors.RepoError`.
     """
-    ours = resolve(path, trunk).config_text
+    ours = judge if judge is not None else resolve(path, trunk).config_text
     if ours is None:
         raise ConfigError("file", None, f"trunk commit {trunk[:12]} has no {CONFIG_FILE}")
     theirs = resolve(path, commit).config_text

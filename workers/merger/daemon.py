@@ -9,7 +9,10 @@ cannot do without the repository.
 * the candidate pipeline (:mod:`.queue`) merges and tests queued heads and reports what it
   holds (``seen.PIPELINE``);
 * the effects: gate trunk, stack candidates, land a candidate (move trunk to it), revert a
-  merge, restore the last green tree, and record a red or a revert with the sibling diff.
+  merge, restore the last green tree, record a red or a revert with the sibling diff, and
+  adopt a configuration (trunk's on a first start, the commit an operator's claim names;
+  a landed unit's allowed edit with its advance, undone with its revert:
+  :mod:`.adoption`).
 
 Restart-safe: every fact names its ``cause`` and ids that must not repeat are derived from
 it; a ref moved but not yet recorded is recognised by the trailers the merger writes in
@@ -29,8 +32,8 @@ from loopbus.bus import Bus, Record
 from loopbus.projections import FoldFailure
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
-from loopbus.projections.merges import Advance, QueueEntry, Tested
+from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch, PublishIf
+from loopbus.projections.merges import AdoptClaim, Adoption, Advance, QueueEntry, Tested
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.merges import (
     CandidateTested,
@@ -40,12 +43,12 @@ from loopbus.schemas.merges import (
     TrunkAdvanced,
 )
 from loopbus.workers import repository
-from loopbus.workers.errors import RepoError, WorkerError
+from loopbus.workers.errors import ConfigError, RepoError, WorkerError
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import facts, gitops
+from loopbus.workers.merger import adoption, facts, gitops
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.facts import RedCase
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict
@@ -116,6 +119,9 @@ class Merger(Daemon):
             "record-red": self._record_red,
             "record-revert": self._record_revert,
             "record-outside-revert": self._record_outside_revert,
+            "record-advance": self._record_advance,
+            "adopt-first": self._adopt_first,
+            "adopt": self._adopt,
         }
         try:
             return await handlers[effect.action](**effect.args)
@@ -172,19 +178,24 @@ class Merger(Daemon):
         unit: str | None,
         head: str | None,
         cause: str | None,
-        green: str | None = None,
+        judge: Adoption,
+        reference: str | None = None,
         force: bool = False,
     ) -> Sequence[Intent]:
-        """Run every check on trunk as it is now (``force``: past the cache) and record the
-        verdict. A trunk the merger did not move (``green``: the last green trunk) is judged
-        with ``green``'s configuration, and is red when it changes the gate configuration."""
-        outside = green is not None and green != ref
+        """Run every check on trunk as it is now (``force``: past the cache) with the
+        adopted configuration ``judge``, and record the verdict. A trunk the merger did not
+        move (``reference``: the last green trunk, else the adopted commit) must also run
+        the reference's tests, and is red when it changes the gate configuration."""
+        outside = reference is not None
         verdict = await self.gates.run(
-            self.repo, ref, trunk=green if outside else None, force=force
+            self.repo,
+            ref,
+            trunk=reference if outside and reference != ref else None,
+            force=force,
+            judge=judge.text,
         )
         if outside:
-            assert green is not None
-            touched = await asyncio.to_thread(repository.changed_config, self.repo, green, ref)
+            touched = await asyncio.to_thread(adoption.tampering, self.repo, reference, ref, judge)
             if touched:
                 verdict = tampered(verdict, touched)
         tree = verdict.tree or await asyncio.to_thread(repository.tree_of, self.repo, ref)
@@ -198,15 +209,19 @@ class Merger(Daemon):
         entries: Sequence[QueueEntry],
         trunk: str,
         criteria: Mapping[str, Sequence[str]] | None = None,
+        judge: str | None = None,
     ) -> Sequence[Intent]:
-        """Stack ``entries`` on trunk commit ``trunk``; the pipeline reports what it holds."""
+        """Stack ``entries`` on trunk commit ``trunk``, judged with the adopted
+        configuration ``judge``; the pipeline reports what it holds."""
         try:
-            await self.pipeline.stack(entries, trunk, criteria or {})
+            await self.pipeline.stack(entries, trunk, criteria or {}, judge)
         finally:
             self._report_pipeline()
         return ()
 
-    async def _land(self, entry: QueueEntry, tested: Tested, trunk: str) -> Sequence[Intent]:
+    async def _land(
+        self, entry: QueueEntry, tested: Tested, trunk: str, adopted: Adoption
+    ) -> Sequence[Intent]:
         """Move trunk to the candidate tested green on it; the advance is recorded next."""
         if not await asyncio.to_thread(repository.has_commit, self.repo, tested.candidate):
             # The tested commit is gone (the repository was replaced): merge again; the same
@@ -226,10 +241,62 @@ class Merger(Daemon):
         if not await self._move(trunk, tested.candidate):
             log.warning("merger.trunk_moved_under_advance", expected=trunk)
             return ()
-        return [Publish(facts.advanced(self.project, self.actor, self.trunk, entry, tested))]
+        return await self._record_advance(entry, tested, adopted)
+
+    async def _record_advance(
+        self, entry: QueueEntry, tested: Tested, adopted: Adoption
+    ) -> Sequence[Intent]:
+        """The advance, with the adoption of the unit's allowed edit to ``loopbus.toml``
+        when it made one (one atomic batch: trunk never holds a file nobody adopted)."""
+        advance = facts.advanced(self.project, self.actor, self.trunk, entry, tested)
+        try:
+            found = await asyncio.to_thread(
+                adoption.read_adoptable, self.repo, tested.candidate, self.project
+            )
+        except ConfigError as exc:  # green under the adopted file, yet its own is unusable
+            log.warning("merger.merged_config_not_adopted", unit=entry.unit, error=str(exc))
+            return [Publish(advance)]
+        if found.text == adopted.text:
+            return [Publish(advance)]
+        adopted_now = adoption.merge_adoption(
+            found, self.project, self.actor, unit=entry.unit, advance=advance.id
+        )
+        log.info("merger.config_adopted", why="merge", unit=entry.unit, digest=adopted_now.digest)
+        return [PublishBatch((advance, adopted_now))]
+
+    async def _adopt_first(self, ref: str) -> Sequence[Intent]:
+        """No adoption on the log (a merger started without ``loopbus up``): trunk's file,
+        as on a first start; published only while the adoption subject is empty."""
+        try:
+            found = await asyncio.to_thread(adoption.read_adoptable, self.repo, ref, self.project)
+        except ConfigError as exc:
+            log.warning("merger.nothing_to_adopt", trunk=ref, error=str(exc))
+            return ()  # nothing judges trunk yet: asked again on the next poll
+        fact = found.fact(self.project, self.actor, why="first-start", by=self.actor.principal)
+        log.info("merger.config_adopted", why="first-start", digest=fact.digest)
+        return [PublishIf(fact, 0)]
+
+    async def _adopt(self, claim: AdoptClaim) -> Sequence[Intent]:
+        """An operator's ``config.adopt``: the file of the commit it names, or a refusal
+        saying why it cannot be adopted."""
+        try:
+            found = await asyncio.to_thread(
+                adoption.read_adoptable, self.repo, claim.commit, self.project
+            )
+        except (RepoError, ConfigError) as exc:
+            code = "unknown-commit" if isinstance(exc, RepoError) else "invalid-config"
+            return [Publish(adoption.refusal(claim, self.project, self.actor, code, str(exc)))]
+        fact = adoption.operator_adoption(claim, found, self.project, self.actor)
+        log.info("merger.config_adopted", why="operator", by=claim.principal, digest=fact.digest)
+        return [Publish(fact)]
 
     async def _revert(
-        self, ref: str, advance: Advance, case: RedCase, green_tree: str | None
+        self,
+        ref: str,
+        advance: Advance,
+        case: RedCase,
+        green_tree: str | None,
+        restore: Adoption | None = None,
     ) -> Sequence[Intent]:
         """Undo a merge that turned trunk red, move trunk there, record it with the finding."""
         siblings = await self._siblings(case)
@@ -242,7 +309,7 @@ class Merger(Daemon):
             return ()
         log.info("merger.reverted", unit=advance.unit, merge=advance.merge, revert=commit)
         events = facts.unit_reverted(case.reverted(commit), siblings, advance, self.trunk, tree)
-        return [PublishBatch(tuple(events))]
+        return [PublishBatch((*events, *self._unadopt(advance, restore)))]
 
     async def _restore(
         self, ref: str, checked: Tested, green_tree: str, green: str | None
@@ -261,10 +328,24 @@ class Merger(Daemon):
         events, _finding = facts.red_findings(case, await self._siblings(case))
         return [PublishBatch((tested, *events))]
 
-    async def _record_revert(self, case: RedCase, advance: Advance, tree: str) -> Sequence[Intent]:
+    async def _record_revert(
+        self, case: RedCase, advance: Advance, tree: str, restore: Adoption | None = None
+    ) -> Sequence[Intent]:
         """A revert the merger made but did not record before it stopped."""
         siblings = await self._siblings(case)
-        return [PublishBatch(tuple(facts.unit_reverted(case, siblings, advance, self.trunk, tree)))]
+        events = facts.unit_reverted(case, siblings, advance, self.trunk, tree)
+        return [PublishBatch((*events, *self._unadopt(advance, restore)))]
+
+    def _unadopt(self, advance: Advance, restore: Adoption | None) -> list[Event]:
+        """The configuration before ``advance``, adopted again with its revert (nothing
+        when its merge adopted no edit)."""
+        if restore is None:
+            return []
+        log.info("merger.config_adopted", why="revert", unit=advance.unit, digest=restore.digest)
+        fact = adoption.revert_adoption(
+            restore, self.project, self.actor, unit=advance.unit, advance=advance.id
+        )
+        return [fact]
 
     async def _record_outside_revert(
         self, pushed: str, checked: Tested, commit: str, tree: str, green: str | None
@@ -315,8 +396,9 @@ def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
     changed = FailingTest(
         test="gate-configuration",
         check="gate-configuration",
-        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); only "
-        "the merger changes trunk's gates, through a unit's reviewed change",
+        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); it "
+        "was judged with the adopted configuration and its own edit is not adopted: trunk's "
+        "gates change only by an operator's adoption or a unit's reviewed change",
     )
     return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
 

@@ -7,15 +7,19 @@ before it asks again, so steps happen one at a time, in this order of priority:
    finding (the author approving their own unit, a head that is not the unit's, a unit
    that is not ready);
 2. promote open trunk-red findings of a unit whose builder gave up (``contract-wrong``);
-3. keep trunk honest: a trunk the merger did not put there (first sight, an outside push)
-   is gated, unless its trailers say the merger wrote it and did not record it yet; a
-   trunk that moved is gated again; green after a merge marks the unit DONE, red reverts
-   the merge (or, for a push, restores the last green tree) with the finding;
-4. move the queue: ask the shell to stack candidates, and when the head's result is in,
+3. know what judges trunk: with no adoption on the log, adopt trunk's file (a first
+   start); answer the oldest ``config.adopt`` claim (an operator's is read by the shell,
+   anyone else's refused);
+4. keep trunk honest, always with the adopted configuration: a trunk the merger did not
+   put there (first sight, an outside push) is gated, unless its trailers say the merger
+   wrote it and did not record it yet; a trunk that moved, or was gated under another
+   adoption, is gated again; green after a merge marks the unit DONE, red reverts the
+   merge (or, for a push, restores the last green tree) with the finding;
+5. move the queue: ask the shell to stack candidates, and when the head's result is in,
    record it; green moves trunk to exactly that commit, red returns the unit with a
    trunk-red (or contract-wrong) finding, a conflict returns it with the hunks.
 
-Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 and 4 wait while an effect
+Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 to 5 wait while an effect
 of the merger is under way (trunk has one writer, and it does one thing at a time).
 Whatever needs the repository — running the gates, merging, moving the ref, reading the
 sibling diff — is an :class:`Effect` the shell carries out (``daemon.py``); unit
@@ -32,12 +36,12 @@ from typing import Any
 import msgspec
 from loopbus.projections.claims import Refusal, Verdict, merged, returned
 from loopbus.projections.intents import Effect, Intent
-from loopbus.projections.merges import Advance, MergesState, QueueEntry, Tested
+from loopbus.projections.merges import Adoption, Advance, MergesState, QueueEntry, Tested
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Event
 from loopbus.schemas.ids import answer_id
 from loopbus.workers.kernel import World
-from loopbus.workers.merger import facts
+from loopbus.workers.merger import adoption, facts
 from loopbus.workers.merger.approvals import answer, author, promote, publish
 from loopbus.workers.merger.facts import Author, RedCase
 from loopbus.workers.merger.seen import (
@@ -103,11 +107,19 @@ def trunk(step: Step) -> list[Intent]:
     seen: TrunkSeen | None = step.world.outside.get(TRUNK)
     if seen is None:
         return []  # the branch does not exist (yet): nothing to merge into
+    adopted = step.merges.adopted
+    if adopted is None:
+        # Nothing judges trunk until a configuration is adopted: `loopbus up` adopts
+        # trunk's before any daemon starts; a merger started on its own does it here.
+        return [step.effect("adopt-first", seen.commit, ref=seen.commit)]
+    claimed = adoption_claim(step)
+    if claimed is not None:
+        return [claimed]
     ref, view = seen.commit, step.merges.trunk
     if ref != view.commit:
         return recover(step, seen) or [check_trunk(step, ref)]
     checked = view.checked
-    if checked is None or checked.candidate != ref:
+    if checked is None or checked.candidate != ref or checked.config != adopted.digest:
         return [check_trunk(step, ref)]
     settled = settle(step, ref, checked)
     if settled is not None:
@@ -125,24 +137,22 @@ def trunk(step: Step) -> list[Intent]:
 
 
 def check_trunk(step: Step, ref: str) -> Effect:
-    """Run every check on trunk as it is now (the shell records the verdict)."""
+    """Run every check on trunk as it is now (the shell records the verdict), always with
+    the adopted configuration, never with the ``loopbus.toml`` of the commit itself."""
     view, advance = step.merges.trunk, step.merges.last_advance
     ours = view.commit == ref and view.moved_by is not None
     unit = head = None
     if ours and advance is not None and view.moved_by == advance.id:
         unit, head = advance.unit, advance.commit
     cause = view.moved_by if ours else None
-    # A trunk the merger did not move is judged with the last green trunk's configuration.
-    green = None if ours else view.green_commit
-    return step.effect(
-        "check-trunk", f"{ref}:{cause}", ref=ref, unit=unit, head=head, cause=cause, green=green
-    )
+    judging = judged_by(step, ours)
+    key = f"{ref}:{cause}:{judging['judge'].digest[:12]}"
+    return step.effect("check-trunk", key, ref=ref, unit=unit, head=head, cause=cause, **judging)
 
 
 def recheck_trunk(step: Step, ref: str, request: str) -> Effect:
     """Run every check on trunk again, past the cache: an operator said its inputs may have
-    changed outside the repository (``loopbus trunk recheck``). A trunk the merger did not
-    move is still judged with the last green trunk's configuration."""
+    changed outside the repository (``loopbus trunk recheck``)."""
     view = step.merges.trunk
     ours = view.commit == ref and view.moved_by is not None
     return step.effect(
@@ -152,9 +162,31 @@ def recheck_trunk(step: Step, ref: str, request: str) -> Effect:
         unit=None,
         head=None,
         cause=request,
-        green=None if ours else view.green_commit,
         force=True,
+        **judged_by(step, ours),
     )
+
+
+def judged_by(step: Step, ours: bool) -> dict[str, Any]:
+    """How a trunk run is judged: with the adopted configuration; a trunk the merger did
+    not move is also held to the tests of ``reference`` (the last green trunk, else the
+    adopted commit) and is red when it changes the gate configuration since then."""
+    adopted = step.merges.adopted
+    assert adopted is not None
+    reference = None if ours else (step.merges.trunk.green_commit or adopted.commit)
+    return {"judge": adopted, "reference": reference}
+
+
+def adoption_claim(step: Step) -> Intent | None:
+    """Answer the oldest ``config.adopt`` claim: an agent's (or one naming no full sha) is
+    refused at once; an operator's is the shell's, which reads the commit's file."""
+    for claim in step.merges.adopt_claims:
+        refused = adoption.claim_refusal(claim)
+        if refused is not None:
+            world = step.world
+            return step.publish(adoption.refusal(claim, world.project, world.actor, *refused))
+        return step.effect("adopt", claim.id, claim=claim)
+    return None
 
 
 def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
@@ -171,16 +203,19 @@ def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
             and tested.green
             and tested.candidate == seen.commit
         ):
-            world = step.world
-            advance = facts.advanced(world.project, world.actor, step.policy.trunk, entry, tested)
-            return [step.publish(advance)]
+            args: dict[str, Any] = {
+                "entry": entry,
+                "tested": tested,
+                "adopted": step.merges.adopted,
+            }
+            return [step.effect("record-advance", seen.commit, **args)]
     checked = merges.trunk.checked
     if checked is None or marks.get(CAUSE) != checked.id or seen.tree is None:
         return []
     reverts, last = marks.get(REVERTS), merges.last_advance
     if last is not None and reverts == last.merge:
         case = revert_case(step, last, checked).reverted(seen.commit)
-        args = {"case": case, "advance": last, "tree": seen.tree}
+        args = {"case": case, "advance": last, "tree": seen.tree, "restore": undone(step, last)}
         return [step.effect("record-revert", seen.commit, **args)]
     if reverts is not None and reverts == merges.trunk.commit:
         args = {"pushed": reverts, "checked": checked, "commit": seen.commit, "tree": seen.tree}
@@ -209,7 +244,17 @@ def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
         )
     case = revert_case(step, advance, checked)
     green = step.merges.trunk.green_tree
-    return [step.effect("revert", ref, ref=ref, advance=advance, case=case, green_tree=green)]
+    args = {"advance": advance, "case": case, "green_tree": green, "restore": undone(step, advance)}
+    return [step.effect("revert", ref, ref=ref, **args)]
+
+
+def undone(step: Step, advance: Advance) -> Adoption | None:
+    """The configuration to adopt again when ``advance`` is reverted: the one in force
+    before it, when its merge adopted the unit's edit (``None``: it adopted nothing)."""
+    adopted = step.merges.adopted
+    if adopted is None or adopted.why != "merge" or adopted.cause != advance.id:
+        return None
+    return step.merges.before_merge
 
 
 def revert_case(step: Step, advance: Advance, checked: Tested) -> RedCase:
@@ -255,13 +300,17 @@ def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
         conflicted = head.conflicted
         return move(step, head.unit, lambda v: returned_move(v, head.head, conflicted)) or []
     tested = head.tested
-    if tested is not None and tested.base == trunk_commit:
+    adopted = step.merges.adopted
+    assert adopted is not None
+    # A result counts only when it sat directly on trunk and was judged with the
+    # configuration adopted now (an adoption since then calls for a new test).
+    if tested is not None and tested.base == trunk_commit and tested.config == adopted.digest:
         if tested.green:
-            args = {"entry": head, "tested": tested, "trunk": trunk_commit}
+            args = {"entry": head, "tested": tested, "trunk": trunk_commit, "adopted": adopted}
             return [step.effect("land", tested.candidate, **args)]
         return move(step, head.unit, lambda v: returned_move(v, head.head, tested.id)) or []
     wanted = entries[: max(step.policy.window, 1)]
-    if pipeline.request != request_of(trunk_commit, wanted):
+    if pipeline.request != request_of(trunk_commit, wanted, adopted.digest):
         return [stack(step, trunk_commit, wanted)]
     first = pipeline.stacked[0] if pipeline.stacked else None
     if first is None or first.key != (trunk_commit, head.unit, head.head):
@@ -273,10 +322,19 @@ def stack(step: Step, trunk_commit: str, wanted: list[QueueEntry]) -> Effect:
     """Have the shell stack ``wanted`` on trunk (and drop every other candidate). Each
     unit's criteria (from the system's plan) go along: its candidate may clear them from
     ``pending`` and nothing else of trunk's gate configuration."""
-    request = request_of(trunk_commit, wanted)
-    key = ",".join([trunk_commit, *(queued for queued, _unit, _head in request[1])])
+    adopted = step.merges.adopted
+    assert adopted is not None
+    request = request_of(trunk_commit, wanted, adopted.digest)
+    key = ",".join([trunk_commit, *(queued for queued, _unit, _head in request[1]), request[2]])
     criteria = {e.unit: tuple(criteria_of(step.units, e.unit)) for e in wanted}
-    return step.effect("stack", key, entries=tuple(wanted), trunk=trunk_commit, criteria=criteria)
+    return step.effect(
+        "stack",
+        key,
+        entries=tuple(wanted),
+        trunk=trunk_commit,
+        criteria=criteria,
+        judge=adopted.text,
+    )
 
 
 def criteria_of(units: UnitsState, unit: str) -> list[str]:

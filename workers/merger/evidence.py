@@ -269,6 +269,10 @@ def refused_approval(
     )
 
 
+CONFIG_CHECK = "gate-configuration"
+"""The failing entry a change to the gate configuration adds to a trunk run's verdict."""
+
+
 def trunk_red_unowned(
     *,
     id: str,
@@ -284,17 +288,24 @@ def trunk_red_unowned(
     """Trunk is red and no merge of the merger's caused it (an outside push, or trunk as the
     merger first found it): the operator owns it."""
     tests = interface_of(failing)
+    tampered = any(test.check == CONFIG_CHECK for test in failing)
     if reverted_by:
         message = (
             f"{trunk} moved outside the merger to {commit[:12]} (author {author or 'unknown'}) "
-            f"and is red under the last green trunk's gates ({_short(tests)}); reverted to "
-            f"the last green trunk by {reverted_by[:12]}"
+            f"and is red under the adopted configuration's gates ({_short(tests)}); reverted "
+            f"to the last green trunk by {reverted_by[:12]}"
         )
     else:
         message = (
             f"{trunk} at {commit[:12]} is red ({_short(tests)}) and no green trunk is known "
             "to go back to; the merge queue waits until trunk is green"
         )
+        if tampered:
+            message += (
+                "; it changes the gate configuration, which is tampering: it was judged with "
+                "the adopted configuration and its own edit is not adopted (an operator "
+                "adopts one with loopbus config adopt)"
+            )
     return FindingRaised(
         id=id,
         project=project,
@@ -312,6 +323,7 @@ def trunk_red_unowned(
             "failing_tests": tests,
             "reverted_by": reverted_by,
             "trunk_red_without_green": reverted_by is None,
+            "tampered": tampered,
             "diff": diff,
         },
         owner="operator",

@@ -253,6 +253,7 @@ def candidate_tested(
         error=verdict.error[:ERROR_CAP],
         suite=verdict.suite,
         cause=entry.queued,
+        config=verdict.config,
     )
 
 
@@ -318,6 +319,7 @@ def trunk_tested(
         error=verdict.error[:ERROR_CAP],
         suite=verdict.suite,
         cause=cause,
+        config=verdict.config,
     )
 
 

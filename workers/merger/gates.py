@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from loopbus.schemas import FindingRaised, format_target
+from loopbus.schemas.adoption import config_digest
 from loopbus.schemas.gates import GateOutcome, worst
 from loopbus.schemas.merges import CheckVerdict, FailingTest
 from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
@@ -38,6 +39,8 @@ class TrunkVerdict:
     failing: list[FailingTest] = field(default_factory=list)
     error: str = ""
     suite: str | None = None
+    config: str = ""
+    """The digest of the adopted configuration the run was judged with."""
 
     @property
     def green(self) -> bool:
@@ -61,9 +64,11 @@ class TrunkGates(Protocol):
         trunk: str | None = None,
         criteria: Sequence[str] = (),
         force: bool = False,
+        judge: str | None = None,
     ) -> TrunkVerdict:
-        """``trunk``: judge with that commit's configuration (and keep its tests), where
-        ``criteria`` may be cleared from ``pending``; ``force``: run past the cache."""
+        """``trunk``: judge against that commit (keep its tests), where ``criteria`` may be
+        cleared from ``pending``; ``judge``: the ``loopbus.toml`` text that judges (the
+        adopted configuration) instead of any commit's own; ``force``: run past the cache."""
         ...
 
 
@@ -82,13 +87,21 @@ class RunnerTrunkGates:
         trunk: str | None = None,
         criteria: Sequence[str] = (),
         force: bool = False,
+        judge: str | None = None,
     ) -> TrunkVerdict:
         if Path(repo).resolve() != self.runner.repo.resolve():
             raise ValueError(f"this gate runner serves {self.runner.repo}, not {repo}")
         suite = await self.runner.run_commit(
-            commit, checks=checks, reason="trunk", trunk=trunk, criteria=criteria, force=force
+            commit,
+            checks=checks,
+            reason="trunk",
+            trunk=trunk,
+            criteria=criteria,
+            force=force,
+            judge=judge,
         )
-        return verdict_of(suite, commit)
+        verdict = verdict_of(suite, commit)
+        return verdict if judge is None else replace(verdict, config=config_digest(judge))
 
 
 def verdict_of(suite: SuiteResult, commit: str) -> TrunkVerdict:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 from loopbus.projections.merges import QueueEntry
+from loopbus.schemas.adoption import config_digest
 from loopbus.schemas.merges import FailingTest
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.merger import gitops
@@ -37,6 +39,7 @@ from loopbus.workers.merger.seen import (
     merge_message,
     request_of,
 )
+from loopbus.workers.repository import resolve
 
 log = structlog.get_logger()
 
@@ -55,6 +58,9 @@ class Candidate:
     ahead: list[str]
     criteria: tuple[str, ...] = ()
     """The unit's criteria (from the plan): the only ``pending`` entries it may clear."""
+    judge: str | None = None
+    """The ``loopbus.toml`` text that judges it: the adopted one on trunk, else the file of
+    the candidate ahead (the configuration trunk will have adopted once that one lands)."""
     task: asyncio.Task[TrunkVerdict] | None = None
 
     @property
@@ -89,18 +95,25 @@ class Pipeline:
         entries: Sequence[QueueEntry],
         trunk_commit: str,
         criteria: Mapping[str, Sequence[str]] | None = None,
+        judge: str | None = None,
     ) -> PipelineView:
         """Build (or reuse) the candidates for ``entries`` on trunk, start their tests, and
         drop every candidate no longer wanted. The stack stops after the first candidate
         that does not merge (nothing can be stacked on it). ``criteria``: each unit's
-        criteria from the plan."""
+        criteria from the plan; ``judge``: the adopted configuration's text."""
         criteria = criteria or {}
         stacked: list[Candidate] = []
         base = trunk_commit
         ahead: list[str] = []
         for entry in entries:
             key = (base, entry.unit, entry.head)
+            own = judge
+            if base != trunk_commit:  # the configuration once the one ahead has landed
+                own = (await asyncio.to_thread(resolve, self.repo, base)).config_text or judge
             candidate = self.candidates.get(key)
+            if candidate is not None and candidate.judge != own:
+                self._drop(key)  # judged under another adoption: its verdict must not land
+                candidate = None
             if candidate is None:
                 attempt = await asyncio.to_thread(
                     gitops.merge, self.repo, base, entry.head, merge_message(entry, self.trunk)
@@ -111,6 +124,7 @@ class Pipeline:
                     attempt=attempt,
                     ahead=list(ahead),
                     criteria=tuple(criteria.get(entry.unit, ())),
+                    judge=own,
                 )
                 self.candidates[key] = candidate
             stacked.append(candidate)
@@ -128,7 +142,8 @@ class Pipeline:
             ahead.append(entry.unit)
             base = candidate.commit
         self.keep({c.key for c in stacked})
-        self.request, self.stacked = request_of(trunk_commit, entries), stacked
+        digest = config_digest(judge) if judge is not None else ""
+        self.request, self.stacked = request_of(trunk_commit, entries, digest), stacked
         return self.view()
 
     def keep(self, wanted: set[Key]) -> None:
@@ -157,7 +172,15 @@ class Pipeline:
             self.on_change()
 
     async def _evaluate(self, candidate: Candidate) -> TrunkVerdict:
-        """The candidate's verdict; a run that breaks is tried again, then is an error."""
+        """The candidate's verdict, marked with the configuration that judged it (even an
+        error counts only under that one); a run that breaks is tried again, then is an
+        error."""
+        verdict = await self._verdict(candidate)
+        if candidate.judge is None:
+            return verdict
+        return dataclasses.replace(verdict, config=config_digest(candidate.judge))
+
+    async def _verdict(self, candidate: Candidate) -> TrunkVerdict:
         problem: Exception | None = None
         for attempt in range(1, TEST_ATTEMPTS + 1):
             try:
@@ -187,12 +210,17 @@ class Pipeline:
         commit, base = candidate.commit, candidate.key[0]
         try:
             gating = await asyncio.to_thread(
-                candidate_gating, self.repo, base, commit, candidate.criteria
+                candidate_gating, self.repo, base, commit, candidate.criteria, candidate.judge
             )
         except WorkerError as exc:
             return config_error(commit, candidate.attempt.tree or "", str(exc))
         verdict = await self.gates.run(
-            self.repo, commit, checks=gating.checks, trunk=base, criteria=candidate.criteria
+            self.repo,
+            commit,
+            checks=gating.checks,
+            trunk=base,
+            criteria=candidate.criteria,
+            judge=candidate.judge,
         )
         return config_refused(verdict, gating.refused) if gating.refused else verdict
 

@@ -28,8 +28,9 @@ CAUSE = "Loopbus-Cause"
 Key = tuple[str, str, str]
 """(base commit, unit, head): what a candidate is made of."""
 
-Request = tuple[str, tuple[Key, ...]]
-"""What the pipeline was asked to stack: (trunk commit, (queued id, unit, head) per entry)."""
+Request = tuple[str, tuple[Key, ...], str]
+"""What the pipeline was asked to stack: (trunk commit, (queued id, unit, head) per entry,
+the digest of the adopted configuration that judges them)."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,8 @@ class PipelineView:
     stacked: tuple[CandidateView, ...] = ()
 
 
-def request_of(trunk: str, entries: Sequence[QueueEntry]) -> Request:
-    return trunk, tuple((e.queued, e.unit, e.head) for e in entries)
+def request_of(trunk: str, entries: Sequence[QueueEntry], config: str = "") -> Request:
+    return trunk, tuple((e.queued, e.unit, e.head) for e in entries), config
 
 
 def merge_message(entry: QueueEntry, trunk: str) -> str:

@@ -1,0 +1,106 @@
+"""``loopbus config adopt``: an operator adopts the ``loopbus.toml`` that judges trunk.
+
+Trunk, merge candidates and outside pushes are judged with the adopted configuration,
+never with the file of the commit being judged (docs/merger.md). ``loopbus up`` adopts
+trunk's file when it first starts on a project; after that the configuration changes only
+by this command (or by a unit's allowed edit landing through the merger). It publishes an
+operator's claim (``config.adopt.v1``) naming ``--commit`` by its full sha (default: trunk as the
+merger last gated it, read from the log and printed, so what is adopted is pinned before
+anything can be pushed); the merger reads that commit's file and records
+``config.adopted.v1``, or refuses the claim with a finding.
+Only an operator credential may publish it: an agent's is refused here, before anything is
+sent, and by the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+import msgspec
+
+from loopbus.bus import Bus, read
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import UsageError
+from loopbus.known import require_known
+from loopbus.projections import merges as merges_fold
+from loopbus.schemas import Actor
+from loopbus.schemas.adoption import FULL_SHA, ConfigAdopt
+from loopbus.schemas.subjects import subject_of, trunk_subjects
+from loopbus.settings import add_connection, add_project, connection
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("config", help="the configuration that judges trunk (operators)")
+    verbs = parser.add_subparsers(dest="config_verb", metavar="VERB")
+    verbs.required = True
+    text = "adopt a commit's loopbus.toml as the configuration that judges trunk (operators)"
+    adopt = verbs.add_parser("adopt", help=text, description=text)
+    add_connection(adopt, role="operator")
+    add_claimant(adopt)
+    add_project(adopt)
+    adopt.add_argument(
+        "--commit",
+        default="",
+        help="the full sha of the commit whose loopbus.toml to adopt (default: trunk as the "
+        "merger last gated it, read from the log and printed)",
+    )
+    adopt.add_argument("--why", required=True, help="why (kept on the log with the adoption)")
+    adopt.set_defaults(handler=run)
+
+
+def build(args: argparse.Namespace) -> ConfigAdopt:
+    why = (args.why or "").strip()
+    if not why:
+        raise UsageError("--why is empty: an adoption says why this configuration judges trunk")
+    commit = (args.commit or "").strip().lower()
+    if commit and not FULL_SHA.match(commit):
+        raise UsageError(
+            f"--commit {commit[:80]!r} is not a full commit sha; name the commit whose file "
+            "you reviewed in full (git rev-parse), so nothing pushed meanwhile is adopted"
+        )
+    return ConfigAdopt(
+        project=token("--project", args.project),
+        actor=Actor(role="operator", principal=principal(args)),
+        commit=commit,
+        why=why,
+    )
+
+
+async def trunk_commit(bus: Bus, claim: ConfigAdopt) -> str:
+    """Trunk as the merger last gated it, from the log (folded as the merger folds it, so
+    a forged trunk fact does not count): the commit a claim without ``--commit`` pins."""
+    facts = [r.event async for r in read(bus, subjects=trunk_subjects(claim.project))]
+    trunk = merges_fold.FOLD.fold(e for e in facts if e is not None).trunk
+    if trunk.commit is None:
+        raise UsageError(
+            f"--commit: the merger has not gated {claim.project}'s trunk yet; name the "
+            "commit whose loopbus.toml to adopt by its full sha"
+        )
+    return trunk.commit
+
+
+def run(args: argparse.Namespace) -> int:
+    claim = build(args)
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            bus.check_publish(subject_of(claim))  # a credential that may not adopt: say that
+            await require_known(bus, claim.project)
+            pinned, where = claim, ""
+            if not claim.commit:
+                pinned = msgspec.structs.replace(claim, commit=await trunk_commit(bus, claim))
+                where = " (trunk as the merger last gated it)"
+            ack = await bus.publish(pinned)
+        finally:
+            await bus.close()
+        print(
+            f"adoption {claim.id} of {claim.project}'s loopbus.toml at {pinned.commit}{where} "
+            f"published at seq {ack.seq}; the merger records it (loopbus tail --kind config) "
+            "or refuses it with a finding"
+        )
+        return 0
+
+    return asyncio.run(publish())
