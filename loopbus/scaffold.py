@@ -129,9 +129,18 @@ FILES: dict[str, str] = {
 }
 
 
-def write(directory: Path) -> Path:
+UNSANDBOXED_AGENTS = """
+# No sandbox can be made on this machine (docs/agents.md): the demo runs loopbus's own
+# scripted agents bare, and says so. A real agent needs bubblewrap or a Docker engine.
+[agents]
+sandbox = "none"
+"""
+
+
+def write(directory: Path, *, unsandboxed: bool = False) -> Path:
     """Write the project into ``directory`` (which must be empty or absent) and commit it
-    on ``main``; returns the directory."""
+    on ``main``; returns the directory. ``unsandboxed`` (the demo, on a machine where no
+    agent sandbox can be made) adds ``[agents] sandbox = "none"`` to its loopbus.toml."""
     # Absolute: dulwich reads relative paths against the repository, not the working
     # directory, so `loopbus init calc` once committed an empty tree.
     directory = directory.resolve()
@@ -139,7 +148,9 @@ def write(directory: Path) -> Path:
     for name, text in FILES.items():
         path = directory / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(
+            text + UNSANDBOXED_AGENTS if unsandboxed and name == "loopbus.toml" else text
+        )
     commit_all(directory, "scaffold: calc, its criteria, its plan (loopbus init)")
     return directory
 

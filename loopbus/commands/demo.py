@@ -62,13 +62,34 @@ def run(args: argparse.Namespace) -> int:
 DEMO_ROLES = ("admin", "system", "agent", "reader")
 
 
+async def _no_sandbox() -> str | None:
+    """Why the default ``[agents]`` cannot sandbox an agent on this machine, or ``None``.
+
+    The demo's agents are loopbus's own scripts, so on such a machine (a user without
+    bubblewrap or an engine) it runs them bare and says so rather than stall: the first
+    command of the README must work anywhere. A project of the user's never falls back.
+    """
+    from loopbus.workers.agents.config import AgentsConfig
+    from loopbus.workers.agents.runner import choose
+
+    executor, why = await choose(AgentsConfig())
+    return None if executor is not None else why
+
+
 async def demo(root: Path, timeout: float) -> int:
     started = time.monotonic()
 
     def say(line: str) -> None:
         print(f"[{time.monotonic() - started:5.1f}s] {line}", flush=True)
 
-    repo = scaffold.write(root / scaffold.PROJECT)
+    no_sandbox = await _no_sandbox()
+    if no_sandbox is not None:
+        say(
+            f"warning: no agent sandbox can be made here ({no_sandbox}); the demo runs "
+            'loopbus\'s own scripted agents with [agents] sandbox = "none" - your '
+            "agents need bubblewrap or a Docker engine (docs/agents.md)"
+        )
+    repo = scaffold.write(root / scaffold.PROJECT, unsandboxed=no_sandbox is not None)
     say(f"scaffolded project {scaffold.PROJECT} in {repo} (what `loopbus init` writes)")
     server = EmbeddedServer(root / "data", port=free_port())
     await server.start()
