@@ -68,12 +68,16 @@ def run_outage(stack: Stack, client: Client, outage_s: float, timeout: float) ->
         new_leader, election_s = cluster.wait_new_leader(monitors, leader, timeout)
         say(f"{new_leader} leads {cluster.LOG_STREAM} {election_s:.1f} s after the kill")
         time.sleep(max(0.0, killed_at + outage_s - time.monotonic()))
+        # The leader stays down until a publish started after the kill is acknowledged:
+        # on a busy machine each publisher (a CLI process) can take longer to start than
+        # the outage lasts, and the claim is about the cluster, not about the clock.
+        _wait(
+            lambda: any(a.finding_id and a.started > killed_at for p in publishers
+                        for a in p.attempts),
+            timeout,
+            f"no publish was acknowledged while {leader} was down",
+        )  # fmt: skip
         down_s = time.monotonic() - killed_at
-        acked_during = [a for p in publishers for a in p.attempts if a.finding_id]
-        if not any(a.started > killed_at for a in acked_during):
-            raise CheckFailed(
-                f"no publish was acknowledged in the {down_s:.0f} s {leader} was down"
-            )
         say(f"starting {leader} again after {down_s:.1f} s down")
         started_at = time.monotonic()
         stack.start(leader)
