@@ -22,15 +22,19 @@ The repository reads here are blocking (run them in a thread); the fact builders
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import getpass
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import structlog
 from dulwich.objects import Blob
 from loopbus.bus import Bus, read
 from loopbus.bus.errors import TransitionConflict
+from loopbus.projections.intents import Intent, Publish, PublishIf
 from loopbus.projections.merges import AdoptClaim, Adoption
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.adoption import (
@@ -42,11 +46,15 @@ from loopbus.schemas.adoption import (
 )
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import MAX_TEXT_CHARS
+from loopbus.schemas.merges import FailingTest
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.trunkconfig import config_changes
 from loopbus.workers.merger.config import parse_merge_config
+from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.repository import changed_config, resolve
+
+log = structlog.get_logger()
 
 ADOPTER_ROLES = frozenset({"operator"})
 """Who may adopt a configuration by a claim: an operator, never an agent."""
@@ -274,3 +282,41 @@ def _differs(adopted: str, own: str | None) -> bool:
         return bool(config_changes(adopted, own, ()))
     except ConfigError:
         return True  # a file that does not even parse is not the adopted one
+
+
+def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
+    """A push that changes the gate configuration is red whatever its gates said."""
+    changed = FailingTest(
+        test="gate-configuration",
+        check="gate-configuration",
+        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); it "
+        "was judged with the adopted configuration and its own edit is not adopted: trunk's "
+        "gates change only by an operator's adoption or a unit's reviewed change",
+    )
+    return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
+
+
+async def adopt_first(repo: Path, project: str, actor: Actor, ref: str) -> Sequence[Intent]:
+    """No adoption on the log (a merger started without ``loopbus up``): trunk's file,
+    as on a first start; published only while the adoption subject is empty."""
+    try:
+        found = await asyncio.to_thread(read_adoptable, repo, ref, project)
+    except ConfigError as exc:
+        log.warning("merger.nothing_to_adopt", trunk=ref, error=str(exc))
+        return ()  # nothing judges trunk yet: asked again on the next poll
+    fact = found.fact(project, actor, why="first-start", by=actor.principal)
+    log.info("merger.config_adopted", why="first-start", digest=fact.digest)
+    return [PublishIf(fact, 0)]
+
+
+async def adopt(repo: Path, project: str, actor: Actor, claim: AdoptClaim) -> Sequence[Intent]:
+    """An operator's ``config.adopt``: the file of the commit it names, or a refusal
+    saying why it cannot be adopted."""
+    try:
+        found = await asyncio.to_thread(read_adoptable, repo, claim.commit, project)
+    except (RepoError, ConfigError) as exc:
+        code = "unknown-commit" if isinstance(exc, RepoError) else "invalid-config"
+        return [Publish(refusal(claim, project, actor, code, str(exc)))]
+    fact = operator_adoption(claim, found, project, actor)
+    log.info("merger.config_adopted", why="operator", by=claim.principal, digest=fact.digest)
+    return [Publish(fact)]

@@ -22,8 +22,8 @@ its own commits; unit transitions are conditional on the unit subject's sequence
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,11 @@ from loopbus.bus import Bus, Record
 from loopbus.projections import FoldFailure
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch, PublishIf
-from loopbus.projections.merges import AdoptClaim, Adoption, Advance, QueueEntry, Tested
-from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
+from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.merges import Adoption, Advance, QueueEntry, Tested
+from loopbus.schemas import Actor, Event
 from loopbus.schemas.merges import (
     CandidateTested,
-    FailingTest,
-    MergeConflicted,
-    MergeQueued,
-    TrunkAdvanced,
 )
 from loopbus.workers import repository
 from loopbus.workers.errors import ConfigError, RepoError, WorkerError
@@ -51,9 +47,10 @@ from loopbus.workers.kernel.daemon import system_actor
 from loopbus.workers.merger import adoption, facts, gitops
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.facts import RedCase
-from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates, TrunkVerdict
+from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
 from loopbus.workers.merger.queue import Pipeline
-from loopbus.workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, merge_message
+from loopbus.workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
+from loopbus.workers.merger.story import note
 
 log = structlog.get_logger()
 
@@ -120,8 +117,8 @@ class Merger(Daemon):
             "record-revert": self._record_revert,
             "record-outside-revert": self._record_outside_revert,
             "record-advance": self._record_advance,
-            "adopt-first": self._adopt_first,
-            "adopt": self._adopt,
+            "adopt-first": partial(adoption.adopt_first, self.repo, self.project, self.actor),
+            "adopt": partial(adoption.adopt, self.repo, self.project, self.actor),
         }
         try:
             return await handlers[effect.action](**effect.args)
@@ -197,7 +194,7 @@ class Merger(Daemon):
         if outside:
             touched = await asyncio.to_thread(adoption.tampering, self.repo, reference, ref, judge)
             if touched:
-                verdict = tampered(verdict, touched)
+                verdict = adoption.tampered(verdict, touched)
         tree = verdict.tree or await asyncio.to_thread(repository.tree_of, self.repo, ref)
         tested = facts.trunk_tested(
             self.project, self.actor, verdict, ref=ref, tree=tree, unit=unit, head=head, cause=cause
@@ -263,32 +260,6 @@ class Merger(Daemon):
         )
         log.info("merger.config_adopted", why="merge", unit=entry.unit, digest=adopted_now.digest)
         return [PublishBatch((advance, adopted_now))]
-
-    async def _adopt_first(self, ref: str) -> Sequence[Intent]:
-        """No adoption on the log (a merger started without ``loopbus up``): trunk's file,
-        as on a first start; published only while the adoption subject is empty."""
-        try:
-            found = await asyncio.to_thread(adoption.read_adoptable, self.repo, ref, self.project)
-        except ConfigError as exc:
-            log.warning("merger.nothing_to_adopt", trunk=ref, error=str(exc))
-            return ()  # nothing judges trunk yet: asked again on the next poll
-        fact = found.fact(self.project, self.actor, why="first-start", by=self.actor.principal)
-        log.info("merger.config_adopted", why="first-start", digest=fact.digest)
-        return [PublishIf(fact, 0)]
-
-    async def _adopt(self, claim: AdoptClaim) -> Sequence[Intent]:
-        """An operator's ``config.adopt``: the file of the commit it names, or a refusal
-        saying why it cannot be adopted."""
-        try:
-            found = await asyncio.to_thread(
-                adoption.read_adoptable, self.repo, claim.commit, self.project
-            )
-        except (RepoError, ConfigError) as exc:
-            code = "unknown-commit" if isinstance(exc, RepoError) else "invalid-config"
-            return [Publish(adoption.refusal(claim, self.project, self.actor, code, str(exc)))]
-        fact = adoption.operator_adoption(claim, found, self.project, self.actor)
-        log.info("merger.config_adopted", why="operator", by=claim.principal, digest=fact.digest)
-        return [Publish(fact)]
 
     async def _revert(
         self,
@@ -389,66 +360,6 @@ class Merger(Daemon):
             author=author,
         )
         return [PublishBatch(tuple(events))]
-
-
-def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
-    """A push that changes the gate configuration is red whatever its gates said."""
-    changed = FailingTest(
-        test="gate-configuration",
-        check="gate-configuration",
-        message=f"the push changes the gate configuration ({', '.join(touched[:10])}); it "
-        "was judged with the adopted configuration and its own edit is not adopted: trunk's "
-        "gates change only by an operator's adoption or a unit's reviewed change",
-    )
-    return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
-
-
-def look_at(path: Path, branch: str, known: TrunkSeen | None) -> TrunkSeen | None:
-    """Where ``branch`` points, with the commit's tree and trailers (read once per commit)."""
-    ref = repository.read_ref(path, branch)
-    if ref is None:
-        return None
-    if known is not None and known.commit == ref:
-        return known
-    if not repository.has_commit(path, ref):
-        return TrunkSeen(ref, exists=False)
-    return TrunkSeen(ref, True, repository.tree_of(path, ref), repository.trailers(path, ref))
-
-
-def note(event: Event) -> None:
-    """Log the merger's own facts as they reach its fold (the story of a merge, in order)."""
-    if isinstance(event, UnitTransitioned):  # built by the kernel from the merger's move
-        log.info("merger.unit_transitioned", unit=event.unit, state=event.state, by=event.by)
-        return
-    match event:
-        case MergeQueued():
-            log.info("merger.queued", unit=event.unit, head=event.head, approver=event.approver)
-        case CandidateTested(stage="trunk"):
-            ran = sum(1 for check in event.checks if not check.cached)
-            cached = len(event.checks) - ran
-            log.info(
-                "merger.trunk_checked",
-                trunk=event.candidate,
-                outcome=event.outcome,
-                ran=ran,
-                cached=cached,
-            )
-        case CandidateTested():
-            log.info(
-                "merger.candidate_tested",
-                unit=event.unit,
-                outcome=event.outcome,
-                candidate=event.candidate,
-                ahead=event.ahead,
-            )
-        case TrunkAdvanced():
-            log.info("merger.trunk_advanced", unit=event.unit, merge=event.merge)
-        case MergeConflicted():
-            log.info("merger.conflicted", unit=event.unit, paths=event.paths)
-        case FindingRaised(cls="refused-transition"):
-            log.info("merger.approval_refused", unit=event.unit, code=event.criterion)
-        case FindingRaised(cls="contract-wrong"):
-            log.info("merger.promoted", unit=event.unit, finding=event.id)
 
 
 def make_merger(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from loopbus.projections.merges import QueueEntry
+from loopbus.workers import repository
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.merger.gitops import MergeAttempt
 
@@ -75,3 +77,15 @@ def merge_message(entry: QueueEntry, trunk: str) -> str:
         f"{HEAD}: {entry.head}\n"
         f"{QUEUED}: {entry.queued}\n"
     )
+
+
+def look_at(path: Path, branch: str, known: TrunkSeen | None) -> TrunkSeen | None:
+    """Where ``branch`` points, with the commit's tree and trailers (read once per commit)."""
+    ref = repository.read_ref(path, branch)
+    if ref is None:
+        return None
+    if known is not None and known.commit == ref:
+        return known
+    if not repository.has_commit(path, ref):
+        return TrunkSeen(ref, exists=False)
+    return TrunkSeen(ref, True, repository.tree_of(path, ref), repository.trailers(path, ref))
