@@ -31,11 +31,12 @@ async def _one(
     make_runner: Callable[..., GateRunner],
     project: str,
     checks: str,
+    fenced: bool = True,
     **files: str,
 ) -> GateRunner:
     repo = git("repo")
     repo.commit({"loopbus.toml": config(project, checks), **files})
-    return make_runner(repo)
+    return make_runner(repo, fenced=fenced)
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,10 @@ async def test_timeout_is_an_error_and_kills_the_whole_process_group(
     project: str,
     tmp_path: Path,
 ) -> None:
-    """A run past its timeout is killed with everything it started, and reads as error."""
+    """A run past its timeout is killed with everything it started, and reads as error.
+
+    The plain subprocess executor (where no sandbox can be made): its grandchild's pid is
+    the host's. The sandboxed run's kill is tests/agents/test_local.py's."""
     pid_file = tmp_path / "grandchild.pid"
     script = (
         "import subprocess, sys, time\n"
@@ -116,7 +120,7 @@ async def test_timeout_is_an_error_and_kills_the_whole_process_group(
         "time.sleep(120)\n"
     )
     checks = check("slow", "python hang.py").replace("timeout = 30", "timeout = 2")
-    runner = await _one(git, make_runner, project, checks, **{"hang.py": script})
+    runner = await _one(git, make_runner, project, checks, fenced=False, **{"hang.py": script})
     run = (await runner.run_commit()).check("slow")
     assert run.outcome == "error"
     assert "timed out after 2s" in run.result.error
@@ -177,7 +181,9 @@ async def test_runs_never_see_a_sibling_checkout(
     b = repo.commit(
         {"loopbus.toml": toml.format(mine="b.txt", theirs="a.txt"), "probe.py": probe, "b.txt": "b"}
     )
-    runner = make_runner(repo)
+    # The plain executor (no sandbox here): the sandboxed run, which sees no other folder
+    # of the host at all, is tests/gate_runner/test_fenced.py's.
+    runner = make_runner(repo, fenced=False)
     suites = await asyncio.gather(runner.run_commit(a), runner.run_commit(b))
     assert [s.outcome for s in suites] == ["pass", "pass"], [s.checks[0].findings for s in suites]
     cwds = {(tmp_path / f"{n}.cwd").read_text() for n in ("a.txt", "b.txt")}

@@ -21,9 +21,10 @@ timeout = 30
 
 
 def project_interpreter(folder: Path) -> Path:
-    """An interpreter of the project's own: ``python`` in its own folder, marking what it
-    runs so the test can tell it from loopbus's."""
-    folder.mkdir()
+    """An interpreter of the project's own: ``python`` in the ``bin`` folder of a virtual
+    environment of its own (the sandbox shows a check that environment, read-only),
+    marking what it runs so the test can tell it from loopbus's."""
+    folder.mkdir(parents=True)
     python = folder / "python"
     python.write_text(f'#!/bin/sh\nPROJECT_ENV=1 exec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
@@ -39,7 +40,7 @@ async def test_checks_run_with_the_project_interpreter(
     named: bool,
 ) -> None:
     """With [project] python, `python` in a check is that interpreter; without, loopbus's."""
-    python = project_interpreter(tmp_path / "venv-bin")
+    python = project_interpreter(tmp_path / "venv" / "bin")
     extra = f'python = "{python}"' if named else ""
     repo = git("repo")
     repo.commit({"loopbus.toml": config(project, PROBE, extra_project=extra)})

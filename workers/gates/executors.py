@@ -46,6 +46,7 @@ class RunSpec:
     env: dict[str, str]
     timeout_s: float
     image: str | None = None
+    interpreter_dir: str | None = None  # [project] python's folder: a sandbox must show it
 
 
 @dataclass(frozen=True)

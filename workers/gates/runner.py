@@ -59,6 +59,7 @@ from loopbus.workers.gates.executors import (
     SubprocessExecutor,
     docker_reachable,
 )
+from loopbus.workers.gates.fenced import FencedExecutor
 from loopbus.workers.gates.parsers import parse
 from loopbus.workers.gates.signing import Signer
 from loopbus.workers.gates.testinfra import (
@@ -137,6 +138,7 @@ class GateRunner:
         principal: str = "gate-runner",
         jobs: int = 2,
         project: str | None = None,
+        fenced: bool = True,
     ):
         self.bus = bus
         self.repo = Path(repo)
@@ -149,7 +151,20 @@ class GateRunner:
         self._inflight: dict[str, asyncio.Future[CheckRun]] = {}
         self._subprocess = SubprocessExecutor()
         self._container = ContainerExecutor()
+        self._fenced = FencedExecutor() if fenced else None
+        self._fence_checked = False
         self.executions = 0  # commands actually run by this process (the benchmark reads it)
+
+    async def _host_executor(self) -> Executor:
+        """The sandboxed executor where the local agent sandbox can run here, else the
+        plain subprocess (said once in the log): a check runs the agents' code."""
+        if self._fenced is not None and not self._fence_checked:
+            self._fence_checked = True
+            problem = await self._fenced.available()
+            if problem is not None:
+                log.warning("gate.unfenced", reason=problem)
+                self._fenced = None
+        return self._fenced or self._subprocess
 
     async def cache(self, project: str) -> GateCache:
         """The project's cache, opened (and this runner's key registered) on first use."""
@@ -202,6 +217,64 @@ class GateRunner:
         when the project is known (the runner's own project, or the config's).
         """
         started = time.monotonic()
+        prepared = await self._prepare(
+            commit, trunk, judge, criteria, checks, unit, reason, cause, started
+        )
+        if isinstance(prepared, SuiteResult):
+            return prepared
+        info, base, config, specs = prepared
+
+        runs = await asyncio.gather(
+            *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
+        )
+        vanished: list[FindingRaised] = []
+        rewritten: list[FindingRaised] = []
+        infra: list[InfraFile] = []
+        comparisons: list[Comparison] = []
+        if base is not None and base.config_text is not None:
+            trunk_runs = await self._trunk_runs(base, specs)
+            vanished = self._vanished(info, base, specs, runs, unit, trunk_runs)
+            infra = await asyncio.to_thread(_infra_files, self.repo, base, info)
+            if infra:  # only then: a second run of every pytest check is not free
+                comparisons, rewritten = await self._compare_infra(
+                    config, info, base, infra, specs, runs, trunk_runs, criteria, unit
+                )
+        quiet = advisory.checks(config.checks) if advisory is not None else set()
+        beside = [*vanished, *rewritten]
+        suite = self._suite(config, info, runs, beside, quiet, unit, reason, cause, started)
+        cache = await self.cache(config.project)
+        reraised = self._reraise(runs, unit, config.project)
+        await self.bus.publish_atomic([*reraised, *beside, suite])
+        cache.observe(suite)
+        return SuiteResult(
+            project=config.project,
+            commit=info.commit,
+            tree=info.tree,
+            outcome=suite.outcome,
+            checks=list(runs),
+            suite=suite,
+            infra=infra,
+            comparisons=comparisons,
+            beside=beside,
+        )
+
+    async def _prepare(
+        self,
+        commit: str | None,
+        trunk: str | None,
+        judge: str | None,
+        criteria: Sequence[str],
+        checks: Sequence[str],
+        unit: str | None,
+        reason: RunReason,
+        cause: str | None,
+        started: float,
+    ) -> (
+        SuiteResult
+        | tuple[repository.CommitInfo, repository.CommitInfo | None, ProjectConfig, list[CheckSpec]]
+    ):
+        """The commit, the commit that judges it, and the configuration and checks to run;
+        or the error suite (recorded) when one of them cannot be had."""
         try:
             info = await asyncio.to_thread(repository.resolve, self.repo, commit)
             base = (
@@ -238,40 +311,7 @@ class GateRunner:
             )
             failed.config_error = exc
             return failed
-
-        runs = await asyncio.gather(
-            *(self.run_check(config, spec, info, unit=unit, force=force) for spec in specs)
-        )
-        vanished: list[FindingRaised] = []
-        rewritten: list[FindingRaised] = []
-        infra: list[InfraFile] = []
-        comparisons: list[Comparison] = []
-        if base is not None and base.config_text is not None:
-            trunk_runs = await self._trunk_runs(base, specs)
-            vanished = self._vanished(info, base, specs, runs, unit, trunk_runs)
-            infra = await asyncio.to_thread(_infra_files, self.repo, base, info)
-            if infra:  # only then: a second run of every pytest check is not free
-                comparisons, rewritten = await self._compare_infra(
-                    config, info, base, infra, specs, runs, trunk_runs, criteria, unit
-                )
-        quiet = advisory.checks(config.checks) if advisory is not None else set()
-        beside = [*vanished, *rewritten]
-        suite = self._suite(config, info, runs, beside, quiet, unit, reason, cause, started)
-        cache = await self.cache(config.project)
-        reraised = self._reraise(runs, unit, config.project)
-        await self.bus.publish_atomic([*reraised, *beside, suite])
-        cache.observe(suite)
-        return SuiteResult(
-            project=config.project,
-            commit=info.commit,
-            tree=info.tree,
-            outcome=suite.outcome,
-            checks=list(runs),
-            suite=suite,
-            infra=infra,
-            comparisons=comparisons,
-            beside=beside,
-        )
+        return info, base, config, list(specs)
 
     def _judging(
         self,
@@ -676,7 +716,7 @@ class GateRunner:
 
         ``swap``: (a tree, paths) -- after the checkout, those paths are made what that tree
         has (trunk's test infrastructure in a candidate's checkout)."""
-        executor: Executor = self._subprocess
+        executor: Executor = await self._host_executor()
         if spec.image is not None:
             unreachable = await docker_reachable()
             if unreachable is not None:
@@ -713,7 +753,7 @@ class GateRunner:
                 env.update(pytest_env(spec.env, executor, dirs))
             self.executions += 1
             output = await executor.run(
-                RunSpec(spec.argv(), work, out, env, spec.timeout_s, spec.image)
+                RunSpec(spec.argv(), work, out, env, spec.timeout_s, spec.image, bin_dir)
             )
             return parse(spec, output, config, out, executor.view("work", dirs)), output
         finally:
