@@ -333,3 +333,43 @@ async def test_spinning_past_the_cpu_limit_is_a_cpu_breach(
     result = await run(namespaces, worktrees[0], "while True: pass", limits=Limits(cpu_time_s=1))
     assert not result.timed_out and result.exit_code != 0
     assert result.breaches == ("cpu",)
+
+
+PRELOAD_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void grab(void) {
+    FILE *f = fopen(MARKER, "a");
+    if (f) { fprintf(f, "loaded as uid %d\n", (int)getuid()); fclose(f); }
+}
+"""
+
+
+async def test_the_run_s_environment_never_reaches_what_starts_it_as_the_daemon(
+    namespaces: bool | None, data_dir: Path, worktrees: tuple[Path, Path]
+) -> None:
+    """A check's ``env`` is the unit's to write (an added check): ``LD_PRELOAD`` naming a
+    library in the worktree must not be loaded by bubblewrap or the launcher, which start
+    as the daemon's user; only the command, inside, sees it. The library writes a marker
+    into the (0700) data directory each time it is loaded."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the preloaded library")
+    marker = data_dir / "preloaded"
+    source = worktrees[0] / "grab.c"
+    source.write_text(PRELOAD_C)
+    library = worktrees[0] / "grab.so"
+    import subprocess
+
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", f'-DMARKER="{marker}"', "-o", str(library), str(source)],
+        check=True,
+    )
+    result = await run(
+        namespaces,
+        worktrees[0],
+        "print('ran')",
+        env={**agent_env({}), "LD_PRELOAD": str(library)},
+    )
+    assert "ran" in out(result)
+    assert not marker.exists(), marker.read_text()

@@ -81,6 +81,12 @@ def _check(**fields: object) -> str:
         pytest.param(
             _check(env='{ LOOPBUS_X = "1" }'), "check[0].env.LOOPBUS_X", "runner", id="env"
         ),
+        pytest.param(
+            _check(env='{ LD_PRELOAD = "./x.so" }'),
+            "check[0].env.LD_PRELOAD",
+            "load code",
+            id="env-loader",
+        ),
         pytest.param(_check(reads='["../x"]'), "check[0].reads", "relative", id="reads"),
         pytest.param(
             '[project]\nid = "d"\ncapabilities = ["gui"]\n',

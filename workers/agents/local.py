@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import pwd
 import random
@@ -78,9 +79,10 @@ LAUNCHER = Path(sys.executable).resolve()
 """loopbus's own interpreter, by its real path: it runs :data:`LAUNCH` and :data:`KILL_ALL`."""
 
 LAUNCH = """\
-import ctypes, os, resource, sys
+import ctypes, json, os, resource, sys
 uid, memory, cpu, files, processes = (int(word) for word in sys.argv[1:6])
-argv = sys.argv[6:]
+env = json.loads(sys.argv[6])
+argv = sys.argv[7:]
 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
@@ -96,7 +98,7 @@ if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
     sys.stderr.write("loopbus: cannot set no_new_privs\\n")
     os._exit(126)
 try:
-    os.execvp(argv[0], argv)
+    os.execvpe(argv[0], argv, env)
 except OSError as exc:
     sys.stderr.write(f"{argv[0]}: {exc.strerror}\\n")
     os._exit(127)
@@ -104,7 +106,9 @@ except OSError as exc:
 """The first program of every run, started as the daemon's user by loopbus's own
 interpreter (``-I -S``: nothing of the environment or site-packages): the limits, then (a
 root daemon) the run's uid, no groups, an empty capability bounding set (dropped first: that
-needs CAP_SETPCAP), then ``no_new_privs``, then the command. A fresh process, not a
+needs CAP_SETPCAP), then ``no_new_privs``, then the command, with the run's environment
+(an argument: bubblewrap and this launcher start as the daemon's user, so nothing the
+environment names — ``LD_PRELOAD`` of a check's ``env`` — may reach them). A fresh process, not a
 ``preexec_fn``: forking a threaded daemon and running Python (``dlopen``, imports) in the
 child before exec can deadlock it."""
 
@@ -298,6 +302,7 @@ class _Run:
             str(limits.cpu_time_s),
             str(limits.open_files),
             str(limits.processes),
+            json.dumps({**spec.env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}),
         ]
         if not self.wrapped:
             return [*launch, *spec.argv]
@@ -318,7 +323,9 @@ class _Run:
 
     async def go(self, started: float) -> SandboxResult:
         spec = self.spec
-        env = {**spec.env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}
+        # bubblewrap and the launcher run as the daemon's user: only a fixed environment
+        # reaches them (the run's own is applied by the launcher once it has dropped).
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv(),

@@ -360,6 +360,14 @@ def _env(value: Any, field: str, source: str) -> dict[str, str]:
             raise ConfigError(
                 f"{field}.{key}", item, "LOOPBUS_* variables are the runner's own", source=source
             )
+        if key.startswith("LD_"):  # the dynamic loader's: code a check's tools would load
+            raise ConfigError(
+                f"{field}.{key}",
+                item,
+                "LD_* variables are refused (they load code into every program the check "
+                "starts); build the library into the tool instead",
+                source=source,
+            )
         if not isinstance(item, str):
             raise ConfigError(f"{field}.{key}", item, "env values are strings", source=source)
         env[key] = item
