@@ -33,7 +33,7 @@ from loopbus.schemas import Actor, Event, UnitTransitioned, project_subjects
 from loopbus.schemas.gates import GateResultRecorded
 from loopbus.schemas.merges import TrunkAdvanced
 from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import ReviewVerdict
+from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
 from loopbus.schemas.slices import (
     PlannedUnit,
     PlanSubmission,
@@ -190,6 +190,22 @@ def agent_runs(events: list[Event]) -> tuple[dict[str, int], dict[str, int]]:
     return builds, reviews
 
 
+def agent_phases(events: list[Event]) -> tuple[dict[str, float], dict[str, float]]:
+    """(dispatch -> commit report, review requested -> verdict) seconds per unit: the
+    builder's and the reviewer's turns, each holding one agent run and what the daemon
+    does around it (worktree, commit, copy of the head), timed between their events."""
+    marks: dict[type, dict[str, float]] = {}
+    for event in events:
+        if isinstance(event, UnitDispatched | CommitReport | ReviewRequested | ReviewVerdict):
+            marks.setdefault(type(event), {}).setdefault(event.unit, event.at.timestamp())
+
+    def between(start: type, end: type) -> dict[str, float]:
+        first, then = marks.get(start, {}), marks.get(end, {})
+        return {unit: then[unit] - first[unit] for unit in then if unit in first}
+
+    return between(UnitDispatched, CommitReport), between(ReviewRequested, ReviewVerdict)
+
+
 def raw_check(repo: Path) -> float:
     """The check command on trunk's files, started directly (best of three)."""
     best = float("inf")
@@ -225,6 +241,7 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
     total, gates, runs = measure(events)
     builds, reviews = agent_runs(events)
+    building, reviewing = agent_phases(events)
     closed = events[-1]
     assert isinstance(closed, SliceClosed)
     n = len(total)
@@ -250,6 +267,11 @@ def main() -> int:
         f"agent runs per unit (sandbox {args.sandbox}): median {median(builds.values()):.0f} "
         f"builder, {median(reviews.values()):.0f} reviewer; max "
         f"{max(builds.values())} and {max(reviews.values())}"
+    )
+    print(
+        f"builder's turn (dispatch -> commit report) per unit: median "
+        f"{median(building.values()):.2f}s; reviewer's turn (review requested -> verdict): "
+        f"median {median(reviewing.values()):.2f}s"
     )
     print(
         f"raw check run (no loopbus): {raw:.2f}s; one unit's gate runs cost "
