@@ -1,23 +1,35 @@
-"""What a sandbox adds to one agent run: start-up and teardown of a trivial command.
+"""What a sandbox adds to one agent run: start-up and teardown of a trivial agent.
 
-    python tests/benchmarks/bench_agent_sandbox.py [--runs 20] [--files 200]
+    python tests/benchmarks/bench_agent_sandbox.py [--runs 15] [--files 20 2000] [--python P]
 
-The command is ``python -I -c pass`` through the interpreter running this script, with a
-one-line stdin, in a worktree of ``--files`` small files. Each executor runs it ``--runs``
-times, one after another; the bare baseline (a plain subprocess, no sandbox) is measured
-in the same run, and each executor is printed as its median wall time per run and its
-ratio to the baseline's median. Executors that cannot run here (no Docker engine, no
-local executor yet) are named with the reason and skipped.
+The agent is what the shipped agents are, minus their work: loopbus's own interpreter
+(``sys.executable``, as ``python -m loopbus.scripted.builder`` finds it first on the agent's
+``PATH``) reading a one-line JSON brief from stdin, with the environment of
+:func:`agent_env` and loopbus's paths read-only, as :func:`run_agent` gives every agent.
 
-The container executor runs the test image of ``tests/agent_image.py`` (built locally,
-no registry) with the host's ``/usr`` and interpreter mounted read-only, as the tests do.
+Four ways to run it, each ``--runs`` times after one warm-up run, for each worktree size:
+
+* ``bare``: a plain subprocess, nothing hidden, nothing limited (the baseline);
+* ``local uid``: :class:`LocalExecutor` with ``namespaces=False`` (per-run uid, limits,
+  worktree lent and taken back; root only);
+* ``local bwrap``: :class:`LocalExecutor` with ``namespaces=True`` (the same, inside
+  bubblewrap's namespaces; what ``[agents] executor = "auto"`` picks without an image);
+* ``container``: :class:`ContainerExecutor` with the test image of ``tests/agent_image.py``
+  (built locally, no registry; the host's ``/usr`` and interpreter mounted read-only).
+
+Rounds are interleaved (one run of each way per round, in turn), so load from other work
+on the machine falls on every way alike; each way is printed as the median, min and max
+wall time per run and the ratio of its median to the bare median of the same worktree.
+The worktree is ``--files`` small files in folders of 100, as a checkout is laid out; the
+lending walks all of it twice per run. Load averages are printed before and after each
+worktree size. Ways that cannot run here are named with the reason and skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
+import os
 import statistics
 import sys
 import tempfile
@@ -27,10 +39,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: agent_image
 
-from agent_image import agent_python, ensure_agent_image, host_read_only
+from agent_image import ensure_agent_image, host_read_only
+from loopbus.workers.agents.container import ContainerExecutor
+from loopbus.workers.agents.environment import agent_env, loopbus_paths, outermost
+from loopbus.workers.agents.local import LocalExecutor
 from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxSpec
+from loopbus.workers.gates.executors import docker_reachable
 
 STDIN = b'{"brief": "nothing"}\n'
+AGENT = "import json, sys; json.load(sys.stdin)"
+PER_FOLDER = 100
+
+Run = Callable[[SandboxSpec], Awaitable[None]]
+
+
+class AgentFailed(Exception):
+    """The trivial agent did not exit 0 (its error output is the message)."""
 
 
 async def bare(spec: SandboxSpec) -> None:
@@ -43,79 +67,119 @@ async def bare(spec: SandboxSpec) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    await process.communicate(spec.stdin)
-    assert process.returncode == 0
+    _, err = await process.communicate(spec.stdin)
+    if process.returncode != 0:
+        raise AgentFailed(err.decode("utf-8", "replace").strip())
 
 
-def through(executor: SandboxExecutor) -> Callable[[SandboxSpec], Awaitable[None]]:
+def through(executor: SandboxExecutor) -> Run:
     async def run(spec: SandboxSpec) -> None:
         result = await executor.run(spec)
-        assert result.exit_code == 0 and not result.start_error, result
+        if result.exit_code != 0 or result.start_error:
+            why = result.start_error or result.stderr.decode("utf-8", "replace").strip()
+            raise AgentFailed(f"exit {result.exit_code}: {why}")
 
     return run
 
 
-async def executors(image: str | None) -> list[tuple[str, SandboxExecutor | None, str]]:
-    """(name, executor or None, why not) for every sandbox executor to measure."""
-    found: list[tuple[str, SandboxExecutor | None, str]] = []
-    from loopbus.workers.agents.container import ContainerExecutor
-
+async def ways(image: str | None) -> list[tuple[str, Run | None, str]]:
+    """(name, run or None, why not) for the baseline and every sandbox to measure."""
+    found: list[tuple[str, Run | None, str]] = [("bare subprocess", bare, "")]
+    for name, local in (
+        ("local uid only", LocalExecutor(namespaces=False)),
+        ("local bwrap", LocalExecutor(namespaces=True)),
+    ):
+        why = await local.available()
+        found.append((name, through(local) if why is None else None, why or ""))
     container = ContainerExecutor()
     why = await container.available()
-    found.append(("container", container if why is None and image else None, why or ""))
-    try:  # imported by name: the local executor may not be merged yet
-        local_module = importlib.import_module("loopbus.workers.agents.local")
-    except ImportError as exc:
-        found.append(("local", None, f"workers/agents/local.py not importable: {exc}"))
-    else:
-        local: SandboxExecutor = local_module.LocalExecutor()
-        why = await local.available()
-        found.append(("local", local if why is None else None, why or ""))
+    if why is None and image is None:
+        why = "the test image could not be built"
+    found.append(("container", through(container) if why is None else None, why or ""))
     return found
 
 
-async def timed(run: Callable[[SandboxSpec], Awaitable[None]], spec: SandboxSpec, n: int) -> float:
-    await run(spec)  # warm up: first-run costs (page cache, image layers) are not per run
-    times = []
+def worktree_of(root: Path, files: int) -> Path:
+    worktree = root / f"worktree-{files}"
+    for index in range(files):
+        folder = worktree / f"d{index // PER_FOLDER:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{index}.py").write_text("x = 1\n")
+    worktree.mkdir(exist_ok=True)
+    return worktree
+
+
+def load() -> str:
+    return "/".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+async def measure(runs: list[tuple[str, Run]], spec: SandboxSpec, n: int) -> dict[str, list[float]]:
+    """Seconds per run for each way, ``n`` interleaved rounds after one warm-up round; a
+    way whose warm-up run fails is named with its error and left out."""
+    working = []
+    for name, run in runs:
+        try:
+            await run(spec)  # first-run costs (page cache, image layers) are not per run
+        except AgentFailed as exc:
+            print(f"{name}: skipped: the agent failed: {exc}")
+        else:
+            working.append((name, run))
+    runs = working
+    times: dict[str, list[float]] = {name: [] for name, _ in runs}
     for _ in range(n):
-        started = time.perf_counter()
-        await run(spec)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for name, run in runs:
+            started = time.perf_counter()
+            await run(spec)
+            times[name].append(time.perf_counter() - started)
+    return times
 
 
-async def main(runs: int, files: int) -> None:
-    from loopbus.workers.gates.executors import docker_reachable
-
+async def main(n: int, sizes: list[int], python: str) -> None:
     image = await ensure_agent_image() if await docker_reachable() is None else None
+    found = await ways(image)
+    runnable = [(name, run) for name, run, _ in found if run is not None]
+    for name, run, why in found:
+        if run is None:
+            print(f"{name}: skipped: {why}")
     with tempfile.TemporaryDirectory() as scratch:
-        worktree = Path(scratch, "worktree")
-        worktree.mkdir()
-        for index in range(files):
-            Path(worktree, f"f{index}.py").write_text("x = 1\n")
-        spec = SandboxSpec(
-            argv=[agent_python(), "-I", "-c", "pass"],
-            stdin=STDIN,
-            worktree=worktree,
-            env={"PATH": "/usr/bin:/bin"},
-            timeout_s=120,
-            read_only=host_read_only(),
-            image=image,
-        )
-        baseline = await timed(bare, spec, runs)
-        print(f"{runs} runs each, median per run, worktree of {files} files")
-        print(f"{'bare subprocess':18} {baseline * 1000:8.1f} ms   1.0x")
-        for name, executor, why in await executors(image):
-            if executor is None:
-                print(f"{name:18} skipped: {why}")
-                continue
-            median = await timed(through(executor), spec, runs)
-            print(f"{name:18} {median * 1000:8.1f} ms {median / baseline:5.1f}x")
+        for files in sizes:
+            worktree = worktree_of(Path(scratch), files)
+            spec = SandboxSpec(
+                argv=[python, "-c", AGENT],
+                stdin=STDIN,
+                worktree=worktree,
+                env=agent_env({}),
+                timeout_s=120,
+                # outermost: the engine refuses the same path mounted twice
+                read_only=outermost(str(p) for p in (*loopbus_paths(), *host_read_only())),
+                image=image,
+            )
+            before = load()
+            times = await measure(runnable, spec, n)
+            print(
+                f"\nworktree of {files} files; {n} interleaved runs each; "
+                f"load average (1/5/15 min) {before} before, {load()} after"
+            )
+            print("| way | median | min | max | median vs bare | added per run |")
+            print("| --- | --- | --- | --- | --- | --- |")
+            baseline = statistics.median(times["bare subprocess"])
+            for name, values in times.items():
+                median = statistics.median(values)
+                print(
+                    f"| {name} | {median * 1000:.0f} ms | {min(values) * 1000:.0f} ms | "
+                    f"{max(values) * 1000:.0f} ms | {median / baseline:.2f}x | "
+                    f"{(median - baseline) * 1000:+.0f} ms |"
+                )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--files", type=int, nargs="+", default=[20, 2000])
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the agent's interpreter (default: loopbus's own, as the shipped agents run)",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.files))
+    asyncio.run(main(args.runs, args.files, args.python))

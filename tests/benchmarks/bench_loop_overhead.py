@@ -33,6 +33,7 @@ from loopbus.schemas import Actor, Event, UnitTransitioned, project_subjects
 from loopbus.schemas.gates import GateResultRecorded
 from loopbus.schemas.merges import TrunkAdvanced
 from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
 from loopbus.schemas.slices import (
     PlannedUnit,
     PlanSubmission,
@@ -64,7 +65,7 @@ print(json.dumps({"status": "completed", "summary": unit, "tokens": 1}))
 REVIEWER = 'import json, sys; json.load(sys.stdin); print(json.dumps({"verdict": "approve"}))\n'
 
 
-def project(root: Path, units: int) -> Path:
+def project(root: Path, units: int, agents: str = "") -> Path:
     """The generated repository: N stub modules, N pending criteria, committed on main."""
     repo_dir = root / PROJECT
     (repo_dir / "pkg").mkdir(parents=True)
@@ -90,7 +91,9 @@ def project(root: Path, units: int) -> Path:
         '[[check]]\nid = "boot"\ncommand = "python -c \'import pkg\'"\n\n'
         f'[build]\ncommand = "python {root / "agents" / "builder.py"}"\nroster = ["b1"]\n'
         f'mode = "long"\n\n[review]\ncommand = "python {root / "agents" / "reviewer.py"}"\n'
-        'roster = ["r1"]\n'
+        'roster = ["r1"]\n\n'
+        # The agents live outside the checkout: a sandboxed agent sees them only when named.
+        f'[agents]\nread_only = ["{root / "agents"}"]\n{agents}'
     )
     with Repo.init(str(repo_dir)) as repo:
         repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
@@ -174,6 +177,35 @@ def measure(events: list[Event]) -> tuple[dict[str, float], dict[str, float], di
     return total, gates, runs
 
 
+def agent_runs(events: list[Event]) -> tuple[dict[str, int], dict[str, int]]:
+    """(builder runs, reviewer runs) per unit: a commit report per builder run that
+    committed, a verdict per reviewer run."""
+    builds: dict[str, int] = {}
+    reviews: dict[str, int] = {}
+    for event in events:
+        if isinstance(event, CommitReport):
+            builds[event.unit] = builds.get(event.unit, 0) + 1
+        elif isinstance(event, ReviewVerdict):
+            reviews[event.unit] = reviews.get(event.unit, 0) + 1
+    return builds, reviews
+
+
+def agent_phases(events: list[Event]) -> tuple[dict[str, float], dict[str, float]]:
+    """(dispatch -> commit report, review requested -> verdict) seconds per unit: the
+    builder's and the reviewer's turns, each holding one agent run and what the daemon
+    does around it (worktree, commit, copy of the head), timed between their events."""
+    marks: dict[type, dict[str, float]] = {}
+    for event in events:
+        if isinstance(event, UnitDispatched | CommitReport | ReviewRequested | ReviewVerdict):
+            marks.setdefault(type(event), {}).setdefault(event.unit, event.at.timestamp())
+
+    def between(start: type, end: type) -> dict[str, float]:
+        first, then = marks.get(start, {}), marks.get(end, {})
+        return {unit: then[unit] - first[unit] for unit in then if unit in first}
+
+    return between(UnitDispatched, CommitReport), between(ReviewRequested, ReviewVerdict)
+
+
 def raw_check(repo: Path) -> float:
     """The check command on trunk's files, started directly (best of three)."""
     best = float("inf")
@@ -188,11 +220,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--sandbox",
+        choices=("auto", "none"),
+        default="auto",
+        help='"none" runs the agents unsandboxed ([agents] sandbox = "none"), for comparison',
+    )
     args = parser.parse_args()
     configure_logging("error")
     root = Path(tempfile.mkdtemp(prefix="loopbus-bench-"))
     try:
-        repo = project(root, args.units)
+        agents = 'sandbox = "none"\n' if args.sandbox == "none" else ""
+        repo = project(root, args.units, agents)
         started = time.perf_counter()
         events = asyncio.run(run_slice(root, repo, args.units, args.timeout))
         wall = time.perf_counter() - started
@@ -201,6 +240,8 @@ def main() -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     total, gates, runs = measure(events)
+    builds, reviews = agent_runs(events)
+    building, reviewing = agent_phases(events)
     closed = events[-1]
     assert isinstance(closed, SliceClosed)
     n = len(total)
@@ -221,6 +262,16 @@ def main() -> int:
     print(
         f"not gates (loop overhead + waiting in queues) per unit: median "
         f"{median(per_unit_overhead):.2f}s"
+    )
+    print(
+        f"agent runs per unit (sandbox {args.sandbox}): median {median(builds.values()):.0f} "
+        f"builder, {median(reviews.values()):.0f} reviewer; max "
+        f"{max(builds.values())} and {max(reviews.values())}"
+    )
+    print(
+        f"builder's turn (dispatch -> commit report) per unit: median "
+        f"{median(building.values()):.2f}s; reviewer's turn (review requested -> verdict): "
+        f"median {median(reviewing.values()):.2f}s"
     )
     print(
         f"raw check run (no loopbus): {raw:.2f}s; one unit's gate runs cost "
