@@ -23,7 +23,12 @@ from loopbus.workers.agents import container_sweep
 from loopbus.workers.agents.command import CommandResult, run_command
 from loopbus.workers.agents.config import AgentsConfig, RepoConfig
 from loopbus.workers.agents.container import ContainerExecutor
-from loopbus.workers.agents.environment import agent_env, interpreter_paths, loopbus_paths
+from loopbus.workers.agents.environment import (
+    agent_env,
+    interpreter_paths,
+    loopbus_paths,
+    outermost,
+)
 from loopbus.workers.agents.local import LocalExecutor
 from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxResult, SandboxSpec
 from loopbus.workers.agents.workspace import remove
@@ -76,11 +81,16 @@ async def run_agent(
         worktree=worktree,
         env=environment,
         timeout_s=timeout_s,
-        read_only=(
-            *loopbus_paths(),
-            *interpreter_paths(project_bin),
-            *(Path(p) for p in agents.read_only),
-            *read_only,
+        # Once each, nested ones dropped: the project's interpreter is often loopbus's own,
+        # and an engine refuses a path mounted twice.
+        read_only=outermost(
+            str(p)
+            for p in (
+                *loopbus_paths(),
+                *interpreter_paths(project_bin),
+                *(Path(p) for p in agents.read_only),
+                *read_only,
+            )
         ),
         writable=tuple(Path(p) for p in agents.writable),
         limits=agents.limits(),
