@@ -61,11 +61,16 @@ async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
     folder: Path, tmp_path: Path
 ) -> None:
     """``python -m loopbus…`` resolves to loopbus's interpreter and imports its packages
-    inside the sandbox; the read-only copy it runs in stays unwritable."""
+    inside the sandbox; the read-only copy it runs in is readable (made under ``up``'s
+    umask 077) and stays unwritable."""
     repo, head = commit_files(tmp_path / "repo", {"src/app.py": "x=1\n"})
     copy = folder / "tree"
     copy.mkdir()
-    read_only_copy(repo, head, copy)
+    old_umask = os.umask(0o077)  # as `loopbus up` runs its daemons: the copy is made 0600
+    try:
+        read_only_copy(repo, head, copy)
+    finally:
+        os.umask(old_umask)
     result = await run_agent(
         parse(TOML, repo=str(repo)),
         [

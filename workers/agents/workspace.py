@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -43,7 +42,10 @@ def read_only_copy(repo: str | Path, head: str, dest: Path) -> int:
         for name in files:
             target = Path(root, name)
             if not target.is_symlink():
-                target.chmod(stat.S_IMODE(target.stat().st_mode) & 0o555)
+                # Readable by everyone, whatever the checkout's umask made it (loopbus up runs
+                # with 077): the agent's uid owns nothing here and must still read it.
+                executable = target.stat().st_mode & 0o111
+                target.chmod(0o555 if executable else 0o444)
             if as_root:
                 os.lchown(target, NOBODY, NOBODY)
         for name in dirs:
