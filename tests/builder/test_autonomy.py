@@ -35,6 +35,9 @@ def choice(question: str, *summaries: str, autonomy: str | None = "safe") -> Nov
         pytest.param("config?", ("point it at the prod database", "staging"), id="prod"),
         pytest.param("history?", ("force-push the branch", "merge"), id="force-push"),
         pytest.param("tmp files?", ("rm -rf build/", "leave them"), id="rm-rf"),
+        pytest.param("orders?", ("remove the orders table", "keep"), id="remove-table"),
+        pytest.param("fixtures?", ("reset the database first", "reuse it"), id="reset-db"),
+        pytest.param("import?", ("overwrite the existing records", "merge"), id="overwrite"),
     ],
 )
 def test_a_choice_that_destroys_migrates_or_reaches_production_is_irreversible(
@@ -53,6 +56,7 @@ def test_a_choice_that_destroys_migrates_or_reaches_production_is_irreversible(
         pytest.param("cache size?", ("128 entries", "1024 entries"), "safe", id="tuning"),
         pytest.param("an index on email?", ("add it", "not yet"), "decision", id="index"),
         pytest.param("dropdown or list?", ("a dropdown menu", "a list"), "safe", id="dropdown"),
+        pytest.param("the old button?", ("remove the button", "hide it"), "safe", id="remove-ui"),
     ],
 )
 def test_an_ordinary_choice_keeps_the_class_its_builder_stated(

@@ -274,6 +274,11 @@ def test_the_allowed_config_edits_and_the_refused_ones() -> None:
         "t/b.py::y cleared, but it is not one of this unit's criteria"
     ]
     assert "edited (command)" in refused(config_changes(trunk, edited, ()))[0].detail
+    # A check with an image runs outside the agent sandbox: only an operator adds one.
+    imaged = added.replace('command = "true"\n', 'command = "true"\nimage = "any:latest"\n')
+    assert [c.detail for c in refused(config_changes(trunk, imaged, ["t/a.py::x"]))] == [
+        "added with an image; a unit may add host checks, an operator adds images"
+    ]
     pyproject = {"base": b"[tool.pytest.ini_options]\naddopts = ''\n",
                  "head": b"[tool.pytest.ini_options]\naddopts = '-k nothing'\n"}  # fmt: skip
     found = breaches(

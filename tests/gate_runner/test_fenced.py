@@ -5,12 +5,13 @@ checkout and loopbus's interpreter (a pytest gate passes as before)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from loopbus.workers.gates.fenced import FencedExecutor
+from loopbus.workers.gates.fenced import FencedExecutor, _only_plain_files
 from loopbus.workers.gates.runner import GateRunner
 
 # What a hostile test tries from inside a check: each line prints what it could reach.
@@ -93,3 +94,18 @@ async def test_the_same_probe_reaches_them_without_the_sandbox(
     shared = tmp_path / "repo" / ".git"
     outcome = await _probe(git, make_runner, project, [secret, sibling, shared], fenced=False)
     assert outcome == "fail"
+
+
+def test_links_and_fifos_in_the_report_folder_are_dropped_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """The report folder is writable by the run: a FIFO named as the status file would
+    block the runner's read for ever, a link would make it read what the run chose
+    (``/dev/zero``). Both go before anything reads the folder; plain files stay."""
+    out = tmp_path / "out"
+    (out / "home").mkdir(parents=True)
+    os.mkfifo(out / "status.json")
+    (out / "pytest-report.json").symlink_to("/dev/zero")
+    (out / "stdout").write_text("kept")
+    _only_plain_files(out)
+    assert sorted(p.name for p in out.iterdir()) == ["home", "stdout"]

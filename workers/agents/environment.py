@@ -85,7 +85,9 @@ def interpreter_paths(python_bin: str | None) -> tuple[Path, ...]:
     if not python_bin:
         return ()
     folder = Path(python_bin)
-    found = [folder.parent]
+    # A virtual environment's root (its pyvenv.cfg says so) holds its site-packages; any
+    # other folder is shown alone: the parent of ~/bin is a home folder.
+    found = [folder.parent if (folder.parent / "pyvenv.cfg").exists() else folder]
     for name in ("python", "python3"):
         candidate = folder / name
         if candidate.exists():

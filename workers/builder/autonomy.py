@@ -23,7 +23,9 @@ IRREVERSIBLE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (what, re.compile(pattern, re.IGNORECASE))
     for what, pattern in (
         ("deletes data", r"\b(delet(e|es|ed|ing|ion)|purg(e|es|ed|ing)|eras(e|es|ed|ing)"
-         r"|wip(e|es|ed|ing)|destroy(s|ed|ing)?|shred(s|ded|ding)?)\b|\brm\s+-[a-z]*[rf]"),
+         r"|wip(e|es|ed|ing)|destroy(s|ed|ing)?|shred(s|ded|ding)?)\b|\brm\s+-[a-z]*[rf]"
+         r"|\b(remov(e|es|ed|ing)|clear(s|ed|ing)?|reset(s|ting)?|overwrit(e|es|ing|ten)"
+         r"|empt(y|ies|ied|ying))\b.{0,40}\b(table|database|db|data|records|rows|bucket)s?\b"),
         ("drops or truncates", r"\b(drop(s|ped|ping)?|truncat(e|es|ed|ing))\b"),
         ("migrates", r"\bmigrat(e|es|ed|ing|ion|ions)\b|\balter\s+table\b|\bschema\s+change"),
         ("touches production", r"\bprod(uction)?\b|\blive\s+(users?|data|database|traffic)\b"

@@ -18,6 +18,7 @@ checks before (docs/security.md says what that leaves open).
 
 from __future__ import annotations
 
+import stat
 import sys
 import time
 from pathlib import Path
@@ -80,6 +81,7 @@ class FencedExecutor:
             )
         )
         duration = time.monotonic() - started
+        _only_plain_files(spec.outdir)
         if result.start_error is not None:
             return RunOutput("subprocess", duration, start_error=f"sandbox: {result.start_error}")
         if result.timed_out:
@@ -94,3 +96,15 @@ class FencedExecutor:
         return _finished(
             _read_status(status_file), result.exit_code, duration, result.stdout, result.stderr
         )
+
+
+def _only_plain_files(outdir: Path) -> None:
+    """The run's uid could write the report folder: a link (to ``/dev/zero``, to another
+    file) or a FIFO there would make the parsers read forever or read what the run chose.
+    Before anything reads it, every entry that is not a plain file or folder goes."""
+    for entry in outdir.iterdir():
+        info = entry.lstat()
+        if stat.S_ISLNK(info.st_mode) or not (
+            stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)
+        ):
+            entry.unlink()

@@ -172,8 +172,15 @@ def _check_changes(
             else:
                 detail = f"{node} cleared, but it is not one of this unit's criteria"
                 changes.append(ConfigChange(f"{field}.pending", detail, False))
-    for check_id in new:
-        if check_id not in old:
+    for check_id, table in new.items():
+        if check_id in old:
+            continue
+        if table.get("image") is not None:
+            # A containerised check runs outside the agent sandbox, in an image the unit
+            # would choose, with the engine's defaults (network included).
+            detail = "added with an image; a unit may add host checks, an operator adds images"
+            changes.append(ConfigChange(f"check {check_id!r}", detail, False))
+        else:
             changes.append(ConfigChange(f"check {check_id!r}", "added", True))
     return changes
 
