@@ -255,7 +255,9 @@ def repository(root: Path, executor: str, port: int) -> Path:
     read_only = [str(tools)]
     if executor == "container":
         agents.append(f'image = "{agent_image_or_skip()}"')
-        read_only += [str(p) for p in host_read_only()]
+        # /usr for the image's merged links; the interpreter's prefix the runner already
+        # shows (the engine refuses the same mount point twice)
+        read_only += [str(p) for p in host_read_only() if p != Path(sys.base_prefix)]
     if os.environ.get("LOOPBUS_HOSTILE_UNSANDBOXED"):
         agents.append('sandbox = "none"')  # the check that these tests can fail
     agents.append(f"read_only = {json.dumps(read_only)}")
