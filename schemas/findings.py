@@ -58,6 +58,7 @@ FindingClass = Literal[
     "trunk-tampered",  # trunk moved outside the merger red, or changing the gate config
     "decision-needed",  # a builder's novel decision waits for the operator
     "builder-failure",  # a builder command gave no valid envelope, or asked to stop
+    "sandbox-breach",  # the agent sandbox stopped a command at a limit (timeout, cpu, memory)
 ]
 FINDING_CLASSES: tuple[FindingClass, ...] = (
     "defect",
@@ -82,6 +83,7 @@ FINDING_CLASSES: tuple[FindingClass, ...] = (
     "trunk-tampered",
     "decision-needed",
     "builder-failure",
+    "sandbox-breach",
 )
 
 

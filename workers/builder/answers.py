@@ -70,6 +70,34 @@ def problem_finding(round_: Round, message: str, *, salt: str) -> FindingRaised:
     )
 
 
+def breach_finding(
+    round_: Round, breaches: tuple[str, ...], executor: str, *, attempt: int
+) -> FindingRaised:
+    """A builder run the sandbox saw hit one of its limits (``[agents]``: timeout, cpu,
+    memory): the executor's observation, not the agent's word, so a command cannot hide it
+    by what it prints. One per run (``attempt`` 1 or 2 of the round)."""
+    named = ", ".join(breaches)
+    return FindingRaised(
+        id=round_.id(f"sandbox-breach-{attempt}"),
+        project=round_.project,
+        actor=round_.system,
+        producer="builder",
+        target=RecordTarget(id=round_.trigger),
+        severity="medium",
+        criterion="agent-limits",
+        cls="sandbox-breach",
+        message=(
+            f"builder {round_.builder.principal} on unit {round_.unit}: the {executor} "
+            f"sandbox stopped its command at its limit ({named}); raise [agents] limits in "
+            "loopbus.toml only if the work needs them"
+        ),
+        unit=round_.unit,
+        slice=round_.slice or None,
+        owner=f"builder:{round_.unit}",
+        evidence={"breaches": list(breaches), "executor": executor, "attempt": attempt},
+    )
+
+
 def gave_up(round_: Round, why: str) -> GaveUpReport:
     return GaveUpReport(
         id=round_.id("gave-up"),

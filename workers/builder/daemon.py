@@ -34,8 +34,8 @@ import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.projections import builds, convergence, findings, units
-from loopbus.projections.intents import Effect, Intent
-from loopbus.schemas import Actor
+from loopbus.projections.intents import Effect, Intent, PublishBatch
+from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
 from loopbus.workers.agents import unsandboxed
@@ -109,11 +109,19 @@ class Builder(Daemon):
         # 0711: the round's uid may pass through to the worktree it is lent, not list.
         folder = await asyncio.to_thread(workdir, "loopbus-build-", mode=0o711)
         where = folder / "tree"
+        # What the sandbox saw each run hit (its observation, not the agent's word).
+        breached: list[Event] = []
         try:
             first_problem: str | None = None
             while True:
                 await asyncio.to_thread(worktree.prepare, repo, start, where)
                 result = await self._run(config, brief, where, builder)
+                if result.breaches:
+                    breached.append(
+                        answers.breach_finding(
+                            round_, result.breaches, result.executor, attempt=len(breached) + 1
+                        )
+                    )
                 outcome = _envelope(result, config.build.timeout_s)
                 if isinstance(outcome, BuildEnvelope):
                     break
@@ -121,7 +129,10 @@ class Builder(Daemon):
                     "build.malformed", unit=unit, problem=outcome, retried=bool(first_problem)
                 )
                 if first_problem is not None:
-                    return [answers.failed_twice(round_, first_problem, outcome)]
+                    return [
+                        *_published(breached),
+                        answers.failed_twice(round_, first_problem, outcome),
+                    ]
                 first_problem = outcome
                 brief = msgspec.structs.replace(brief, problem=outcome)
             sha: str | None = None
@@ -138,7 +149,10 @@ class Builder(Daemon):
         finally:
             await asyncio.to_thread(remove, folder)
         log.info("build.answered", unit=unit, status=outcome.status, sha=sha)
-        return answers.answered(round_, outcome, config.build, sha=sha, first_problem=first_problem)
+        return [
+            *_published(breached),
+            *answers.answered(round_, outcome, config.build, sha=sha, first_problem=first_problem),
+        ]
 
     async def _run(
         self, config: RepoConfig, brief: Brief, where: Path, builder: Actor
@@ -180,6 +194,10 @@ class Builder(Daemon):
             except Exception as exc:  # a missed beat is not the round's failure
                 log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
             await asyncio.sleep(self.heartbeat_s)
+
+
+def _published(events: list[Event]) -> list[Intent]:
+    return [PublishBatch(tuple(events))] if events else []
 
 
 def _envelope(result: CommandResult, timeout_s: float) -> BuildEnvelope | str:
