@@ -56,7 +56,12 @@ async def loop(url: str, project: str, tmp_path: Path, verdict: dict[str, Any]) 
 ]:  # fmt: skip
     """The three daemons on a long-mode project whose builder auto-picks ``rounding`` and
     whose reviewer answers ``verdict``; yields both agents and the trunk's base commit."""
-    builder = ScriptedBuilder(tmp_path / "builder")
+    # pytest's temporary folders are private to root; the agents run with uids of their
+    # own, so their scripts and logs live in folders they can reach (the sandbox shows
+    # them the parent of each script's folder: reviewkit.sandbox_for).
+    builder_home = Path(tempfile.mkdtemp(prefix="loopbus-agent-"))
+    builder_home.chmod(0o777)
+    builder = ScriptedBuilder(builder_home / "builder")
     builder.plan(
         [
             {"stdout": {"status": "completed", "novel_decisions": [ROUNDING]}},
@@ -64,8 +69,6 @@ async def loop(url: str, project: str, tmp_path: Path, verdict: dict[str, Any]) 
             {"write": RAW},
         ]
     )
-    # pytest's temporary folders are private to root; a reviewer dropped to `nobody` must
-    # reach its script and log (as reviews/conftest.py's agent_dir does).
     shared = Path(tempfile.mkdtemp(prefix="loopbus-agent-"))
     shared.chmod(0o777)
     reviewer = Scripted(shared)
@@ -87,6 +90,7 @@ async def loop(url: str, project: str, tmp_path: Path, verdict: dict[str, Any]) 
         for bus in buses:
             await bus.close()
         shutil.rmtree(shared, ignore_errors=True)
+        # builder_home stays: the tests read the builder's briefs after the daemons stop.
 
 
 async def dispatch(bus: Bus, project: str, unit: str, base: str) -> None:
