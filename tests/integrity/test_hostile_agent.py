@@ -11,6 +11,7 @@ the CLI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -90,12 +91,14 @@ class Loop:
             await bus.close()
 
 
-@pytest.fixture(scope="module")
-def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
-    data_dir = tmp_path_factory.mktemp("hostile") / "data"
+@contextlib.contextmanager
+def running_up(data_dir: Path, *args: str, port: int | None = None) -> Iterator[Loop]:
+    """A real ``loopbus up`` on ``data_dir`` (plus ``args``), as an operator starts it
+    with no ``LOOPBUS_*`` of this process's; stopped afterwards."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    argv = ["up", *args, "--data-dir", str(data_dir), "--port", str(port or free_port())]
     process = subprocess.Popen(
-        [*LOOPBUS, "up", "--data-dir", str(data_dir), "--port", str(free_port()), "--no-web"],
+        [*LOOPBUS, *argv, "--no-web"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -119,6 +122,12 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
+    with running_up(tmp_path_factory.mktemp("hostile") / "data") as started:
+        yield started
 
 
 async def raw_agent(loop: Loop) -> Any:

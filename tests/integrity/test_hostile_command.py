@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -35,7 +34,7 @@ import pytest
 from agent_image import agent_image_or_skip, host_read_only
 from dulwich import porcelain
 from dulwich.repo import Repo
-from integrity.test_hostile_agent import LOOPBUS, WAIT_S, Loop
+from integrity.test_hostile_agent import WAIT_S, Loop, running_up
 from integrity.test_hostile_decisions import dispatch
 from loopbus.bus import free_port
 from loopbus.schemas import FindingRaised, UnitTransitioned
@@ -295,30 +294,10 @@ def loop(
     port = free_port()
     repo = repository(root, executor, port)
     sibling = decoy(root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
-    process = subprocess.Popen(
-        [*LOOPBUS, "up", "--repo", str(repo), "--data-dir", str(root / "data"),
-         "--port", str(port), "--no-web"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    lines, url = [], None
-    for line in process.stdout:
-        lines.append(line)
-        if url is None and "NATS with JetStream at " in line:
-            url = line.split(" at ")[1].split()[0]
-        if "press Ctrl-C to stop" in line:
-            break
-    assert url is not None and process.poll() is None, "".join(lines)
     try:
-        yield Loop(process, url, root / "data")
+        with running_up(root / "data", "--repo", str(repo), port=port) as started:
+            yield started
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
         shutil.rmtree(sibling, ignore_errors=True)
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +19,8 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
-from integrity.test_hostile_agent import LOOPBUS, WAIT_S, Loop, raw_agent
-from loopbus.bus import connect_once, free_port
+from integrity.test_hostile_agent import WAIT_S, Loop, raw_agent, running_up
+from loopbus.bus import connect_once
 from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned, encode_event, subject_of
 from loopbus.schemas.builds import DecisionOption
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
@@ -71,30 +69,8 @@ def repository(folder: Path) -> Path:
 def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
     root = tmp_path_factory.mktemp("hostile-decisions")
     repo = repository(root / "repo")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
-    process = subprocess.Popen(
-        [*LOOPBUS, "up", "--repo", str(repo), "--data-dir", str(root / "data"),
-         "--port", str(free_port()), "--no-web"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    lines, url = [], None
-    for line in process.stdout:
-        lines.append(line)
-        if url is None and "NATS with JetStream at " in line:
-            url = line.split(" at ")[1].split()[0]
-        if "press Ctrl-C to stop" in line:
-            break
-    assert url is not None and process.poll() is None, "".join(lines)
-    try:
-        yield Loop(process, url, root / "data")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with running_up(root / "data", "--repo", str(repo)) as started:
+        yield started
 
 
 async def dispatch(loop: Loop, unit: str) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 
 import nats
 import pytest
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect_once, free_port, read
+from integrity.test_hostile_agent import running_up
+from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect_once, read
 from loopbus.bus.creds import default_file, load_credential
 from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.reports import HeartbeatReport, StartedReport, encode_heartbeat
@@ -42,33 +43,8 @@ BEAT_SUBJECT = f"$KV.{HEARTBEAT_BUCKET}.{key_of(P, 'U1')}"
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A running ``loopbus up`` with a short lapse: (its NATS URL, its data directory)."""
     data_dir = tmp_path_factory.mktemp("beats") / "data"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
-    argv = ["up", "--data-dir", str(data_dir), "--port", str(free_port()), "--no-web"]
-    process = subprocess.Popen(
-        [*LOOPBUS, *argv, "--heartbeat-lapse", LAPSE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    lines, url = [], None
-    for line in process.stdout:
-        lines.append(line)
-        if url is None and "NATS with JetStream at " in line:
-            url = line.split(" at ")[1].split()[0]
-        if "press Ctrl-C to stop" in line:
-            break
-    assert url is not None and process.poll() is None, "".join(lines)
-    try:
-        yield url, data_dir
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with running_up(data_dir, "--heartbeat-lapse", LAPSE) as started:
+        yield started.url, data_dir
 
 
 async def as_role(up: tuple[str, Path], role: Any) -> Bus:
