@@ -49,12 +49,16 @@ else:
 def repository(folder: Path) -> Path:
     """A repository whose trunk configures a builder that asks one decision (normal mode)."""
     folder.mkdir(parents=True)
-    builder = folder.parent / "builder.py"
+    # The builder's script lives outside the repository; the sandbox shows it read-only.
+    tools = folder.parent / "tools"
+    tools.mkdir()
+    builder = tools / "builder.py"
     builder.write_text(BUILDER)
     config = (
         f'[project]\nid = "{P}"\n\n[[check]]\nid = "ok"\ncommand = "true"\nparser = "exit-code"\n'
         f"\n[build]\ncommand = {json.dumps(f'{sys.executable} {builder}')}\n"
         'roster = ["b1"]\ntimeout = 60\nmode = "normal"\n'
+        f"\n[agents]\nread_only = {json.dumps([str(tools)])}\n"
     )
     (folder / "loopbus.toml").write_text(config)
     (folder / "app.py").write_text("ROUNDING = None\n")
