@@ -3,8 +3,12 @@ finding resolving when trunk is green again."""
 
 from __future__ import annotations
 
+import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from loopbus.schemas import Actor, FindingRaised, FindingResolved, parse_target
 from loopbus.schemas.merges import CandidateTested, TrunkRecheck
 from merger_scene import Scene
@@ -19,12 +23,21 @@ def config(project: str, marker: Path) -> str:
     )
 
 
+@pytest.fixture
+def marker() -> Iterator[Path]:
+    """An input outside the repository that a check can see: a file in the interpreter's
+    environment, as a package installed there would be (checks run in the agent sandbox,
+    which shows the interpreter's environment and not the rest of the host)."""
+    path = Path(sys.prefix) / f"loopbus-recheck-{uuid.uuid4().hex}"
+    yield path
+    path.unlink(missing_ok=True)
+
+
 async def test_recheck_gates_trunk_again_and_green_resolves_the_red_finding(
-    scene: Scene, tmp_path: Path
+    scene: Scene, marker: Path
 ) -> None:
     """Trunk red for a reason outside git: an operator's recheck runs its checks again past
     the cache, and trunk green again resolves the red-trunk finding."""
-    marker = tmp_path / "installed"
     base = scene.repo.commit(None, {"loopbus.toml": config(scene.project, marker)})
     scene.repo.set_trunk(base)
     await scene.start()
@@ -44,12 +57,11 @@ async def test_recheck_gates_trunk_again_and_green_resolves_the_red_finding(
 
 
 async def test_a_trunk_run_s_gate_findings_resolve_when_their_check_passes_on_trunk(
-    scene: Scene, tmp_path: Path
+    scene: Scene, marker: Path
 ) -> None:
     """The failing check's own finding from the red trunk run (not only the red-trunk
     notice) is resolved once that check passes on trunk; an operator's gate finding about
     a commit that never was trunk is left alone."""
-    marker = tmp_path / "installed"
     base = scene.repo.commit(None, {"loopbus.toml": config(scene.project, marker)})
     elsewhere = scene.repo.commit(base, {"notes.txt": "not on trunk"})
     scene.repo.set_trunk(base)
