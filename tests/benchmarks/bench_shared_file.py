@@ -242,14 +242,18 @@ class Figures:
     def __init__(self, events: list[Event]) -> None:
         self.dispatched: dict[str, float] = {}
         self.ended: dict[str, tuple[str, float]] = {}  # unit -> (terminal state, when)
-        self.state: dict[str, str] = {}
+        self.last: dict[str, str] = {}  # unit -> its last transition, said
         self.rounds: Counter[str] = Counter()  # builder answers: commit, gave up, blocked
         self.reviews: Counter[str] = Counter()
         self.conflicts: Counter[str] = Counter()
         self.why: Counter[str] = Counter()  # how failed units ended
         self.closed: SliceClosed | None = None
+        self.kinds: dict[str, list[str]] = {}  # unit -> the kinds of its events, in order
         for event in events:
             self._add(event)
+            unit = getattr(event, "unit", None)
+            if isinstance(unit, str):
+                self.kinds.setdefault(unit, []).append(event.kind)
 
     def _add(self, event: Event) -> None:
         match event:
@@ -262,7 +266,8 @@ class Figures:
             case MergeConflicted():
                 self.conflicts[event.unit] += 1
             case UnitTransitioned():
-                self.state[event.unit] = event.state
+                block = f" ({event.block.reason} {event.block.subject})" if event.block else ""
+                self.last[event.unit] = f"{event.state} by {event.by}{block}"
                 if event.state in ("done", "failed", "lost"):
                     self.ended[event.unit] = (event.state, event.at.timestamp())
                     if event.state != "done" and event.outcome is not None:
@@ -303,6 +308,13 @@ def report(figures: Figures, units: int, closed: bool, wall: float, raw: float) 
     )
     for why, count in figures.why.most_common():
         print(f"  {count} x {why}")
+    for unit in open_units:
+        print(
+            f"  open {unit}: {figures.last.get(unit, 'dispatched')}; builder rounds "
+            f"{figures.rounds[unit]}, reviews {figures.reviews[unit]}, merge conflicts "
+            f"{figures.conflicts[unit]}; its last events: "
+            f"{', '.join(figures.kinds.get(unit, [])[-6:])}"
+        )
     rounds = [figures.rounds[u] for u in figures.dispatched]
     print(
         f"builder rounds: {sum(rounds)} in all, per unit median "
