@@ -56,21 +56,17 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import structlog
-from loopbus.workers.agents import cgroups, uids
+from loopbus.workers.agents import cgroups, streams, uids
 from loopbus.workers.agents.bwrap import Bubblewrap
 from loopbus.workers.agents.cgroups import RunGroup
 from loopbus.workers.agents.lending import Owner, hand_tree, owner_of, take_back
 from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
 from loopbus.workers.agents.uids import DEFAULT_UIDS, LAUNCHER, LOCK_DIR, Lease, NoFreeUid
-from loopbus.workers.gates.executors import OUTPUT_CAP
 
 log = structlog.get_logger()
-T = TypeVar("T")
 
-EXIT_POLL_S = 0.05
 UNSET = -1
 """A limit the launcher leaves alone (the run's control group holds it)."""
 
@@ -183,7 +179,7 @@ class LocalExecutor:
         try:
             return await run.go(started)
         finally:
-            await _unstoppable(asyncio.to_thread(run.finish))
+            await streams.unstoppable(asyncio.to_thread(run.finish))
 
     def group(self, spec: SandboxSpec, uid: int | None) -> RunGroup | None:
         """The run's control group, or ``None`` (why, said once) when none can be made."""
@@ -284,9 +280,9 @@ class _Run:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return _not_started(f"{spec.argv[0]}: {reason}", started)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        out = asyncio.ensure_future(_drain(proc.stdout))
-        err = asyncio.ensure_future(_drain(proc.stderr))
-        feed = asyncio.ensure_future(_feed(proc.stdin, spec.stdin))
+        out = asyncio.ensure_future(streams.drain(proc.stdout))
+        err = asyncio.ensure_future(streams.drain(proc.stderr))
+        feed = asyncio.ensure_future(streams.feed(proc.stdin, spec.stdin))
         try:
             await asyncio.wait_for(self._until_done(proc, out, err), spec.timeout_s)
         except TimeoutError:
@@ -324,8 +320,8 @@ class _Run:
     async def _until_done(
         self, proc: asyncio.subprocess.Process, out: Awaitable[bytes], err: Awaitable[bytes]
     ) -> None:
-        pipes = asyncio.ensure_future(_both(out, err))
-        exited = asyncio.ensure_future(_exited(proc))
+        pipes = asyncio.ensure_future(streams.both(out, err))
+        exited = asyncio.ensure_future(streams.exited(proc))
         try:
             await asyncio.wait([pipes, exited], return_when=asyncio.FIRST_COMPLETED)
             if not pipes.done():
@@ -382,53 +378,5 @@ class _Run:
             uids.release(self.lease)
 
 
-async def _both(out: Awaitable[bytes], err: Awaitable[bytes]) -> None:
-    await asyncio.gather(out, err)
-
-
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Until the command's own process has exited (``proc.wait()`` also waits for its
-    output pipes, which a child it left behind may hold open forever)."""
-    while proc.returncode is None:
-        await asyncio.sleep(EXIT_POLL_S)
-
-
 def _not_started(reason: str, started: float) -> SandboxResult:
     return SandboxResult("local", None, b"", b"", time.monotonic() - started, start_error=reason)
-
-
-async def _drain(stream: asyncio.StreamReader) -> bytes:
-    """Everything the stream says, up to ``OUTPUT_CAP`` bytes kept (the rest is read and
-    dropped, so a command that prints without end cannot fill the daemon's memory)."""
-    kept = bytearray()
-    while chunk := await stream.read(1 << 16):
-        if len(kept) < OUTPUT_CAP:
-            kept += chunk[: OUTPUT_CAP - len(kept)]
-    return bytes(kept)
-
-
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the command did not read all of it: its answer says what it made of that
-    finally:
-        stdin.close()
-
-
-async def _unstoppable(work: Awaitable[T]) -> T:
-    """Await ``work`` to its end even when cancelled meanwhile (then cancel after)."""
-    task = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
-            break
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return result
