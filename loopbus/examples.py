@@ -74,6 +74,7 @@ EXAMPLES: dict[str, list[str]] = {
     "decide": [
         "loopbus decide --project demo --unit U2 --decision rounding --choose cents",
         "loopbus decide --unit U2 --decision rounding --choose raw --why 'speed first' --wait 10",
+        "loopbus decide --unit U3 --decision currency --confirm",
     ],
     "tail": [
         "loopbus tail",

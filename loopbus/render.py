@@ -273,15 +273,23 @@ def render_builds(state: Any, sizes: Sizes = _NONE) -> list[str]:
     waiting = [f"{u}:{d}" for u, b in state.units.items() for d in b.awaiting]
     recorded = sum(len(b.decisions) for b in state.units.values())
     picks = [(u, p) for u, b in state.units.items() for p in b.picks.values()]
-    unseen = [f"{u}:{p.decision_id}" for u, p in picks if p.unseen()]
-    return [
+    unseen = [(u, p.decision_id) for u, p in picks if p.unseen()]
+    lines = [
         f"builds: {sizes.get('units', len(state.units))} units dispatched, "
         f"{len(owing)} owing a round" + (f" ({', '.join(owing)})" if owing else ""),
         f"  decisions: {recorded} recorded, {len(waiting)} waiting on the operator"
         + (f" ({', '.join(waiting)})" if waiting else ""),
-        f"  auto-picked: {len(picks)}, {len(unseen)} not seen by a reviewer yet"
-        + (f" ({', '.join(unseen)})" if unseen else ""),
+        f"  auto-picked: {len(picks)}, {len(unseen)} not seen by a second principal yet"
+        + (f" ({', '.join(f'{u}:{d}' for u, d in unseen)})" if unseen else ""),
     ]
+    if unseen:
+        unit, decision = unseen[0]
+        lines.append(
+            "    a unit with an unseen auto pick does not merge until a reviewer sees it or "
+            f"the operator confirms it: loopbus decide --unit {unit} --decision {decision} "
+            "--confirm"
+        )
+    return lines
 
 
 RENDERERS: dict[str, StateRenderer] = {

@@ -143,19 +143,26 @@ def _print_decisions(unit: str, decisions: dict[str, Any]) -> None:
         )
     for pick in decisions["auto_picked"]:
         print(f"  auto-picked {pick['decision_id']} = {pick['chosen']} "
-              f"(class {pick['autonomy'] or 'unknown'}): {seen_text(pick)}")  # fmt: skip
+              f"(class {pick['autonomy'] or 'unknown'}): {seen_text(unit, pick)}")  # fmt: skip
 
 
-def seen_text(pick: dict[str, Any]) -> str:
-    """Which second principal has seen an auto pick, and what became of it."""
+def seen_text(unit: str, pick: dict[str, Any]) -> str:
+    """Which second principal has seen an auto pick, and what became of it; unseen, that
+    it holds the unit's merge and how to release it."""
     parts = [f"seen by {', '.join(pick['seen_by'])}" if pick["seen_by"] else ""]
     if pick["escalated_by"]:
         parts.append(f"sent to the operator by {pick['escalated_by']}")
     if pick["settled_by"]:
         parts.append(f"settled by {pick['settled_by']}")
+    if pick.get("confirmed_by"):
+        parts.append(f"confirmed by {pick['confirmed_by']}")
     if not any(parts):
-        waiting = "in review" if pick["reviews"] else "waits for the next review"
-        parts.append(f"not seen by a second principal yet ({waiting})")
+        waiting = "in review" if pick["reviews"] else "no review has carried it"
+        parts.append(
+            f"not seen by a second principal yet ({waiting}): it holds the unit's merge "
+            f"until a reviewer sees it or the operator confirms it with loopbus decide "
+            f"--unit {unit} --decision {pick['decision_id']} --confirm"
+        )
     return "; ".join(p for p in parts if p)
 
 

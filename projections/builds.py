@@ -24,7 +24,11 @@ Every decision ``long`` mode picked alone is an *auto pick*: it goes into the in
 the unit's next review (the picks not yet seen are attached to the ``review.requested``
 fact that follows), is *seen* by the reviewer whose verdict on that request the system
 accepts, and may be sent to the operator by that reviewer (a ``decision.requested`` fact
-with ``escalated_by``), which re-opens it as an operator decision.
+with ``escalated_by``), which re-opens it as an operator decision. An operator may also
+confirm an auto pick nothing waits on (a ``decision.choice`` of the option it picked).
+Until a reviewer has seen it, a reviewer has escalated it, an operator's record has
+replaced it or an operator has confirmed it, a pick is *unseen*, and the merger does not
+merge its unit (:func:`unseen_picks`).
 """
 
 from __future__ import annotations
@@ -65,9 +69,18 @@ class AutoPick(msgspec.Struct, kw_only=True):
     """The reviewer who sent it to the operator."""
     settled_by: str | None = None
     """The owner of the decision that replaced it (``operator:<principal>``)."""
+    confirmed_by: str | None = None
+    """``operator:<principal>`` of the operator who confirmed it (a ``decision.choice`` of
+    the option it picked: ``loopbus decide --confirm``)."""
 
     def unseen(self) -> bool:
-        return not self.seen_by and self.escalated_by is None and self.settled_by is None
+        """No second principal has seen it: the unit it was picked for does not merge."""
+        return (
+            not self.seen_by
+            and self.escalated_by is None
+            and self.settled_by is None
+            and self.confirmed_by is None
+        )
 
 
 TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
@@ -173,7 +186,7 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
             else:
                 view.auto_asked[event.id] = event
         case DecisionChoice(unit=unit) if unit in state.units and event.actor.role in CHOOSERS:
-            state.units[unit].choices.append(event)
+            _chosen(state.units[unit], event)
         case DecisionRecorded(unit=str(unit), decision_id=str(key)) if (
             unit in state.units and event.actor.role == "system"
         ):
@@ -190,6 +203,17 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
         case _:
             pass
     return state
+
+
+def _chosen(view: UnitBuild, choice: DecisionChoice) -> None:
+    """An operator's choice: the answer to a decision waiting on the operator, or, for an
+    auto pick nothing waits on, its confirmation when it takes the option picked."""
+    pick = view.picks.get(choice.decision_id)
+    confirms = pick is not None and choice.choose == pick.chosen
+    if pick is not None and confirms and choice.decision_id not in view.awaiting:
+        pick.confirmed_by = pick.confirmed_by or f"operator:{choice.actor.principal}"
+        return
+    view.choices.append(choice)
 
 
 def _recorded(view: UnitBuild, key: str, event: DecisionRecorded) -> None:
@@ -213,6 +237,13 @@ def _recorded(view: UnitBuild, key: str, event: DecisionRecorded) -> None:
     elif key in view.picks:
         view.picks[key].settled_by = event.owner
     _trigger(view, event.id, "decided")
+
+
+def unseen_picks(state: BuildsState, unit: str) -> list[AutoPick]:
+    """The unit's auto picks no second principal has seen: while there is one, the merger
+    does not merge the unit (docs/decisions.md)."""
+    view = state.units.get(unit)
+    return [p for p in view.picks.values() if p.unseen()] if view is not None else []
 
 
 def review_input(view: UnitBuild, request: str) -> list[AutoPick]:

@@ -1,9 +1,14 @@
-"""``loopbus decide``: the operator settles a builder's novel decision that waits on them.
+"""``loopbus decide``: the operator settles a builder's novel decision that waits on them,
+or confirms one ``long`` mode picked alone.
 
-The command publishes a claim (``decision.choice.v1``) under the operator's principal;
-the builder daemon turns it into the recorded decision (a fact), unblocks the unit and
-runs its round again. What can be checked against the log is checked first, in one line:
-the decision is one the unit waits on, and the option is one of its options.
+The command publishes a claim (``decision.choice.v1``) under the operator's principal.
+For a decision waiting on the operator, the builder daemon turns it into the recorded
+decision (a fact), unblocks the unit and runs its round again. For an auto pick
+(``--confirm``, or ``--choose`` naming the option it picked) the claim is the operator's
+confirmation: the pick is seen by a second principal, and its unit may merge
+(docs/decisions.md). What can be checked against the log is checked first, in one line:
+the decision is one the unit waits on (or an auto pick of it), and the option is one of
+its options (for an auto pick: the one picked).
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ import argparse
 import asyncio
 from typing import Any
 
+import msgspec
+
 from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.projections.builds import FOLD
+from loopbus.projections.builds import FOLD, AutoPick
 from loopbus.schemas import Actor, project_subjects
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, option_ids
 from loopbus.settings import add_connection, add_project, connection
@@ -29,7 +36,13 @@ def register(sub: Any) -> None:
     add_project(parser)
     parser.add_argument("--unit", required=True, help="the unit whose builder asked")
     parser.add_argument("--decision", required=True, help="the decision id it asked")
-    parser.add_argument("--choose", required=True, help="the option id to take")
+    answer = parser.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--choose", help="the option id to take")
+    answer.add_argument(
+        "--confirm",
+        action="store_true",
+        help="confirm the option long mode picked alone (so the unit may merge)",
+    )
     parser.add_argument("--why", default="", help="the operator's rationale (recorded)")
     parser.add_argument(
         "--wait",
@@ -45,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     project = token("--project", args.project)
     unit = token("--unit", args.unit)
     decision = token("--decision", args.decision)
-    choose = token("--choose", args.choose)
+    # With --confirm the option is the one the log says was picked: filled in by check().
+    choose = token("--choose", args.choose) if args.choose is not None else decision
     if args.wait is not None and args.wait <= 0:
         raise UsageError(f"--wait {args.wait:g} must be a positive number of seconds")
     choice = DecisionChoice(
@@ -62,8 +76,15 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, choice: DecisionChoice) -> int:
     bus = await connection(args).open()
     try:
-        await check(bus, choice)
+        choice, pick = await check(bus, choice, confirm=args.confirm)
         ack = await bus.publish(choice)
+        if pick is not None:
+            print(
+                f"decision {choice.decision_id} of {choice.project}/{choice.unit}: "
+                f"auto pick {pick.chosen} confirmed (seq {ack.seq}); seen by "
+                f"operator:{choice.actor.principal}, it no longer holds the unit's merge"
+            )
+            return 0
         print(
             f"decision {choice.decision_id} of {choice.project}/{choice.unit}: "
             f"{choice.choose} claimed (seq {ack.seq}); the builder daemon records it"
@@ -77,8 +98,12 @@ async def _run(args: argparse.Namespace, choice: DecisionChoice) -> int:
     return 0
 
 
-async def check(bus: Bus, choice: DecisionChoice) -> None:
-    """One line when the unit does not wait on this decision or the option is not one."""
+async def check(
+    bus: Bus, choice: DecisionChoice, *, confirm: bool = False
+) -> tuple[DecisionChoice, AutoPick | None]:
+    """The choice to publish (with ``confirm``: the option picked) and the auto pick it
+    confirms (``None``: it answers a decision waiting on the operator); one line when the
+    unit does not wait on this decision or the option is not one."""
     state = FOLD.initial()
     seen = False
     async for record in read(bus, subjects=[project_subjects(choice.project)]):
@@ -91,15 +116,37 @@ async def check(bus: Bus, choice: DecisionChoice) -> None:
     if build is None:
         raise UsageError(f"--unit {choice.unit!r} was never dispatched in {choice.project}")
     asked = build.awaiting.get(choice.decision_id)
+    pick = build.picks.get(choice.decision_id)
+    if asked is None and pick is not None:
+        return _confirmation(choice, pick, confirm), pick
+    if asked is not None and confirm:
+        options = ", ".join(option_ids(asked.options))
+        raise UsageError(
+            f"--confirm: decision {choice.decision_id} waits on the operator, nothing is "
+            f"picked to confirm; settle it with --choose (one of: {options})"
+        )
     if asked is None:
         waiting = ", ".join(sorted(build.awaiting)) or "none"
+        picked = ", ".join(sorted(build.picks)) or "none"
         raise UsageError(
             f"--decision {choice.decision_id!r} does not wait on the operator for unit "
-            f"{choice.unit} (waiting: {waiting})"
+            f"{choice.unit} (waiting: {waiting}; auto-picked, to --confirm: {picked})"
         )
     options = option_ids(asked.options)
     if choice.choose not in options:
         raise UsageError(f"--choose {choice.choose!r} is not one of: {', '.join(options)}")
+    return choice, None
+
+
+def _confirmation(choice: DecisionChoice, pick: AutoPick, confirm: bool) -> DecisionChoice:
+    """The operator's confirmation of an auto pick: the option it picked, nothing else."""
+    if not confirm and choice.choose != pick.chosen:
+        raise UsageError(
+            f"--choose {choice.choose!r}: decision {choice.decision_id} was auto-picked as "
+            f"{pick.chosen!r} and nothing waits on it; confirm it with --confirm (another "
+            "option cannot replace an auto pick: left unconfirmed, the unit does not merge)"
+        )
+    return msgspec.structs.replace(choice, choose=pick.chosen)
 
 
 async def wait_recorded(

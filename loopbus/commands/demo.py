@@ -69,8 +69,8 @@ async def _no_sandbox() -> str | None:
     bubblewrap or an engine) it runs them bare and says so rather than stall: the first
     command of the README must work anywhere. A project of the user's never falls back.
     """
-    from loopbus.workers.agents.config import AgentsConfig
     from loopbus.workers.agents.runner import choose
+    from loopbus.workers.agents.sandbox_config import AgentsConfig
 
     executor, why = await choose(AgentsConfig())
     return None if executor is not None else why

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.config import AgentsConfig, parse
+from loopbus.workers.agents.config import parse
+from loopbus.workers.agents.sandbox_config import AgentsConfig
 from loopbus.workers.errors import ConfigError
 
 from loopbus.repo_check import validate_config

@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopbus.workers.agents import cgroups, local
 from loopbus.workers.agents.environment import agent_env
 from loopbus.workers.agents.local import LocalExecutor
 from loopbus.workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
 from loopbus.workers.agents.workspace import remove, workdir
+from structlog.testing import capture_logs
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="the local executor's uid fence needs root"
@@ -211,51 +213,99 @@ async def test_gets_no_loopbus_or_nats_variable(
     assert seen["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
 
 
-async def test_a_fork_bomb_stops_at_the_process_limit(
+FORK_BOMB = """
+import os, time
+made = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    made += 1
+print(made)
+"""
+
+ALLOCATE = """
+try:
+    block = bytearray(600 * 1024 * 1024)
+    print("allocated", len(block))
+except MemoryError:
+    print("refused")
+"""
+
+
+async def test_a_fork_bomb_stops_at_the_process_limit_and_is_a_breach(
     namespaces: bool | None, worktrees: tuple[Path, Path]
 ) -> None:
-    """Past ``processes`` the command cannot fork: the run's uid is its own, so the limit
-    counts the run's processes only."""
-    result = await run(
-        namespaces,
-        worktrees[0],
-        """
-        import os, time
-        made = 0
-        for _ in range(200):
-            try:
-                pid = os.fork()
-            except OSError:
-                break
-            if pid == 0:
-                time.sleep(600)
-                os._exit(0)
-            made += 1
-        print(made)
-        """,
-        limits=Limits(processes=32),
-    )
+    """Past ``processes`` the command cannot fork, and the executor (not the command) says
+    so: the run's control group counted the refused fork."""
+    result = await run(namespaces, worktrees[0], FORK_BOMB, limits=Limits(processes=32))
     made = int(out(result))
     assert made < 32
+    assert result.breaches == ("processes",)
 
 
-async def test_allocating_past_the_memory_limit_fails(
+async def test_allocating_past_the_memory_limit_is_a_breach(
     namespaces: bool | None, worktrees: tuple[Path, Path]
 ) -> None:
-    """An allocation past ``memory`` fails in the command (its address space is capped)."""
+    """An allocation past ``memory`` does not succeed: the kernel kills the process at the
+    run's control group limit, and the result names the breach, whatever the command
+    prints or hides."""
+    result = await run(namespaces, worktrees[0], ALLOCATE, limits=Limits(memory_mb=256))
+    assert "allocated" not in out(result)
+    assert result.exit_code != 0
+    assert result.breaches == ("memory",)
+
+
+async def test_a_command_within_its_limits_has_no_breach(
+    namespaces: bool | None, worktrees: tuple[Path, Path]
+) -> None:
+    """Forking a few children and allocating well under the limit is no breach."""
     result = await run(
         namespaces,
         worktrees[0],
         """
-        try:
-            block = bytearray(600 * 1024 * 1024)
-            print("allocated", len(block))
-        except MemoryError:
-            print("refused")
+        import os
+        block = bytearray(32 * 1024 * 1024)
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        print("ok", len(block))
         """,
-        limits=Limits(memory_mb=256),
+        limits=Limits(memory_mb=256, processes=32),
     )
-    assert out(result).split() == ["refused"]
+    assert out(result).split() == ["ok", str(32 * 1024 * 1024)]
+    assert result.breaches == ()
+
+
+@pytest.fixture
+def no_cgroups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host where no cgroup hierarchy is mounted: /proc/self/mountinfo as it would read."""
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("22 1 0:21 / / rw,relatime - ext4 /dev/vda rw\n")
+    monkeypatch.setattr(cgroups, "MOUNTINFO", mountinfo)
+    monkeypatch.setattr(local, "_told", set())
+
+
+async def test_without_a_control_group_the_rlimits_hold_and_it_is_said_once(
+    namespaces: bool | None, worktrees: tuple[Path, Path], no_cgroups: None
+) -> None:
+    """Where no control group can be made, the address-space and process rlimits still
+    stop the command; the breach is then the command's own failure, not a reported one
+    (never pretended), and the log says why once."""
+    with capture_logs() as logs:
+        memory = await run(namespaces, worktrees[0], ALLOCATE, limits=Limits(memory_mb=256))
+        forks = await run(namespaces, worktrees[0], FORK_BOMB, limits=Limits(processes=32))
+    assert out(memory).split() == ["refused"] and memory.breaches == ()
+    assert int(out(forks)) < 32 and forks.breaches == ()
+    said = [e for e in logs if e["event"] == "agent.limits_unobserved"]
+    assert len(said) == 1, said
+    assert "no cgroup hierarchy" in said[0]["reason"]
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

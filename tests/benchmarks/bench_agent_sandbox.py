@@ -7,13 +7,15 @@ The agent is what the shipped agents are, minus their work: loopbus's own interp
 ``PATH``) reading a one-line JSON brief from stdin, with the environment of
 :func:`agent_env` and loopbus's paths read-only, as :func:`run_agent` gives every agent.
 
-Four ways to run it, each ``--runs`` times after one warm-up run, for each worktree size:
+Five ways to run it, each ``--runs`` times after one warm-up run, for each worktree size:
 
 * ``bare``: a plain subprocess, nothing hidden, nothing limited (the baseline);
 * ``local uid``: :class:`LocalExecutor` with ``namespaces=False`` (per-run uid, limits,
   worktree lent and taken back; root only);
 * ``local bwrap``: :class:`LocalExecutor` with ``namespaces=True`` (the same, inside
   bubblewrap's namespaces; what ``[agents] executor = "auto"`` picks without an image);
+* ``local bwrap, no cgroup``: the same with ``cgroups=False`` (the rlimits alone, as on a
+  host where no control group can be made): what the run's control group costs;
 * ``container``: :class:`ContainerExecutor` with the test image of ``tests/agent_image.py``
   (built locally, no registry; the host's ``/usr`` and interpreter mounted read-only).
 
@@ -88,6 +90,7 @@ async def ways(image: str | None) -> list[tuple[str, Run | None, str]]:
     for name, local in (
         ("local uid only", LocalExecutor(namespaces=False)),
         ("local bwrap", LocalExecutor(namespaces=True)),
+        ("local bwrap, no cgroup", LocalExecutor(namespaces=True, cgroups=False)),
     ):
         why = await local.available()
         found.append((name, through(local) if why is None else None, why or ""))

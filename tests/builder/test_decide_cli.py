@@ -12,9 +12,11 @@ from builderkit import ScriptedBuilder, configs, daemons, dispatch, of, setup, w
 from loopbus.bus import Bus
 from loopbus.projections import FOLDS
 from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.decisions import DecisionRecorded
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded
 
 from loopbus.review_status import print_unit
+
+FOLDS_BY_NAME = {fold.name: fold for fold in FOLDS}
 
 DECISION = {
     "decision_id": "rounding",
@@ -97,3 +99,50 @@ async def test_decide_refuses_an_unknown_project(nats_url: str) -> None:
     code, _out, err = await loopbus("decide", "--nats-url", nats_url, "--project", "nosuchproj",
                                     "--unit", "U1", "--decision", "d", "--choose", "a")  # fmt: skip
     assert code == 2 and "--project 'nosuchproj' has no event on the log" in err
+
+
+async def test_decide_confirm_makes_an_auto_pick_seen_by_the_operator(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """In long mode an auto pick waits for a second principal: status --unit says it holds
+    the merge and what to run; `--choose` of another option is refused in one line;
+    `--confirm` publishes the operator's choice of the option picked, and the pick is then
+    seen by that operator (the unit's merge is no longer held)."""
+    agent = ScriptedBuilder(tmp_path / "agent")
+    picked = {**DECISION, "confidence": "high", "autonomy": "safe"}
+    agent.plan(
+        [
+            {"stdout": {"status": "completed", "novel_decisions": [picked]}},
+            {"write": {"src/app.py": "def total(xs):\n    return sum(xs)\n"}},
+        ]
+    )
+    repo, base = setup(tmp_path, project, agent.command, mode="long")
+    url = ("--nats-url", nats_url, "--project", project, "--principal", "olive")
+    config = configs(repo, project, agent.command, "long")
+    async with daemons(nats_url, project, config, tmp_path / "data"):
+        await dispatch(bus, project, "U1", base)
+        events = await wait_log(
+            bus, project, lambda es: of(UnitTransitioned, es, unit="U1", by="commit")
+        )
+    text = unit_text(project, events)
+    assert "auto-picked rounding = cents" in text
+    assert "holds the unit's merge" in text
+    assert "loopbus decide --unit U1 --decision rounding --confirm" in text
+
+    code, _out, err = await loopbus("decide", *url, "--unit", "U1", "--decision",
+                                    "rounding", "--choose", "raw")  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "auto-picked as 'cents'" in err
+    code, out, err = await loopbus("decide", *url, "--unit", "U1", "--decision",
+                                   "rounding", "--confirm")  # fmt: skip
+    assert code == 0, err
+    assert "auto pick cents confirmed" in out
+    events = await wait_log(bus, project, lambda es: bool(of(DecisionChoice, es)))
+    [choice] = of(DecisionChoice, events)
+    assert (choice.actor.role, choice.actor.principal, choice.choose) == (
+        "operator",
+        "olive",
+        "cents",
+    )
+    state = FOLDS_BY_NAME["builds"].fold(events)
+    assert state.units["U1"].picks["rounding"].confirmed_by == "operator:olive"
+    assert "confirmed by operator:olive" in unit_text(project, events)

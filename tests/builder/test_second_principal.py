@@ -140,7 +140,8 @@ async def test_the_reviewer_sees_the_auto_pick_and_lets_it_stand(
         await dispatch(bus, project, "U1", base)
         before = unit_text(project, await wait_log(bus, project, lambda es: of(
             DecisionRecorded, es)))  # fmt: skip
-        assert "not seen by a second principal yet (waits for the next review)" in before
+        assert "not seen by a second principal yet (no review has carried it)" in before
+        assert "it holds the unit's merge" in before
         await built_and_gated(bus, project, base, dispatched=True)
         events = await wait_log(bus, project, lambda es: of(VerdictAccepted, es), WAIT_S)
         calls = reviewer.calls()  # its folder goes with the loop

@@ -4,7 +4,8 @@ The project's ``[build] command`` is a script that, from inside its own command,
 what issue 21 found a builder could do as the daemon's user: read every credential and
 signing key, list and write a sibling unit's worktree, write the shared repository, reach
 the NATS server and publish ``unit.transitioned`` -> ``done`` for its own unit with any
-credential it found, and exceed its memory and process limits. It writes what happened
+credential it found, and exceed its memory and process limits (each limit the executor
+observes there is a ``sandbox-breach`` finding). It writes what happened
 into a file of its worktree (the adapter commits it into the unit's branch, where the
 test reads it with dulwich) and answers ``completed``. Every attempt must have failed.
 
@@ -39,6 +40,7 @@ from integrity.test_hostile_decisions import dispatch
 from loopbus.bus import free_port
 from loopbus.schemas import FindingRaised, UnitTransitioned
 from loopbus.schemas.reports import GaveUpReport
+from loopbus.workers.agents import cgroups
 from loopbus.workers.agents.workspace import workdir
 
 pytestmark = pytest.mark.slow
@@ -301,6 +303,12 @@ def loop(
         shutil.rmtree(sibling, ignore_errors=True)
 
 
+@pytest.fixture
+def executor(request: pytest.FixtureRequest) -> str:
+    """The executor the module's ``loop`` runs agents with."""
+    return str(request.node.callspec.params["loop"])
+
+
 def branch_file(repo: Path, unit: str, name: str) -> bytes | None:
     """``name`` at the head of the unit's branch, or ``None`` while there is none."""
     with Repo(str(repo)) as opened:
@@ -336,7 +344,7 @@ def secrets(data_dir: Path) -> list[tuple[Path, bytes]]:
     ]
 
 
-async def test_a_hostile_command_gets_nothing_of_the_host(loop: Loop) -> None:
+async def test_a_hostile_command_gets_nothing_of_the_host(loop: Loop, executor: str) -> None:
     """Every move of the hostile builder failed, and nothing it tried is on the log or in
     the repository; the system credential is still its owner's alone."""
     await dispatch(loop, "U1")
@@ -372,13 +380,15 @@ async def test_a_hostile_command_gets_nothing_of_the_host(loop: Loop) -> None:
     assert int(forks["out"].split()[2]) < PROCESSES, forks
 
     memory = record.get("memory") or {}
-    oom = await oom_findings(loop, "U1")
-    if memory:  # the local executor: the allocation failed inside the command
+    if memory:  # the run went on after the attempt: the allocation failed inside it
         child = memory.get("ok", {})
         assert "allocated" not in child.get("out", ""), memory
         assert child.get("exit") != 0, memory
-    else:  # the container's OOM kill ended the first run; the sandbox said so
-        assert oom, "the memory attempt ended the run but no sandbox-breach finding says so"
+    # Each limit the sandbox can observe here is a finding (the executor's word, not the
+    # agent's): memory under both executors, processes where a control group counts them.
+    named = {b for f in await breach_findings(loop, "U1") for b in f.evidence["breaches"]}
+    observed = {"memory"} if executor == "container" else LOCAL_OBSERVES
+    assert observed <= named, (observed, named)
 
     events = await loop.events(P)
     forged = [e for e in events if e.actor.principal == MARK]
@@ -394,23 +404,37 @@ async def test_a_hostile_command_gets_nothing_of_the_host(loop: Loop) -> None:
     assert stat.S_IMODE(loop.data_dir.stat().st_mode) == 0o700
 
 
-async def oom_findings(loop: Loop, unit: str) -> list[FindingRaised]:
+async def breach_findings(loop: Loop, unit: str) -> list[FindingRaised]:
     events = await loop.events(P)
     return [
         e
         for e in events
-        if isinstance(e, FindingRaised)
-        and e.cls == "sandbox-breach"
-        and e.unit == unit
-        and "memory" in e.evidence.get("breaches", [])
+        if isinstance(e, FindingRaised) and e.cls == "sandbox-breach" and e.unit == unit
     ]
+
+
+def _local_observes() -> frozenset[str]:
+    """What the local executor can observe on this machine: memory and processes where a
+    control group can be made (docs/security.md), nothing where it cannot."""
+    if os.geteuid() != 0:
+        return frozenset()
+    made = cgroups.make("loopbus-run-probe", 64 * 1024 * 1024, 8)
+    if isinstance(made, str):
+        return frozenset()
+    made.remove()
+    return frozenset({"memory", "processes"})
+
+
+LOCAL_OBSERVES = _local_observes()
 
 
 async def test_a_command_killed_at_its_cpu_limit_is_a_finding(loop: Loop) -> None:
     """The sandbox kills a command spinning past ``[agents] cpu_time`` and the builder
     daemon names the breach on the log; the retry (which does not spin) answers."""
     await dispatch(loop, "SPIN")
-    [finding] = await loop.findings(P, lambda f: f.cls == "sandbox-breach" and f.unit == "SPIN")
+    found = await loop.findings(P, lambda f: f.cls == "sandbox-breach" and f.unit == "SPIN")
+    # the retry's own attempts (its forks past the limit) may be a second run's finding
+    [finding] = [f for f in found if f.evidence["attempt"] == 1]
     assert finding.actor.role == "system" and finding.criterion == "agent-limits"
     assert finding.evidence["breaches"] == ["cpu"], finding.evidence
     assert finding.evidence["executor"] in ("local", "container")

@@ -5,7 +5,8 @@ Its answer is a claim the server lets through (its own claim subject), so the re
 the folds': a ``decision.choice`` from any role but the operator is a forgery no fold
 applies and the integrity daemon names; a ``decision.recorded`` claim is never a unit's
 decision (the ratchet refuses it). The decision stays open, and the operator's own
-``loopbus decide`` still settles it.
+``loopbus decide`` still settles it. The same forgery cannot confirm a decision ``long``
+mode picked alone either (the confirmation that lets its unit merge is the operator's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dulwich import porcelain
 from dulwich.repo import Repo
 from integrity.test_hostile_agent import WAIT_S, Loop, raw_agent, running_up
 from loopbus.bus import connect_once
+from loopbus.projections import builds
+from loopbus.projections.builds import unseen_picks
 from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned, encode_event, subject_of
 from loopbus.schemas.builds import DecisionOption
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
@@ -151,3 +154,47 @@ async def test_an_agent_cannot_answer_the_operator_s_decision(loop: Loop) -> Non
         ("cents", "operator:operator")
     ]
     assert [e for e in events if isinstance(e, DecisionRequested) and e.unit == "U1"]
+
+
+async def test_an_agent_cannot_confirm_an_auto_pick(loop: Loop) -> None:
+    """An auto pick holds its unit's merge until a second principal sees it. A raw
+    ``decision.choice`` of the picked option from the agent credential (what an operator's
+    confirmation looks like) is a forgery: the pick stays unseen; the operator's
+    ``loopbus decide --confirm`` confirms it."""
+    await dispatch(loop, "U2")
+    asked = DecisionRequested(
+        project=P, actor=SYSTEM, unit="U2", decision_id="currency", question="which currency?",
+        options=[DecisionOption(id="eur"), DecisionOption(id="usd")],
+        recommended_default="eur", confidence="high", routed="auto", autonomy="risky",
+    )  # fmt: skip
+    picked = DecisionRecorded(
+        project=P, actor=SYSTEM, unit="U2", decision_id="currency", question=asked.question,
+        options=["eur", "usd"], chosen="eur", owner="auto", confidence=0.9, cause=asked.id,
+    )  # fmt: skip
+    bus = await connect_once(loop.url, creds=loop.cred("system"))
+    try:  # long mode's pick, recorded as the builder daemon records one
+        await bus.publish(asked)
+        await bus.publish(picked)
+    finally:
+        await bus.close()
+    me = Actor(role="builder", principal="agent")
+    forged = DecisionChoice(project=P, actor=me, unit="U2", decision_id="currency", choose="eur")
+    client = await raw_agent(loop)
+    try:
+        await client.jetstream().publish(subject_of(forged), encode_event(forged))
+    finally:
+        await client.close()
+    [forgery] = await loop.findings(P, lambda f: f.evidence.get("forged") == forged.id)
+    assert forgery.evidence["forger"] == "builder:agent" and forgery.cls == "forgery"
+    [pick] = unseen_picks(builds.FOLD.fold(await loop.events(P)), "U2")
+    assert pick.decision_id == "currency" and pick.confirmed_by is None
+
+    confirmed = loop.cli(
+        "decide", "--project", P, "--unit", "U2", "--decision", "currency", "--confirm",
+        role="operator",
+    )  # fmt: skip
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert "auto pick eur confirmed" in confirmed.stdout
+    state = builds.FOLD.fold(await loop.events(P))
+    assert unseen_picks(state, "U2") == []
+    assert state.units["U2"].picks["currency"].confirmed_by == "operator:operator"

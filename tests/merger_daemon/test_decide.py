@@ -6,15 +6,19 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from loopbus.projections import builds as builds_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish
 from loopbus.projections.merges import QueueEntry
 from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from loopbus.schemas.builds import DecisionOption
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.merges import ApproveReport, CandidateTested, MergeQueued
 from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.slices import UnitDispatched
 from loopbus.workers.kernel import World
 from loopbus.workers.merger import facts
 from loopbus.workers.merger.decide import Policy, decide
@@ -85,6 +89,7 @@ def world(events: Sequence[Event], running: frozenset[str] = frozenset(), **outs
     states = {
         "units": units_fold.FOLD.fold(list(events)),
         "merges": merges_fold.FOLD.fold(list(events)),
+        "builds": builds_fold.FOLD.fold(list(events)),
     }
     return World(
         project=P, states=states, seqs={}, now=NOW, actor=MERGER, outside=outside,
@@ -141,7 +146,11 @@ def test_an_unknown_trunk_is_gated_first_with_the_adopted_configuration() -> Non
 def test_without_an_adoption_trunk_is_not_gated_until_one_is_made() -> None:
     """No adoption on the log: the first thing asked is to adopt trunk's file (a first
     start), never to gate trunk with whatever the commit says."""
-    states = {"units": units_fold.FOLD.initial(), "merges": merges_fold.FOLD.initial()}
+    states = {
+        "units": units_fold.FOLD.initial(),
+        "merges": merges_fold.FOLD.initial(),
+        "builds": builds_fold.FOLD.initial(),
+    }
     seen = TrunkSeen(TRUNK0, tree=TREE)
     bare = World(project=P, states=states, seqs={}, now=NOW, actor=MERGER, outside={TRUNK: seen})
     intent = only(decide(bare, Policy()))
@@ -195,6 +204,65 @@ def test_the_queue_asks_for_a_stack_then_records_the_heads_result() -> None:
 
     land = only(decide(world([*events, record.event], **_stacked(events, green)), Policy()))
     assert isinstance(land, Effect) and land.action == "land"
+
+
+def auto_picked(unit: str = "U1", decision: str = "rounding") -> list[Event]:
+    """``unit`` dispatched, and ``long`` mode's pick of ``decision`` recorded for it."""
+    dispatched = UnitDispatched(
+        project=P, actor=SYSTEM, slice="S1", unit=unit, title="t", wave=0, sub_wave=0,
+        position=0, attempt=1, files=[], criteria=[],
+    )  # fmt: skip
+    option = DecisionOption(id="cents", summary="round to cents")
+    asked = DecisionRequested(
+        project=P, actor=SYSTEM, unit=unit, decision_id=decision, question="round?",
+        options=[option, DecisionOption(id="raw", summary="keep raw")],
+        recommended_default="cents", confidence="high", routed="auto", autonomy="risky",
+    )  # fmt: skip
+    picked = DecisionRecorded(
+        project=P, actor=SYSTEM, unit=unit, decision_id=decision, question="round?",
+        options=["cents", "raw"], chosen="cents", owner="auto", confidence=0.9,
+        cause=asked.id,
+    )  # fmt: skip
+    return [dispatched, asked, picked]
+
+
+def confirm(actor: Actor, choose: str = "cents", unit: str = "U1") -> DecisionChoice:
+    return DecisionChoice(project=P, actor=actor, unit=unit, decision_id="rounding", choose=choose)
+
+
+def test_an_unseen_auto_pick_holds_its_unit_and_an_operator_confirmation_frees_it() -> None:
+    """A queued unit whose auto pick no second principal has seen is not stacked (the
+    queue asks for nothing); a builder's "confirmation" (a forgery the folds skip) or an
+    operator choosing another option frees nothing; the operator choosing the option
+    picked does, and the queue asks for the stack."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    events = [*auto_picked(), *ready_unit(), approval, queued(approval), green_trunk()]
+    outside = {TRUNK: TrunkSeen(TRUNK0, tree=TREE)}
+    assert decide(world(events, **outside), Policy()) == []
+    for unheard in (confirm(ALICE), confirm(BOB, choose="raw")):
+        assert decide(world([*events, unheard], **outside), Policy()) == []
+    ask = only(decide(world([*events, confirm(BOB)], **outside), Policy()))
+    assert isinstance(ask, Effect) and ask.action == "stack"
+    assert [e.unit for e in ask.args["entries"]] == ["U1"]
+
+
+def test_a_held_unit_does_not_hold_the_units_queued_behind_it() -> None:
+    """The unit behind a held one is stacked on its own."""
+    first = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    second = ApproveReport(project=P, actor=BOB, unit="U2", head=MERGE)
+    events = [
+        *auto_picked(),
+        *ready_unit(),
+        *ready_unit("U2", MERGE),
+        first,
+        queued(first),
+        second,
+        queued(second),
+        green_trunk(),
+    ]
+    ask = only(decide(world(events, **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
+    assert isinstance(ask, Effect) and ask.action == "stack"
+    assert [e.unit for e in ask.args["entries"]] == ["U2"]
 
 
 def test_a_red_head_result_needs_the_sibling_diff_from_the_shell() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from loopbus.projections import merges as merges_fold
-from loopbus.schemas import FindingRaised, UnitTransitioned
+from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
+from loopbus.schemas.builds import DecisionOption
+from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateResultRecorded
 from loopbus.schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
-from merger_scene import Scene, make_trunk
+from loopbus.schemas.slices import UnitDispatched
+from merger_scene import SYSTEM, Scene, make_trunk
 
 CENTS = """\
 def total(items):
@@ -178,3 +181,60 @@ async def test_real_conflict_is_a_finding_with_the_hunks(scene: Scene) -> None:
     [hunk] = entity["hunks"]
     assert "sum(items) + 0" in hunk["ours"] and "sum(list(items))" in hunk["theirs"]
     assert scene.repo.files(scene.repo.trunk())["app.py"] == scene.repo.files(u1)["app.py"]
+
+
+async def auto_pick(scene: Scene, unit: str) -> None:
+    """``long`` mode's pick of a decision for ``unit``, as the builder daemon records it."""
+    dispatched = UnitDispatched(
+        project=scene.project, actor=SYSTEM, slice="S1", unit=unit, title="t", wave=0,
+        sub_wave=0, position=0, attempt=1, files=[], criteria=[],
+    )  # fmt: skip
+    asked = DecisionRequested(
+        project=scene.project, actor=SYSTEM, unit=unit, decision_id="rounding",
+        question="round totals to cents?",
+        options=[DecisionOption(id="cents"), DecisionOption(id="raw")],
+        recommended_default="cents", confidence="high", routed="auto", autonomy="risky",
+    )  # fmt: skip
+    picked = DecisionRecorded(
+        project=scene.project, actor=SYSTEM, unit=unit, decision_id="rounding",
+        question=asked.question, options=["cents", "raw"], chosen="cents", owner="auto",
+        confidence=0.9, cause=asked.id,
+    )  # fmt: skip
+    for event in (dispatched, asked, picked):
+        await scene.publish(event)
+
+
+async def test_an_unseen_auto_pick_holds_its_unit_until_an_operator_confirms_it(
+    scene: Scene,
+) -> None:
+    """With no reviewer to see it, a unit whose decision ``long`` mode picked alone waits
+    in the queue after its approval while the unit behind it merges; a builder's forged
+    confirmation frees nothing, and the operator's confirmation lets it merge."""
+    base = make_trunk(scene)
+    u1 = scene.repo.commit(base, {"helper.py": "def helper():\n    return 1\n"}, "helper")
+    u2 = scene.repo.commit(base, {"util.py": "def util():\n    return 2\n"}, "util")
+    await auto_pick(scene, "U1")
+    for unit, head in (("U1", u1), ("U2", u2)):
+        await scene.ready_unit(unit, head)
+        await scene.approve(unit, head)
+    await scene.start()
+    await scene.until(lambda: scene.state_of("U2") == "done")
+    assert scene.state_of("U1") == "working"
+    assert [e.unit for e in scene.merges.queue] == ["U1"]
+    tested = [e for e in await scene.events(CandidateTested) if e.unit == "U1"]
+    assert tested == []
+
+    choice = {"project": scene.project, "unit": "U1", "decision_id": "rounding"}
+    forged = DecisionChoice(actor=Actor(role="builder", principal="b1"), choose="cents", **choice)
+    confirmed = DecisionChoice(
+        actor=Actor(role="operator", principal="olive"), choose="cents", **choice
+    )
+    await scene.publish(forged)
+    await scene.publish(confirmed)
+    await scene.until(lambda: scene.state_of("U1") == "done")
+    events = await scene.events()
+    order = [e.id for e in events]
+    first_test = min(
+        order.index(e.id) for e in events if isinstance(e, CandidateTested) and e.unit == "U1"
+    )
+    assert order.index(confirmed.id) < first_test  # nothing of U1 was tested before it

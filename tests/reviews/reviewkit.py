@@ -207,6 +207,9 @@ if step.get("fifo"):
         time.sleep(3600)
 if step.get("hang"):
     time.sleep(3600)
+if step.get("spin"):  # past [agents] cpu_time: the sandbox kills it and says so
+    while True:
+        pass
 sys.stderr.write(step.get("stderr", ""))
 out = step.get("stdout", "")
 sys.stdout.write(out if isinstance(out, str) else json.dumps(out))

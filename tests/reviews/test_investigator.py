@@ -27,6 +27,7 @@ from reviewkit import (
     count,
     of,
     running,
+    sandbox_for,
     setup_repo,
     wait_log,
 )
@@ -178,6 +179,32 @@ async def test_a_gate_erroring_twice_with_one_signature(
     triggers = {e.trigger for e in of(InvestigationRequested, events)} - {"trunk-red:api"}
     expected = {f"gate-error:{error_signature('lint', errors[0])}"} if investigated else set()
     assert triggers == expected
+
+
+async def test_an_investigator_stopped_at_a_sandbox_limit_is_a_breach_finding(
+    bus: Bus, project: str, tmp_path: Path, agent: Scripted
+) -> None:
+    """An investigator command that spins past ``[agents] cpu_time`` is killed by the
+    sandbox: the investigation completes with its error, and the sandbox's observation is
+    a ``sandbox-breach`` finding published with that completion."""
+    agent.plan([{"spin": True, **REPORT}])
+    agents = {**(sandbox_for(agent.command) or {}), "cpu_time": "1s"}
+    repo = setup_repo(
+        tmp_path, project, None, investigator={"command": agent.command}, agents=agents
+    )
+    async with running(bus, Investigator(config_of(repo))):
+        events = await sentinel(bus, project, "orders")
+    (request,), (completed,) = investigations(events, "trunk-red:orders")
+    assert completed.outcome == "error"
+    (breach,) = [f for f in of(FindingRaised, events) if f.cls == "sandbox-breach"]
+    assert (breach.producer, breach.actor.role, breach.owner) == (
+        "meta_rule",
+        "system",
+        "operator",
+    )
+    assert breach.target.id == request.id  # type: ignore[union-attr]
+    assert breach.evidence["breaches"] == ["cpu"] and breach.evidence["role"] == "investigator"
+    assert "investigator" in breach.message and "cpu" in breach.message
 
 
 async def test_restarted_mid_investigation_it_completes_once(

@@ -33,6 +33,7 @@ from reviewkit import (
     of,
     ready,
     running,
+    sandbox_for,
     setup_repo,
     verdict,
     wait_log,
@@ -218,6 +219,31 @@ async def test_a_reviewer_that_gives_no_valid_verdict_is_a_finding_never_a_verdi
         finding.id,
     )
     assert daemon_violations(events) == []
+
+
+async def test_a_reviewer_stopped_at_a_sandbox_limit_is_a_breach_finding(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A reviewer command that spins past ``[agents] cpu_time`` is killed by the sandbox;
+    besides the reviewer failure, the daemon publishes the executor's observation as a
+    ``sandbox-breach`` finding (what the command printed has no say in it)."""
+    agent = Scripted(agent_dir)
+    agent.plan([{"spin": True, "stdout": {"verdict": "approve", "findings": []}}])
+    agents = {**(sandbox_for(agent.command) or {}), "cpu_time": "1s"}
+    repo = setup_repo(tmp_path, project, review_table(agent, timeout=60), agents=agents)
+    head = repo.commit({"src/app.py": NEW_TOTAL}, parent=repo.base)
+    async with running(bus, Reviewer(config_of(repo))):
+        await ready(bus, project, "U1", head)
+        events = await wait_log(bus, project, count(UnitTransitioned, state="blocked"))
+    (request,) = of(ReviewRequested, events)
+    (breach,) = [f for f in of(FindingRaised, events) if f.cls == "sandbox-breach"]
+    assert (breach.producer, breach.actor.role, breach.owner) == ("reviewer", "system", "operator")
+    assert breach.unit == "U1" and breach.target.id == request.id  # type: ignore[union-attr]
+    assert breach.evidence["breaches"] == ["cpu"] and breach.evidence["role"] == "reviewer"
+    assert breach.evidence["executor"] in ("local", "container")
+    assert request.reviewer in breach.message and "cpu" in breach.message
+    (refused,) = of(VerdictRefused, events)
+    assert refused.verdict is None and of(VerdictAccepted, events) == []
 
 
 async def test_the_author_and_whoever_touched_the_head_are_never_chosen(

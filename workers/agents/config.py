@@ -1,4 +1,5 @@
-"""The agent tables of a project's ``loopbus.toml``: ``[review]``, ``[investigator]``, ``[build]``.
+"""The agent tables of a project's ``loopbus.toml``: ``[review]``, ``[investigator]``, ``[build]``
+(and ``[agents]``, read by :mod:`.sandbox_config`), as one :class:`RepoConfig`.
 
 The gate configuration (``workers/gates/config.py``) owns the file and the ``[project]`` /
 ``[[check]]`` tables; it lets these tables through and this module reads them. Both are
@@ -28,25 +29,13 @@ timeout = "20m"
 mode = "normal"               # normal: novel decisions wait for the operator; long: auto-pick
 autonomy = ["safe", "risky"]  # the classes long mode may pick alone (never "irreversible")
 
-[agents]                      # how every agent command is sandboxed (docs/agents.md)
-executor = "auto"             # auto | container | local
-sandbox = "on"                # on | none (run unsandboxed: said in the banner and on the log)
-image = "python:3.12-slim"    # the container executor's image
-network = []                  # "host:port" pairs an agent may reach; [] = none
-memory = "4g"                 # address space (local) / memory (container)
-cpu_time = "1h"               # CPU seconds
-processes = 512
-open_files = 1024
-uids = "60000-60999"          # the local executor's per-run uids (when the daemon is root)
-read_only = ["/opt/agent-cli"]  # more paths every agent sees read-only (its tools)
-writable = []                 # folders every agent may write (a shared cache); never secrets
+[agents]                      # how every agent command runs: sandbox_config.py
 ```
 """
 
 from __future__ import annotations
 
 import hashlib
-import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -54,11 +43,10 @@ from typing import Any
 import msgspec
 from loopbus.projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
 from loopbus.schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from loopbus.workers.agents.sandbox import Limits
+from loopbus.workers.agents.sandbox_config import AgentsConfig, parse_agents
+from loopbus.workers.agents.tables import check_table, command_line, seconds
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.repository import commit_at, config_at, open_repo, trunk_commit
 
@@ -77,23 +65,6 @@ INVESTIGATOR_KEYS = ("command", "timeout")
 BUILD_KEYS = ("command", "roster", "timeout", "mode", "autonomy")
 DEFAULT_AUTONOMY: tuple[AutonomyClass, ...] = ("safe", "risky")
 """What ``long`` mode may pick alone unless ``[build] autonomy`` says otherwise."""
-AGENTS_KEYS = (
-    "executor",
-    "sandbox",
-    "image",
-    "network",
-    "memory",
-    "cpu_time",
-    "processes",
-    "open_files",
-    "uids",
-    "read_only",
-    "writable",
-)
-EXECUTORS = ("auto", "container", "local")
-SANDBOX_MODES = ("on", "none")
-DEFAULT_UIDS = (60000, 60999)
-DEFAULT_LIMITS = Limits()
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
 DEFAULT_REVIEW_TIMEOUT_S = 300.0
 DEFAULT_INVESTIGATION_TIMEOUT_S = 600.0
@@ -128,34 +99,6 @@ class BuildConfig(msgspec.Struct, frozen=True, kw_only=True):
         """The roster principal a unit's claims are published under (stable per unit)."""
         digest = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big")
         return self.roster[digest % len(self.roster)]
-
-
-class AgentsConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """``[agents]``: where and how every agent command runs (:mod:`.runner`)."""
-
-    executor: str = "auto"
-    sandbox: str = "on"
-    image: str | None = None
-    network: tuple[str, ...] = ()
-    memory_mb: int = DEFAULT_LIMITS.memory_mb
-    cpu_time_s: int = DEFAULT_LIMITS.cpu_time_s
-    processes: int = DEFAULT_LIMITS.processes
-    open_files: int = DEFAULT_LIMITS.open_files
-    uids: tuple[int, int] = DEFAULT_UIDS
-    read_only: tuple[str, ...] = ()
-    writable: tuple[str, ...] = ()
-
-    @property
-    def unsandboxed(self) -> bool:
-        return self.sandbox == "none"
-
-    def limits(self) -> Limits:
-        return Limits(
-            memory_mb=self.memory_mb,
-            cpu_time_s=self.cpu_time_s,
-            processes=self.processes,
-            open_files=self.open_files,
-        )
 
 
 class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -226,7 +169,7 @@ def parse(text: str, *, repo: str = ".", trunk: str | None = None) -> RepoConfig
         review=review,
         investigator=_investigator(doc.get("investigator", {})),
         build=_build(doc.get("build", {})),
-        agents=_agents(doc.get("agents", {})),
+        agents=parse_agents(doc.get("agents", {})),
         python=_python(project),
     )
 
@@ -238,7 +181,7 @@ def _python(project: Any) -> str:
 
 
 def _review(table: Any) -> ReviewConfig:
-    _table(table, "review", REVIEW_KEYS)
+    check_table(table, "review", REVIEW_KEYS)
     roster = table.get("roster", [])
     if not isinstance(roster, list) or not all(isinstance(r, str) and r.strip() for r in roster):
         raise ConfigError("review.roster", roster, 'list reviewer principals: ["r1", "r2"]')
@@ -252,7 +195,7 @@ def _review(table: Any) -> ReviewConfig:
                 "a reviewer principal is one token (letters, digits, '_' or '-'): its verdicts "
                 "are claims published under it",
             )
-    command = _command(table.get("command"), "review.command")
+    command = command_line(table.get("command"), "review.command")
     if command is not None and not roster:
         raise ConfigError(
             "review.roster", roster, "a review command needs a roster of reviewer principals"
@@ -282,7 +225,7 @@ def _review(table: Any) -> ReviewConfig:
     return ReviewConfig(
         command=command,
         roster=tuple(roster),
-        timeout_s=_timeout(table.get("timeout", DEFAULT_REVIEW_TIMEOUT_S), "review.timeout"),
+        timeout_s=seconds(table.get("timeout", DEFAULT_REVIEW_TIMEOUT_S), "review.timeout"),
         subtraction=subtraction,
         oversight=oversight,
         ceiling=ceiling,
@@ -293,17 +236,17 @@ def _review(table: Any) -> ReviewConfig:
 
 
 def _investigator(table: Any) -> InvestigatorConfig:
-    _table(table, "investigator", INVESTIGATOR_KEYS)
+    check_table(table, "investigator", INVESTIGATOR_KEYS)
     return InvestigatorConfig(
-        command=_command(table.get("command"), "investigator.command"),
-        timeout_s=_timeout(
+        command=command_line(table.get("command"), "investigator.command"),
+        timeout_s=seconds(
             table.get("timeout", DEFAULT_INVESTIGATION_TIMEOUT_S), "investigator.timeout"
         ),
     )
 
 
 def _build(table: Any) -> BuildConfig:
-    _table(table, "build", BUILD_KEYS)
+    check_table(table, "build", BUILD_KEYS)
     roster = table.get("roster", [])
     if not isinstance(roster, list) or not all(isinstance(r, str) for r in roster):
         raise ConfigError("build.roster", roster, 'list builder principals: ["b1", "b2"]')
@@ -317,7 +260,7 @@ def _build(table: Any) -> BuildConfig:
                 "a builder principal is one token (letters, digits, '_' or '-'): its claims "
                 "are published under it",
             )
-    command = _command(table.get("command"), "build.command")
+    command = command_line(table.get("command"), "build.command")
     if command is not None and not roster:
         raise ConfigError(
             "build.roster", roster, "a build command needs a roster of builder principals"
@@ -328,7 +271,7 @@ def _build(table: Any) -> BuildConfig:
     return BuildConfig(
         command=command,
         roster=tuple(roster),
-        timeout_s=_timeout(table.get("timeout", DEFAULT_BUILD_TIMEOUT_S), "build.timeout"),
+        timeout_s=seconds(table.get("timeout", DEFAULT_BUILD_TIMEOUT_S), "build.timeout"),
         mode=mode,
         autonomy=_autonomy(table.get("autonomy", list(DEFAULT_AUTONOMY))),
     )
@@ -350,138 +293,3 @@ def _autonomy(value: Any) -> tuple[AutonomyClass, ...]:
         if item not in allowed:
             raise ConfigError("build.autonomy", item, f"use classes of: {', '.join(allowed)}")
     return tuple(c for c in allowed if c in value)
-
-
-def _table(table: Any, name: str, allowed: tuple[str, ...]) -> None:
-    if not isinstance(table, dict):
-        raise ConfigError(name, table, f"write it as a [{name}] table")
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(
-                f"{name}.{key}", table[key], f"unknown key; allowed: {', '.join(allowed)}"
-            )
-
-
-def _command(value: Any, field: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(field, value, 'give the command to run, e.g. "python review.py"')
-    try:
-        shlex.split(value)
-    except ValueError as exc:
-        raise ConfigError(field, value, f"cannot split into words ({exc})") from exc
-    return value
-
-
-def _timeout(value: Any, field: str) -> float:
-    if isinstance(value, bool):
-        raise ConfigError(field, value, "give seconds (300) or a duration ('5m')")
-    if isinstance(value, int | float):
-        if value <= 0:
-            raise ConfigError(field, value, "a timeout must be greater than zero")
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return parse_duration(value, field)
-        except InvalidValue as exc:
-            raise ConfigError(field, value, exc.hint) from exc
-    raise ConfigError(field, value, "give seconds (300) or a duration ('5m')")
-
-
-def _agents(table: Any) -> AgentsConfig:
-    _table(table, "agents", AGENTS_KEYS)
-    executor = table.get("executor", "auto")
-    if executor not in EXECUTORS:
-        raise ConfigError("agents.executor", executor, f"use one of {', '.join(EXECUTORS)}")
-    sandbox = table.get("sandbox", "on")
-    if sandbox not in SANDBOX_MODES:
-        raise ConfigError(
-            "agents.sandbox",
-            sandbox,
-            'use "on" (the default), or "none" to run agents unsandboxed (said on the log)',
-        )
-    image = table.get("image")
-    if image is not None and (not isinstance(image, str) or not image.strip() or " " in image):
-        raise ConfigError("agents.image", image, 'name a container image, e.g. "python:3.12-slim"')
-    if executor == "container" and image is None:
-        raise ConfigError("agents.image", None, 'executor = "container" needs an image to run')
-    network = table.get("network", [])
-    if not isinstance(network, list):
-        raise ConfigError("agents.network", network, 'list "host:port" pairs: ["pypi.org:443"]')
-    for entry in network:
-        if not isinstance(entry, str) or not _host_port(entry):
-            raise ConfigError(
-                "agents.network", entry, 'each entry is "host:port", e.g. "pypi.org:443"'
-            )
-    cpu_time = table.get("cpu_time", DEFAULT_LIMITS.cpu_time_s)
-    return AgentsConfig(
-        executor=executor,
-        sandbox=sandbox,
-        image=image.strip() if isinstance(image, str) else None,
-        network=tuple(network),
-        memory_mb=_memory(table.get("memory", DEFAULT_LIMITS.memory_mb)),
-        cpu_time_s=max(1, round(_timeout(cpu_time, "agents.cpu_time"))),
-        processes=_count(table.get("processes", DEFAULT_LIMITS.processes), "processes", 8),
-        open_files=_count(table.get("open_files", DEFAULT_LIMITS.open_files), "open_files", 16),
-        uids=_uids(table.get("uids", f"{DEFAULT_UIDS[0]}-{DEFAULT_UIDS[1]}")),
-        read_only=_paths(table.get("read_only", []), "agents.read_only"),
-        writable=_paths(table.get("writable", []), "agents.writable"),
-    )
-
-
-def _paths(value: Any, field: str) -> tuple[str, ...]:
-    hint = 'list absolute paths other than "/": ["/opt/agent-tools"]'
-    if not isinstance(value, list):
-        raise ConfigError(field, value, hint)
-    for path in value:
-        if not isinstance(path, str) or not path.startswith("/") or not path.strip("/"):
-            raise ConfigError(field, path, hint)
-    return tuple(value)
-
-
-def _host_port(entry: str) -> bool:
-    host, sep, port = entry.rpartition(":")
-    return bool(sep and host.strip() and port.isdigit() and 1 <= int(port) <= 65535)
-
-
-_MEMORY_UNITS = {"k": 1 / 1024, "m": 1, "g": 1024}
-
-
-def _memory(value: Any) -> int:
-    """Megabytes from a whole number (MB) or a size such as ``"512m"`` or ``"4g"``."""
-    hint = 'give megabytes (4096) or a size such as "512m" or "4g" (at least 64m)'
-    if isinstance(value, bool):
-        raise ConfigError("agents.memory", value, hint)
-    if isinstance(value, int):
-        megabytes = value
-    elif isinstance(value, str) and value.strip()[-1:].lower() in _MEMORY_UNITS:
-        number = value.strip()[:-1]
-        try:
-            megabytes = int(float(number) * _MEMORY_UNITS[value.strip()[-1].lower()])
-        except ValueError:
-            raise ConfigError("agents.memory", value, hint) from None
-    else:
-        raise ConfigError("agents.memory", value, hint)
-    if megabytes < 64:
-        raise ConfigError("agents.memory", value, hint)
-    return megabytes
-
-
-def _count(value: Any, key: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(f"agents.{key}", value, f"a whole number, {least} or more")
-    return value
-
-
-def _uids(value: Any) -> tuple[int, int]:
-    hint = 'a range of unused uids, "60000-60999" (above 999, first <= last, below 2^31)'
-    if not isinstance(value, str):
-        raise ConfigError("agents.uids", value, hint)
-    first, sep, last = value.partition("-")
-    if not sep or not first.strip().isdigit() or not last.strip().isdigit():
-        raise ConfigError("agents.uids", value, hint)
-    low, high = int(first), int(last)
-    if not 1000 <= low <= high < 2**31 - 1 or 65534 in range(low, high + 1):
-        raise ConfigError("agents.uids", value, hint)
-    return (low, high)

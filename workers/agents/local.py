@@ -2,13 +2,18 @@
 
 When the daemon is root (the usual case: ``loopbus up`` as a service), each run gets:
 
-* a uid of its own from ``[agents] uids``, not used by another live run (a lock file per
-  uid in a root-only folder, and no process of that uid alive), no supplementary groups;
+* a uid of its own from ``[agents] uids``, not used by another live run (:mod:`.uids`),
+  no supplementary groups;
 * an empty capability bounding set and ``no_new_privs`` (nothing it executes can gain a
   privilege back: no set-uid program, no file capability);
-* resource limits: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU`` (past the soft limit SIGXCPU,
-  past the hard one SIGKILL), ``RLIMIT_NOFILE`` and ``RLIMIT_NPROC`` (the per-run uid
-  makes the process limit the run's own, so a fork bomb stops at it);
+* a control group of its own (:mod:`.cgroups`) holding its memory and process limits,
+  whose counters say afterwards whether the kernel stopped the run at either: a process
+  OOM-killed is a ``memory`` breach, a fork refused at the limit a ``processes`` one;
+* resource limits: ``RLIMIT_CPU`` (past the soft limit SIGXCPU, past the hard one
+  SIGKILL) and ``RLIMIT_NOFILE``; where no control group can be made (said once in the
+  log), ``RLIMIT_AS`` (memory) and ``RLIMIT_NPROC`` (the per-run uid makes the process
+  limit the run's own) instead, and then a memory or process breach fails inside the
+  command and goes unreported;
 * its own session and process group; a timeout or a cancellation kills the group and then
   every process of the run's uid (a child that left the group with ``setsid`` included);
 * the worktree lent to that uid for the run (its root made 0700, so another run's uid
@@ -17,16 +22,11 @@ When the daemon is root (the usual case: ``loopbus up`` as a service), each run 
 * a private temporary directory (``HOME`` and ``TMPDIR``), owned by that uid, 0700.
 
 Where bubblewrap (``bwrap``) runs here (a probe succeeds), the run is also wrapped in new
-pid, ipc, uts and mount namespaces (and a network namespace with no interface but its
-own loopback when ``spec.network`` is empty): the command's filesystem holds only
-``/usr`` (and the ``/bin``, ``/sbin``, ``/lib*`` links or folders), the whole ``/etc``
-read-only (host configuration: name resolution, certificates, users; loopbus keeps nothing
-there, and files unreadable to an ordinary uid stay so), a private ``/proc``, a minimal
-``/dev``, an empty private ``/tmp``, the read-only paths, the private temporary directory
-and the worktree, each at its host path. The data directory, credentials, signing keys,
-other units' worktrees and the project's shared repository do not exist inside. bwrap runs
-as root (it may then bind paths under a 0700 home, as a pyenv or pipx interpreter in
-``/root`` is), and a small step inside drops to the run's uid before the command starts.
+namespaces that hide the rest of the filesystem (:mod:`.bwrap` has the layout): the data
+directory, credentials, signing keys, other units' worktrees and the project's shared
+repository do not exist inside. bwrap runs as root (it may then bind paths under a 0700
+home, as a pyenv or pipx interpreter in ``/root`` is), and a small step inside drops to
+the run's uid before the command starts.
 
 Without bubblewrap (or with ``namespaces=False``) the uid is the fence: the command sees the
 host's filesystem as an ordinary user would, so the data directory (0700) and other runs'
@@ -45,48 +45,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
-import pwd
-import random
+import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-from loopbus.workers.agents.environment import outermost
+import structlog
+from loopbus.workers.agents import cgroups, streams, uids
+from loopbus.workers.agents.bwrap import Bubblewrap
+from loopbus.workers.agents.cgroups import RunGroup
 from loopbus.workers.agents.lending import Owner, hand_tree, owner_of, take_back
 from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
-from loopbus.workers.gates.executors import OUTPUT_CAP
+from loopbus.workers.agents.uids import DEFAULT_UIDS, LAUNCHER, LOCK_DIR, Lease, NoFreeUid
 
-T = TypeVar("T")
+log = structlog.get_logger()
 
-DEFAULT_UIDS = (60000, 60999)
-LOCK_DIR = Path("/run/loopbus-agents")
-"""Where a root daemon keeps one lock file per uid in use (0700, root's)."""
-EXIT_POLL_S = 0.05
-SWEEPS = 5  # kill(-1) passes over a run's uid; a fork racing one pass is caught by the next
-SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-
-LAUNCHER = Path(sys.executable).resolve()
-"""loopbus's own interpreter, by its real path: it runs :data:`LAUNCH` and :data:`KILL_ALL`."""
+UNSET = -1
+"""A limit the launcher leaves alone (the run's control group holds it)."""
 
 LAUNCH = """\
 import ctypes, json, os, resource, sys
 uid, memory, cpu, files, processes = (int(word) for word in sys.argv[1:6])
 env = json.loads(sys.argv[6])
 argv = sys.argv[7:]
-resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+if memory >= 0:
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
-resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+if processes >= 0:
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 libc = ctypes.CDLL(None, use_errno=True)
 if uid >= 0:
     for cap in range(64):
@@ -112,24 +106,24 @@ environment names — ``LD_PRELOAD`` of a check's ``env`` — may reach them). A
 ``preexec_fn``: forking a threaded daemon and running Python (``dlopen``, imports) in the
 child before exec can deadlock it."""
 
-KILL_ALL = """\
-import os, sys
-uid = int(sys.argv[1])
-os.setgroups([])
-os.setresgid(uid, uid, uid)
-os.setresuid(uid, uid, uid)
-try:
-    os.kill(-1, 9)  # every process of uid, in any session or pid namespace, but this one
-except OSError:
-    pass
-"""
+JOIN = (
+    'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "loopbus: cannot join the '
+    'run\'s control group ($1)" >&2; exit 125; }; shift; done; shift; exec "$@"'
+)
+"""The step before everything else of a run (``/bin/sh``, as the daemon's user): it puts
+its own pid in the run's control groups, then becomes the run, so every process of the run
+(bubblewrap's included) is counted from its first instruction."""
+
+_told: set[str] = set()
+"""Why no control group could be made, each said once per process."""
 
 
 class LocalExecutor:
     """Runs a :class:`SandboxSpec` on this host (see this module's docstring).
 
     ``namespaces``: ``None`` uses bubblewrap when it runs here, ``False`` never (the
-    uid-only fence; root only), ``True`` requires it.
+    uid-only fence; root only), ``True`` requires it. ``cgroups``: ``False`` never makes a
+    control group (the rlimits alone, as where none can be made).
     """
 
     kind: ExecutorKind = "local"
@@ -141,12 +135,15 @@ class LocalExecutor:
         namespaces: bool | None = None,
         bwrap: str | None = None,
         lock_dir: Path = LOCK_DIR,
+        cgroups: bool = True,
     ) -> None:
         self.uids = uids
         self.namespaces = namespaces
-        self.bwrap = bwrap if bwrap is not None else shutil.which("bwrap")
+        self.bubblewrap = Bubblewrap(
+            bwrap if bwrap is not None else shutil.which("bwrap"), as_root=self.as_root
+        )
         self.lock_dir = lock_dir
-        self._probed: str | bool | None = False  # False: not probed yet
+        self.cgroups = cgroups
 
     @property
     def as_root(self) -> bool:
@@ -154,78 +151,18 @@ class LocalExecutor:
 
     async def available(self) -> str | None:
         if self.as_root:
-            problem = _check_lock_dir(self.lock_dir)
+            problem = uids.check_lock_dir(self.lock_dir)
             if problem is not None:
                 return problem
             if self.namespaces:
-                return await self._bwrap_problem()
+                return await self.bubblewrap.problem()
             return None
         if self.namespaces is False:
             return (
                 "the local executor without namespaces needs a root daemon (it runs each "
                 "agent as a uid of its own); run the daemons as root or install bubblewrap"
             )
-        return await self._bwrap_problem()
-
-    async def _bwrap_problem(self) -> str | None:
-        """``None`` when bubblewrap can build a sandbox here; else why not (probed once)."""
-        if self._probed is not False:
-            return self._probed  # type: ignore[return-value]
-        if self.bwrap is None:
-            self._probed = (
-                "bubblewrap (bwrap) is not installed: install it (apt-get install "
-                "bubblewrap) or run agents in containers ([agents] image)"
-            )
-            return self._probed
-        argv = [*self._bwrap_base(network=False), "--", "true"]
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            _, err = await asyncio.wait_for(proc.communicate(), 30)
-        except (OSError, TimeoutError) as exc:
-            self._probed = f"bubblewrap at {self.bwrap} did not run: {exc}"
-            return self._probed
-        if proc.returncode != 0:
-            why = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-            self._probed = (
-                f"bubblewrap at {self.bwrap} cannot make a sandbox here ({why[0]}); "
-                "the kernel may forbid user namespaces"
-            )
-            return self._probed
-        self._probed = None
-        return None
-
-    def _bwrap_base(self, *, network: bool) -> list[str]:
-        assert self.bwrap is not None
-        args = [
-            self.bwrap,
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--hostname",
-            "loopbus-agent",
-        ]
-        if not self.as_root:
-            args.append("--unshare-user")
-        if not network:
-            args.append("--unshare-net")
-        args += ["--ro-bind", "/usr", "/usr"]
-        for name in SYSTEM_DIRS:
-            path = Path("/", name)
-            if path.is_symlink():
-                args += ["--symlink", os.readlink(path), str(path)]
-            elif path.is_dir():
-                args += ["--ro-bind", str(path), str(path)]
-        args += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
-        args += ["--tmpfs", "/tmp"]
-        return args
+        return await self.bubblewrap.problem()
 
     async def run(self, spec: SandboxSpec) -> SandboxResult:
         started = time.monotonic()
@@ -234,7 +171,7 @@ class LocalExecutor:
         problem = await self.available()
         if problem is not None:
             return _not_started(problem, started)
-        wrapped = self.namespaces is not False and await self._bwrap_problem() is None
+        wrapped = self.namespaces is not False and await self.bubblewrap.problem() is None
         try:
             run = await asyncio.to_thread(_Run.prepare, self, spec, wrapped)
         except (OSError, NoFreeUid) as exc:
@@ -242,17 +179,26 @@ class LocalExecutor:
         try:
             return await run.go(started)
         finally:
-            await _unstoppable(asyncio.to_thread(run.finish))
+            await streams.unstoppable(asyncio.to_thread(run.finish))
 
-
-class NoFreeUid(Exception):
-    """Raised when every uid of ``[agents] uids`` is held by a live run."""
-
-
-@dataclass
-class _Lease:
-    uid: int
-    fd: int
+    def group(self, spec: SandboxSpec, uid: int | None) -> RunGroup | None:
+        """The run's control group, or ``None`` (why, said once) when none can be made."""
+        if not self.cgroups:
+            return None
+        name = f"loopbus-run-{uid if uid is not None else os.getpid()}-{secrets.token_hex(4)}"
+        limits = spec.limits
+        made = cgroups.make(name, limits.memory_mb * 1024 * 1024, limits.processes)
+        if isinstance(made, RunGroup):
+            return made
+        if made not in _told:
+            _told.add(made)
+            log.warning(
+                "agent.limits_unobserved",
+                reason=made,
+                effect="memory and process limits are rlimits only: a breach fails inside "
+                "the command and is not reported",
+            )
+        return None
 
 
 @dataclass
@@ -261,15 +207,16 @@ class _Run:
     spec: SandboxSpec
     wrapped: bool
     tmp: Path
-    lease: _Lease | None
+    lease: Lease | None
     lent: Owner | None
     worktree_mode: int
+    group: RunGroup | None = None
 
     @classmethod
     def prepare(cls, executor: LocalExecutor, spec: SandboxSpec, wrapped: bool) -> _Run:
-        """The uid, the private temporary directory and the worktree lent to the uid
-        (blocking: file system)."""
-        lease = _lease(executor.uids, executor.lock_dir) if executor.as_root else None
+        """The uid, the private temporary directory, the worktree lent to the uid and the
+        control group (blocking: file system)."""
+        lease = uids.lease(executor.uids, executor.lock_dir) if executor.as_root else None
         tmp = Path(tempfile.mkdtemp(prefix="loopbus-agent-"))
         lent: Owner | None = None
         mode = spec.worktree.stat().st_mode & 0o7777
@@ -284,13 +231,15 @@ class _Run:
                 take_back(spec.worktree, lent)
             shutil.rmtree(tmp, ignore_errors=True)
             if lease is not None:
-                _release(lease)
+                uids.release(lease)
             raise
-        return cls(executor, spec, wrapped, tmp, lease, lent, mode)
+        group = executor.group(spec, lease.uid if lease is not None else None)
+        return cls(executor, spec, wrapped, tmp, lease, lent, mode, group)
 
     def argv(self) -> list[str]:
         spec = self.spec
         limits = spec.limits
+        held = self.group is not None  # the group holds memory and processes
         launch = [
             str(LAUNCHER),
             "-I",
@@ -298,28 +247,19 @@ class _Run:
             "-c",
             LAUNCH,
             str(self.lease.uid if self.lease is not None else -1),
-            str(limits.memory_mb * 1024 * 1024),
+            str(UNSET if held else limits.memory_mb * 1024 * 1024),
             str(limits.cpu_time_s),
             str(limits.open_files),
-            str(limits.processes),
+            str(UNSET if held else limits.processes),
             json.dumps({**spec.env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}),
+            *spec.argv,
         ]
-        if not self.wrapped:
-            return [*launch, *spec.argv]
-        executor = self.executor
-        args = executor._bwrap_base(network=bool(spec.network))
-        own = outermost([sys.base_prefix, sys.base_exec_prefix, str(LAUNCHER.parent.parent)])
-        inside = [p for p in spec.read_only if _within(p, spec.worktree)]
-        outside = [p for p in (*own, *spec.read_only) if p not in inside]
-        made: set[str] = set()
-        for path in outside:
-            args += [*_parents(path, made), "--ro-bind", str(path), str(path)]
-        for path in (*spec.writable, self.tmp, spec.worktree):
-            args += [*_parents(path, made), "--bind", str(path), str(path)]
-        for path in inside:
-            args += ["--ro-bind", str(path), str(path)]
-        args += ["--chdir", str(spec.cwd or spec.worktree), "--", *launch, *spec.argv]
-        return args
+        if self.wrapped:
+            launch = self.executor.bubblewrap.wrap(spec, self.tmp, launch)
+        if self.group is None:
+            return launch
+        join = [str(p) for p in self.group.procs()]
+        return ["/bin/sh", "-c", JOIN, "sh", *join, "--", *launch]
 
     async def go(self, started: float) -> SandboxResult:
         spec = self.spec
@@ -340,9 +280,9 @@ class _Run:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return _not_started(f"{spec.argv[0]}: {reason}", started)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        out = asyncio.ensure_future(_drain(proc.stdout))
-        err = asyncio.ensure_future(_drain(proc.stderr))
-        feed = asyncio.ensure_future(_feed(proc.stdin, spec.stdin))
+        out = asyncio.ensure_future(streams.drain(proc.stdout))
+        err = asyncio.ensure_future(streams.drain(proc.stderr))
+        feed = asyncio.ensure_future(streams.feed(proc.stdin, spec.stdin))
         try:
             await asyncio.wait_for(self._until_done(proc, out, err), spec.timeout_s)
         except TimeoutError:
@@ -358,7 +298,7 @@ class _Run:
                 b"",
                 time.monotonic() - started,
                 timed_out=True,
-                breaches=("timeout",),
+                breaches=("timeout", *self._observed()),
             )
         except BaseException:
             self.kill(proc.pid)
@@ -380,8 +320,8 @@ class _Run:
     async def _until_done(
         self, proc: asyncio.subprocess.Process, out: Awaitable[bytes], err: Awaitable[bytes]
     ) -> None:
-        pipes = asyncio.ensure_future(_both(out, err))
-        exited = asyncio.ensure_future(_exited(proc))
+        pipes = asyncio.ensure_future(streams.both(out, err))
+        exited = asyncio.ensure_future(streams.exited(proc))
         try:
             await asyncio.wait([pipes, exited], return_when=asyncio.FIRST_COMPLETED)
             if not pipes.done():
@@ -393,197 +333,50 @@ class _Run:
         finally:
             exited.cancel()
 
+    def _observed(self) -> tuple[Breach, ...]:
+        """What the run's control group counted (nothing without one)."""
+        return self.group.breaches() if self.group is not None else ()
+
     def _breaches(self, code: int | None, duration: float) -> tuple[Breach, ...]:
+        observed = self._observed()
         if code is None:
-            return ()
+            return observed
         signalled = -code if code < 0 else code - 128 if self.wrapped and code > 128 else 0
         if signalled == signal.SIGXCPU:
-            return ("cpu",)
+            return ("cpu", *observed)
         could_spend = duration * (os.cpu_count() or 1)
-        if signalled == signal.SIGKILL and could_spend >= self.spec.limits.cpu_time_s:
-            return ("cpu",)  # the hard limit; an earlier SIGKILL cannot be the CPU limit
-        return ()
+        if (
+            signalled == signal.SIGKILL
+            and could_spend >= self.spec.limits.cpu_time_s
+            and "memory" not in observed  # the OOM killer's SIGKILL, not the CPU limit's
+        ):
+            return ("cpu", *observed)  # the hard limit; an earlier SIGKILL cannot be it
+        return observed
 
     def kill(self, pid: int) -> None:
         """Kill the command's process group, then every process of the run's uid."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
         if self.lease is not None:
-            _sweep(self.lease.uid)
+            uids.sweep(self.lease.uid)
 
     def finish(self) -> None:
         """After the run (blocking): nothing of its uid alive, the worktree back with its
-        owner, the private temporary directory gone, the uid free for another run."""
+        owner, the private temporary directory gone, the control group removed, the uid
+        free for another run."""
         if self.lease is not None:
-            _sweep(self.lease.uid)
+            uids.sweep(self.lease.uid)
+        if self.group is not None:
+            left = self.group.remove()
+            if left:
+                log.warning("agent.cgroup_left", folders=[str(p) for p in left])
         if self.lent is not None:
             take_back(self.spec.worktree, self.lent)
             self.spec.worktree.chmod(self.worktree_mode)
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.lease is not None:
-            _release(self.lease)
-
-
-async def _both(out: Awaitable[bytes], err: Awaitable[bytes]) -> None:
-    await asyncio.gather(out, err)
-
-
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Until the command's own process has exited (``proc.wait()`` also waits for its
-    output pipes, which a child it left behind may hold open forever)."""
-    while proc.returncode is None:
-        await asyncio.sleep(EXIT_POLL_S)
+            uids.release(self.lease)
 
 
 def _not_started(reason: str, started: float) -> SandboxResult:
     return SandboxResult("local", None, b"", b"", time.monotonic() - started, start_error=reason)
-
-
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or path.is_relative_to(folder)
-
-
-def _parents(path: Path, made: set[str]) -> list[str]:
-    """``--dir`` for every ancestor of ``path`` not made yet: bubblewrap would otherwise
-    copy the host's modes (``/root`` 0700), and the run's uid could not reach the path."""
-    args: list[str] = []
-    for parent in reversed(path.parents):
-        text = str(parent)
-        if text in ("/", "/tmp") or text in made:
-            continue
-        made.add(text)
-        args += ["--dir", text]
-    return args
-
-
-async def _drain(stream: asyncio.StreamReader) -> bytes:
-    """Everything the stream says, up to ``OUTPUT_CAP`` bytes kept (the rest is read and
-    dropped, so a command that prints without end cannot fill the daemon's memory)."""
-    kept = bytearray()
-    while chunk := await stream.read(1 << 16):
-        if len(kept) < OUTPUT_CAP:
-            kept += chunk[: OUTPUT_CAP - len(kept)]
-    return bytes(kept)
-
-
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the command did not read all of it: its answer says what it made of that
-    finally:
-        stdin.close()
-
-
-async def _unstoppable(work: Awaitable[T]) -> T:
-    """Await ``work`` to its end even when cancelled meanwhile (then cancel after)."""
-    task = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
-            break
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return result
-
-
-# -- uids ------------------------------------------------------------------------------------
-
-
-def _check_lock_dir(folder: Path) -> str | None:
-    """``None`` when ``folder`` is ours alone (made 0700 if missing); else why not. Another
-    user able to write there could hold every uid, or swap a lock for a link."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(folder)
-    except OSError as exc:
-        return f"cannot use {folder} for the agents' uid locks ({exc.strerror})"
-    if not os.path.isdir(folder) or os.path.islink(folder) or info.st_uid != os.geteuid():
-        return f"{folder} is not a folder of this user's: remove it (it holds agent uid locks)"
-    if info.st_mode & 0o077:
-        return f"{folder} is open to other users ({oct(info.st_mode & 0o777)}): chmod 700 it"
-    return None
-
-
-def _lease(uids: tuple[int, int], lock_dir: Path) -> _Lease:
-    """A uid of the range that no other live run holds, no process runs as, and no user
-    of this host has."""
-    low, high = uids
-    busy = _uids_alive()
-    start = random.randint(low, high)  # spread: a uid just freed is not the next one taken
-    for offset in range(high - low + 1):
-        uid = low + (start - low + offset) % (high - low + 1)
-        if uid in busy or _has_account(uid):
-            continue
-        fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        if uid in _uids_alive():  # a run that just ended may still be sweeping it
-            _release(_Lease(uid, fd))
-            continue
-        return _Lease(uid, fd)
-    raise NoFreeUid(f"every uid of [agents] uids = {low}-{high} is in use: widen the range")
-
-
-def _has_account(uid: int) -> bool:
-    """A uid a user of this host has: its files would be the run's, and its processes
-    killed with the run's."""
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return False
-    return True
-
-
-def _release(lease: _Lease) -> None:
-    with contextlib.suppress(OSError):
-        fcntl.flock(lease.fd, fcntl.LOCK_UN)
-    with contextlib.suppress(OSError):
-        os.close(lease.fd)
-
-
-def _uids_alive() -> set[int]:
-    """The uids that own a live process right now (from /proc; a zombie is not alive: in
-    a container whose init reaps nothing, a killed run's processes stay zombies)."""
-    alive: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError):
-            with open(os.path.join(entry.path, "stat"), "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-            if state not in (b"Z", b"X"):
-                alive.add(entry.stat().st_uid)
-    return alive
-
-
-def _alive(uid: int) -> bool:
-    return uid in _uids_alive()
-
-
-def _sweep(uid: int) -> None:
-    """Kill every process of ``uid``: ``kill(-1, SIGKILL)`` sent as that uid reaches
-    exactly its processes (in any session or pid namespace), never another user's."""
-    for _ in range(SWEEPS):
-        if not _alive(uid):
-            return
-        # Started as root, it becomes ``uid`` only to kill: nothing needs to be executable
-        # by ``uid`` (an interpreter under /root is not).
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                [str(LAUNCHER), "-I", "-S", "-c", KILL_ALL, str(uid)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=30,
-                check=False,
-            )

@@ -21,7 +21,7 @@ from pathlib import Path
 import structlog
 from loopbus.workers.agents import container_sweep
 from loopbus.workers.agents.command import CommandResult, run_command
-from loopbus.workers.agents.config import AgentsConfig, RepoConfig
+from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.container import ContainerExecutor
 from loopbus.workers.agents.environment import (
     agent_env,
@@ -31,6 +31,7 @@ from loopbus.workers.agents.environment import (
 )
 from loopbus.workers.agents.local import LocalExecutor
 from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxResult, SandboxSpec
+from loopbus.workers.agents.sandbox_config import AgentsConfig
 from loopbus.workers.agents.workspace import remove
 from loopbus.workers.gates.environment import interpreter_dir
 

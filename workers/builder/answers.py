@@ -33,6 +33,7 @@ from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
 from loopbus.schemas.slices import UsageReport
 from loopbus.schemas.targets import DecisionTarget, RecordTarget
+from loopbus.workers.agents.breaches import AgentRun
 from loopbus.workers.agents.config import BuildConfig
 from loopbus.workers.builder.autonomy import Classified, classify, may_pick_alone
 
@@ -51,6 +52,18 @@ class Round:
     def id(self, salt: str) -> str:
         return answer_id(self.trigger, salt)
 
+    def agent_run(self) -> AgentRun:
+        """The round as an agent run (what its sandbox breach findings name)."""
+        return AgentRun(
+            project=self.project,
+            system=self.system,
+            role="builder",
+            answers=self.trigger,
+            principal=self.builder.principal,
+            unit=self.unit,
+            slice=self.slice,
+        )
+
 
 def problem_finding(round_: Round, message: str, *, salt: str) -> FindingRaised:
     """A builder run that gave no valid envelope (or could not run), as a finding."""
@@ -67,34 +80,6 @@ def problem_finding(round_: Round, message: str, *, salt: str) -> FindingRaised:
         unit=round_.unit,
         slice=round_.slice or None,
         owner=f"builder:{round_.unit}",
-    )
-
-
-def breach_finding(
-    round_: Round, breaches: tuple[str, ...], executor: str, *, attempt: int
-) -> FindingRaised:
-    """A builder run the sandbox saw hit one of its limits (``[agents]``: timeout, cpu,
-    memory): the executor's observation, not the agent's word, so a command cannot hide it
-    by what it prints. One per run (``attempt`` 1 or 2 of the round)."""
-    named = ", ".join(breaches)
-    return FindingRaised(
-        id=round_.id(f"sandbox-breach-{attempt}"),
-        project=round_.project,
-        actor=round_.system,
-        producer="builder",
-        target=RecordTarget(id=round_.trigger),
-        severity="medium",
-        criterion="agent-limits",
-        cls="sandbox-breach",
-        message=(
-            f"builder {round_.builder.principal} on unit {round_.unit}: the {executor} "
-            f"sandbox stopped its command at its limit ({named}); raise [agents] limits in "
-            "loopbus.toml only if the work needs them"
-        ),
-        unit=round_.unit,
-        slice=round_.slice or None,
-        owner=f"builder:{round_.unit}",
-        evidence={"breaches": list(breaches), "executor": executor, "attempt": attempt},
     )
 
 

@@ -39,6 +39,7 @@ from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
 from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.breaches import breach_finding
 from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -118,8 +119,11 @@ class Builder(Daemon):
                 result = await self._run(config, brief, where, builder)
                 if result.breaches:
                     breached.append(
-                        answers.breach_finding(
-                            round_, result.breaches, result.executor, attempt=len(breached) + 1
+                        breach_finding(
+                            round_.agent_run(),
+                            result.breaches,
+                            result.executor,
+                            attempt=len(breached) + 1,
                         )
                     )
                 outcome = _envelope(result, config.build.timeout_s)

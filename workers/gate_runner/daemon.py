@@ -6,7 +6,8 @@ A daemon on the kernel. It serves one project (the ``[project] id`` of the repos
 it does not call :class:`loopbus.workers.gates.runner.GateRunner` itself) — with a signed
 :class:`GateSuiteCompleted` whose ``cause`` is the asking event's id. It also raises one
 finding for every gate event the ``gates`` projection refused (a missing, unknown or forged
-signature), and asks for the gates of each new commit the trunk ref points at.
+signature), asks for the gates of each new commit the trunk ref points at, and keeps a
+standing finding open while this host runs checks unfenced (:mod:`loopbus.workers.gates.unfenced`).
 
 The decision (:mod:`loopbus.workers.gate_runner.decide`) is pure; this module is its
 shell: the effect that runs a suite through the gates library (which signs, caches and
@@ -23,7 +24,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import BusError
-from loopbus.projections import gates, ratchet
+from loopbus.projections import findings, gates, ratchet
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
@@ -40,6 +41,7 @@ from loopbus.schemas.subjects import (
 from loopbus.workers import repository
 from loopbus.workers.errors import GateError, WorkerError
 from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, GateWork, Job, TrunkSeen, decide
+from loopbus.workers.gates import unfenced
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import gate_unit
 from loopbus.workers.kernel import Daemon, Kernel, World
@@ -57,7 +59,7 @@ class GateRunnerDaemon(Daemon):
     """Keeps every ask of one project answered, and trunk gated."""
 
     name = "gate-runner"
-    folds = (FOLD, ratchet.FOLD)
+    folds = (FOLD, ratchet.FOLD, findings.FOLD)
 
     def __init__(
         self,
@@ -86,7 +88,7 @@ class GateRunnerDaemon(Daemon):
             gate_request_subjects(p),
             gate_suite_subjects(p),
             *gate_subjects(p),
-            finding_subjects(p, "gate_runner"),
+            finding_subjects(p),  # every producer's, and their resolutions (unfenced)
             ratchet_subjects(p),
             ratchet_subjects(self.catalogue),
         ]
@@ -99,11 +101,13 @@ class GateRunnerDaemon(Daemon):
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
         await self.runner.cache(self.project)  # registers the runner's key before any result
+        fence = unfenced.Fence(await self.runner.fence_problem())
+        kernel.observe(unfenced.FENCE, fence, project=self.project)
         if self.trunk is not None and self.trunk_poll_s > 0:
             kernel.spawn(self.watch_trunk(kernel, self.trunk), "trunk")
 
     def decide(self, world: World) -> Sequence[Intent]:
-        return decide(world, self.jobs)
+        return [*decide(world, self.jobs), *unfenced.decide(world)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != RUN:

@@ -153,18 +153,27 @@ class GateRunner:
         self._container = ContainerExecutor()
         self._fenced = FencedExecutor() if fenced else None
         self._fence_checked = False
+        self._unfenced: str | None = None if fenced else "the gate runner was made unfenced"
         self.executions = 0  # commands actually run by this process (the benchmark reads it)
 
     async def _host_executor(self) -> Executor:
         """The sandboxed executor where the local agent sandbox can run here, else the
-        plain subprocess (said once in the log): a check runs the agents' code."""
+        plain subprocess (said once in the log, and by :mod:`.unfenced`'s standing finding):
+        a check runs the agents' code."""
         if self._fenced is not None and not self._fence_checked:
             self._fence_checked = True
             problem = await self._fenced.available()
             if problem is not None:
                 log.warning("gate.unfenced", reason=problem)
                 self._fenced = None
+                self._unfenced = problem
         return self._fenced or self._subprocess
+
+    async def fence_problem(self) -> str | None:
+        """Why checks run on this host unfenced (one line), or ``None`` when they run in
+        the agent sandbox (probed once)."""
+        await self._host_executor()
+        return self._unfenced
 
     async def cache(self, project: str) -> GateCache:
         """The project's cache, opened (and this runner's key registered) on first use."""

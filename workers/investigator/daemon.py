@@ -10,6 +10,9 @@ The command runs through the agent runner, in a read-only copy of trunk (its wor
 directory, also named by ``LOOPBUS_REPO``): the files, never the shared repository or its
 ``.git``. Its own worktree is an empty folder.
 
+A limit the sandbox saw the command hit is a ``sandbox-breach`` finding, published with
+the completion (:mod:`loopbus.workers.agents.breaches`).
+
 A request with no completion on the log when the daemon starts is run again: stopping
 the daemon kills the command, and the one investigation of a trigger is the one that
 completes.
@@ -28,6 +31,7 @@ from loopbus.projections import investigations as inv
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.breaches import AgentRun, with_breach
 from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -101,7 +105,17 @@ class Investigator(Daemon):
         answer = failure if failure is not None else parse_report(result.stdout)
         outcome = "error" if isinstance(answer, str) else "finding"
         log.info("investigation.ran", trigger=view.trigger, outcome=outcome)
-        return completion(config.project, view, answer, actor=self.actor, now=utcnow())
+        now = utcnow()
+        done = completion(config.project, view, answer, actor=self.actor, now=now)
+        assert view.requested is not None
+        run = AgentRun(
+            project=config.project,
+            system=self.actor,
+            role="investigator",
+            answers=view.requested,
+            unit=view.unit,
+        )
+        return with_breach(done, run, result.breaches, result.executor, now)
 
 
 def _trunk_copy(config: RepoConfig, dest: Path) -> None:

@@ -1,8 +1,8 @@
 """The merger daemon: the only writer of trunk, as a decision over the log plus a shell.
 
-It folds one project's units and merges and decides with :func:`decide.decide` (pure: see
-that module for the order of its steps). This module is the shell: what the decision
-cannot do without the repository.
+It folds one project's units, merges and builds (whose auto picks hold a unit back) and
+decides with :func:`decide.decide` (pure: see that module for the order of its steps).
+This module is the shell: what the decision cannot do without the repository.
 
 * a sensor reads the trunk ref every ``poll_s`` and reports it (``seen.TRUNK``) — an
   outside push is seen this way; the shell's own ref moves report it at once;
@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 from loopbus.bus import Bus, Record
 from loopbus.projections import FoldFailure
+from loopbus.projections import builds as builds_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
@@ -63,7 +64,7 @@ class Merger(Daemon):
     """One project's merge queue and trunk, in one repository."""
 
     name = "merger"
-    folds = (units_fold.FOLD, merges_fold.FOLD)
+    folds = (units_fold.FOLD, merges_fold.FOLD, builds_fold.FOLD)
 
     def __init__(
         self,

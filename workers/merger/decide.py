@@ -17,7 +17,9 @@ before it asks again, so steps happen one at a time, in this order of priority:
    merge (or, for a push, restores the last green tree) with the finding;
 5. move the queue: ask the shell to stack candidates, and when the head's result is in,
    record it; green moves trunk to exactly that commit, red returns the unit with a
-   trunk-red (or contract-wrong) finding, a conflict returns it with the hunks.
+   trunk-red (or contract-wrong) finding, a conflict returns it with the hunks. A queued
+   unit with an auto-picked decision no second principal has seen yet
+   (:func:`~loopbus.projections.builds.unseen_picks`) is passed over until one has.
 
 Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 to 5 wait while an effect
 of the merger is under way (trunk has one writer, and it does one thing at a time).
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from loopbus.projections.builds import BuildsState, unseen_picks
 from loopbus.projections.claims import Refusal, Verdict, merged, returned
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.merges import Adoption, Advance, MergesState, QueueEntry, Tested
@@ -291,7 +294,12 @@ def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
 
 
 def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
-    entries = [e for e in step.merges.queue if stands(e, step.units)]
+    builds: BuildsState = step.world.state("builds")
+    # A unit with an auto-picked decision no second principal has seen waits in the queue
+    # (docs/decisions.md): the others go past it.
+    entries = [
+        e for e in step.merges.queue if stands(e, step.units) and not unseen_picks(builds, e.unit)
+    ]
     pipeline: PipelineView = step.world.outside.get(PIPELINE, PipelineView())
     if not entries:
         return [stack(step, trunk_commit, [])] if pipeline.stacked else []

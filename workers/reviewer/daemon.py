@@ -11,7 +11,9 @@ carries out its two effects:
   the head (shown to it read-only, its working directory; its own worktree is an empty
   folder), with exactly the diff, the gate results, the criteria and the decisions
   ``long`` mode picked alone on stdin, and turn what it printed into the assigned
-  reviewer's verdict claim, or into a reviewer failure.
+  reviewer's verdict claim, or into a reviewer failure; a limit the sandbox saw the
+  command hit is a ``sandbox-breach`` finding in the same batch
+  (:mod:`loopbus.workers.agents.breaches`).
 
 A review runs in the background (one per open request); stopping the daemon kills the
 command with everything it started, and the next daemon runs the request again.
@@ -31,6 +33,7 @@ from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
+from loopbus.workers.agents.breaches import AgentRun, with_breach
 from loopbus.workers.agents.command import argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
@@ -154,6 +157,7 @@ class Reviewer(Daemon):
             )
         finally:
             await asyncio.to_thread(remove, folder)
+        now = utcnow()
         answer = verdicts.answer(
             config.project,
             request,
@@ -162,10 +166,18 @@ class Reviewer(Daemon):
             blocking=config.review.blocking,
             roots=roots,
             actor=self.actor,
-            now=utcnow(),
+            now=now,
         )
         log.info("review.ran", unit=request.unit, request=request.id, answer=type(answer).__name__)
-        return answer
+        run = AgentRun(
+            project=config.project,
+            system=self.actor,
+            role="reviewer",
+            answers=request.id,
+            principal=request.reviewer,
+            unit=request.unit,
+        )
+        return with_breach(answer, run, result.breaches, result.executor, now)
 
     def _failed(self, config: RepoConfig, request: RequestView, reason: str) -> Intent:
         log.warning("review.failed", unit=request.unit, reason=reason)
