@@ -1,4 +1,5 @@
-"""Entity-level three-way merge driver on tree-sitter (Python, JS, TS/TSX, Go).
+"""Entity-level three-way merge driver on tree-sitter (Python, JS, TS/TSX, Go), and by
+table, key and array element for TOML (:mod:`.toml_merge`, on ``tomllib``).
 
 `merge_file` is the pure core; `driver` plugs it into dulwich's merge-driver
 registry and into git as ``loopbus merge-driver %O %A %B %P``.
