@@ -158,7 +158,8 @@ class Builder(Daemon):
         self, config: RepoConfig, brief: Brief, where: Path, builder: Actor
     ) -> CommandResult:
         assert config.build.command is not None
-        beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder))
+        stop = asyncio.Event()
+        beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder, stop))
         try:
             return await run_agent(
                 config,
@@ -174,26 +175,33 @@ class Builder(Daemon):
                 },
             )
         finally:
+            stop.set()
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
 
-    async def _heartbeat(self, project: str, unit: str, builder: Actor) -> None:
+    async def _heartbeat(
+        self, project: str, unit: str, builder: Actor, stop: asyncio.Event
+    ) -> None:
         """Keep the unit alive in the heartbeat bucket while its command runs.
 
         Written with the daemon's (system) credential, the only one that may write the
         bucket, and naming ``builder``, the principal whose started report made it the
         unit's holder: the watchdog counts no one else's beat (workers/watchdog/holders.py).
+        Ends when ``stop`` is set, not only when cancelled: a cancel that lands inside the
+        client's ``put`` can be swallowed there, and the loop then beat on (for half a
+        minute, in tests) while the round waited for it to end.
         """
         beats = await self.bus.bucket(HEARTBEAT_BUCKET)
         key = heartbeat_key(project, unit)
-        while True:
+        while not stop.is_set():
             beat = HeartbeatReport(project=project, unit=unit, actor=builder)
             try:
                 await beats.put(key, encode_heartbeat(beat))
             except Exception as exc:  # a missed beat is not the round's failure
                 log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
-            await asyncio.sleep(self.heartbeat_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.heartbeat_s)
 
 
 def _published(events: list[Event]) -> list[Intent]:
