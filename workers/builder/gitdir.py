@@ -92,10 +92,16 @@ def _copy(source: Repo, target: Repo, tips: list[ObjectID], root: ObjectID) -> M
             )
     target.object_store.pack_compression_level = 0
     target.object_store.add_objects([(obj, None) for obj in objects.values()])
-    copied = MemoryObjectStore()  # what the checkout reads: no second lookup in the packs
-    for obj in objects.values():
-        copied.add_object(obj)
-    return copied
+    return _Read(objects)
+
+
+class _Read(MemoryObjectStore):
+    """The objects just read, for the checkout to take them from without a second lookup in
+    the source's packs (``add_object`` would copy each; these are only read)."""
+
+    def __init__(self, objects: dict[ObjectID, ShaFile]) -> None:
+        super().__init__()
+        self._data = objects
 
 
 def _unmerged(target: Repo, conflicts: Mapping[str, tuple[Side, Side, Side]]) -> None:
