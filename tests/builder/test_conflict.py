@@ -8,6 +8,7 @@ runs the same story through every daemon of ``loopbus up``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from loopbus.schemas.ids import new_id
 from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import CommitReport, GaveUpReport
 from loopbus.schemas.targets import CodeTarget
+from loopbus.workers.merger.entity_merge import merge_file
 from msgspec import json
 
 SYSTEM = Actor(role="system", principal="test-merger")
@@ -201,3 +203,29 @@ async def test_nothing_an_agent_writes_in_its_git_reaches_the_commit_or_a_ref(
 
 def _commits(git: Repo) -> list[Any]:
     return [obj for obj in (git[sha] for sha in git.object_store) if obj.type_name == b"commit"]
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+
+
+def test_the_documented_conflict_brief_is_one_the_daemon_writes() -> None:
+    """docs/agents.md's conflict brief decodes as a Brief with nothing dropped, its regions
+    are the driver's for the file's three versions, and the worktree file shown is the
+    driver's merge of them (ours the unit, theirs trunk)."""
+    text = DOCS.read_text()
+    found = re.search(r"<!-- conflict-brief-example -->\n```json\n(.*?)\n```", text, re.S)
+    assert found is not None, "docs/agents.md has no conflict brief example"
+    brief = json.decode(found[1].encode(), type=Brief)
+    assert json.decode(json.encode(brief)) == json.decode(found[1].encode())
+    assert brief.conflict is not None
+    [file] = brief.conflict.files
+    assert file.base is not None and file.unit is not None and file.trunk is not None
+    merged = merge_file(file.base.encode(), file.unit.encode(), file.trunk.encode(), file.path)
+    assert [(c.kind, c.name, c.reason) for c in merged.conflicts] == [
+        (r.kind, r.name, r.reason) for r in file.regions
+    ]
+    assert [(h.base, h.ours, h.theirs) for c in merged.conflicts for h in c.hunks] == [
+        (r.base, r.unit, r.trunk) for r in file.regions
+    ]
+    shown = text[found.end() :].split("```text\n", 1)[1].split("```", 1)[0]
+    assert shown.encode() == merged.content
