@@ -23,7 +23,7 @@ from loopbus.schemas.ids import new_id
 from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import CommitReport, GaveUpReport
 from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.merger.entity_merge import merge_file
+from loopbus.workers.entity_merge import merge_file
 from msgspec import json
 
 SYSTEM = Actor(role="system", principal="test-merger")

@@ -7,9 +7,9 @@ import tomllib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.workers.merger.entity_merge import merge_file
-from loopbus.workers.merger.entity_merge.languages.toml import NotToml, parse
-from loopbus.workers.merger.entity_merge.toml_merge import merge_list
+from loopbus.workers.entity_merge import merge_file
+from loopbus.workers.entity_merge.languages.toml import NotToml, parse
+from loopbus.workers.entity_merge.toml_merge import merge_list
 
 from loopbus import scaffold
 

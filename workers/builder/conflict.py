@@ -3,7 +3,7 @@
 When the merger finds that a unit's head does not merge onto trunk (a ``merge.conflicted``
 fact: :class:`loopbus.projections.builds.Collision`), the unit's next round starts from
 the merge of trunk's head into the unit's head, made here with the merger's own driver
-(:mod:`loopbus.workers.merger.entity_merge`, every path routed to it as the merger does):
+(:mod:`loopbus.workers.entity_merge`, every path routed to it as the merger does):
 
 * what the driver combined is in the worktree, combined;
 * each file it could not combine holds conflict markers around what collided
@@ -36,7 +36,7 @@ from loopbus.schemas import FindingResolved
 from loopbus.schemas.builds import BriefConflict, BriefConflictFile, BriefConflictRegion
 from loopbus.workers.builder import gitdir
 from loopbus.workers.builder.answers import Round
-from loopbus.workers.merger.entity_merge import (
+from loopbus.workers.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,
