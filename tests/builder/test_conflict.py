@@ -9,6 +9,7 @@ runs the same story through every daemon of ``loopbus up``.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ from loopbus.schemas.ids import new_id
 from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import CommitReport, GaveUpReport
 from loopbus.schemas.targets import CodeTarget
+from loopbus.workers.builder import conflict, worktree
 from loopbus.workers.entity_merge import merge_file
 from msgspec import json
+from reviewkit import GitRepo
 
 SYSTEM = Actor(role="system", principal="test-merger")
 MINE = "def total(xs):\n    return sum(xs)\n"
@@ -229,3 +232,30 @@ def test_the_documented_conflict_brief_is_one_the_daemon_writes() -> None:
     ]
     shown = text[found.end() :].split("```text\n", 1)[1].split("```", 1)[0]
     assert shown.encode() == merged.content
+
+
+def test_a_file_the_unit_deleted_and_trunk_changed_is_trunks_in_the_worktree(
+    tmp_path: Path,
+) -> None:
+    """Delete against change: the worktree holds trunk's version to keep or delete (as git
+    leaves it), the brief says so (no unit version, ``delete-modify``), and git lists it
+    as deleted by us."""
+    repo = GitRepo(tmp_path / "repo")
+    base = repo.commit({"app.py": "A = 1\n", "old.py": "one\n"}, ref="refs/heads/main")
+    head = repo.commit({"app.py": "A = 2\n", "old.py": None}, parent=base)
+    trunk = repo.commit({"old.py": "two\n"}, parent=base, ref="refs/heads/main")
+    merged = conflict.merge(repo.path, head, trunk, finding="F1")
+    [file] = merged.brief().files
+    assert (file.path, file.base, file.unit, file.trunk) == ("old.py", "one\n", None, "two\n")
+    assert [r.reason for r in file.regions] == ["delete-modify"]
+    where = tmp_path / "work" / "tree"
+    worktree.fresh(where)
+    conflict.prepare(repo.path, merged, where, branch="loopbus/p/U1")
+    assert (where / "old.py").read_text() == "two\n"
+    assert (where / "app.py").read_text() == "A = 2\n"
+    assert conflict.markers_left(where, merged) is None
+    if has_git():
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=where, capture_output=True, text=True
+        )
+        assert status.stdout == "DU old.py\n", status

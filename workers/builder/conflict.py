@@ -131,9 +131,7 @@ def prepare(repo: Path, merged: Merged, dest: Path, *, branch: str) -> None:
         conflicts=merged.sides,
     )
     for path, data in merged.extra.items():
-        target = dest.joinpath(*path.split("/"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        _write_inside(dest, path, data)
 
 
 def markers_left(worktree: Path, merged: Merged) -> str | None:
@@ -241,6 +239,24 @@ def _marker(line: bytes) -> bool:
         if line == marker or (marker != b"=======" and line.startswith(marker + b" ")):
             return True
     return False
+
+
+def _write_inside(root: Path, path: str, data: bytes) -> None:
+    """Write ``root/path`` (a path from a tree) through plain folders only: a part that is
+    not a plain name, or a link on the way, and nothing is written."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or part.lower() == ".git" for part in parts):
+        return
+    here = root
+    for part in parts[:-1]:
+        here = here / part
+        if not here.exists() and not here.is_symlink():
+            here.mkdir()
+        if here.is_symlink() or not here.is_dir():
+            return
+    fd = os.open(here / parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _regular_file(root: Path, path: str) -> bytes | None:
