@@ -5,7 +5,9 @@ A unit owes a round when something asked for work since the builder last answere
 * its dispatch (``unit.dispatched``),
 * a red gate suite for its head (the units daemon makes no transition for a red suite on
   a unit that was not ready, so this fold reads the suite itself),
-* a ``returned`` transition (a review rejected it, its merge conflicted or turned trunk red),
+* a ``returned`` transition (a review rejected it, its merge conflicted or turned trunk red;
+  a conflict is kept as the unit's ``collision``, which makes the round on that head a
+  merge of trunk into it),
 * a decision recorded for it (the builder runs again with the decision in its brief),
 * an ``unblocked`` transition (what it waited on arrived: the operator answered, the
   sibling unit is done).
@@ -39,6 +41,7 @@ from loopbus.schemas import Event, UnitTransitioned
 from loopbus.schemas.builds import AutonomyClass, Confidence
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateSuiteCompleted
+from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
 from loopbus.schemas.reviews import ReviewRequested, VerdictAccepted
 from loopbus.schemas.slices import UnitDispatched
@@ -83,6 +86,18 @@ class AutoPick(msgspec.Struct, kw_only=True):
         )
 
 
+class Collision(msgspec.Struct, kw_only=True):
+    """The unit's head collided with trunk (a ``merge.conflicted`` fact): the builder's
+    next round on that head starts from the merge of trunk into it."""
+
+    fact: str
+    finding: str
+    """The ``merge-conflict`` finding the merger raised."""
+    head: str
+    trunk: str
+    """The trunk commit the head collided with."""
+
+
 TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
 
 
@@ -120,6 +135,9 @@ class UnitBuild(msgspec.Struct, kw_only=True):
     """Decisions ``long`` mode picked alone, by decision id (the latest per id)."""
     auto_asked: dict[str, DecisionRequested] = {}
     """Auto-routed requests whose record has not arrived yet, by request id."""
+    collision: Collision | None = None
+    """The latest merge conflict of one of its heads (it concerns the round only while
+    that head is the unit's)."""
 
     def owes_round(self) -> bool:
         return self.trigger is not None and self.trigger != self.answered
@@ -185,6 +203,10 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
                 view.awaiting[event.decision_id] = event
             else:
                 view.auto_asked[event.id] = event
+        case MergeConflicted(unit=unit) if unit in state.units:
+            state.units[unit].collision = Collision(
+                fact=event.id, finding=event.finding, head=event.head, trunk=event.base
+            )
         case DecisionChoice(unit=unit) if unit in state.units and event.actor.role in CHOOSERS:
             _chosen(state.units[unit], event)
         case DecisionRecorded(unit=str(unit), decision_id=str(key)) if (

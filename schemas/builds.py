@@ -10,7 +10,10 @@ Both documents carry a ``schema`` string (``loopbus.brief.v1``, ``loopbus.envelo
 so that a change of shape is a new version an agent can check for, like an event tag.
 ``loopbus.envelope.v2`` added each novel decision's ``autonomy`` class and requires it; a
 ``v1`` envelope still decodes, and its decisions count as class ``decision`` (an
-unstated class is never taken as a harmless one).
+unstated class is never taken as a harmless one). The brief's ``conflict`` is optional
+and new within ``loopbus.brief.v1``: a field a reader may ignore, added where the brief's
+existing fields keep their meaning (a builder that ignores it still sees the conflict as a
+finding, and its files' markers in the worktree).
 Their JSON Schemas (:func:`brief_schema`, :func:`envelope_schema`) are generated from the
 Structs and printed in ``docs/agents.md``; a test keeps the two in step.
 """
@@ -90,6 +93,47 @@ class BriefDecision(msgspec.Struct, frozen=True, kw_only=True):
     rationale: str = ""
 
 
+class BriefConflictRegion(msgspec.Struct, frozen=True, kw_only=True):
+    """A part of one file the merge driver could not combine: the entity (function, class,
+    TOML key …, or ``file``) it is named after, why, and the text of it on each side."""
+
+    kind: str
+    name: str
+    reason: str
+    """``both-modified``, ``modify-delete`` (the unit changed what trunk deleted),
+    ``delete-modify``, ``both-added``, ``result-unparseable``, ``duplicate`` or ``binary``."""
+    base: str = ""
+    unit: str = ""
+    trunk: str = ""
+
+
+class BriefConflictFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A file the merge of trunk into the unit left conflicting: its version at the merge
+    base, on trunk and in the unit (``None``: absent on that side, or not text), and the
+    regions the driver could not combine."""
+
+    path: str
+    base: str | None = None
+    trunk: str | None = None
+    unit: str | None = None
+    regions: list[BriefConflictRegion] = []
+
+
+class BriefConflict(msgspec.Struct, frozen=True, kw_only=True):
+    """The unit's head did not merge onto trunk: this round's worktree holds the merge of
+    trunk's head into it, what the driver combined combined and each conflicting file with
+    conflict markers (``<<<<<<< ours`` is the unit, ``>>>>>>> theirs`` trunk). The adapter
+    records the result as a merge commit (parents: ``base`` and ``trunk``)."""
+
+    trunk: str
+    """Trunk's head, merged into the unit (the merge commit's second parent)."""
+    merge_base: str | None = None
+    """The unit's and trunk's common ancestor (``None``: none)."""
+    finding: str = ""
+    """The ``merge-conflict`` finding the merger raised."""
+    files: list[BriefConflictFile] = []
+
+
 class Brief(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a builder command needs for one round of one unit."""
 
@@ -112,7 +156,10 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     tactic: str = ""
     decisions: list[BriefDecision] = []
     problem: str = ""
-    """Why the previous answer was refused (a malformed envelope), when this is a retry."""
+    """Why the previous answer was refused (a malformed envelope, conflict markers left),
+    when this is a retry."""
+    conflict: BriefConflict | None = None
+    """Set when the unit's merge conflicted with trunk: see :class:`BriefConflict`."""
 
 
 # -- the envelope (stdout) ----------------------------------------------------------------

@@ -255,13 +255,16 @@ def branch_point(repo: Repo, head: Commit, dispatched: str | None, trunk: str | 
     """The trunk commit a unit's ``head`` branched from.
 
     The commit it was dispatched against when that is an ancestor of the head (the usual
-    case); otherwise the merge base of the head and the current trunk.
+    case) — or, when the unit has merged trunk in since (a conflict round's merge commit,
+    whose second parent is a later trunk commit), the newest trunk commit so merged: the
+    unit's change is what it adds to that, not what trunk brought in. Otherwise the merge
+    base of the head and the current trunk.
     """
     if dispatched:
         try:
             base = commit_at(repo, dispatched)
             if is_ancestor(repo, base.id, head.id):
-                return base.id
+                return _merged_in(repo, head, base.id) or base.id
         except RepoError:
             pass
     trunk_head = trunk_commit(repo, trunk)
@@ -269,6 +272,25 @@ def branch_point(repo: Repo, head: Commit, dispatched: str | None, trunk: str | 
     if not bases:
         raise RepoError(f"{head.id.decode()} shares no history with the trunk")
     return bases[0]
+
+
+def unit_base(path: Path, head: str, *, dispatched: str, trunk: str | None) -> str:
+    """:func:`branch_point` of ``head`` in the repository at ``path``."""
+    with open_repo(path) as repo:
+        return branch_point(repo, commit_at(repo, head), dispatched, trunk).decode()
+
+
+def _merged_in(repo: Repo, head: Commit, dispatched: ObjectID) -> ObjectID | None:
+    """The trunk commit the newest merge on ``head``'s first-parent line brought in, when
+    it descends from ``dispatched`` (``None``: the unit never merged trunk in)."""
+    commit: Commit | None = head
+    for _ in range(SIBLING_WALK):
+        if commit is None or commit.id == dispatched:
+            return None
+        if len(commit.parents) == 2 and is_ancestor(repo, dispatched, commit.parents[1]):
+            return commit.parents[1]
+        commit = commit_of(repo, commit.parents[0].decode()) if commit.parents else None
+    return None
 
 
 def unit_change(

@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE))
 
 from build_corpus import Blobs as CorpusBlobs  # noqa: E402
 from checks import bindings, canonical, definitions  # noqa: E402
-from loopbus.workers.merger.entity_merge import language_for_path, merge_file  # noqa: E402
+from loopbus.workers.entity_merge import language_for_path, merge_file  # noqa: E402
 
 # The driver as it stood before this benchmark existed (the issue's measurements).
 BASELINE = "40778bd"
@@ -171,7 +171,7 @@ def outcome(path: str, merged: bytes, committed: bytes) -> str:
 def _load_baseline(revision: str, into: Path) -> Callable[..., Any]:
     """`merge_file` of the driver at `revision`, imported under its own package name."""
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "workers/merger/entity_merge"],
+        ["git", "-C", str(ROOT), "archive", revision, "workers/entity_merge"],
         capture_output=True,
         check=False,
     )
@@ -179,7 +179,7 @@ def _load_baseline(revision: str, into: Path) -> Callable[..., Any]:
         raise SystemExit(f"--baseline {revision!r}: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     package = into / "baseline_entity_merge"
-    (into / "workers/merger/entity_merge").rename(package)
+    (into / "workers/entity_merge").rename(package)
     sys.path.insert(0, str(into))
     module: ModuleType = importlib.import_module("baseline_entity_merge")
     return module.merge_file  # type: ignore[no-any-return]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from loopbus.projections.builds import FOLD
+from loopbus.projections.builds import FOLD, Collision
+from loopbus.projections.units import FOLD as UNITS
 from loopbus.schemas import Actor
 from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.ids import new_id
+from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.schemas.units import UnitTransitioned
+from loopbus.workers.builder.decide import _collision
 
 SYSTEM = Actor(role="system", principal="tests")
 B1 = Actor(role="builder", principal="b1")
@@ -67,3 +70,38 @@ def test_another_principals_commit_claim_does_not_answer_for_the_builder() -> No
     report = CommitReport(project="p", actor=operator, unit="U", sha=HEAD)
     state = FOLD.fold([dispatched(), report])
     assert state.units["U"].owes_round()
+
+
+def conflicted(actor: Actor = SYSTEM, head: str = HEAD) -> MergeConflicted:
+    return MergeConflicted(
+        project="p", actor=actor, unit="U", head=head, base="c" * 40, paths=["app.py"],
+        finding="F1", cause="q1",
+    )  # fmt: skip
+
+
+def test_a_merge_conflict_of_the_head_makes_its_next_round_a_conflict_round() -> None:
+    """The merger's conflict fact is kept for the unit; the round on that head carries it
+    (trunk and finding), a round on a later head does not."""
+    events = [dispatched(), *committed(), conflicted()]
+    state = FOLD.fold(events)  # type: ignore[arg-type]
+    assert state.units["U"].collision == Collision(
+        fact=events[-1].id,
+        finding="F1",
+        head=HEAD,
+        trunk="c" * 40,  # type: ignore[attr-defined]
+    )
+    view = UNITS.fold(events)  # type: ignore[arg-type]
+    assert _collision(state.units["U"], view.units["U"]) == {
+        "finding": "F1",
+        "trunk": "c" * 40,
+        "head": HEAD,
+    }
+    later = conflicted(head="d" * 40)
+    assert _collision(FOLD.fold([later], state).units["U"], view.units["U"]) is None
+
+
+def test_a_conflict_fact_from_anyone_but_the_system_is_not_kept() -> None:
+    """A builder's forged merge.conflicted (to be handed some other commit as 'trunk') never
+    reaches the fold."""
+    state = FOLD.fold([dispatched(), *committed(), conflicted(actor=B1)])  # type: ignore[list-item]
+    assert state.units["U"].collision is None

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.merger.entity_merge.languages import language_for_path
-from loopbus.workers.merger.entity_merge.line_merge import split_lines
-from loopbus.workers.merger.entity_merge.reparse import line_edits, reparse
+from loopbus.workers.entity_merge.languages import language_for_path
+from loopbus.workers.entity_merge.line_merge import split_lines
+from loopbus.workers.entity_merge.reparse import line_edits, reparse
 
 OLD = b"""import os
 

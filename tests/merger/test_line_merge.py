@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.workers.merger.entity_merge.line_merge import (
+from loopbus.workers.entity_merge.line_merge import (
     _matching_blocks,
     _myers,
     merge_lines,

@@ -16,7 +16,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 from entity_merge_cases import LANGS, Scenario, scenarios
-from loopbus.workers.merger.entity_merge import (
+from loopbus.workers.entity_merge import (
     DRIVER_NAME,
     EntityMergeDriver,
     entity_merge_attributes,
@@ -194,7 +194,7 @@ def _git_env(home: Path) -> dict[str, str]:
         "GIT_AUTHOR_EMAIL": "test@example.com",
         "GIT_COMMITTER_NAME": "Test",
         "GIT_COMMITTER_EMAIL": "test@example.com",
-        # The driver runs as `python -m loopbus.workers.merger.entity_merge`, from the repo root.
+        # The driver runs as `python -m loopbus.workers.entity_merge`, from the repo root.
         "PYTHONPATH": str(PROJECT_ROOT),
     }
 
@@ -239,7 +239,7 @@ def test_git_merge_with_the_driver_resolves_what_plain_git_merge_conflicts_on(
 
     repo = tmp_path / "driver"
     target = _branches(repo, s)
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.merger.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     ext = os.path.splitext(s.lang.path)[1]
     (repo / ".git" / "info" / "attributes").write_text(f"*{ext} merge={DRIVER_NAME}\n")
@@ -253,7 +253,7 @@ def test_git_merge_with_the_driver_still_stops_on_a_real_conflict(tmp_path: Path
     s = next(s for s in scenarios(LANGS[3]) if s.kind == "modify-a-same-line")
     repo = tmp_path / "repo"
     target = _branches(repo, s)
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.merger.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     (repo / ".git" / "info" / "attributes").write_text(f"*.go merge={DRIVER_NAME}\n")
     merged = _git(repo, "merge", "-q", "--no-edit", "theirs", check=False)
@@ -318,10 +318,18 @@ def test_run_git_driver_rejects_bad_arguments_with_one_line_and_exit_2(
     assert "usage: loopbus merge-driver BASE OURS THEIRS PATH" in err
 
 
-def test_module_entry_point_runs_the_git_driver() -> None:
-    """`python -m loopbus.workers.merger.entity_merge` is the driver, exit codes included."""
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param("loopbus.workers.entity_merge", id="shared-library"),
+        pytest.param("loopbus.workers.merger.entity_merge", id="old-name-in-git-configs"),
+    ],
+)
+def test_module_entry_point_runs_the_git_driver(module: str) -> None:
+    """`python -m loopbus.workers.entity_merge` is the driver, exit codes included; so is
+    its name from before it became a shared library, which git configurations hold."""
     done = subprocess.run(
-        [sys.executable, "-m", "loopbus.workers.merger.entity_merge"],
+        [sys.executable, "-m", module],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
         check=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Commit
 from loopbus.schemas.targets import (
     BudgetTarget,
     CheckTarget,
@@ -62,6 +63,32 @@ def test_base_is_the_branch_point_when_trunk_moved_on(tmp_path: Path) -> None:
     result = unit_change(repo.path, head, dispatched=None, trunk="main")
     assert result.base == base
     assert [f.path for f in parse_unified_diff(result.diff_text).files] == ["a.py"]
+
+
+def test_a_unit_that_merged_trunk_in_is_diffed_from_that_trunk(tmp_path: Path) -> None:
+    """A conflict round's merge of trunk into the unit: the unit's change starts at the
+    trunk commit it merged (a sibling's file is not the unit's), not at its dispatch base."""
+    repo = GitRepo(tmp_path / "repo")
+    base = repo.commit({"a.py": BEFORE, "b.py": "b\n"}, ref="refs/heads/main")
+    head = repo.commit({"a.py": AFTER}, parent=base)
+    trunk = repo.commit({"b.py": "a sibling's b\n"}, parent=base, ref="refs/heads/main")
+    single = repo.commit({"b.py": "a sibling's b\n"}, parent=head)
+    merge = Commit()
+    merge.tree = repo.repo[single.encode()].tree  # type: ignore[attr-defined]
+    merge.parents = [head.encode(), trunk.encode()]
+    merge.author = merge.committer = b"b1 <b1@builders.loopbus.invalid>"
+    merge.commit_time = merge.author_time = 1_700_000_100
+    merge.commit_timezone = merge.author_timezone = 0
+    merge.message = b"U1: merge trunk\n"
+    repo.repo.object_store.add_object(merge)
+    result = unit_change(repo.path, merge.id.decode(), dispatched=base, trunk="main")
+    assert result.base == trunk
+    assert [f.path for f in parse_unified_diff(result.diff_text).files] == ["a.py"]
+    moved_on = repo.commit({"c.py": "later\n"}, parent=trunk, ref="refs/heads/main")
+    assert (
+        moved_on
+        and unit_change(repo.path, merge.id.decode(), dispatched=base, trunk="main").base == trunk
+    )
 
 
 def test_identities_are_every_author_and_committer(change: tuple[GitRepo, str, str]) -> None:

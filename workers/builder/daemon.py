@@ -18,6 +18,11 @@ effect, ``build``:
    branch ``loopbus/<project>/<unit>`` of the project's repository (the agent never
    commits), and hand the envelope to :mod:`.answers`.
 
+A round on a head whose merge conflicted with trunk starts from the merge of trunk's head
+into it, carries the conflict in the brief, refuses an answer that leaves conflict markers
+(retried once with the problem, like a malformed envelope), and commits a merge of trunk
+into the unit (:mod:`.conflict`).
+
 Claims are published under the unit's roster principal (``actor.role = builder``), so
 the units daemon judges them like any builder's; facts (decisions, findings) as system.
 """
@@ -44,7 +49,7 @@ from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import remove, workdir
-from loopbus.workers.builder import answers, worktree
+from loopbus.workers.builder import answers, conflict, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
 from loopbus.workers.kernel import Daemon, Kernel, World
@@ -107,6 +112,8 @@ class Builder(Daemon):
         )
         start = skeleton.pop("start") or await asyncio.to_thread(_trunk, repo, config)
         brief = await asyncio.to_thread(_brief, repo, start, skeleton)
+        brief, merged = await asyncio.to_thread(_collision, repo, config, brief, args)
+        branch = worktree.branch(config.project, unit)
         # 0711: the round's uid may pass through to the worktree it is lent, not list.
         folder = await asyncio.to_thread(workdir, "loopbus-build-", mode=0o711)
         where = folder / "tree"
@@ -115,7 +122,7 @@ class Builder(Daemon):
         try:
             first_problem: str | None = None
             while True:
-                await asyncio.to_thread(worktree.prepare, repo, start, where)
+                await asyncio.to_thread(_prepare, repo, start, where, branch, merged)
                 result = await self._run(config, brief, where, builder)
                 if result.breaches:
                     breached.append(
@@ -127,6 +134,8 @@ class Builder(Daemon):
                         )
                     )
                 outcome = _envelope(result, config.build.timeout_s)
+                if isinstance(outcome, BuildEnvelope):
+                    outcome = await asyncio.to_thread(_unresolved, outcome, where, merged)
                 if isinstance(outcome, BuildEnvelope):
                     break
                 log.warning(
@@ -148,13 +157,16 @@ class Builder(Daemon):
                     parent=start,
                     author=f"{builder.principal} <{builder.principal}@builders.loopbus.invalid>",
                     message=_message(brief, outcome),
-                    ref=worktree.branch(config.project, unit),
+                    ref=branch,
+                    merged=merged.trunk if merged is not None else None,
                 )
         finally:
             await asyncio.to_thread(remove, folder)
         log.info("build.answered", unit=unit, status=outcome.status, sha=sha)
+        closed: list[Event] = [conflict.resolved(round_, merged, sha)] if merged and sha else []
         return [
             *_published(breached),
+            *_published(closed),
             *answers.answered(round_, outcome, config.build, sha=sha, first_problem=first_problem),
         ]
 
@@ -162,7 +174,8 @@ class Builder(Daemon):
         self, config: RepoConfig, brief: Brief, where: Path, builder: Actor
     ) -> CommandResult:
         assert config.build.command is not None
-        beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder))
+        stop = asyncio.Event()
+        beating = asyncio.create_task(self._heartbeat(config.project, brief.unit, builder, stop))
         try:
             return await run_agent(
                 config,
@@ -178,26 +191,33 @@ class Builder(Daemon):
                 },
             )
         finally:
+            stop.set()
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
 
-    async def _heartbeat(self, project: str, unit: str, builder: Actor) -> None:
+    async def _heartbeat(
+        self, project: str, unit: str, builder: Actor, stop: asyncio.Event
+    ) -> None:
         """Keep the unit alive in the heartbeat bucket while its command runs.
 
         Written with the daemon's (system) credential, the only one that may write the
         bucket, and naming ``builder``, the principal whose started report made it the
         unit's holder: the watchdog counts no one else's beat (workers/watchdog/holders.py).
+        Ends when ``stop`` is set, not only when cancelled: a cancel that lands inside the
+        client's ``put`` can be swallowed there, and the loop then beat on (for half a
+        minute, in tests) while the round waited for it to end.
         """
         beats = await self.bus.bucket(HEARTBEAT_BUCKET)
         key = heartbeat_key(project, unit)
-        while True:
+        while not stop.is_set():
             beat = HeartbeatReport(project=project, unit=unit, actor=builder)
             try:
                 await beats.put(key, encode_heartbeat(beat))
             except Exception as exc:  # a missed beat is not the round's failure
                 log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
-            await asyncio.sleep(self.heartbeat_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.heartbeat_s)
 
 
 def _published(events: list[Event]) -> list[Intent]:
@@ -211,6 +231,40 @@ def _envelope(result: CommandResult, timeout_s: float) -> BuildEnvelope | str:
         return f"the command {failure}"
     decoded = decode_envelope(result.stdout)
     return decoded if isinstance(decoded, BuildEnvelope) else decoded.line()
+
+
+def _collision(
+    repo: Path, config: RepoConfig, brief: Brief, args: Mapping[str, Any]
+) -> tuple[Brief, conflict.Merged | None]:
+    """For a round on a head that collided with trunk: trunk's head merged into it, and
+    the brief that says so (see :mod:`.conflict`)."""
+    collision = args.get("conflict")
+    if not collision:
+        return brief, None
+    merged = conflict.merge(repo, brief.base, _trunk(repo, config), finding=collision["finding"])
+    return msgspec.structs.replace(brief, conflict=merged.brief()), merged
+
+
+def _prepare(
+    repo: Path, start: str, where: Path, branch: str, merged: conflict.Merged | None
+) -> None:
+    if merged is None:
+        worktree.prepare(repo, start, where, branch=branch)
+    else:
+        worktree.fresh(where)
+        conflict.prepare(repo, merged, where, branch=branch)
+
+
+def _unresolved(
+    envelope: BuildEnvelope, where: Path, merged: conflict.Merged | None
+) -> BuildEnvelope | str:
+    """The envelope, or why its worktree is refused: conflict markers left in a conflicting
+    file of a round that says it is done (``blocked``, ``failed`` … commit nothing)."""
+    if merged is None or envelope.status not in ("completed", "partial"):
+        return envelope
+    if envelope.novel_decisions:
+        return envelope
+    return conflict.markers_left(where, merged) or envelope
 
 
 def _trunk(repo: Path, config: RepoConfig) -> str:

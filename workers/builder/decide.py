@@ -13,7 +13,9 @@ For every unit the builds projection knows, in order:
   sibling is done;
 * a dispatched unit nobody started is started (the builder principal's claim);
 * a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
-  ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger.
+  ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger;
+  when its head collided with trunk, the effect names the conflict (the shell merges
+  trunk into the head for the round: :mod:`.conflict`).
 """
 
 from __future__ import annotations
@@ -198,5 +200,14 @@ def _round(
             "principal": builder.principal,
             "trigger": build.trigger,
             "asked": dict(build.asked),
+            "conflict": _collision(build, view),
         },
     )
+
+
+def _collision(build: UnitBuild, view: UnitView) -> dict[str, str] | None:
+    """The merge conflict this round resolves: the one of the head it starts from."""
+    collision = build.collision
+    if collision is None or collision.head != (view.head or build.base):
+        return None
+    return {"finding": collision.finding, "trunk": collision.trunk, "head": collision.head}

@@ -1,13 +1,14 @@
 """A unit's private worktree, and the commit the adapter (never the agent) makes from it.
 
-The worktree is a plain directory under the data directory holding a checkout of the
-round's start commit; the agent edits it freely. When it ends, :func:`commit_worktree`
-writes the directory's files as a tree straight into the project's repository (bare or
-not: only its object store and one ref are touched, never a working tree), makes a
-commit on top of the start commit with the builder principal as author, and points the
-branch ``loopbus/<project>/<unit>`` at it. So the commit is reachable in the repository
-the daemons read, and nothing the agent did to ``.git`` files can reach it: there are
-none in the worktree.
+The worktree is a checkout of the round's start commit on the unit's branch, with a small
+``.git`` of its own (:mod:`.gitdir`) so an agent's ``git status`` and ``git diff`` work;
+the agent edits it freely. When it ends, :func:`commit_worktree` writes the directory's
+files as a tree straight into the project's repository (bare or not: only its object store
+and one ref are touched, never a working tree), makes a commit on top of the start commit
+(and, in a conflict round, trunk's head as second parent) with the builder principal as
+author, and points the branch ``loopbus/<project>/<unit>`` at it. So the commit is
+reachable in the repository the daemons read, and nothing the agent did to ``.git`` files
+can reach it: every ``.git`` is skipped, and the parents are the daemon's, not ``HEAD``'s.
 
 Blocking (dulwich and the file system): the daemon calls these from a worker thread.
 """
@@ -23,8 +24,9 @@ from pathlib import Path
 
 from dulwich.ignore import IgnoreFilter, read_ignore_patterns
 from dulwich.objects import Blob, Commit, ObjectID, Tree
+from loopbus.workers.builder import gitdir
 from loopbus.workers.errors import RepoError
-from loopbus.workers.repository import checkout, commit_at, open_repo, ref_name
+from loopbus.workers.repository import commit_at, open_repo, ref_name
 
 ALWAYS_IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"})
 """Never part of a unit's commit, whatever the project's ``.gitignore`` says."""
@@ -37,16 +39,19 @@ def branch(project: str, unit: str) -> str:
     return f"loopbus/{project}/{unit}"
 
 
-def prepare(repo: Path, start: str, dest: Path) -> None:
-    """A fresh checkout of ``start`` at ``dest`` (whatever was there is removed first),
-    ``dest`` itself 0700: no agent but the one it is lent to may list it."""
+def prepare(repo: Path, start: str, dest: Path, *, branch: str) -> None:
+    """A fresh checkout of ``start`` on ``branch`` at ``dest`` (whatever was there is
+    removed first), ``dest`` itself 0700: no agent but the one it is lent to may list it."""
+    fresh(dest)
+    gitdir.make(repo, dest, branch=branch, head=start)
+
+
+def fresh(dest: Path) -> None:
+    """``dest`` empty, made anew, 0700."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     dest.chmod(0o700)
-    with open_repo(repo) as opened:
-        tree = commit_at(opened, start).tree.decode()
-    checkout(repo, tree, dest)
 
 
 def read_file(repo: Path, commit: str, path: str) -> str:
@@ -70,20 +75,25 @@ def commit_worktree(
     author: str,
     message: str,
     ref: str,
+    merged: str | None = None,
 ) -> str | None:
     """Commit ``worktree``'s files on ``parent`` and point ``ref`` at it; ``None`` when the
-    files are exactly ``parent``'s tree (the agent changed nothing)."""
+    files are exactly ``parent``'s tree (the agent changed nothing). With ``merged`` (a
+    conflict round: trunk's head) the commit is the merge of it into ``parent``, made even
+    when the files equal ``parent``'s (the second parent is the change)."""
     ignore = _ignore(worktree)
     with open_repo(repo) as opened:
         store = opened.object_store
         parent_commit = commit_at(opened, parent)
         tree_id = _write_tree(store, worktree, "", ignore)
-        if tree_id == parent_commit.tree:
+        if tree_id == parent_commit.tree and merged is None:
             opened.refs[ref_name(ref)] = parent_commit.id
             return None
         commit = Commit()
         commit.tree = tree_id
         commit.parents = [parent_commit.id]
+        if merged is not None:
+            commit.parents.append(commit_at(opened, merged).id)
         commit.author = author.encode()
         commit.committer = COMMITTER
         commit.commit_time = commit.author_time = int(time.time())

@@ -63,7 +63,10 @@ class ProjectRepo:
         if base is None:
             return UnitReads(configured, files_unknown="no base and head commit to compare")
         try:
-            return UnitReads(configured, repository.files_changed(self.path, base, head))
+            # From where the unit's own change starts: a unit that merged trunk in to resolve
+            # a conflict did not change what that merge brought.
+            start = repository.unit_base(self.path, head, dispatched=base, trunk=self.trunk)
+            return UnitReads(configured, repository.files_changed(self.path, start, head))
         except WorkerError as exc:
             return UnitReads(configured, files_unknown=str(exc))
 

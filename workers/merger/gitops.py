@@ -27,12 +27,12 @@ from dulwich.merge import Merger, recursive_merge
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
-from loopbus.workers.errors import RepoError
-from loopbus.workers.merger.entity_merge import (
+from loopbus.workers.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,
 )
+from loopbus.workers.errors import RepoError
 from loopbus.workers.repository import commit_of, merge_bases, open_repo, ref_name
 
 log = structlog.get_logger()

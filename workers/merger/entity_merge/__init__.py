@@ -1,34 +1,7 @@
-"""Entity-level three-way merge driver on tree-sitter (Python, JS, TS/TSX, Go).
+"""The entity merge driver's old home: it moved to :mod:`loopbus.workers.entity_merge`, a
+library shared by the merger and the builder (which merges trunk into a unit for a
+conflict round). This name stays so that a git configuration written for it still works
+(``python -m loopbus.workers.merger.entity_merge %O %A %B %P``)."""
 
-`merge_file` is the pure core; `driver` plugs it into dulwich's merge-driver
-registry and into git as ``loopbus merge-driver %O %A %B %P``.
-"""
-
-from .driver import (
-    DRIVER_NAME,
-    EntityMergeDriver,
-    entity_merge_attributes,
-    merge_driver_registry,
-    register_merge_driver,
-    run_git_driver,
-)
-from .languages import language_for_path, supported_extensions
-from .merge import merge_file
-from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult, Strategy
-
-__all__ = [
-    "DRIVER_NAME",
-    "ConflictHunk",
-    "ConflictReason",
-    "EntityConflict",
-    "EntityMergeDriver",
-    "MergeResult",
-    "Strategy",
-    "entity_merge_attributes",
-    "language_for_path",
-    "merge_driver_registry",
-    "merge_file",
-    "register_merge_driver",
-    "run_git_driver",
-    "supported_extensions",
-]
+from loopbus.workers.entity_merge import *  # noqa: F403
+from loopbus.workers.entity_merge import __all__  # noqa: F401
