@@ -90,6 +90,18 @@ class BriefDecision(msgspec.Struct, frozen=True, kw_only=True):
     rationale: str = ""
 
 
+class BriefSuperseded(msgspec.Struct, frozen=True, kw_only=True):
+    """A decision that bore on the unit and was superseded since its last round: it is no
+    longer in ``decisions`` (its successor is, when that bears on the unit too)."""
+
+    decision_id: str
+    question: str
+    chosen: str
+    """What the superseded decision had chosen (no longer in force)."""
+    superseded_by: str
+    """The id of the decision record that replaced it."""
+
+
 class Brief(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a builder command needs for one round of one unit."""
 
@@ -111,6 +123,8 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     rung: int = 0
     tactic: str = ""
     decisions: list[BriefDecision] = []
+    superseded: list[BriefSuperseded] = []
+    """Decisions that bore on the unit and were superseded since its last round."""
     problem: str = ""
     """Why the previous answer was refused (a malformed envelope), when this is a retry."""
 
