@@ -46,6 +46,9 @@ round that changed nothing (``round.unchanged.v1``)."""
 class UnitUse(msgspec.Struct, kw_only=True):
     tokens: int = 0
     rework: int = 0
+    counted_round: str | None = None
+    """The last round counted as rework: the ``returned`` transition a review round owes
+    answers it, and sends the unit back once, not twice."""
     dispatched: bool = False
     state: str | None = None
     blocked_since: datetime | None = None
@@ -119,6 +122,7 @@ def apply(state: BudgetsState, event: Event) -> BudgetsState:
             found = _unit(state, event.unit)
             if found is not None and event.action in REWORK_ACTIONS:
                 found[1].rework += 1
+                found[1].counted_round = event.id
         case RoundUnchanged():
             found = _unit(state, event.unit)
             if found is not None:
@@ -173,7 +177,9 @@ def _transition(use: SliceUse, unit: UnitUse, event: UnitTransitioned) -> None:
     # machinery time, it is the consequence of a failure the run record already shows.
     if event.state == "blocked" and event.block is not None and unit.dispatched:
         unit.blocked_since, unit.blocked_reason = event.at, event.block.reason
-    if event.by in REWORK_MOVES:
+    if event.by in REWORK_MOVES and not (
+        event.cause is not None and event.cause == unit.counted_round
+    ):
         unit.rework += 1
     unit.state = event.state
 
