@@ -187,9 +187,8 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
         case RoundUnchanged(unit=unit) if unit in state.units:
             _unchanged(state, state.units[unit], event)
         case RetryDecided(unit=unit) if unit in state.units and event.retry:
-            state.units[
-                unit
-            ].note = f"the unit failed and is tried again on rung {event.to_rung}: {event.why}"
+            view = state.units[unit]
+            view.note = f"the unit failed and is tried again on rung {event.to_rung}: {event.why}"
         case StartedReport(unit=unit) if event.actor.role == "builder" and unit in state.units:
             view = state.units[unit]
             view.started_for = view.trigger

@@ -5,6 +5,7 @@ real repository, with a builder script that gives up once."""
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.units.daemon import Units
 from reviewkit import GitRepo
 
+from loopbus.review_status import print_unit
 from loopbus.slice_render import render_record
 
 PLANNER = Actor(role="planner", principal="planner-1")
@@ -115,6 +117,10 @@ async def test_a_unit_whose_builder_gave_up_is_tried_again_one_rung_up(
     view = convergence.unit_view(folded["convergence"], "U1")
     assert view is not None and view.rung == 2
     assert view.retries[0].startswith("retried on rung 2 (diagnose) because the builder gave up")
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        print_unit(project, "U1", folded, as_json=False)
+    assert "  retried on rung 2 (diagnose) because the builder gave up" in shown.getvalue()
     assert gave_up.why == "the sum needs a grammar"
 
 
