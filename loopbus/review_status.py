@@ -49,6 +49,7 @@ def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, 
         "ended_by": history.ended_by if history is not None else None,
         "rounds": [to_builtins(r) for r in history.rounds] if history is not None else [],
         "promotions": [to_builtins(p) for p in history.promotions] if history else [],
+        "retries": list(history.retries) if history is not None else [],
         "open_findings": [to_builtins(f) for f in open_findings],
         "decisions": _decisions(states, unit),
     }
@@ -89,6 +90,8 @@ def print_unit(project: str, unit: str, states: dict[str, Any], *, as_json: bool
     )
     if document["ended_by"]:
         print(f"  ended by: {document['ended_by']}")
+    for retry in document["retries"]:
+        print(f"  {retry}")
     for item in document["rounds"]:
         print(
             f"  round {item['round']} ({item['source']}, rung {item['rung']}, head "

@@ -132,10 +132,11 @@ def entry_lines(entry: slices_fold.RecordEntry) -> list[str]:
         + (f" — {entry.title}" if entry.title else "")
         + f" (dispatch {entry.attempt}, wave {entry.wave}.{entry.sub_wave})"
     )
+    retried = [f"- {words}" for words in entry.retries]
     done = entry.completion
     if done is None:
-        return [head]  # the stub: dispatched, and nothing came back to the barrier
-    lines = [head]
+        return [head, *retried]  # the stub: dispatched, nothing came back to the barrier
+    lines = [head, *retried]
     ended = f"- ended: {done.state}" + (f" ({done.ended_by})" if done.ended_by else "")
     lines.append(ended + (f": {done.summary}" if done.summary else ""))
     if done.returned_nothing:

@@ -13,8 +13,8 @@ from loopbus.schemas.decisions import DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.merges import TrunkAdvanced
 from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import VerdictAccepted
-from loopbus.schemas.slices import SliceClosed, SlicePlanAccepted, UnitDispatched
+from loopbus.schemas.reviews import RoundUnchanged, VerdictAccepted
+from loopbus.schemas.slices import RetryDecided, SliceClosed, SlicePlanAccepted, UnitDispatched
 
 Shared = Callable[[TrunkAdvanced], list[tuple[str, list[str]]]]
 """(earlier merged unit, files both changed) for a merge."""
@@ -52,6 +52,15 @@ class Timeline:
                 return [f"{unit}:   review finding: {event.message}"]
             case VerdictAccepted():
                 return [f"{event.unit}: review by {event.reviewer}: {event.decision}"]
+            case RoundUnchanged():
+                return [
+                    f"{event.unit}: round {event.round} changed nothing: rung {event.rung} "
+                    f"-> {event.to_rung}"
+                ]
+            case RetryDecided(retry=True):
+                return [f"{event.unit}: retried on rung {event.to_rung} because {event.why}"]
+            case RetryDecided():
+                return [f"{event.unit}: not retried: {event.why}"]
             case DecisionRequested(routed="operator"):
                 return [f"{event.unit}: decision {event.decision_id} waits on the operator"]
             case DecisionRecorded():

@@ -25,7 +25,7 @@ from loopbus.projections import gates
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted
-from loopbus.schemas.reviews import RoundClosed
+from loopbus.schemas.reviews import RoundClosed, RoundUnchanged
 from loopbus.schemas.slices import (
     SliceBudgets,
     SliceClosed,
@@ -37,11 +37,18 @@ from loopbus.schemas.targets import BudgetTarget
 
 REWORK_ACTIONS = frozenset({"continue", "promoted"})
 """Round outcomes that send a unit back to work: each is one rework round."""
+REWORK_MOVES = frozenset({"returned", "retried"})
+"""Transitions that send a unit back to work (a review or merge returned it, the
+dispatcher retried it after a failure): each is one rework round too, as is a builder
+round that changed nothing (``round.unchanged.v1``)."""
 
 
 class UnitUse(msgspec.Struct, kw_only=True):
     tokens: int = 0
     rework: int = 0
+    counted_round: str | None = None
+    """The last round counted as rework: the ``returned`` transition a review round owes
+    answers it, and sends the unit back once, not twice."""
     dispatched: bool = False
     state: str | None = None
     blocked_since: datetime | None = None
@@ -115,6 +122,11 @@ def apply(state: BudgetsState, event: Event) -> BudgetsState:
             found = _unit(state, event.unit)
             if found is not None and event.action in REWORK_ACTIONS:
                 found[1].rework += 1
+                found[1].counted_round = event.id
+        case RoundUnchanged():
+            found = _unit(state, event.unit)
+            if found is not None:
+                found[1].rework += 1
         case GateRunnerKeyRegistered():
             gates.apply(state.runner_keys, event)
         case GateSuiteCompleted():
@@ -165,7 +177,9 @@ def _transition(use: SliceUse, unit: UnitUse, event: UnitTransitioned) -> None:
     # machinery time, it is the consequence of a failure the run record already shows.
     if event.state == "blocked" and event.block is not None and unit.dispatched:
         unit.blocked_since, unit.blocked_reason = event.at, event.block.reason
-    if event.by == "returned":
+    if event.by in REWORK_MOVES and not (
+        event.cause is not None and event.cause == unit.counted_round
+    ):
         unit.rework += 1
     unit.state = event.state
 

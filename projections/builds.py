@@ -10,7 +10,10 @@ A unit owes a round when something asked for work since the builder last answere
   merge of trunk into it),
 * a decision recorded for it (the builder runs again with the decision in its brief),
 * an ``unblocked`` transition (what it waited on arrived: the operator answered, the
-  sibling unit is done).
+  sibling unit is done),
+* a round that changed nothing (``round.unchanged.v1``: the next round is on the next
+  rung, told so in its brief's ``problem``),
+* a ``retried`` transition (the dispatcher tried the failed unit again on the next rung).
 
 That event is the unit's *trigger*. A builder's commit, blocked or gave-up claim on the
 unit answers the trigger it follows; a round whose builder asked a novel decision is
@@ -37,14 +40,15 @@ from __future__ import annotations
 
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.convergence import HALT_RUNG
 from loopbus.schemas import Event, UnitTransitioned
 from loopbus.schemas.builds import AutonomyClass, Confidence
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
-from loopbus.schemas.reviews import ReviewRequested, VerdictAccepted
-from loopbus.schemas.slices import UnitDispatched
+from loopbus.schemas.reviews import ReviewRequested, RoundUnchanged, VerdictAccepted
+from loopbus.schemas.slices import RetryDecided, UnitDispatched
 
 AUTO = "auto"
 """The owner of a decision ``long`` mode picked alone."""
@@ -98,7 +102,15 @@ class Collision(msgspec.Struct, kw_only=True):
     """The trunk commit the head collided with."""
 
 
-TRIGGER_KINDS = ("dispatched", "gates-red", "returned", "decided", "unblocked")
+TRIGGER_KINDS = (
+    "dispatched",
+    "gates-red",
+    "returned",
+    "decided",
+    "unblocked",
+    "unchanged",
+    "retried",
+)
 
 
 class UnitBuild(msgspec.Struct, kw_only=True):
@@ -138,6 +150,16 @@ class UnitBuild(msgspec.Struct, kw_only=True):
     collision: Collision | None = None
     """The latest merge conflict of one of its heads (it concerns the round only while
     that head is the unit's)."""
+    note: str = ""
+    """What the next brief's ``problem`` tells the builder about the unit's last round:
+    it changed nothing, or the unit failed and is tried again. Cleared by a commit."""
+    spent: str | None = None
+    """A round that changed nothing on the last rung (``round.unchanged.v1``): the ladder
+    is spent and the unit halts."""
+    told_from: int = 0
+    told_to: int = 0
+    """``BuildsState.superseded[told_from:]`` were superseded since the round before the
+    one it owes (``told_to``: the length when its current trigger came)."""
 
     def owes_round(self) -> bool:
         return self.trigger is not None and self.trigger != self.answered
@@ -145,6 +167,9 @@ class UnitBuild(msgspec.Struct, kw_only=True):
 
 class BuildsState(msgspec.Struct):
     units: dict[str, UnitBuild] = {}
+    superseded: list[str] = []
+    """Every decision the system's records superseded, in log order (the brief tells a
+    unit those bearing on it since its last round)."""
 
 
 def initial() -> BuildsState:
@@ -158,27 +183,43 @@ def _unit(state: BuildsState, unit: str) -> UnitBuild:
     return view
 
 
-def _trigger(view: UnitBuild, event_id: str, kind: str) -> None:
+def _trigger(state: BuildsState, view: UnitBuild, event_id: str, kind: str) -> None:
+    # What was superseded since the round before this one is what its brief tells (a
+    # first round has no round before it: it is told nothing).
+    view.told_from = view.told_to if view.trigger is not None else len(state.superseded)
+    view.told_to = len(state.superseded)
     view.trigger, view.trigger_kind = event_id, kind
 
 
 def apply(state: BuildsState, event: Event) -> BuildsState:
+    if (
+        isinstance(event, DecisionRecorded)
+        and event.actor.role == "system"
+        and event.supersedes is not None
+        and event.supersedes not in state.superseded
+    ):
+        state.superseded.append(event.supersedes)
     match event:
         case UnitDispatched(unit=unit):
             view = _unit(state, unit)
             view.slice, view.base, view.design_ref = event.slice, event.base, event.design_ref
-            _trigger(view, event.id, "dispatched")
+            _trigger(state, view, event.id, "dispatched")
         case UnitTransitioned(unit=unit) if event.unit in state.units:
             view = state.units[unit]
             if event.commit is not None:
                 view.head = event.commit
-            if event.by in ("returned", "unblocked"):
-                _trigger(view, event.id, event.by)
+            if event.by in ("returned", "unblocked", "retried"):
+                _trigger(state, view, event.id, event.by)
         case GateSuiteCompleted(unit=unit) if unit in state.units and event.reason == "unit":
             view = state.units[unit]
             if event.outcome != "pass" and event.commit is not None and event.commit == view.head:
                 view.red_suite = event.id
-                _trigger(view, event.id, "gates-red")
+                _trigger(state, view, event.id, "gates-red")
+        case RoundUnchanged(unit=unit) if unit in state.units:
+            _unchanged(state, state.units[unit], event)
+        case RetryDecided(unit=unit) if unit in state.units and event.retry:
+            view = state.units[unit]
+            view.note = f"the unit failed and is tried again on rung {event.to_rung}: {event.why}"
         case StartedReport(unit=unit) if event.actor.role == "builder" and unit in state.units:
             view = state.units[unit]
             view.started_for = view.trigger
@@ -188,6 +229,7 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
                 answering.answered = answering.trigger
                 if isinstance(event, CommitReport):
                     answering.rounds += 1
+                    answering.note = ""
         case DecisionRequested(unit=unit) if unit in state.units and event.escalated_by:
             # A reviewer re-opened an auto pick: not the builder asking again, and no round.
             view = state.units[unit]
@@ -212,7 +254,7 @@ def apply(state: BuildsState, event: Event) -> BuildsState:
         case DecisionRecorded(unit=str(unit), decision_id=str(key)) if (
             unit in state.units and event.actor.role == "system"
         ):
-            _recorded(state.units[unit], key, event)
+            _recorded(state, state.units[unit], key, event)
         case ReviewRequested(unit=unit) if unit in state.units:
             for pick in state.units[unit].picks.values():
                 if pick.unseen() and event.id not in pick.reviews:
@@ -238,7 +280,26 @@ def _chosen(view: UnitBuild, choice: DecisionChoice) -> None:
     view.choices.append(choice)
 
 
-def _recorded(view: UnitBuild, key: str, event: DecisionRecorded) -> None:
+def _unchanged(state: BuildsState, view: UnitBuild, event: RoundUnchanged) -> None:
+    """A round that changed nothing answers its trigger and spends a rung: the next round
+    (the fact is its trigger) is told so, unless the ladder is spent."""
+    if event.trigger != view.trigger:
+        return  # a newer trigger came meanwhile: the unit owes that round anyway
+    view.answered = view.trigger
+    summary = f" ({event.summary})" if event.summary else ""
+    view.note = (
+        f"your last round changed nothing: it answered {event.status}{summary} but left the "
+        f"worktree as it found it, so rung {event.rung} is spent; this round is on rung "
+        f"{event.to_rung}. Change the files the findings and criteria ask for, or answer "
+        "blocked or failed and say why."
+    )
+    if event.to_rung >= HALT_RUNG:
+        view.spent = event.id
+    else:
+        _trigger(state, view, event.id, "unchanged")
+
+
+def _recorded(state: BuildsState, view: UnitBuild, key: str, event: DecisionRecorded) -> None:
     view.decisions[key] = event
     asked = view.awaiting.pop(key, None)
     if asked is not None and asked.finding:
@@ -258,7 +319,7 @@ def _recorded(view: UnitBuild, key: str, event: DecisionRecorded) -> None:
         )
     elif key in view.picks:
         view.picks[key].settled_by = event.owner
-    _trigger(view, event.id, "decided")
+    _trigger(state, view, event.id, "decided")
 
 
 def unseen_picks(state: BuildsState, unit: str) -> list[AutoPick]:

@@ -3,8 +3,9 @@
 Pure decisions over the units projection (no I/O, no clock: ``now`` is an argument). The
 units daemon turns a report into one of these; the watchdog, the dispatcher, the merger
 and the reviewer use the system functions (:func:`lapse`, :func:`hold`, :func:`gates`,
-:func:`merged`, :func:`returned`, :func:`escalate`, :func:`halt`). A :class:`Move` checks
-the one table in :mod:`loopbus.projections.transitions` when it is made, and
+:func:`merged`, :func:`returned`, :func:`escalate`, :func:`halt`, :func:`retried`). A
+:class:`Move` checks the one table in :mod:`loopbus.projections.transitions` when it is
+made, and
 :func:`transition_event` is the only code that turns a move into the fact on the log, so
 every transition, whoever establishes it, obeys that table.
 """
@@ -414,6 +415,14 @@ def merged(view: UnitView, cause: str | None, summary: str) -> Verdict:
     return Move(
         view.unit, "working", "done", "merged", cause=cause, outcome=outcome, commit=view.head
     )
+
+
+def retried(view: UnitView, cause: str) -> Verdict:
+    """The dispatcher tries a failed unit again (``cause``: the retry decision granting
+    it): back to work on its head, the ready flag clear."""
+    if view.state != "failed":
+        return Refusal(view.unit, "not-failed", f"unit {view.unit} is {view.state}, not failed")
+    return Move(view.unit, "failed", "working", "retried", cause=cause, commit=view.head)
 
 
 def halt(view: UnitView, cause: str | None, why: str, *, ended_by: str = "halted") -> Verdict:

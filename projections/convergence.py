@@ -1,30 +1,44 @@
 """The ``convergence`` projection: each unit's rounds, how they compare, and its rung.
 
 Rounds are compared on finding keys ``target|severity|criterion`` (see
-``schemas.findings.finding_key``). Comparing round n with round n+1:
+``schemas.findings.finding_key``) and on the git tree of each round's head (a tree id
+cannot be made to look new by rebasing, as a diff against a moving base can). The
+comparison reads the unit's *ledger*, built from its rounds since its last approved round
+(a later round is about its merge, a new problem):
+
+* a key is *open* from the round that raises it until a later round resolves it. Any
+  later round that does not raise a gate key resolves it (a review runs only on a head
+  whose gates passed; a red suite runs every check). Only a later review resolves a
+  review key: a red suite says nothing about what the reviewer asked for;
+* a resolved key stays *resolved* until a round raises it again (which re-opens it).
+
+Round n is judged against the ledger of the rounds before it:
 
 =========================================================  ===========
-round n+1 against round n                                  verdict
+round n                                                    verdict
 =========================================================  ===========
-fewer findings and no blocking key that n did not have      converging
-otherwise, the same blocking set                            stalled
-otherwise (same size with a different set, or the set       thrashing
-grew, or a new blocking key came with fewer findings)
+no round before it (since the unit's last approval)        first
+raises a key the ledger holds as resolved, or its head's   thrashing
+tree is the tree of a round before round n-1
+its open blocking set (after round n) is no smaller than   stalled
+it was N rounds before (N: ``[review] stall``, default 3)
+otherwise: what it was told is fixed, whatever new it met  converging
 =========================================================  ===========
 
-The rules are applied in that order, so each pair of rounds gets exactly one verdict.
-The first round of a unit has nothing to compare with (``first``).
+The rules are applied in that order, so each round gets exactly one verdict. A red gate
+fixed in one round and an unrelated review finding fixed in the next is converging.
 
 What the system does after a failing round (:func:`decide`), in order:
 
 1. a halt condition (security finding, secret, frozen artifact) halts at once (rung 5);
 2. the round passed (review approved, nothing blocking left) -> ``approved``;
-3. the no-progress guard: the same failure signature or the same diff digest as the
-   round before promotes the unit one rung (it never stops it); promotion past rung 4
-   means the ladder is spent and the unit halts;
-4. otherwise ``stalled`` or ``thrashing`` stops the unit (``progress-test``);
+3. the no-progress guard: the same failure signature or the same tree as round n-1
+   promotes the unit one rung (it never stops it); promotion past rung 4 means the
+   ladder is spent and the unit halts;
+4. otherwise ``thrashing`` or ``stalled`` stops the unit (``progress-test``);
 5. a round that would continue but has reached the ceiling (default 6) stops the unit
-   (``ceiling``), so the outcome always says which of the two ended it.
+   (``ceiling``), so the outcome always says which of the two ended it;
+6. otherwise the unit goes on, on the same rung.
 
 Pure: the daemon and this fold call the same functions.
 """
@@ -32,9 +46,10 @@ Pure: the daemon and this fold call the same functions.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 import msgspec
 from loopbus.projections.base import Fold
@@ -50,9 +65,14 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
+from loopbus.schemas.slices import RetryDecided
 
 DEFAULT_CEILING = 6
+DEFAULT_STALL = 3
+"""Rounds over which an open blocking set that did not shrink means ``stalled``."""
 HALT_RUNG = 5
+LAST_RUNG = HALT_RUNG - 1
+"""The last rung a unit can work on: past it the ladder is spent."""
 
 RUNGS: dict[int, tuple[str, str]] = {
     1: ("repair", "fix the reported findings where they are"),
@@ -67,28 +87,20 @@ the acceptance criteria are frozen on every rung."""
 SEVERITY_RANK: dict[str, int] = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 DEFAULT_BLOCKING = "medium"
 
+Source = Literal["review", "gate"]
+
 
 def tactic(rung: int) -> str:
     return RUNGS[min(max(rung, 1), HALT_RUNG)][0]
 
 
+def ask(rung: int) -> str:
+    return RUNGS[min(max(rung, 1), HALT_RUNG)][1]
+
+
 def is_blocking(severity: str, threshold: str = DEFAULT_BLOCKING) -> bool:
     """A finding blocks when its severity is at or above the project's threshold."""
     return SEVERITY_RANK.get(severity, 0) >= SEVERITY_RANK[threshold]
-
-
-def classify(
-    previous: frozenset[str],
-    previous_blocking: frozenset[str],
-    current: frozenset[str],
-    current_blocking: frozenset[str],
-) -> Convergence:
-    """Compare round n (``previous``) with round n+1 (``current``); see the module table."""
-    if len(current) < len(previous) and current_blocking <= previous_blocking:
-        return "converging"
-    if current_blocking == previous_blocking:
-        return "stalled"
-    return "thrashing"
 
 
 def failure_signature(failing_checks: Iterable[str], keys: Iterable[str]) -> str:
@@ -108,6 +120,80 @@ class RoundFacts:
     diff_digest: str
     passed: bool
     halt: str | None = None
+    tree: str = ""
+    """The git tree of the round's head (``""``: not known, compared with nothing)."""
+    source: Source = "review"
+
+
+# -- the ledger: what the earlier rounds established ------------------------------------
+
+
+@dataclass(slots=True)
+class Ledger:
+    """The keys open and resolved after a run of rounds, and the open blocking set's size
+    after each (see the module docstring)."""
+
+    open: dict[str, tuple[Source, bool]] = field(default_factory=dict)
+    """key -> (the source of the round that last raised it, blocking there)."""
+    resolved: set[str] = field(default_factory=set)
+    sizes: list[int] = field(default_factory=list)
+    trees: list[str] = field(default_factory=list)
+
+    def record(self, facts: RoundFacts) -> set[str]:
+        """Take one round into the ledger; return the resolved keys it raised again."""
+        for key, (source, _) in list(self.open.items()):
+            if key not in facts.keys and (source == "gate" or facts.source == "review"):
+                del self.open[key]
+                self.resolved.add(key)
+        again = self.resolved & facts.keys
+        self.resolved -= facts.keys
+        for key in facts.keys:
+            self.open[key] = (facts.source, key in facts.blocking)
+        self.sizes.append(sum(1 for _, blocking in self.open.values() if blocking))
+        self.trees.append(facts.tree)
+        return again
+
+
+def since_approval(rounds: Sequence[RoundFacts]) -> list[RoundFacts]:
+    """The rounds after the last one that passed: what the next round is compared with."""
+    for index in range(len(rounds) - 1, -1, -1):
+        if rounds[index].passed:
+            return list(rounds[index + 1 :])
+    return list(rounds)
+
+
+def judge(
+    earlier: Sequence[RoundFacts], current: RoundFacts, stall: int = DEFAULT_STALL
+) -> tuple[Convergence, str]:
+    """The verdict on ``current`` after ``earlier`` (the unit's rounds before it, oldest
+    first), and why, in words; see the module table."""
+    window = since_approval(earlier)
+    if not window:
+        return "first", "first round"
+    ledger = Ledger()
+    for facts in window:
+        ledger.record(facts)
+    older_trees = ledger.trees[:-1]
+    again = ledger.record(current)
+    if again:
+        return "thrashing", f"raised again after it was resolved: {', '.join(sorted(again))}"
+    if current.tree and current.tree in older_trees:
+        back = older_trees.index(current.tree) + 1
+        return "thrashing", f"its tree {current.tree[:12]} returns to round {back}'s"
+    sizes = ledger.sizes  # one per round of the window, then the current one
+    if len(sizes) > stall and sizes[-1] >= sizes[-1 - stall]:
+        return "stalled", (
+            f"{sizes[-1]} blocking findings open, no fewer than {stall} rounds before "
+            f"({sizes[-1 - stall]})"
+        )
+    return "converging", "what the last round was told is fixed or still shrinking"
+
+
+def classify(
+    earlier: Sequence[RoundFacts], current: RoundFacts, stall: int = DEFAULT_STALL
+) -> Convergence:
+    """The verdict alone (:func:`judge`)."""
+    return judge(earlier, current, stall)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,27 +207,26 @@ class RoundDecision:
 
 
 def decide(
-    previous: RoundFacts | None,
+    earlier: Sequence[RoundFacts],
     current: RoundFacts,
     *,
     round_no: int,
     rung: int,
     ceiling: int = DEFAULT_CEILING,
+    stall: int = DEFAULT_STALL,
 ) -> RoundDecision:
-    """What the system does after round ``round_no`` of a unit on ``rung``."""
-    if previous is None:
-        convergence: Convergence = "first"
-    else:
-        convergence = classify(previous.keys, previous.blocking, current.keys, current.blocking)
+    """What the system does after round ``round_no`` of a unit on ``rung``, whose earlier
+    rounds were ``earlier`` (oldest first)."""
+    convergence, reason = judge(earlier, current, stall)
     if current.halt is not None:
         return RoundDecision(convergence, "halted", "halted", HALT_RUNG, current.halt)
     if current.passed:
         return RoundDecision(convergence, "approved", None, rung, "nothing blocking is left")
     action: RoundAction = "continue"
-    ended_by: EndedBy | None = None
     next_rung = rung
     why = f"{convergence}: continue on rung {rung} ({tactic(rung)})"
-    repeat = _repeat(previous, current)
+    window = since_approval(earlier)
+    repeat = _repeat(window[-1] if window else None, current)
     if repeat is not None:
         next_rung = rung + 1
         if next_rung >= HALT_RUNG:
@@ -151,21 +236,24 @@ def decide(
         action = "promoted"
         why = f"{repeat}: rung {rung} is finished, promoted to {next_rung} ({tactic(next_rung)})"
     elif convergence in ("stalled", "thrashing"):
-        return RoundDecision(convergence, "stopped", "progress-test", rung, f"{convergence}")
+        return RoundDecision(
+            convergence, "stopped", "progress-test", rung, f"{convergence}: {reason}"
+        )
     if round_no >= ceiling:
         return RoundDecision(
             convergence, "stopped", "ceiling", rung, f"round {round_no} reached the ceiling"
         )
-    return RoundDecision(convergence, action, ended_by, next_rung, why)
+    return RoundDecision(convergence, action, None, next_rung, why)
 
 
 def _repeat(previous: RoundFacts | None, current: RoundFacts) -> str | None:
+    """The no-progress guard: round n-1's failure, or its tree, again."""
     if previous is None or previous.passed:
         return None
     if current.signature == previous.signature:
         return "identical failure signature"
-    if current.diff_digest == previous.diff_digest:
-        return "identical diff"
+    if current.tree and current.tree == previous.tree:
+        return "identical tree"
     return None
 
 
@@ -177,7 +265,8 @@ class RoundView(msgspec.Struct, kw_only=True):
 
     round: int
     head: str
-    source: str
+    source: Source
+    tree: str = ""
     finding_keys: list[str]
     blocking_keys: list[str]
     failing_checks: list[str] = []
@@ -199,6 +288,8 @@ class RoundView(msgspec.Struct, kw_only=True):
             signature=self.failure_signature,
             diff_digest=self.diff_digest,
             passed=self.passed,
+            tree=self.tree,
+            source=self.source,
         )
 
 
@@ -225,6 +316,13 @@ class UnitConvergence(msgspec.Struct, kw_only=True):
     ended_by: EndedBy | None = None
     outcome: str | None = None
     """The summary of the unit's terminal outcome, when it has one."""
+    retries: list[str] = []
+    """What the dispatcher answered each retryable failure: "retried on rung k because
+    ...", or why the unit stays failed."""
+
+    def facts(self) -> list[RoundFacts]:
+        """Every closed round's facts, oldest first (what the next round is judged on)."""
+        return [r.facts() for r in self.rounds]
 
 
 class ConvergenceState(msgspec.Struct):
@@ -259,6 +357,7 @@ def apply(state: ConvergenceState, event: Event) -> ConvergenceState:
                     round=event.round,
                     head=event.head,
                     source=event.source,
+                    tree=event.tree,
                     finding_keys=list(event.finding_keys),
                     blocking_keys=list(event.blocking_keys),
                     failing_checks=list(event.failing_checks),
@@ -289,6 +388,8 @@ def apply(state: ConvergenceState, event: Event) -> ConvergenceState:
             )
             view.rung = event.to_rung
             view.tactic = tactic(event.to_rung)
+        case RetryDecided():
+            _retry(_unit(state, event.unit), event)
         case UnitTransitioned(outcome=outcome) if outcome is not None:
             ended = state.units.get(event.unit)
             if ended is not None:
@@ -298,9 +399,37 @@ def apply(state: ConvergenceState, event: Event) -> ConvergenceState:
                         ended.ended_by = ended_by
                     case _:
                         pass
+        case UnitTransitioned(by="retried") if event.unit in state.units:
+            revived = state.units[event.unit]  # back at work: what ended it no longer holds
+            revived.ended_by = revived.outcome = None
         case _:
             pass
     return state
+
+
+def _retry(view: UnitConvergence, event: RetryDecided) -> None:
+    """A granted retry moves the unit up the ladder, as a promotion does; either answer is
+    kept in words for ``status``."""
+    view.retries.append(retry_text(event))
+    if event.retry:
+        view.promotions.append(
+            Promotion(
+                from_rung=event.from_rung,
+                to_rung=event.to_rung,
+                why=f"retried: {event.why}",
+                round=len(view.rounds),
+                event=event.id,
+            )
+        )
+        view.rung = event.to_rung
+        view.tactic = tactic(event.to_rung)
+
+
+def retry_text(event: RetryDecided) -> str:
+    """One line for a retry decision, as the record and ``status`` show it."""
+    if event.retry:
+        return f"retried on rung {event.to_rung} ({tactic(event.to_rung)}) because {event.why}"
+    return f"not retried: {event.why}"
 
 
 FOLD = Fold(name="convergence", state_type=ConvergenceState, initial=initial, apply=apply)
@@ -317,11 +446,10 @@ def brief(state: ConvergenceState, unit: str) -> dict[str, object]:
     """What the next builder brief carries from review: the rung, its tactic and ask."""
     view = state.units.get(unit)
     rung = view.rung if view is not None else 1
-    name, ask = RUNGS[min(rung, HALT_RUNG)]
     last = view.rounds[-1] if view is not None and view.rounds else None
     return {
         "rung": rung,
-        "tactic": name,
-        "ask": ask,
+        "tactic": tactic(rung),
+        "ask": ask(rung),
         "open_keys": list(last.finding_keys) if last is not None else [],
     }

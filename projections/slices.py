@@ -13,9 +13,16 @@ by the system and signed by a registered runner key whose signature verifies
 order). An unsigned or forged outcome is not shown as a command that ran.
 
 Settled means a unit will not move again in this slice: it is terminal (done, failed,
-lost — a halt is a failure ended by ``halted``), or it was never dispatched and one of its
-transitive blockers ended without being done. The TERMINAL barrier waits for settled,
-never for success.
+lost — a halt is a failure ended by ``halted``) and no retry is owed to it, or it was never
+dispatched and one of its transitive blockers ended without being done. The TERMINAL
+barrier waits for settled, never for success.
+
+A dispatched unit that failed in a way a retry may answer (:data:`RETRYABLE_ENDINGS`: the
+builder gave up, the progress test stopped it) *awaits its retry* until the dispatcher
+answers the failure (``unit.retry_decided.v1``): refused, the unit is settled; granted, it
+goes on awaiting until the dispatcher moves it back to work (``retried``). While it
+awaits, it holds its capacity, its dependents are not held, its run-record entry is not
+completed and its slice does not close.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from loopbus.schemas.slices import (
     CommandRun,
     MisalignmentRouted,
     PlanSubmission,
+    RetryDecided,
     RunEntryCompleted,
     SliceClosed,
     SlicePlan,
@@ -60,6 +68,15 @@ MISALIGNED_EVIDENCE_KEY = "misaligned"
 """A finding that refuses to route a misaligned finding names it under this key."""
 
 FAILED_ENDINGS = frozenset({"failed", "lost"})
+
+RETRYABLE_ENDINGS = frozenset({"gave-up", "progress-test"})
+"""What a FAILED unit's outcome names when a retry on the next rung may answer it: the
+builder gave up (a ``failed`` envelope, or no valid envelope twice), or the progress test
+stopped it at oversight ``full``. A halt (secret, security finding, frozen artifact, a
+spent ladder, a decision asked again and again), the ceiling (the spend backstop) and LOST
+(a runner that went silent) are never retried."""
+
+RetryState = Literal["", "awaiting", "granted", "refused"]
 
 
 class SliceUnit(msgspec.Struct, kw_only=True):
@@ -91,6 +108,18 @@ class SliceUnit(msgspec.Struct, kw_only=True):
     head: str | None = None
     reviews: int = 0
     last_event: str | None = None
+    failure: str | None = None
+    """The transition of its latest retryable failure (what a retry decision answers)."""
+    retry: RetryState = ""
+    """Where that failure's retry stands: ``awaiting`` the decision, ``granted`` (the move
+    back to work is owed), ``refused``; ``""`` once it is working again."""
+    retry_decision: str | None = None
+    """The retry decision that answered ``failure``."""
+
+
+def awaiting_retry(unit: SliceUnit) -> bool:
+    """Failed, and a retry decision or the granted move back to work is still owed."""
+    return unit.state == "failed" and unit.retry in ("awaiting", "granted")
 
 
 class Submission(msgspec.Struct, kw_only=True):
@@ -136,6 +165,9 @@ class RecordEntry(msgspec.Struct, kw_only=True):
     dispatch: str
     dispatched_at: datetime
     completion: RunEntryCompleted | None = None
+    retries: list[str] = []
+    """Each retry decision on this dispatch, in words ("retried on rung 2 … because …",
+    "not retried: …")."""
 
 
 class Misaligned(msgspec.Struct, kw_only=True):
@@ -187,6 +219,8 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
             _transitioned(state, event)
         case RunEntryCompleted():
             _completed(state, event)
+        case RetryDecided():
+            _retry_decided(state, event)
         case SliceClosed():
             view = state.slices.get(event.slice)
             if view is not None:
@@ -308,6 +342,29 @@ def _transitioned(state: SlicesState, event: UnitTransitioned) -> None:
     unit.last_event = event.id
     if event.commit and unit.dispatches:
         unit.head = event.commit
+    if event.state != "failed":
+        unit.retry = ""
+    elif unit.dispatches and unit.ended_by in RETRYABLE_ENDINGS:
+        unit.failure, unit.retry, unit.retry_decision = event.id, "awaiting", None
+
+
+def _retry_decided(state: SlicesState, event: RetryDecided) -> None:
+    unit = _unit(state, event.unit)
+    if unit is None or event.failure != unit.failure or unit.retry != "awaiting":
+        return  # a decision on an older failure, or a repeat
+    unit.retry = "granted" if event.retry else "refused"
+    unit.retry_decision = event.id
+    for entry in reversed(state.record):
+        if entry.unit == event.unit and unit.dispatches and entry.dispatch == unit.dispatches[-1]:
+            entry.retries.append(retry_words(event))
+            break
+
+
+def retry_words(event: RetryDecided) -> str:
+    """A retry decision in one line, as the record shows it."""
+    if event.retry:
+        return f"retried on rung {event.to_rung} because {event.why}"
+    return f"not retried: {event.why}"
 
 
 def _completed(state: SlicesState, event: RunEntryCompleted) -> None:
@@ -436,7 +493,7 @@ def failed_blocker(view: SliceView, unit_id: str) -> str | None:
             continue
         seen.add(blocker_id)
         blocker = view.units[blocker_id]
-        if blocker.state in FAILED_ENDINGS:
+        if blocker.state in FAILED_ENDINGS and not awaiting_retry(blocker):
             return blocker_id
         if blocker.state != "done":
             stack.extend(reversed(blocker.blocked_by))
@@ -447,7 +504,7 @@ def is_settled(view: SliceView, unit_id: str) -> bool:
     """Terminal, or never dispatched and doomed by a failed blocker."""
     unit = view.units[unit_id]
     if unit.state in TERMINAL_STATES:
-        return True
+        return not awaiting_retry(unit)
     return not unit.dispatches and failed_blocker(view, unit_id) is not None
 
 
@@ -461,12 +518,13 @@ def current_group(view: SliceView) -> tuple[int, int] | None:
 
 
 def running(state: SlicesState) -> list[str]:
-    """Units dispatched and not yet terminal, in every slice: what holds capacity."""
+    """Units dispatched and not yet terminal (or awaiting a retry), in every slice: what
+    holds capacity."""
     return [
         unit.unit
         for view in state.slices.values()
         for unit in view.units.values()
-        if unit.dispatches and unit.state not in TERMINAL_STATES
+        if unit.dispatches and (unit.state not in TERMINAL_STATES or awaiting_retry(unit))
     ]
 
 
@@ -500,7 +558,23 @@ class PlanUnits(msgspec.Struct, frozen=True, kw_only=True):
     units: list[str]
 
 
-Action = PlanUnits | BlockDependent | Complete | Dispatch | Close
+class Retry(msgspec.Struct, frozen=True, kw_only=True):
+    """Answer the retryable failure ``failure`` of ``unit``: retry it, or say why not."""
+
+    slice: str
+    unit: str
+    failure: str
+
+
+class Revive(msgspec.Struct, frozen=True, kw_only=True):
+    """Move ``unit`` back to work, as the retry decision ``decision`` granted."""
+
+    slice: str
+    unit: str
+    decision: str
+
+
+Action = PlanUnits | Retry | Revive | BlockDependent | Complete | Dispatch | Close
 
 
 def next_actions(
@@ -509,7 +583,8 @@ def next_actions(
     """What the dispatcher should publish now, in this order.
 
     ``UnitPlanned`` for accepted units not yet planned on the log (after a crash between
-    the acceptance and its units); blocks for undispatched dependents of a failed unit;
+    the acceptance and its units); the retry decisions owed to failed units and the moves
+    back to work they granted; blocks for undispatched dependents of a failed unit;
     completions of the run-record
     entries of units that reached the barrier; dispatches of the current group's next units
     in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
@@ -533,6 +608,7 @@ def next_actions(
         ]
         if unplanned:
             actions.append(PlanUnits(slice=view.slice, units=unplanned))
+        actions.extend(_retries(view))
         for unit_id in view.order:
             unit = view.units[unit_id]
             if unit.dispatches or unit.state in TERMINAL_STATES:
@@ -574,12 +650,28 @@ def next_actions(
     return actions
 
 
+def _retries(view: SliceView) -> list[Retry | Revive]:
+    out: list[Retry | Revive] = []
+    for unit_id in view.order:
+        unit = view.units[unit_id]
+        if unit.state != "failed" or unit.failure is None:
+            continue
+        if unit.retry == "awaiting":
+            out.append(Retry(slice=view.slice, unit=unit_id, failure=unit.failure))
+        elif unit.retry == "granted" and unit.retry_decision is not None:
+            out.append(Revive(slice=view.slice, unit=unit_id, decision=unit.retry_decision))
+    return out
+
+
 def _completions(view: SliceView) -> list[Complete]:
+    # A discarded slice's units are never retried: their entries complete as they ended.
+    retrying = view.status != "discarded"
     return [
         Complete(slice=view.slice, unit=unit.unit, dispatch=unit.dispatches[-1])
         for unit_id in view.order
         if (unit := view.units[unit_id]).dispatches
         and unit.state in TERMINAL_STATES
+        and not (retrying and awaiting_retry(unit))
         and unit.dispatches[-1] not in unit.completed
     ]
 
@@ -602,6 +694,9 @@ def waiting_on(view: SliceView) -> dict[str, str]:
     out: dict[str, str] = {}
     for unit_id in view.order:
         unit = view.units[unit_id]
+        if awaiting_retry(unit):
+            out[unit_id] = "the dispatcher's retry decision"
+            continue
         if unit.state in TERMINAL_STATES:
             out[unit_id] = ""
             continue

@@ -3,7 +3,8 @@
 Every transition a unit may make is one row: the state it leaves (``None`` for a unit
 that was planned and never moved), the state it enters, and what warrants it (``by``,
 carried on every :class:`loopbus.schemas.UnitTransitioned`). Anything not in the table is
-forbidden: no row leaves a terminal state, no claim makes a unit ready or done, and only
+forbidden: no row leaves done or lost, the one row leaving failed is the dispatcher's
+retry (answering its own retry decision), no claim makes a unit ready or done, and only
 the ``gates`` row may set the ready flag.
 
 Some rows hold only under a condition the table names in ``when``; :func:`audit` checks
@@ -26,6 +27,7 @@ from loopbus.schemas.reports import (
     StartedReport,
     UnblockedReport,
 )
+from loopbus.schemas.slices import RetryDecided
 from loopbus.schemas.units import TransitionBy
 
 TRANSITION_BY: tuple[TransitionBy, ...] = get_args(TransitionBy)
@@ -86,6 +88,13 @@ TABLE: tuple[Rule, ...] = (
     Rule(None, "failed", "halted", "convergence, dispatcher or operator"),
     Rule("working", "failed", "halted", "convergence, dispatcher or operator"),
     Rule("blocked", "failed", "halted", "convergence, dispatcher or operator"),
+    Rule(
+        "failed",
+        "working",
+        "retried",
+        "dispatcher",
+        "a retry decision granted it: the failure was retryable and the slice's budget allowed",
+    ),
 )
 
 ALLOWED: frozenset[tuple[UnitState | None, UnitState, TransitionBy]] = frozenset(
@@ -133,11 +142,15 @@ def audit(events: Iterable[Event]) -> list[Violation]:
                 view = state.units.get(event.unit)
                 for problem in _problems(event, view, reports, answered):
                     violations.append(Violation(event.id, event.unit, problem))
-                if event.cause is not None and event.by in REPORT_TRIGGERS:
+                if event.cause is not None and (
+                    event.by in REPORT_TRIGGERS or event.by == "retried"
+                ):
                     answered[event.cause] = event.id
             case StartedReport() | BlockedReport() | UnblockedReport() | CommitReport():
                 reports[event.id] = event
             case GaveUpReport():
+                reports[event.id] = event
+            case RetryDecided() if event.retry and event.actor.role == "system":
                 reports[event.id] = event
             case FindingRaised(cls=units_fold.REFUSAL_CLASS, evidence=evidence):
                 report = evidence.get("report")
@@ -200,6 +213,14 @@ def _problems(
         problems.append("merged a unit that was not ready")
     if event.by == "heartbeat-lapse" and view is not None and view.ready:
         problems.append("marked a ready unit lost")
+    if event.by == "retried":
+        granted = reports.get(event.cause or "")
+        if not isinstance(granted, RetryDecided) or granted.unit != event.unit:
+            problems.append("retried but its cause is not a retry granted for this unit")
+        elif event.cause in answered:
+            problems.append(
+                f"retry {event.cause} answered twice (already by {answered[event.cause]})"
+            )
     if event.by in REPORT_TRIGGERS:
         cause = reports.get(event.cause or "")
         wanted = _REPORT_TYPES[event.by]

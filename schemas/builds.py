@@ -132,6 +132,16 @@ class BriefConflict(msgspec.Struct, frozen=True, kw_only=True):
     finding: str = ""
     """The ``merge-conflict`` finding the merger raised."""
     files: list[BriefConflictFile] = []
+class BriefSuperseded(msgspec.Struct, frozen=True, kw_only=True):
+    """A decision that bore on the unit and was superseded since its last round: it is no
+    longer in ``decisions`` (its successor is, when that bears on the unit too)."""
+
+    decision_id: str
+    question: str
+    chosen: str
+    """What the superseded decision had chosen (no longer in force)."""
+    superseded_by: str
+    """The id of the decision record that replaced it."""
 
 
 class Brief(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,6 +165,8 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     rung: int = 0
     tactic: str = ""
     decisions: list[BriefDecision] = []
+    superseded: list[BriefSuperseded] = []
+    """Decisions that bore on the unit and were superseded since its last round."""
     problem: str = ""
     """Why the previous answer was refused (a malformed envelope, conflict markers left),
     when this is a retry."""

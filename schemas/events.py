@@ -56,6 +56,7 @@ from loopbus.schemas.reviews import (
     ReviewRequested,
     ReviewVerdict,
     RoundClosed,
+    RoundUnchanged,
     RungPromoted,
     VerdictAccepted,
     VerdictRefused,
@@ -63,6 +64,7 @@ from loopbus.schemas.reviews import (
 from loopbus.schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
+    RetryDecided,
     RunEntryCompleted,
     SliceClosed,
     SlicePlanAccepted,
@@ -97,6 +99,7 @@ Event = (
     | FindingSubtracted
     | RoundClosed
     | RungPromoted
+    | RoundUnchanged
     | InvestigationRequested
     | InvestigationCompleted
     | PlanSubmission
@@ -106,6 +109,7 @@ Event = (
     | SliceClosed
     | MisalignmentRouted
     | SlicePlanDiscarded
+    | RetryDecided
     | UsageReport
     | ApproveReport
     | MergeQueued

@@ -227,13 +227,15 @@ class RoundClosed(EventBase, frozen=True, kw_only=True, tag="round.closed.v1"):
 
     ``finding_keys`` / ``blocking_keys`` are ``target|severity|criterion`` texts, sorted.
     ``failure_signature`` digests the failing checks and finding keys; ``diff_digest`` the
-    diff. ``rung`` is the rung the round was run on.
+    diff; ``tree`` is the git tree of ``head`` (empty on rounds closed before it was
+    recorded). ``rung`` is the rung the round was run on.
     """
 
     unit: Token
     round: Annotated[int, msgspec.Meta(ge=1)]
     head: Sha
     source: Literal["review", "gate"] = "review"
+    tree: str = ""
     finding_keys: list[str] = []
     blocking_keys: list[str] = []
     failing_checks: list[str] = []
@@ -263,6 +265,25 @@ class RungPromoted(EventBase, frozen=True, kw_only=True, tag="rung.promoted.v1")
     why: str
     round: int = 0
     cause: str
+
+    def subject_suffix(self) -> str:
+        return f"convergence.{self.unit}"
+
+
+class RoundUnchanged(EventBase, frozen=True, kw_only=True, tag="round.unchanged.v1"):
+    """A builder round answered ``completed`` or ``partial`` but left the worktree exactly as
+    it found it. Not a failure: it spends a rung of the ladder (``rung`` -> ``to_rung``; the
+    :class:`RungPromoted` in the same batch names it), and the unit's next brief says so in
+    ``problem``. ``to_rung`` 5 means the ladder is spent and the unit halts."""
+
+    unit: Token
+    round: int
+    rung: int
+    to_rung: int
+    status: str
+    summary: str = ""
+    trigger: str
+    """The trigger the round answered (what asked for it)."""
 
     def subject_suffix(self) -> str:
         return f"convergence.{self.unit}"
@@ -312,6 +333,7 @@ REVIEW_EVENT_TYPES: tuple[type[Any], ...] = (
     FindingSubtracted,
     RoundClosed,
     RungPromoted,
+    RoundUnchanged,
     InvestigationRequested,
     InvestigationCompleted,
 )

@@ -170,6 +170,30 @@ class RunEntryCompleted(EventBase, frozen=True, kw_only=True, tag="record.entry_
         return f"slice.{self.slice}"
 
 
+class RetryDecided(EventBase, frozen=True, kw_only=True, tag="unit.retry_decided.v1"):
+    """The dispatcher's answer to a retryable failure of a dispatched unit (the builder
+    gave up, or the progress test stopped it at oversight ``full``).
+
+    ``retry``: the unit goes back to work one rung up (``from_rung`` -> ``to_rung``); the
+    transition ``failed -> working`` by ``retried`` that follows names this fact as its
+    cause. Otherwise the unit stays failed and ``why`` says what refused it (the ladder is
+    spent, the slice's budget is). ``failure`` is the transition that failed the unit; one
+    answer per failure."""
+
+    slice: Token
+    unit: Token
+    failure: str
+    ended_by: str
+    retry: bool
+    from_rung: int
+    to_rung: int
+    why: str
+    cause: str | None = None
+
+    def subject_suffix(self) -> str:
+        return f"slice.{self.slice}"
+
+
 class BootResult(msgspec.Struct, frozen=True, kw_only=True):
     """The boot check run on trunk at the end of a slice: three outcomes, error is red.
 

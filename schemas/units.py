@@ -44,6 +44,7 @@ TransitionBy = Literal[
     "escalated",  # convergence stopped the unit to ask the operator (awaiting-operator)
     "returned",  # review rejected it, or the merge conflicted or turned trunk red: back to work
     "halted",  # convergence or the operator halted the unit
+    "retried",  # the dispatcher tried a failed unit again, one rung up (a retry decision)
 ]
 """What warranted a transition; the table in ``projections.transitions`` is keyed on it."""
 

@@ -218,6 +218,9 @@ class UnitChange:
     """(name, email) of every author and committer of the commits in base..head."""
     config_before: bytes | None
     config_after: bytes | None
+    tree: str = ""
+    """The git tree of ``head``: what convergence compares rounds on (a tree cannot be made
+    to look new by rebasing, as a diff against a moving base can)."""
 
 
 def commit_at(repo: Repo, spec: str) -> Commit:
@@ -317,6 +320,7 @@ def unit_change(
             identities=frozenset(identities),
             config_before=_config_bytes(repo, base_commit.tree),
             config_after=_config_bytes(repo, head_commit.tree),
+            tree=head_commit.tree.decode(),
         )
 
 

@@ -103,13 +103,13 @@ def stopped(events: list[Any]) -> bool:
 async def test_stalled_under_supervision_asks_the_operator_with_both_sets(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:
-    """The blocking set did not move: the unit stops, BLOCKED awaiting-operator on a finding
-    that states the verdict and the two rounds' sets."""
+    """The open blocking set did not shrink over ``stall`` rounds (1 here): the unit stops,
+    BLOCKED awaiting-operator on a finding that states the verdict and the two rounds' sets."""
     agent = Scripted(agent_dir)
     _, events = await rounds(
         bus, project, tmp_path, agent,
         [verdict("reject", A, NIT_X), verdict("reject", A, NIT_Y)],
-        until=stopped, oversight="supervised",
+        until=stopped, oversight="supervised", stall=1,
     )  # fmt: skip
     first, second = of(RoundClosed, events)
     assert (first.convergence, second.convergence) == ("first", "stalled")
@@ -133,7 +133,7 @@ async def test_stalled_at_full_oversight_fails_the_unit(
     _, events = await rounds(
         bus, project, tmp_path, agent,
         [verdict("reject", A, NIT_X), verdict("reject", A, NIT_Y)],
-        until=stopped, oversight="full",
+        until=stopped, oversight="full", stall=1,
     )  # fmt: skip
     (failed,) = of(UnitTransitioned, events, state="failed")
     assert failed.outcome is not None and failed.outcome.ended_by == "progress-test"
@@ -144,19 +144,43 @@ async def test_stalled_at_full_oversight_fails_the_unit(
 async def test_thrashing_stops_the_unit(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:
-    """Same number of findings, a different set: thrashing, and the unit stops."""
+    """A finding fixed in round 2 is back in round 3: thrashing, and the unit stops."""
     agent = Scripted(agent_dir)
     _, events = await rounds(
         bus, project, tmp_path, agent,
-        [verdict("reject", A), verdict("reject", B)],
+        [verdict("reject", A), verdict("reject", B), verdict("reject", A)],
         until=stopped, oversight="full",
     )  # fmt: skip
-    second = of(RoundClosed, events)[-1]
-    assert (second.convergence, second.action, second.ended_by) == (
+    _first, second, third = of(RoundClosed, events)
+    assert (second.convergence, second.action) == ("converging", "continue")
+    assert (third.convergence, third.action, third.ended_by) == (
         "thrashing",
         "stopped",
         "progress-test",
     )
+    assert "raised again after it was resolved" in third.why
+
+
+async def test_a_different_finding_each_round_is_progress(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Round 2 fixed what round 1 was told and met something new: converging, sent back on
+    the same rung, and round 3 is reviewed (here approved). Rounds are compared on their
+    heads' trees, recorded on each round."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent,
+        [verdict("reject", A), verdict("reject", B), verdict("approve")],
+        until=count(RoundClosed, 1, action="approved"), oversight="full",
+    )  # fmt: skip
+    closed = of(RoundClosed, events)
+    assert [(r.convergence, r.action, r.rung) for r in closed] == [
+        ("first", "continue", 1),
+        ("converging", "continue", 1),
+        ("converging", "approved", 1),
+    ]
+    assert len({r.tree for r in closed}) == 3 and all(len(r.tree) == 40 for r in closed)
+    assert of(RungPromoted, events) == [] and not stopped(events)
 
 
 async def test_converging_rounds_continue_until_the_ceiling_ends_them(
@@ -203,10 +227,10 @@ async def test_identical_signature_promotes_the_rung_and_the_unit_goes_on(
     assert not stopped(events)
 
 
-async def test_identical_diff_promotes_the_rung(
+async def test_identical_tree_promotes_the_rung(
     bus: Bus, project: str, tmp_path: Path, agent_dir: Path
 ) -> None:
-    """A resubmission with the same diff promotes even though the findings changed."""
+    """A resubmission with the same tree promotes even though the findings changed."""
     agent = Scripted(agent_dir)
     same = {"src/app.py": body("sum(xs)")}
     _, events = await rounds(
@@ -216,10 +240,10 @@ async def test_identical_diff_promotes_the_rung(
         until=count(RungPromoted),
     )  # fmt: skip
     (promoted,) = of(RungPromoted, events)
-    assert "identical diff" in promoted.why
+    assert "identical tree" in promoted.why
     first, second = of(RoundClosed, events)
-    assert first.head != second.head and first.diff_digest == second.diff_digest
-    assert second.convergence == "thrashing" and second.action == "promoted"
+    assert first.head != second.head and first.tree == second.tree != ""
+    assert second.convergence == "converging" and second.action == "promoted"
 
 
 async def test_repeating_the_same_failure_spends_the_ladder_then_halts(
@@ -360,6 +384,39 @@ async def test_red_gate_suites_are_rounds_and_repeat_to_promote(
     assert of(RungPromoted, events)[0].to_rung == 2
     resolved = of(FindingResolved, events)
     assert len(resolved) == 2 and all(r.why.startswith("subtracted:") for r in resolved)
+
+
+async def test_a_red_gate_then_an_unrelated_rejection_is_sent_back_not_stopped(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Round 1 is red at its gate; round 2 (a new head, its gates green) is rejected for
+    something unrelated. Each round fixed what it was told: converging, the unit is sent
+    back on rung 1 — at oversight full, where a stop would fail it."""
+    agent = Scripted(agent_dir)
+    agent.plan([verdict("reject", A)])
+    table = {"command": agent.command, "roster": ["bob"], "oversight": "full"}
+    repo = setup_repo(tmp_path, project, table)
+    head1 = repo.commit({"src/app.py": body("sum(xs)")}, parent=repo.base)
+    head2 = repo.commit({"src/app.py": body("sum(list(xs))")}, parent=head1)
+    signer = GateSigner()
+    await signer.register(bus, project)
+    await ready(bus, project, "U1", head1, gates=False)
+    async with running(bus, Reviewer(config_of(repo))):
+        result = signer.result(project, "tests", head1, "fail", [])
+        await bus.publish(result)
+        await bus.publish(signer.suite(project, "U1", head1, [result]))
+        await wait_log(bus, project, count(RoundClosed, 1, source="gate"))
+        await ready(bus, project, "U1", head2, first=False)
+        events = await wait_log(bus, project, count(UnitTransitioned, 1, by="returned"))
+    gate, review = of(RoundClosed, events)
+    assert (gate.source, gate.finding_keys) == ("gate", ["check:tests|high|gate-fail"])
+    assert (review.source, review.convergence, review.action, review.rung) == (
+        "review",
+        "converging",
+        "continue",
+        1,
+    )
+    assert of(RungPromoted, events) == [] and not stopped(events)
 
 
 def gate_finding(project: str, path: str, line: int) -> FindingRaised:

@@ -18,6 +18,8 @@ from loopbus.projections.slices import (
     Complete,
     Dispatch,
     PlanUnits,
+    Retry,
+    Revive,
     SlicesState,
 )
 from loopbus.schemas import (
@@ -40,6 +42,7 @@ from loopbus.schemas.slices import (
     BootResult,
     PlannedUnit,
     PlanSubmission,
+    RetryDecided,
     RunEntryCompleted,
     SliceBudgets,
     SliceClosed,
@@ -183,11 +186,15 @@ def gate_suite(
 
 
 class PureDispatcher:
-    """What the dispatcher daemon publishes for each action, without a bus: for fold tests."""
+    """What the dispatcher daemon publishes for each action, without a bus: for fold tests.
 
-    def __init__(self, project: str, capacity: int = 8) -> None:
+    ``retry`` is its answer to every retryable failure (the real one weighs the ladder and
+    the slice's budget: workers/dispatcher/retries.py)."""
+
+    def __init__(self, project: str, capacity: int = 8, *, retry: bool = False) -> None:
         self.project = project
         self.capacity = capacity
+        self.retry = retry
         self.state = slices.initial()
         self.log: list[Event] = []
 
@@ -253,6 +260,22 @@ class PureDispatcher:
                         returned_nothing=u.returned == 0,
                     )
                 ]
+            case Retry():
+                return [
+                    RetryDecided(
+                        project=p, actor=SYSTEM, slice=action.slice, unit=action.unit,
+                        failure=action.failure, ended_by=view.units[action.unit].ended_by,
+                        retry=self.retry, from_rung=1, to_rung=2 if self.retry else 1,
+                        why="the stand-in's policy",
+                    )
+                ]  # fmt: skip
+            case Revive():
+                return [
+                    UnitTransitioned(
+                        project=p, actor=SYSTEM, unit=action.unit, state="working",
+                        prior="failed", by="retried", cause=action.decision,
+                    )
+                ]  # fmt: skip
             case Close():
                 summary = slices.settled_summary(view)
                 return [

@@ -93,6 +93,30 @@ def test_every_measure_against_its_limit(signer: Signer) -> None:
     assert budgets.breaches(state) == []  # nothing over, and ratios wait for the close
 
 
+def test_each_way_a_unit_is_sent_back_counts_one_rework_round() -> None:
+    """A review round that sends the unit back and the ``returned`` transition answering it
+    are one rework round; a round that changed nothing and a retry of the failed unit are
+    one each (what the dispatcher weighs a retry against)."""
+    from loopbus.schemas.reviews import RoundUnchanged
+    from loopbus.schemas.units import UnitTransitioned
+
+    review = rounds(P, "U1", "continue", 1)
+    answered = UnitTransitioned(
+        project=P, actor=SYSTEM, unit="U1", state="working", prior="working", by="returned",
+        cause=review.id,
+    )  # fmt: skip
+    unchanged = RoundUnchanged(
+        project=P, actor=SYSTEM, unit="U1", round=2, rung=1, to_rung=2, status="completed",
+        trigger=new_id(),
+    )  # fmt: skip
+    state = fold(*accepted(P, plan("S1", unit("U1"), budgets=LIMITS)), review, answered)
+    assert state.slices["S1"].units["U1"].rework == 1
+    budgets.apply(state, unchanged)
+    budgets.apply(state, transition(P, "U1", "failed", by="gave-up"))
+    budgets.apply(state, transition(P, "U1", "working", by="retried"))
+    assert state.slices["S1"].units["U1"].rework == 3
+
+
 def test_time_in_wait_counts_dispatched_units_per_reason() -> None:
     """Blocked spans of dispatched units are summed per reason; a hold is not machinery wait."""
     from loopbus.schemas.slices import UnitDispatched

@@ -105,6 +105,68 @@ def test_barrier_waits_for_terminal_not_success() -> None:
     }
 
 
+def test_a_retryable_failure_holds_its_place_until_the_retry_decision() -> None:
+    """A unit whose builder gave up awaits the dispatcher's retry decision: its chain is not
+    held, its entry not completed, its slice not closed. Granted, it goes back to work
+    (retried) and the record says so; then done, the chain goes on."""
+    d = PureDispatcher(P, retry=True)
+    d.apply(*accepted(P, plan("S1", unit("A"), unit("C", "A"))))
+    d.step()
+    failed = transition(P, "A", "failed", by="gave-up")
+    d.apply(failed)
+    view = d.state.slices["S1"]
+    assert slices.awaiting_retry(view.units["A"]) and not slices.is_settled(view, "A")
+    assert slices.failed_blocker(view, "C") is None and slices.running(d.state) == ["A"]
+    actions = slices.next_actions(d.state, 8)
+    assert actions == [slices.Retry(slice="S1", unit="A", failure=failed.id)]
+    taken = d.step()
+    assert [type(a).__name__ for a in taken] == ["Retry", "Revive"]
+    assert view.units["A"].state == "working" and view.units["A"].retry == ""
+    [entry] = slices.record_entries(d.state)
+    assert entry.completion is None
+    assert entry.retries == ["retried on rung 2 because the stand-in's policy"]
+    d.apply(transition(P, "A", "done", by="merged"))
+    d.step()
+    assert d.dispatched() == ["A", "C"]
+
+
+@pytest.mark.parametrize(
+    ("ended_by", "awaits"),
+    [
+        pytest.param("gave-up", True, id="gave-up"),
+        pytest.param("progress-test", True, id="progress-test"),
+        pytest.param("halted", False, id="halt"),
+        pytest.param("ceiling", False, id="ceiling"),
+        pytest.param("decision-repeated", False, id="decision-repeated"),
+    ],
+)
+def test_only_retryable_failures_await_a_retry(ended_by: str, awaits: bool) -> None:
+    """A halt, the ceiling or a decision asked again and again settle at once; a unit that
+    gave up or that the progress test stopped waits for its retry decision."""
+    d = PureDispatcher(P)
+    d.apply(*accepted(P, plan("S1", unit("A"))))
+    d.step()
+    d.apply(transition(P, "A", "failed", by="halted", ended_by=ended_by))
+    view = d.state.slices["S1"]
+    assert slices.awaiting_retry(view.units["A"]) is awaits
+    assert slices.is_settled(view, "A") is not awaits
+
+
+def test_a_refused_retry_settles_the_unit_and_the_record_says_why() -> None:
+    """Refused, the unit stays failed: its chain is held, its entry completes with the
+    refusal under its heading, and the slice closes."""
+    d = PureDispatcher(P, retry=False)
+    d.apply(*accepted(P, plan("S1", unit("A"), unit("C", "A"))))
+    d.step()
+    d.apply(transition(P, "A", "failed", by="gave-up"))
+    taken = d.step()
+    assert {type(a).__name__ for a in taken} >= {"Retry", "BlockDependent", "Complete", "Close"}
+    view = d.state.slices["S1"]
+    assert view.status == "closed" and view.units["A"].retry == "refused"
+    [entry] = slices.record_entries(d.state)
+    assert entry.completion is not None and entry.retries == ["not retried: the stand-in's policy"]
+
+
 def test_capacity_bounds_running_units_across_slices() -> None:
     """No more than ``capacity`` units run at once; a freed slot goes to the next in order."""
     d = PureDispatcher(P, capacity=3)

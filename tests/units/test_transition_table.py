@@ -29,6 +29,7 @@ from loopbus.schemas import (
 )
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import UnitReport
+from loopbus.schemas.slices import RetryDecided
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import cancel_all
 from loopbus.workers.units.daemon import ANSWER_SALT, refusal_finding
@@ -192,9 +193,13 @@ def test_random_claims_and_facts_never_log_a_forbidden_transition(
         assert not (view.ready and view.state != "working")
 
 
-def test_the_table_has_no_way_out_of_a_terminal_state_and_no_claim_makes_ready_or_done() -> None:
-    """Terminal states have no outgoing row; only the merger's fact reaches DONE."""
-    assert not [r for r in TABLE if r.prior in ("done", "failed", "lost")]
+def test_the_table_has_no_way_out_of_done_or_lost_and_no_claim_makes_ready_or_done() -> None:
+    """DONE and LOST have no outgoing row, and FAILED only the dispatcher's retry (no claim
+    revives a unit); only the merger's fact reaches DONE."""
+    assert not [r for r in TABLE if r.prior in ("done", "lost")]
+    assert [(r.state, r.by, r.who) for r in TABLE if r.prior == "failed"] == [
+        ("working", "retried", "dispatcher")
+    ]
     assert {r.by for r in TABLE if r.state == "done"} == {"merged"}
     assert {r.by for r in TABLE if r.state == "lost"} == {"heartbeat-lapse"}
     assert len(ALLOWED) == len(TABLE)
@@ -222,6 +227,15 @@ def _forbidden_logs() -> list[Any]:
     block = claim(PROJECT, "U1", "blocked", reason="awaiting-dependency", subject="U2")
     working = _t("U1", "working", None, "started", cause=start.id)
     builder = Actor(role="builder", principal="b")
+    gave_up = claim(PROJECT, "U1", "gave-up", why="stuck")
+    again = claim(PROJECT, "U1", "gave-up", why="stuck again")
+    failed = _t("U1", "failed", "working", "gave-up", cause=gave_up.id)
+    decided: dict[str, Any] = dict(
+        project=PROJECT, actor=SYSTEM, slice="S1", unit="U1", failure=failed.id,
+        ended_by="gave-up", from_rung=1, why="w",
+    )  # fmt: skip
+    refused = RetryDecided(retry=False, to_rung=1, **decided)
+    granted = RetryDecided(retry=True, to_rung=2, **decided)
 
     def log(*events: Event) -> list[Event]:
         return [*planned, *events]
@@ -275,6 +289,29 @@ def _forbidden_logs() -> list[Any]:
         "cause-of-another-kind": (
             log(block, _t("U1", "working", None, "started", cause=block.id)),
             "its cause is not a started report",
+        ),
+        "revived-without-a-granted-retry": (
+            log(
+                start,
+                working,
+                failed,
+                refused,
+                _t("U1", "working", "failed", "retried", cause=refused.id),
+            ),
+            "not a retry granted for this unit",
+        ),
+        "revived-twice-on-one-retry": (
+            log(
+                start,
+                working,
+                failed,
+                granted,
+                _t("U1", "working", "failed", "retried", cause=granted.id),
+                again,
+                _t("U1", "failed", "working", "gave-up", cause=again.id),
+                _t("U1", "working", "failed", "retried", cause=granted.id),
+            ),
+            f"retry {granted.id} answered twice",
         ),
     }
     return [pytest.param(events, problem, id=name) for name, (events, problem) in cases.items()]

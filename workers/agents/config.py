@@ -14,6 +14,7 @@ timeout = 300            # seconds, or a duration such as "5m"
 subtraction = "added"    # added | context | file
 oversight = "supervised" # full | supervised | manual
 ceiling = 6              # hard round ceiling per unit
+stall = 3                # rounds over which an open blocking set that did not shrink stalls
 blocking = "medium"      # lowest severity that blocks
 trunk = "main"           # the trunk branch (default: main, else HEAD)
 frozen = ["docs/acceptance.md"]  # more paths a unit may never edit
@@ -41,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loopbus.projections.convergence import DEFAULT_BLOCKING, DEFAULT_CEILING, SEVERITY_RANK
+from loopbus.projections.convergence import (
+    DEFAULT_BLOCKING,
+    DEFAULT_CEILING,
+    DEFAULT_STALL,
+    SEVERITY_RANK,
+)
 from loopbus.schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
@@ -57,6 +63,7 @@ REVIEW_KEYS = (
     "subtraction",
     "oversight",
     "ceiling",
+    "stall",
     "blocking",
     "trunk",
     "frozen",
@@ -77,6 +84,7 @@ class ReviewConfig(msgspec.Struct, frozen=True, kw_only=True):
     subtraction: SubtractionMode = "added"
     oversight: Oversight = "supervised"
     ceiling: int = DEFAULT_CEILING
+    stall: int = DEFAULT_STALL
     blocking: str = DEFAULT_BLOCKING
     trunk: str | None = None
     frozen: tuple[str, ...] = ()
@@ -213,6 +221,9 @@ def _review(table: Any) -> ReviewConfig:
     ceiling = table.get("ceiling", DEFAULT_CEILING)
     if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling < 1:
         raise ConfigError("review.ceiling", ceiling, "a whole number of rounds, 1 or more")
+    stall = table.get("stall", DEFAULT_STALL)
+    if isinstance(stall, bool) or not isinstance(stall, int) or stall < 1:
+        raise ConfigError("review.stall", stall, "a whole number of rounds, 1 or more")
     blocking = table.get("blocking", DEFAULT_BLOCKING)
     if blocking not in SEVERITY_RANK:
         raise ConfigError("review.blocking", blocking, f"use one of {', '.join(SEVERITY_RANK)}")
@@ -229,6 +240,7 @@ def _review(table: Any) -> ReviewConfig:
         subtraction=subtraction,
         oversight=oversight,
         ceiling=ceiling,
+        stall=stall,
         blocking=blocking,
         trunk=trunk,
         frozen=tuple(frozen),

@@ -6,7 +6,10 @@ the round's trigger, so a round repeated after a crash publishes the same ids an
 log keeps one copy.
 
 * ``completed`` / ``partial`` -> a usage report, then the commit report (the adapter made
-  the commit);
+  the commit); one that left the worktree as it found it is no failure: it spends a rung
+  of the ladder (``round.unchanged.v1`` and the ``rung.promoted.v1`` it names) and the next
+  round's brief says so in ``problem``; on the last rung the ladder is spent and the unit
+  halts (:mod:`.decide`);
 * ``blocked`` / ``scope_breach`` -> a finding for the operator and a BLOCKED claim
   awaiting it; ``needs_dependency`` -> BLOCKED awaiting the sibling unit it names;
 * ``failed`` -> gave-up with the summary;
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loopbus.projections.convergence import HALT_RUNG, tactic
 from loopbus.projections.intents import Intent, PublishBatch
 from loopbus.schemas import Actor, Event, FindingRaised
 from loopbus.schemas.builds import BuildEnvelope, NovelDecision
@@ -31,6 +35,7 @@ from loopbus.schemas.decisions import (
 )
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
+from loopbus.schemas.reviews import RoundUnchanged, RungPromoted
 from loopbus.schemas.slices import UsageReport
 from loopbus.schemas.targets import DecisionTarget, RecordTarget
 from loopbus.workers.agents.breaches import AgentRun
@@ -48,6 +53,10 @@ class Round:
     trigger: str
     system: Actor
     builder: Actor
+    number: int = 1
+    """The round's number (the brief's ``round``)."""
+    rung: int = 1
+    """The rung the round ran on (the brief's ``rung``)."""
 
     def id(self, salt: str) -> str:
         return answer_id(self.trigger, salt)
@@ -132,7 +141,7 @@ def answered(
     summary = envelope.summary.strip() or f"the builder answered {status}"
     if status in ("completed", "partial"):
         if sha is None:
-            events.append(gave_up(round_, f"{status} but the worktree has no change: {summary}"))
+            events.extend(unchanged(round_, status, envelope.summary.strip()))
         else:
             events.append(
                 CommitReport(
@@ -151,6 +160,36 @@ def answered(
     else:
         events.append(gave_up(round_, summary))
     return [PublishBatch(tuple(events))]
+
+
+def unchanged(round_: Round, status: str, summary: str) -> list[Event]:
+    """A round that changed nothing spends its rung: the fact, and the promotion it names."""
+    to_rung = min(round_.rung + 1, HALT_RUNG)
+    fact = RoundUnchanged(
+        id=round_.id("unchanged"),
+        project=round_.project,
+        actor=round_.system,
+        unit=round_.unit,
+        round=round_.number,
+        rung=round_.rung,
+        to_rung=to_rung,
+        status=status,
+        summary=summary,
+        trigger=round_.trigger,
+    )
+    spent = "; the ladder is spent" if to_rung >= HALT_RUNG else ""
+    promoted = RungPromoted(
+        id=round_.id("unchanged-rung"),
+        project=round_.project,
+        actor=round_.system,
+        unit=round_.unit,
+        from_rung=round_.rung,
+        to_rung=to_rung,
+        tactic=tactic(to_rung),
+        why=f"round {round_.number} answered {status} and changed nothing{spent}",
+        cause=fact.id,
+    )
+    return [fact, promoted]
 
 
 def _blocked(round_: Round, reason: str, subject: str) -> BlockedReport:

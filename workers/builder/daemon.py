@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, findings, units
+from loopbus.projections import builds, convergence, decisions, findings, units
 from loopbus.projections.intents import Effect, Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
@@ -64,7 +64,7 @@ class Builder(Daemon):
     """Run builder rounds for the projects in ``configs`` (those with a build command)."""
 
     name = "builder"
-    folds = (units.FOLD, findings.FOLD, convergence.FOLD, builds.FOLD)
+    folds = (units.FOLD, findings.FOLD, convergence.FOLD, builds.FOLD, decisions.FOLD)
 
     def __init__(
         self,
@@ -109,6 +109,8 @@ class Builder(Daemon):
             trigger=args["trigger"],
             system=self.actor,
             builder=builder,
+            number=skeleton["round"],
+            rung=skeleton["rung"],
         )
         start = skeleton.pop("start") or await asyncio.to_thread(_trunk, repo, config)
         brief = await asyncio.to_thread(_brief, repo, start, skeleton)

@@ -3,7 +3,8 @@
 For every unit the builds projection knows, in order:
 
 * a novel decision returned three times halts the unit (the builder keeps asking what it
-  was already told);
+  was already told), and so does a round that changed nothing on the last rung (the
+  ladder is spent);
 * an operator's choice for a decision that waits on the operator becomes the recorded
   decision (a fact; the operator's claim alone changes nothing; a choice from any other
   role is never one, see :data:`loopbus.projections.builds.CHOOSERS`). An answer to a
@@ -15,7 +16,10 @@ For every unit the builds projection knows, in order:
 * a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
   ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger;
   when its head collided with trunk, the effect names the conflict (the shell merges
-  trunk into the head for the round: :mod:`.conflict`).
+  trunk into the head for the round: :mod:`.conflict`). Its brief carries the decisions in force that bear on the unit (its own, and the
+  project's whose files or criteria it shares, by
+  :func:`loopbus.projections.decisions.bearing_on`), and those superseded since its last
+  round.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from __future__ import annotations
 from typing import Any
 
 from loopbus.projections import convergence as conv
+from loopbus.projections import decisions as decisions_fold
 from loopbus.projections.builds import CHOOSERS, BuildsState, UnitBuild
 from loopbus.projections.claims import Move
 from loopbus.projections.findings import FindingsState, open_findings
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Actor, FindingResolved, Outcome
-from loopbus.schemas.builds import BriefDecision, BriefFinding
+from loopbus.schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
 from loopbus.schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import StartedReport, UnblockedReport
@@ -57,7 +62,18 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
     builder = Actor(role="builder", principal=config.principal(build.unit))
     repeated = sorted(d for d, times in build.asked.items() if times >= REPEATS_TO_HALT)
     if repeated and view.state in ("working", "blocked"):
-        return [_halt(world, build, view, repeated[0])]
+        why = (
+            f"the builder returned novel decision {repeated[0]!r} "
+            f"{build.asked[repeated[0]]} times; it keeps asking what its brief already settles"
+        )
+        seed = build.trigger or view.last_event or ""
+        return [_halt(world, view, why, "decision-repeated", answer_id(seed, "halt"))]
+    if build.spent is not None and view.state in ("working", "blocked"):
+        why = (
+            f"the builder changed nothing on rung {conv.LAST_RUNG} "
+            f"({conv.tactic(conv.LAST_RUNG)}), the last: the ladder is spent"
+        )
+        return [_halt(world, view, why, "halted", answer_id(build.spent, "halt"))]
     intents: list[Intent] = []
     for choice in build.choices:
         asked = build.awaiting.get(choice.decision_id)
@@ -122,16 +138,11 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
     return []
 
 
-def _halt(world: World, build: UnitBuild, view: UnitView, decision: str) -> Intent:
-    outcome = Outcome(
-        summary=(
-            f"the builder returned novel decision {decision!r} {build.asked[decision]} times; "
-            "it keeps asking what its brief already settles"
-        ),
-        ended_by="decision-repeated",
-    )
+def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) -> Intent:
+    outcome = Outcome(summary=why, ended_by=ended_by)
+    assert view.state is not None
     move = Move(view.unit, view.state, "failed", "halted", outcome=outcome, commit=view.head)
-    return world.move(move, answer_id(build.trigger or view.last_event or "", "halt"))
+    return world.move(move, event_id)
 
 
 def _unblock(
@@ -179,17 +190,10 @@ def _round(
             for f in open_findings(findings, build.unit)
         ],
         "rung": rung,
-        "tactic": f"{conv.tactic(rung)}: {conv.RUNGS[min(max(rung, 1), conv.HALT_RUNG)][1]}",
-        "decisions": [
-            BriefDecision(
-                decision_id=key,
-                question=d.question,
-                chosen=d.chosen,
-                by=d.by,
-                rationale=d.rationale,
-            )
-            for key, d in build.decisions.items()
-        ],
+        "tactic": f"{conv.tactic(rung)}: {conv.ask(rung)}",
+        "decisions": in_force(world, build, view),
+        "superseded": superseded(world, build, view),
+        "problem": build.note,
     }
     return Effect(
         key=f"{BUILD}:{world.project}:{build.unit}:{build.trigger}",
@@ -211,3 +215,64 @@ def _collision(build: UnitBuild, view: UnitView) -> dict[str, str] | None:
     if collision is None or collision.head != (view.head or build.base):
         return None
     return {"finding": collision.finding, "trunk": collision.trunk, "head": collision.head}
+def in_force(world: World, build: UnitBuild, view: UnitView) -> list[BriefDecision]:
+    """The decisions in force for the unit: its own novel decisions, then the project's
+    decisions bearing on its files or criteria; none that a later record superseded."""
+    state: decisions_fold.DecisionsState = world.state(decisions_fold.FOLD.name)
+    out: list[BriefDecision] = []
+    seen: set[str] = set()
+    for key, own in build.decisions.items():
+        kept = state.decisions.get(own.id)
+        if kept is not None and kept.superseded_by is not None:
+            continue
+        seen.add(own.id)
+        out.append(
+            BriefDecision(
+                decision_id=key,
+                question=own.question,
+                chosen=own.chosen,
+                by=own.by,
+                rationale=own.rationale,
+            )
+        )
+    for found in decisions_fold.bearing_on(state, list(view.files), list(view.criteria)):
+        bearing = found.record
+        if bearing.id in seen:
+            continue
+        seen.add(bearing.id)
+        out.append(
+            BriefDecision(
+                decision_id=bearing.decision_id or bearing.id,
+                question=bearing.question,
+                chosen=bearing.chosen,
+                by=bearing.owner,
+                rationale=bearing.rationale,
+            )
+        )
+    return out
+
+
+def superseded(world: World, build: UnitBuild, view: UnitView) -> list[BriefSuperseded]:
+    """The decisions that bore on the unit (its own, or by file or criterion) and were
+    superseded since its last round: they left ``decisions``, and the builder is told."""
+    builds: BuildsState = world.state("builds")
+    state: decisions_fold.DecisionsState = world.state(decisions_fold.FOLD.name)
+    out: list[BriefSuperseded] = []
+    for old_id in builds.superseded[build.told_from :]:
+        old = state.decisions.get(old_id)
+        if old is None or old.superseded_by is None:
+            continue
+        record = old.record
+        mine = record.unit == build.unit or decisions_fold.bears_on(
+            record, list(view.files), list(view.criteria)
+        )
+        if mine:
+            out.append(
+                BriefSuperseded(
+                    decision_id=record.decision_id or record.id,
+                    question=record.question,
+                    chosen=record.chosen,
+                    superseded_by=old.superseded_by,
+                )
+            )
+    return out

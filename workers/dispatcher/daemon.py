@@ -2,8 +2,9 @@
 
 A daemon on the kernel. It folds the ``slices`` and ``units`` projections; its decision
 (:func:`loopbus.workers.dispatcher.decide.decide`, pure) answers plan submissions, routes
-the operator's misaligned findings, plans units, holds the dependents of a failed unit,
-completes run-record entries, dispatches units up to ``capacity`` and closes settled
+the operator's misaligned findings, plans units, tries a failed unit again along the
+ladder while its slice's budget allows (:mod:`.retries`), holds the dependents of a failed
+unit, completes run-record entries, dispatches units up to ``capacity`` and closes settled
 slices. This module is its shell: the effects the decision asks for read the project's
 repository (trunk's pending criteria and commit, a unit's configured commands and changed
 files) or boot trunk through the gate runner, and report what they found as observations
@@ -25,6 +26,7 @@ from loopbus.bus import Bus
 from loopbus.projections import blocking, decisions, slices
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent
+from loopbus.workers.dispatcher import retries
 from loopbus.workers.dispatcher.decide import (
     BOOT,
     CRITERIA,
@@ -54,7 +56,7 @@ class Dispatcher(Daemon):
     """Plans become facts, slices run wave by wave, increments boot."""
 
     name = "dispatcher"
-    folds = (slices.FOLD, units_fold.FOLD, decisions.FOLD, blocking.FOLD)
+    folds = (slices.FOLD, units_fold.FOLD, decisions.FOLD, blocking.FOLD, *retries.FOLDS)
 
     def __init__(
         self,

@@ -4,6 +4,8 @@ shell read from the repository (no I/O, no clock, no memory of its own).
 For a project that changed it
 
 * plans the units of an accepted plan not yet planned on the log (``UnitPlanned``);
+* answers each retryable failure of a dispatched unit with a retry decision, and moves a
+  unit whose retry was granted back to work (:mod:`.retries`);
 * holds the undispatched dependents of a failed, halted or lost unit, transitively, with
   :func:`loopbus.projections.claims.hold` (BLOCKED awaiting-dependency naming it), each
   conditional on the unit's subject;
@@ -42,6 +44,8 @@ from loopbus.projections.slices import (
     Complete,
     Dispatch,
     PlanUnits,
+    Retry,
+    Revive,
     SlicesState,
     SliceView,
     Submission,
@@ -50,7 +54,7 @@ from loopbus.projections.units import UnitsState
 from loopbus.schemas import UnitPlanned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.dispatcher import answers, blocked
+from loopbus.workers.dispatcher import answers, blocked, retries
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.record import UnitReads, completion
 from loopbus.workers.kernel import World
@@ -132,6 +136,10 @@ def _steps(
     for action in actions:
         view = state.slices[action.slice]
         match action:
+            case Retry():
+                yield retries.decision(world, view, action)
+            case Revive():
+                yield from retries.revive(world, action)
             case Complete():
                 yield complete(world, options, view, action)
             case Dispatch():

@@ -111,6 +111,7 @@ class Reviewer(Daemon):
             identities=raw.identities,
             config_before=raw.config_before,
             config_after=raw.config_after,
+            tree=raw.tree,
         )
 
     def _remember(self, key: tuple[str, str, str], found: Change | str) -> None:

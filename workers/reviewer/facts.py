@@ -136,7 +136,7 @@ def stop_finding(
     if decision.ended_by == "ceiling":
         headline = f"reached the round ceiling at round {round_no} ({decision.convergence})"
     else:
-        headline = f"is {decision.convergence} at round {round_no}"
+        headline = f"is {decision.convergence} at round {round_no} ({decision.why})"
     message = (
         f"{unit} {headline}; the operator decides. Blocking before: "
         f"{before_blocking or '[]'}; now: {sorted(current.blocking) or '[]'}. "

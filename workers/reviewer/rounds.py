@@ -65,7 +65,8 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
     """The facts that close ``closing``: its extras, halt or stop findings, the round."""
     unit = closing.unit
     history = conv.unit_view(scene.convergence, unit)
-    previous = history.rounds[-1].facts() if history is not None and history.rounds else None
+    earlier = history.facts() if history is not None else []
+    previous = earlier[-1] if earlier else None
     rung = history.rung if history is not None else 1
     round_no = rv.round_count(scene.reviews, unit) + 1
     halts: list[FindingRaised] = []
@@ -75,13 +76,14 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
             for index, violation in enumerate(closing.halt)
         ]
     facts = _facts(closing, halts)
+    review = scene.config.review
     decision = conv.decide(
-        previous, facts, round_no=round_no, rung=rung, ceiling=scene.config.review.ceiling
+        earlier, facts, round_no=round_no, rung=rung, ceiling=review.ceiling, stall=review.stall
     )
     events: list[Event] = [*closing.extra, *halts]
     finding = closing.halt_finding or (halts[0] if halts else None)
     finding_id = finding.id if finding is not None else None
-    if decision.action == "stopped" and scene.config.review.oversight != "full":
+    if decision.action == "stopped" and review.oversight != "full":
         stop = stop_finding(scene, unit, round_no, decision, previous, facts, closing.cause)
         events.append(stop)
         finding_id = open_id(scene, stop)
@@ -94,6 +96,7 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
         round=round_no,
         head=closing.change.head,
         source=closing.source,
+        tree=closing.change.tree,
         finding_keys=sorted(facts.keys),
         blocking_keys=sorted(facts.blocking),
         failing_checks=sorted(closing.failing),
@@ -139,6 +142,8 @@ def _facts(closing: Round, halts: Sequence[FindingRaised]) -> conv.RoundFacts:
         diff_digest=closing.change.diff.digest,
         passed=closing.passed and not closing.halt,
         halt=f"halted at once: {reason}" if reason else None,
+        tree=closing.change.tree,
+        source=closing.source,
     )
 
 

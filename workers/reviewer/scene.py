@@ -36,6 +36,8 @@ class Change:
     identities: frozenset[tuple[str, str]]
     config_before: bytes | None
     config_after: bytes | None
+    tree: str = ""
+    """The git tree of ``head`` (what convergence compares rounds on)."""
 
 
 @dataclass(frozen=True)
