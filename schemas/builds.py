@@ -132,6 +132,8 @@ class BriefConflict(msgspec.Struct, frozen=True, kw_only=True):
     finding: str = ""
     """The ``merge-conflict`` finding the merger raised."""
     files: list[BriefConflictFile] = []
+
+
 class BriefSuperseded(msgspec.Struct, frozen=True, kw_only=True):
     """A decision that bore on the unit and was superseded since its last round: it is no
     longer in ``decisions`` (its successor is, when that bears on the unit too)."""

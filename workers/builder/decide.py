@@ -16,10 +16,10 @@ For every unit the builds projection knows, in order:
 * a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
   ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger;
   when its head collided with trunk, the effect names the conflict (the shell merges
-  trunk into the head for the round: :mod:`.conflict`). Its brief carries the decisions in force that bear on the unit (its own, and the
-  project's whose files or criteria it shares, by
-  :func:`loopbus.projections.decisions.bearing_on`), and those superseded since its last
-  round.
+  trunk into the head for the round: :mod:`.conflict`). Its brief carries the decisions
+  in force that bear on the unit (its own, and the project's whose files or criteria it
+  shares, by :func:`loopbus.projections.decisions.bearing_on`), and those superseded
+  since its last round.
 """
 
 from __future__ import annotations
@@ -215,6 +215,8 @@ def _collision(build: UnitBuild, view: UnitView) -> dict[str, str] | None:
     if collision is None or collision.head != (view.head or build.base):
         return None
     return {"finding": collision.finding, "trunk": collision.trunk, "head": collision.head}
+
+
 def in_force(world: World, build: UnitBuild, view: UnitView) -> list[BriefDecision]:
     """The decisions in force for the unit: its own novel decisions, then the project's
     decisions bearing on its files or criteria; none that a later record superseded."""
