@@ -112,6 +112,7 @@ async def test_the_conflict_round_starts_from_the_merge_and_records_a_merge_comm
     git = Repo(str(repo.path))
     made = git[resolution.sha.encode()]
     assert made.parents == [head.encode(), trunk.encode()]
+    assert made.message.startswith(f"U1: merge trunk {trunk[:12]}, conflicts resolved".encode())
     assert git[git[made.tree].lookup_path(git.__getitem__, b"src/app.py")[1]].data == (
         RESOLVED.encode()
     )

@@ -6,7 +6,7 @@ with the field named. Real nats-server, real repository, real pytest runs."""
 from __future__ import annotations
 
 from loopbus.schemas import FindingRaised
-from loopbus.schemas.merges import CandidateTested, TrunkAdvanced
+from loopbus.schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
 from merger_scene import Scene, base_files, make_trunk
 
 BROKEN_TOTAL = "def total(items):\n    return 0\n"
@@ -140,3 +140,47 @@ async def test_clearing_its_own_criterion_and_adding_a_check_merges(scene: Scene
     assert green.outcome == "pass" and green.failing == []
     assert sorted(c.check for c in green.checks) == ["smoke", "tests"]
     assert scene.repo.files(scene.repo.trunk())["loopbus.toml"] == cleared
+
+
+PEAK = "tests/test_peak.py::test_peak"
+PEAK_TEST = "from app import peak\n\n\ndef test_peak():\n    assert peak([1, 3]) == 3\n"
+BOTH_APP = MEAN_APP + "\n\ndef peak(xs):\n    return 0\n"
+
+
+async def test_two_units_clearing_their_own_entries_of_one_pending_line_both_merge(
+    scene: Scene,
+) -> None:
+    """``pending = [MEAN, PEAK]`` on one line; one unit clears MEAN, the other PEAK (each
+    implementing its function): the second candidate merges the list by element, nothing
+    conflicts, both units are done and trunk's list is empty."""
+    one_line = f'parser = "pytest"\npending = ["{MEAN}", "{PEAK}"]'
+    config = scene.config().replace('parser = "pytest"', one_line)
+    files = {
+        **base_files(scene),
+        "loopbus.toml": config,
+        "app.py": BOTH_APP,
+        "tests/test_mean.py": MEAN_TEST,
+        "tests/test_peak.py": PEAK_TEST,
+    }
+    base = scene.repo.commit(None, files, "base")
+    scene.repo.set_trunk(base)
+    mean = BOTH_APP.replace("def mean(xs):\n    return 0", "def mean(xs):\n    return sum(xs) / 2")
+    peak = BOTH_APP.replace("def peak(xs):\n    return 0", "def peak(xs):\n    return max(xs)")
+    heads = {
+        "U1": scene.repo.commit(
+            base, {"app.py": mean, "loopbus.toml": config.replace(f'"{MEAN}", ', "")}, "mean"
+        ),
+        "U2": scene.repo.commit(
+            base, {"app.py": peak, "loopbus.toml": config.replace(f', "{PEAK}"', "")}, "peak"
+        ),
+    }
+    for (unit, head), criterion in zip(heads.items(), (MEAN, PEAK), strict=True):
+        await scene.ready_unit(unit, head, criteria=(criterion,))
+        await scene.approve(unit, head)
+    await scene.start()
+    await scene.until(lambda: scene.state_of("U1") == "done" and scene.state_of("U2") == "done")
+
+    assert await scene.events(MergeConflicted) == []
+    merged = scene.repo.files(scene.repo.trunk())
+    assert "pending = []" in merged["loopbus.toml"]
+    assert "return sum(xs) / 2" in merged["app.py"] and "return max(xs)" in merged["app.py"]

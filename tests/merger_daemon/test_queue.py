@@ -181,6 +181,9 @@ async def test_real_conflict_is_a_finding_with_the_hunks(scene: Scene) -> None:
     [hunk] = entity["hunks"]
     assert "sum(items) + 0" in hunk["ours"] and "sum(list(items))" in hunk["theirs"]
     assert scene.repo.files(scene.repo.trunk())["app.py"] == scene.repo.files(u1)["app.py"]
+    trunk = scene.repo.trunk()
+    assert (finding.evidence["head"], finding.evidence["trunk"]) == (u2, trunk)
+    assert finding.evidence["merge_base"] == base
 
 
 async def auto_pick(scene: Scene, unit: str) -> None:

@@ -292,6 +292,8 @@ def _brief(repo: Path, start: str, skeleton: dict[str, Any]) -> Brief:
 
 def _message(brief: Brief, envelope: BuildEnvelope) -> str:
     title = brief.title or f"unit {brief.unit}"
+    if brief.conflict is not None:
+        title = f"merge trunk {brief.conflict.trunk[:12]}, conflicts resolved; {title}"
     summary = envelope.summary.strip()
     body = f"\n\n{summary}" if summary else ""
     return (

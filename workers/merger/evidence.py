@@ -190,9 +190,12 @@ def merge_conflict(
     files: Sequence[ConflictFile],
     authors: Sequence[str],
     cause: str,
+    merge_base: str | None = None,
 ) -> FindingRaised:
     """A real collision: the unit's head and trunk changed the same entity (or one deleted
-    what the other changed). The hunks are the evidence."""
+    what the other changed). The hunks are the evidence; ``head``, ``trunk`` and
+    ``merge_base`` say what collided, as data (the builder's conflict round keys off the
+    matching ``merge.conflicted`` fact, never off this text)."""
     first = files[0]
     labels = [
         f"{e['kind']} {e['name']} ({e['reason']})" for f in files for e in f.entities[:MAX_ENTITIES]
@@ -212,11 +215,12 @@ def merge_conflict(
         message=(
             f"{unit} ({head[:12]}) collides with trunk {base[:12]} in "
             f"{_short([f.path for f in files])}: {_short(labels)}; it did not merge. "
-            "Merge trunk into the unit, resolve, and submit a new commit"
+            "Its next round starts from trunk merged into it: resolve the conflicts there"
         ),
         evidence={
             "head": head,
             "trunk": base,
+            "merge_base": merge_base,
             "paths": [f.path for f in files],
             "files": shown_files,
             "authors": list(authors),

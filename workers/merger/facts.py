@@ -337,6 +337,7 @@ def conflict(who: Author, entry: QueueEntry, base: str, attempt: MergeAttempt) -
         files=attempt.conflicts,
         authors=who.authors,
         cause=entry.queued,
+        merge_base=attempt.base,
     )
     conflicted = MergeConflicted(
         id=answer_id(entry.queued, "conflict"),
