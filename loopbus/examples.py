@@ -98,8 +98,9 @@ EXAMPLES: dict[str, list[str]] = {
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
     "plan submit": [
-        "loopbus plan submit plan.toml --project demo --wait 10",
         "loopbus plan submit plan.toml --project calc --new",
+        "loopbus plan submit plan.toml --project demo --wait 60",
+        "loopbus plan submit plan.toml --project demo --no-wait",
     ],
     "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
     "gate": [

@@ -93,7 +93,8 @@ def test_a_first_plan_needs_new(nats_url: str, tmp_path: Path) -> None:
     assert refused.code == 2 and "pass --new" in refused.err
     assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 2
     taken = loopbus(
-        "plan", "submit", str(plan), "--project", project, "--new", "--nats-url", nats_url
-    )
+        "plan", "submit", str(plan), "--project", project, "--new", "--no-wait",
+        "--nats-url", nats_url,
+    )  # fmt: skip
     assert taken.code == 0, taken.err
     assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 0
