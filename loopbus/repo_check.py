@@ -44,21 +44,38 @@ def config_warnings(config: ProjectConfig, source: str) -> list[str]:
 def uncommitted_config(path: Path, committed: str | None, trunk: str | None) -> list[str]:
     """A working tree whose ``loopbus.toml`` differs from trunk's: the daemons read trunk's,
     so an edit not committed there yet changes nothing, which is worth saying once."""
-    local = path / CONFIG_FILE
-    if not local.is_file():
+    if not config_differs(path, committed):
         return []
-    try:
-        text = local.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if committed is not None and text == committed.replace("\r\n", "\n"):
-        return []  # line endings are git's business, not a change to the configuration
     where = f"trunk ({trunk})" if trunk else "trunk"
     state = "is not on" if committed is None else "differs from the one on"
     return [
-        f"{local} {state} {where}; the daemons read trunk's, so commit the change there "
-        "for it to count"
+        f"{path / CONFIG_FILE} {state} {where}; the daemons read trunk's, so commit the change "
+        "there for it to count"
     ]
+
+
+def config_differs(path: Path, committed: str | None) -> bool:
+    """True when ``path`` has a working tree ``loopbus.toml`` whose text is not trunk's
+    (``committed``; ``None`` when trunk has none)."""
+    local = path / CONFIG_FILE
+    if not local.is_file():
+        return False
+    try:
+        text = local.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    # Line endings are git's business, not a change to the configuration.
+    return committed is None or text != committed.replace("\r\n", "\n")
+
+
+def commit_hint(path: Path, committed: str | None) -> str:
+    """The clause an error about trunk's ``loopbus.toml`` ends with when the working tree's
+    differs: the usual cause of "I fixed it and it still says so" is an edit not committed."""
+    if not config_differs(path, committed):
+        return ""
+    return (
+        f"; {CONFIG_FILE} in your working tree differs from trunk's, which loopbus reads: commit it"
+    )
 
 
 def validate_config(text: str, source: str, repo: Path) -> ProjectConfig:
@@ -120,7 +137,8 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
         message = str(exc)
         if not message.startswith(source):
             message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
-        raise UsageError(f"--repo {path}: {message}") from exc
+        hint = "" if bare else commit_hint(path, info.config_text)
+        raise UsageError(f"--repo {path}: {message}{hint}") from exc
     warnings = tuple(config_warnings(config, source) + local)
     agents = agent_config.parse(info.config_text, repo=str(path)).agents
     return RepoSetup(path, branch, info.commit, config.project, bare, warnings, agents.unsandboxed)

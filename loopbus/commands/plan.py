@@ -37,7 +37,12 @@ from loopbus.projections.planning import (
     validate,
 )
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY, Submission
-from loopbus.repo_check import config_warnings, uncommitted_config, validate_config
+from loopbus.repo_check import (
+    commit_hint,
+    config_warnings,
+    uncommitted_config,
+    validate_config,
+)
 from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
@@ -118,27 +123,37 @@ def load_plan(path: Path) -> SlicePlan:
         raise PlanRefused(str(path), exc.problems) from exc
 
 
+def repo_criteria(repo: Path) -> tuple[list[str], list[str]]:
+    """The pending criteria of ``repo``'s ``loopbus.toml`` and the warnings about it; a
+    configuration that is missing or cannot be read is a wrong ``--repo`` (one line, exit 2),
+    saying to commit it when the working tree's differs from trunk's."""
+    trunk = os.environ.get(TRUNK_ENV) or None
+    try:
+        # From the trunk commit (bare or not), never a working tree's uncommitted edit;
+        # a plain folder's file as it is.
+        text = config_text(repo, trunk)
+    except WorkerError as exc:
+        raise UsageError(f"--repo {str(repo)!r}: {' '.join(str(exc).split())}") from exc
+    if text is None:
+        raise UsageError(
+            f"--repo {str(repo)!r} has no loopbus.toml on its trunk (or at its root)"
+            + commit_hint(repo, text)
+        )
+    source = f"{repo}/loopbus.toml"
+    try:
+        config = validate_config(text, source, repo)
+    except WorkerError as exc:
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"--repo {str(repo)!r}: {detail}{commit_hint(repo, text)}") from exc
+    notes = config_warnings(config, source) + uncommitted_config(repo, text, trunk)
+    return pending_criteria(config), notes
+
+
 def run_check(args: argparse.Namespace) -> int:
     pending: list[str] | None = None
     config_notes: list[str] = []
     if args.repo is not None:
-        try:
-            # From the trunk commit (bare or not), never a working tree's uncommitted edit;
-            # a plain folder's file as it is.
-            text = config_text(args.repo, os.environ.get(TRUNK_ENV) or None)
-            if text is None:
-                raise UsageError(
-                    f"--repo {str(args.repo)!r} has no loopbus.toml on its trunk (or at its root)"
-                )
-            source = f"{args.repo}/loopbus.toml"
-            repo_config = validate_config(text, source, args.repo)
-            pending = pending_criteria(repo_config)
-            config_notes = config_warnings(repo_config, source)
-            config_notes += uncommitted_config(args.repo, text, os.environ.get(TRUNK_ENV) or None)
-        except WorkerError as exc:
-            # A configuration that cannot be read is a wrong --repo, like a missing one.
-            detail = " ".join(str(exc).split())
-            raise UsageError(f"--repo {str(args.repo)!r}: {detail}") from exc
+        pending, config_notes = repo_criteria(args.repo)
     try:
         plan = load_plan(args.plan)
         problems = validate(plan, pending)
