@@ -20,6 +20,7 @@ class BusUnreachable(BusError):
             + "; start one with `loopbus up`, or pass --nats-url / set LOOPBUS_NATS_URL"
         )
         self.url = url
+        self.detail = detail
 
 
 class LogNotProvisioned(BusError):

@@ -117,11 +117,36 @@ def test_taken_port_falls_back_with_a_clear_message(up_factory: Any) -> None:
 
 
 def test_external_url_starts_no_server(up_factory: Any, nats_url: str) -> None:
-    """With LOOPBUS_NATS_URL set, up uses that server and starts none of its own."""
+    """With LOOPBUS_NATS_URL set, up uses that server, starts none of its own, and says
+    so with how to have its own (unset the variable)."""
     up = up_factory(env={"LOOPBUS_NATS_URL": nats_url})
     assert up.url == nats_url
-    assert any("no embedded server" in line for line in up.lines)
+    [said] = [line for line in up.lines if "no embedded server" in line]
+    assert f"using the NATS server at {nats_url} that $LOOPBUS_NATS_URL names" in said
+    assert "to start loopbus's own, unset LOOPBUS_NATS_URL" in said
     assert up.stop() == 0
+
+
+@pytest.mark.parametrize("how", ["env", "option"])
+def test_up_on_an_external_url_nobody_serves_says_how_to_start_its_own(
+    tmp_path: Any, how: str
+) -> None:
+    """The README's second terminal has LOOPBUS_NATS_URL exported: up run there with no
+    server at that URL says it uses that server instead of starting one, and how to have
+    it start its own, not "start one with `loopbus up`"."""
+    url = f"nats://127.0.0.1:{free_port()}"
+    data = ("--data-dir", str(tmp_path / "data"))
+    if how == "env":
+        result = loopbus("up", *data, env={"LOOPBUS_NATS_URL": url})
+        drop = "unset LOOPBUS_NATS_URL"
+    else:
+        result = loopbus("up", *data, "--nats-url", url)
+        drop = "drop --nats-url"
+    assert result.code == 1, result.out + result.err
+    [line] = result.err.splitlines()
+    assert f"cannot reach NATS at {url}" in line
+    assert "up uses the server" in line and f"{drop} for up to start its own" in line
+    assert "start one with `loopbus up`" not in line
 
 
 @pytest.mark.parametrize(
