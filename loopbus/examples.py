@@ -60,7 +60,7 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus creds add --role agent --principal builder-2",
         "loopbus creds add --role operator --principal alice --data-dir .loopbus",
     ],
-    "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
+    "init": ["loopbus init calc", "loopbus init ~/projects/shop --project shop-v2"],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
     "config": ["loopbus config adopt --project demo --why 'the integration suite gates too'"],
     "config adopt": [

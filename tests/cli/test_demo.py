@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from dulwich import porcelain
+from dulwich.repo import Repo
+from loopbus.workers.repository import resolve
 
 from .conftest import LOOPBUS, loopbus
 
@@ -89,3 +91,21 @@ def test_init_with_a_relative_path_commits_every_file(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert {"loopbus.toml", "plan.toml", "calc/__init__.py"} <= set(tree.stdout.split())
+
+
+def test_init_names_the_project_after_its_directory(tmp_path: Path) -> None:
+    """`loopbus init shop` makes project shop (trunk's [project] id, and every next step it
+    prints); --project names another; a name that cannot be an id is one line, exit 2."""
+    done = loopbus("init", str(tmp_path / "shop"))
+    assert done.code == 0, done.err
+    assert "project shop scaffolded" in done.out and "--project shop --new" in done.out
+    with Repo(str(tmp_path / "shop")) as repo:
+        text = resolve(tmp_path / "shop", repo.refs[b"refs/heads/main"].decode()).config_text
+    assert text is not None and '[project]\nid = "shop"\n' in text
+    named = loopbus("init", str(tmp_path / "other"), "--project", "shop-v2")
+    assert named.code == 0 and "project shop-v2 scaffolded" in named.out, named.err
+    assert 'id = "shop-v2"' in (tmp_path / "other" / "loopbus.toml").read_text()
+    spaced = loopbus("init", str(tmp_path / "my shop"))
+    assert spaced.code == 2 and spaced.err.count("\n") == 1, spaced.err
+    assert "directory name 'my shop' cannot be a project id" in spaced.err
+    assert "pass --project ID" in spaced.err and not (tmp_path / "my shop").exists()
