@@ -110,6 +110,16 @@ def current_branch(path: Path) -> str:
         return target.removeprefix(b"refs/heads/").decode()
 
 
+def has_branches(path: Path) -> bool:
+    """True when the repository has at least one branch (a repository made by ``git init``
+    and never committed to has none)."""
+    try:
+        with open_repo(path) as repo:
+            return any(True for _ in repo.refs.keys(base=b"refs/heads/"))
+    except RepoError:
+        return True  # not a repository we can read: the caller's own error says why
+
+
 def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     """The repository's setup, or a one-line :class:`UsageError` saying what to fix."""
     try:
@@ -125,6 +135,11 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
                 commit = commit_at(repo, branch)
         info = resolve(path, commit.id.decode())
     except RepoError as exc:
+        if not has_branches(path):
+            raise UsageError(
+                f"--repo {path} has no commit yet: make a first commit (git add -A && git "
+                "commit -m 'first'; loopbus reads loopbus.toml from it), then start again"
+            ) from exc
         hint = f"--trunk {trunk}" if trunk else "its current branch"
         raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
     local = [] if bare else uncommitted_config(path, info.config_text, branch)

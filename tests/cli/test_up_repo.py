@@ -97,6 +97,18 @@ def test_a_trunk_that_names_no_commit_is_one_line(tmp_path: Path) -> None:
     assert result.code == 2 and "--trunk" in result.err and result.err.count("\n") == 1
 
 
+def test_a_repository_with_no_commit_is_told_to_make_one(tmp_path: Path) -> None:
+    """`git init` and nothing committed: up says to make a first commit, in one line (not
+    "pass --trunk": no branch would do)."""
+    with Repo.init(str(tmp_path / "fresh"), mkdir=True):
+        pass
+    (tmp_path / "fresh" / "loopbus.toml").write_text('[project]\nid = "p"\n')
+    result = loopbus("up", "--repo", str(tmp_path / "fresh"), "--data-dir", str(tmp_path / "d"))
+    assert result.code == 2, result.out + result.err
+    [line] = result.err.splitlines()
+    assert "has no commit yet: make a first commit" in line and "--trunk" not in line
+
+
 def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> None:
     """Without --trunk, the trunk is the repository's current branch, printed at start; a
     working-tree edit of loopbus.toml that was never committed is not what is read."""
