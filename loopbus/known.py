@@ -4,7 +4,8 @@ A project exists once it has an event on the log. Reading commands (``status``,
 ``replay``) would otherwise show a mistyped project as a plausible empty state, and
 writing ones (``plan submit``) would append to the permanent log under the typo. A new
 project's first plan says so with ``--new``; so may the other commands that can open a
-project (an operator's first finding, decision or objective). Every other command that
+project (an operator's first finding, decision or objective). ``--new`` naming a project
+that already has events is refused the same way. Every other command that
 names a project (reports about units, ``tail``, ``approve``, ``findings export``) refuses
 one with no event, saying how a project starts.
 """
@@ -46,7 +47,20 @@ async def require_known(bus: Bus, project: str, *, hint: str = START_HINT) -> No
         )
 
 
+async def require_new(bus: Bus, project: str) -> None:
+    """Raise the one-line :class:`UsageError` when ``project`` said to be new (``--new``)
+    already has events: a reused id would mix a new project into an old one's log."""
+    if await has_events(bus, project):
+        raise UsageError(
+            f"--new: project {project!r} already has events on the log; drop --new to add "
+            "to it, or give a new project an id of its own"
+        )
+
+
 async def require_known_unless_new(bus: Bus, args: argparse.Namespace) -> None:
-    """:func:`require_known` for a command that takes ``--new``, unless it was given."""
-    if not getattr(args, "new", False):
+    """:func:`require_known` for a command that takes ``--new``; with it given,
+    :func:`require_new`."""
+    if getattr(args, "new", False):
+        await require_new(bus, args.project)
+    else:
         await require_known(bus, args.project, hint=NEW_HINT)

@@ -26,7 +26,7 @@ import msgspec
 from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
-from loopbus.known import require_known
+from loopbus.known import require_known, require_new
 from loopbus.projections import slices
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
@@ -248,7 +248,9 @@ async def _submit(
     bus = await conn.open()
     try:
         bus.check_publish(subject_of(submission))  # a credential that may not plan: say so
-        if not new:
+        if new:
+            await require_new(bus, submission.project)
+        else:
             await require_known(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )

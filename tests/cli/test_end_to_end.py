@@ -84,13 +84,11 @@ def test_up_report_tail_replay_status(up_factory: Any) -> None:
 def test_replay_until_shows_the_state_as_it_was(up_factory: Any) -> None:
     """`replay --until SEQ` folds only up to that sequence."""
     up = up_factory("--port", str(free_port()))
-    for line in ("1-1", "2-2"):
+    for line, new in (("1-1", ["--new"]), ("2-2", [])):  # --new: the project's first event
         args = list(FINDING_ARGS)
         args[3] = f"code:a.py:{line}"
         assert (
-            loopbus(
-                "report", "finding", "--new", "--project", "p", *args, "--nats-url", up.url
-            ).code
+            loopbus("report", "finding", *new, "--project", "p", *args, "--nats-url", up.url).code
             == 0
         )
     full = loopbus("replay", "--project", "p", "--json", "--nats-url", up.url).json_lines()[0]
