@@ -98,7 +98,8 @@ EXAMPLES: dict[str, list[str]] = {
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
     "plan submit": [
-        "loopbus plan submit plan.toml --project calc --new",
+        "loopbus plan submit plan.toml --project calc",
+        "loopbus plan submit plan.toml --project shop --new",
         "loopbus plan submit plan.toml --project demo --wait 60",
         "loopbus plan submit plan.toml --project demo --no-wait",
     ],

@@ -89,7 +89,7 @@ FILES: dict[str, str] = {
     "README.md": (
         "# calc\n\nA project scaffolded by `loopbus init`. Run the loop on it with\n"
         "`loopbus up --repo .` and, in a second terminal here,\n"
-        "`loopbus plan submit plan.toml --new` (the project is the `[project] id` of\n"
+        "`loopbus plan submit plan.toml` (the project is the `[project] id` of\n"
         "loopbus.toml).\n"
     ),
     "calc/__init__.py": '"""A small calculator, built unit by unit by loopbus."""\n',

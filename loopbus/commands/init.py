@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"loopbus: project {project} scaffolded in {target} (committed on main)")
     print("next, in two terminals in this directory:")
     print(f"  loopbus up --repo {target}")
-    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {project} --new")
+    # No --new: `up --repo` opens the project (it adopts trunk's loopbus.toml first).
+    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {project}")
     print(f"  loopbus tail --project {project}")
     return 0
 

@@ -98,7 +98,8 @@ def test_init_names_the_project_after_its_directory(tmp_path: Path) -> None:
     prints); --project names another; a name that cannot be an id is one line, exit 2."""
     done = loopbus("init", str(tmp_path / "shop"))
     assert done.code == 0, done.err
-    assert "project shop scaffolded" in done.out and "--project shop --new" in done.out
+    assert "project shop scaffolded" in done.out and "--project shop\n" in done.out
+    assert "--new" not in done.out  # `up --repo` opens the project: its first plan is not
     with Repo(str(tmp_path / "shop")) as repo:
         text = resolve(tmp_path / "shop", repo.refs[b"refs/heads/main"].decode()).config_text
     assert text is not None and '[project]\nid = "shop"\n' in text
