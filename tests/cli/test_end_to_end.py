@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 import pytest
-from loopbus.bus import free_port
+from loopbus.bus import free_port, server_binary
 
 from .conftest import LOOPBUS, loopbus, start_up
 
@@ -166,6 +166,42 @@ def test_unreachable_server_is_one_line(command: tuple[str, ...]) -> None:
     assert result.err.count("\n") == 1, result.err
     assert url in result.err and "loopbus up" in result.err
     assert "Traceback" not in result.err
+
+
+def test_a_url_that_is_not_nats_is_one_line_saying_so() -> None:
+    """An http:// URL, or nats:// at nats-server's own monitoring (HTTP) port: one line
+    saying it is not a NATS server, not a timeout."""
+    port = free_port()
+    monitor = subprocess.Popen(
+        [server_binary(), "-p", str(free_port()), "-m", str(port), "-a", "127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_listening(port)
+        for url, needle in (
+            (f"http://127.0.0.1:{port}", "http:// is not a NATS URL"),
+            (f"nats://127.0.0.1:{port}", "is an HTTP server, not a NATS server"),
+        ):
+            result = loopbus("tail", "--no-follow", env={"LOOPBUS_NATS_URL": url})
+            assert result.code == 1, result.out + result.err
+            [line] = result.err.splitlines()
+            assert needle in line and "Timeout" not in line, line
+    finally:
+        monitor.terminate()
+        monitor.wait(timeout=30)
+
+
+def wait_listening(port: int, timeout: float = 30) -> None:
+    """Until something accepts connections on ``port`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize(
