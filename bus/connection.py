@@ -27,11 +27,13 @@ from loopbus.bus.errors import (
     BusError,
     BusUnreachable,
     LogNotProvisioned,
+    NotNats,
     PermissionDenied,
     PublishFailed,
     ServerUnavailable,
     TransitionConflict,
 )
+from loopbus.bus.greeting import not_nats, scheme_problem
 from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
@@ -67,6 +69,7 @@ async def connect(
     ``creds`` is the credential to authenticate with (none: a server without auth);
     ``tls_ca`` the CA to trust for a server that requires TLS.
     """
+    _check_scheme(url)
     options: dict[str, Any] = {
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
@@ -84,6 +87,7 @@ async def connect_once(
     tls_ca: Path | None = None,
 ) -> Bus:
     """Connect a one-shot command: give up at the first failure."""
+    _check_scheme(url)
     _probe(url)
     options: dict[str, Any] = {"allow_reconnect": False, "max_reconnect_attempts": 1}
     return await _connect(url, name, timeout, options, COMMAND_BACKOFF, creds, tls_ca)
@@ -95,6 +99,12 @@ def server_urls(url: str) -> list[str]:
     nats-py takes a cluster as a list; a comma-separated string would be parsed as one URL.
     """
     return [part.strip() for part in url.split(",") if part.strip()]
+
+
+def _check_scheme(url: str) -> None:
+    problem = scheme_problem(url)
+    if problem is not None:
+        raise NotNats(url, problem)
 
 
 def _probe(url: str) -> None:
@@ -158,6 +168,10 @@ async def _connect(
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
         if not refused:
+            # Something that is not NATS times out like a dead server: ask it what it is.
+            other = await asyncio.to_thread(not_nats, url)
+            if other is not None:
+                raise NotNats(url, other) from exc
             raise BusUnreachable(url, type(exc).__name__) from exc
         where = (
             " (or set LOOPBUS_DATA_DIR to the data directory `loopbus up` printed)"

@@ -20,6 +20,17 @@ class BusUnreachable(BusError):
             + "; start one with `loopbus up`, or pass --nats-url / set LOOPBUS_NATS_URL"
         )
         self.url = url
+        self.detail = detail
+
+
+class NotNats(BusUnreachable):
+    """Raised when what answers at ``url`` is not a NATS server (or the URL cannot name
+    one): said as such, not as a timeout."""
+
+    def __init__(self, url: str, detail: str):
+        BusError.__init__(self, f"{url}: {detail}")
+        self.url = url
+        self.detail = detail
 
 
 class LogNotProvisioned(BusError):

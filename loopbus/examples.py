@@ -60,7 +60,7 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus creds add --role agent --principal builder-2",
         "loopbus creds add --role operator --principal alice --data-dir .loopbus",
     ],
-    "init": ["loopbus init calc", "loopbus init ~/projects/calc"],
+    "init": ["loopbus init calc", "loopbus init ~/projects/shop --project shop-v2"],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
     "config": ["loopbus config adopt --project demo --why 'the integration suite gates too'"],
     "config adopt": [
@@ -99,8 +99,10 @@ EXAMPLES: dict[str, list[str]] = {
     "plan": ["loopbus plan check plan.toml --repo ."],
     "plan check": ["loopbus plan check plan.toml --repo .", "loopbus plan check plan.json --json"],
     "plan submit": [
-        "loopbus plan submit plan.toml --project demo --wait 10",
-        "loopbus plan submit plan.toml --project calc --new",
+        "loopbus plan submit plan.toml --project calc",
+        "loopbus plan submit plan.toml --project shop --new",
+        "loopbus plan submit plan.toml --project demo --wait 60",
+        "loopbus plan submit plan.toml --project demo --no-wait",
     ],
     "record": ["loopbus record --project demo", "loopbus record --project demo --slice S1 --json"],
     "gate": [

@@ -4,7 +4,8 @@ A project exists once it has an event on the log. Reading commands (``status``,
 ``replay``) would otherwise show a mistyped project as a plausible empty state, and
 writing ones (``plan submit``) would append to the permanent log under the typo. A new
 project's first plan says so with ``--new``; so may the other commands that can open a
-project (an operator's first finding, decision or objective). Every other command that
+project (an operator's first finding, decision or objective). ``--new`` naming a project
+that already has events is refused the same way. Every other command that
 names a project (reports about units, ``tail``, ``approve``, ``findings export``) refuses
 one with no event, saying how a project starts.
 """
@@ -14,16 +15,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from loopbus.bus import Bus, read
+from loopbus.bus import Bus, Record, read
 from loopbus.errors import UsageError
 from loopbus.schemas import project_subjects
 
 
 async def has_events(bus: Bus, project: str) -> bool:
     """True when the log holds at least one event of ``project``."""
-    async for _record in read(bus, subjects=[project_subjects(project)]):
-        return True
-    return False
+    return await first_record(bus, project) is not None
+
+
+async def first_record(bus: Bus, project: str) -> Record | None:
+    """The first record of ``project`` on the log (``None``: it has none)."""
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        return record
+    return None
 
 
 START_HINT = "a project starts with `loopbus plan submit PLAN --project ID --new`"
@@ -46,7 +52,26 @@ async def require_known(bus: Bus, project: str, *, hint: str = START_HINT) -> No
         )
 
 
+async def require_new(bus: Bus, project: str) -> None:
+    """Raise the one-line :class:`UsageError` when ``project`` said to be new (``--new``)
+    already has events: a reused id would mix a new project into an old one's log."""
+    first = await first_record(bus, project)
+    if first is not None:
+        # Naming the first event says who opened it: often `loopbus up --repo`, which
+        # adopts trunk's loopbus.toml before any plan.
+        what = first.event.kind if first.event is not None else "an undecodable message"
+        who = f" by {first.event.actor.role}:{first.event.actor.principal}" if first.event else ""
+        raise UsageError(
+            f"--new: project {project!r} already has events on the log (the first: {what}"
+            f"{who}, seq {first.seq}); drop --new to add to it, or give a new project an id "
+            "of its own"
+        )
+
+
 async def require_known_unless_new(bus: Bus, args: argparse.Namespace) -> None:
-    """:func:`require_known` for a command that takes ``--new``, unless it was given."""
-    if not getattr(args, "new", False):
+    """:func:`require_known` for a command that takes ``--new``; with it given,
+    :func:`require_new`."""
+    if getattr(args, "new", False):
+        await require_new(bus, args.project)
+    else:
         await require_known(bus, args.project, hint=NEW_HINT)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from loopbus import slice_render
@@ -20,10 +19,7 @@ from loopbus.projections import integrity as integrity_fold
 from loopbus.projections import investigations as investigations_fold
 from loopbus.projections import ratchet as ratchet_fold
 from loopbus.projections import reviews as reviews_fold
-from loopbus.schemas import FindingRaised, MessageQuarantined, event_to_builtins, format_target
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.subjects import parse_subject
+from loopbus.schemas import event_to_builtins
 from loopbus.units_status import render_units
 
 _RESET = "\x1b[0m"
@@ -68,66 +64,6 @@ def record_json(record: Record) -> dict[str, Any]:
         head["error"] = str(record.error)
         return head
     return head | event_to_builtins(record.event)
-
-
-def record_line(record: Record, paint: Palette, show_project: bool = False) -> str:
-    """One record as one readable line; ``show_project`` names its project after the time
-    (``tail`` does when it follows more than one project)."""
-    when = (record.time or datetime.now(UTC)).astimezone(UTC).strftime("%H:%M:%S")
-    prefix = f"{paint('dim', f'#{record.seq:<6}')} {when}"
-    event = record.event
-    if show_project:
-        parsed = parse_subject(record.subject)
-        project = event.project if event is not None else parsed.project if parsed else "?"
-        prefix = f"{prefix} {paint('project', project)}"
-    if event is None:
-        return f"{prefix} {paint('error', 'undecodable')} {record.subject}: {record.error}"
-    kind = paint("kind", event.kind.removesuffix(f".v{event.v}"))
-    match event:
-        case FindingRaised():
-            scope = f" unit={event.unit}" if event.unit else ""
-            criterion = f" [{event.criterion}]" if event.criterion else ""
-            return (
-                f"{prefix} {kind} {paint(event.severity, event.severity)} {event.producer}"
-                f" {event.cls} {format_target(event.target)}{criterion}{scope}: {event.message}"
-                f" {paint('dim', f'(id {event.id})')}"  # what `finding dismiss --id` takes
-            )
-        case FindingDismissed():
-            what = f"dismissed as {event.reason} by {event.by}"
-            return f"{prefix} {kind} {event.finding} {what}: {event.why}"
-        case FindingReopened():
-            return f"{prefix} {kind} {event.finding} reopened by {event.by}: {event.why}"
-        case DecisionRecorded():
-            was = f" supersedes {event.supersedes}" if event.supersedes else ""
-            return f"{prefix} {kind} {event.id} {event.question} -> {event.chosen}{was}"
-        case BlockedRouted():
-            reached = ", ".join(event.reached) or "no unit yet"
-            return (
-                f"{prefix} {kind} {event.finding} to {event.via}, then {event.owner}; "
-                f"holding {reached}"
-            )
-        case MessageQuarantined():
-            return (
-                f"{prefix} {kind} seq {event.original_seq} on {event.original_subject}: "
-                f"{event.reason}"
-            )
-    return f"{prefix} {kind} {_summary(event_to_builtins(event))}"
-
-
-_ENVELOPE = {"kind", "project", "actor", "id", "at", "v"}
-
-
-def _summary(fields: dict[str, Any]) -> str:
-    parts = []
-    for name, value in fields.items():
-        if name in _ENVELOPE or value in (None, [], {}, ""):
-            continue
-        if isinstance(value, dict):
-            value = ",".join(f"{k}={v}" for k, v in value.items() if v not in (None, ""))
-        elif isinstance(value, list):
-            value = ",".join(str(v) for v in value)
-        parts.append(f"{name}={value}")
-    return " ".join(parts)
 
 
 # -- projection states ------------------------------------------------------------------

@@ -44,21 +44,38 @@ def config_warnings(config: ProjectConfig, source: str) -> list[str]:
 def uncommitted_config(path: Path, committed: str | None, trunk: str | None) -> list[str]:
     """A working tree whose ``loopbus.toml`` differs from trunk's: the daemons read trunk's,
     so an edit not committed there yet changes nothing, which is worth saying once."""
-    local = path / CONFIG_FILE
-    if not local.is_file():
+    if not config_differs(path, committed):
         return []
-    try:
-        text = local.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if committed is not None and text == committed.replace("\r\n", "\n"):
-        return []  # line endings are git's business, not a change to the configuration
     where = f"trunk ({trunk})" if trunk else "trunk"
     state = "is not on" if committed is None else "differs from the one on"
     return [
-        f"{local} {state} {where}; the daemons read trunk's, so commit the change there "
-        "for it to count"
+        f"{path / CONFIG_FILE} {state} {where}; the daemons read trunk's, so commit the change "
+        "there for it to count"
     ]
+
+
+def config_differs(path: Path, committed: str | None) -> bool:
+    """True when ``path`` has a working tree ``loopbus.toml`` whose text is not trunk's
+    (``committed``; ``None`` when trunk has none)."""
+    local = path / CONFIG_FILE
+    if not local.is_file():
+        return False
+    try:
+        text = local.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    # Line endings are git's business, not a change to the configuration.
+    return committed is None or text != committed.replace("\r\n", "\n")
+
+
+def commit_hint(path: Path, committed: str | None) -> str:
+    """The clause an error about trunk's ``loopbus.toml`` ends with when the working tree's
+    differs: the usual cause of "I fixed it and it still says so" is an edit not committed."""
+    if not config_differs(path, committed):
+        return ""
+    return (
+        f"; {CONFIG_FILE} in your working tree differs from trunk's, which loopbus reads: commit it"
+    )
 
 
 def validate_config(text: str, source: str, repo: Path) -> ProjectConfig:
@@ -93,6 +110,16 @@ def current_branch(path: Path) -> str:
         return target.removeprefix(b"refs/heads/").decode()
 
 
+def has_branches(path: Path) -> bool:
+    """True when the repository has at least one branch (a repository made by ``git init``
+    and never committed to has none)."""
+    try:
+        with open_repo(path) as repo:
+            return any(True for _ in repo.refs.keys(base=b"refs/heads/"))
+    except RepoError:
+        return True  # not a repository we can read: the caller's own error says why
+
+
 def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     """The repository's setup, or a one-line :class:`UsageError` saying what to fix."""
     try:
@@ -108,6 +135,11 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
                 commit = commit_at(repo, branch)
         info = resolve(path, commit.id.decode())
     except RepoError as exc:
+        if not has_branches(path):
+            raise UsageError(
+                f"--repo {path} has no commit yet: make a first commit (git add -A && git "
+                "commit -m 'first'; loopbus reads loopbus.toml from it), then start again"
+            ) from exc
         hint = f"--trunk {trunk}" if trunk else "its current branch"
         raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
     local = [] if bare else uncommitted_config(path, info.config_text, branch)
@@ -120,7 +152,8 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
         message = str(exc)
         if not message.startswith(source):
             message = f"{source}: {message.removeprefix(CONFIG_FILE + ': ')}"
-        raise UsageError(f"--repo {path}: {message}") from exc
+        hint = "" if bare else commit_hint(path, info.config_text)
+        raise UsageError(f"--repo {path}: {message}{hint}") from exc
     warnings = tuple(config_warnings(config, source) + local)
     agents = agent_config.parse(info.config_text, repo=str(path)).agents
     return RepoSetup(path, branch, info.commit, config.project, bare, warnings, agents.unsandboxed)

@@ -1,6 +1,7 @@
 """What ``loopbus init DIR`` writes: a small runnable project and its first commit.
 
-The project, ``calc``, is a package with three unimplemented modules, a pending criterion
+The project (``calc`` unless named otherwise) is a package ``calc`` with three unimplemented
+modules, a pending criterion
 test for each behaviour, a boot check, a ``loopbus.toml`` whose ``[build]`` and
 ``[review]`` name the scripted agents shipped with loopbus (``loopbus.scripted``), and a
 plan of three units. Everything is committed on ``main`` with dulwich, so the directory
@@ -87,7 +88,9 @@ FILES: dict[str, str] = {
     ".gitignore": "__pycache__/\n.loopbus/\n",
     "README.md": (
         "# calc\n\nA project scaffolded by `loopbus init`. Run the loop on it with\n"
-        "`loopbus up --repo .` and `loopbus plan submit plan.toml --project calc`.\n"
+        "`loopbus up --repo .` and, in a second terminal here,\n"
+        "`loopbus plan submit plan.toml` (the project is the `[project] id` of\n"
+        "loopbus.toml).\n"
     ),
     "calc/__init__.py": '"""A small calculator, built unit by unit by loopbus."""\n',
     "calc/__main__.py": (
@@ -137,10 +140,12 @@ sandbox = "none"
 """
 
 
-def write(directory: Path, *, unsandboxed: bool = False) -> Path:
+def write(directory: Path, *, project: str = PROJECT, unsandboxed: bool = False) -> Path:
     """Write the project into ``directory`` (which must be empty or absent) and commit it
-    on ``main``; returns the directory. ``unsandboxed`` (the demo, on a machine where no
-    agent sandbox can be made) adds ``[agents] sandbox = "none"`` to its loopbus.toml."""
+    on ``main``; returns the directory. ``project`` is its ``[project] id`` (the package
+    stays ``calc``: the criteria and the scripted agents name it). ``unsandboxed`` (the
+    demo, on a machine where no agent sandbox can be made) adds ``[agents] sandbox =
+    "none"`` to its loopbus.toml."""
     # Absolute: dulwich reads relative paths against the repository, not the working
     # directory, so `loopbus init calc` once committed an empty tree.
     directory = directory.resolve()
@@ -148,11 +153,18 @@ def write(directory: Path, *, unsandboxed: bool = False) -> Path:
     for name, text in FILES.items():
         path = directory / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            text + UNSANDBOXED_AGENTS if unsandboxed and name == "loopbus.toml" else text
-        )
-    commit_all(directory, "scaffold: calc, its criteria, its plan (loopbus init)")
+        if name == "loopbus.toml":
+            text = named(text, project) + (UNSANDBOXED_AGENTS if unsandboxed else "")
+        path.write_text(text)
+    commit_all(directory, f"scaffold: {project}, its criteria, its plan (loopbus init)")
     return directory
+
+
+def named(config: str, project: str) -> str:
+    """``loopbus.toml``'s text with ``project`` as its ``[project] id``."""
+    line = f'id = "{PROJECT}"\n'
+    assert line in config  # the scaffold's own text: a changed template must change this
+    return config.replace(line, f'id = "{project}"\n', 1)
 
 
 def commit_all(directory: Path, message: str) -> str:

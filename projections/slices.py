@@ -39,11 +39,13 @@ from loopbus.schemas import (
     Block,
     Event,
     FindingRaised,
+    FindingResolved,
     UnitPlanned,
     UnitState,
     UnitTransitioned,
 )
 from loopbus.schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
+from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.reports import CommitReport, StartedReport
 from loopbus.schemas.reviews import VerdictAccepted
 from loopbus.schemas.slices import (
@@ -132,6 +134,12 @@ class Submission(msgspec.Struct, kw_only=True):
     role: str = "planner"
     status: Literal["pending", "accepted", "refused"] = "pending"
     problems: list[str] = []
+    refusal: str | None = None
+    """The finding that refused it (``status`` refused)."""
+    answered_by: str | None = None
+    """A plan for the same slice accepted after the refusal: the refusal is moot."""
+    refusal_closed: bool = False
+    """The refusal finding was resolved or dismissed (by the dispatcher or anyone)."""
 
 
 class SliceView(msgspec.Struct, kw_only=True):
@@ -190,6 +198,8 @@ class SlicesState(msgspec.Struct, kw_only=True):
     submissions: dict[str, Submission] = {}
     record: list[RecordEntry] = []
     misaligned: dict[str, Misaligned] = {}
+    refusals: dict[str, str] = {}
+    """Refusal finding id -> the submission it refused."""
     accepted: int = 0
     runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
     """Runner key registrations only, folded by the gates projection's own rule."""
@@ -240,6 +250,10 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
                     view.resliced_by = event.finding
         case FindingRaised():
             _finding(state, event)
+        case FindingResolved() | FindingDismissed():
+            refused = state.submissions.get(state.refusals.get(event.finding, ""))
+            if refused is not None:
+                refused.refusal_closed = True
         case UnitPlanned():
             unit = _unit(state, event.unit)
             if unit is not None and state.unit_slice.get(event.unit) == event.slice:
@@ -271,6 +285,10 @@ def _accept(state: SlicesState, event: SlicePlanAccepted) -> None:
     submission = state.submissions.get(event.cause)
     if submission is not None:
         submission.status = "accepted"
+    for refused in state.submissions.values():
+        # A plan accepted for the slice answers every earlier refusal of that slice.
+        if refused.slice == plan.slice and refused.refusal and refused.answered_by is None:
+            refused.answered_by = event.id
     sched = schedule(plan)
     where = sched.position()
     view = SliceView(
@@ -399,6 +417,8 @@ def _finding(state: SlicesState, event: FindingRaised) -> None:
         submission = state.submissions.get(submission_id)
         if submission is not None and submission.status == "pending":
             submission.status = "refused"
+            submission.refusal = event.id
+            state.refusals[event.id] = submission.id
             problems = event.evidence.get("problems")
             if isinstance(problems, list):
                 submission.problems = [str(p) for p in problems]
@@ -730,6 +750,19 @@ def pending_submissions(state: SlicesState) -> list[Submission]:
     """Submissions the system has not answered yet, oldest first."""
     return sorted(
         (s for s in state.submissions.values() if s.status == "pending"), key=lambda s: s.id
+    )
+
+
+def answered_refusals(state: SlicesState) -> list[Submission]:
+    """Refused submissions whose slice has since had a plan accepted and whose refusal
+    finding is still open: the dispatcher resolves each, oldest first."""
+    return sorted(
+        (
+            s
+            for s in state.submissions.values()
+            if s.refusal is not None and s.answered_by is not None and not s.refusal_closed
+        ),
+        key=lambda s: s.id,
     )
 
 

@@ -1,4 +1,4 @@
-"""``loopbus init DIR``: scaffold a runnable project (see :mod:`loopbus.scaffold`)."""
+"""``loopbus init DIR``: scaffold a runnable project named after DIR (:mod:`loopbus.scaffold`)."""
 
 from __future__ import annotations
 
@@ -8,26 +8,52 @@ from typing import Any
 
 from loopbus import scaffold
 from loopbus.errors import UsageError
+from loopbus.schemas.ids import is_token
+
+_RULE = "1 to 64 letters, digits, '-' or '_'"
 
 
 def register(sub: Any) -> None:
     text = "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git"
     parser = sub.add_parser("init", help=text, description=text)
     parser.add_argument("directory", type=Path, help="where to create it (absent or empty)")
+    parser.add_argument(
+        "--project",
+        default=None,
+        metavar="ID",
+        help="the project id (default: the directory's name)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     target: Path = args.directory
+    project = project_id(target, args.project)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"{str(target)!r} exists and is not empty: pass a new directory")
     try:
-        scaffold.write(target)
+        scaffold.write(target, project=project)
     except OSError as exc:
         raise UsageError(f"{str(target)!r} cannot be written ({exc.strerror})") from exc
-    print(f"loopbus: project {scaffold.PROJECT} scaffolded in {target} (committed on main)")
-    print("next, in two terminals:")
+    print(f"loopbus: project {project} scaffolded in {target} (committed on main)")
+    print("next, in two terminals in this directory:")
     print(f"  loopbus up --repo {target}")
-    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {scaffold.PROJECT} --new")
-    print(f"  loopbus tail --project {scaffold.PROJECT}")
+    # No --new: `up --repo` opens the project (it adopts trunk's loopbus.toml first).
+    print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {project}")
+    print(f"  loopbus tail --project {project}")
     return 0
+
+
+def project_id(target: Path, given: str | None) -> str:
+    """``--project`` when given, else the directory's name; a name that cannot be a
+    project id is refused in one line."""
+    if given is not None:
+        if not is_token(given):
+            raise UsageError(f"--project {given!r} is not a valid id: {_RULE}")
+        return given
+    name = target.resolve().name
+    if not is_token(name):
+        raise UsageError(
+            f"directory name {name!r} cannot be a project id ({_RULE}): pass --project ID"
+        )
+    return name

@@ -6,8 +6,10 @@
 exits 1 with one line per problem; a ``--repo`` whose ``loopbus.toml`` is missing or cannot
 be read is a usage error (exit 2, one line).
 
-``submit`` publishes the plan as a planner's claim; the dispatcher daemon answers it with
-``SlicePlanAccepted`` or a refusal finding (``--wait`` waits for that answer).
+``submit`` publishes the plan as a planner's claim and waits for the dispatcher daemon's
+answer: ``SlicePlanAccepted`` (exit 0) or a refusal finding (exit 1, the refusal in one
+line). ``--wait S`` bounds the wait (default 30 s; nothing answering is exit 1 with a line
+saying whether a dispatcher is running); ``--no-wait`` publishes and exits.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import msgspec
 from loopbus.bus import Bus, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
-from loopbus.known import require_known
+from loopbus.known import require_known, require_new
 from loopbus.projections import slices
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import (
@@ -35,7 +37,12 @@ from loopbus.projections.planning import (
     validate,
 )
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY, Submission
-from loopbus.repo_check import config_warnings, uncommitted_config, validate_config
+from loopbus.repo_check import (
+    commit_hint,
+    config_warnings,
+    uncommitted_config,
+    validate_config,
+)
 from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
@@ -47,8 +54,15 @@ from loopbus.workers.agents.config import config_text
 from loopbus.workers.dispatcher.answers import claim_problems
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.declared import pending_criteria
+from loopbus.workers.runtime import check_health
 
 _json = msgspec.json.Encoder()
+
+DEFAULT_WAIT_S = 30.0
+"""How long ``plan submit`` waits for the dispatcher by default: it answers in well under a
+second when it runs, so this only bounds the wait when none does."""
+DISPATCHER = "dispatcher"
+"""The daemon name the dispatcher's health beacon is kept under (``loopbus health``)."""
 
 
 def register(sub: Any) -> None:
@@ -74,12 +88,18 @@ def register(sub: Any) -> None:
         default="planner",
         help="the role claiming (default %(default)s)",
     )
-    submit.add_argument(
+    waiting = submit.add_mutually_exclusive_group()
+    waiting.add_argument(
         "--wait",
         type=float,
-        default=0.0,
+        default=DEFAULT_WAIT_S,
         metavar="SECONDS",
-        help="wait this long for the dispatcher's answer (default: do not wait)",
+        help="how long to wait for the dispatcher's answer (default %(default)gs)",
+    )
+    waiting.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="publish the plan and exit without waiting for the answer",
     )
     submit.add_argument(
         "--new",
@@ -103,27 +123,37 @@ def load_plan(path: Path) -> SlicePlan:
         raise PlanRefused(str(path), exc.problems) from exc
 
 
+def repo_criteria(repo: Path) -> tuple[list[str], list[str]]:
+    """The pending criteria of ``repo``'s ``loopbus.toml`` and the warnings about it; a
+    configuration that is missing or cannot be read is a wrong ``--repo`` (one line, exit 2),
+    saying to commit it when the working tree's differs from trunk's."""
+    trunk = os.environ.get(TRUNK_ENV) or None
+    try:
+        # From the trunk commit (bare or not), never a working tree's uncommitted edit;
+        # a plain folder's file as it is.
+        text = config_text(repo, trunk)
+    except WorkerError as exc:
+        raise UsageError(f"--repo {str(repo)!r}: {' '.join(str(exc).split())}") from exc
+    if text is None:
+        raise UsageError(
+            f"--repo {str(repo)!r} has no loopbus.toml on its trunk (or at its root)"
+            + commit_hint(repo, text)
+        )
+    source = f"{repo}/loopbus.toml"
+    try:
+        config = validate_config(text, source, repo)
+    except WorkerError as exc:
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"--repo {str(repo)!r}: {detail}{commit_hint(repo, text)}") from exc
+    notes = config_warnings(config, source) + uncommitted_config(repo, text, trunk)
+    return pending_criteria(config), notes
+
+
 def run_check(args: argparse.Namespace) -> int:
     pending: list[str] | None = None
     config_notes: list[str] = []
     if args.repo is not None:
-        try:
-            # From the trunk commit (bare or not), never a working tree's uncommitted edit;
-            # a plain folder's file as it is.
-            text = config_text(args.repo, os.environ.get(TRUNK_ENV) or None)
-            if text is None:
-                raise UsageError(
-                    f"--repo {str(args.repo)!r} has no loopbus.toml on its trunk (or at its root)"
-                )
-            source = f"{args.repo}/loopbus.toml"
-            repo_config = validate_config(text, source, args.repo)
-            pending = pending_criteria(repo_config)
-            config_notes = config_warnings(repo_config, source)
-            config_notes += uncommitted_config(args.repo, text, os.environ.get(TRUNK_ENV) or None)
-        except WorkerError as exc:
-            # A configuration that cannot be read is a wrong --repo, like a missing one.
-            detail = " ".join(str(exc).split())
-            raise UsageError(f"--repo {str(args.repo)!r}: {detail}") from exc
+        pending, config_notes = repo_criteria(args.repo)
     try:
         plan = load_plan(args.plan)
         problems = validate(plan, pending)
@@ -169,8 +199,10 @@ def run_check(args: argparse.Namespace) -> int:
 def run_submit(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
-    if args.wait < 0:
-        raise UsageError(f"--wait {args.wait} must be zero or more seconds")
+    if args.wait <= 0:
+        raise UsageError(
+            f"--wait {args.wait:g} must be more than 0 seconds (--no-wait does not wait)"
+        )
     try:
         plan = load_plan(args.plan)
     except PlanRefused as refused:
@@ -182,7 +214,8 @@ def run_submit(args: argparse.Namespace) -> int:
         actor=Actor(role=args.role, principal=principal(args)),
         plan=plan,
     )
-    return asyncio.run(_submit(connection(args), submission, args.wait, new=args.new))
+    wait_s = 0.0 if args.no_wait else args.wait
+    return asyncio.run(_submit(connection(args), submission, wait_s, new=args.new))
 
 
 async def require_acceptable_claim(bus: Bus, submission: PlanSubmission) -> None:
@@ -215,7 +248,9 @@ async def _submit(
     bus = await conn.open()
     try:
         bus.check_publish(subject_of(submission))  # a credential that may not plan: say so
-        if not new:
+        if new:
+            await require_new(bus, submission.project)
+        else:
             await require_known(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )
@@ -229,21 +264,37 @@ async def _submit(
         try:
             answer = await asyncio.wait_for(_answer(bus, submission, ack.seq), wait_s)
         except TimeoutError:
-            print(
-                f"no answer within {wait_s:g}s; is the dispatcher running "
-                "(`loopbus up`, or `python -m loopbus.workers.dispatcher`)?",
-                file=sys.stderr,
-            )
+            print(await _unanswered(bus, wait_s, ack.seq), file=sys.stderr)
             return 1
     finally:
         await bus.close()
     if isinstance(answer, SlicePlanAccepted):
         print(f"accepted: slice {submission.plan.slice} ({answer.id})")
         return 0
-    print(f"refused ({answer.id}):", file=sys.stderr)
-    for problem in answer.evidence.get("problems", [answer.message]):
-        print(f"  {problem}", file=sys.stderr)
+    problems = answer.evidence.get("problems") or [answer.message]
+    # One line, whatever the number of problems: a script or a person reads it at once.
+    print(
+        f"refused ({answer.id}): plan for slice {submission.plan.slice}: "
+        + "; ".join(" ".join(str(p).split()) for p in problems),
+        file=sys.stderr,
+    )
     return 1
+
+
+async def _unanswered(bus: Bus, wait_s: float, seq: int) -> str:
+    """Why nothing answered, in one line: whether a dispatcher beacons at all (the usual
+    cause: none runs), and that the plan is on the log all the same."""
+    beacon = await check_health(bus, DISPATCHER)
+    stays = f"the plan stays on the log (seq {seq}) and is answered when a dispatcher reads it"
+    if beacon is None:
+        return (
+            f"no answer within {wait_s:g}s: no dispatcher is running (none has reported "
+            f"health); start one with `loopbus up --repo PATH`; {stays}"
+        )
+    return (
+        f"no answer within {wait_s:g}s from the dispatcher (pid {beacon.pid} on "
+        f"{beacon.host}): see its log, or wait longer with --wait SECONDS; {stays}"
+    )
 
 
 async def _answer(

@@ -22,6 +22,7 @@ from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.projections import FOLDS, to_builtins
 from loopbus.projections import blocking as blocking_fold
+from loopbus.projections import builds as builds_fold
 from loopbus.projections import convergence as convergence_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import units as units_fold
@@ -96,8 +97,8 @@ async def load_view(
 
 
 async def load_unit(conn: Connection, project: str, unit: str, limit: int | None) -> dict[str, Any]:
-    """The units, convergence and findings states holding only ``unit``'s entries (and, when
-    it is unknown, up to ``limit`` other units to name)."""
+    """The units, convergence, findings and builds states holding only ``unit``'s entries
+    (and, when it is unknown, up to ``limit`` other units to name)."""
     bus = await conn.open()
     try:
         await require_known(bus, project)
@@ -107,6 +108,8 @@ async def load_unit(conn: Connection, project: str, unit: str, limit: int | None
             (units_fold.FOLD, ("units", unit)),
             (convergence_fold.FOLD, ("units", unit)),
             (findings_fold.FOLD, ("open", unit)),
+            # The decisions waiting on the operator, with their trade-off table.
+            (builds_fold.FOLD, ("units", unit)),
         )
         for fold, path in wanted:
             states[fold.name] = await _entries(views, project, fold, path)

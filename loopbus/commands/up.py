@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import EmbeddedServer, ensure_log, port_is_free
+from loopbus.bus import BusUnreachable, EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from loopbus.bus.embedded import DEFAULT_PORT, free_port
 from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
@@ -161,7 +161,7 @@ async def _up(args: argparse.Namespace) -> int:
     data_dir: Path = args.data_dir.resolve()
     if external:
         url = external
-        print(f"loopbus: using NATS at {url} (no embedded server)", flush=True)
+        print(f"loopbus: {external_server(args, url)}", flush=True)
     else:
         port = args.port
         server = EmbeddedServer(data_dir, port=port, sync_always=args.sync == "always")
@@ -187,7 +187,15 @@ async def _up(args: argparse.Namespace) -> int:
         )
     try:
         admin, system = _credentials(args, data_dir, embedded=server is not None)
-        bus = await connection(args, url, creds=admin).open_lasting("loopbus-up")
+        try:
+            bus = await connection(args, url, creds=admin).open_lasting("loopbus-up")
+        except BusUnreachable as exc:
+            if server is not None:
+                raise
+            # The usual cause: a terminal where LOOPBUS_NATS_URL was exported for the
+            # commands that talk to a running up, then up started there too.
+            why = f" ({exc.detail})" if exc.detail else ""
+            raise LoopbusError(f"cannot reach NATS at {url}{why}; {unset_hint(args)}") from exc
         try:
             # Created only when nothing says a log existed here (docs/security.md).
             try:
@@ -296,6 +304,31 @@ async def adopt_on_start(
             "loopbus config adopt",
             flush=True,
         )
+
+
+def external_server(args: argparse.Namespace, url: str) -> str:
+    """What ``up`` says when told to use a server instead of starting one: which, who said
+    so, and how to have its own instead."""
+    return (
+        f"using the NATS server at {url} that {_named_by(args)} names (no embedded server); "
+        f"to start loopbus's own, {_drop(args)}"
+    )
+
+
+def unset_hint(args: argparse.Namespace) -> str:
+    """The line's end when that server does not answer."""
+    return (
+        f"up uses the server {_named_by(args)} names instead of starting one: start that "
+        f"server, or {_drop(args)} for up to start its own"
+    )
+
+
+def _drop(args: argparse.Namespace) -> str:
+    return "drop --nats-url" if args.nats_url else f"unset {NATS_URL_ENV}"
+
+
+def _named_by(args: argparse.Namespace) -> str:
+    return "--nats-url" if args.nats_url else f"${NATS_URL_ENV}"
 
 
 def web_port(host: str, port: int) -> int:

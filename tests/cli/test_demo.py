@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from dulwich import porcelain
+from dulwich.repo import Repo
+from loopbus.workers.repository import resolve
 
 from .conftest import LOOPBUS, loopbus
 
@@ -32,7 +34,6 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
         "divides by the length of an empty list",
         "stats: review by r1: approve",
         "fmt: novel decision 'rounding' -> cents (by auto, confidence high)",
-        "ops:   loopbus.toml also changed by fmt: combined by the entity merge driver",
         "ops: DONE",
         "stats: DONE",
         "fmt: DONE",
@@ -46,7 +47,28 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
     assert [lines[i].split("] ")[1].split(":")[0] for i in dispatched] == ["ops", "fmt", "stats"]
     merged_ops = next(i for i, line in enumerate(lines) if "ops: merged into main" in line)
     assert dispatched[2] > merged_ops
-    assert "also changed by ops" not in out
+    assert combined_edits(lines) & {("ops", "fmt"), ("fmt", "ops")}, out
+    assert not combined_edits(lines) & {("ops", "stats"), ("stats", "ops")}, out
+
+
+def combined_edits(lines: list[str]) -> set[tuple[str, str]]:
+    """(merged unit, earlier unit) for each "loopbus.toml also changed by" line.
+
+    ops and fmt run at once and each clears its own pending criteria in loopbus.toml, so
+    whichever merges second has its edit combined with the other's: which one that is,
+    timing decides. stats is never combined with ops (it waits for ops, so ops's edit is
+    in its base), and nothing but loopbus.toml is ever combined (the other shared file,
+    calc/__init__.py, belongs to units the plan runs one after the other)."""
+    found = set()
+    for line in lines:
+        said = line.split("] ", 1)[-1]
+        if "also changed by" not in said:
+            continue
+        unit, rest = said.split(":", 1)
+        assert rest.startswith("   loopbus.toml also changed by "), line
+        assert rest.endswith(": combined by the entity merge driver"), line
+        found.add((unit, rest.split("also changed by ", 1)[1].split(":")[0]))
+    return found
 
 
 def test_init_scaffolds_a_committed_project(tmp_path: Path) -> None:
@@ -89,3 +111,22 @@ def test_init_with_a_relative_path_commits_every_file(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert {"loopbus.toml", "plan.toml", "calc/__init__.py"} <= set(tree.stdout.split())
+
+
+def test_init_names_the_project_after_its_directory(tmp_path: Path) -> None:
+    """`loopbus init shop` makes project shop (trunk's [project] id, and every next step it
+    prints); --project names another; a name that cannot be an id is one line, exit 2."""
+    done = loopbus("init", str(tmp_path / "shop"))
+    assert done.code == 0, done.err
+    assert "project shop scaffolded" in done.out and "--project shop\n" in done.out
+    assert "--new" not in done.out  # `up --repo` opens the project: its first plan is not
+    with Repo(str(tmp_path / "shop")) as repo:
+        text = resolve(tmp_path / "shop", repo.refs[b"refs/heads/main"].decode()).config_text
+    assert text is not None and '[project]\nid = "shop"\n' in text
+    named = loopbus("init", str(tmp_path / "other"), "--project", "shop-v2")
+    assert named.code == 0 and "project shop-v2 scaffolded" in named.out, named.err
+    assert 'id = "shop-v2"' in (tmp_path / "other" / "loopbus.toml").read_text()
+    spaced = loopbus("init", str(tmp_path / "my shop"))
+    assert spaced.code == 2 and spaced.err.count("\n") == 1, spaced.err
+    assert "directory name 'my shop' cannot be a project id" in spaced.err
+    assert "pass --project ID" in spaced.err and not (tmp_path / "my shop").exists()

@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 import pytest
-from loopbus.bus import free_port
+from loopbus.bus import free_port, server_binary
 
 from .conftest import LOOPBUS, loopbus, start_up
 
@@ -84,13 +84,11 @@ def test_up_report_tail_replay_status(up_factory: Any) -> None:
 def test_replay_until_shows_the_state_as_it_was(up_factory: Any) -> None:
     """`replay --until SEQ` folds only up to that sequence."""
     up = up_factory("--port", str(free_port()))
-    for line in ("1-1", "2-2"):
+    for line, new in (("1-1", ["--new"]), ("2-2", [])):  # --new: the project's first event
         args = list(FINDING_ARGS)
         args[3] = f"code:a.py:{line}"
         assert (
-            loopbus(
-                "report", "finding", "--new", "--project", "p", *args, "--nats-url", up.url
-            ).code
+            loopbus("report", "finding", *new, "--project", "p", *args, "--nats-url", up.url).code
             == 0
         )
     full = loopbus("replay", "--project", "p", "--json", "--nats-url", up.url).json_lines()[0]
@@ -117,11 +115,36 @@ def test_taken_port_falls_back_with_a_clear_message(up_factory: Any) -> None:
 
 
 def test_external_url_starts_no_server(up_factory: Any, nats_url: str) -> None:
-    """With LOOPBUS_NATS_URL set, up uses that server and starts none of its own."""
+    """With LOOPBUS_NATS_URL set, up uses that server, starts none of its own, and says
+    so with how to have its own (unset the variable)."""
     up = up_factory(env={"LOOPBUS_NATS_URL": nats_url})
     assert up.url == nats_url
-    assert any("no embedded server" in line for line in up.lines)
+    [said] = [line for line in up.lines if "no embedded server" in line]
+    assert f"using the NATS server at {nats_url} that $LOOPBUS_NATS_URL names" in said
+    assert "to start loopbus's own, unset LOOPBUS_NATS_URL" in said
     assert up.stop() == 0
+
+
+@pytest.mark.parametrize("how", ["env", "option"])
+def test_up_on_an_external_url_nobody_serves_says_how_to_start_its_own(
+    tmp_path: Any, how: str
+) -> None:
+    """The README's second terminal has LOOPBUS_NATS_URL exported: up run there with no
+    server at that URL says it uses that server instead of starting one, and how to have
+    it start its own, not "start one with `loopbus up`"."""
+    url = f"nats://127.0.0.1:{free_port()}"
+    data = ("--data-dir", str(tmp_path / "data"))
+    if how == "env":
+        result = loopbus("up", *data, env={"LOOPBUS_NATS_URL": url})
+        drop = "unset LOOPBUS_NATS_URL"
+    else:
+        result = loopbus("up", *data, "--nats-url", url)
+        drop = "drop --nats-url"
+    assert result.code == 1, result.out + result.err
+    [line] = result.err.splitlines()
+    assert f"cannot reach NATS at {url}" in line
+    assert "up uses the server" in line and f"{drop} for up to start its own" in line
+    assert "start one with `loopbus up`" not in line
 
 
 @pytest.mark.parametrize(
@@ -143,6 +166,42 @@ def test_unreachable_server_is_one_line(command: tuple[str, ...]) -> None:
     assert result.err.count("\n") == 1, result.err
     assert url in result.err and "loopbus up" in result.err
     assert "Traceback" not in result.err
+
+
+def test_a_url_that_is_not_nats_is_one_line_saying_so() -> None:
+    """An http:// URL, or nats:// at nats-server's own monitoring (HTTP) port: one line
+    saying it is not a NATS server, not a timeout."""
+    port = free_port()
+    monitor = subprocess.Popen(
+        [server_binary(), "-p", str(free_port()), "-m", str(port), "-a", "127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_listening(port)
+        for url, needle in (
+            (f"http://127.0.0.1:{port}", "http:// is not a NATS URL"),
+            (f"nats://127.0.0.1:{port}", "is an HTTP server, not a NATS server"),
+        ):
+            result = loopbus("tail", "--no-follow", env={"LOOPBUS_NATS_URL": url})
+            assert result.code == 1, result.out + result.err
+            [line] = result.err.splitlines()
+            assert needle in line and "Timeout" not in line, line
+    finally:
+        monitor.terminate()
+        monitor.wait(timeout=30)
+
+
+def wait_listening(port: int, timeout: float = 30) -> None:
+    """Until something accepts connections on ``port`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize(

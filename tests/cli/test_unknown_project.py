@@ -93,7 +93,31 @@ def test_a_first_plan_needs_new(nats_url: str, tmp_path: Path) -> None:
     assert refused.code == 2 and "pass --new" in refused.err
     assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 2
     taken = loopbus(
-        "plan", "submit", str(plan), "--project", project, "--new", "--nats-url", nats_url
-    )
+        "plan", "submit", str(plan), "--project", project, "--new", "--no-wait",
+        "--nats-url", nats_url,
+    )  # fmt: skip
     assert taken.code == 0, taken.err
     assert loopbus("replay", "--project", project, "--nats-url", nats_url).code == 0
+
+
+@pytest.mark.parametrize("command", [*NEW_ALLOWED, pytest.param(("plan",), id="plan-submit")])
+def test_new_on_a_project_that_has_events_is_refused(
+    command: tuple[str, ...], nats_url: str, tmp_path: Path
+) -> None:
+    """--new names a project that already has events: one line saying so, exit 2, and
+    nothing appended (a reused id would mix a new project into an old one's log)."""
+    project = _fresh(tmp_path)
+    first = loopbus(
+        *NEW_ALLOWED[0].values[0], "--project", project, "--new", "--nats-url", nats_url
+    )
+    assert first.code == 0, first.err
+    if command == ("plan",):
+        plan = tmp_path / "plan.toml"
+        plan.write_text(PLAN)
+        command = ("plan", "submit", str(plan), "--no-wait")
+    again = loopbus(*command, "--project", project, "--new", "--nats-url", nats_url)
+    assert again.code == 2, again.out + again.err
+    [line] = again.err.splitlines()
+    assert f"--new: project {project!r} already has events on the log; drop --new" in line
+    replay = loopbus("replay", "--project", project, "--json", "--nats-url", nats_url)
+    assert len(replay.json_lines()[0]["events"]) == 1

@@ -60,7 +60,34 @@ def test_an_invalid_config_on_trunk_stops_up_in_one_line(
     assert result.code == 2, result.out + result.err
     assert needle in result.err and result.err.count("\n") == 1, result.err
     assert "loopbus.toml on main" in result.err
+    assert "working tree" not in result.err  # it holds what trunk holds: nothing to commit
     assert "NATS" not in result.out
+
+
+BAD_MODE = '[project]\nid = "p"\n[[check]]\nid = "t"\ncommand = "true"\n[build]\nmode = "fast"\n'
+
+
+@pytest.mark.parametrize("command", ["up", "plan-check"])
+def test_an_error_fixed_only_in_the_working_tree_says_to_commit_it(
+    tmp_path: Path, command: str
+) -> None:
+    """Trunk's loopbus.toml is wrong and the working tree's was fixed but not committed:
+    the error about trunk's file says the working tree's differs and to commit it."""
+    repo = tmp_path / "repo"
+    commit_config(repo, BAD_MODE)
+    (repo / "loopbus.toml").write_text(BAD_MODE.replace('"fast"', '"long"'))
+    if command == "up":
+        result = loopbus("up", "--repo", str(repo), "--data-dir", str(tmp_path / "d"))
+    else:
+        plan = tmp_path / "plan.toml"
+        plan.write_text('[slice]\nid = "S1"\n[[unit]]\nid = "A"\n')
+        result = loopbus("plan", "check", str(plan), "--repo", str(repo))
+    assert result.code == 2, result.out + result.err
+    [line] = result.err.splitlines()
+    assert "build.mode = 'fast' is not valid" in line
+    assert line.endswith(
+        "loopbus.toml in your working tree differs from trunk's, which loopbus reads: commit it"
+    ), line
 
 
 def test_a_trunk_that_names_no_commit_is_one_line(tmp_path: Path) -> None:
@@ -68,6 +95,18 @@ def test_a_trunk_that_names_no_commit_is_one_line(tmp_path: Path) -> None:
     scaffold.write(tmp_path / "calc")
     result = loopbus("up", "--repo", str(tmp_path / "calc"), "--trunk", "release")
     assert result.code == 2 and "--trunk" in result.err and result.err.count("\n") == 1
+
+
+def test_a_repository_with_no_commit_is_told_to_make_one(tmp_path: Path) -> None:
+    """`git init` and nothing committed: up says to make a first commit, in one line (not
+    "pass --trunk": no branch would do)."""
+    with Repo.init(str(tmp_path / "fresh"), mkdir=True):
+        pass
+    (tmp_path / "fresh" / "loopbus.toml").write_text('[project]\nid = "p"\n')
+    result = loopbus("up", "--repo", str(tmp_path / "fresh"), "--data-dir", str(tmp_path / "d"))
+    assert result.code == 2, result.out + result.err
+    [line] = result.err.splitlines()
+    assert "has no commit yet: make a first commit" in line and "--trunk" not in line
 
 
 def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> None:

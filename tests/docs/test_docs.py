@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -128,17 +130,72 @@ def console_commands() -> Iterator[Any]:
                 yield pytest.param(command, expected, id=f"{block.id}:{command[:40]}")
 
 
-@pytest.mark.parametrize(("command", "expected"), list(console_commands()))
-def test_console_examples_exit_as_documented(command: str, expected: int, nats_url: str) -> None:
-    """Every `$ loopbus …` line in the docs runs against a real server with the exit code shown."""
+def opens_a_project(command: str) -> bool:
+    """A command the docs show as a project's first event (``--new``): it must run before
+    any other command names that project, and only once."""
+    return "--new" in shlex.split(command)
+
+
+CONSOLE = list(console_commands())
+OPENING = [p for p in CONSOLE if opens_a_project(p.values[0])]
+FOLLOWING = [p for p in CONSOLE if not opens_a_project(p.values[0])]
+
+
+def run_documented(command: str, url: str) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(command)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "loopbus.cli", *argv[1:]],
         capture_output=True,
         text=True,
         timeout=60,
-        env=os.environ | {"LOOPBUS_NATS_URL": nats_url},
+        env=os.environ | {"LOOPBUS_NATS_URL": url},
         stdin=subprocess.DEVNULL,
         cwd=ROOT,
     )
+
+
+@pytest.fixture(scope="module")
+def docs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of the docs' own: the projects they name (``demo``) hold only what the docs
+    wrote, whatever other tests write on the session's server and in whatever order."""
+    server = EmbeddedServer(tmp_path_factory.mktemp("docs-nats"), port=free_port(), auth=None)
+    asyncio.run(server.start())
+    try:
+        asyncio.run(_provision(server.url))
+        yield server.url
+    finally:
+        server.stop()
+
+
+async def _provision(url: str) -> None:
+    connection = await connect(url, name="docs-provision")
+    try:
+        await ensure_log(connection.js)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def opened(docs_url: str) -> dict[str, subprocess.CompletedProcess[str]]:
+    """The docs' opening commands, run once each in document order before any other docs
+    command (which may name the projects they open), whatever order the tests run in."""
+    return {p.values[0]: run_documented(p.values[0], docs_url) for p in OPENING}
+
+
+@pytest.mark.parametrize(("command", "expected"), OPENING)
+def test_opening_examples_exit_as_documented(
+    command: str, expected: int, opened: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
+    """Every `$ loopbus … --new` line in the docs opened its project with the exit code
+    shown (run first, by the ``opened`` fixture)."""
+    done = opened[command]
+    assert done.returncode == expected, f"{command}\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.usefixtures("opened")
+@pytest.mark.parametrize(("command", "expected"), FOLLOWING)
+def test_console_examples_exit_as_documented(command: str, expected: int, docs_url: str) -> None:
+    """Every other `$ loopbus …` line in the docs runs against a real server, after the
+    opening ones, with the exit code shown."""
+    done = run_documented(command, docs_url)
     assert done.returncode == expected, f"{command}\n{done.stdout}\n{done.stderr}"

@@ -21,14 +21,20 @@ REPORTS = [
 ]
 
 
+OPENED: set[str] = set()
+"""Projects this module has reported to: a later report must not say --new."""
+
+
 def report(url: str, project: str, producer: str, target: str, severity: str, criterion: str,
            message: str) -> str:  # fmt: skip
+    new = [] if project in OPENED else ["--new"]  # only the first event opens a project
     done = loopbus(
-        "report", "finding", "--project", project, "--new", "--producer", producer,
+        "report", "finding", "--project", project, *new, "--producer", producer,
         "--target", target, "--severity", severity, "--criterion", criterion,
         "--message", message, url=url,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    OPENED.add(project)
     return done.stdout.split()[1]  # "finding <id> published at seq N"
 
 

@@ -24,11 +24,12 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from kernelkit import running
 from loopbus.bus import Bus, read
-from loopbus.projections import gates, transitions
+from loopbus.projections import findings, gates, transitions
 from loopbus.schemas import (
     Actor,
     Event,
     FindingRaised,
+    FindingResolved,
     UnitPlanned,
     UnitTransitioned,
     project_subjects,
@@ -185,6 +186,42 @@ async def test_invalid_plan_is_refused_with_every_problem(
     for want, got in zip(expected, problems, strict=True):
         assert want in got
     assert not of_type(events, SlicePlanAccepted) and not of_type(events, UnitDispatched)
+
+
+async def test_a_refusal_resolves_when_a_later_plan_for_its_slice_is_accepted(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """A refused plan's finding is resolved by the dispatcher once a plan for the same slice
+    is accepted (it asks the planner for nothing more); a refusal of another slice, still
+    unanswered, stays open."""
+    path = repo_for(tmp_path, project, [])
+    cyclic = submit(project, plan("S1", unit("X", "Y"), unit("Y", "X")))
+    other = submit(project, plan("S2", unit("V", "W"), unit("W", "V")))
+    fixed = submit(project, plan("S1", unit("X"), unit("Y", "X")))
+    async with dispatcher(bus, project, repos={project: ProjectRepo(path)}) as d:
+        await settle(d, bus, cyclic, other)
+        events = await log_of(bus, project)
+        refusals = {f.evidence["submission"]: f for f in of_type(events, FindingRaised)}
+        assert set(refusals) == {cyclic.id, other.id}
+        assert not of_type(events, FindingResolved)
+        await settle(d, bus, fixed)
+        _, events = await wait_state(bus, project, lambda _s, e: bool(of_type(e, FindingResolved)))
+        [resolved] = of_type(events, FindingResolved)
+        # Settled past the resolution: any further resolution would have been decided now.
+        seq = await last_seq(bus, project)
+        await asyncio.wait_for(d.wait_settled(seq), 20)
+    events = await log_of(bus, project)
+    [accepted] = of_type(events, SlicePlanAccepted)
+    assert accepted.cause == fixed.id
+    assert [r.finding for r in of_type(events, FindingResolved)] == [refusals[cyclic.id].id]
+    assert resolved.actor.role == "system"
+    assert f"plan {accepted.id} accepted for slice S1" in resolved.why
+    still_open = findings.FOLD.fold(events)
+    assert [f.id for f in findings.open_findings(still_open)] == [refusals[other.id].id]
+
+
+async def last_seq(bus: Bus, project: str) -> int:
+    return [r.seq async for r in read(bus, subjects=[project_subjects(project)])][-1]
 
 
 async def test_failure_holds_dependents_transitively_while_branches_drain(

@@ -6,10 +6,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from loopbus.projections import slices, transitions
 from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
-from loopbus.schemas import Event, UnitPlanned, subject_of
-from loopbus.schemas.slices import BootResult, SliceClosed, SlicePlanAccepted, UnitDispatched
+from loopbus.schemas import Event, FindingResolved, UnitPlanned, subject_of
+from loopbus.schemas.slices import (
+    BootResult,
+    PlanSubmission,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    UnitDispatched,
+)
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.decide import (
@@ -24,7 +32,7 @@ from loopbus.workers.dispatcher.decide import (
 )
 from loopbus.workers.kernel import World
 from loopbus.workers.kernel.daemon import system_actor
-from slice_helpers import PLANNER, accepted, plan, transition, unit
+from slice_helpers import PLANNER, SYSTEM, accepted, plan, transition, unit
 
 P = "proj"
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -159,3 +167,33 @@ def test_without_a_repository_the_plan_is_refused_by_the_machinery() -> None:
     [refusal] = published(decide(world([submission]), NO_REPO))
     assert refusal.producer == "standards" and refusal.owner == "planner"  # type: ignore[union-attr]
     assert "no repository configured" in refusal.message  # type: ignore[union-attr]
+
+
+def refused(p: SlicePlan) -> list[Event]:
+    """A submission of ``p`` and the dispatcher's refusal of it (with no repository)."""
+    submission = PlanSubmission(project=P, actor=PLANNER, plan=p)
+    [refusal] = published(decide(world([submission]), NO_REPO))
+    return [submission, refusal]
+
+
+def resolutions(events: list[Event]) -> list[FindingResolved]:
+    return [e for e in published(decide(world(events), NO_REPO)) if isinstance(e, FindingResolved)]
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "already-resolved"])
+def test_an_open_refusal_is_resolved_once_its_slice_has_a_plan(closed: bool) -> None:
+    """A plan accepted for a refused plan's slice resolves the refusal (once: its id derives
+    from the refusal); a refusal already resolved (the operator's move, answered by the
+    lifecycle daemon) is left alone."""
+    events = refused(plan("S1", unit("X", "Y"), unit("Y", "X")))
+    refusal = events[1]
+    if closed:
+        events.append(FindingResolved(project=P, actor=SYSTEM, finding=refusal.id, why="seen"))
+    events += accepted(P, plan("S1", unit("A")))
+    if closed:
+        assert resolutions(events) == []
+        return
+    [resolution] = resolutions(events)
+    assert resolution.finding == refusal.id and resolution.actor.role == "system"
+    assert [e.id for e in resolutions(events)] == [resolution.id]  # the same fact, stored once
+    assert resolutions([*events, resolution]) == []

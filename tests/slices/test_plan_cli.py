@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from kernelkit import running
-from loopbus.bus import Bus, read
+from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.projections import budgets
 from loopbus.schemas import project_subjects
 from loopbus.schemas.slices import SliceBudgets, SlicePlanDiscarded
@@ -199,7 +199,8 @@ def test_a_misshapen_plan_also_names_its_cycles_and_unresolved_blockers(tmp_path
 async def test_submit_waits_for_the_dispatchers_answer(
     bus: Bus, project: str, nats_url: str, tmp_path: Path
 ) -> None:
-    """``plan submit --wait`` publishes the claim and reports acceptance (0) or refusal (1)."""
+    """``plan submit`` waits for the dispatcher by default: acceptance exits 0, a refusal
+    exits 1 with the refusal in one line."""
     good = write(tmp_path, "good.toml", CHAIN_VS_FAN)
     bad = write(
         tmp_path,
@@ -212,24 +213,18 @@ async def test_submit_waits_for_the_dispatchers_answer(
     repos = {project: ProjectRepo(repo)}
     async with running(bus, Dispatcher(bus, projects=[project], repos=repos)):
         ok = await asyncio.to_thread(
-            loopbus,
-            "plan",
-            "submit",
-            str(good),
-            "--project",
-            project,
-            "--wait",
-            "20",
-            "--new",
-            url=nats_url,
+            loopbus, "plan", "submit", str(good), "--project", project, "--new", url=nats_url
         )
         refused = await asyncio.to_thread(
-            loopbus, "plan", "submit", str(bad), "--project", project, "--wait", "20", url=nats_url
+            loopbus, "plan", "submit", str(bad), "--project", project, "--wait", "60", url=nats_url
         )
     assert ok.returncode == 0, ok.stderr
     assert "accepted: slice S1" in ok.stdout
-    assert refused.returncode == 1
-    assert "dependency cycle: X -> Y -> X" in refused.stderr
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("refused (") and "plan for slice S2" in lines[0]
+    assert "dependency cycle: X -> Y -> X" in lines[0]
     before = [r async for r in read(bus, subjects=[project_subjects(project)])]
     again = loopbus("plan", "submit", str(good), "--project", project, url=nats_url)
     assert again.returncode == 2 and "slice 'S1'" in again.stderr, again.stderr
@@ -247,8 +242,54 @@ async def test_submit_waits_for_the_dispatchers_answer(
     assert reused.returncode == 2 and "already belongs to slice S1" in reused.stderr
     assert "already has an accepted plan" not in reused.stderr
     fresh = write(tmp_path, "again.toml", '[slice]\nid = "S1"\n[[unit]]\nid = "Z"\n')
-    replanned = loopbus("plan", "submit", str(fresh), "--project", project, url=nats_url)
+    # No dispatcher runs now: --no-wait publishes and exits 0 without an answer.
+    replanned = loopbus(
+        "plan", "submit", str(fresh), "--project", project, "--no-wait", url=nats_url
+    )
     assert replanned.returncode == 0, replanned.stderr
+    assert "submitted plan for slice S1" in replanned.stdout
+    assert "accepted" not in replanned.stdout + replanned.stderr
+
+
+def test_submit_with_no_dispatcher_says_so_in_one_line(tmp_path: Path) -> None:
+    """With no dispatcher running, ``plan submit`` stops waiting after ``--wait`` and says
+    that none runs, how to start one and that the plan is on the log (exit 1)."""
+    # A server of its own: no daemon of another test can have left a health beacon on it.
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
+    asyncio.run(server.start())
+    try:
+        asyncio.run(_provision(server.url))
+        plan_file = write(tmp_path, "plan.toml", CHAIN_VS_FAN)
+        done = loopbus(
+            "plan", "submit", str(plan_file), "--project", "lonely", "--new", "--wait", "1",
+            url=server.url,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "submitted plan for slice S1" in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "no answer within 1s: no dispatcher is running" in lines[0]
+    assert "loopbus up --repo PATH" in lines[0] and "stays on the log (seq 1)" in lines[0]
+
+
+def test_submit_wait_must_be_positive(tmp_path: Path) -> None:
+    """``--wait 0`` is refused in one line pointing at ``--no-wait``; both together are a
+    usage error."""
+    plan_file = write(tmp_path, "plan.toml", CHAIN_VS_FAN)
+    zero = loopbus("plan", "submit", str(plan_file), "--project", "p", "--wait", "0")
+    assert zero.returncode == 2 and "--no-wait does not wait" in zero.stderr, zero.stderr
+    both = loopbus("plan", "submit", str(plan_file), "--project", "p", "--wait", "5", "--no-wait")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr, both.stderr
+
+
+async def _provision(url: str) -> None:
+    connection = await connect(url, name="tests-provision")
+    try:
+        await ensure_log(connection.js)
+    finally:
+        await connection.close()
 
 
 def test_status_renders_current_wave_waits_and_budgets() -> None:

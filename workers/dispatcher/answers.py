@@ -23,7 +23,7 @@ from loopbus.projections.slices import (
     SliceView,
     Submission,
 )
-from loopbus.schemas import FindingRaised
+from loopbus.schemas import FindingRaised, FindingResolved
 from loopbus.schemas.findings import Producer
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import (
@@ -126,6 +126,20 @@ def plan_answer(
         criteria_source=criteria.source,
     )
     return world.publish_if(accepted)
+
+
+def refusal_answered(world: World, refused: Submission) -> FindingResolved:
+    """Resolve the finding that refused ``refused``: a later plan for its slice was
+    accepted, so the refusal no longer asks the planner for anything."""
+    assert refused.refusal is not None and refused.answered_by is not None
+    return FindingResolved(
+        id=answer_id(refused.refusal, "plan-refusal-answered"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        finding=refused.refusal,
+        why=f"answered: plan {refused.answered_by} accepted for slice {refused.slice}",
+    )
 
 
 # -- misaligned findings ------------------------------------------------------------------

@@ -13,9 +13,10 @@ For a project that changed it
   ``boot`` check run through the gate runner), so that the close can name the result;
 * takes the first **step**, one slice fact at a time per project, in this order: discard a
   plan that a misaligned finding was routed to re-slice; answer the oldest plan
-  submission; route (or refuse) the oldest open misaligned finding; resolve, route or
-  re-slice for a ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding
-  reaches are not dispatched while it is open); then what
+  submission; resolve the refusal of a plan whose slice has since had a plan accepted;
+  route (or refuse) the oldest open misaligned finding; resolve, route or re-slice for a
+  ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
+  dispatched while it is open); then what
   :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
   dispatch a unit, close a slice with its boot result.
 
@@ -130,6 +131,8 @@ def _steps(
         yield answers.discard(world, state, view)
     for submission in slices.pending_submissions(state):
         yield answer(world, options, state, submission)
+    for refused in slices.answered_refusals(state):
+        yield Publish(answers.refusal_answered(world, refused))
     for misaligned in slices.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)

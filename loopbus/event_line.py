@@ -1,0 +1,163 @@
+"""One event as one readable line (``tail``, ``replay``), on a terminal or in a pipe.
+
+A person reading the log wants what happened, to what, and the ids a command takes; the
+rest (signatures, keys, cache inputs, a whole ``loopbus.toml``) is in ``--json``. So every
+value is flattened to one short line: no newline survives, a hash is cut to the 12
+characters git shows, a long text ends in ``…``, a list of records names each one by its
+id and outcome, a plan by its slice and units.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from loopbus.bus import Record
+from loopbus.schemas import (
+    Event,
+    FindingRaised,
+    MessageQuarantined,
+    event_to_builtins,
+    format_target,
+)
+from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
+from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
+from loopbus.schemas.subjects import parse_subject
+
+Paint = Any
+"""``paint(style, text) -> text``: :class:`loopbus.render.Palette`, or plain."""
+
+ENVELOPE = frozenset({"kind", "project", "actor", "id", "at", "v"})
+"""Fields every event has: the line shows them in its prefix, or not at all."""
+
+HIDDEN = frozenset(
+    {
+        "signature",  # the gate runner's ed25519 signature: proof for a program, noise here
+        "public_key",
+        "text",  # a config adoption's whole loopbus.toml
+        "excerpt_b64",
+        "blob",
+        "digest",
+        "inputs",  # cache keys: the tree and config a result was computed over
+        "config_sha",
+        "tree",
+        "cost",
+        "diff_digest",
+        "failure_signature",
+    }
+)
+"""Fields left out of the line (``--json`` has them): they identify, they do not inform."""
+
+TEXT_LIMIT = 100
+"""Characters a text value keeps before ``…``."""
+MANY = 4
+"""A nested record with more fields than this is counted, not listed."""
+
+_HASH = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,52}\b")
+_SPACE = re.compile(r"\s+")
+_NAMES = ("check", "id", "unit", "path", "name")
+_STATES = ("outcome", "state", "verdict")
+
+
+def record_line(record: Record, paint: Paint, show_project: bool = False) -> str:
+    """One record as one readable line; ``show_project`` names its project after the time
+    (``tail`` does when it follows more than one project)."""
+    when = (record.time or datetime.now(UTC)).astimezone(UTC).strftime("%H:%M:%S")
+    prefix = f"{paint('dim', f'#{record.seq:<6}')} {when}"
+    event = record.event
+    if show_project:
+        parsed = parse_subject(record.subject)
+        project = event.project if event is not None else parsed.project if parsed else "?"
+        prefix = f"{prefix} {paint('project', project)}"
+    if event is None:
+        return f"{prefix} {paint('error', 'undecodable')} {record.subject}: {text(record.error)}"
+    kind = paint("kind", event.kind.removesuffix(f".v{event.v}"))
+    return f"{prefix} {kind} {body(event, paint)}"
+
+
+def body(event: Event, paint: Paint) -> str:
+    """What the line says after the kind: a phrase for the kinds people read most, else
+    the event's own fields, each flattened by :func:`value`."""
+    match event:
+        case FindingRaised():
+            scope = f" unit={event.unit}" if event.unit else ""
+            criterion = f" [{event.criterion}]" if event.criterion else ""
+            return (
+                f"{paint(event.severity, event.severity)} {event.producer} {event.cls} "
+                f"{format_target(event.target)}{criterion}{scope}: {text(event.message)}"
+                f" {paint('dim', f'(id {event.id})')}"  # what `finding dismiss --id` takes
+            )
+        case FindingDismissed():
+            return f"{event.finding} dismissed as {event.reason} by {event.by}: {text(event.why)}"
+        case FindingReopened():
+            return f"{event.finding} reopened by {event.by}: {text(event.why)}"
+        case DecisionRecorded():
+            was = f" supersedes {event.supersedes}" if event.supersedes else ""
+            return f"{event.id} {text(event.question)} -> {event.chosen}{was}"
+        case BlockedRouted():
+            reached = ", ".join(event.reached) or "no unit yet"
+            return f"{event.finding} to {event.via}, then {event.owner}; holding {reached}"
+        case MessageQuarantined():
+            return f"seq {event.original_seq} on {event.original_subject}: {text(event.reason)}"
+    return fields(event)
+
+
+def fields(event: Event) -> str:
+    """``name=value`` for every field worth a reader's eye, in the event's own order."""
+    parts = []
+    for name, raw in event_to_builtins(event).items():
+        if name in ENVELOPE or name in HIDDEN or raw in (None, [], {}, ""):
+            continue
+        if name == "target" and hasattr(event, "target"):
+            shown = format_target(event.target)  # type: ignore[attr-defined]
+        else:
+            shown = value(raw)
+        if shown:
+            parts.append(f"{name}={shown}")
+    return " ".join(parts)
+
+
+def value(raw: Any) -> str:
+    """One field's value on one short line."""
+    if isinstance(raw, dict):
+        return _record(raw)
+    if isinstance(raw, list):
+        return ",".join(_record(item) if isinstance(item, dict) else value(item) for item in raw)
+    if isinstance(raw, float):
+        return f"{raw:.3g}"
+    if isinstance(raw, str):
+        return text(raw)
+    return str(raw)
+
+
+def text(raw: object) -> str:
+    """A text on one line, its hashes cut as git shows them, cut at :data:`TEXT_LIMIT`."""
+    flat = _HASH.sub(r"\1", _SPACE.sub(" ", str(raw))).strip()
+    return flat if len(flat) <= TEXT_LIMIT else flat[: TEXT_LIMIT - 1] + "…"
+
+
+def _record(raw: dict[str, Any]) -> str:
+    """A nested record named, not dumped: a plan by its slice and units, a check result by
+    its check and outcome (``tests:fail``), anything else by its scalar fields."""
+    if "slice" in raw and isinstance(raw.get("units"), list):
+        units = [str(u.get("id")) for u in raw["units"] if isinstance(u, dict)]
+        return f"{raw['slice']}({','.join(units)})"
+    name = next((str(raw[k]) for k in _NAMES if isinstance(raw.get(k), str)), None)
+    state = next((str(raw[k]) for k in _STATES if isinstance(raw.get(k), str)), None)
+    if name is not None:
+        cached = "(cached)" if raw.get("cached") is True else ""
+        return f"{name}:{state}{cached}" if state else name
+    scalars = {
+        k: v
+        for k, v in raw.items()
+        if k not in HIDDEN and isinstance(v, str | int | float | bool) and v != ""
+    }
+    if len(scalars) > MANY:
+        # e.g. every test of a run and its outcome: how many of each says it in one glance
+        counts = Counter(str(v) for v in scalars.values())
+        if len(counts) < len(scalars):
+            return f"{len(scalars)}(" + ",".join(f"{n} {v}" for v, n in counts.items()) + ")"
+        return f"{len(scalars)} entries"
+    return "{" + ",".join(f"{k}={value(v)}" for k, v in scalars.items()) + "}"

@@ -1,0 +1,73 @@
+"""`loopbus tail` into a pipe or a file: one readable line per event, JSON only with --json."""
+
+from __future__ import annotations
+
+import json
+
+from loopbus.bus import Bus
+from loopbus.schemas import Actor, Event
+from loopbus.schemas.adoption import ConfigAdopted
+from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
+from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
+
+from .conftest import loopbus
+
+SYSTEM = Actor(role="system", principal="tests")
+SIGNATURE = "c2lnbmVkLWJ5LXRoZS1ydW5uZXIta2V5LXRoYXQtbm9ib2R5LXJlYWRz"
+CONFIG = '# loopbus.toml\n[project]\nid = "p"\n\n[[check]]\nid = "tests"\ncommand = "pytest"\n'
+
+
+def events(project: str) -> list[Event]:
+    """Events whose fields once came out as raw dicts, a signature and a multi-line file."""
+    result = GateResultRecorded(
+        project=project, actor=SYSTEM, check="tests", tree="a" * 40, commit="b" * 40,
+        inputs="a" * 40, config_sha="c" * 64, outcome="fail", summary="1 passed, 1 failed",
+        duration_s=1.25, runner="gate-runner-1", signature=SIGNATURE,
+        tests={"t.py::a": "passed", "t.py::b": "failed", "t.py::c": "passed",
+               "t.py::d": "passed", "t.py::e": "pending-failed"},
+    )  # fmt: skip
+    suite = GateSuiteCompleted(
+        project=project, actor=SYSTEM, commit="b" * 40, outcome="fail", runner="gate-runner-1",
+        signature=SIGNATURE,
+        checks=[SuiteEntry(check="tests", outcome="fail", cached=False, result=result.id,
+                           duration_s=1.25),
+                SuiteEntry(check="boot", outcome="pass", cached=True, result=result.id,
+                           duration_s=0.5)],
+    )  # fmt: skip
+    adopted = ConfigAdopted(
+        project=project, actor=SYSTEM, commit="b" * 40, blob="d" * 40, digest="e" * 64,
+        text=CONFIG, why="first-start", by="alice",
+    )  # fmt: skip
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="U1"), PlannedUnit(id="U2")])
+    submitted = PlanSubmission(
+        project=project, actor=Actor(role="planner", principal="p1"), plan=plan
+    )
+    return [result, suite, adopted, submitted]
+
+
+async def test_tail_into_a_pipe_prints_one_readable_line_per_event(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """Not on a terminal, tail prints one line per event: no signature, no key, no file
+    spread over lines, no raw dict; nested records are named (``tests:fail``), hashes cut
+    to 12 characters; --json prints every field, the signature included."""
+    for event in events(project):
+        await bus.publish(event)
+    done = loopbus("tail", "--project", project, "--no-follow", "--nats-url", nats_url)
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert len(lines) == 4, done.out
+    result, suite, adopted, submitted = lines
+    for line in lines:
+        assert SIGNATURE not in line and "{'" not in line and "\x1b[" not in line, line
+        assert "a" * 13 not in line and "e" * 13 not in line, line  # hashes cut, digests hidden
+    assert "gate.result_recorded check=tests commit=bbbbbbbbbbbb outcome=fail" in result
+    assert "tests=5(3 passed,1 failed,1 pending-failed)" in result
+    assert "checks=tests:fail,boot:pass(cached)" in suite
+    assert "config.adopted commit=bbbbbbbbbbbb why=first-start by=alice" in adopted
+    assert "[project]" not in adopted
+    assert "plan.submission plan=S1(U1,U2)" in submitted
+    as_json = loopbus("tail", "--project", project, "--no-follow", "--json", "--nats-url", nats_url)
+    documents = [json.loads(line) for line in as_json.out.splitlines()]
+    assert [d["signature"] for d in documents[:2]] == [SIGNATURE, SIGNATURE]
+    assert documents[2]["text"] == CONFIG
