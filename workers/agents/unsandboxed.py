@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from loopbus.projections.findings import FindingsState, open_findings
 from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised, FindingResolved
+from loopbus.schemas import FindingRaised
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.kernel import Kernel, World
+from loopbus.workers.kernel import Kernel, World, standing
 
 CRITERION = "agents-unsandboxed"
 TARGET = RecordTarget(id="loopbus.toml:agents.sandbox")
@@ -27,24 +26,13 @@ TARGET = RecordTarget(id="loopbus.toml:agents.sandbox")
 def decide(world: World, config: RepoConfig) -> Sequence[Intent]:
     """The standing finding's one move for ``world.project``, if any (needs the
     ``findings`` fold)."""
-    state: FindingsState = world.state("findings")
-    standing = [f for f in open_findings(state) if f.criterion == CRITERION]
-    if config.agents.unsandboxed:
-        if standing:
-            return ()
-        return [world.publish_if(raised(world))]
-    return [
-        world.publish_if(
-            FindingResolved(
-                project=world.project,
-                actor=world.actor,
-                at=world.now,
-                finding=finding.id,
-                why='loopbus.toml no longer says [agents] sandbox = "none"',
-            )
-        )
-        for finding in standing[:1]  # one at a time: the next from the next view
-    ]
+    return standing.keep(
+        world,
+        CRITERION,
+        holds=config.agents.unsandboxed,
+        raised=lambda: raised(world),
+        why_resolved='loopbus.toml no longer says [agents] sandbox = "none"',
+    )
 
 
 def wake(kernel: Kernel, configs: Mapping[str, RepoConfig]) -> None:

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loopbus.projections.findings import FindingsState, open_findings
 from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised, FindingResolved
+from loopbus.schemas import FindingRaised
 from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import World
+from loopbus.workers.kernel import World, standing
 
 CRITERION = "checks-unfenced"
 TARGET = RecordTarget(id="gates:fence")
@@ -46,22 +45,13 @@ def decide(world: World) -> Sequence[Intent]:
     fence: Fence | None = world.outside.get(FENCE)
     if fence is None:
         return ()
-    state: FindingsState = world.state("findings")
-    standing = [f for f in open_findings(state) if f.criterion == CRITERION]
-    if fence.problem is not None:
-        return () if standing else [world.publish_if(raised(world, fence.problem))]
-    return [
-        world.publish_if(
-            FindingResolved(
-                project=world.project,
-                actor=world.actor,
-                at=world.now,
-                finding=finding.id,
-                why="the gate runner runs checks fenced again",
-            )
-        )
-        for finding in standing[:1]  # one at a time: the next from the next view
-    ]
+    return standing.keep(
+        world,
+        CRITERION,
+        holds=fence.problem is not None,
+        raised=lambda: raised(world, fence.problem or ""),
+        why_resolved="the gate runner runs checks fenced again",
+    )
 
 
 def raised(world: World, problem: str) -> FindingRaised:
