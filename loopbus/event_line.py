@@ -110,7 +110,8 @@ def fields(event: Event) -> str:
     for name, raw in event_to_builtins(event).items():
         if name in ENVELOPE or name in HIDDEN or raw in (None, [], {}, ""):
             continue
-        if name == "target" and hasattr(event, "target"):
+        # A finding's target is a Target (format_target's); a gate move's is a state name.
+        if name == "target" and isinstance(raw, dict):
             shown = format_target(event.target)  # type: ignore[attr-defined]
         else:
             shown = value(raw)

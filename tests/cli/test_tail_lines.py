@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.adoption import ConfigAdopted
 from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
+from loopbus.schemas.ratchet import GateMoved
 from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
+
+from loopbus.event_line import value
 
 from .conftest import loopbus
 
@@ -42,7 +48,11 @@ def events(project: str) -> list[Event]:
     submitted = PlanSubmission(
         project=project, actor=Actor(role="planner", principal="p1"), plan=plan
     )
-    return [result, suite, adopted, submitted]
+    moved = GateMoved(
+        project=project, actor=SYSTEM, gate="no-print", scope="local", move="draft",
+        source=None, target="Drafted", claim=result.id, authority="builder:b1",
+    )  # fmt: skip
+    return [result, suite, adopted, submitted, moved]
 
 
 async def test_tail_into_a_pipe_prints_one_readable_line_per_event(
@@ -56,8 +66,8 @@ async def test_tail_into_a_pipe_prints_one_readable_line_per_event(
     done = loopbus("tail", "--project", project, "--no-follow", "--nats-url", nats_url)
     assert done.code == 0, done.err
     lines = done.out.splitlines()
-    assert len(lines) == 4, done.out
-    result, suite, adopted, submitted = lines
+    assert len(lines) == 5, done.out
+    result, suite, adopted, submitted, moved = lines
     for line in lines:
         assert SIGNATURE not in line and "{'" not in line and "\x1b[" not in line, line
         assert "a" * 13 not in line and "e" * 13 not in line, line  # hashes cut, digests hidden
@@ -67,7 +77,22 @@ async def test_tail_into_a_pipe_prints_one_readable_line_per_event(
     assert "config.adopted commit=bbbbbbbbbbbb why=first-start by=alice" in adopted
     assert "[project]" not in adopted
     assert "plan.submission plan=S1(U1,U2)" in submitted
+    assert "gate.moved gate=no-print scope=local move=draft target=Drafted" in moved  # no Target
     as_json = loopbus("tail", "--project", project, "--no-follow", "--json", "--nats-url", nats_url)
     documents = [json.loads(line) for line in as_json.out.splitlines()]
     assert [d["signature"] for d in documents[:2]] == [SIGNATURE, SIGNATURE]
     assert documents[2]["text"] == CONFIG
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=200),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=30,
+)
+
+
+@given(JSON)
+def test_any_field_value_is_one_short_line(raw: Any) -> None:
+    """Whatever a field holds (a future event's, a forged one's), it renders, on one line."""
+    shown = value(raw)
+    assert "\n" not in shown and "\r" not in shown
