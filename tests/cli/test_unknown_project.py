@@ -118,6 +118,8 @@ def test_new_on_a_project_that_has_events_is_refused(
     again = loopbus(*command, "--project", project, "--new", "--nats-url", nats_url)
     assert again.code == 2, again.out + again.err
     [line] = again.err.splitlines()
-    assert f"--new: project {project!r} already has events on the log; drop --new" in line
+    assert f"--new: project {project!r} already has events on the log" in line
+    assert "(the first: finding.raised.v1 by operator:" in line and "seq " in line
+    assert "; drop --new to add to it" in line
     replay = loopbus("replay", "--project", project, "--json", "--nats-url", nats_url)
     assert len(replay.json_lines()[0]["events"]) == 1
