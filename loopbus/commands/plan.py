@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import Bus, read
+from loopbus.bus import Bus, BusError, read
 from loopbus.commands.report import add_claimant, principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known, require_new
@@ -284,8 +284,11 @@ async def _submit(
 async def _unanswered(bus: Bus, wait_s: float, seq: int) -> str:
     """Why nothing answered, in one line: whether a dispatcher beacons at all (the usual
     cause: none runs), and that the plan is on the log all the same."""
-    beacon = await check_health(bus, DISPATCHER)
     stays = f"the plan stays on the log (seq {seq}) and is answered when a dispatcher reads it"
+    try:
+        beacon = await check_health(bus, DISPATCHER)
+    except BusError:  # the beacons cannot be read with this credential: say what is known
+        return f"no answer within {wait_s:g}s: is a dispatcher running (`loopbus up`)? {stays}"
     if beacon is None:
         return (
             f"no answer within {wait_s:g}s: no dispatcher is running (none has reported "
