@@ -143,10 +143,10 @@ def _record(raw: dict[str, Any]) -> str:
     """A nested record named, not dumped: a plan by its slice and units, a check result by
     its check and outcome (``tests:fail``), anything else by its scalar fields."""
     if "slice" in raw and isinstance(raw.get("units"), list):
-        units = [str(u.get("id")) for u in raw["units"] if isinstance(u, dict)]
-        return f"{raw['slice']}({','.join(units)})"
-    name = next((str(raw[k]) for k in _NAMES if isinstance(raw.get(k), str)), None)
-    state = next((str(raw[k]) for k in _STATES if isinstance(raw.get(k), str)), None)
+        units = [text(u.get("id")) for u in raw["units"] if isinstance(u, dict)]
+        return f"{text(raw['slice'])}({','.join(units)})"
+    name = next((text(raw[k]) for k in _NAMES if isinstance(raw.get(k), str)), None)
+    state = next((text(raw[k]) for k in _STATES if isinstance(raw.get(k), str)), None)
     if name is not None:
         cached = "(cached)" if raw.get("cached") is True else ""
         return f"{name}:{state}{cached}" if state else name
@@ -157,8 +157,8 @@ def _record(raw: dict[str, Any]) -> str:
     }
     if len(scalars) > MANY:
         # e.g. every test of a run and its outcome: how many of each says it in one glance
-        counts = Counter(str(v) for v in scalars.values())
+        counts = Counter(value(v) for v in scalars.values())
         if len(counts) < len(scalars):
             return f"{len(scalars)}(" + ",".join(f"{n} {v}" for v, n in counts.items()) + ")"
         return f"{len(scalars)} entries"
-    return "{" + ",".join(f"{k}={value(v)}" for k, v in scalars.items()) + "}"
+    return "{" + ",".join(f"{text(k)}={value(v)}" for k, v in scalars.items()) + "}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, Event
@@ -91,6 +91,8 @@ JSON = st.recursive(
 )
 
 
+# No time limit per example, nor on drawing them: either is a timed assertion on a busy machine.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON)
 def test_any_field_value_is_one_short_line(raw: Any) -> None:
     """Whatever a field holds (a future event's, a forged one's), it renders, on one line."""
