@@ -45,6 +45,7 @@ COMMANDS = (
     "finding",
     "decision",
     "merge-driver",
+    "agent",
     "completion",
 )
 """Modules under ``loopbus.commands``, in the order ``loopbus --help`` lists them."""

@@ -61,6 +61,10 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus creds add --role operator --principal alice --data-dir .loopbus",
     ],
     "init": ["loopbus init calc", "loopbus init ~/projects/shop --project shop-v2"],
+    "agent": [
+        "loopbus agent claude --role builder",
+        "loopbus agent codex --role reviewer -- --model gpt-5-codex",
+    ],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
     "config": ["loopbus config adopt --project demo --why 'the integration suite gates too'"],
     "config adopt": [

@@ -1,0 +1,22 @@
+"""Shared setup for the agent CLI wrapper tests: the helpers module ``standins`` sits next to
+them (the suite runs with ``--import-mode=importlib``, which puts no test folder on
+``sys.path``)."""
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+from standins import Standins, standins_fixture  # noqa: E402
+
+
+@pytest.fixture
+def standins() -> Iterator[Standins]:
+    """A 0777 folder of stand-in CLIs (claude, codex, gemini), removed afterwards."""
+    yield from standins_fixture()
