@@ -5,9 +5,11 @@ them (the suite runs with ``--import-mode=importlib``, which puts no test folder
 import sys
 from pathlib import Path
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+_HERE = Path(__file__).resolve().parent
+# builderkit (which adds reviewkit's folder) drives the builder daemon in the daemon tests.
+for _folder in (str(_HERE), str(_HERE.parent / "builder")):
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
 
 
 from collections.abc import Iterator  # noqa: E402
