@@ -10,8 +10,8 @@ msgspec type the role's daemon decodes — on stdout.
 Layout (adding a CLI is one module and one row of :data:`loopbus.agents_cli.table.CLIS`):
 
 * ``spec.py``: what a CLI module provides (:class:`~loopbus.agents_cli.spec.Cli`);
-* ``claude.py``, ``codex.py``, ``gemini.py``: one module per CLI, an argv builder and an
-  output parser each;
+* ``claude.py``, ``codex.py``, ``gemini.py``, ``opencode.py``: one module per CLI, an argv
+  builder and an output parser each;
 * ``table.py``: the table of CLIs;
 * ``prompts.py``, ``prompt_text.py``: the brief turned into a prompt, per role;
 * ``roles.py``: per role, the type its envelope must decode to and where its usage goes;

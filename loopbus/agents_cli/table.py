@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from loopbus.agents_cli import claude, codex, gemini
+from loopbus.agents_cli import claude, codex, gemini, opencode
 from loopbus.agents_cli.spec import Cli
 
 CLIS: dict[str, Cli] = {
     "claude": claude.CLI,
     "codex": codex.CLI,
     "gemini": gemini.CLI,
+    "opencode": opencode.CLI,
 }

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loopbus.errors import UsageError
+
+if TYPE_CHECKING:
+    from loopbus.agents_cli.spec import Role
 
 
 def register(sub: Any) -> None:
@@ -21,7 +24,7 @@ def register(sub: Any) -> None:
 
     parser = sub.add_parser(
         "agent",
-        help="run a headless coding-agent CLI (claude, codex, gemini) as a loopbus agent",
+        help="run a headless coding-agent CLI (claude, codex, gemini, opencode) as an agent",
         description=(
             "Read a role's document on stdin, run the CLI headless with a prompt made from "
             "it, and print the role's envelope on stdout. Words after -- go to the CLI."
@@ -39,7 +42,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def split(args: argparse.Namespace) -> tuple[str, str, list[str]]:
+def split(args: argparse.Namespace) -> tuple[str, Role, list[str]]:
     """The CLI, the role and the CLI's own words, wherever ``--role`` was given."""
     from loopbus.agents_cli.spec import ROLES
     from loopbus.cli import OneLineParser
@@ -56,7 +59,7 @@ def split(args: argparse.Namespace) -> tuple[str, str, list[str]]:
         role = late.parse_args(head).role or role
     if role is None:
         raise UsageError(f"agent: --role is required: one of {', '.join(ROLES)}")
-    return cli, role, extra
+    return cli, cast("Role", role), extra
 
 
 def run(args: argparse.Namespace) -> int:

@@ -101,9 +101,24 @@ elif NAME == "gemini":
                    "tool": 0}}},
         "tools": {"totalCalls": 1, "totalSuccess": 1, "totalFail": 0},
         "files": {"totalLinesAdded": 0, "totalLinesRemoved": 0}}}, indent=2))
+elif NAME == "opencode":
+    session = {"timestamp": 1768191337567, "sessionID": "ses_44f9562d4ffe"}
+    line({"type": "step_start", **session, "part": {"type": "step-start"}})
+    line({"type": "text", **session, "part": {"type": "text", "text": "Reading first: {}"}})
+    line({"type": "tool_use", **session, "part": {"type": "tool", "tool": "read",
+          "callID": "c1", "state": {"status": "completed", "input": {"filePath": "a.py"},
+          "output": "{}"}}})
+    line({"type": "step_finish", **session, "part": {"type": "step-finish",
+          "reason": "tool-calls", "tokens": {"input": usage["in"] - 50, "output": 5,
+          "reasoning": 0, "cache": {"read": 50, "write": 0}}}})
+    line({"type": "step_start", **session, "part": {"type": "step-start"}})
+    line({"type": "text", **session, "part": {"type": "text", "text": message}})
+    line({"type": "step_finish", **session, "part": {"type": "step-finish", "reason": "stop",
+          "tokens": {"input": 0, "output": usage["out"] - 5, "reasoning": 0,
+          "cache": {"read": 0, "write": 0}}}})
 """
 
-NAMES = ("claude", "codex", "gemini")
+NAMES = ("claude", "codex", "gemini", "opencode")
 
 
 class Standins:

@@ -38,6 +38,7 @@ def printed(result: Any) -> dict[str, Any]:
         pytest.param("claude", ("--output-format", "stream-json"), id="claude-stream-json"),
         pytest.param("codex", (), id="codex-exec-json"),
         pytest.param("gemini", (), id="gemini-json"),
+        pytest.param("opencode", (), id="opencode-run-json"),
     ],
 )
 def test_a_builder_envelope_in_a_fence_is_printed_with_the_cli_usage(
@@ -65,6 +66,7 @@ def test_a_builder_envelope_in_a_fence_is_printed_with_the_cli_usage(
         pytest.param("codex", "planner", id="codex-planner"),
         pytest.param("gemini", "investigator", id="gemini-investigator"),
         pytest.param("claude", "planner", id="claude-planner"),
+        pytest.param("opencode", "reviewer", id="opencode-reviewer"),
     ],
 )
 def test_each_role_gets_its_own_envelope_from_a_bare_object(
@@ -172,7 +174,7 @@ def one_line_failure(result: Any) -> str:
     return line
 
 
-@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini", "opencode"])
 def test_a_cli_missing_from_path_says_how_to_install_it(tmp_path: Path, cli: str) -> None:
     """With no such program on PATH the wrapper says so and how to install it."""
     result = loopbus_agent(cli, "builder", DOCUMENTS["builder"], path=path_with(None), cwd=tmp_path)
