@@ -16,13 +16,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopbus.agents_cli.extract import json_records
-from loopbus.agents_cli.spec import EDITS, Answer, Cli, Invocation, OutputError, Role
+from loopbus.agents_cli.spec import (
+    EDITS,
+    Answer,
+    Cli,
+    Invocation,
+    OutputError,
+    Role,
+    unless_given,
+)
 
 BUILD_MODE = ["--permission-mode", "bypassPermissions"]
 """A builder must edit files and run the tests without a person to ask; loopbus's sandbox
 is what fences it (docs/agents.md, "Where an agent runs")."""
 
 READ_ONLY = ["--allowedTools", "Read,Grep,Glob"]
+
+PERMISSION_FLAGS = (
+    "--permission-mode",
+    "--allowedTools",
+    "--allowed-tools",
+    "--dangerously-skip-permissions",
+)
 
 
 def invoke(prompt: str, role: Role, extra: Sequence[str]) -> Invocation:
@@ -31,7 +46,7 @@ def invoke(prompt: str, role: Role, extra: Sequence[str]) -> Invocation:
         argv += ["--output-format", "json"]
     elif "stream-json" in extra and "--verbose" not in extra:
         argv.append("--verbose")  # -p refuses stream-json without it
-    argv += BUILD_MODE if role in EDITS else READ_ONLY
+    argv += unless_given(extra, PERMISSION_FLAGS, BUILD_MODE if role in EDITS else READ_ONLY)
     return Invocation(argv=[*argv, *extra], stdin=prompt)
 
 

@@ -16,12 +16,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from loopbus.agents_cli.extract import json_records
-from loopbus.agents_cli.spec import EDITS, Answer, Cli, Invocation, OutputError, Role
+from loopbus.agents_cli.spec import (
+    EDITS,
+    Answer,
+    Cli,
+    Invocation,
+    OutputError,
+    Role,
+    unless_given,
+)
+
+SANDBOX_FLAGS = ("--sandbox", "-s", "--full-auto", "--dangerously-bypass-approvals-and-sandbox")
+
+MESSAGES = ("agent_message", "assistant_message")
+"""The final message's item type (``assistant_message`` in the first releases' docs)."""
 
 
 def invoke(prompt: str, role: Role, extra: Sequence[str]) -> Invocation:
     # --skip-git-repo-check: a reviewer's copy of the head is no git repository.
-    mode = ["--full-auto"] if role in EDITS else ["--sandbox", "read-only"]
+    default = ["--sandbox", "workspace-write" if role in EDITS else "read-only"]
+    mode = unless_given(extra, SANDBOX_FLAGS, default)
     argv = ["codex", "exec", "--json", "--skip-git-repo-check", *mode, *extra, "-"]
     return Invocation(argv=argv, stdin=prompt)
 
@@ -37,7 +51,7 @@ def parse(stdout: str) -> Answer:
             raise OutputError(f"reported {kind}: {_message(event)[:200]}")
         if kind == "item.completed":
             item = event.get("item") or {}
-            if _item_type(item) == "agent_message" and isinstance(item.get("text"), str):
+            if _item_type(item) in MESSAGES and isinstance(item.get("text"), str):
                 text = item["text"]
         elif kind == "turn.completed":
             usage = event.get("usage") or {}

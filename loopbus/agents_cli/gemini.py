@@ -13,17 +13,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from loopbus.agents_cli.extract import json_records
-from loopbus.agents_cli.spec import EDITS, Answer, Cli, Invocation, OutputError, Role
+from loopbus.agents_cli.spec import (
+    EDITS,
+    Answer,
+    Cli,
+    Invocation,
+    OutputError,
+    Role,
+    unless_given,
+)
 
 POINTER = "Your task and how to answer are on standard input; follow them."
 
 
 def invoke(prompt: str, role: Role, extra: Sequence[str]) -> Invocation:
     argv = ["gemini", "-p", POINTER]
-    if "--output-format" not in extra and "-o" not in extra:
-        argv += ["--output-format", "json"]
-    if role in EDITS:
-        argv.append("--yolo")  # no person to approve an edit; loopbus's sandbox fences it
+    argv += unless_given(extra, ("--output-format", "-o"), ["--output-format", "json"])
+    if role in EDITS:  # no person to approve an edit; loopbus's sandbox fences it
+        argv += unless_given(extra, ("--yolo", "-y", "--approval-mode"), ["--yolo"])
     return Invocation(argv=[*argv, *extra], stdin=prompt)
 
 

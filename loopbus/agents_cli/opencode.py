@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopbus.agents_cli.extract import json_records
-from loopbus.agents_cli.spec import Answer, Cli, Invocation, OutputError, Role
+from loopbus.agents_cli.spec import Answer, Cli, Invocation, OutputError, Role, unless_given
 
 POINTER = "Your task and how to answer follow; do what they say."
 
 
 def invoke(prompt: str, role: Role, extra: Sequence[str]) -> Invocation:
-    fmt = [] if "--format" in extra else ["--format", "json"]
+    fmt = unless_given(extra, ("--format",), ["--format", "json"])
     return Invocation(argv=["opencode", "run", *fmt, *extra, POINTER], stdin=prompt)
 
 

@@ -13,6 +13,13 @@ EDITS: frozenset[str] = frozenset({"builder"})
 """Roles whose agent changes files: the others get the CLI's read-only mode."""
 
 
+def unless_given(extra: Sequence[str], flags: tuple[str, ...], default: list[str]) -> list[str]:
+    """``default`` words, unless the user's own words after ``--`` already set one of
+    ``flags`` (a CLI may refuse a flag given twice, and the user's choice wins)."""
+    given = any(word == flag or word.startswith(flag + "=") for word in extra for flag in flags)
+    return [] if given else default
+
+
 class OutputError(Exception):
     """Raised by a parser when the CLI's output is not in its documented format, or says
     the run failed; the message is one line."""

@@ -19,6 +19,11 @@ from loopbus.agents_cli.extract import find_object, json_records
         ),
         pytest.param('```\n{"c": 3}\n```', {"c": 3}, id="fence-without-language"),
         pytest.param(
+            'Answer:\n```json\n{"status": "completed"}\n```\nI left {"note": 1} aside.',
+            {"status": "completed"},
+            id="a-fence-beats-a-later-bare-object",
+        ),
+        pytest.param(
             'I read {"x": 1} and decided.\n{"status": "failed", "why": {"k": "v"}}\nBye.',
             {"status": "failed", "why": {"k": "v"}},
             id="last-bare-outermost",
