@@ -35,7 +35,7 @@ journal = HERE / "calls.jsonl"
 calls = journal.read_text().splitlines()
 with journal.open("a") as fh:
     fh.write(json.dumps({"cli": NAME, "argv": sys.argv[1:], "cwd": os.getcwd(),
-                         "prompt": prompt}) + "\n")
+                         "files": sorted(os.listdir(".")), "prompt": prompt}) + "\n")
 steps = json.loads((HERE / "plan.json").read_text())
 step = steps[min(len(calls), len(steps) - 1)]
 for name, text in step.get("write", {}).items():

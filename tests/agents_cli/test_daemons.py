@@ -16,11 +16,17 @@ import pytest
 from builderkit import build_toml, daemons, dispatch, of, wait_log
 from dulwich.repo import Repo
 from loopbus.bus import Bus
-from loopbus.schemas import UnitTransitioned
+from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned
 from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import ReviewVerdict, RoundClosed, VerdictAccepted
+from loopbus.schemas.reviews import (
+    InvestigationCompleted,
+    ReviewVerdict,
+    RoundClosed,
+    VerdictAccepted,
+)
 from loopbus.schemas.slices import UsageReport
 from loopbus.workers.agents.config import parse
+from loopbus.workers.investigator.daemon import Investigator
 from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     BASE_FILES,
@@ -139,3 +145,45 @@ async def test_a_reviewer_daemon_approves_a_head_with_claude_by_one_line(
     assert (closed.passed, closed.action) == (True, "approved")
     [call] = standins.calls()
     assert "+    return sum(xs)" in call["prompt"] and "Read,Grep,Glob" in call["argv"]
+
+
+async def test_an_investigator_daemon_investigates_with_gemini_by_one_line(
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    standins: Standins,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``[investigator] command = "loopbus agent gemini --role investigator"``: on a unit's
+    second failure the stand-in runs in the read-only copy of trunk and reports; the report
+    is the investigation's finding."""
+    monkeypatch.setenv("PATH", path_with(standins.dir))
+    report = {"summary": "the fixture never creates the table", "severity": "high"}
+    standins.plan([{"message": fenced(report), "usage": {"in": 10, "out": 20}}])
+    table = {"command": "loopbus agent gemini --role investigator"}
+    repo = setup_repo(
+        tmp_path, project, None, investigator=table, agents={"writable": [str(standins.dir)]}
+    )
+    system = Actor(role="system", principal="tests")
+    first = RoundClosed(
+        project=project, actor=system, unit="U1", round=1, head="a" * 40,
+        finding_keys=["code:a.py:1-1|high|C1"], blocking_keys=["code:a.py:1-1|high|C1"],
+        failure_signature="s", diff_digest="d1", passed=False, convergence="first",
+        action="continue", cause="c",
+    )  # fmt: skip
+    second = UnitTransitioned(
+        project=project, actor=system, unit="U1", state="failed", prior="working",
+        by="gave-up", outcome=Outcome(summary="gave up", ended_by="report"),
+    )  # fmt: skip
+    async with running(bus, Investigator(config_of(repo))):
+        await bus.publish(first)
+        await bus.publish(second)
+        events = await wait_log(
+            bus, project, count(InvestigationCompleted, trigger="unit-failed:U1")
+        )
+    [completed] = of(InvestigationCompleted, events, trigger="unit-failed:U1")
+    [finding] = of(FindingRaised, events, id=completed.finding)
+    assert (finding.message, finding.severity) == (report["summary"], "high")
+    [call] = standins.calls()
+    assert call["cli"] == "gemini" and "unit-failed:U1" in call["prompt"]
+    assert "loopbus.toml" in call["files"]  # the copy of trunk, not the empty worktree
