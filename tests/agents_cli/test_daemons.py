@@ -155,7 +155,7 @@ async def test_an_investigator_daemon_investigates_with_gemini_by_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``[investigator] command = "loopbus agent gemini --role investigator"``: on a unit's
-    second failure the stand-in runs in the read-only copy of trunk and reports; the report
+    second failure the stand-in works in the read-only copy of trunk and reports; the report
     is the investigation's finding."""
     monkeypatch.setenv("PATH", path_with(standins.dir))
     report = {"summary": "the fixture never creates the table", "severity": "high"}
@@ -186,4 +186,4 @@ async def test_an_investigator_daemon_investigates_with_gemini_by_one_line(
     assert (finding.message, finding.severity) == (report["summary"], "high")
     [call] = standins.calls()
     assert call["cli"] == "gemini" and "unit-failed:U1" in call["prompt"]
-    assert "loopbus.toml" in call["files"]  # the copy of trunk, not the empty worktree
+    assert "loopbus.toml" in call["files"]  # it works in the copy of trunk
