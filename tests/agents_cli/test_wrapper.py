@@ -243,9 +243,16 @@ def test_stdin_that_is_not_json_is_a_usage_error(standins: Standins, tmp_path: P
 
 
 def test_types_used_are_the_daemons() -> None:
-    """The reviewer's and builder's envelopes are validated with the daemons' own Structs."""
-    from loopbus.agents_cli.roles import envelope_type
+    """Each role's envelope is validated with its daemon's own Struct (the planner's, where
+    the planner daemon's schemas are installed; the same shape otherwise)."""
+    import importlib.util
+
+    from loopbus.agents_cli.roles import PlannerAnswer, envelope_type
 
     assert envelope_type("builder") is BuildEnvelope
     assert envelope_type("reviewer") is VerdictDocument
     assert envelope_type("investigator") is InvestigationReport
+    if importlib.util.find_spec("loopbus.schemas.planning") is None:
+        assert envelope_type("planner") is PlannerAnswer
+    else:
+        assert envelope_type("planner").__name__ == "PlannerEnvelope"
