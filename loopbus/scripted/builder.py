@@ -12,6 +12,10 @@ of its first attempts are deliberately imperfect so a demo shows the loop correc
 * ``fmt`` asks a novel decision (how to round, class ``risky``: reverting the unit undoes
   it) until its brief carries the decision.
 
+The charter demo's second slice (planned by ``loopbus.scripted.planner``) adds two units,
+built right the first time: ``sub`` (subtraction, beside ``add`` and ``mul``) and
+``thousands`` (totals grouped by thousands).
+
 A unit it does not know is answered ``failed``: it never pretends.
 """
 
@@ -138,7 +142,36 @@ def fmt(brief: dict[str, Any]) -> dict[str, Any]:
     return {"status": "completed", "summary": f"format_total ({chosen['rounding']})", "tokens": 500}
 
 
-PLANS: dict[str, Plan] = {"ops": ops, "stats": stats, "fmt": fmt}
+SUB = """
+
+def sub(a: float, b: float) -> float:
+    return a - b
+"""
+
+
+def sub(brief: dict[str, Any]) -> dict[str, Any]:
+    ops_file = Path("calc/ops.py")
+    text = ops_file.read_text()
+    if "def sub(" not in text:
+        ops_file.write_text(text.rstrip("\n") + "\n" + SUB)
+    export("from calc.ops import sub")
+    clear_pending(brief["criteria"])
+    return {"status": "completed", "summary": "sub subtracts", "tokens": 400}
+
+
+def thousands(brief: dict[str, Any]) -> dict[str, Any]:
+    Path("calc/fmt.py").write_text(FMT.format(body='f"{value:,.2f}"'))
+    clear_pending(brief["criteria"])
+    return {"status": "completed", "summary": "totals grouped by thousands", "tokens": 400}
+
+
+PLANS: dict[str, Plan] = {
+    "ops": ops,
+    "stats": stats,
+    "fmt": fmt,
+    "sub": sub,
+    "thousands": thousands,
+}
 
 
 USAGE = (
