@@ -35,15 +35,18 @@ def agent_env(
     *,
     project_bin: str | None = None,
     environ: Mapping[str, str] | None = None,
+    passed: Iterable[str] = (),
 ) -> dict[str, str]:
     """The whole environment of one agent run.
 
     ``extra`` is the role's own variables (``LOOPBUS_UNIT`` …, documented per role);
     ``project_bin`` the folder of ``[project] python``; ``environ`` the daemon's
-    environment (``os.environ`` when ``None``), of which only :data:`KEPT_ENV` is kept.
+    environment (``os.environ`` when ``None``), of which only :data:`KEPT_ENV` and the
+    names in ``passed`` (``[agents] env``, validated when the config is read) are kept.
+    A passed name the daemon's environment lacks is simply absent.
     """
     source = os.environ if environ is None else environ
-    env = {k: source[k] for k in KEPT_ENV if k in source}
+    env = {k: source[k] for k in (*KEPT_ENV, *passed) if k in source}
     own = os.path.dirname(sys.executable)
     first = [d for d in (project_bin, own) if d]
     rest = env.get("PATH", os.defpath)

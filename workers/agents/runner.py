@@ -66,7 +66,7 @@ async def run_agent(
             f"[project] python = {config.python!r} is not an interpreter on this machine; "
             "install it or fix the path in loopbus.toml"
         )
-    environment = agent_env(env or {}, project_bin=project_bin)
+    environment = agent_env(env or {}, project_bin=project_bin, passed=config.agents.env)
     agents = config.agents
     if agents.unsandboxed:
         return await _unsandboxed(argv, stdin, cwd or worktree, timeout_s, environment)

@@ -14,11 +14,13 @@ open_files = 1024
 uids = "60000-60999"          # the local executor's per-run uids (when the daemon is root)
 read_only = ["/opt/agent-cli"]  # more paths every agent sees read-only (its tools)
 writable = []                 # folders every agent may write (a shared cache); never secrets
+env = ["ANTHROPIC_API_KEY"]   # variables of the daemon's environment every agent gets
 ```
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -39,10 +41,21 @@ AGENTS_KEYS = (
     "uids",
     "read_only",
     "writable",
+    "env",
 )
 EXECUTORS = ("auto", "container", "local")
 SANDBOX_MODES = ("on", "none")
 DEFAULT_LIMITS = Limits()
+
+REFUSED_ENV = frozenset(
+    {"PATH", "HOME", "TMPDIR", "SHELL", "USER", "LOGNAME", "BASH_ENV", "ENV", "IFS", "CDPATH"}
+)
+"""Variables ``[agents] env`` may not pass: the runner sets them for the run, or a shell
+would run what they name before the agent's own command."""
+REFUSED_ENV_PREFIXES = ("LOOPBUS_", "NATS_", "LD_", "DYLD_", "PYTHON")
+"""Prefixes refused in ``[agents] env``: loopbus's and the server's own settings (a
+credential's path among them), and variables that load code into the agent's interpreter
+or libraries."""
 
 
 class AgentsConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,6 +72,9 @@ class AgentsConfig(msgspec.Struct, frozen=True, kw_only=True):
     uids: tuple[int, int] = DEFAULT_UIDS
     read_only: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    """Names of the daemon's environment variables every agent run is given (a model's API
+    key); the rest of the daemon's environment never reaches an agent."""
 
     @property
     def unsandboxed(self) -> bool:
@@ -112,6 +128,7 @@ def parse_agents(table: Any) -> AgentsConfig:
         uids=_uids(table.get("uids", f"{DEFAULT_UIDS[0]}-{DEFAULT_UIDS[1]}")),
         read_only=_paths(table.get("read_only", []), "agents.read_only"),
         writable=_paths(table.get("writable", []), "agents.writable"),
+        env=_env_names(table.get("env", [])),
     )
 
 
@@ -123,6 +140,26 @@ def _paths(value: Any, field: str) -> tuple[str, ...]:
         if not isinstance(path, str) or not path.startswith("/") or not path.strip("/"):
             raise ConfigError(field, path, hint)
     return tuple(value)
+
+
+def _env_names(value: Any) -> tuple[str, ...]:
+    hint = 'list the names of variables to pass, e.g. ["ANTHROPIC_API_KEY"]'
+    if not isinstance(value, list):
+        raise ConfigError("agents.env", value, hint)
+    for name in value:
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ConfigError("agents.env", name, hint)
+        if name in REFUSED_ENV or name.startswith(REFUSED_ENV_PREFIXES):
+            raise ConfigError(
+                "agents.env",
+                name,
+                "the runner sets it, or it would hand an agent loopbus's settings or load "
+                "code into its interpreter: pass only the agent's own keys",
+            )
+    return tuple(dict.fromkeys(value))
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _host_port(entry: str) -> bool:
