@@ -308,8 +308,10 @@ SKIP_MARKED = "import pytest\n\n\n@pytest.mark.skip(reason='later')\ndef test_{n
             "none of the 2 collected tests ran: nothing was run",
             id="collect-only-is-error",
         ),
+        # -p no:randomly: the check runs this interpreter's pytest, and a developer's
+        # pytest-randomly would reorder the project's tests so the failing one is not first.
         pytest.param(
-            "python -m pytest -q -x",
+            "python -m pytest -q -x -p no:randomly",
             (),
             {"tests/test_aaa.py": "def test_first():\n    assert False\n"},
             "error",
