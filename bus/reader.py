@@ -270,7 +270,13 @@ async def read(
         if stop_at < max(start_seq, 1) and start_time is None:
             return
     puller = _Puller(bus, _consumer_config(subjects, start_seq, start_time), follow)
-    pending_at_start = await puller.create()
+    # Retried as a re-creation is: just after a failover the new stream leader may not
+    # answer the first consumer request in time (seen on a busy machine), which is "not
+    # now", not "no". A create that did land leaves an ephemeral consumer the server
+    # removes once inactive.
+    pending_at_start = await retrying(
+        puller.create, f"a reader's consumer on {puller.stream}", bus.backoff
+    )
     if not follow and pending_at_start == 0:
         await _delete(bus, puller.consumer)
         return
