@@ -32,7 +32,7 @@ CRITERION_KEYS = ("id", "text", "check", "test")
 BUDGET_KEYS = ("wall_clock", "tokens", "slices", "long")
 
 
-def split_front_matter(text: str) -> tuple[str, str]:
+def split_front_matter(text: str, source: str = "charter") -> tuple[str, str]:
     """(TOML, Markdown body): the whole text is TOML unless it opens with a ``+++`` line."""
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != FENCE:
@@ -40,12 +40,14 @@ def split_front_matter(text: str) -> tuple[str, str]:
     for index in range(1, len(lines)):
         if lines[index].strip() == FENCE:
             return "".join(lines[1:index]), "".join(lines[index + 1 :]).strip("\n")
-    raise UsageError("front matter: no closing '+++' line; end the TOML header with a '+++' line")
+    raise UsageError(
+        f"{source}: front matter = '+++': no closing '+++' line; end the TOML header with one"
+    )
 
 
 def parse_charter(text: str, source: str = "charter") -> Charter:
     """The :class:`Charter` ``text`` describes, or one :class:`UsageError` line."""
-    toml_text, body = split_front_matter(text)
+    toml_text, body = split_front_matter(text, source)
     try:
         doc = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as exc:
