@@ -83,3 +83,42 @@ async def test_criteria_are_judged_from_the_signed_trunk_run(
     assert "pending" in checked.detail["divides"]
     assert "did not run" in checked.detail["ghost"]
     assert "check lint did not run" in checked.detail["lint"]
+
+
+DESELECT = """\
+def pytest_collection_modifyitems(config, items):
+    kept = [i for i in items if not i.nodeid.endswith("test_add")]
+    config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+    items[:] = kept
+"""
+
+
+async def test_a_conftest_that_deselects_the_test_does_not_meet_its_criterion(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """An agent's conftest.py on trunk deselects the criterion's test: trunk is still
+    green, the test is recorded as deselected, and the criterion does not hold."""
+    scene = Scene(bus, project, tmp_path)
+    base = scene.repo.commit(
+        None,
+        {
+            "loopbus.toml": config(project),
+            "calc.py": CALC,
+            "tests/__init__.py": "",
+            "tests/test_calc.py": TESTS,
+            "conftest.py": "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+            + DESELECT,
+        },
+    )
+    scene.repo.set_trunk(base)
+    sub = submission(project, charter(criteria=CRITERIA[:1]))
+    try:
+        async with charter_daemon(bus, project):
+            await bus.publish(sub)
+            await bus.publish(approval(project, sub))
+            await scene.start()
+            checked = await wait_for(bus, project, RunCriteriaChecked, timeout=120)
+    finally:
+        await scene.stop()
+    assert checked.held == () and checked.failing == ("adds",)
+    assert checked.detail["adds"] == "test tests/test_calc.py::test_add deselected"

@@ -166,3 +166,13 @@ def test_every_criterion_held_ends_the_run_met() -> None:
     events.append(step(events))
     ended = step(events)
     assert isinstance(ended, RunEnded) and ended.reason == "met"
+
+
+def test_a_new_charter_approved_supersedes_the_one_in_force() -> None:
+    events = started()
+    newer = submission(P, charter("calc-v2"))
+    claim = approval(P, newer)
+    events += [newer, claim]
+    approved = step(events)
+    assert isinstance(approved, CharterApproved)
+    assert approved.supersedes == "calc-v1" and approved.charter.id == "calc-v2"
