@@ -48,6 +48,9 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "decision.choice.v1",
         "trunk.recheck.v1",
         "config.adopt.v1",
+        "charter.submission.v1",
+        "charter.approve.v1",
+        "run.stop.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,
@@ -71,6 +74,11 @@ system's to raise: the same finding from an agent is a forgery."""
 
 CLAIM_ROLES: dict[str, frozenset[str]] = {
     "decision.choice.v1": frozenset({"operator"}),
+    # A charter says what autonomous work is for and what it may spend: only a person
+    # writes, approves or stops one.
+    "charter.submission.v1": frozenset({"operator"}),
+    "charter.approve.v1": frozenset({"operator"}),
+    "run.stop.v1": frozenset({"operator"}),
 }
 """Claim kinds only some roles may make. An operator's answer to a decision routed to the
 operator is the operator's: the server lets an agent publish any kind on its own claim
