@@ -48,6 +48,8 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "decision.choice.v1",
         "trunk.recheck.v1",
         "config.adopt.v1",
+        "config.proposal.v1",
+        "config.approve.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,

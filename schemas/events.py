@@ -15,6 +15,7 @@ from typing import Any, get_args
 import msgspec
 from loopbus.schemas import limits
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted
+from loopbus.schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal, ContractLanded
 from loopbus.schemas.decisions import (
     BlockedRouted,
     DecisionChoice,
@@ -130,6 +131,10 @@ Event = (
     | DecisionChoice
     | ConfigAdopted
     | ConfigAdopt
+    | ContractLanded
+    | ConfigProposal
+    | ConfigApprove
+    | ConfigLanded
 )
 """Every kind that may appear on the log."""
 

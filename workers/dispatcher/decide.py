@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections import blocking, claims, decisions, slices
+from loopbus.projections import blocking, claims, contract_landing, decisions, slices
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -105,6 +105,15 @@ def decide(world: World, options: Options) -> list[Intent]:
         world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
     )
     actions = slices.next_actions(state, options.capacity, frozenset(stopped))
+    # A slice whose plan brings contract changes starts no unit until the merger has
+    # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that holds
+    # its criteria, pending and frozen.
+    contracts = contract_state(world)
+    actions = [
+        a
+        for a in actions
+        if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
+    ]
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -151,6 +160,12 @@ def _steps(
                 boot = boot_result(world, options, view)
                 if boot is not None:
                     yield close(world, view, boot)
+
+
+def contract_state(world: World) -> contract_landing.ContractState:
+    """The folded contracts (empty for a world built without that fold)."""
+    found: contract_landing.ContractState | None = world.states.get(contract_landing.FOLD.name)
+    return found if found is not None else contract_landing.initial()
 
 
 def reading(world: World, key: str) -> Any:
