@@ -308,8 +308,11 @@ def _criteria_problems(plan: SlicePlan, pending: Iterable[str] | None) -> list[s
 
 
 def unclaimed_extras(plan: SlicePlan, pending: Iterable[str]) -> list[str]:
-    """Criteria units claim that the repository does not declare pending (a warning)."""
+    """Criteria units claim that the repository does not declare pending (a warning); the
+    plan's own ``[contract]`` criteria are pending once it lands, so they are not named."""
     declared = set(pending)
+    if plan.contract is not None:
+        declared |= {criterion.test for criterion in plan.contract.criteria}
     return [
         f"unit {unit.id} claims {criterion}, which loopbus.toml does not list as pending"
         for unit in plan.units
