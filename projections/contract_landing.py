@@ -68,6 +68,9 @@ class ContractState(msgspec.Struct):
     """Slices in the order their contracts were accepted (the merger lands oldest first)."""
     proposals: dict[str, Proposal] = {}
     approvals: list[Approval] = []
+    landings: dict[str, str] = {}
+    """Landing fact id -> the digest of the configuration adopted with it (the merger gates
+    a trunk it moved by a landing only once that adoption is folded too)."""
 
 
 def initial() -> ContractState:
@@ -93,6 +96,7 @@ def apply(state: ContractState, event: Event) -> ContractState:
             found = state.slices.get(event.slice)
             if found is not None and found.accepted == event.accepted:
                 found.landed = event.commit
+            state.landings[event.id] = event.config
         case ConfigProposal():
             state.proposals[event.id] = Proposal(
                 id=event.id,
@@ -115,6 +119,7 @@ def apply(state: ContractState, event: Event) -> ContractState:
             found_proposal = state.proposals.get(event.proposal)
             if found_proposal is not None:
                 found_proposal.landed = event.commit
+            state.landings[event.id] = event.config
             _answered(state, event.approval)
         case FindingRaised() if event.actor.role == "system":
             _refused(state, event)

@@ -16,7 +16,7 @@ from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.planning import parse_plan, parse_plan_text, unclaimed_extras, validate
 from loopbus.schemas import Actor, decode_event, encode_event
 from loopbus.schemas.contract import ContractChanges, NewCheck, NewCriterion
-from loopbus.schemas.slices import PlanSubmission, PlannedUnit, SlicePlan
+from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
 from loopbus.workers.gates import config as gates_config
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.scope import breaches
@@ -27,13 +27,13 @@ from loopbus.workers.merger.contract import (
     proposal_refusals,
 )
 
-CRITERION = '''
+CRITERION = """
 from calc import add
 
 
 def test_add():
     assert add(1, 2) == 3
-'''
+"""
 
 PLAN = f'''
 [slice]
@@ -212,7 +212,8 @@ def test_a_pending_list_written_on_one_line_is_rewritten_one_entry_per_line() ->
         criteria=(NewCriterion(test="tests/test_a.py::test_a", text="def test_a():\n    pass\n"),)
     )
     text = new_config(CONFIG, changes)
-    assert 'pending = [\n    "tests/test_old.py::test_old",\n    "tests/test_a.py::test_a",\n]' in text
+    lines = ["    " + f'"{t}",' for t in ("tests/test_old.py::test_old", "tests/test_a.py::test_a")]
+    assert "pending = [\n" + "\n".join(lines) + "\n]" in text
     no_pending = CONFIG.replace('pending = ["tests/test_old.py::test_old"]\n', "")
     assert 'pending = [\n    "tests/test_a.py::test_a",\n]' in new_config(no_pending, changes)
 

@@ -123,6 +123,8 @@ def trunk(step: Step) -> list[Intent]:
     if claimed is not None:
         return [claimed]
     ref, view = seen.commit, step.merges.trunk
+    if landing.adoption_pending(landing.state_of(step.world), step.merges):
+        return []  # the adoption landed with it comes next in the same batch
     if ref != view.commit:
         return recover(step, seen) or [check_trunk(step, ref)]
     checked = view.checked

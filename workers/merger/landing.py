@@ -81,6 +81,15 @@ def state_of(world: World) -> ContractState:
     return found if found is not None else fold.initial()
 
 
+def adoption_pending(state: ContractState, merges: MergesState) -> bool:
+    """Trunk was moved by a landing whose adoption is not folded yet (they are one batch,
+    but folded one at a time): gating it now would judge it by the old configuration."""
+    moved_by = merges.trunk.moved_by
+    wanted = state.landings.get(moved_by) if moved_by is not None else None
+    adopted = merges.adopted
+    return wanted is not None and (adopted is None or adopted.digest != wanted)
+
+
 def claim_answer(world: World, state: ContractState) -> Intent | None:
     """Refuse, at once, a proposal or approval that no repository could make good: one
     from a role other than operator, an approval of an unknown, refused or landed
