@@ -48,9 +48,9 @@ def parse_contract(raw: Any, problems: list[str]) -> ContractChanges | None:
         c for i, t in enumerate(_tables(raw, "checks", problems)) if (c := _check(t, i, problems))
     ]
     criteria = [
-        c
+        n
         for i, t in enumerate(_tables(raw, "criteria", problems))
-        if (c := _criterion(t, i, problems))
+        if (n := _criterion(t, i, problems))
     ]
     capabilities = raw.get("capabilities", [])
     if not isinstance(capabilities, list) or not all(
@@ -199,8 +199,8 @@ def contract_problems(plan: SlicePlan) -> list[str]:
     problems: list[str] = []
     owners: dict[str, list[str]] = {}
     for unit in plan.units:
-        for criterion in unit.criteria:
-            owners.setdefault(criterion, []).append(unit.id)
+        for claimed_id in unit.criteria:
+            owners.setdefault(claimed_id, []).append(unit.id)
     seen: set[str] = set()
     for index, criterion in enumerate(contract.criteria):
         where = f"contract.criteria[{index}]"

@@ -187,10 +187,10 @@ def new_config(text: str, changes: ContractChanges) -> str:
                 "loopbus.toml has no pytest check to hold the criterion; name one",
             )
         by_check.setdefault(check, []).append(criterion.test)
-    for check, tests in by_check.items():
-        out = _add_pending(out, check, tests)
-    for check in changes.checks:
-        out = out.rstrip("\n") + "\n\n" + check_table(check)
+    for check_id, tests in by_check.items():
+        out = _add_pending(out, check_id, tests)
+    for new in changes.checks:
+        out = out.rstrip("\n") + "\n\n" + check_table(new)
     _reads_back(doc, out, changes, by_check)
     return out
 
@@ -268,8 +268,11 @@ def proposal_refusals(adopted: str, new: str) -> list[str]:
     """Why an operator's proposed ``loopbus.toml`` may not replace the adopted one: it may
     change ``[build]``, ``[review]`` and ``[plan]`` and add what a contract may add;
     loosening or editing a check still goes through the ratchet."""
+    from loopbus.workers.agents.config import parse as parse_agents_config
+
     try:
         parse_config(new)
+        parse_agents_config(new)  # [review], [build]… must be what their daemons can read
         changes = config_changes(adopted, new, ())
     except ConfigError as exc:
         return [" ".join(str(exc).split())]
