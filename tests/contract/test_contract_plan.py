@@ -201,7 +201,7 @@ def test_editing_or_loosening_is_refused_adding_is_free() -> None:
         "check 'tests'.pending: tests/test_old.py::test_old cleared, but it is not one of "
         "this unit's criteria"
     ]
-    review = CONFIG + '\n[review]\ncommand = "python review.py"\n'
+    review = CONFIG + '\n[review]\nroster = ["r1"]\ncommand = "python review.py"\n'
     assert contract_refusals(CONFIG, review) == ["review: [review] changed"]
     assert proposal_refusals(CONFIG, review) == []
     assert proposal_refusals(CONFIG, edited) == contract_refusals(CONFIG, edited)
@@ -256,3 +256,29 @@ def test_plan_check_with_repo_names_a_reused_check(tmp_path: Path) -> None:
         timeout=60,
     )
     assert ok.returncode == 0, ok.stderr
+
+
+def test_only_the_systems_contract_landed_releases_a_slice() -> None:
+    """A forged ``contract.landed`` (any role but system) is skipped by the fold: the slice
+    stays held; the merger's releases it; a plan without a contract is never held."""
+    from loopbus.projections import contract_landing
+    from loopbus.schemas.contract import ContractLanded
+    from loopbus.schemas.slices import SlicePlanAccepted
+
+    system = Actor(role="system", principal="dispatcher")
+    accepted = SlicePlanAccepted(project="p", actor=system, plan=parse_plan_text(PLAN), cause="c")
+
+    def landed(actor: Actor) -> ContractLanded:
+        return ContractLanded(
+            project="p", actor=actor, slice="S1", commit="a" * 40, tree="b" * 40,
+            previous="c" * 40, accepted=accepted.id, config="d",
+        )  # fmt: skip
+
+    forged = landed(Actor(role="builder", principal="b1"))
+    state = contract_landing.FOLD.fold([accepted, forged])
+    assert contract_landing.held(state, "S1")
+    assert contract_landing.to_land(state) is not None
+    state = contract_landing.FOLD.fold([landed(system)], state)
+    assert not contract_landing.held(state, "S1") and contract_landing.to_land(state) is None
+    plain = msgspec.structs.replace(accepted, plan=SlicePlan(slice="S9", units=[]))
+    assert not contract_landing.held(contract_landing.FOLD.fold([plain]), "S9")

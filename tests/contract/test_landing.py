@@ -107,6 +107,14 @@ async def test_a_contract_change_lands_after_the_first_green_and_releases_its_sl
         # contract; the dispatcher then starts U1 on the contract commit.
         await scene.start()
         events = await until_on_log(kernel, bus, project, lambda es: dispatched(es, "U1"))
+        # S1's criterion is pending on trunk now, owned by S1's U1: another slice planned
+        # meanwhile is not refused for leaving it unclaimed.
+        await bus.publish(
+            PlanSubmission(project=project, actor=PLANNER, plan=contract_plan("S2", "U2", None))
+        )
+        later = await until_on_log(kernel, bus, project, lambda es: dispatched(es, "U2"))
+        [s2] = [e for e in later if isinstance(e, SlicePlanAccepted) and e.plan.slice == "S2"]
+        assert DOUBLE in s2.pending
 
     by_id = {e.id: s for s, e in await log_of(bus, project)}
     [landed] = [e for e in events if isinstance(e, ContractLanded)]
