@@ -129,8 +129,11 @@ def approval_problem(state: ContractState, approval: Approval) -> tuple[str, str
             f"no configuration proposal {approval.proposal!r} is on the log; "
             "loopbus tail --kind config.proposal lists them",
         )
-    if proposal.refused is not None:
-        return ("proposal-refused", f"proposal {proposal.id} was refused ({proposal.refused})")
+    if proposal.refused is not None or proposal.role not in CONFIG_ROLES:
+        return (
+            "proposal-refused",
+            f"proposal {proposal.id} was refused ({proposal.refused or 'not an operator'})",
+        )
     if proposal.landed is not None:
         return ("already-landed", f"proposal {proposal.id} landed already as {proposal.landed}")
     return None
@@ -146,7 +149,9 @@ def next_landing(
     if adopted is None:
         return None
     for approval in fold.unanswered_approvals(state):
-        proposal = state.proposals[approval.proposal]
+        proposal = state.proposals.get(approval.proposal)
+        if proposal is None or approval_problem(state, approval) is not None:
+            continue  # refused first, by claim_answer
         args = {"approval": approval, "proposal": proposal, "trunk": trunk, "adopted": adopted}
         return Effect(f"land-proposal:{approval.id}", world.project, "land-proposal", args)
     pending = fold.to_land(state)
