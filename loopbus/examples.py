@@ -55,6 +55,7 @@ EXAMPLES: dict[str, list[str]] = {
     "approve": [
         "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'",
         "loopbus approve --project demo --charter calc-v1 --why 'scope agreed' --wait",
+        "loopbus approve --project demo --config 01J9ZQ4V6X0N8E7K2M3P5R7 --why 'new reviewer'",
     ],
     "charter": ["loopbus charter submit charter.md --project demo"],
     "charter submit": [
@@ -78,6 +79,9 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "demo": ["loopbus demo", "loopbus demo --keep --timeout 300"],
     "config": ["loopbus config adopt --project demo --why 'the integration suite gates too'"],
+    "config propose": [
+        "loopbus config propose --project demo --file new-loopbus.toml --why 'review with claude'",
+    ],
     "config adopt": [
         "loopbus config adopt --project demo --why 'reviewed the new checks'",
         "loopbus config adopt --project demo --commit 3bd22e9 --why 'add the lint check'",

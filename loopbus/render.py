@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from loopbus import slice_render
 from loopbus.bus import Record
 from loopbus.charter_render import render_charter
+from loopbus.contract_render import render_contracts
 from loopbus.merges_status import render_merges
 from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
@@ -246,6 +247,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "ratchet": render_ratchet,
     "builds": render_builds,
     "charter": render_charter,
+    "contract_landing": render_contracts,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -16,6 +16,7 @@ from loopbus.projections import (
     budgets,
     builds,
     charter,
+    contract_landing,
     convergence,
     decisions,
     finding_lifecycle,
@@ -49,6 +50,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     blocking.FOLD,
     builds.FOLD,
     charter.FOLD,
+    contract_landing.FOLD,
 )
 
 ProjectStates = dict[str, Any]

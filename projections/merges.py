@@ -36,6 +36,7 @@ from loopbus.projections.base import Fold
 from loopbus.projections.gate_findings import GateFindings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from loopbus.schemas.contract import ConfigLanded, ContractLanded
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -288,6 +289,19 @@ def apply(state: MergesState, event: Event) -> MergesState:
             )
             if state.last_advance is not None and state.last_advance.merge == event.merge:
                 state.last_advance.reverted = event.id
+        case ContractLanded() | ConfigLanded():
+            # The merger's own commit of a contract or an approved proposal: trunk moved
+            # by the system (gated as its own move, never as an outside push).
+            trunk = state.trunk
+            state.trunk = TrunkView(
+                commit=event.commit,
+                tree=event.tree,
+                moved_by=event.id,
+                green_commit=trunk.green_commit,
+                green_tree=trunk.green_tree,
+                recheck=trunk.recheck,
+                rechecked=trunk.rechecked,
+            )
         case MergeConflicted():
             state.conflicted += 1
             for entry in state.queue:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
+from loopbus.projections.contract_plan import contract_problems, parse_contract
 from loopbus.projections.errors import PlanInvalid
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
@@ -93,7 +94,7 @@ def plan_format(name: str) -> str:
 
 
 def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
-    _unknown(doc, ("slice", "unit", "units", "budgets"), "plan", problems)
+    _unknown(doc, ("slice", "unit", "units", "budgets", "contract"), "plan", problems)
     head = doc.get("slice")
     if not isinstance(head, dict):
         problems.append('slice: missing; add a [slice] table with id = "S1"')
@@ -110,13 +111,20 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
         problems.append('unit: a plan needs at least one [[unit]] with id = "U1"')
         raw_units = []
     units = [u for i, raw in enumerate(raw_units) if (u := _unit(raw, i, problems)) is not None]
+    contract = parse_contract(doc.get("contract"), problems)
     if problems:
         # The shape is wrong, but the dependency graph may still be readable: list its
         # problems too, so one round of fixes is enough.
         skeleton, every_id = _skeleton(raw_units)
         problems.extend(_graph_problems(skeleton, resolve=every_id))
         return None
-    return SlicePlan(slice=str(slice_id), capabilities=capabilities, budgets=budgets, units=units)
+    return SlicePlan(
+        slice=str(slice_id),
+        capabilities=capabilities,
+        budgets=budgets,
+        units=units,
+        contract=contract,
+    )
 
 
 def _skeleton(raw_units: list[Any]) -> tuple[list[PlannedUnit], bool]:
@@ -249,6 +257,7 @@ def validate(plan: SlicePlan, pending: Iterable[str] | None = None) -> list[str]
     """
     problems = _graph_problems(plan.units)
     problems.extend(_criteria_problems(plan, pending))
+    problems.extend(contract_problems(plan))
     if not problems:
         problems.extend(_ownership_problems(plan, schedule(plan)))
     return problems
@@ -299,8 +308,11 @@ def _criteria_problems(plan: SlicePlan, pending: Iterable[str] | None) -> list[s
 
 
 def unclaimed_extras(plan: SlicePlan, pending: Iterable[str]) -> list[str]:
-    """Criteria units claim that the repository does not declare pending (a warning)."""
+    """Criteria units claim that the repository does not declare pending (a warning); the
+    plan's own ``[contract]`` criteria are pending once it lands, so they are not named."""
     declared = set(pending)
+    if plan.contract is not None:
+        declared |= {criterion.test for criterion in plan.contract.criteria}
     return [
         f"unit {unit.id} claims {criterion}, which loopbus.toml does not list as pending"
         for unit in plan.units

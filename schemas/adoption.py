@@ -28,10 +28,19 @@ from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.gates import GitSha
 from loopbus.schemas.ids import Token
 
-AdoptionWhy = Literal["first-start", "operator", "merge", "revert"]
+AdoptionWhy = Literal["first-start", "operator", "merge", "revert", "contract", "proposal"]
 """``revert``: a merge that adopted its allowed edit was reverted (trunk red after it), and
-the configuration in force before it is adopted again with the revert."""
-ADOPTION_WHYS: tuple[AdoptionWhy, ...] = ("first-start", "operator", "merge", "revert")
+the configuration in force before it is adopted again with the revert. ``contract``: a
+slice's contract landed (schemas/contract.py); ``proposal``: an operator's approved
+configuration proposal landed."""
+ADOPTION_WHYS: tuple[AdoptionWhy, ...] = (
+    "first-start",
+    "operator",
+    "merge",
+    "revert",
+    "contract",
+    "proposal",
+)
 
 ADOPTED_SUBJECT = "config.adopted"
 

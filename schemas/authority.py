@@ -51,6 +51,8 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "charter.submission.v1",
         "charter.approve.v1",
         "run.stop.v1",
+        "config.proposal.v1",
+        "config.approve.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,

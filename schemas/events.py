@@ -25,6 +25,7 @@ from loopbus.schemas.charter import (
     RunFinalizing,
     RunStop,
 )
+from loopbus.schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal, ContractLanded
 from loopbus.schemas.decisions import (
     BlockedRouted,
     DecisionChoice,
@@ -148,6 +149,10 @@ Event = (
     | RunCheckedIn
     | RunFinalizing
     | RunEnded
+    | ContractLanded
+    | ConfigProposal
+    | ConfigApprove
+    | ConfigLanded
 )
 """Every kind that may appear on the log."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+from loopbus.schemas.contract import ContractChanges
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import Token
@@ -64,13 +65,18 @@ class PlannedUnit(msgspec.Struct, frozen=True, kw_only=True):
     design_ref: str | None = None
 
 
-class SlicePlan(msgspec.Struct, frozen=True, kw_only=True):
-    """A slice as planned: its id, declared capabilities, budgets, and units in plan order."""
+class SlicePlan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A slice as planned: its id, declared capabilities, budgets, and units in plan order.
+
+    ``contract`` is what the slice adds to the contract before its units start (landed by
+    the merger as one system commit; omitted when the plan brings none, so a plan without
+    one encodes and decodes exactly as before it existed)."""
 
     slice: Token
     capabilities: list[str] = []
     budgets: SliceBudgets = SliceBudgets()
     units: list[PlannedUnit] = []
+    contract: ContractChanges | None = None
 
 
 class PlanSubmission(EventBase, frozen=True, kw_only=True, tag="plan.submission.v1"):

@@ -1,5 +1,6 @@
 """``loopbus approve``: an operator approves a ready unit's head for merge, or (with
-``--charter``) the charter awaiting approval.
+``--charter``) the charter awaiting approval, or (with ``--config``) a configuration
+proposal.
 
 What is approved is one of a mutually exclusive group of options: ``--unit`` here, and
 each other kind in a module of its own listed in :data:`KINDS` (``add_option(group)`` adds
@@ -17,7 +18,7 @@ import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
-from loopbus.commands import approve_charter
+from loopbus.commands import approve_charter, approve_config
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -30,7 +31,10 @@ from loopbus.settings import add_connection, add_project, connection
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("approve", help="approve a ready unit for merge (operators)")
+    parser = sub.add_parser(
+        "approve",
+        help="approve a ready unit for merge, a charter or a configuration proposal (operators)",
+    )
     add_connection(parser, role="operator")
     add_claimant(parser)
     add_project(parser)
@@ -50,7 +54,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=dispatch)
 
 
-KINDS: tuple[Any, ...] = (approve_charter,)
+KINDS: tuple[Any, ...] = (approve_charter, approve_config)
 """The other things an operator approves: each module's ``OPTION`` names its option (the
 ``args`` attribute that is not ``None`` when it was given)."""
 

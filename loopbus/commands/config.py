@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from loopbus.bus import Bus, read
+from loopbus.commands import config_propose
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
     )
     adopt.add_argument("--why", required=True, help="why (kept on the log with the adoption)")
     adopt.set_defaults(handler=run)
+    config_propose.register(verbs)
 
 
 def build(args: argparse.Namespace) -> ConfigAdopt:

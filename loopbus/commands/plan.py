@@ -25,6 +25,7 @@ import msgspec
 
 from loopbus.bus import Bus, BusError, read
 from loopbus.commands.report import add_claimant, principal
+from loopbus.contract_check import repo_contract_problems
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known, require_new
 from loopbus.projections import slices
@@ -123,6 +124,11 @@ def load_plan(path: Path) -> SlicePlan:
         raise PlanRefused(str(path), exc.problems) from exc
 
 
+def repo_config(repo: Path) -> str:
+    """Trunk's ``loopbus.toml`` (``repo_criteria`` has already said why when there is none)."""
+    return config_text(repo, os.environ.get(TRUNK_ENV) or None) or ""
+
+
 def repo_criteria(repo: Path) -> tuple[list[str], list[str]]:
     """The pending criteria of ``repo``'s ``loopbus.toml`` and the warnings about it; a
     configuration that is missing or cannot be read is a wrong ``--repo`` (one line, exit 2),
@@ -157,6 +163,8 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         plan = load_plan(args.plan)
         problems = validate(plan, pending)
+        if args.repo is not None and plan.contract is not None:
+            problems += repo_contract_problems(args.repo, plan, repo_config(args.repo))
         if problems:
             raise PlanRefused(str(args.plan), problems)
     except PlanRefused as refused:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from hypothesis import strategies as st
 from loopbus.schemas import (
     Actor,
@@ -599,6 +600,44 @@ def charter_events(draw: st.DrawFn, pool: Pool) -> Event:
     )
 
 
+def contract_events(draw: st.DrawFn, pool: Pool) -> Event:
+    """Contracts (tests/contract): plans bringing one, landings, config proposals."""
+    from loopbus.schemas.contract import (
+        ConfigApprove,
+        ConfigLanded,
+        ConfigProposal,
+        ContractChanges,
+        ContractLanded,
+        NewCriterion,
+    )
+
+    p, slice_id = pool.project, draw(st.sampled_from(SLICES))
+    choice = draw(st.integers(0, 3))
+    if choice == 0:
+        changes = ContractChanges(
+            criteria=(NewCriterion(test="tests/test_a.py::test_a", text="def test_a(): 0"),)
+        )
+        plan = msgspec.structs.replace(_plan(draw, slice_id), contract=changes)
+        accepted = SlicePlanAccepted(project=p, actor=SYSTEM, plan=plan, cause="c")
+        return pool.note("contract", accepted)
+    if choice == 1:
+        return ContractLanded(
+            project=p, actor=SYSTEM, slice=slice_id, commit=draw(st.sampled_from(HEADS)),
+            tree=HEADS[0], previous=HEADS[1], accepted=pool.some(draw, "contract"), config="d",
+        )  # fmt: skip
+    if choice == 2:
+        return pool.note("proposal", ConfigProposal(project=p, actor=OPERATOR, text="x", why="w"))
+    proposal = pool.some(draw, "proposal")
+    if draw(st.booleans()):
+        return pool.note(
+            "approval", ConfigApprove(project=p, actor=OPERATOR, proposal=proposal, why="w")
+        )
+    return ConfigLanded(
+        project=p, actor=SYSTEM, proposal=proposal, approval=pool.some(draw, "approval"),
+        commit=HEADS[2], tree=HEADS[0], previous=HEADS[1], config="d",
+    )  # fmt: skip
+
+
 MAKERS: list[Maker] = [
     units_events,
     units_events,
@@ -609,6 +648,7 @@ MAKERS: list[Maker] = [
     merges_events,
     rules_events,
     charter_events,
+    contract_events,
 ]
 
 

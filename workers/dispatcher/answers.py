@@ -96,7 +96,9 @@ def plan_answer(
     problems = claim_problems(state, submission)
     if criteria.problem is not None:
         problems.append(criteria.problem)
-    problems.extend(validate(plan, criteria.pending if criteria.source else None))
+    problems.extend(
+        validate(plan, _unowned(state, plan.slice, criteria) if criteria.source else None)
+    )
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         refusal = FindingRaised(
@@ -126,6 +128,20 @@ def plan_answer(
         criteria_source=criteria.source,
     )
     return world.publish_if(accepted)
+
+
+def _unowned(state: SlicesState, slice_id: str, criteria: Criteria) -> list[str]:
+    """Trunk's pending criteria the new plan must claim: those no unit of another open
+    slice owns. A landed contract's criteria are pending on trunk while their slice runs;
+    another slice planned meanwhile is not the one to claim them."""
+    owned = {
+        criterion
+        for view in state.slices.values()
+        if view.slice != slice_id and view.status == "open"
+        for unit in view.plan.units
+        for criterion in unit.criteria
+    }
+    return [c for c in criteria.pending if c not in owned]
 
 
 def refusal_answered(world: World, refused: Submission) -> FindingResolved:

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
-from loopbus.projections import blocking, charter, decisions, slices
+from loopbus.projections import blocking, charter, contract_landing, decisions, slices
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.workers.dispatcher import retries
@@ -63,6 +63,7 @@ class Dispatcher(Daemon):
         blocking.FOLD,
         *retries.FOLDS,
         charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
+        contract_landing.FOLD,
     )
 
     def __init__(

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections import blocking, charter, claims, decisions, slices
+from loopbus.projections import blocking, charter, claims, contract_landing, decisions, slices
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -109,6 +109,15 @@ def decide(world: World, options: Options) -> list[Intent]:
         world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
     )
     actions = slices.next_actions(state, options.capacity, frozenset(stopped))
+    # A slice whose plan brings contract changes starts no unit until the merger has
+    # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that holds
+    # its criteria, pending and frozen.
+    contracts = contract_state(world)
+    actions = [
+        a
+        for a in actions
+        if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
+    ]
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -161,6 +170,12 @@ def held(world: World) -> str:
     """Why nothing may be dispatched now (a charter awaits approval, or its run ended);
     ``""`` otherwise, and always for a project that never had a charter."""
     return charter.dispatch_hold(world.state(charter.FOLD.name))
+
+
+def contract_state(world: World) -> contract_landing.ContractState:
+    """The folded contracts (empty for a world built without that fold)."""
+    found: contract_landing.ContractState | None = world.states.get(contract_landing.FOLD.name)
+    return found if found is not None else contract_landing.initial()
 
 
 def reading(world: World, key: str) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus, Record
-from loopbus.projections import FoldFailure
+from loopbus.projections import FoldFailure, contract_landing
 from loopbus.projections import builds as builds_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
@@ -45,7 +45,7 @@ from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import adoption, facts, gitops
+from loopbus.workers.merger import adoption, facts, gitops, landing
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.facts import RedCase
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
@@ -64,7 +64,7 @@ class Merger(Daemon):
     """One project's merge queue and trunk, in one repository."""
 
     name = "merger"
-    folds = (units_fold.FOLD, merges_fold.FOLD, builds_fold.FOLD)
+    folds = (units_fold.FOLD, merges_fold.FOLD, builds_fold.FOLD, contract_landing.FOLD)
 
     def __init__(
         self,
@@ -120,6 +120,18 @@ class Merger(Daemon):
             "record-advance": self._record_advance,
             "adopt-first": partial(adoption.adopt_first, self.repo, self.project, self.actor),
             "adopt": partial(adoption.adopt, self.repo, self.project, self.actor),
+            "land-contract": partial(
+                landing.land_contract, self.project, self.actor, self.repo, self._move
+            ),
+            "land-proposal": partial(
+                landing.land_proposal, self.project, self.actor, self.repo, self._move
+            ),
+            "record-contract": partial(
+                landing.record_contract, self.project, self.actor, self.repo
+            ),
+            "record-proposal": partial(
+                landing.record_proposal, self.project, self.actor, self.repo
+            ),
         }
         try:
             return await handlers[effect.action](**effect.args)

@@ -44,7 +44,7 @@ from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Event
 from loopbus.schemas.ids import answer_id
 from loopbus.workers.kernel import World
-from loopbus.workers.merger import adoption, facts
+from loopbus.workers.merger import adoption, facts, landing
 from loopbus.workers.merger.approvals import answer, author, promote, publish
 from loopbus.workers.merger.facts import Author, RedCase
 from loopbus.workers.merger.seen import (
@@ -94,7 +94,11 @@ def decide(world: World, policy: Policy) -> list[Intent]:
     """The merger's next step for ``world.project`` (none: wait for something to change)."""
     merges: MergesState = world.state("merges")
     units: UnitsState = world.state("units")
-    answered = answer(world, merges, units) or promote(world, merges, units)
+    answered = (
+        answer(world, merges, units)
+        or promote(world, merges, units)
+        or landing.claim_answer(world, landing.state_of(world))
+    )
     if answered is not None:
         return [answered]
     if world.running:
@@ -119,6 +123,8 @@ def trunk(step: Step) -> list[Intent]:
     if claimed is not None:
         return [claimed]
     ref, view = seen.commit, step.merges.trunk
+    if landing.adoption_pending(landing.state_of(step.world), step.merges):
+        return []  # the adoption landed with it comes next in the same batch
     if ref != view.commit:
         return recover(step, seen) or [check_trunk(step, ref)]
     checked = view.checked
@@ -136,6 +142,12 @@ def trunk(step: Step) -> list[Intent]:
         return red_trunk(step, ref, checked)
     if view.red_findings:
         return [step.publish(*facts.trunk_green_again(step.world, view.red_findings, checked))]
+    # Trunk is green under the adopted configuration: a contract or an approved proposal
+    # lands before the queue moves (a candidate stacked now would be judged by the old one).
+    contract = landing.state_of(step.world)
+    lands = landing.next_landing(step.world, contract, step.merges, ref)
+    if lands is not None:
+        return [lands]
     return move_queue(step, ref)
 
 
@@ -197,6 +209,10 @@ def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
     there before it could record it, record it now. Nothing: it is not the merger's."""
     if not seen.exists:
         return []
+    contract = landing.state_of(step.world)
+    landed = landing.recorded_landing(step.world, contract, step.merges, seen)
+    if landed is not None:
+        return [landed]
     merges, marks = step.merges, seen.trailers
     for entry in merges.queue:
         tested = entry.tested

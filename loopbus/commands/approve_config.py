@@ -1,0 +1,91 @@
+"""``loopbus approve --config ID``: an operator approves a configuration proposal.
+
+``loopbus config propose`` published the proposal (the whole new ``loopbus.toml``); this
+publishes the approval (``config.approve.v1``) on the operator's own claim subject. The
+merger then lands the proposed file as one system commit on a green trunk, adopts it and
+records ``config.landed.v1``, or refuses the approval with a finding (a role other than
+operator, an unknown or refused proposal, a file that edits or loosens a check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from loopbus.bus import Bus, read
+from loopbus.commands.report import principal, token
+from loopbus.errors import UsageError
+from loopbus.known import require_known
+from loopbus.schemas import Actor
+from loopbus.schemas.contract import ConfigApprove, ConfigProposal
+from loopbus.schemas.subjects import subject_of
+from loopbus.settings import connection
+
+
+OPTION = "config"
+"""The ``args`` attribute set when ``--config`` was given (``loopbus approve``'s KINDS)."""
+
+
+def add_option(group: Any) -> None:
+    """``--config ID`` in ``loopbus approve``'s group of what is approved."""
+    group.add_argument(
+        "--config",
+        metavar="PROPOSAL",
+        default=None,
+        help="approve a configuration proposal by its id (loopbus config propose printed it)",
+    )
+
+
+def build(args: argparse.Namespace) -> ConfigApprove:
+    why = (args.why or "").strip()
+    if not why:
+        raise UsageError("--why is empty: an approval says why the configuration may change")
+    proposal = (args.config or "").strip()
+    if not proposal:
+        raise UsageError("--config is empty: name the proposal (loopbus config propose printed it)")
+    return ConfigApprove(
+        project=token("--project", args.project),
+        actor=Actor(role="operator", principal=principal(args)),
+        proposal=proposal,
+        why=why,
+    )
+
+
+async def require_proposal(bus: Bus, project: str, proposal: str) -> None:
+    """One line, before anything is published, when no proposal has that id."""
+    subject = f"loop.{project}.claim.*.*.config.proposal"
+    async for record in read(bus, subjects=[subject]):
+        if isinstance(record.event, ConfigProposal) and record.event.id == proposal:
+            return
+    raise UsageError(
+        f"--config {proposal!r}: no configuration proposal of project {project!r} has that id "
+        "(loopbus tail --project P --kind config.proposal lists them)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "wait", False):
+        raise UsageError(
+            "--wait: a configuration approval is answered by the merger when trunk is green; "
+            "follow it with loopbus tail --kind config (--wait is for --charter)"
+        )
+    claim = build(args)
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            bus.check_publish(subject_of(claim))  # a credential that may not approve: say so
+            await require_known(bus, claim.project)
+            await require_proposal(bus, claim.project, claim.proposal)
+            ack = await bus.publish(claim)
+        finally:
+            await bus.close()
+        print(
+            f"approval {claim.id} of configuration proposal {claim.proposal} published at seq "
+            f"{ack.seq}; the merger lands it on a green trunk (loopbus tail --kind config) or "
+            "refuses it with a finding"
+        )
+        return 0
+
+    return asyncio.run(publish())

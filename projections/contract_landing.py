@@ -1,0 +1,180 @@
+"""The ``contract_landing`` projection: contracts waiting for the merger, and proposals.
+
+Per slice, the contract its accepted plan brings and whether the merger landed it
+(:class:`ContractLanded`) or refused it (a system ``refused-transition`` finding whose
+``evidence.accepted`` names the acceptance). :func:`held` is the dispatcher's question
+(may this slice's units start?) and :func:`to_land` the merger's (what should trunk get
+next?). Operators' configuration proposals and approvals are kept whoever made them, so
+the merger answers each one (an agent's with a refusal).
+
+Every fact here counts only from the system: the :class:`Fold` guard drops forgeries, so a
+forged ``contract.landed`` cannot release a slice.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.contract import (
+    ConfigApprove,
+    ConfigLanded,
+    ConfigProposal,
+    ContractChanges,
+    ContractLanded,
+)
+from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded
+
+CONTRACT_EVIDENCE = "contract_accepted"
+"""The key of a refusal finding's evidence naming the plan acceptance it refuses."""
+PROPOSAL_EVIDENCE = "config_claim"
+"""The key of a refusal finding's evidence naming the proposal or approval it refuses."""
+
+
+class Pending(msgspec.Struct, kw_only=True):
+    """A slice's contract, from its accepted plan, until landed or refused."""
+
+    slice: str
+    accepted: str
+    changes: ContractChanges
+    landed: str | None = None
+    """The contract commit, once landed."""
+    refused: str | None = None
+    """The refusal finding, when the merger would not land it."""
+
+
+class Proposal(msgspec.Struct, kw_only=True):
+    id: str
+    role: str
+    principal: str
+    text: str
+    why: str
+    refused: str | None = None
+    landed: str | None = None
+
+
+class Approval(msgspec.Struct, kw_only=True):
+    id: str
+    role: str
+    principal: str
+    proposal: str
+    why: str
+    answered: bool = False
+
+
+class ContractState(msgspec.Struct):
+    slices: dict[str, Pending] = {}
+    order: list[str] = []
+    """Slices in the order their contracts were accepted (the merger lands oldest first)."""
+    proposals: dict[str, Proposal] = {}
+    approvals: list[Approval] = []
+    landings: dict[str, str] = {}
+    """Landing fact id -> the digest of the configuration adopted with it (the merger gates
+    a trunk it moved by a landing only once that adoption is folded too)."""
+
+
+def initial() -> ContractState:
+    return ContractState()
+
+
+def apply(state: ContractState, event: Event) -> ContractState:
+    match event:
+        case SlicePlanAccepted():
+            contract = event.plan.contract
+            name = event.plan.slice
+            if contract is None or contract.empty:
+                state.slices.pop(name, None)
+                return state
+            state.slices[name] = Pending(slice=name, accepted=event.id, changes=contract)
+            state.order = [s for s in state.order if s != name] + [name]
+        case SlicePlanDiscarded():
+            found = state.slices.get(event.slice)
+            if found is not None and found.landed is None:
+                del state.slices[event.slice]
+                state.order = [s for s in state.order if s != event.slice]
+        case ContractLanded():
+            found = state.slices.get(event.slice)
+            if found is not None and found.accepted == event.accepted:
+                found.landed = event.commit
+            state.landings[event.id] = event.config
+        case ConfigProposal():
+            state.proposals[event.id] = Proposal(
+                id=event.id,
+                role=event.actor.role,
+                principal=event.actor.principal,
+                text=event.text,
+                why=event.why,
+            )
+        case ConfigApprove():
+            state.approvals.append(
+                Approval(
+                    id=event.id,
+                    role=event.actor.role,
+                    principal=event.actor.principal,
+                    proposal=event.proposal,
+                    why=event.why,
+                )
+            )
+        case ConfigLanded():
+            found_proposal = state.proposals.get(event.proposal)
+            if found_proposal is not None:
+                found_proposal.landed = event.commit
+            state.landings[event.id] = event.config
+            _answered(state, event.approval)
+        case FindingRaised() if event.actor.role == "system":
+            _refused(state, event)
+        case _:
+            pass
+    return state
+
+
+def _refused(state: ContractState, event: FindingRaised) -> None:
+    accepted = event.evidence.get(CONTRACT_EVIDENCE)
+    if isinstance(accepted, str):
+        for pending in state.slices.values():
+            if pending.accepted == accepted and pending.landed is None:
+                pending.refused = event.id
+    claim = event.evidence.get(PROPOSAL_EVIDENCE)
+    if isinstance(claim, str):
+        proposal = state.proposals.get(claim)
+        if proposal is not None:
+            proposal.refused = event.id
+        _answered(state, claim)
+
+
+def _answered(state: ContractState, approval: str) -> None:
+    for entry in state.approvals:
+        if entry.id == approval:
+            entry.answered = True
+
+
+FOLD = Fold(name="contract_landing", state_type=ContractState, initial=initial, apply=apply)
+
+
+# -- queries ----------------------------------------------------------------------------
+
+
+def held(state: ContractState, slice_id: str) -> bool:
+    """True while the slice's accepted plan brings a contract that has not landed (refused
+    included: its units would be judged by criteria trunk does not hold)."""
+    found = state.slices.get(slice_id)
+    return found is not None and found.landed is None
+
+
+def to_land(state: ContractState) -> Pending | None:
+    """The oldest contract neither landed nor refused."""
+    for name in state.order:
+        found = state.slices.get(name)
+        if found is not None and found.landed is None and found.refused is None:
+            return found
+    return None
+
+
+def unanswered_proposals(state: ContractState) -> list[Proposal]:
+    """Proposals not refused yet, whose claimant the merger has not judged: a proposal
+    from a non-operator is answered with a refusal as soon as it is seen."""
+    return [p for p in state.proposals.values() if p.refused is None and p.landed is None]
+
+
+def unanswered_approvals(state: ContractState) -> list[Approval]:
+    return [a for a in state.approvals if not a.answered]
