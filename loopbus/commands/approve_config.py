@@ -22,7 +22,6 @@ from loopbus.schemas.contract import ConfigApprove, ConfigProposal
 from loopbus.schemas.subjects import subject_of
 from loopbus.settings import connection
 
-
 OPTION = "config"
 """The ``args`` attribute set when ``--config`` was given (``loopbus approve``'s KINDS)."""
 
