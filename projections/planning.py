@@ -54,7 +54,7 @@ class Schedule(msgspec.Struct, kw_only=True):
 
 # -- parsing ------------------------------------------------------------------------------
 
-_SLICE_KEYS = ("id", "capabilities", "budgets")
+_SLICE_KEYS = ("id", "capabilities", "budgets", "skeleton")
 _UNIT_KEYS = ("id", "title", "files", "blocked_by", "criteria", "design_ref")
 _BUDGET_KEYS = ("gate_wall_clock", "tokens_per_unit", "rework_rounds", "cache_hit_rate", "wait")
 
@@ -105,6 +105,9 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
     capabilities = _strings(head.get("capabilities", []), "slice.capabilities", problems)
     raw_budgets = head.get("budgets", doc.get("budgets", {}))
     budgets = _budgets(raw_budgets, problems)
+    is_skeleton = head.get("skeleton", False)
+    if not isinstance(is_skeleton, bool):
+        problems.append(f"slice.skeleton={is_skeleton!r} must be true or false")
     raw_units = doc.get("unit", doc.get("units"))
     if not isinstance(raw_units, list) or not raw_units:
         problems.append('unit: a plan needs at least one [[unit]] with id = "U1"')
@@ -116,7 +119,13 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
         skeleton, every_id = _skeleton(raw_units)
         problems.extend(_graph_problems(skeleton, resolve=every_id))
         return None
-    return SlicePlan(slice=str(slice_id), capabilities=capabilities, budgets=budgets, units=units)
+    return SlicePlan(
+        slice=str(slice_id),
+        capabilities=capabilities,
+        budgets=budgets,
+        units=units,
+        skeleton=is_skeleton is True,
+    )
 
 
 def _skeleton(raw_units: list[Any]) -> tuple[list[PlannedUnit], bool]:

@@ -48,6 +48,8 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "decision.choice.v1",
         "trunk.recheck.v1",
         "config.adopt.v1",
+        "plan.approve.v1",
+        "skeleton.approve.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,
@@ -71,6 +73,8 @@ system's to raise: the same finding from an agent is a forgery."""
 
 CLAIM_ROLES: dict[str, frozenset[str]] = {
     "decision.choice.v1": frozenset({"operator"}),
+    "plan.approve.v1": frozenset({"operator"}),
+    "skeleton.approve.v1": frozenset({"operator"}),
 }
 """Claim kinds only some roles may make. An operator's answer to a decision routed to the
 operator is the operator's: the server lets an agent publish any kind on its own claim
