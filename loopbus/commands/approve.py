@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
+from loopbus.commands import approve_plan
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -24,11 +25,15 @@ from loopbus.settings import add_connection, add_project, connection
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("approve", help="approve a ready unit for merge (operators)")
+    parser = sub.add_parser(
+        "approve", help="approve a ready unit for merge, a proposed plan or a skeleton (operators)"
+    )
     add_connection(parser, role="operator")
     add_claimant(parser)
     add_project(parser)
-    parser.add_argument("--unit", required=True, help="the unit to approve")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--unit", help="the unit to approve")
+    approve_plan.add_option(target)
     parser.add_argument("--why", required=True, help="why it may merge (kept on the log)")
     parser.add_argument(
         "--head", default="", help="the commit approved (default: the unit's current head)"
@@ -50,6 +55,8 @@ def build(args: argparse.Namespace) -> ApproveReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    if approve_plan.chosen(args):
+        return approve_plan.run(args)
     claim = build(args)
 
     async def publish() -> int:
