@@ -15,6 +15,7 @@ from loopbus.projections import (
     blocking,
     budgets,
     builds,
+    charter,
     convergence,
     decisions,
     finding_lifecycle,
@@ -47,6 +48,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     decisions.FOLD,
     blocking.FOLD,
     builds.FOLD,
+    charter.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -50,6 +50,9 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "config.adopt.v1",
         "plan.approve.v1",
         "skeleton.approve.v1",
+        "charter.submission.v1",
+        "charter.approve.v1",
+        "run.stop.v1",
     }
 )
 """The kinds that are claims whoever publishes them (reports, verdicts, plan submissions,
@@ -75,6 +78,11 @@ CLAIM_ROLES: dict[str, frozenset[str]] = {
     "decision.choice.v1": frozenset({"operator"}),
     "plan.approve.v1": frozenset({"operator"}),
     "skeleton.approve.v1": frozenset({"operator"}),
+    # A charter says what autonomous work is for and what it may spend: only a person
+    # writes, approves or stops one.
+    "charter.submission.v1": frozenset({"operator"}),
+    "charter.approve.v1": frozenset({"operator"}),
+    "run.stop.v1": frozenset({"operator"}),
 }
 """Claim kinds only some roles may make. An operator's answer to a decision routed to the
 operator is the operator's: the server lets an agent publish any kind on its own claim

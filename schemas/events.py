@@ -15,6 +15,16 @@ from typing import Any, get_args
 import msgspec
 from loopbus.schemas import limits
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted
+from loopbus.schemas.charter import (
+    CharterApprove,
+    CharterApproved,
+    CharterSubmission,
+    RunCheckedIn,
+    RunCriteriaChecked,
+    RunEnded,
+    RunFinalizing,
+    RunStop,
+)
 from loopbus.schemas.decisions import (
     BlockedRouted,
     DecisionChoice,
@@ -142,6 +152,14 @@ Event = (
     | PlanAttemptRefused
     | PlanApprove
     | SkeletonApprove
+    | CharterSubmission
+    | CharterApprove
+    | RunStop
+    | CharterApproved
+    | RunCriteriaChecked
+    | RunCheckedIn
+    | RunFinalizing
+    | RunEnded
 )
 """Every kind that may appear on the log."""
 

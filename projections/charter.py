@@ -1,0 +1,196 @@
+"""The ``charter`` projection: the charter in force, the one awaiting approval, and the run.
+
+A charter awaits approval from an operator's submission until a ``charter.approved`` fact
+starts its run (a newer submission replaces the one awaiting). The run is the approved
+charter's: the slices accepted after its approval, the tokens builders reported since,
+the criteria the last ``run.criteria_checked`` found held on trunk, and whether it checked
+in, is finalizing or ended. A run fact counts only when it names the current run (the id of
+the approval that started it), so a fact about a superseded run changes nothing.
+
+Two questions the other daemons ask, as pure functions of the view:
+
+* :func:`planning_allowed` — may a planner plan the next slice (a run in progress whose
+  criteria do not all hold yet)?
+* :func:`dispatch_hold` — must the dispatcher hold every unit (a charter awaits approval,
+  or the run ended)? A project that never had a charter is never held: hand-written plans
+  work as they always did.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.authority import refused_claim
+from loopbus.schemas.charter import (
+    Charter,
+    CharterApprove,
+    CharterApproved,
+    CharterSubmission,
+    EndReason,
+    RunCheckedIn,
+    RunCriteriaChecked,
+    RunEnded,
+    RunFinalizing,
+    RunState,
+    RunStop,
+)
+from loopbus.schemas.slices import SlicePlanAccepted, UsageReport
+
+
+class RunView(msgspec.Struct, kw_only=True):
+    """The charter and its run, as the log says."""
+
+    charter: Charter | None = None
+    """The approved charter in force."""
+    awaiting: Charter | None = None
+    """A submitted charter not approved yet."""
+    awaiting_submission: str = ""
+    """The id of the submission that carries ``awaiting``."""
+    state: RunState = "none"
+    run: str = ""
+    """The id of the ``charter.approved`` fact that started the run in force."""
+    approved_at: datetime | None = None
+    approved_by: str = ""
+    superseded: tuple[str, ...] = ()
+    """Ids of charters approved before the one in force, oldest first."""
+    criteria_trunk: str = ""
+    held: frozenset[str] = frozenset()
+    failing: frozenset[str] = frozenset()
+    criteria_detail: dict[str, str] = {}
+    met: bool = False
+    slices: tuple[str, ...] = ()
+    tokens: int = 0
+    checked_in: bool = False
+    finalizing: bool = False
+    finalizing_detail: str = ""
+    ended: EndReason | None = None
+    ended_detail: str = ""
+    approvals: dict[str, CharterApprove] = {}
+    """Operators' approve claims not answered yet (by an approval or a refusal)."""
+    stops: dict[str, RunStop] = {}
+    """Operators' stop claims not answered yet."""
+
+
+def initial() -> RunView:
+    return RunView()
+
+
+def _state(view: RunView) -> RunState:
+    if view.awaiting is not None:
+        return "awaiting-approval"
+    if view.charter is None:
+        return "none"
+    if view.ended is not None:
+        return "ended"
+    return "finalizing" if view.finalizing else "running"
+
+
+def _current(view: RunView, run: str) -> bool:
+    return bool(view.run) and run == view.run
+
+
+def apply(view: RunView, event: Event) -> RunView:
+    match event:
+        case CharterSubmission():
+            view.awaiting = event.charter
+            view.awaiting_submission = event.id
+        case CharterApprove():
+            view.approvals[event.id] = event
+        case RunStop():
+            if view.charter is not None and view.ended is None:
+                view.stops[event.id] = event
+        case CharterApproved():
+            _start(view, event)
+        case RunCriteriaChecked() if _current(view, event.run):
+            assert view.charter is not None
+            view.criteria_trunk = event.trunk
+            view.held = frozenset(event.held)
+            view.failing = frozenset(event.failing)
+            view.criteria_detail = dict(event.detail)
+            wanted = set(view.charter.criterion_ids)
+            view.met = bool(wanted) and wanted <= view.held
+        case RunCheckedIn() if _current(view, event.run):
+            view.checked_in = True
+        case RunFinalizing() if _current(view, event.run):
+            view.finalizing = True
+            view.finalizing_detail = event.detail
+        case RunEnded() if _current(view, event.run):
+            view.ended = event.reason
+            view.ended_detail = event.detail
+            # A stop asked before the end is answered by it, whatever the reason.
+            view.stops.clear()
+        case SlicePlanAccepted() if view.charter is not None and view.ended is None:
+            if event.plan.slice not in view.slices:
+                view.slices = (*view.slices, event.plan.slice)
+        case UsageReport() if view.charter is not None and view.ended is None:
+            view.tokens += event.tokens
+        case FindingRaised():
+            claim = refused_claim(event)
+            if claim is not None:
+                view.approvals.pop(claim, None)
+                view.stops.pop(claim, None)
+        case _:
+            return view
+    view.state = _state(view)
+    return view
+
+
+def _start(view: RunView, event: CharterApproved) -> None:
+    if view.charter is not None:
+        view.superseded = (*view.superseded, view.charter.id)
+    view.charter = event.charter
+    view.run = event.id
+    view.approved_at = event.at
+    view.approved_by = event.by
+    if event.claim is not None:
+        view.approvals.pop(event.claim, None)
+    # The approval answers the submission it names (or, naming none, the one awaiting);
+    # a newer submission made meanwhile still awaits its own approval.
+    if event.submission is None or event.submission == view.awaiting_submission:
+        view.awaiting = None
+        view.awaiting_submission = ""
+    # A new run starts from nothing: its own criteria, slices, spend and end.
+    view.criteria_trunk = ""
+    view.held = frozenset()
+    view.failing = frozenset()
+    view.criteria_detail = {}
+    view.met = False
+    view.slices = ()
+    view.tokens = 0
+    view.checked_in = False
+    view.finalizing = False
+    view.finalizing_detail = ""
+    view.ended = None
+    view.ended_detail = ""
+    view.stops = {}
+
+
+def planning_allowed(view: RunView) -> bool:
+    """A planner may plan the next slice: a run is in progress and not yet met."""
+    return view.state == "running" and not view.met
+
+
+def dispatch_hold(view: RunView) -> str:
+    """Why the dispatcher must dispatch nothing now, or ``""`` when it may proceed."""
+    if view.awaiting is not None:
+        return f"charter {view.awaiting.id!r} awaits an operator's approval"
+    if view.charter is not None and view.ended is not None:
+        return f"the run of charter {view.charter.id!r} ended ({view.ended})"
+    return ""
+
+
+def criteria_summary(view: RunView) -> str:
+    """``2 of 3 criteria hold on trunk abc1234`` (or that none was judged yet)."""
+    if view.charter is None:
+        return "no charter in force"
+    total = len(view.charter.criteria)
+    if not view.criteria_trunk:
+        return f"0 of {total} criteria judged yet"
+    wanted = set(view.charter.criterion_ids)
+    return f"{len(wanted & view.held)} of {total} criteria hold on trunk {view.criteria_trunk[:7]}"
+
+
+FOLD = Fold(name="charter", state_type=RunView, initial=initial, apply=apply)
