@@ -25,7 +25,6 @@ from typing import Any
 import msgspec
 import structlog
 from dulwich.objects import Tree
-from loopbus.projections import decisions, findings, planner, slices
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, utcnow
 from loopbus.schemas.ids import answer_id
@@ -44,6 +43,7 @@ from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.planner.decide import (
+    FOLDS,
     PLAN,
     RECON,
     Options,
@@ -68,6 +68,7 @@ class Planner(Daemon):
     """Plan the next slice of a running charter, for the projects in ``configs``."""
 
     name = "planner"
+    folds = FOLDS
 
     def __init__(
         self,
@@ -76,15 +77,6 @@ class Planner(Daemon):
         actor: Actor | None = None,
         poll_s: float = TRUNK_POLL_S,
     ) -> None:
-        from loopbus.projections import charter
-
-        self.folds = (
-            charter.FOLD,
-            slices.FOLD,
-            findings.FOLD,
-            decisions.FOLD,
-            planner.FOLD,
-        )
         served = {p: c for p, c in configs.items() if c.plan.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
@@ -152,6 +144,7 @@ class Planner(Daemon):
                         brief.slice,
                         pending,
                         skeleton_allowed=brief.skeleton_allowed,
+                        used_units=brief.used_units,
                     )
                     if not problems:
                         log.info("plan.proposed", slice=brief.slice, attempt=brief.attempt)
@@ -192,7 +185,10 @@ class Planner(Daemon):
                 try:
                     facts = list(_recon.decode(result.stdout.strip() or b"{}").facts)
                 except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                    error = f'the recon command printed no findings document ({{"facts": [...]}}): {exc}'
+                    error = (
+                        "the recon command printed no findings document "
+                        f'({{"facts": [...]}}): {exc}'
+                    )
         answers = sorted(f.id for f in brief.invalidated)
         log.info("recon.recorded", facts=len(facts), error=error, answers=answers)
         return Publish(
@@ -262,7 +258,7 @@ def _trunk_view(config: RepoConfig) -> tuple[str, list[TreeEntry], int, list[str
     total = 0
     with open_repo(Path(config.repo)) as opened:
         store = opened.object_store
-        stack: list[tuple[str, bytes]] = [("", info.tree.encode())]
+        stack: list[tuple[str, Any]] = [("", info.tree.encode())]
         while stack:
             prefix, tree_id = stack.pop()
             tree = store[tree_id]

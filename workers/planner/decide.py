@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from loopbus.projections import charter as charter_fold
 from loopbus.projections import decisions as decisions_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import planner as planner_fold
@@ -57,6 +58,16 @@ MAX_BRIEF_FINDINGS = 50
 MAX_RECORD_LINES = 50
 
 
+FOLDS = (
+    charter_fold.FOLD,
+    slices_fold.FOLD,
+    findings_fold.FOLD,
+    decisions_fold.FOLD,
+    planner_fold.FOLD,
+)
+"""What the planner daemon folds."""
+
+
 @dataclass(frozen=True)
 class Options:
     """What a project's ``loopbus.toml`` says about planning."""
@@ -74,8 +85,6 @@ def trunk_key(project: str) -> str:
 
 
 def decide(world: World, options: Options) -> list[Intent]:
-    from loopbus.projections import charter as charter_fold
-
     run = world.state(charter_fold.FOLD.name)
     state: PlannerState = world.state(planner_fold.FOLD.name)
     slices: SlicesState = world.state(slices_fold.FOLD.name)
@@ -84,20 +93,18 @@ def decide(world: World, options: Options) -> list[Intent]:
     charter = run.charter
     intents: list[Intent] = list(skeleton_reviews(world, state, slices))
     if options.recon and (
-        state.recon is None
-        or state.recon.charter != charter.id
-        or planner_fold.stale_recon(state)
+        state.recon is None or state.recon.charter != charter.id or planner_fold.stale_recon(state)
     ):
         stale = planner_fold.stale_recon(state) if state.recon is not None else []
-        brief = ReconBrief(
+        recon_brief = ReconBrief(
             project=world.project,
             charter=msgspec.to_builtins(charter),
             previous=list(state.recon.facts) if state.recon is not None else [],
             invalidated=[_invalidation(found) for found in stale],
         )
         key = f"{RECON}:{state.basis}:{','.join(sorted(f.finding for f in stale))}"
-        args = {"brief": brief, "basis": state.basis, "charter": charter.id}
-        return [*intents, Effect(key, world.project, RECON, args)]
+        recon_args = {"brief": recon_brief, "basis": state.basis, "charter": charter.id}
+        return [*intents, Effect(key, world.project, RECON, recon_args)]
     if any(view.status == "open" for view in slices.slices.values()):
         return intents  # one slice at a time: the next is planned once this one closes
     head = world.outside.get(trunk_key(world.project))
@@ -225,8 +232,6 @@ def plan_brief(
 ) -> PlanBrief:
     """Everything the planner is told that the log holds (the shell adds trunk's tree and
     pending criteria)."""
-    from loopbus.projections import charter as charter_fold
-
     run = world.state(charter_fold.FOLD.name)
     recon = state.recon
     return PlanBrief(
@@ -346,7 +351,12 @@ def parse_answer(stdout: bytes) -> tuple[SlicePlan, str] | list[str]:
 
 
 def plan_problems(
-    plan: SlicePlan, slice_id: str, pending: list[str] | None, *, skeleton_allowed: bool
+    plan: SlicePlan,
+    slice_id: str,
+    pending: list[str] | None,
+    *,
+    skeleton_allowed: bool,
+    used_units: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """Every reason to refuse the planner's plan: the checks of ``loopbus plan check``
     (with trunk's pending criteria), and that it plans the slice asked for, plans something,
@@ -363,6 +373,13 @@ def plan_problems(
             "slice.skeleton=true: only a charter's first slice may be a skeleton; plan a "
             "build slice"
         )
+    used = set(used_units)
+    for unit in plan.units:
+        if unit.id in used:
+            problems.append(
+                f"unit {unit.id} is used by an earlier slice; unit ids are unique within a "
+                "project (the brief lists used_units)"
+            )
     problems.extend(validate(plan, pending))
     return problems
 
