@@ -68,6 +68,8 @@ class Invalidation(msgspec.Struct, kw_only=True):
     message: str
     target: str = ""
     closed: bool = False
+    answered: bool = False
+    """A reconnaissance re-run answered it."""
 
 
 class PlannerState(msgspec.Struct, kw_only=True):
@@ -111,7 +113,8 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
         case ReconRecorded() if system:
             state.recon = event
             for finding in event.answers:
-                state.invalidations.pop(finding, None)
+                if finding in state.invalidations:
+                    state.invalidations[finding].answered = True
             _reset(state, event.id)
         case PlanAttemptRefused() if system and event.basis == state.basis:
             state.attempts.append(
@@ -223,5 +226,5 @@ def stale_recon(state: PlannerState) -> list[Invalidation]:
     return [
         found
         for found in state.invalidations.values()
-        if not found.closed and found.fact in facts and found.finding not in recon.answers
+        if not found.closed and not found.answered and found.fact in facts
     ]
