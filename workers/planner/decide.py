@@ -102,8 +102,10 @@ def decide(world: World, options: Options) -> list[Intent]:
             previous=list(state.recon.facts) if state.recon is not None else [],
             invalidated=[_invalidation(found) for found in stale],
         )
-        key = f"{RECON}:{state.basis}:{','.join(sorted(f.finding for f in stale))}"
-        recon_args = {"brief": recon_brief, "basis": state.basis, "charter": charter.id}
+        # Keyed by the run and what it answers, not the round: a plan discarded meanwhile
+        # starts a new round but asks for the same reconnaissance.
+        key = f"{RECON}:{run.run}:{','.join(sorted(f.finding for f in stale))}"
+        recon_args = {"brief": recon_brief, "basis": run.run, "charter": charter.id}
         return [*intents, Effect(key, world.project, RECON, recon_args)]
     if any(view.status == "open" for view in slices.slices.values()):
         return intents  # one slice at a time: the next is planned once this one closes
