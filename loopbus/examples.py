@@ -53,7 +53,9 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus report usage --project demo --unit U1 --tokens-in 1200 --tokens-out 300"
     ],
     "approve": [
-        "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'"
+        "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'",
+        "loopbus approve --project demo --plan S2 --why 'small units, the right order'",
+        "loopbus approve --project demo --skeleton --why 'signatures and pending tests match'",
     ],
     "creds": ["loopbus creds add --role agent --principal builder-2"],
     "creds add": [

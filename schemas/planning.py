@@ -204,3 +204,9 @@ class SkeletonApprove(EventBase, frozen=True, kw_only=True, tag="skeleton.approv
 
     def subject_suffix(self) -> str:
         return f"approve.skeleton.{self.slice}"
+
+
+def plan_brief_schema() -> dict[str, Any]:
+    """The JSON Schema of the planner's brief, generated from :class:`PlanBrief` (shown in
+    docs/planning.md, where a test keeps it equal)."""
+    return msgspec.json.schema(PlanBrief)
