@@ -137,7 +137,9 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
                 proposal.approved = event.id
         case PlanSubmission() if event.id in state.submissions:
             proposal = state.proposals.get(state.submissions[event.id])
-            if proposal is not None:
+            # Only the proposal itself counts: a claim that reuses its (derivable) id with
+            # another plan does not mark it submitted.
+            if proposal is not None and event.plan == proposal.plan:
                 proposal.submitted = True
         case SkeletonApprove() if event.actor.role == "operator":
             state.skeleton_approved.setdefault(event.slice, event.id)
