@@ -31,7 +31,7 @@ def test_defaults_and_values() -> None:
     ("table", "field"),
     [
         ('[plan]\nmax_tries = 0\ncommand = "p"\n', "plan.max_tries"),
-        ('[plan]\nmax_tries = true\n', "plan.max_tries"),
+        ("[plan]\nmax_tries = true\n", "plan.max_tries"),
         ('[plan]\ncommand = ""\n', "plan.command"),
         ("[plan]\ntimeout = -1\n", "plan.timeout"),
         ('[plan]\nroster = ["a"]\n', "plan.roster"),
