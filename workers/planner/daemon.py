@@ -116,7 +116,7 @@ class Planner(Daemon):
         brief: PlanBrief = args["brief"]
         try:
             seen = await asyncio.to_thread(_trunk_view, config)
-        except WorkerError as exc:
+        except Exception as exc:  # an unreadable trunk is this try's failure, never a crash
             seen = None
             problems = [f"trunk cannot be read: {exc}"]
         if seen is not None:
