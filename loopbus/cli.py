@@ -28,6 +28,8 @@ COMMANDS = (
     "up",
     "report",
     "approve",
+    "charter",
+    "run",
     "creds",
     "tail",
     "replay",

@@ -56,6 +56,17 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'",
         "loopbus approve --project demo --plan S2 --why 'small units, the right order'",
         "loopbus approve --project demo --skeleton --why 'signatures and pending tests match'",
+        "loopbus approve --project demo --charter calc-v1 --why 'scope agreed' --wait",
+    ],
+    "charter": ["loopbus charter submit charter.md --project demo"],
+    "charter submit": [
+        "loopbus charter submit charter.md --project demo",
+        "loopbus charter submit charter.toml --project demo --check",
+    ],
+    "charter show": ["loopbus charter show --project demo"],
+    "run": [
+        "loopbus run --project demo",
+        "loopbus run --project demo --stop --why 'the objective changed'",
     ],
     "creds": ["loopbus creds add --role agent --principal builder-2"],
     "creds add": [

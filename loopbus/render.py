@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from loopbus import slice_render
 from loopbus.bus import Record
+from loopbus.charter_render import render_charter
 from loopbus.merges_status import render_merges
 from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
@@ -244,6 +245,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "integrity": render_integrity,
     "ratchet": render_ratchet,
     "builds": render_builds,
+    "charter": render_charter,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

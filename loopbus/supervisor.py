@@ -120,6 +120,8 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         "loopbus.workers.merger",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
+    # Approves charters, judges the run's criteria on trunk, keeps the run's budgets.
+    DaemonSpec("charter", "loopbus.workers.charter"),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
 

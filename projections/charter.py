@@ -37,7 +37,12 @@ from loopbus.schemas.charter import (
     RunState,
     RunStop,
 )
-from loopbus.schemas.slices import SlicePlanAccepted, UsageReport
+from loopbus.schemas.slices import (
+    SliceClosed,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+    UsageReport,
+)
 
 
 class RunView(msgspec.Struct, kw_only=True):
@@ -57,11 +62,16 @@ class RunView(msgspec.Struct, kw_only=True):
     superseded: tuple[str, ...] = ()
     """Ids of charters approved before the one in force, oldest first."""
     criteria_trunk: str = ""
+    criteria_cause: str = ""
+    """The trunk gate run (``merge.candidate_tested`` id) the last judgement read."""
     held: frozenset[str] = frozenset()
     failing: frozenset[str] = frozenset()
     criteria_detail: dict[str, str] = {}
     met: bool = False
     slices: tuple[str, ...] = ()
+    """Slices accepted under the charter, in order."""
+    closed: tuple[str, ...] = ()
+    """Those of them closed (or discarded) since."""
     tokens: int = 0
     checked_in: bool = False
     finalizing: bool = False
@@ -107,6 +117,7 @@ def apply(view: RunView, event: Event) -> RunView:
         case RunCriteriaChecked() if _current(view, event.run):
             assert view.charter is not None
             view.criteria_trunk = event.trunk
+            view.criteria_cause = event.cause
             view.held = frozenset(event.held)
             view.failing = frozenset(event.failing)
             view.criteria_detail = dict(event.detail)
@@ -125,6 +136,9 @@ def apply(view: RunView, event: Event) -> RunView:
         case SlicePlanAccepted() if view.charter is not None and view.ended is None:
             if event.plan.slice not in view.slices:
                 view.slices = (*view.slices, event.plan.slice)
+        case SliceClosed() | SlicePlanDiscarded() if event.slice in view.slices:
+            if event.slice not in view.closed:
+                view.closed = (*view.closed, event.slice)
         case UsageReport() if view.charter is not None and view.ended is None:
             view.tokens += event.tokens
         case FindingRaised():
@@ -154,11 +168,13 @@ def _start(view: RunView, event: CharterApproved) -> None:
         view.awaiting_submission = ""
     # A new run starts from nothing: its own criteria, slices, spend and end.
     view.criteria_trunk = ""
+    view.criteria_cause = ""
     view.held = frozenset()
     view.failing = frozenset()
     view.criteria_detail = {}
     view.met = False
     view.slices = ()
+    view.closed = ()
     view.tokens = 0
     view.checked_in = False
     view.finalizing = False
@@ -180,6 +196,11 @@ def dispatch_hold(view: RunView) -> str:
     if view.charter is not None and view.ended is not None:
         return f"the run of charter {view.charter.id!r} ended ({view.ended})"
     return ""
+
+
+def open_slices(view: RunView) -> tuple[str, ...]:
+    """Slices accepted under the charter and not closed yet."""
+    return tuple(s for s in view.slices if s not in view.closed)
 
 
 def criteria_summary(view: RunView) -> str:

@@ -1,6 +1,11 @@
-"""``loopbus approve``: an operator approves a ready unit's head for merge.
+"""``loopbus approve``: an operator approves a ready unit's head for merge, or (with
+``--charter``) the charter awaiting approval.
 
-It publishes an approve claim on the operator's own claim subject; the merger queues the
+What is approved is one of a mutually exclusive group of options: ``--unit`` here, and
+each other kind in a module of its own listed in :data:`KINDS` (``add_option(group)`` adds
+its option, ``run(args)`` runs it when that option was given).
+
+For a unit it publishes an approve claim on the operator's own claim subject; the merger queues the
 head or refuses the claim with a finding. Only an operator credential may publish it: the
 server refuses the same claim from an agent credential (docs/security.md).
 """
@@ -12,7 +17,7 @@ import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
-from loopbus.commands import approve_plan
+from loopbus.commands import approve_charter, approve_plan, approve_skeleton
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -26,19 +31,37 @@ from loopbus.settings import add_connection, add_project, connection
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
-        "approve", help="approve a ready unit for merge, a proposed plan or a skeleton (operators)"
+        "approve", help="approve a unit for merge, a charter, a proposed plan or a skeleton"
     )
     add_connection(parser, role="operator")
     add_claimant(parser)
     add_project(parser)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--unit", help="the unit to approve")
-    approve_plan.add_option(target)
-    parser.add_argument("--why", required=True, help="why it may merge (kept on the log)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--unit", help="the unit to approve for merge")
+    for kind in KINDS:
+        kind.add_option(what)
+    parser.add_argument("--why", required=True, help="why it is approved (kept on the log)")
     parser.add_argument(
         "--head", default="", help="the commit approved (default: the unit's current head)"
     )
-    parser.set_defaults(handler=run)
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until the system answers the approval (approved, or refused and why)",
+    )
+    parser.set_defaults(handler=dispatch)
+
+
+KINDS: tuple[Any, ...] = (approve_charter, approve_plan, approve_skeleton)
+"""The other things an operator approves: each module's ``OPTION`` names its option (the
+``args`` attribute that is not ``None`` when it was given)."""
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    for kind in KINDS:
+        if getattr(args, kind.OPTION, None) is not None:
+            return int(kind.run(args))
+    return run(args)
 
 
 def build(args: argparse.Namespace) -> ApproveReport:
@@ -55,8 +78,11 @@ def build(args: argparse.Namespace) -> ApproveReport:
 
 
 def run(args: argparse.Namespace) -> int:
-    if approve_plan.chosen(args):
-        return approve_plan.run(args)
+    if args.wait:
+        raise UsageError(
+            "--wait: a unit's approval is answered by the merge queue; follow it with "
+            "loopbus tail --kind merge (--wait is for --charter)"
+        )
     claim = build(args)
 
     async def publish() -> int:

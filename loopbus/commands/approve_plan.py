@@ -26,28 +26,24 @@ from loopbus.schemas.planning import PlanApprove, SkeletonApprove
 from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.settings import connection
 
+OPTION = "plan"
+"""The ``args`` attribute that is set when ``--plan`` was given (``approve``'s dispatch)."""
+
 
 def add_option(group: Any) -> None:
-    """Add ``--plan`` and ``--skeleton`` to ``approve``'s group of targets."""
+    """Add ``--plan`` to ``approve``'s group of targets."""
     group.add_argument(
         "--plan", metavar="SLICE", help="approve the plan the planner proposed for SLICE"
     )
-    group.add_argument(
-        "--skeleton",
-        metavar="SLICE",
-        nargs="?",
-        const="",
-        default=None,
-        help="approve the closed skeleton slice (SLICE, or the one waiting)",
-    )
-
-
-def chosen(args: argparse.Namespace) -> bool:
-    """Whether ``args`` name one of this module's targets."""
-    return getattr(args, "plan", None) is not None or getattr(args, "skeleton", None) is not None
 
 
 def run(args: argparse.Namespace) -> int:
+    """Approve a proposed plan (``--plan``) or a closed skeleton (``--skeleton``)."""
+    if getattr(args, "wait", False):
+        raise UsageError(
+            "--wait is for --charter: the planner daemon answers a plan's or a skeleton's "
+            "approval; follow it with loopbus tail"
+        )
     why = (args.why or "").strip()
     if not why:
         raise UsageError("--why is empty: an approval says why (it is kept on the log)")
@@ -60,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             await require_known(bus, project)
             events = await _events(bus, project)
             claim: PlanApprove | SkeletonApprove
-            if args.plan is not None:
+            if getattr(args, "plan", None) is not None:
                 slice_id = token("--plan", args.plan)
                 _require_proposal(events, slice_id)
                 claim = PlanApprove(project=project, actor=actor, slice=slice_id, why=why)

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from loopbus.charter_render import render_charter
 from loopbus.projections import budgets as budgets_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import slices as slices_fold
 from loopbus.projections import to_builtins
+from loopbus.projections.charter import RunView
 from loopbus.projections.convergence import ConvergenceState
 from loopbus.projections.merges import MergesState
 from loopbus.projections.units import UnitsState
@@ -271,6 +273,21 @@ def overview(
         "convergence": convergence_doc(states, pages.get("convergence", plain)),
         "record": record_doc(states, pages.get("record", Page(0, 20))),
         "merges": merges_doc(states, pages.get("queue", plain)),
+        "charter": charter_doc(states),
+    }
+
+
+def charter_doc(states: Mapping[str, Any]) -> dict[str, Any]:
+    """The charter in force (or awaiting) and how many of its criteria hold on trunk."""
+    view: RunView = states.get("charter") or RunView()
+    total = len(view.charter.criteria) if view.charter is not None else 0
+    held = len(set(view.charter.criterion_ids) & view.held) if view.charter is not None else 0
+    return {
+        "state": view.state,
+        "held": held,
+        "total": total,
+        "trunk": view.criteria_trunk,
+        "lines": render_charter(view),
     }
 
 

@@ -67,6 +67,9 @@ def _register_validators() -> None:
         pass
     else:
         TOML_VALIDATORS["# plan.toml"] = lambda text, _tmp: parse_plan_text(text, "plan.toml")
+    from loopbus.charter_file import parse_charter
+
+    TOML_VALIDATORS["# charter.toml"] = lambda text, _tmp: parse_charter(text, "charter.toml")
 
 
 _register_validators()

@@ -28,6 +28,16 @@ from loopbus.schemas import (
     parse_target,
 )
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from loopbus.schemas.charter import (
+    Charter,
+    CharterApprove,
+    CharterApproved,
+    CharterCriterion,
+    CharterSubmission,
+    RunCriteriaChecked,
+    RunEnded,
+    RunStop,
+)
 from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
 from loopbus.schemas.merges import (
@@ -563,6 +573,32 @@ def rules_events(draw: st.DrawFn, pool: Pool) -> Event:
     )  # fmt: skip
 
 
+def charter_events(draw: st.DrawFn, pool: Pool) -> Event:
+    """Charters submitted and approved, runs judged, stopped and ended."""
+    p = pool.project
+    crit = CharterCriterion(id="adds", text="adds", test="tests/t.py::test_add")
+    chosen = Charter(id=draw(st.sampled_from(["C1", "C2"])), title="t", criteria=(crit,))
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return CharterSubmission(project=p, actor=OPERATOR, charter=chosen)
+    if choice == 1:
+        return pool.note("claim", CharterApprove(project=p, actor=OPERATOR, why="go"))
+    if choice == 2:
+        return pool.note(
+            "run", CharterApproved(project=p, actor=SYSTEM, charter=chosen, claim=None)
+        )
+    if choice == 3:
+        return RunCriteriaChecked(
+            project=p, actor=SYSTEM, run=pool.some(draw, "run"), charter=chosen.id,
+            trunk=draw(st.sampled_from(HEADS)), held=draw(st.sampled_from([(), ("adds",)])),
+        )  # fmt: skip
+    if choice == 4:
+        return RunStop(project=p, actor=OPERATOR, why="enough")
+    return RunEnded(
+        project=p, actor=SYSTEM, run=pool.some(draw, "run"), charter=chosen.id, reason="budget"
+    )
+
+
 MAKERS: list[Maker] = [
     units_events,
     units_events,
@@ -572,6 +608,7 @@ MAKERS: list[Maker] = [
     reviews_events,
     merges_events,
     rules_events,
+    charter_events,
 ]
 
 

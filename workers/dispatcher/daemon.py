@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
-from loopbus.projections import blocking, decisions, slices
+from loopbus.projections import blocking, charter, decisions, slices
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.workers.dispatcher import retries
@@ -56,7 +56,14 @@ class Dispatcher(Daemon):
     """Plans become facts, slices run wave by wave, increments boot."""
 
     name = "dispatcher"
-    folds = (slices.FOLD, units_fold.FOLD, decisions.FOLD, blocking.FOLD, *retries.FOLDS)
+    folds = (
+        slices.FOLD,
+        units_fold.FOLD,
+        decisions.FOLD,
+        blocking.FOLD,
+        *retries.FOLDS,
+        charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
+    )
 
     def __init__(
         self,

@@ -20,6 +20,10 @@ For a project that changed it
   :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
   dispatch a unit, close a slice with its boot result.
 
+No unit is dispatched while the project's charter holds dispatch
+(:func:`loopbus.projections.charter.dispatch_hold`: a charter awaits approval, or its run
+ended); plans are still answered and units planned meanwhile.
+
 One step at a time keeps the facts in order (A is dispatched before B) and lets each step
 see the one before (a unit id taken by the plan accepted just before, the capacity a
 dispatch used). A step that needs the repository — trunk's pending criteria, trunk's
@@ -36,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections import blocking, claims, decisions, slices
+from loopbus.projections import blocking, charter, claims, decisions, slices
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -145,12 +149,18 @@ def _steps(
                 yield from retries.revive(world, action)
             case Complete():
                 yield complete(world, options, view, action)
-            case Dispatch():
+            case Dispatch() if not held(world):
                 yield dispatch(world, options, view, action)
             case Close():
                 boot = boot_result(world, options, view)
                 if boot is not None:
                     yield close(world, view, boot)
+
+
+def held(world: World) -> str:
+    """Why nothing may be dispatched now (a charter awaits approval, or its run ended);
+    ``""`` otherwise, and always for a project that never had a charter."""
+    return charter.dispatch_hold(world.state(charter.FOLD.name))
 
 
 def reading(world: World, key: str) -> Any:

@@ -81,6 +81,13 @@ function renderCounts(counts) {
   box.append(el("span", { class: "dim", text: `· ${counts.open_findings} open findings, ${counts.resolved_findings} resolved` }));
 }
 
+function renderCharter(charter) {
+  const box = document.getElementById("charter");
+  box.dataset.held = charter.held;
+  box.dataset.total = charter.total;
+  box.textContent = charter.lines.join(" · ");
+}
+
 function renderMerges(merges) {
   const trunk = merges.trunk;
   const badge = document.getElementById("trunk");
@@ -222,6 +229,7 @@ async function refresh() {
     ]);
     renderCounts(overview.counts);
     renderMerges(overview.merges);
+    renderCharter(overview.charter);
     renderWaiting(overview.waiting);
     renderSlices(overview.slices);
     renderBudgets(overview.budgets);

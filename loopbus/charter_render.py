@@ -1,0 +1,85 @@
+"""The charter and its run, as lines: for ``charter show``, ``run`` and ``status``. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopbus.projections.charter import RunView, criteria_summary
+from loopbus.schemas.charter import Charter
+from loopbus.schemas.durations import parse_duration
+
+
+def render_charter(state: RunView, sizes: Any = None) -> list[str]:
+    """``status``'s block: the charter in force (or awaiting), the run's state, criteria."""
+    if state.charter is None and state.awaiting is None:
+        return ["charter: none (plans are submitted by hand)"]
+    lines = []
+    if state.charter is not None:
+        lines.append(
+            f"charter: {state.charter.id} — {state.charter.title}; run {state.state}, "
+            f"{criteria_summary(state)}, {len(state.slices)} slices"
+        )
+    if state.awaiting is not None:
+        lines.append(f"charter awaiting approval: {state.awaiting.id} — {state.awaiting.title}")
+    return lines
+
+
+def charter_lines(charter: Charter, heading: str) -> list[str]:
+    """A charter, a few lines: id, title, objectives, criteria, budgets, autonomy."""
+    budgets = charter.budgets
+    lines = [f"{heading}: {charter.id} — {charter.title} (autonomy {charter.autonomy})"]
+    lines += [f"  objective {o.id}: {o.text}" for o in charter.objectives]
+    for c in charter.criteria:
+        how = f"check {c.check}" if c.check else f"test {c.test}"
+        lines.append(f"  criterion {c.id}: {c.text} [{how}]")
+    lines.append(
+        f"  budgets: wall clock {budgets.wall_clock}, tokens {budgets.tokens or 'no limit'}, "
+        f"slices {budgets.slices or 'no limit'}"
+    )
+    return lines
+
+
+def run_lines(view: RunView, now_s: float | None = None) -> list[str]:
+    """The run: charter, state, slices, criteria held, budgets spent vs limit.
+    ``now_s``: seconds since the run's approval (the caller reads the clock)."""
+    lines: list[str] = []
+    if view.charter is not None:
+        lines += charter_lines(view.charter, "charter in force")
+    if view.awaiting is not None:
+        lines += charter_lines(view.awaiting, "awaiting approval")
+        lines.append(f"  approve it: loopbus approve --charter {view.awaiting.id} --why '...'")
+    if view.charter is None and view.awaiting is None:
+        return ["no charter: plans are submitted by hand (loopbus charter submit FILE)"]
+    state = view.state
+    if view.ended is not None:
+        state += f" ({view.ended}{': ' + view.ended_detail if view.ended_detail else ''})"
+    lines.append(f"state: {state}")
+    if view.charter is None:
+        return lines
+    lines.append(f"slices: {len(view.slices)} ({', '.join(view.slices) or 'none yet'})")
+    held = sorted(set(view.charter.criterion_ids) & view.held)
+    lines.append(
+        f"criteria: {criteria_summary(view)}" + (f" — held: {', '.join(held)}" if held else "")
+    )
+    for cid, why in sorted(view.criteria_detail.items()):
+        lines.append(f"  not held {cid}: {why}")
+    budgets = view.charter.budgets
+    wall = parse_duration(budgets.wall_clock)
+    spent = f"{_clock(now_s)} of {budgets.wall_clock}" if now_s is not None else budgets.wall_clock
+    lines.append(
+        f"spent: wall clock {spent} ({_share(now_s, wall)}), "
+        f"tokens {view.tokens} of {budgets.tokens or 'no limit'}, "
+        f"slices {len(view.slices)} of {budgets.slices or 'no limit'}"
+    )
+    return lines
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    whole = int(max(seconds, 0))
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m{whole % 60:02d}s"
+
+
+def _share(seconds: float | None, limit: float) -> str:
+    return "?" if seconds is None else f"{min(max(seconds, 0) / limit, 9.99):.0%}"

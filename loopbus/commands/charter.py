@@ -1,0 +1,97 @@
+"""``loopbus charter submit FILE`` and ``loopbus charter show``.
+
+A charter says what a run is for (objectives), how the system knows it is done (criteria
+judged on trunk: a check that passed, a test that ran and passed) and what it may spend
+(wall clock, tokens, slices). Submitting one publishes an operator's claim; nothing is
+planned or dispatched under it until ``loopbus approve --charter`` (docs/charter.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from loopbus.charter_file import parse_charter
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import UsageError
+from loopbus.known import add_new, require_known, require_known_unless_new
+from loopbus.run_view import charter_lines, load_run, run_lines
+from loopbus.schemas import Actor
+from loopbus.schemas.charter import CharterSubmission
+from loopbus.schemas.subjects import subject_of
+from loopbus.settings import add_connection, add_project, connection
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("charter", help="what a run is for, and what it may spend")
+    verbs = parser.add_subparsers(dest="charter_verb", metavar="VERB")
+    verbs.required = True
+    text = "submit a charter file (TOML, or Markdown with +++ TOML front matter) for approval"
+    submit = verbs.add_parser("submit", help=text, description=text)
+    add_connection(submit, role="operator")
+    add_claimant(submit)
+    add_project(submit)
+    add_new(submit, "the charter")
+    submit.add_argument("file", metavar="FILE", help="the charter file")
+    submit.add_argument(
+        "--check", action="store_true", help="only read the file and say whether it stands"
+    )
+    submit.set_defaults(handler=run_submit)
+    text = "print the charter in force and the one awaiting approval"
+    show = verbs.add_parser("show", help=text, description=text)
+    add_connection(show)
+    add_project(show)
+    show.set_defaults(handler=run_show)
+
+
+def read_file(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"FILE {path!r}: cannot be read ({exc}); name a charter file") from exc
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    charter = parse_charter(read_file(args.file), args.file)
+    if args.check:
+        print("\n".join(charter_lines(charter, "charter stands")))
+        return 0
+    claim = CharterSubmission(
+        project=token("--project", args.project),
+        actor=Actor(role="operator", principal=principal(args)),
+        charter=charter,
+    )
+
+    async def publish() -> int:
+        bus = await connection(args).open()
+        try:
+            bus.check_publish(subject_of(claim))  # a credential that may not submit: say so
+            await require_known_unless_new(bus, args)
+            ack = await bus.publish(claim)
+        finally:
+            await bus.close()
+        print(
+            f"charter {charter.id} submitted as {claim.id} at seq {ack.seq}; it awaits "
+            f"approval: loopbus approve --charter {charter.id} --why '...'"
+        )
+        return 0
+
+    return asyncio.run(publish())
+
+
+def run_show(args: argparse.Namespace) -> int:
+    project = token("--project", args.project)
+
+    async def show() -> int:
+        bus = await connection(args).open()
+        try:
+            await require_known(bus, project)
+            view = await load_run(bus, project)
+        finally:
+            await bus.close()
+        print("\n".join(run_lines(view)))
+        return 0
+
+    return asyncio.run(show())

@@ -1,0 +1,74 @@
+"""``loopbus run``: the run of the charter in force — its state, slices, criteria held and
+budgets spent — and ``loopbus run --stop --why ...`` to end it now (operators).
+
+The stop is an operator's claim (``run.stop.v1``); the charter daemon answers it with
+``run.ended.v1`` (stopped), after which the dispatcher dispatches nothing more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from loopbus.commands.report import add_claimant, principal, token
+from loopbus.errors import UsageError
+from loopbus.known import require_known
+from loopbus.run_view import load_run, run_lines
+from loopbus.schemas import Actor, utcnow
+from loopbus.schemas.charter import RunStop
+from loopbus.schemas.subjects import subject_of
+from loopbus.settings import add_connection, add_project, connection
+
+
+def register(sub: Any) -> None:
+    text = "the run of the charter in force: state, slices, criteria held, budgets spent"
+    parser = sub.add_parser("run", help=text, description=text)
+    add_connection(parser, role="operator")
+    add_claimant(parser)
+    add_project(parser)
+    parser.add_argument("--stop", action="store_true", help="end the run now (operators)")
+    parser.add_argument("--why", default=None, help="why the run is stopped (with --stop)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    project = token("--project", args.project)
+    why = (args.why or "").strip()
+    if args.stop and not why:
+        raise UsageError("--why is missing or empty: a stop says why the run ends now")
+    if why and not args.stop:
+        raise UsageError("--why goes with --stop; `loopbus run` alone only prints the run")
+
+    async def go() -> int:
+        bus = await connection(args).open()
+        try:
+            await require_known(bus, project)
+            view = await load_run(bus, project)
+            if not args.stop:
+                since = (
+                    (utcnow() - view.approved_at).total_seconds()
+                    if view.approved_at is not None
+                    else None
+                )
+                print("\n".join(run_lines(view, since)))
+                return 0
+            if view.charter is None or view.ended is not None:
+                raise UsageError(
+                    f"--stop: {project!r} has no run in progress (state {view.state}); "
+                    "loopbus run shows it"
+                )
+            claim = RunStop(
+                project=project, actor=Actor(role="operator", principal=principal(args)), why=why
+            )
+            bus.check_publish(subject_of(claim))
+            ack = await bus.publish(claim)
+        finally:
+            await bus.close()
+        print(
+            f"stop {claim.id} of the run of charter {view.charter.id} published at seq "
+            f"{ack.seq}; the charter daemon ends it (loopbus run shows it)"
+        )
+        return 0
+
+    return asyncio.run(go())

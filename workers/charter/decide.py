@@ -1,0 +1,233 @@
+"""The charter daemon's decision: pure, over the ``charter``, ``merges`` and ``gates`` folds
+and the time (no I/O, no clock of its own, no memory).
+
+One step per decision, first first:
+
+1. answer the oldest operator's approval: ``charter.approved`` for the charter awaiting
+   (the one it names, as submitted in the submission it names), or a refusal finding;
+2. while a run is in force and has not ended:
+
+   * answer an operator's stop: ``run.ended`` (stopped);
+   * judge the criteria on the latest trunk gate run that is green under the adopted
+     configuration and not judged yet for this run: ``run.criteria_checked``;
+   * every criterion holds: ``run.ended`` (met);
+   * the wall clock is spent, or the run is finalizing and none of its slices is open:
+     ``run.ended`` (budget);
+   * ≈90% of the wall clock spent, or the tokens or slices budget reached:
+     ``run.finalizing``;
+   * half the wall clock spent: ``run.checked_in``.
+
+Every fact's id derives from what it answers (the claim, the run, the trunk run judged),
+and each is published conditionally on its subject as this decision saw it, so a restart
+or a second daemon stores it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loopbus.projections import charter as charter_fold
+from loopbus.projections import gates as gates_fold
+from loopbus.projections import merges as merges_fold
+from loopbus.projections.charter import RunView, open_slices
+from loopbus.projections.gates import GatesState
+from loopbus.projections.intents import Intent
+from loopbus.projections.merges import MergesState
+from loopbus.schemas import FindingRaised
+from loopbus.schemas.charter import (
+    CharterApprove,
+    CharterApproved,
+    EndReason,
+    RunCheckedIn,
+    RunCriteriaChecked,
+    RunEnded,
+    RunFinalizing,
+)
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.charter.criteria import judge
+from loopbus.workers.kernel import World
+
+CHECK_IN = 0.5
+FINALIZE = 0.9
+"""Shares of the wall clock at which the run checks in, and finalizes."""
+
+
+@dataclass(frozen=True)
+class Options:
+    check_in: float = CHECK_IN
+    finalize: float = FINALIZE
+
+
+DEFAULTS = Options()
+
+
+def decide(world: World, options: Options = DEFAULTS) -> Sequence[Intent]:
+    view: RunView = world.state(charter_fold.FOLD.name)
+    for claim in view.approvals.values():
+        return [world.publish_if(answer_approval(world, view, claim))]
+    if view.charter is None or view.ended is not None or not view.run:
+        return ()
+    step = run_step(world, view, options)
+    return [world.publish_if(step)] if step is not None else ()
+
+
+def answer_approval(
+    world: World, view: RunView, claim: CharterApprove
+) -> CharterApproved | FindingRaised:
+    awaiting = view.awaiting
+    if awaiting is None:
+        return refusal(world, claim, "no-charter-awaiting", "no charter awaits approval")
+    if claim.charter and claim.charter != awaiting.id:
+        return refusal(
+            world,
+            claim,
+            "not-the-charter-awaiting",
+            f"it names charter {claim.charter!r}, but the one awaiting is {awaiting.id!r}",
+        )
+    if claim.submission and claim.submission != view.awaiting_submission:
+        return refusal(
+            world,
+            claim,
+            "submission-replaced",
+            f"it approves submission {claim.submission}, replaced since by "
+            f"{view.awaiting_submission}; read it (loopbus charter show) and approve again",
+        )
+    return CharterApproved(
+        id=answer_id(claim.id, "charter-approved"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        charter=awaiting,
+        supersedes=view.charter.id if view.charter is not None else None,
+        claim=claim.id,
+        submission=view.awaiting_submission or None,
+        by=claim.actor.principal,
+        why=claim.why,
+    )
+
+
+def refusal(world: World, claim: CharterApprove, code: str, message: str) -> FindingRaised:
+    return FindingRaised(
+        id=answer_id(claim.id, "refused"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="meta_rule",
+        target=RecordTarget(id=claim.id),
+        severity="medium",
+        criterion=code,
+        cls="refused-transition",
+        message=f"charter approval refused: {message}",
+        evidence={"claim": claim.id, "claimant": claim.actor.principal, "code": code},
+        owner="operator",
+    )
+
+
+def run_step(
+    world: World, view: RunView, options: Options
+) -> RunEnded | RunCriteriaChecked | RunFinalizing | RunCheckedIn | None:
+    assert view.charter is not None and view.approved_at is not None
+    for stop in view.stops.values():
+        return ended(world, view, "stopped", stop.why or "an operator stopped it", stop.id)
+    judged = criteria(world, view)
+    if judged is not None:
+        return judged
+    if view.met:
+        return ended(world, view, "met", f"every criterion holds on trunk {view.criteria_trunk}")
+    budgets = view.charter.budgets
+    wall = budgets.wall_clock_s
+    elapsed = (world.now - view.approved_at).total_seconds()
+    if elapsed >= wall:
+        return ended(world, view, "budget", f"the wall clock of {budgets.wall_clock} is spent")
+    spent = spent_budget(view)
+    if view.finalizing and not open_slices(view) and spent:
+        return ended(world, view, "budget", f"{spent}, and no slice is open")
+    if not view.finalizing:
+        if spent:
+            return finalizing(world, view, spent)
+        if elapsed >= options.finalize * wall:
+            share = f"{options.finalize:.0%}"
+            return finalizing(world, view, f"{share} of the wall clock {budgets.wall_clock}")
+        if not view.checked_in and elapsed >= options.check_in * wall:
+            return RunCheckedIn(
+                id=answer_id(view.run, "checked-in"),
+                project=world.project,
+                actor=world.actor,
+                at=world.now,
+                run=view.run,
+                charter=view.charter.id,
+                elapsed_s=elapsed,
+                wall_clock_s=wall,
+                detail=f"{len(view.slices)} slices, {len(view.held)} criteria held",
+            )
+    return None
+
+
+def spent_budget(view: RunView) -> str:
+    """Which count budget is reached (``""``: none)."""
+    assert view.charter is not None
+    budgets = view.charter.budgets
+    if budgets.slices and len(view.slices) >= budgets.slices:
+        return f"the slices budget ({budgets.slices}) is reached"
+    if budgets.tokens and view.tokens >= budgets.tokens:
+        return f"the tokens budget ({budgets.tokens}) is reached ({view.tokens} spent)"
+    return ""
+
+
+def criteria(world: World, view: RunView) -> RunCriteriaChecked | None:
+    """Judge the latest trunk run when it is green under the adopted configuration and
+    this run has not judged it yet."""
+    assert view.charter is not None
+    merges: MergesState = world.state(merges_fold.FOLD.name)
+    run = merges.trunk.checked
+    if run is None or not run.green or run.id == view.criteria_cause:
+        return None
+    if merges.adopted is not None and run.config != merges.adopted.digest:
+        return None  # judged with another configuration than the one adopted: not trunk's
+    gates: GatesState = world.state(gates_fold.FOLD.name)
+    verdict = judge(view.charter, run, gates)
+    return RunCriteriaChecked(
+        id=answer_id(view.run, f"criteria:{run.id}"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        run=view.run,
+        charter=view.charter.id,
+        trunk=run.candidate,
+        held=verdict.held,
+        failing=verdict.failing,
+        cause=run.id,
+        detail=verdict.detail,
+    )
+
+
+def finalizing(world: World, view: RunView, why: str) -> RunFinalizing:
+    assert view.charter is not None
+    return RunFinalizing(
+        id=answer_id(view.run, "finalizing"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        run=view.run,
+        charter=view.charter.id,
+        detail=f"{why}: no new slice is planned; the open slice may finish",
+    )
+
+
+def ended(
+    world: World, view: RunView, reason: EndReason, detail: str, claim: str | None = None
+) -> RunEnded:
+    assert view.charter is not None
+    return RunEnded(
+        id=answer_id(view.run, "ended"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        run=view.run,
+        charter=view.charter.id,
+        reason=reason,
+        detail=detail,
+        claim=claim,
+    )
