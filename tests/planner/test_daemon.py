@@ -218,3 +218,44 @@ async def test_after_a_slice_closes_the_next_slice_is_planned(
     assert s2_brief["slice"] == "S2" and s2_brief["used_units"] == ["U1", "U2"]
     assert [c["slice"] for c in s2_brief["closed"]] == ["S1"]
     assert s2_brief["skeleton_allowed"] is False
+
+
+async def test_a_closed_skeleton_waits_for_approve_skeleton_before_the_next_slice(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path, nats_url: str
+) -> None:
+    """The first slice is a skeleton: once it closes, a skeleton-review finding asks the
+    operator and nothing is planned until ``loopbus approve --skeleton``."""
+    skeleton = plan_toml("S1", "U1").replace('id = "S1"', 'id = "S1"\nskeleton = true', 1)
+    stand_in = planner(agent_dir, {"S1": skeleton, "S2": plan_toml("S2", "U9")})
+    repo = planned_repo(tmp_path, project, stand_in.command)
+    async with running(bus, Planner(config_of(repo), poll_s=0.1)) as kernel:
+        run = await start_charter(bus, project, repo.base)  # type: ignore[attr-defined]
+        events = await wait_log(bus, project, count(PlanSubmission), timeout=60)
+        (submission,) = of(PlanSubmission, events)
+        assert submission.plan.skeleton is True
+        plan = submission.plan
+        await bus.publish(
+            SlicePlanAccepted(project=project, actor=SYSTEM, plan=plan, cause=submission.id)
+        )
+        await bus.publish(
+            SliceClosed(project=project, actor=SYSTEM, slice="S1", boot=BootResult(outcome="pass"))
+        )
+        await check_criteria(bus, project, run, repo.base)  # type: ignore[attr-defined]
+        events = await wait_log(
+            bus, project, count(FindingRaised, criterion="skeleton-review"), timeout=60
+        )
+        states = kernel.project_states(project)
+        await kernel.until(lambda: bool(states["planner"].skeleton_reviews), 30)
+        await kernel.wait_settled(kernel.folded)
+        assert len(stand_in.calls()) == 1  # S2 not asked for
+        approved = await asyncio.to_thread(
+            loopbus,
+            "approve", "--project", project, "--skeleton", "--why", "signatures match",
+            "--principal", "ana", url=nats_url,
+        )  # fmt: skip
+        assert approved.returncode == 0, approved.stderr
+        events = await wait_log(bus, project, count(PlanSubmission, 2), timeout=60)
+    (review,) = of(FindingRaised, events, criterion="skeleton-review")
+    assert (review.owner, review.slice) == ("operator", "S1")
+    assert [s.plan.slice for s in of(PlanSubmission, events)] == ["S1", "S2"]
+    assert stand_in.calls()[-1]["closed"][0]["skeleton"] is True
