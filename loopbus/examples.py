@@ -54,6 +54,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "approve": [
         "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'",
+        "loopbus approve --project demo --plan S2 --why 'small units, the right order'",
+        "loopbus approve --project demo --skeleton --why 'signatures and pending tests match'",
         "loopbus approve --project demo --charter calc-v1 --why 'scope agreed' --wait",
         "loopbus approve --project demo --config 01J9ZQ4V6X0N8E7K2M3P5R7 --why 'new reviewer'",
     ],

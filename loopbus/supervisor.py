@@ -108,6 +108,9 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         lambda s: ["--repo", str(s.repo)] if s.repo else [],
     ),
     DaemonSpec(
+        "planner", "loopbus.workers.planner", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
+    DaemonSpec(
         "builder",
         "loopbus.workers.builder",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),

@@ -55,7 +55,7 @@ class Schedule(msgspec.Struct, kw_only=True):
 
 # -- parsing ------------------------------------------------------------------------------
 
-_SLICE_KEYS = ("id", "capabilities", "budgets")
+_SLICE_KEYS = ("id", "capabilities", "budgets", "skeleton")
 _UNIT_KEYS = ("id", "title", "files", "blocked_by", "criteria", "design_ref")
 _BUDGET_KEYS = ("gate_wall_clock", "tokens_per_unit", "rework_rounds", "cache_hit_rate", "wait")
 
@@ -106,6 +106,9 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
     capabilities = _strings(head.get("capabilities", []), "slice.capabilities", problems)
     raw_budgets = head.get("budgets", doc.get("budgets", {}))
     budgets = _budgets(raw_budgets, problems)
+    is_skeleton = head.get("skeleton", False)
+    if not isinstance(is_skeleton, bool):
+        problems.append(f"slice.skeleton={is_skeleton!r} must be true or false")
     raw_units = doc.get("unit", doc.get("units"))
     if not isinstance(raw_units, list) or not raw_units:
         problems.append('unit: a plan needs at least one [[unit]] with id = "U1"')
@@ -124,6 +127,7 @@ def _plan_from(doc: dict[str, Any], problems: list[str]) -> SlicePlan | None:
         budgets=budgets,
         units=units,
         contract=contract,
+        skeleton=is_skeleton is True,
     )
 
 

@@ -48,6 +48,8 @@ CLAIM_TAGS: frozenset[str] = frozenset(
         "decision.choice.v1",
         "trunk.recheck.v1",
         "config.adopt.v1",
+        "plan.approve.v1",
+        "skeleton.approve.v1",
         "charter.submission.v1",
         "charter.approve.v1",
         "run.stop.v1",
@@ -76,6 +78,8 @@ system's to raise: the same finding from an agent is a forgery."""
 
 CLAIM_ROLES: dict[str, frozenset[str]] = {
     "decision.choice.v1": frozenset({"operator"}),
+    "plan.approve.v1": frozenset({"operator"}),
+    "skeleton.approve.v1": frozenset({"operator"}),
     # A charter says what autonomous work is for and what it may spend: only a person
     # writes, approves or stops one.
     "charter.submission.v1": frozenset({"operator"}),

@@ -51,6 +51,13 @@ from loopbus.schemas.merges import (
     TrunkAdvanced,
     TrunkRecheck,
 )
+from loopbus.schemas.planning import (
+    PlanApprove,
+    PlanAttemptRefused,
+    PlanProposed,
+    ReconRecorded,
+    SkeletonApprove,
+)
 from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
 from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
 from loopbus.schemas.reports import (
@@ -141,6 +148,11 @@ Event = (
     | DecisionChoice
     | ConfigAdopted
     | ConfigAdopt
+    | ReconRecorded
+    | PlanProposed
+    | PlanAttemptRefused
+    | PlanApprove
+    | SkeletonApprove
     | CharterSubmission
     | CharterApprove
     | RunStop

@@ -77,6 +77,10 @@ class SlicePlan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     budgets: SliceBudgets = SliceBudgets()
     units: list[PlannedUnit] = []
     contract: ContractChanges | None = None
+    skeleton: bool = False
+    """A charter's first slice may be a skeleton (signatures, one pending test per
+    criterion, the gate configuration): reviewed by the operator before any build slice
+    is planned (docs/planning.md)."""
 
 
 class PlanSubmission(EventBase, frozen=True, kw_only=True, tag="plan.submission.v1"):

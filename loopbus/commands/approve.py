@@ -18,7 +18,7 @@ import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
-from loopbus.commands import approve_charter, approve_config
+from loopbus.commands import approve_charter, approve_config, approve_plan, approve_skeleton
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -33,7 +33,8 @@ from loopbus.settings import add_connection, add_project, connection
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "approve",
-        help="approve a ready unit for merge, a charter or a configuration proposal (operators)",
+        help="approve a unit for merge, a charter, a proposed plan, a skeleton or a "
+        "configuration proposal (operators)",
     )
     add_connection(parser, role="operator")
     add_claimant(parser)
@@ -54,7 +55,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=dispatch)
 
 
-KINDS: tuple[Any, ...] = (approve_charter, approve_config)
+KINDS: tuple[Any, ...] = (approve_charter, approve_plan, approve_skeleton, approve_config)
 """The other things an operator approves: each module's ``OPTION`` names its option (the
 ``args`` attribute that is not ``None`` when it was given)."""
 

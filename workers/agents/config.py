@@ -31,6 +31,15 @@ mode = "normal"               # normal: novel decisions wait for the operator; l
 autonomy = ["safe", "risky"]  # the classes long mode may pick alone (never "irreversible")
 
 [agents]                      # how every agent command runs: sandbox_config.py
+
+[plan]                        # the planner (docs/planning.md)
+command = "python plan.py"    # gets a planning brief on stdin, prints a slice plan
+timeout = 600
+max_tries = 3                 # refused plans re-asked with the reasons, then a finding
+
+[recon]                       # reconnaissance before a charter's first plan
+command = "python recon.py"   # prints {"facts": [{"id": ..., "text": ...}]}
+timeout = 600
 ```
 """
 
@@ -70,6 +79,11 @@ REVIEW_KEYS = (
 )
 INVESTIGATOR_KEYS = ("command", "timeout")
 BUILD_KEYS = ("command", "roster", "timeout", "mode", "autonomy")
+PLAN_KEYS = ("command", "timeout", "max_tries")
+RECON_KEYS = ("command", "timeout")
+DEFAULT_PLAN_TIMEOUT_S = 600.0
+DEFAULT_PLAN_TRIES = 3
+DEFAULT_RECON_TIMEOUT_S = 600.0
 DEFAULT_AUTONOMY: tuple[AutonomyClass, ...] = ("safe", "risky")
 """What ``long`` mode may pick alone unless ``[build] autonomy`` says otherwise."""
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
@@ -109,6 +123,21 @@ class BuildConfig(msgspec.Struct, frozen=True, kw_only=True):
         return self.roster[digest % len(self.roster)]
 
 
+class PlanConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """``[plan]``: the planner command, its timeout and how many refused plans it gets."""
+
+    command: str | None = None
+    timeout_s: float = DEFAULT_PLAN_TIMEOUT_S
+    max_tries: int = DEFAULT_PLAN_TRIES
+
+
+class ReconConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """``[recon]``: the reconnaissance command (optional) and its timeout."""
+
+    command: str | None = None
+    timeout_s: float = DEFAULT_RECON_TIMEOUT_S
+
+
 class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What the agent-running daemons read from one repository's ``loopbus.toml``."""
 
@@ -118,6 +147,8 @@ class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
     investigator: InvestigatorConfig = InvestigatorConfig()
     build: BuildConfig = BuildConfig()
     agents: AgentsConfig = AgentsConfig()
+    plan: PlanConfig = PlanConfig()
+    recon: ReconConfig = ReconConfig()
     python: str = ""
     """``[project] python``: the project's interpreter, first on every agent's PATH."""
 
@@ -178,6 +209,8 @@ def parse(text: str, *, repo: str = ".", trunk: str | None = None) -> RepoConfig
         investigator=_investigator(doc.get("investigator", {})),
         build=_build(doc.get("build", {})),
         agents=parse_agents(doc.get("agents", {})),
+        plan=_plan(doc.get("plan", {})),
+        recon=_recon(doc.get("recon", {})),
         python=_python(project),
     )
 
@@ -254,6 +287,26 @@ def _investigator(table: Any) -> InvestigatorConfig:
         timeout_s=seconds(
             table.get("timeout", DEFAULT_INVESTIGATION_TIMEOUT_S), "investigator.timeout"
         ),
+    )
+
+
+def _plan(table: Any) -> PlanConfig:
+    check_table(table, "plan", PLAN_KEYS)
+    tries = table.get("max_tries", DEFAULT_PLAN_TRIES)
+    if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
+        raise ConfigError("plan.max_tries", tries, "a whole number of tries, 1 or more")
+    return PlanConfig(
+        command=command_line(table.get("command"), "plan.command"),
+        timeout_s=seconds(table.get("timeout", DEFAULT_PLAN_TIMEOUT_S), "plan.timeout"),
+        max_tries=tries,
+    )
+
+
+def _recon(table: Any) -> ReconConfig:
+    check_table(table, "recon", RECON_KEYS)
+    return ReconConfig(
+        command=command_line(table.get("command"), "recon.command"),
+        timeout_s=seconds(table.get("timeout", DEFAULT_RECON_TIMEOUT_S), "recon.timeout"),
     )
 
 

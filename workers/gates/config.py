@@ -40,8 +40,10 @@ TOP_KEYS = (
     "merge",
     "build",
     "agents",
+    "plan",
+    "recon",
 )
-# [review], [investigator], [build] and [agents] are read and validated by
+# [review], [investigator], [build], [agents], [plan] and [recon] are read and validated by
 # workers/agents/config.py;
 # [merge] by workers/merger/config.py.
 

@@ -1,0 +1,232 @@
+"""The ``planner`` projection: where planning the next slice stands. Pure.
+
+A planning *round* starts at its *basis*: the latest event after which earlier tries no
+longer count — a charter approved, a slice closed or its plan discarded, reconnaissance
+recorded, or the operator closing a ``planner-gave-up`` finding. Within a round the fold
+keeps every try of the planner (refused ones with their reasons, the one proposed), the
+operator's approval of a proposal, and whether its submission went out; the planner
+daemon's decision reads nothing else, so the re-ask, the bound on tries and a restart
+all come from the log.
+
+It also keeps the latest reconnaissance record, the ``blocked-by-fact`` findings whose
+``evidence.fact`` names a reconnaissance fact (they make that record stale until a
+re-run answers them), and the operator's approvals of skeleton slices.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised, FindingResolved
+from loopbus.schemas.authority import REFUSAL_CLASS
+from loopbus.schemas.ids import answer_id
+from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.planning import (
+    GAVE_UP,
+    SKELETON_REVIEW,
+    PlanApprove,
+    PlanAttemptRefused,
+    PlanProposed,
+    ReconRecorded,
+    SkeletonApprove,
+)
+from loopbus.schemas.slices import PlanSubmission, SliceClosed, SlicePlan, SlicePlanDiscarded
+from loopbus.schemas.targets import format_target
+
+CHARTER_APPROVED = "charter.approved.v1"
+"""The charter branch's fact (matched by kind so this fold needs nothing else of it)."""
+
+
+class Attempt(msgspec.Struct, kw_only=True):
+    """One refused try for a slice in the current round."""
+
+    slice: str
+    attempt: int
+    problems: list[str] = []
+
+
+class Proposal(msgspec.Struct, kw_only=True):
+    """The try that stood the plan check, and what became of it."""
+
+    id: str
+    slice: str
+    attempt: int
+    plan: SlicePlan
+    autonomy: str
+    submission: str
+    """The id its submission has (derived, so the fold knows it when it arrives)."""
+    approved: str | None = None
+    """The operator's approval claim (supervised autonomy)."""
+    submitted: bool = False
+
+
+class Invalidation(msgspec.Struct, kw_only=True):
+    """A blocked-by-fact finding naming a reconnaissance fact."""
+
+    finding: str
+    fact: str
+    message: str
+    target: str = ""
+    closed: bool = False
+    answered: bool = False
+    """A reconnaissance re-run answered it."""
+
+
+class PlannerState(msgspec.Struct, kw_only=True):
+    basis: str = ""
+    charter_approved: str = ""
+    attempts: list[Attempt] = []
+    proposals: dict[str, Proposal] = {}
+    submissions: dict[str, str] = {}
+    """Submission id -> the slice of a proposal it submits (this round's)."""
+    recon: ReconRecorded | None = None
+    invalidations: dict[str, Invalidation] = {}
+    gave_up: dict[str, str] = {}
+    """Gave-up finding id -> the basis of the round it ended."""
+    skeleton_approved: dict[str, str] = {}
+    """Slice -> the operator's approval of it as a skeleton."""
+    skeleton_reviews: dict[str, str] = {}
+    """Slice -> the skeleton-review finding raised for it."""
+
+
+def submission_id(proposal: str) -> str:
+    """The id of the submission of a proposal (one per proposal, whoever publishes it)."""
+    return answer_id(proposal, "plan-submission")
+
+
+def _reset(state: PlannerState, basis: str) -> None:
+    state.basis = basis
+    state.attempts = []
+    state.proposals = {}
+    state.submissions = {}
+
+
+def apply(state: PlannerState, event: Event) -> PlannerState:
+    system = event.actor.role == "system"
+    if event.kind == CHARTER_APPROVED and system:
+        state.charter_approved = event.id
+        _reset(state, event.id)
+        return state
+    match event:
+        case SliceClosed() | SlicePlanDiscarded() if system:
+            _reset(state, event.id)
+        case ReconRecorded() if system:
+            state.recon = event
+            for finding in event.answers:
+                if finding in state.invalidations:
+                    state.invalidations[finding].answered = True
+            _reset(state, event.id)
+        case PlanAttemptRefused() if system and event.basis == state.basis:
+            state.attempts.append(
+                Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems))
+            )
+        case PlanProposed() if system and event.basis == state.basis:
+            submission = event.submission or submission_id(event.id)
+            state.proposals[event.slice] = Proposal(
+                id=event.id,
+                slice=event.slice,
+                attempt=event.attempt,
+                plan=event.plan,
+                autonomy=event.autonomy,
+                submission=submission,
+            )
+            state.submissions[submission] = event.slice
+        case PlanApprove() if event.actor.role == "operator":
+            proposal = state.proposals.get(event.slice)
+            if proposal is not None and proposal.approved is None:
+                proposal.approved = event.id
+        case PlanSubmission() if event.id in state.submissions:
+            proposal = state.proposals.get(state.submissions[event.id])
+            # Only the proposal itself counts: a claim that reuses its (derivable) id with
+            # another plan does not mark it submitted.
+            if proposal is not None and event.plan == proposal.plan:
+                proposal.submitted = True
+        case SkeletonApprove() if event.actor.role == "operator":
+            state.skeleton_approved.setdefault(event.slice, event.id)
+        case FindingRaised() if system:
+            _system_finding(state, event)
+        case FindingRaised(cls="blocked-by-fact"):
+            _blocked(state, event)
+        case FindingResolved() | FindingDismissed():
+            _closed(state, event.finding, event.id)
+    return state
+
+
+def _system_finding(state: PlannerState, event: FindingRaised) -> None:
+    if event.cls == "blocked-by-fact":
+        _blocked(state, event)
+    elif event.criterion == GAVE_UP:
+        state.gave_up[event.id] = str(event.evidence.get("basis", ""))
+    elif event.criterion == SKELETON_REVIEW and event.slice:
+        state.skeleton_reviews.setdefault(event.slice, event.id)
+    elif event.cls == REFUSAL_CLASS:
+        # The dispatcher refused a submission of ours: that try is refused, with its reasons.
+        claim = event.evidence.get("submission")
+        slice_id = state.submissions.pop(claim, None) if isinstance(claim, str) else None
+        proposal = state.proposals.pop(slice_id, None) if slice_id else None
+        if proposal is not None:
+            problems = event.evidence.get("problems")
+            lines = [str(p) for p in problems] if isinstance(problems, list) else []
+            state.attempts.append(
+                Attempt(
+                    slice=proposal.slice,
+                    attempt=proposal.attempt,
+                    problems=lines or [event.message],
+                )
+            )
+
+
+def _blocked(state: PlannerState, event: FindingRaised) -> None:
+    fact = event.evidence.get("fact")
+    if isinstance(fact, str) and fact and event.id not in state.invalidations:
+        state.invalidations[event.id] = Invalidation(
+            finding=event.id, fact=fact, message=event.message, target=format_target(event.target)
+        )
+
+
+def _closed(state: PlannerState, finding: str, by: str) -> None:
+    found = state.invalidations.get(finding)
+    if found is not None:
+        found.closed = True
+    basis = state.gave_up.pop(finding, None)
+    if basis is not None and basis == state.basis:
+        _reset(state, by)  # the operator closed the gave-up finding: the planner tries again
+
+
+FOLD = Fold(name="planner", state_type=PlannerState, initial=PlannerState, apply=apply)
+
+
+# -- queries ------------------------------------------------------------------------------
+
+
+def tries(state: PlannerState, slice_id: str) -> list[Attempt]:
+    """This round's refused tries for ``slice_id``, in order."""
+    return [a for a in state.attempts if a.slice == slice_id]
+
+
+def next_attempt(state: PlannerState, slice_id: str) -> int:
+    return 1 + max((a.attempt for a in tries(state, slice_id)), default=0)
+
+
+def refusals(state: PlannerState, slice_id: str) -> list[str]:
+    """Every reason this round's tries for ``slice_id`` were refused, oldest first."""
+    return [f"try {a.attempt}: {p}" for a in tries(state, slice_id) for p in a.problems]
+
+
+def gave_up(state: PlannerState) -> bool:
+    """A ``planner-gave-up`` finding ended this round."""
+    return state.basis in state.gave_up.values()
+
+
+def stale_recon(state: PlannerState) -> list[Invalidation]:
+    """Open blocked-by-fact findings that say a fact of the latest reconnaissance is
+    false and that no re-run answered yet."""
+    recon = state.recon
+    if recon is None:
+        return []
+    facts = {f.id for f in recon.facts}
+    return [
+        found
+        for found in state.invalidations.values()
+        if not found.closed and not found.answered and found.fact in facts
+    ]

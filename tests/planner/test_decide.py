@@ -1,0 +1,361 @@
+"""The planner's decision, pure: when it asks for a plan (and when not), the re-ask with the
+reasons, the bound on tries, reconnaissance first and again when a fact is said false,
+supervised approval, the skeleton hold; and how an answer is read and judged."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from loopbus.projections.intents import Effect, Publish, PublishBatch
+from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
+from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
+from loopbus.schemas.planning import (
+    GAVE_UP,
+    SKELETON_REVIEW,
+    PlanApprove,
+    PlanAttemptRefused,
+    PlanBrief,
+    PlanProposed,
+    ReconFact,
+    ReconRecorded,
+    SkeletonApprove,
+)
+from loopbus.schemas.slices import (
+    BootResult,
+    PlannedUnit,
+    PlanSubmission,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+)
+from loopbus.schemas.targets import PlanTarget
+from loopbus.workers.kernel import World
+from loopbus.workers.planner.decide import (
+    FOLDS,
+    PLAN,
+    RECON,
+    Options,
+    answer,
+    decide,
+    parse_answer,
+    plan_problems,
+    trunk_key,
+)
+
+P = "demo"
+SYSTEM = Actor(role="system", principal="test-system")
+OPERATOR = Actor(role="operator", principal="ana")
+BUILDER = Actor(role="builder", principal="b1")
+HEAD = "a" * 40
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def charter(autonomy: str = "full") -> Charter:
+    return Charter(
+        id="C1",
+        title="calculator",
+        criteria=(CharterCriterion(id="adds", text="it adds", test="tests/t.py::test_add"),),
+        autonomy=autonomy,  # type: ignore[arg-type]
+    )
+
+
+def started(autonomy: str = "full", trunk: str = HEAD) -> list[Event]:
+    approved = CharterApproved(project=P, actor=SYSTEM, charter=charter(autonomy))
+    checked = RunCriteriaChecked(
+        project=P, actor=SYSTEM, run=approved.id, charter="C1", trunk=trunk, failing=("adds",)
+    )
+    return [approved, checked]
+
+
+def world(events: list[Event], head: str = HEAD) -> World:
+    states = {fold.name: fold.fold(events) for fold in FOLDS}
+    return World(
+        project=P,
+        states=states,
+        seqs={},
+        now=NOW,
+        actor=SYSTEM,
+        outside={trunk_key(P): head},
+    )
+
+
+def plan(slice_id: str = "S1", *units: str, skeleton: bool = False) -> SlicePlan:
+    return SlicePlan(
+        slice=slice_id,
+        units=[PlannedUnit(id=u, files=[f"src/{u}.py"]) for u in (units or ("U1",))],
+        skeleton=skeleton,
+    )
+
+
+def effects(intents: list[Any], action: str) -> list[Effect]:
+    return [i for i in intents if isinstance(i, Effect) and i.action == action]
+
+
+def published(intents: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for intent in intents:
+        if isinstance(intent, Publish):
+            out.append(intent.event)
+        elif isinstance(intent, PublishBatch):
+            out.extend(intent.events)
+    return out
+
+
+def only_plan(intents: list[Any]) -> PlanBrief:
+    (effect,) = effects(intents, PLAN)
+    brief: PlanBrief = effect.args["brief"]
+    return brief
+
+
+def refused(basis: str, attempt: int, *problems: str, slice_id: str = "S1") -> PlanAttemptRefused:
+    return PlanAttemptRefused(
+        project=P,
+        actor=SYSTEM,
+        slice=slice_id,
+        charter="C1",
+        attempt=attempt,
+        problems=list(problems),
+        basis=basis,
+    )
+
+
+def basis_of(events: list[Event]) -> str:
+    return str(world(events).state("planner").basis)
+
+
+def closed(slice_plan: SlicePlan) -> list[Event]:
+    accepted = SlicePlanAccepted(project=P, actor=SYSTEM, plan=slice_plan, cause="c")
+    done = SliceClosed(
+        project=P, actor=SYSTEM, slice=slice_plan.slice, boot=BootResult(outcome="pass")
+    )
+    return [accepted, done]
+
+
+# -- when ------------------------------------------------------------------------------------
+
+
+def test_nothing_without_a_charter_or_before_criteria_are_checked_on_trunk_head() -> None:
+    assert decide(world([]), Options()) == []
+    approved = started()[:1]
+    assert decide(world(approved), Options()) == []  # never checked
+    assert decide(world(started(), head="b" * 40), Options()) == []  # checked on an old head
+
+
+def test_a_running_charter_checked_on_head_asks_for_s1_with_the_brief() -> None:
+    brief = only_plan(decide(world(started()), Options()))
+    assert (brief.slice, brief.attempt, brief.skeleton_allowed) == ("S1", 1, True)
+    assert brief.charter["id"] == "C1"
+    assert brief.lessons == [] and brief.refusals == [] and brief.closed == []
+
+
+def test_a_met_or_ended_charter_is_not_planned_past() -> None:
+    approved, _ = started()
+    met = RunCriteriaChecked(
+        project=P, actor=SYSTEM, run=approved.id, charter="C1", trunk=HEAD, held=("adds",)
+    )
+    assert decide(world([approved, met]), Options()) == []
+
+
+def test_an_open_slice_holds_the_next_and_a_closed_one_is_followed_by_s2() -> None:
+    events = started()
+    s1 = plan("S1", "U1")
+    events.append(SlicePlanAccepted(project=P, actor=SYSTEM, plan=s1, cause="c"))
+    assert decide(world(events), Options()) == []
+    events.append(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome="pass")))
+    brief = only_plan(decide(world(events), Options()))
+    assert brief.slice == "S2" and brief.used_units == ["U1"]
+    assert [c.slice for c in brief.closed] == ["S1"]
+    assert brief.skeleton_allowed is False  # S1 was accepted under the charter
+
+
+# -- re-ask, bound, give up -----------------------------------------------------------------
+
+
+def test_a_refused_try_is_asked_again_with_its_reasons_then_the_planner_gives_up() -> None:
+    events = started()
+    basis = basis_of(events)
+    events.append(refused(basis, 1, "dependency cycle: U1 -> U2 -> U1"))
+    brief = only_plan(decide(world(events), Options(max_tries=2)))
+    assert brief.attempt == 2
+    assert brief.refusals == ["try 1: dependency cycle: U1 -> U2 -> U1"]
+    events.append(refused(basis, 2, "the plan has no units"))
+    intents = decide(world(events), Options(max_tries=2))
+    assert effects(intents, PLAN) == []
+    (finding,) = published(intents)
+    assert isinstance(finding, FindingRaised)
+    assert (finding.criterion, finding.owner, finding.actor.role) == (GAVE_UP, "operator", "system")
+    events.append(finding)
+    assert decide(world(events), Options(max_tries=2)) == []  # raised once
+    # Resolved (the operator's claim, answered by the system): a new round, try 1 again.
+    events.append(FindingResolved(project=P, actor=SYSTEM, finding=finding.id, why="fixed"))
+    assert only_plan(decide(world(events), Options(max_tries=2))).attempt == 1
+
+
+def test_a_refusal_of_an_old_round_does_not_count() -> None:
+    events = started()
+    events.append(refused("01J0000000000000000000OLD0", 1, "stale"))
+    assert only_plan(decide(world(events), Options())).attempt == 1
+
+
+def test_the_dispatchers_refusal_of_the_submission_is_a_refused_try() -> None:
+    events = started()
+    basis = basis_of(events)
+    proposed = PlanProposed(
+        project=P, actor=SYSTEM, slice="S1", charter="C1", attempt=1, plan=plan(),
+        autonomy="full", basis=basis,
+    )  # fmt: skip
+    events.append(proposed)
+    (submission,) = published(decide(world(events), Options()))
+    assert isinstance(submission, PlanSubmission)
+    assert submission.actor == Actor(role="planner", principal="planner")
+    events.append(submission)
+    assert decide(world(events), Options()) == []  # waits for the dispatcher
+    refusal = FindingRaised(
+        project=P, actor=SYSTEM, producer="standards", target=PlanTarget(slice="S1"),
+        severity="high", criterion="plan-valid", cls="refused-transition", message="refused",
+        evidence={"submission": submission.id, "problems": ["pending criterion X unclaimed"]},
+    )  # fmt: skip
+    events.append(refusal)
+    brief = only_plan(decide(world(events), Options()))
+    assert brief.attempt == 2 and brief.refusals == ["try 1: pending criterion X unclaimed"]
+
+
+# -- autonomy -------------------------------------------------------------------------------
+
+
+def test_supervised_waits_for_the_operators_approval_and_ignores_anyone_elses() -> None:
+    events = started("supervised")
+    basis = basis_of(events)
+    events.append(
+        PlanProposed(
+            project=P, actor=SYSTEM, slice="S1", charter="C1", attempt=1, plan=plan(),
+            autonomy="supervised", basis=basis,
+        )
+    )  # fmt: skip
+    assert decide(world(events), Options()) == []
+    events.append(PlanApprove(project=P, actor=BUILDER, slice="S1", why="me"))  # a forgery
+    assert decide(world(events), Options()) == []
+    events.append(PlanApprove(project=P, actor=OPERATOR, slice="S1", why="looks right"))
+    (submission,) = published(decide(world(events), Options()))
+    assert isinstance(submission, PlanSubmission) and submission.plan == plan()
+
+
+def test_full_autonomy_proposes_and_submits_in_one_batch_supervised_only_proposes() -> None:
+    brief = PlanBrief(project=P, slice="S1", attempt=1)
+    args = {"brief": brief, "basis": "01J00000000000000000000000", "charter": "C1"}
+    full = answer(P, {**args, "autonomy": "full"}, (plan(), "why"), actor=SYSTEM, now=NOW)
+    assert isinstance(full, PublishBatch)
+    proposed, submission = full.events
+    assert isinstance(proposed, PlanProposed) and isinstance(submission, PlanSubmission)
+    assert proposed.submission == submission.id
+    supervised = answer(P, {**args, "autonomy": "supervised"}, (plan(), ""), actor=SYSTEM, now=NOW)
+    assert isinstance(supervised, Publish) and isinstance(supervised.event, PlanProposed)
+    refusal = answer(P, {**args, "autonomy": "full"}, ["bad"], actor=SYSTEM, now=NOW)
+    assert isinstance(refusal, Publish) and isinstance(refusal.event, PlanAttemptRefused)
+
+
+# -- reconnaissance ---------------------------------------------------------------------------
+
+
+def recorded(basis: str, *facts: str, answers: tuple[str, ...] = ()) -> ReconRecorded:
+    return ReconRecorded(
+        project=P,
+        actor=SYSTEM,
+        charter="C1",
+        facts=[ReconFact(id=f, text=f"fact {f}") for f in facts],
+        answers=list(answers),
+    )
+
+
+def test_reconnaissance_runs_before_the_first_plan_and_its_facts_reach_the_brief() -> None:
+    events = started()
+    (effect,) = decide(world(events), Options(recon=True))
+    assert isinstance(effect, Effect) and effect.action == RECON
+    events.append(recorded(basis_of(events), "F1"))
+    brief = only_plan(decide(world(events), Options(recon=True)))
+    assert [f.id for f in brief.recon] == ["F1"]
+
+
+def test_a_blocked_by_fact_finding_on_a_recon_fact_reruns_reconnaissance() -> None:
+    events = started()
+    events.append(recorded(basis_of(events), "F1", "F2"))
+    blocked = FindingRaised(
+        project=P, actor=BUILDER, producer="builder", target=PlanTarget(slice="S1"),
+        severity="high", criterion="layout", cls="blocked-by-fact",
+        message="tests are not under tests/", evidence={"fact": "F2"},
+    )  # fmt: skip
+    events.append(blocked)
+    intents = decide(world(events), Options(recon=True))
+    (effect,) = effects(intents, RECON)
+    assert [f.id for f in effect.args["brief"].invalidated] == [blocked.id]
+    assert [f.id for f in effect.args["brief"].previous] == ["F1", "F2"]
+    events.append(recorded(basis_of(events), "F1", "F2b", answers=(blocked.id,)))
+    brief = only_plan(decide(world(events), Options(recon=True)))
+    assert [f.id for f in brief.recon] == ["F1", "F2b"]
+    # Still open (a new plan answers it), and the planner is told which fact it contradicts.
+    assert [(f.id, f.fact) for f in brief.findings] == [(blocked.id, "F2")]
+    # A blocked-by-fact finding naming no recon fact re-runs nothing.
+    other = msgspec.structs.replace(blocked, id="01J0000000000000000000000X", evidence={})
+    assert effects(decide(world([*events, other]), Options(recon=True)), RECON) == []
+
+
+# -- skeleton -------------------------------------------------------------------------------
+
+
+def test_a_closed_skeleton_holds_build_slices_until_the_operator_approves() -> None:
+    events = started() + closed(plan("S1", "U1", skeleton=True))
+    intents = decide(world(events), Options())
+    assert effects(intents, PLAN) == []
+    (review,) = published(intents)
+    assert review.criterion == SKELETON_REVIEW and review.owner == "operator"
+    events.append(review)
+    assert decide(world(events), Options()) == []
+    events.append(SkeletonApprove(project=P, actor=BUILDER, slice="S1", why="me"))  # forged
+    assert decide(world(events), Options()) == []
+    events.append(SkeletonApprove(project=P, actor=OPERATOR, slice="S1", why="signatures ok"))
+    assert only_plan(decide(world(events), Options())).slice == "S2"
+
+
+def test_a_discarded_slice_is_planned_again_under_its_own_id() -> None:
+    events = started()
+    events.append(SlicePlanAccepted(project=P, actor=SYSTEM, plan=plan("S1", "U1"), cause="c"))
+    events.append(SlicePlanDiscarded(project=P, actor=SYSTEM, slice="S1", why="blocked"))
+    brief = only_plan(decide(world(events), Options()))
+    assert brief.slice == "S1" and brief.used_units == ["U1"]
+
+
+# -- reading and judging an answer --------------------------------------------------------------
+
+GOOD_TOML = '[slice]\nid = "S1"\n\n[[unit]]\nid = "U1"\nfiles = ["src/a.py"]\n'
+
+
+def test_an_answer_is_read_as_envelope_json_plan_or_toml_plan() -> None:
+    as_toml = parse_answer(GOOD_TOML.encode())
+    envelope = {"plan": {"slice": {"id": "S1"}, "unit": [{"id": "U1"}]}, "summary": "first"}
+    as_envelope = parse_answer(msgspec.json.encode(envelope))
+    as_json = parse_answer(msgspec.json.encode(envelope["plan"]))
+    assert isinstance(as_toml, tuple) and as_toml[0].units[0].id == "U1"
+    assert isinstance(as_envelope, tuple) and as_envelope[1] == "first"
+    assert isinstance(as_json, tuple) and as_json[0].slice == "S1"
+    assert parse_answer(b"  ") == ["the planner printed nothing; print a plan (docs/planning.md)"]
+    broken = parse_answer(b'[slice]\nid = "S1"\n')
+    assert isinstance(broken, list) and any("at least one [[unit]]" in p for p in broken)
+
+
+def test_plan_problems_are_plan_checks_and_the_planners_own_rules() -> None:
+    cycle = SlicePlan(
+        slice="S2",
+        units=[PlannedUnit(id="U1", blocked_by=["U2"]), PlannedUnit(id="U2", blocked_by=["U1"])],
+        skeleton=True,
+    )
+    problems = plan_problems(cycle, "S1", ["tests/t.py::test_add"], skeleton_allowed=False)
+    assert any("the slice to plan is S1" in p for p in problems)
+    assert any("only a charter's first slice may be a skeleton" in p for p in problems)
+    assert any("dependency cycle: U1 -> U2 -> U1" in p for p in problems)
+    assert any("tests/t.py::test_add is claimed by no unit" in p for p in problems)
+    used = plan_problems(plan("S1", "U1"), "S1", None, skeleton_allowed=True, used_units=["U1"])
+    assert used and "U1 is used by an earlier slice" in used[0]
+    assert plan_problems(plan("S1", "U1"), "S1", None, skeleton_allowed=True) == []
