@@ -56,6 +56,12 @@ mode = "long"
 command = "python -m loopbus.scripted.reviewer"
 roster = ["r1"]
 timeout = "1m"
+
+# Once a charter is approved (charter.toml), the planner plans each slice: here the
+# scripted planner, answering from plans.toml (docs/planning.md).
+[plan]
+command = "python -m loopbus.scripted.planner plans.toml"
+timeout = "1m"
 """
 
 PLAN_TOML = """\
@@ -82,9 +88,129 @@ files = ["calc/fmt.py"]
 criteria = ["tests/test_criteria.py::test_format_total"]
 """
 
+CHARTER_FILE = "charter.toml"
+CHARTER_TOML = """\
+# charter.toml: what the run is for (loopbus charter submit charter.toml, then
+# loopbus approve --charter --why ...). The run ends when every criterion holds on trunk.
+id = "calc-v1"
+title = "a small calculator people can read"
+autonomy = "full"
+
+[[objectives]]
+id = "arithmetic"
+text = "callers add, subtract and multiply two numbers and take a mean"
+
+[[objectives]]
+id = "readable"
+text = "totals read like money, grouped by thousands"
+
+[[criteria]]
+id = "adds"
+text = "add(2, 3) is 5"
+test = "tests/test_criteria.py::test_add"
+
+[[criteria]]
+id = "multiplies"
+text = "mul(2, 3) is 6"
+test = "tests/test_criteria.py::test_mul"
+
+[[criteria]]
+id = "means"
+text = "the mean of 1, 2, 3 is 2"
+test = "tests/test_criteria.py::test_mean"
+
+[[criteria]]
+id = "formats"
+text = "2.5 reads 2.50"
+test = "tests/test_criteria.py::test_format_total"
+
+[[criteria]]
+id = "subtracts"
+text = "sub(5, 3) is 2"
+test = "tests/test_slice2.py::test_sub"
+
+[[criteria]]
+id = "thousands"
+text = "1234.5 reads 1,234.50"
+test = "tests/test_slice2.py::test_format_thousands"
+
+[[criteria]]
+id = "boots"
+text = "the package boots"
+check = "boot"
+
+[budgets]
+wall_clock = "10m"
+slices = 4
+"""
+
+SLICE_2_TOML = '''\
+[slice]
+id = "S2"
+
+[[unit]]
+id = "sub"
+title = "subtract two numbers"
+files = ["calc/ops.py", "calc/__init__.py"]
+criteria = ["tests/test_slice2.py::test_sub"]
+
+[[unit]]
+id = "thousands"
+title = "group a total's thousands"
+files = ["calc/fmt.py"]
+criteria = ["tests/test_slice2.py::test_format_thousands"]
+
+# Slice 2 grows the contract: a new check and two new criterion tests, landed on trunk
+# as one system commit before its units start.
+[[contract.checks]]
+id = "compiles"
+command = "python -m compileall -q calc"
+parser = "exit-code"
+timeout = 60
+
+[[contract.criteria]]
+test = "tests/test_slice2.py::test_sub"
+text = """
+import calc.ops
+
+
+def test_sub() -> None:
+    sub = getattr(calc.ops, "sub", None)
+    assert sub is not None, "calc.ops.sub is not written yet"
+    assert sub(5, 3) == 2
+"""
+
+[[contract.criteria]]
+test = "tests/test_slice2.py::test_format_thousands"
+text = """
+from calc.fmt import format_total
+
+
+def test_format_thousands() -> None:
+    assert format_total(1234.5) == "1,234.50"
+"""
+'''
+
+PLANS_FILE = "plans.toml"
+
+
+def plans_toml() -> str:
+    """The scripted planner's answers, one plan per slice of the charter (JSON strings in
+    TOML, so the plans' own quotes need no care): slice 1 is the plan of ``plan.toml``,
+    slice 2 brings a contract."""
+    import json
+
+    return (
+        "# plans.toml: what the scripted planner answers for each slice (docs/planning.md)\n"
+        f"S1 = {json.dumps(PLAN_TOML)}\n\nS2 = {json.dumps(SLICE_2_TOML)}\n"
+    )
+
+
 FILES: dict[str, str] = {
     "loopbus.toml": LOOPBUS_TOML,
     PLAN_FILE: PLAN_TOML,
+    CHARTER_FILE: CHARTER_TOML,
+    PLANS_FILE: plans_toml(),
     ".gitignore": "__pycache__/\n.loopbus/\n",
     "README.md": (
         "# calc\n\nA project scaffolded by `loopbus init`. Run the loop on it with\n"

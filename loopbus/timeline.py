@@ -9,9 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from loopbus.schemas import Event, FindingRaised, UnitTransitioned
+from loopbus.schemas.charter import (
+    CharterApproved,
+    RunCheckedIn,
+    RunCriteriaChecked,
+    RunEnded,
+    RunFinalizing,
+)
+from loopbus.schemas.contract import ContractLanded
 from loopbus.schemas.decisions import DecisionRecorded, DecisionRequested
 from loopbus.schemas.gates import GateSuiteCompleted
 from loopbus.schemas.merges import TrunkAdvanced
+from loopbus.schemas.planning import PlanAttemptRefused, PlanProposed, ReconRecorded
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.reviews import RoundUnchanged, VerdictAccepted
 from loopbus.schemas.slices import RetryDecided, SliceClosed, SlicePlanAccepted, UnitDispatched
@@ -85,4 +94,44 @@ class Timeline:
                     f"slice {event.slice} closed: boot {boot.outcome} ({boot.command}); "
                     f"{len(event.done)} done, {len(event.failed)} failed, {len(event.lost)} lost"
                 ]
+        return self.run_lines(event)
+
+    def run_lines(self, event: Event) -> list[str]:
+        """The run around the slices: the charter, its criteria on trunk, the contract."""
+        match event:
+            case CharterApproved(charter=charter):
+                return [
+                    f"charter {charter.id} approved by {event.by or 'the operator'}: "
+                    f"{len(charter.criteria)} criteria, autonomy {charter.autonomy}"
+                ]
+            case RunCriteriaChecked():
+                total = len(event.held) + len(event.failing)
+                return [f"criteria on trunk {event.trunk[:12]}: {len(event.held)} of {total} hold"]
+            case ReconRecorded():
+                return [f"reconnaissance recorded {len(event.facts)} facts {event.error}".rstrip()]
+            case PlanProposed(plan=plan):
+                contract = " with a contract" if plan.contract else ""
+                then = "submitted" if event.autonomy == "full" else "waits for the operator"
+                return [
+                    f"planner proposed slice {event.slice} (try {event.attempt}): "
+                    f"{len(plan.units)} units{contract}; {then}"
+                ]
+            case PlanAttemptRefused():
+                return [
+                    f"planner's slice {event.slice} refused (try {event.attempt}): "
+                    f"{'; '.join(event.problems)}"
+                ]
+            case ContractLanded():
+                added = [*event.checks, *(c.rpartition("::")[2] for c in event.criteria)]
+                return [
+                    f"contract of {event.slice} landed as {event.commit[:12]}: "
+                    f"added {', '.join(added) or 'nothing'}"
+                ]
+            case RunCheckedIn():
+                return [f"run checked in: {event.detail or 'half the wall clock is spent'}"]
+            case RunFinalizing():
+                return [f"run finalizing: {event.detail}"]
+            case RunEnded():
+                detail = f" ({event.detail})" if event.detail else ""
+                return [f"run ended: {event.reason}{detail}"]
         return []

@@ -78,6 +78,8 @@ class RunView(msgspec.Struct, kw_only=True):
     finalizing_detail: str = ""
     ended: EndReason | None = None
     ended_detail: str = ""
+    ended_at: datetime | None = None
+    """When the run ended (its wall clock stops there)."""
     approvals: dict[str, CharterApprove] = {}
     """Operators' approve claims not answered yet (by an approval or a refusal)."""
     stops: dict[str, RunStop] = {}
@@ -131,6 +133,7 @@ def apply(view: RunView, event: Event) -> RunView:
         case RunEnded() if _current(view, event.run):
             view.ended = event.reason
             view.ended_detail = event.detail
+            view.ended_at = event.at
             # A stop asked before the end is answered by it, whatever the reason.
             view.stops.clear()
         case SlicePlanAccepted() if view.charter is not None and view.ended is None:

@@ -1,9 +1,13 @@
-"""``loopbus demo``: the whole loop on a scaffolded project, start to closed slice.
+"""``loopbus demo``: a whole run on a scaffolded project, charter to charter met.
 
 It scaffolds the ``loopbus init`` project in a temporary directory, starts an embedded
-server and every daemon there (as ``loopbus up`` does), submits the project's plan, and
-prints the timeline as it happens. It exits 0 when the slice closed with every unit done
-and the increment booting, 1 otherwise (or past ``--timeout``).
+server and every daemon there (as ``loopbus up`` does), submits the project's charter and
+approves it as an operator would, and prints the timeline as it happens: the scripted
+planner plans slice 1, its units are built, reviewed and merged, the planner plans slice
+2 with a contract (a new check and two new criterion tests) that lands on trunk before
+its units start, and the run ends once every criterion of the charter holds on trunk. It
+exits 0 when the run ended with the charter met and every slice closed with every unit
+done and the increment booting, 1 otherwise (or past ``--timeout``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from typing import Any
 from loopbus import scaffold
 from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.bus.creds import default_file, load_credential
-from loopbus.commands.plan import load_plan
+from loopbus.charter_file import parse_charter
+from loopbus.charter_render import run_lines
 from loopbus.errors import UsageError
+from loopbus.run_view import load_run
 from loopbus.schemas import Actor, project_subjects
+from loopbus.schemas.charter import CharterApprove, CharterSubmission, RunEnded
 from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
+from loopbus.schemas.slices import SliceClosed, UnitDispatched
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.timeline import Timeline
@@ -37,7 +44,7 @@ def register(sub: Any) -> None:
     text = "run the whole loop on a scaffolded project and print its timeline"
     parser = sub.add_parser("demo", help=text, description=text)
     parser.add_argument(
-        "--timeout", type=float, default=120.0, help="give up after this many seconds"
+        "--timeout", type=float, default=240.0, help="give up after this many seconds"
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (its path is printed)"
@@ -59,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-DEMO_ROLES = ("admin", "system", "agent", "reader")
+DEMO_ROLES = ("admin", "system", "operator", "reader")
 
 
 async def _no_sandbox() -> str | None:
@@ -96,8 +103,8 @@ async def demo(root: Path, timeout: float) -> int:
     supervisor: Supervisor | None = None
     running: asyncio.Task[None] | None = None
     # The demo's server requires credentials as `loopbus up`'s does: the log is made with
-    # the admin credential, the daemons run as system, the plan is an agent's claim and
-    # the timeline is read with the read-only credential.
+    # the admin credential, the daemons run as system, the charter is an operator's claim
+    # and the timeline is read with the read-only credential.
     creds = {role: load_credential(default_file(root / "data", role)) for role in DEMO_ROLES}
     admin = await connect(server.url, name="loopbus-demo-admin", creds=creds["admin"])
     try:
@@ -105,7 +112,8 @@ async def demo(root: Path, timeout: float) -> int:
     finally:
         await admin.close()
     bus = await connect(server.url, name="loopbus-demo", creds=creds["reader"])
-    planner_bus = await connect(server.url, name="loopbus-demo-planner", creds=creds["agent"])
+    operator_bus = await connect(server.url, name="loopbus-demo-operator", creds=creds["operator"])
+    closed: list[SliceClosed] = []
     try:
         settings = UpSettings(
             nats_url=server.url,
@@ -119,32 +127,63 @@ async def demo(root: Path, timeout: float) -> int:
         supervisor = Supervisor(settings)
         running = asyncio.create_task(supervisor.run())
         say(f"NATS at {server.url}; daemons: {', '.join(s.name for s in supervisor.specs)}")
-        plan = load_plan(repo / scaffold.PLAN_FILE)
-        planner = Actor(role="planner", principal=creds["agent"].principal)
-        await planner_bus.publish(
-            PlanSubmission(project=scaffold.PROJECT, actor=planner, plan=plan)
+        charter = parse_charter((repo / scaffold.CHARTER_FILE).read_text(), scaffold.CHARTER_FILE)
+        operator = Actor(role="operator", principal=creds["operator"].principal)
+        submission = CharterSubmission(project=scaffold.PROJECT, actor=operator, charter=charter)
+        await operator_bus.publish(submission)
+        await operator_bus.publish(
+            CharterApprove(
+                project=scaffold.PROJECT,
+                actor=operator,
+                charter=charter.id,
+                submission=submission.id,
+                why="the demo's scope: a calculator in two slices",
+            )
         )
-        say(f"plan {plan.slice} submitted ({len(plan.units)} units)")
+        say(
+            f"charter {charter.id} submitted and approved by the operator: "
+            f"{len(charter.criteria)} criteria, budgets {charter.budgets.wall_clock} and "
+            f"{charter.budgets.slices} slices"
+        )
         try:
-            closed = await asyncio.wait_for(follow(bus, repo, say), timeout)
+            ended = await asyncio.wait_for(follow(bus, repo, say, closed), timeout)
         except TimeoutError:
-            say(f"no closed slice after {timeout:g}s: see the daemon logs with --keep")
+            say(f"the run did not end after {timeout:g}s: see the daemon logs with --keep")
             return 1
+        view = await load_run(bus, scaffold.PROJECT)
+        took = (
+            (view.ended_at - view.approved_at).total_seconds()
+            if view.ended_at and view.approved_at
+            else None
+        )
+        summary = run_lines(view, took)
     finally:
         if supervisor is not None and running is not None:
             supervisor.stopping.set()
             with contextlib.suppress(Exception):
                 await running
-        await planner_bus.close()
+        await operator_bus.close()
         await bus.close()
         server.stop()
-    ok = closed.boot.outcome == "pass" and not (closed.failed or closed.lost or closed.blocked)
-    say("the slice closed with every unit done and the increment booting" if ok else "FAILED")
+    for line in summary:
+        print(f"  {line}")
+    clean = [
+        c for c in closed if c.boot.outcome == "pass" and not (c.failed or c.lost or c.blocked)
+    ]
+    ok = ended.reason == "met" and len(closed) >= 2 and len(clean) == len(closed)
+    say(
+        f"the run ended with the charter met: {len(closed)} slices closed, every unit done "
+        "and the increment booting"
+        if ok
+        else f"FAILED: the run ended {ended.reason} ({ended.detail}); {len(clean)} of "
+        f"{len(closed)} slices closed clean"
+    )
     return 0 if ok else 1
 
 
-async def follow(bus: Bus, repo: Path, say: Any) -> SliceClosed:
-    """Print the timeline until the slice closes; return the closing fact."""
+async def follow(bus: Bus, repo: Path, say: Any, closed: list[SliceClosed]) -> RunEnded:
+    """Print the timeline until the run ends; return the ending fact. Each closed slice's
+    fact is added to ``closed``."""
     merged: list[tuple[str, str, str]] = []  # (unit, base, head) of units merged so far
     bases: dict[str, str] = {}
     # How many units had merged when each unit was dispatched: only a unit merged after
@@ -172,5 +211,7 @@ async def follow(bus: Bus, repo: Path, say: Any) -> SliceClosed:
         for line in timeline.lines(event):
             say(line)
         if isinstance(event, SliceClosed):
+            closed.append(event)
+        if isinstance(event, RunEnded):
             return event
     raise RuntimeError("the log ended")  # pragma: no cover - follow never ends

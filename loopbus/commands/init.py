@@ -41,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     # No --new: `up --repo` opens the project (it adopts trunk's loopbus.toml first).
     print(f"  loopbus plan submit {target / scaffold.PLAN_FILE} --project {project}")
     print(f"  loopbus tail --project {project}")
+    print("or let the planner plan every slice from the charter (docs/charter.md):")
+    print(f"  loopbus charter submit {target / scaffold.CHARTER_FILE} --project {project}")
+    print(f"  loopbus approve --charter --project {project} --why 'scope agreed'")
     return 0
 
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             view = await load_run(bus, project)
             if not args.stop:
                 since = (
-                    (utcnow() - view.approved_at).total_seconds()
+                    ((view.ended_at or utcnow()) - view.approved_at).total_seconds()
                     if view.approved_at is not None
                     else None
                 )

@@ -21,7 +21,14 @@ from loopbus.schemas.charter import (
     RunFinalizing,
 )
 from loopbus.schemas.merges import CandidateTested, CheckVerdict
-from loopbus.schemas.slices import UsageReport
+from loopbus.schemas.slices import (
+    BootResult,
+    PlannedUnit,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    UsageReport,
+)
 from loopbus.workers.charter.daemon import CharterDaemon
 from loopbus.workers.charter.decide import decide
 from loopbus.workers.kernel import World
@@ -164,6 +171,25 @@ def test_every_criterion_held_ends_the_run_met() -> None:
     claim = approval(P, sub)
     events: list[Event] = [sub, claim, step([sub, claim]), trunk_run(SYSTEM)]
     events.append(step(events))
+    ended = step(events)
+    assert isinstance(ended, RunEnded) and ended.reason == "met"
+
+
+def test_a_met_charter_ends_the_run_once_the_slice_in_flight_has_closed() -> None:
+    """Every criterion holding with a slice still open (its last unit merged, its boot
+    check to come) does not end the run yet: the slice's close belongs to it."""
+    sub = submission(
+        P, charter(criteria=(CharterCriterion(id="suite", text="green", check="tests"),))
+    )
+    claim = approval(P, sub)
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="u1")])
+    events: list[Event] = [sub, claim, step([sub, claim])]
+    events += [SlicePlanAccepted(project=P, actor=SYSTEM, plan=plan, cause="x"), trunk_run(SYSTEM)]
+    events.append(step(events))
+    assert isinstance(events[-1], RunCriteriaChecked) and events[-1].held == ("suite",)
+    assert step(events) is None, "S1 is open: the run waits for its close"
+    boot = BootResult(command="python -m app --probe", outcome="pass")
+    events.append(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=boot, done=["u1"]))
     ended = step(events)
     assert isinstance(ended, RunEnded) and ended.reason == "met"
 

@@ -17,12 +17,18 @@ from .conftest import LOOPBUS, loopbus
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
-    """The demo shows every step of the loop happen and exits 0 with the slice closed."""
+def test_demo_runs_a_whole_charter_to_its_end() -> None:
+    """The demo shows a whole run happen and exits 0 with the charter met: the charter
+    approved, slice 1 planned by the planner and closed (every step of the loop on the
+    way), slice 2 planned with a contract that lands on trunk before its units start,
+    slice 2 closed, the run ended met, and the run's summary."""
     result = loopbus("demo", "--timeout", "240", timeout=300)
     assert result.code == 0, result.out + result.err
     out = result.out
     for needle in (
+        "charter calc-v1 submitted and approved by the operator: 7 criteria",
+        "charter calc-v1 approved by",
+        "planner proposed slice S1 (try 1): 3 units; submitted",
         "plan S1 accepted: 3 units (ops, stats, fmt)",
         "ops: dispatched (position 1)",
         "fmt: dispatched (position 2)",
@@ -38,10 +44,31 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
         "stats: DONE",
         "fmt: DONE",
         "slice S1 closed: boot pass (python -m calc --probe); 3 done, 0 failed, 0 lost",
+        "planner proposed slice S2 (try 1): 2 units with a contract; submitted",
+        "plan S2 accepted: 2 units (sub, thousands)",
+        "added compiles, test_sub, test_format_thousands",
+        "sub: DONE",
+        "thousands: DONE",
+        "slice S2 closed: boot pass (python -m calc --probe); 2 done, 0 failed, 0 lost",
+        "criteria on trunk",
+        "run ended: met (every criterion holds on trunk",
+        "criteria: 7 of 7 criteria hold on trunk",
+        "slices: 2 (S1, S2)",
+        "the run ended with the charter met: 2 slices closed",
     ):
         assert needle in out, f"{needle!r} missing from the demo's timeline:\n{out}"
     lines = out.splitlines()
-    dispatched = [i for i, line in enumerate(lines) if ": dispatched (position" in line]
+    # Slice 2's contract lands after slice 1 closed (trunk green) and before any unit of
+    # slice 2 is dispatched: each starts on a trunk that holds its pending criteria.
+    closed_s1 = index_of(lines, "slice S1 closed")
+    landed = index_of(lines, "contract of S2 landed as ")
+    first_s2 = min(index_of(lines, "sub: dispatched"), index_of(lines, "thousands: dispatched"))
+    assert closed_s1 < landed < first_s2, out
+    contract = lines[landed].split("landed as ")[1].split(":")[0]
+    assert f"dispatched (position 1) on {contract}" in out, out
+    # The run ends after the last slice closed, never before.
+    assert index_of(lines, "slice S2 closed") < index_of(lines, "run ended: met"), out
+    dispatched = [i for i, line in enumerate(lines[:closed_s1]) if ": dispatched (position" in line]
     # ops and stats both own calc/__init__.py, so stats waits for ops to merge: it is
     # dispatched on the trunk that has ops's change, and nothing is "combined" for it.
     assert [lines[i].split("] ")[1].split(":")[0] for i in dispatched] == ["ops", "fmt", "stats"]
@@ -49,6 +76,10 @@ def test_demo_runs_a_whole_slice_to_a_closed_increment() -> None:
     assert dispatched[2] > merged_ops
     assert combined_edits(lines) & {("ops", "fmt"), ("fmt", "ops")}, out
     assert not combined_edits(lines) & {("ops", "stats"), ("stats", "ops")}, out
+
+
+def index_of(lines: list[str], needle: str) -> int:
+    return next(i for i, line in enumerate(lines) if needle in line)
 
 
 def combined_edits(lines: list[str]) -> set[tuple[str, str]]:

@@ -134,7 +134,9 @@ def run_step(
     judged = criteria(world, view)
     if judged is not None:
         return judged
-    if view.met:
+    # Met ends the run once the slice in flight has closed too (its boot check and record
+    # belong to the run); the planner plans nothing more meanwhile.
+    if view.met and not open_slices(view):
         return ended(world, view, "met", f"every criterion holds on trunk {view.criteria_trunk}")
     budgets = view.charter.budgets
     wall = budgets.wall_clock_s
