@@ -13,6 +13,12 @@ the same head. Measured from the log: ``slice.closed`` → the next ``unit.dispa
 planner's decision, its sandboxed run, the plan check, the proposal and submission, the
 dispatcher's acceptance and first dispatch. Not included: the criteria check itself (the
 charter daemon's, which waits for the merger's trunk run).
+
+The raw baseline, measured in the same run on the same server: the scripted planner run
+bare (a subprocess given the same plans file and a brief on stdin, no sandbox, no copy of
+trunk) plus one JetStream publish acknowledged. The ratio is the loop's median over that:
+what the planner daemon, the sandbox, the plan check and the dispatcher add to the least a
+next slice could cost.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -31,7 +38,7 @@ from dulwich.repo import Repo
 from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.schemas import Actor, project_subjects
 from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
-from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
+from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched, UsageReport
 from loopbus.workers.agents.config import RepoConfig, parse
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
@@ -65,7 +72,29 @@ def make_repo(path: Path, plans: Path) -> str:
     return commit.id.decode()
 
 
-async def run(slices: int, timeout: float) -> list[float]:
+async def baseline(bus: Bus, plans: Path, rounds: int = 7) -> tuple[float, float]:
+    """(median bare planner run, median publish ack) in seconds."""
+    brief = json.dumps({"slice": "S1", "attempt": 1}).encode()
+    runs: list[float] = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "loopbus.scripted.planner", str(plans),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await process.communicate(brief)
+        runs.append(time.perf_counter() - started)
+        assert process.returncode == 0 and b"S1" in out, out
+    acks: list[float] = []
+    for _ in range(rounds * 3):
+        event = UsageReport(project="baseline", actor=SYSTEM, unit="u", tokens_in=1)
+        started = time.perf_counter()
+        await bus.publish(event)
+        acks.append(time.perf_counter() - started)
+    return statistics.median(runs), statistics.median(acks)
+
+
+async def run(slices: int, timeout: float) -> tuple[list[float], tuple[float, float]]:
     work = Path(tempfile.mkdtemp(prefix="bench-next-slice-"))
     work.chmod(0o755)
     plans = work / "plans" / "plans.json"
@@ -85,7 +114,8 @@ async def run(slices: int, timeout: float) -> list[float]:
     try:
         bus = await connect(server.url, name="bench")
         await ensure_log(bus.js)
-        return await _measure(bus, config, work / "repo", head, slices, timeout)
+        raw = await baseline(bus, plans)
+        return await _measure(bus, config, work / "repo", head, slices, timeout), raw
     finally:
         server.stop()
 
@@ -151,9 +181,16 @@ def main() -> int:
     parser.add_argument("--slices", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
-    gaps = asyncio.run(run(args.slices, args.timeout))
+    gaps, (planner_s, ack_s) = asyncio.run(run(args.slices, args.timeout))
+    median = statistics.median(gaps)
+    raw = planner_s + ack_s
     print(f"slice.closed -> next unit.dispatched over {len(gaps)} slices:")
-    print(f"  median {statistics.median(gaps):.3f} s, max {max(gaps):.3f} s, min {min(gaps):.3f} s")
+    print(f"  median {median:.3f} s, max {max(gaps):.3f} s, min {min(gaps):.3f} s")
+    print(
+        f"raw baseline: the planner run bare {planner_s:.3f} s + one publish acked "
+        f"{ack_s * 1000:.1f} ms = {raw:.3f} s"
+    )
+    print(f"ratio (loop median / raw baseline): {median / raw:.2f}x")
     return 0
 
 
