@@ -22,6 +22,7 @@ from datetime import datetime
 
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.planner import submission_id
 from loopbus.schemas import Event, FindingRaised
 from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.charter import (
@@ -37,6 +38,7 @@ from loopbus.schemas.charter import (
     RunState,
     RunStop,
 )
+from loopbus.schemas.planning import PlanProposed
 from loopbus.schemas.slices import (
     SliceClosed,
     SlicePlanAccepted,
@@ -80,6 +82,9 @@ class RunView(msgspec.Struct, kw_only=True):
     ended_detail: str = ""
     ended_at: datetime | None = None
     """When the run ended (its wall clock stops there)."""
+    proposed: frozenset[str] = frozenset()
+    """Ids of the plan submissions the planner daemon proposed (``plan.proposed.v1``, a
+    system fact): while a charter is in force, the only planner submissions that stand."""
     approvals: dict[str, CharterApprove] = {}
     """Operators' approve claims not answered yet (by an approval or a refusal)."""
     stops: dict[str, RunStop] = {}
@@ -130,6 +135,8 @@ def apply(view: RunView, event: Event) -> RunView:
         case RunFinalizing() if _current(view, event.run):
             view.finalizing = True
             view.finalizing_detail = event.detail
+        case PlanProposed():
+            view.proposed = view.proposed | {event.submission or submission_id(event.id)}
         case RunEnded() if _current(view, event.run):
             view.ended = event.reason
             view.ended_detail = event.detail

@@ -28,7 +28,18 @@ def test_only_named_variables_pass() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["LOOPBUS_CREDS", "NATS_URL", "LD_PRELOAD", "PYTHONPATH", "PATH", "HOME", "BASH_ENV", "a b"],
+    [
+        "LOOPBUS_CREDS",
+        "NATS_URL",
+        "LD_PRELOAD",
+        "PYTHONPATH",
+        "NODE_OPTIONS",
+        "GIT_SSH_COMMAND",
+        "PATH",
+        "HOME",
+        "BASH_ENV",
+        "a b",
+    ],
 )
 def test_a_name_that_would_hand_over_loopbus_or_load_code_is_refused(name: str) -> None:
     with pytest.raises(ConfigError) as refused:

@@ -18,7 +18,7 @@ from charterkit import (
 )
 from kernelkit import running
 from loopbus.bus import Bus
-from loopbus.schemas import Actor
+from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.charter import (
     CharterApproved,
     RunBudgets,
@@ -91,12 +91,20 @@ async def test_a_wall_clock_budget_ends_the_run_and_then_nothing_is_dispatched(
     assert order == sorted(order)
     dispatcher = Dispatcher(bus, repos={project: repo(tmp_path, project)}, projects=[project])
     async with running(bus, dispatcher) as d:
-        ack = await bus.publish(
+        # An agent claiming as a planner, past the planner daemon: refused while a charter
+        # is in force. An operator's plan is the operator's call: accepted, not dispatched.
+        await bus.publish(
             PlanSubmission(project=project, actor=PLANNER, plan=plan("S9", unit("Z")))
+        )
+        ack = await bus.publish(
+            PlanSubmission(project=project, actor=OPERATOR, plan=plan("S8", unit("Y")))
         )
         await asyncio.wait_for(d.wait_settled(ack.seq), 30)
     after = await log_of(bus, project)
-    assert of_type(after, SlicePlanAccepted) and of_type(after, UnitDispatched) == []
+    assert [e.plan.slice for e in of_type(after, SlicePlanAccepted)] == ["S8"]
+    assert of_type(after, UnitDispatched) == []
+    [refused] = [e for e in of_type(after, FindingRaised) if e.criterion == "plan-valid"]
+    assert "S9" in refused.message and "through the planner daemon" in refused.message
 
 
 async def test_the_slices_budget_finalizes_and_ends_the_run_once_the_slice_closes(

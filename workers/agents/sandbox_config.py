@@ -52,10 +52,11 @@ REFUSED_ENV = frozenset(
 )
 """Variables ``[agents] env`` may not pass: the runner sets them for the run, or a shell
 would run what they name before the agent's own command."""
-REFUSED_ENV_PREFIXES = ("LOOPBUS_", "NATS_", "LD_", "DYLD_", "PYTHON")
+REFUSED_ENV_PREFIXES = ("LOOPBUS_", "NATS_", "LD_", "DYLD_", "PYTHON", "NODE_", "GIT_", "BASH_FUNC")
 """Prefixes refused in ``[agents] env``: loopbus's and the server's own settings (a
-credential's path among them), and variables that load code into the agent's interpreter
-or libraries."""
+credential's path among them), and variables that load code into the agent's interpreter,
+libraries or tools (``NODE_OPTIONS`` into the Node-based agent CLIs, ``GIT_*`` into the git
+they run, exported shell functions)."""
 
 
 class AgentsConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import slices
+from loopbus.projections import charter, slices
+from loopbus.projections.charter import RunView
 from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.planning import validate
 from loopbus.projections.slices import (
@@ -86,6 +87,26 @@ def claim_problems(state: SlicesState, submission: Submission) -> list[str]:
     return problems
 
 
+def charter_problems(world: World, submission: Submission) -> list[str]:
+    """While a charter is in force, a planner's plan stands only if the planner daemon
+    proposed it (a ``plan.proposed.v1`` fact names this submission): it alone checks the
+    run may plan, keeps the tries bounded and waits for an operator at supervised
+    autonomy. Any agent credential may claim as a planner, so without this one could plan
+    slices past a met or finalizing run, or past an operator's approval. An operator's
+    plan is the operator's call, as before."""
+    run: RunView | None = world.states.get(charter.FOLD.name)
+    if submission.role != "planner" or run is None or run.charter is None:
+        return []
+    if submission.id not in run.proposed:
+        return [
+            f"charter {run.charter.id} is in force: a planner's plan comes through the planner "
+            "daemon (no plan.proposed names this submission); an operator may submit one"
+        ]
+    if run.ended is not None:
+        return [f"the run of charter {run.charter.id} has ended ({run.ended}): nothing is planned"]
+    return []
+
+
 def plan_answer(
     world: World, state: SlicesState, submission: Submission, criteria: Criteria
 ) -> Intent:
@@ -94,6 +115,7 @@ def plan_answer(
     plan, and the rest of the check still runs so the refusal lists everything at once."""
     plan = submission.plan
     problems = claim_problems(state, submission)
+    problems.extend(charter_problems(world, submission))
     if criteria.problem is not None:
         problems.append(criteria.problem)
     problems.extend(
