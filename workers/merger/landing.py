@@ -41,7 +41,7 @@ from loopbus.projections.contract_landing import (
     Pending,
     Proposal,
 )
-from loopbus.projections.contract_plan import repository_problems
+from loopbus.projections.contract_plan import node_parts, repository_problems, text_problems
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.projections.merges import Adoption, MergesState
 from loopbus.schemas import Actor, Event, FindingRaised
@@ -289,6 +289,12 @@ def prepare_contract(
     except ConfigError:
         checks = []
     problems = repository_problems(_plan_of(pending), checks, read)
+    # Defence in depth: plan validation already refuses a criterion text holding more than
+    # its one function, but whatever reached the log is checked again before it is written.
+    for index, criterion in enumerate(pending.changes.criteria):
+        parts = node_parts(criterion.test)
+        if parts is not None:
+            problems += text_problems(f"contract.criteria[{index}]", criterion.text, parts[1])
     if problems:
         return {}, problems
     try:
