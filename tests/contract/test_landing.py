@@ -200,6 +200,7 @@ async def test_a_contract_that_edits_an_existing_check_is_refused_and_holds_its_
     assert refused.cls == "refused-transition" and refused.slice == "S1"
     assert "'tests' is a check trunk has already" in refused.message
     assert "never edits one" in refused.message
+    assert "Slice S1 stays held until the run's wall clock ends" in refused.message
     assert scene.repo.trunk() == base
     assert [e for e in events if isinstance(e, ContractLanded)] == []
     assert dispatched(events, "U1") == []
