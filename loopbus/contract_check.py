@@ -21,9 +21,10 @@ from loopbus.workers.merger.contract import contract_refusals, new_config
 from loopbus.workers.repository import blob_at, commit_at, open_repo, trunk_commit
 
 
-def trunk_reader(repo: Path) -> Callable[[str], str | None]:
-    """A reader of files on ``repo``'s trunk (a plain folder: from disk)."""
-    trunk = os.environ.get(TRUNK_ENV) or None
+def trunk_reader(repo: Path, at: str | None = None) -> Callable[[str], str | None]:
+    """A reader of files on ``repo``'s trunk, or commit ``at`` (a plain folder: from
+    disk)."""
+    trunk = at or os.environ.get(TRUNK_ENV) or None
 
     def read(path: str) -> str | None:
         try:
@@ -38,13 +39,15 @@ def trunk_reader(repo: Path) -> Callable[[str], str | None]:
     return read
 
 
-def repo_contract_problems(repo: Path, plan: SlicePlan, config: str) -> list[str]:
-    """What trunk's ``config`` (its ``loopbus.toml``) and files say against the plan's
-    contract; one line each (empty: it would land)."""
+def repo_contract_problems(
+    repo: Path, plan: SlicePlan, config: str, at: str | None = None
+) -> list[str]:
+    """What trunk's ``config`` (its ``loopbus.toml``) and files (at commit ``at``, default
+    trunk) say against the plan's contract; one line each (empty: it would land)."""
     if plan.contract is None:
         return []
     checks = [spec.id for spec in parse_config(config).checks]
-    problems = repository_problems(plan, checks, trunk_reader(repo))
+    problems = repository_problems(plan, checks, trunk_reader(repo, at))
     if problems:
         return problems
     try:

@@ -97,7 +97,9 @@ def apply(state: ContractState, event: Event) -> ContractState:
             if found is not None and found.accepted == event.accepted:
                 found.landed = event.commit
             state.landings[event.id] = event.config
-        case ConfigProposal():
+        case ConfigProposal() if event.id not in state.proposals:
+            # The first proposal under an id is the one approved by it: a later claim
+            # reusing the id must not swap the text an operator read and approved.
             state.proposals[event.id] = Proposal(
                 id=event.id,
                 role=event.actor.role,

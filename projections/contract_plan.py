@@ -191,6 +191,72 @@ def defines(text: str, function: str) -> bool | None:
     )
 
 
+def text_problems(where: str, text: str, function: str) -> list[str]:
+    """What is wrong with a criterion's ``text`` for ``function``: it is appended to a test
+    file, so anything beyond imports and the one named function (another def, a
+    ``pytestmark``, module-level monkeypatching) would silently change the file's other
+    tests. Only imports plus exactly that one top-level function are allowed."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [f"{where}.text does not parse as Python; give {function}'s source with its imports"]
+    functions = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    if not any(node.name == function for node in functions):
+        return [
+            f"{where}.text does not define {function}; it must hold 'def {function}(...)' "
+            "at its top level"
+        ]
+    extra = [
+        node
+        for node in tree.body
+        if not isinstance(node, ast.Import | ast.ImportFrom)
+        and not (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function)
+    ]
+    if extra or len(functions) != 1:
+        node = extra[0] if extra else functions[1]
+        return [
+            f"{where}.text holds {type(node).__name__} at line {node.lineno} beside "
+            f"{function}; a criterion's text is imports plus exactly one top-level function, "
+            f"def {function}, and nothing else"
+        ]
+    return []
+
+
+def _bindings(text: str) -> dict[str, tuple[Any, ...] | None]:
+    """Names ``text`` binds at its top level: an import's key (module, name, alias), or
+    ``None`` for any other binding (def, class, assignment, ...)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, tuple[Any, ...] | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                out[bound] = ("import", alias.name, alias.asname)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                out[alias.asname or alias.name] = (
+                    "from",
+                    node.module,
+                    node.level,
+                    alias.name,
+                    alias.asname,
+                )
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out[node.name] = None
+        else:
+            for child in ast.walk(node):
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    out[child.name] = None
+                elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                    out[child.id] = None
+    return out
+
+
 def contract_problems(plan: SlicePlan) -> list[str]:
     """What is wrong with ``plan``'s contract without a repository to read (one line each)."""
     contract = plan.contract
@@ -215,16 +281,7 @@ def contract_problems(plan: SlicePlan) -> list[str]:
         if criterion.test in seen:
             problems.append(f"{where}.test={criterion.test!r} is added twice; add it once")
         seen.add(criterion.test)
-        found = defines(criterion.text, parts[1])
-        if found is None:
-            problems.append(
-                f"{where}.text does not parse as Python; give {parts[1]}'s source with its imports"
-            )
-        elif not found:
-            problems.append(
-                f"{where}.text does not define {parts[1]}; it must hold 'def {parts[1]}(...)' "
-                "at its top level"
-            )
+        problems.extend(text_problems(where, criterion.text, parts[1]))
         claimed = owners.get(criterion.test, [])
         if len(claimed) != 1:
             problems.append(
@@ -259,8 +316,38 @@ def repository_problems(
                 "contract adds checks, it never edits one; pick a new id (editing or "
                 "loosening a check goes through the ratchet, loopbus gate move)"
             )
+    # Earlier criteria of the same contract land in the same file first: a later one may
+    # not rebind their names either.
+    landed: dict[str, str] = {}
     for index, criterion in enumerate(contract.criteria):
-        problems.extend(_file_problem(f"contract.criteria[{index}]", criterion, read))
+        where = f"contract.criteria[{index}]"
+        problems.extend(_file_problem(where, criterion, read))
+        parts = node_parts(criterion.test)
+        if parts is None:
+            continue
+        path = parts[0]
+        trunk = landed.get(path, read(path) or "")
+        problems.extend(_rebinding_problems(where, criterion, path, trunk))
+        landed[path] = trunk + "\n\n\n" + criterion.text
+    return problems
+
+
+def _rebinding_problems(where: str, criterion: NewCriterion, path: str, existing: str) -> list[str]:
+    """A criterion's text is appended after the file's own code, so any name it binds that
+    the file already binds would replace the file's (a test, a fixture, an import) for
+    every test in it; only the very same import may repeat."""
+    before = _bindings(existing)
+    problems = []
+    function = (node_parts(criterion.test) or ("", ""))[1]
+    for name, key in _bindings(criterion.text).items():
+        if name == function and defines(existing, function):
+            continue  # _file_problem names a redefined test already
+        if name in before and (key is None or before[name] != key):
+            problems.append(
+                f"{where}.test={criterion.test!r}: its text binds {name}, which {path} "
+                "already defines; a contract adds names, it never rebinds one; rename it "
+                "or import it exactly as the file does"
+            )
     return problems
 
 

@@ -85,6 +85,10 @@ CLAIM_ROLES: dict[str, frozenset[str]] = {
     "charter.submission.v1": frozenset({"operator"}),
     "charter.approve.v1": frozenset({"operator"}),
     "run.stop.v1": frozenset({"operator"}),
+    # A configuration change lands as a system commit once approved: only a person
+    # proposes or approves one, so an agent's is a forgery, never a claim a fold reads.
+    "config.proposal.v1": frozenset({"operator"}),
+    "config.approve.v1": frozenset({"operator"}),
 }
 """Claim kinds only some roles may make. An operator's answer to a decision routed to the
 operator is the operator's: the server lets an agent publish any kind on its own claim

@@ -47,6 +47,11 @@ def build(args: argparse.Namespace) -> ConfigProposal:
         text = args.file.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--file {str(args.file)!r}: cannot read it ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        # loopbus.toml is UTF-8 (TOML requires it); say so in one line, not a traceback
+        raise UsageError(
+            f"--file {str(args.file)!r} is not UTF-8 (byte {exc.start}); save it as UTF-8"
+        ) from exc
     if len(text) > MAX_TEXT_CHARS:
         raise UsageError(
             f"--file {str(args.file)!r} is {len(text)} characters; a configuration carried on "

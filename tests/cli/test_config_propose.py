@@ -48,6 +48,11 @@ async def test_propose_then_approve_publishes_both_claims(
 
     wrong = loopbus("config", "propose", *base, "--file", str(bad), "--why", "x", env=env)
     assert wrong.code == 2 and wrong.err.count("\n") == 1 and "project.id" in wrong.err
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b'[project]\nid = "caf\xe9"\n')
+    binary = loopbus("config", "propose", *base, "--file", str(latin), "--why", "x", env=env)
+    assert binary.code == 2 and binary.err.count("\n") == 1, binary.err
+    assert "is not UTF-8 (byte 19); save it as UTF-8" in binary.err
     unknown = loopbus("approve", *base, "--config", "NOPE", "--why", "ok", env=env)
     assert unknown.code == 2 and "no configuration proposal" in unknown.err
     both = loopbus("approve", *base, "--unit", "U1", "--config", "X", "--why", "ok", env=env)

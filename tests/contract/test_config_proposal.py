@@ -85,14 +85,12 @@ async def test_a_proposal_from_a_non_operator_is_refused_and_cannot_be_approved(
     text = scene.config() + REVIEW
     proposal = ConfigProposal(project=scene.project, actor=BUILDER, text=text, why="mine")
     await scene.publish(proposal)
-    refused = await refusal_of(scene, proposal.id)
-    assert refused.criterion == "proposer-role" and refused.actor.role == "system"
-    assert refused.cls == "refused-transition" and refused.owner == "operator"
-    assert "not role 'builder'" in refused.message
+    # an agent's proposal is a forgery (schemas/authority.py): no fold reads it, so an
+    # operator approving its id approves nothing
     approval = ConfigApprove(project=scene.project, actor=OLIVE, proposal=proposal.id, why="ok")
     await scene.publish(approval)
     again = await refusal_of(scene, approval.id)
-    assert again.criterion == "proposal-refused"
+    assert again.criterion == "unknown-proposal"
     assert scene.repo.trunk() == base and await scene.events(ConfigLanded) == []
 
 
@@ -104,9 +102,6 @@ async def test_an_approval_by_a_non_operator_and_a_proposal_editing_a_check_are_
         project=scene.project, actor=OLIVE, text=scene.config() + REVIEW, why="reviews"
     )
     await scene.publish(good)
-    by_agent = ConfigApprove(project=scene.project, actor=BUILDER, proposal=good.id, why="me")
-    await scene.publish(by_agent)
-    assert (await refusal_of(scene, by_agent.id)).criterion == "approver-role"
     loose = scene.config().replace("python -m pytest -q -p no:cacheprovider tests", "true")
     bad = ConfigProposal(project=scene.project, actor=OLIVE, text=loose, why="faster")
     await scene.publish(bad)

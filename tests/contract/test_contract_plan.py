@@ -122,6 +122,22 @@ def test_a_plan_without_a_contract_encodes_and_decodes_as_before() -> None:
             ('command = "python -m compileall -q ."', 'command = "x"\nparser = "junit"'),
             "contract.checks[0].parser='junit' is not valid: use one of pytest, ruff, exit-code",
         ),
+        (
+            ("def test_add():", "def test_sub():\n    pass\n\n\ndef test_add():"),
+            "contract.criteria[0].text holds FunctionDef at line",
+        ),
+        (
+            ("from calc import add", "import pytest\npytestmark = pytest.mark.skip"),
+            "contract.criteria[0].text holds Assign at line 2 beside test_add",
+        ),
+        (
+            ("from calc import add", "import calc\ncalc.add = lambda a, b: 3"),
+            "contract.criteria[0].text holds Assign at line 2 beside test_add",
+        ),
+        (
+            ("from calc import add", "class Helper:\n    pass"),
+            "contract.criteria[0].text holds ClassDef at line 1 beside test_add",
+        ),
         (("capabilities = []", "capabilities = 3"), "contract.capabilities=3 must be a list"),
         (("capabilities = []", "colour = 3"), "contract: unknown field 'colour'"),
     ],
@@ -282,3 +298,27 @@ def test_only_the_systems_contract_landed_releases_a_slice() -> None:
     assert not contract_landing.held(state, "S1") and contract_landing.to_land(state) is None
     plain = msgspec.structs.replace(accepted, plan=SlicePlan(slice="S9", units=[]))
     assert not contract_landing.held(contract_landing.FOLD.fold([plain]), "S9")
+
+
+def test_a_criterion_may_not_rebind_a_name_its_test_file_defines() -> None:
+    # Appended after the file's code, a rebinding would replace the file's own test_sub
+    # (or its imports) for every test in the file.
+    plan = parse_plan_text(PLAN.replace("from calc import add", "from calc import add as test_sub"))
+    trunk = "from calc import add\n\n\ndef test_sub():\n    assert add(1, -1) == 0\n"
+    problems = contract_plan.repository_problems(plan, [], _reader({"tests/test_calc.py": trunk}))
+    assert problems == [
+        "contract.criteria[0].test='tests/test_calc.py::test_add': its text binds test_sub, "
+        "which tests/test_calc.py already defines; a contract adds names, it never rebinds "
+        "one; rename it or import it exactly as the file does"
+    ]
+    # the very same import may repeat
+    same = contract_plan.repository_problems(
+        parse_plan_text(PLAN), [], _reader({"tests/test_calc.py": trunk})
+    )
+    assert same == []
+    other = contract_plan.repository_problems(
+        parse_plan_text(PLAN),
+        [],
+        _reader({"tests/test_calc.py": "add = 1\n\ndef test_x():\n    pass\n"}),
+    )
+    assert len(other) == 1 and "its text binds add" in other[0]

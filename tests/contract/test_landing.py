@@ -11,6 +11,8 @@ from typing import Any
 from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import contract_landing
+from loopbus.projections.contract_landing import Pending
+from loopbus.projections.merges import Adoption
 from loopbus.schemas import Actor, FindingRaised, project_subjects
 from loopbus.schemas.adoption import ConfigAdopted, config_digest
 from loopbus.schemas.contract import ContractChanges, ContractLanded, NewCheck, NewCriterion
@@ -28,7 +30,8 @@ from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.kernel import Kernel
-from merger_scene import Scene, make_trunk
+from loopbus.workers.merger.landing import prepare_contract
+from merger_scene import Scene, base_files, make_trunk
 
 WAIT_S = 90
 PLANNER = Actor(role="planner", principal="planner-1")
@@ -197,8 +200,30 @@ async def test_a_contract_that_edits_an_existing_check_is_refused_and_holds_its_
     assert refused.cls == "refused-transition" and refused.slice == "S1"
     assert "'tests' is a check trunk has already" in refused.message
     assert "never edits one" in refused.message
+    assert "Slice S1 stays held until the run's wall clock ends" in refused.message
     assert scene.repo.trunk() == base
     assert [e for e in events if isinstance(e, ContractLanded)] == []
     assert dispatched(events, "U1") == []
     state = scene.kernel.project_states(project)[contract_landing.FOLD.name]  # type: ignore[union-attr]
     assert contract_landing.held(state, "S1")
+
+
+def test_the_merger_refuses_a_criterion_text_holding_more_than_its_test(scene: Scene) -> None:
+    # Defence in depth: plan validation refuses this, but the merger writes only what it
+    # checked itself, so a text that would skip the file's tests never reaches trunk.
+    base = make_trunk(scene)
+    config = base_files(scene)["loopbus.toml"]
+    assert config is not None
+    text = "import pytest\n\npytestmark = pytest.mark.skip\n\n\n" + DOUBLE_TEXT
+    pending = Pending(
+        slice="S1",
+        accepted="a1",
+        changes=ContractChanges(criteria=(NewCriterion(test=DOUBLE, text=text),)),
+    )
+    adopted = Adoption(id="c1", commit=base, digest="d", text=config, why="w", by="op")
+    files, refused = prepare_contract(scene.repo.path, base, pending, adopted)
+    assert files == {}
+    assert refused == [
+        "contract.criteria[0].text holds Assign at line 3 beside test_double; a criterion's "
+        "text is imports plus exactly one top-level function, def test_double, and nothing else"
+    ]

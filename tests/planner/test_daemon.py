@@ -259,3 +259,23 @@ async def test_a_closed_skeleton_waits_for_approve_skeleton_before_the_next_slic
     assert (review.owner, review.slice) == ("operator", "S1")
     assert [s.plan.slice for s in of(PlanSubmission, events)] == ["S1", "S2"]
     assert stand_in.calls()[-1]["closed"][0]["skeleton"] is True
+
+
+async def test_a_contract_the_merger_would_refuse_is_a_refused_try_with_its_reasons(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A contract reusing trunk's check id passes the plan's own checks but would be refused
+    at landing (holding its slice): the planner's check runs the landing rules on trunk, so
+    the try is refused and re-asked, never proposed."""
+    edits = GOOD + '\n[contract]\n\n[[contract.checks]]\nid = "tests"\ncommand = "true"\n'
+    stand_in = planner(agent_dir, {"S1": [edits, GOOD]})
+    repo = planned_repo(tmp_path, project, stand_in.command)
+    async with running(bus, Planner(config_of(repo), poll_s=0.1)):
+        await start_charter(bus, project, repo.base)  # type: ignore[attr-defined]
+        events = await wait_log(bus, project, count(PlanProposed), timeout=60)
+    (refused,) = of(PlanAttemptRefused, events)
+    assert refused.attempt == 1
+    assert any("'tests' is a check trunk has already" in p for p in refused.problems)
+    (proposed,) = of(PlanProposed, events)
+    assert proposed.attempt == 2
+    assert any("'tests' is a check trunk has already" in r for r in stand_in.calls()[1]["refusals"])

@@ -103,3 +103,28 @@ def test_every_fold_skips_a_forgery_unless_it_asks_to_see_them() -> None:
     auditing = Fold(name="a", state_type=Seen, initial=Seen, apply=note, sees_forgeries=True)
     assert trusting.fold(events).kinds == ["report.started.v1"]
     assert auditing.fold(events).kinds == ["unit.transitioned.v1", "report.started.v1"]
+
+
+def test_a_config_proposal_or_approval_is_an_operators_claim_only() -> None:
+    from loopbus.schemas.contract import ConfigApprove, ConfigProposal
+
+    for kind in (
+        ConfigProposal(project="p", actor=BUILDER),
+        ConfigApprove(project="p", actor=BUILDER),
+    ):
+        assert standing(kind) == "forged"
+    assert (
+        standing(ConfigProposal(project="p", actor=Actor(role="operator", principal="o")))
+        == "claim"
+    )
+
+
+def test_the_first_config_proposal_under_an_id_is_kept() -> None:
+    from loopbus.projections import contract_landing
+    from loopbus.schemas.contract import ConfigProposal
+
+    op = Actor(role="operator", principal="o")
+    first = ConfigProposal(project="p", actor=op, text="first", why="w")
+    again = ConfigProposal(project="p", actor=op, id=first.id, text="second", why="w")
+    state = contract_landing.FOLD.fold([first, again])
+    assert state.proposals[first.id].text == "first"

@@ -41,7 +41,7 @@ from loopbus.projections.contract_landing import (
     Pending,
     Proposal,
 )
-from loopbus.projections.contract_plan import repository_problems
+from loopbus.projections.contract_plan import node_parts, repository_problems, text_problems
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.projections.merges import Adoption, MergesState
 from loopbus.schemas import Actor, Event, FindingRaised
@@ -289,6 +289,12 @@ def prepare_contract(
     except ConfigError:
         checks = []
     problems = repository_problems(_plan_of(pending), checks, read)
+    # Defence in depth: plan validation already refuses a criterion text holding more than
+    # its one function, but whatever reached the log is checked again before it is written.
+    for index, criterion in enumerate(pending.changes.criteria):
+        parts = node_parts(criterion.test)
+        if parts is not None:
+            problems += text_problems(f"contract.criteria[{index}]", criterion.text, parts[1])
     if problems:
         return {}, problems
     try:
@@ -409,7 +415,11 @@ async def land_contract(
             else "contract-invalid",
             "; ".join(refused[:5])
             + ". A contract only adds (criteria, checks, capabilities); editing or "
-            "loosening goes through the ratchet with its measurement (loopbus gate move)",
+            "loosening goes through the ratchet with its measurement (loopbus gate move)"
+            # A refused contract does not discard its plan yet (docs/merger.md), so the
+            # finding says the slice is held rather than leaving the reader to guess.
+            f". Slice {pending.slice} stays held until the run's wall clock ends: a refused "
+            "contract does not discard its plan, the planner is not asked again",
             slice_id=pending.slice,
             accepted=pending.accepted,
             evidence={"refused": refused[:20]},

@@ -35,11 +35,12 @@ from loopbus.schemas.planning import (
     ReconRecorded,
     TreeEntry,
 )
+from loopbus.schemas.slices import SlicePlan
 from loopbus.workers.agents.command import CommandResult, argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.errors import WorkerError
+from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.planner.decide import (
@@ -54,6 +55,8 @@ from loopbus.workers.planner.decide import (
     trunk_key,
 )
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
+
+from loopbus.contract_check import repo_contract_problems
 
 log = structlog.get_logger()
 
@@ -146,6 +149,13 @@ class Planner(Daemon):
                         skeleton_allowed=brief.skeleton_allowed,
                         used_units=brief.used_units,
                     )
+                    if not problems and parsed[0].contract is not None:
+                        # What the merger would refuse at landing is refused here, so the
+                        # planner is re-asked with the reasons instead of the slice being
+                        # held until the run's wall clock ends.
+                        problems = await asyncio.to_thread(
+                            _contract_problems, config, head, parsed[0]
+                        )
                     if not problems:
                         log.info("plan.proposed", slice=brief.slice, attempt=brief.attempt)
                         return answer(
@@ -274,6 +284,17 @@ def _trunk_view(config: RepoConfig) -> tuple[str, list[TreeEntry], int, list[str
     entries.sort(key=lambda e: e.path)
     pending = pending_criteria(config_at(info)) if info.config_text is not None else []
     return head, entries, total - len(entries), pending
+
+
+def _contract_problems(config: RepoConfig, head: str, plan: SlicePlan) -> list[str]:
+    """What the merger would refuse of ``plan``'s contract on trunk at ``head``."""
+    text = resolve(Path(config.repo), head).config_text
+    if text is None:
+        return []
+    try:
+        return repo_contract_problems(Path(config.repo), plan, text, head)
+    except ConfigError as exc:
+        return [" ".join(str(exc).split())]
 
 
 def _size(store: Any, sha: bytes) -> int:
