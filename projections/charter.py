@@ -75,6 +75,8 @@ class RunView(msgspec.Struct, kw_only=True):
     closed: tuple[str, ...] = ()
     """Those of them closed (or discarded) since."""
     tokens: int = 0
+    units: frozenset[str] = frozenset()
+    """Units of the slices accepted under the charter: only their builders' usage counts."""
     checked_in: bool = False
     finalizing: bool = False
     finalizing_detail: str = ""
@@ -146,11 +148,20 @@ def apply(view: RunView, event: Event) -> RunView:
         case SlicePlanAccepted() if view.charter is not None and view.ended is None:
             if event.plan.slice not in view.slices:
                 view.slices = (*view.slices, event.plan.slice)
+                view.units = view.units | {u.id for u in event.plan.units}
         case SliceClosed() | SlicePlanDiscarded() if event.slice in view.slices:
             if event.slice not in view.closed:
                 view.closed = (*view.closed, event.slice)
         case UsageReport() if view.charter is not None and view.ended is None:
-            view.tokens += event.tokens
+            # Any role may report usage: only a builder's (or the system's) for a unit of
+            # this run counts, and no one report may claim more than any model run could,
+            # so an agent can neither end the run on its budget nor spend another's.
+            if (
+                event.actor.role in USAGE_ROLES
+                and event.unit in view.units
+                and event.tokens <= MAX_REPORTED_TOKENS
+            ):
+                view.tokens += event.tokens
         case FindingRaised():
             claim = refused_claim(event)
             if claim is not None:
@@ -160,6 +171,11 @@ def apply(view: RunView, event: Event) -> RunView:
             return view
     view.state = _state(view)
     return view
+
+
+USAGE_ROLES = frozenset({"builder", "system"})
+MAX_REPORTED_TOKENS = 10**9
+"""A usage report above this is ignored: no single round of a model spends a billion."""
 
 
 def _start(view: RunView, event: CharterApproved) -> None:
@@ -186,6 +202,7 @@ def _start(view: RunView, event: CharterApproved) -> None:
     view.slices = ()
     view.closed = ()
     view.tokens = 0
+    view.units = frozenset()
     view.checked_in = False
     view.finalizing = False
     view.finalizing_detail = ""

@@ -123,11 +123,27 @@ def apply(state: ContractState, event: Event) -> ContractState:
                 found_proposal.landed = event.commit
             state.landings[event.id] = event.config
             _answered(state, event.approval)
-        case FindingRaised() if event.actor.role == "system":
+        case FindingRaised() if _merger_refusal(event):
             _refused(state, event)
         case _:
             pass
     return state
+
+
+def _merger_refusal(event: FindingRaised) -> bool:
+    """The merger's refusal of a contract or a configuration claim, and nothing else: the
+    system re-raises a reviewer's or an investigator's findings with the agent's own
+    criterion and evidence, so evidence keys alone must never hold a slice or cancel an
+    operator's proposal (see ``authority.refused_claim``)."""
+    return (
+        event.actor.role == "system"
+        and event.cls == "refused-transition"
+        and event.producer == MERGER_PRODUCER
+    )
+
+
+MERGER_PRODUCER = "trunk_gate"
+"""The producer the merger's landing refusals carry (workers/merger/landing.py)."""
 
 
 def _refused(state: ContractState, event: FindingRaised) -> None:

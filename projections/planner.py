@@ -155,9 +155,14 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
 def _system_finding(state: PlannerState, event: FindingRaised) -> None:
     if event.cls == "blocked-by-fact":
         _blocked(state, event)
-    elif event.criterion == GAVE_UP:
+    elif event.producer != MACHINERY:
+        # The system re-raises a reviewer's or an investigator's findings with the agent's
+        # own criterion, class and evidence: only the machinery's own (the planner daemon's
+        # and the dispatcher's, producer "standards") may stop planning or count a try.
+        return
+    elif event.criterion == GAVE_UP and event.cls == "meta":
         state.gave_up[event.id] = str(event.evidence.get("basis", ""))
-    elif event.criterion == SKELETON_REVIEW and event.slice:
+    elif event.criterion == SKELETON_REVIEW and event.cls == "meta" and event.slice:
         state.skeleton_reviews.setdefault(event.slice, event.id)
     elif event.cls == REFUSAL_CLASS:
         # The dispatcher refused a submission of ours: that try is refused, with its reasons.
@@ -174,6 +179,10 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
                     problems=lines or [event.message],
                 )
             )
+
+
+MACHINERY = "standards"
+"""The producer of the planner daemon's findings and of the dispatcher's refusals."""
 
 
 def _blocked(state: PlannerState, event: FindingRaised) -> None:

@@ -121,6 +121,8 @@ def test_wall_clock_check_in_finalize_end() -> None:
 
 def test_the_tokens_budget_finalizes() -> None:
     events = started(tokens=100)
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="U1")])
+    events.append(SlicePlanAccepted(project=P, actor=SYSTEM, plan=plan, cause="x"))
     events.append(UsageReport(project=P, actor=BUILDER, unit="U1", tokens_in=60))
     assert step(events) is None
     events.append(UsageReport(project=P, actor=BUILDER, unit="U1", tokens_out=40))

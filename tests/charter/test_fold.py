@@ -116,6 +116,24 @@ def test_slices_and_tokens_count_from_approval() -> None:
     assert view.tokens == 15
 
 
+def test_only_a_builders_usage_for_a_unit_of_the_run_counts() -> None:
+    """Any role may publish a usage report: an agent's of another role, one for a unit
+    outside the run, or one claiming more than any model run spends would let an agent end
+    the run on its tokens budget; none of them counts."""
+    sub = submitted()
+    reviewer = Actor(role="reviewer", principal="r1")
+    events = [
+        sub,
+        approved(sub),
+        accepted("S1"),
+        UsageReport(project=P, actor=reviewer, unit="S1-u1", tokens_in=10**6),
+        UsageReport(project=P, actor=BUILDER, unit="elsewhere", tokens_in=10**6),
+        UsageReport(project=P, actor=BUILDER, unit="S1-u1", tokens_in=10**12),
+        UsageReport(project=P, actor=BUILDER, unit="S1-u1", tokens_out=7),
+    ]
+    assert fold.FOLD.fold(events).tokens == 7
+
+
 def test_criteria_held_and_met() -> None:
     sub = submitted()
     start = approved(sub)

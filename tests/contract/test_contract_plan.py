@@ -322,3 +322,34 @@ def test_a_criterion_may_not_rebind_a_name_its_test_file_defines() -> None:
         _reader({"tests/test_calc.py": "add = 1\n\ndef test_x():\n    pass\n"}),
     )
     assert len(other) == 1 and "its text binds add" in other[0]
+
+
+def test_a_reviewers_finding_carrying_refusal_evidence_changes_nothing() -> None:
+    """The system re-raises a reviewer's findings with the reviewer's own class and
+    evidence: one naming a slice's contract acceptance, or an operator's configuration
+    proposal, neither refuses that contract nor cancels that proposal; the merger's own
+    refusal does."""
+    from loopbus.projections import contract_landing
+    from loopbus.schemas import FindingRaised
+    from loopbus.schemas.contract import ConfigProposal
+    from loopbus.schemas.slices import SlicePlanAccepted
+    from loopbus.schemas.targets import PlanTarget
+
+    system = Actor(role="system", principal="dispatcher")
+    accepted = SlicePlanAccepted(project="p", actor=system, plan=parse_plan_text(PLAN), cause="c")
+    proposal = ConfigProposal(
+        project="p", actor=Actor(role="operator", principal="op"), text="x", why="w"
+    )
+
+    def finding(producer: str) -> FindingRaised:
+        return FindingRaised(
+            project="p", actor=system, producer=producer, target=PlanTarget(slice="S1"),
+            severity="high", criterion="c", cls="refused-transition", message="m",
+            evidence={"contract_accepted": accepted.id, "config_claim": proposal.id},
+        )  # fmt: skip
+
+    state = contract_landing.FOLD.fold([accepted, proposal, finding("reviewer")])
+    assert state.slices["S1"].refused is None and state.proposals[proposal.id].refused is None
+    state = contract_landing.FOLD.fold([finding("trunk_gate")], state)
+    assert state.slices["S1"].refused is not None
+    assert state.proposals[proposal.id].refused is not None

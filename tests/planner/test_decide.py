@@ -359,3 +359,23 @@ def test_plan_problems_are_plan_checks_and_the_planners_own_rules() -> None:
     used = plan_problems(plan("S1", "U1"), "S1", None, skeleton_allowed=True, used_units=["U1"])
     assert used and "U1 is used by an earlier slice" in used[0]
     assert plan_problems(plan("S1", "U1"), "S1", None, skeleton_allowed=True) == []
+
+
+def test_a_reviewers_finding_named_like_the_planners_silences_nothing() -> None:
+    """The system re-raises a reviewer's findings with the reviewer's own criterion, class
+    and evidence: one named ``planner-gave-up`` for this round must not pass for the
+    planner's, or the operator would never be told the planner gave up (and resolving it
+    would reset the bounded tries)."""
+    events = started()
+    basis = basis_of(events)
+    events.append(
+        FindingRaised(
+            project=P, actor=SYSTEM, producer="reviewer", target=PlanTarget(slice="S1"),
+            severity="high", criterion=GAVE_UP, cls="meta", message="nothing to see",
+            evidence={"basis": basis}, slice="S1",
+        )
+    )  # fmt: skip
+    events.append(refused(basis, 1, "the plan has no units"))
+    (finding,) = published(decide(world(events), Options(max_tries=1)))
+    assert isinstance(finding, FindingRaised) and finding.criterion == GAVE_UP
+    assert finding.producer == "standards"
