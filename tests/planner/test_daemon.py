@@ -279,3 +279,23 @@ async def test_a_contract_the_merger_would_refuse_is_a_refused_try_with_its_reas
     (proposed,) = of(PlanProposed, events)
     assert proposed.attempt == 2
     assert any("'tests' is a check trunk has already" in r for r in stand_in.calls()[1]["refusals"])
+
+
+async def test_an_oversized_findings_document_is_recorded_bounded_once(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A reconnaissance command printing a 70,000-character fact: the record keeps the
+    fact cut (marked), the run is recorded once and the planner is asked, rather than the
+    log refusing the record and the command being run again for ever."""
+    scout = recon(agent_dir, [{"facts": [{"id": "F1", "text": "z" * 70_000}]}])
+    stand_in = planner(agent_dir, {"S1": [GOOD]})
+    repo = planned_repo(tmp_path, project, stand_in.command, scout.command)
+    async with (
+        running(bus, dispatcher(bus, project, repo.path)),
+        running(bus, Planner(config_of(repo), poll_s=0.1)),
+    ):
+        await start_charter(bus, project, repo.base)  # type: ignore[attr-defined]
+        events = await wait_log(bus, project, count(SlicePlanAccepted), timeout=60)
+    (recorded,) = of(ReconRecorded, events)
+    assert len(recorded.facts[0].text) <= 4000 and recorded.facts[0].text.endswith("…")
+    assert len(scout.calls()) == 1

@@ -379,3 +379,18 @@ def test_a_reviewers_finding_named_like_the_planners_silences_nothing() -> None:
     (finding,) = published(decide(world(events), Options(max_tries=1)))
     assert isinstance(finding, FindingRaised) and finding.criterion == GAVE_UP
     assert finding.producer == "standards"
+
+
+def test_a_plan_the_log_would_refuse_is_a_refused_try_not_a_failing_effect() -> None:
+    """A plan carrying a text over the log's limit cannot be recorded: publishing it would
+    fail and the kernel would perform the planner again and again. It is a refused try,
+    with the reason, and the answer's problems are each bounded."""
+    brief = PlanBrief(project=P, slice="S1", attempt=1)
+    args = {"brief": brief, "basis": "01J00000000000000000000000", "charter": "C1"}
+    huge = msgspec.structs.replace(plan(), units=[PlannedUnit(id="U1", title="x" * 70_000)])
+    refusal = answer(P, {**args, "autonomy": "full"}, (huge, ""), actor=SYSTEM, now=NOW)
+    assert isinstance(refusal, Publish) and isinstance(refusal.event, PlanAttemptRefused)
+    assert "cannot be recorded on the log" in refusal.event.problems[0]
+    long = answer(P, {**args, "autonomy": "full"}, ["y" * 70_000], actor=SYSTEM, now=NOW)
+    assert isinstance(long, Publish) and isinstance(long.event, PlanAttemptRefused)
+    assert len(long.event.problems[0]) <= 1000

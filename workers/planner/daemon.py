@@ -28,6 +28,7 @@ from dulwich.objects import Tree
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, utcnow
 from loopbus.schemas.ids import answer_id
+from loopbus.schemas.limits import bounded
 from loopbus.schemas.planning import (
     PlanBrief,
     ReconBrief,
@@ -53,12 +54,18 @@ from loopbus.workers.planner.decide import (
     parse_answer,
     plan_problems,
     trunk_key,
+    unrecordable,
 )
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
 
 from loopbus.contract_check import repo_contract_problems
 
 log = structlog.get_logger()
+
+MAX_RECON_FACTS = 200
+MAX_FACT_CHARS = 4000
+"""A findings document is facts the plan may assume, not the repository: longer texts are
+cut (marked), more facts dropped (said in the record's error)."""
 
 TREE_LIMIT = 400
 """Paths of trunk's tree a brief lists (the rest are counted)."""
@@ -200,19 +207,27 @@ class Planner(Daemon):
                         f'({{"facts": [...]}}): {exc}'
                     )
         answers = sorted(f.id for f in brief.invalidated)
-        log.info("recon.recorded", facts=len(facts), error=error, answers=answers)
-        return Publish(
-            ReconRecorded(
-                id=answer_id(args["basis"], f"recon:{','.join(answers)}"),
-                project=config.project,
-                actor=self.actor,
-                at=utcnow(),
-                charter=args["charter"],
-                facts=facts,
-                error=error[:2000],
-                answers=answers,
-            )
+        if len(facts) > MAX_RECON_FACTS:
+            error = error or f"{len(facts)} facts: only the first {MAX_RECON_FACTS} are kept"
+            facts = facts[:MAX_RECON_FACTS]
+        facts = [msgspec.structs.replace(f, text=bounded(f.text, MAX_FACT_CHARS)) for f in facts]
+        recorded = ReconRecorded(
+            id=answer_id(args["basis"], f"recon:{','.join(answers)}"),
+            project=config.project,
+            actor=self.actor,
+            at=utcnow(),
+            charter=args["charter"],
+            facts=facts,
+            error=error[:2000],
+            answers=answers,
         )
+        why = unrecordable(recorded)
+        if why is not None:  # recorded without its facts, never retried for ever
+            recorded = msgspec.structs.replace(
+                recorded, facts=[], error=f"the findings document cannot be recorded: {why}"
+            )
+        log.info("recon.recorded", facts=len(recorded.facts), error=recorded.error)
+        return Publish(recorded)
 
     async def _run(
         self,

@@ -29,8 +29,9 @@ from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.projections.planner import PlannerState, Proposal, submission_id
 from loopbus.projections.planning import parse_plan, validate
 from loopbus.projections.slices import SlicesState
-from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas import Actor, Event, FindingRaised, InvalidEvent, decode_event, encode_event
 from loopbus.schemas.ids import answer_id
+from loopbus.schemas.limits import bounded, oversize
 from loopbus.schemas.planning import (
     GAVE_UP,
     SKELETON_REVIEW,
@@ -409,7 +410,7 @@ def answer(
         "basis": basis,
     }
     if isinstance(outcome, list):
-        return Publish(PlanAttemptRefused(**common, problems=outcome[:50]))
+        return Publish(PlanAttemptRefused(**common, problems=[bounded(p) for p in outcome[:50]]))
     plan, summary = outcome
     full = args["autonomy"] == "full"
     proposed = PlanProposed(
@@ -420,6 +421,26 @@ def answer(
         autonomy=args["autonomy"],
         submission=submission_id(common["id"]) if full else "",
     )
+    # An answer the log would refuse (a text over the limit, an event over a megabyte) is
+    # a refused try, never an effect that fails and is performed again for ever.
+    why = unrecordable(proposed)
+    if why is not None:
+        problem = f"the plan cannot be recorded on the log: {why}"
+        return Publish(PlanAttemptRefused(**common, problems=[bounded(problem)]))
     if not full:
         return Publish(proposed)
     return PublishBatch((proposed, submission(project, proposed.id, plan, now)))
+
+
+def unrecordable(event: Event) -> str | None:
+    """Why the log would refuse ``event`` (readers decode with limits its constructor does
+    not apply), or ``None``."""
+    try:
+        payload = encode_event(event)
+        too_big = oversize(payload)
+        if too_big is not None:
+            return too_big
+        decode_event(payload)
+    except InvalidEvent as exc:
+        return bounded(str(exc))
+    return None
