@@ -133,7 +133,8 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
             state.submissions[submission] = event.slice
         case PlanApprove() if event.actor.role == "operator":
             proposal = state.proposals.get(event.slice)
-            if proposal is not None and proposal.approved is None:
+            seen = not event.proposal or (proposal is not None and event.proposal == proposal.id)
+            if proposal is not None and proposal.approved is None and seen:
                 proposal.approved = event.id
         case PlanSubmission() if event.id in state.submissions:
             proposal = state.proposals.get(state.submissions[event.id])

@@ -187,10 +187,14 @@ class PlanAttemptRefused(EventBase, frozen=True, kw_only=True, tag="plan.attempt
 
 
 class PlanApprove(EventBase, frozen=True, kw_only=True, tag="plan.approve.v1"):
-    """The operator approves the plan proposed for ``slice`` (supervised autonomy)."""
+    """The operator approves the plan proposed for ``slice`` (supervised autonomy):
+    ``proposal`` names the ``plan.proposed`` the operator saw, so an approval never passes
+    to a later proposal for the same slice (a re-ask, a new round). Empty in approvals
+    recorded before it existed: those apply to the slice's proposal of their time."""
 
     slice: Token
     why: str
+    proposal: str = ""
 
     def subject_suffix(self) -> str:
         return f"approve.plan.{self.slice}"

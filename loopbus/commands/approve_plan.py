@@ -58,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
             claim: PlanApprove | SkeletonApprove
             if getattr(args, "plan", None) is not None:
                 slice_id = token("--plan", args.plan)
-                _require_proposal(events, slice_id)
-                claim = PlanApprove(project=project, actor=actor, slice=slice_id, why=why)
+                proposal = _require_proposal(events, slice_id)
+                claim = PlanApprove(
+                    project=project, actor=actor, slice=slice_id, why=why, proposal=proposal
+                )
             else:
                 slice_id = _skeleton(events, args.skeleton)
                 claim = SkeletonApprove(project=project, actor=actor, slice=slice_id, why=why)
@@ -82,9 +84,10 @@ async def _events(bus: Bus, project: str) -> list[Event]:
     ]
 
 
-def _require_proposal(events: list[Event], slice_id: str) -> None:
-    """One line for an approval the planner would ignore: no proposal for the slice in the
-    current round, or one already submitted."""
+def _require_proposal(events: list[Event], slice_id: str) -> str:
+    """The id of the proposal for the slice the operator approves; one line for an
+    approval the planner would ignore: no proposal for the slice in the current round, or
+    one already submitted."""
     state = planner_fold.FOLD.fold(events)
     proposal = state.proposals.get(slice_id)
     if proposal is None:
@@ -94,6 +97,7 @@ def _require_proposal(events: list[Event], slice_id: str) -> None:
         )
     if proposal.submitted or proposal.approved is not None:
         raise UsageError(f"--plan {slice_id!r}: its plan is approved already")
+    return proposal.id
 
 
 def _skeleton(events: list[Event], named: str) -> str:

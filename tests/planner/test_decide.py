@@ -243,6 +243,25 @@ def test_supervised_waits_for_the_operators_approval_and_ignores_anyone_elses() 
     assert isinstance(submission, PlanSubmission) and submission.plan == plan()
 
 
+def test_an_approval_names_the_proposal_the_operator_saw() -> None:
+    """``approve --plan`` names the proposal: an approval of an earlier proposal for the
+    same slice (before a re-ask) does not pass to the one proposed now."""
+    events = started("supervised")
+    proposed = PlanProposed(
+        project=P, actor=SYSTEM, slice="S1", charter="C1", attempt=2, plan=plan(),
+        autonomy="supervised", basis=basis_of(events),
+    )  # fmt: skip
+    events.append(proposed)
+    stale = PlanApprove(project=P, actor=OPERATOR, slice="S1", why="ok", proposal="01J0OLD")
+    events.append(stale)
+    assert decide(world(events), Options()) == []
+    events.append(
+        PlanApprove(project=P, actor=OPERATOR, slice="S1", why="ok", proposal=proposed.id)
+    )
+    (submission,) = published(decide(world(events), Options()))
+    assert isinstance(submission, PlanSubmission) and submission.plan == plan()
+
+
 def test_full_autonomy_proposes_and_submits_in_one_batch_supervised_only_proposes() -> None:
     brief = PlanBrief(project=P, slice="S1", attempt=1)
     args = {"brief": brief, "basis": "01J00000000000000000000000", "charter": "C1"}
