@@ -25,7 +25,6 @@ import msgspec
 
 from loopbus.bus import Bus, BusError, read
 from loopbus.commands.report import add_claimant, principal
-from loopbus.contract_check import repo_contract_problems
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known, require_new
 from loopbus.projections import slices
@@ -54,6 +53,7 @@ from loopbus.workers.agents.cli import TRUNK_ENV
 from loopbus.workers.agents.config import config_text
 from loopbus.workers.dispatcher.answers import claim_problems
 from loopbus.workers.errors import WorkerError
+from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import pending_criteria
 from loopbus.workers.runtime import check_health
 

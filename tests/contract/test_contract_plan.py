@@ -19,13 +19,13 @@ from loopbus.schemas.contract import ContractChanges, NewCheck, NewCriterion
 from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
 from loopbus.workers.gates import config as gates_config
 from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.scope import breaches
-from loopbus.workers.merger.contract import (
+from loopbus.workers.gates.contract import (
     contract_files,
     contract_refusals,
     new_config,
     proposal_refusals,
 )
+from loopbus.workers.gates.scope import breaches
 
 CRITERION = """
 from calc import add

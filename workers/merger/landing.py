@@ -57,10 +57,10 @@ from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers import repository
 from loopbus.workers.errors import CONFIG_FILE, ConfigError
 from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.contract import contract_files, contract_refusals, proposal_refusals
 from loopbus.workers.kernel import World
 from loopbus.workers.merger import gitops
 from loopbus.workers.merger.adoption import Adoptable
-from loopbus.workers.merger.contract import contract_files, contract_refusals, proposal_refusals
 from loopbus.workers.merger.seen import CAUSE, TrunkSeen
 
 log = structlog.get_logger()

@@ -42,6 +42,7 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.errors import ConfigError, WorkerError
+from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.planner.decide import (
@@ -57,8 +58,6 @@ from loopbus.workers.planner.decide import (
     unrecordable,
 )
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
-
-from loopbus.contract_check import repo_contract_problems
 
 log = structlog.get_logger()
 

@@ -17,7 +17,7 @@ from loopbus.schemas.slices import SlicePlan
 from loopbus.workers.agents.cli import TRUNK_ENV
 from loopbus.workers.errors import ConfigError, RepoError
 from loopbus.workers.gates.config import parse_config
-from loopbus.workers.merger.contract import contract_refusals, new_config
+from loopbus.workers.gates.contract import contract_refusals, new_config
 from loopbus.workers.repository import blob_at, commit_at, open_repo, trunk_commit
 
 
