@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--why is empty: an approval says why (it is kept on the log)")
     project = token("--project", args.project)
     actor = Actor(role="operator", principal=principal(args))
+    # A slice id that cannot be one is refused before connecting, like any bad argument.
+    planned = token("--plan", args.plan) if getattr(args, "plan", None) is not None else None
+    if getattr(args, "skeleton", None):
+        token("--skeleton", args.skeleton)
 
     async def publish() -> int:
         bus = await connection(args).open()
@@ -56,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
             await require_known(bus, project)
             events = await _events(bus, project)
             claim: PlanApprove | SkeletonApprove
-            if getattr(args, "plan", None) is not None:
-                slice_id = token("--plan", args.plan)
+            if planned is not None:
+                slice_id = planned
                 proposal = _require_proposal(events, slice_id)
                 claim = PlanApprove(
                     project=project, actor=actor, slice=slice_id, why=why, proposal=proposal
