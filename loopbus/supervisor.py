@@ -120,8 +120,11 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         "loopbus.workers.merger",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
-    # Approves charters, judges the run's criteria on trunk, keeps the run's budgets.
-    DaemonSpec("charter", "loopbus.workers.charter"),
+    # Approves charters, pins and judges the run's criteria on trunk (reading the criterion
+    # tests from the repository), keeps the run's budgets.
+    DaemonSpec(
+        "charter", "loopbus.workers.charter", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
 

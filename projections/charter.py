@@ -33,6 +33,7 @@ from loopbus.schemas.charter import (
     EndReason,
     RunCheckedIn,
     RunCriteriaChecked,
+    RunCriteriaPinned,
     RunEnded,
     RunFinalizing,
     RunState,
@@ -63,6 +64,14 @@ class RunView(msgspec.Struct, kw_only=True):
     approved_by: str = ""
     superseded: tuple[str, ...] = ()
     """Ids of charters approved before the one in force, oldest first."""
+    pinned_trunk: str = ""
+    """Trunk's commit at approval: where criteria the approval could not pin are read."""
+    pins: dict[str, str] = {}
+    """criterion id -> the digest it is pinned to (a test's function, a check's definition)."""
+    unpinned: dict[str, str] = {}
+    """criterion id -> why nothing pins it (it never holds)."""
+    pinning: bool = False
+    """Some criteria wait for their ``run.criteria_pinned`` fact."""
     criteria_trunk: str = ""
     criteria_cause: str = ""
     """The trunk gate run (``merge.candidate_tested`` id) the last judgement read."""
@@ -123,6 +132,10 @@ def apply(view: RunView, event: Event) -> RunView:
                 view.stops[event.id] = event
         case CharterApproved():
             _start(view, event)
+        case RunCriteriaPinned() if _current(view, event.run) and view.pinning:
+            view.pins = {**view.pins, **event.pins}
+            view.unpinned = dict(event.unpinned)
+            view.pinning = False
         case RunCriteriaChecked() if _current(view, event.run):
             assert view.charter is not None
             view.criteria_trunk = event.trunk
@@ -192,6 +205,10 @@ def _start(view: RunView, event: CharterApproved) -> None:
     if event.submission is None or event.submission == view.awaiting_submission:
         view.awaiting = None
         view.awaiting_submission = ""
+    view.pinned_trunk = event.trunk
+    view.pins = dict(event.pins)
+    view.unpinned = {}
+    view.pinning = any(c.id not in event.pins for c in event.charter.criteria)
     # A new run starts from nothing: its own criteria, slices, spend and end.
     view.criteria_trunk = ""
     view.criteria_cause = ""

@@ -10,15 +10,27 @@ stands on, as the ``gates`` fold verified them. An agent can put neither on the 
   failing is green for trunk but meets nothing; a test that is missing, deselected (a
   ``conftest.py`` can deselect, never pass, a test: it is recorded as ``deselected``),
   skipped or not run does not meet its criterion either.
+
+And either holds only as the operator approved it (:func:`pins` and the daemon's
+``run.criteria_pinned``): a test's function must hash as pinned where it ran (the daemon
+reads it from git at the judged commit: ``bodies``), and a check's definition in the
+adopted ``loopbus.toml`` must be the pinned one. A test a unit or a contract later writes
+at an unpinned node id, or a check added under a criterion's id, meets nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import msgspec
 from loopbus.projections.gates import GatesState
 from loopbus.projections.merges import Tested
 from loopbus.schemas.charter import Charter, CharterCriterion
+from loopbus.schemas.criterion_source import DIGEST_PREFIX, source_digest
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.gates.config import parse_config
 
 PASSED = "passed"
 PENDING = "pending-"
@@ -31,18 +43,111 @@ class Judgement:
     detail: dict[str, str] = field(default_factory=dict)
 
 
-def judge(charter: Charter, run: Tested, gates: GatesState) -> Judgement:
+def check_digest(config_text: str | None, check: str) -> str | None:
+    """The digest of what check ``check`` measures in a ``loopbus.toml`` (its command,
+    parser, the files it reads, image, environment and origin; not its timeout or pending
+    list, which the ratchet moves): ``None`` when the file has no such check."""
+    if config_text is None:
+        return None
+    try:
+        config = parse_config(config_text)
+    except ConfigError:
+        return None
+    spec = next((c for c in config.checks if c.id == check), None)
+    if spec is None:
+        return None
+    doc = {
+        "command": spec.command,
+        "parser": spec.parser,
+        "reads": sorted(spec.reads),
+        "image": spec.image,
+        "env": spec.env,
+        "origin": spec.origin,
+    }
+    return DIGEST_PREFIX + hashlib.sha256(msgspec.json.encode(doc, order="sorted")).hexdigest()
+
+
+def approval_pins(charter: Charter, config_text: str | None) -> dict[str, str]:
+    """What the approval pins without reading git: each test criterion's ``source``, each
+    check criterion's definition in the adopted configuration."""
+    pins: dict[str, str] = {}
+    for criterion in charter.criteria:
+        if criterion.source:
+            found = source_digest(criterion.source, criterion.test)
+        elif criterion.check:
+            found = check_digest(config_text, criterion.check)
+        else:
+            found = None
+        if found is not None:
+            pins[criterion.id] = found
+    return pins
+
+
+def judge(
+    charter: Charter,
+    run: Tested,
+    gates: GatesState,
+    *,
+    pins: Mapping[str, str],
+    unpinned: Mapping[str, str],
+    bodies: Mapping[str, str] | None,
+    config_text: str | None,
+) -> Judgement:
+    """``bodies``: criterion id -> its test's function digest at the judged commit, as read
+    from git (``None``: no repository to read, so no test criterion can be confirmed);
+    ``config_text``: the ``loopbus.toml`` the run was judged with."""
     held: list[str] = []
     failing: list[str] = []
     detail: dict[str, str] = {}
     for criterion in charter.criteria:
-        why = _why_not(criterion, run, gates)
+        why = (
+            _unpinned(criterion, pins, unpinned)
+            or _why_not(criterion, run, gates)
+            or _unlike_pin(criterion, pins, bodies, config_text)
+        )
         if why is None:
             held.append(criterion.id)
         else:
             failing.append(criterion.id)
             detail[criterion.id] = why
     return Judgement(tuple(held), tuple(failing), detail)
+
+
+def _unpinned(
+    criterion: CharterCriterion, pins: Mapping[str, str], unpinned: Mapping[str, str]
+) -> str | None:
+    if criterion.id in pins:
+        return None
+    why = unpinned.get(criterion.id, "its pin is not recorded yet")
+    return f"nothing pins what it must prove: {why}"
+
+
+def _unlike_pin(
+    criterion: CharterCriterion,
+    pins: Mapping[str, str],
+    bodies: Mapping[str, str] | None,
+    config_text: str | None,
+) -> str | None:
+    """Why what passed is not what the operator approved (``None``: it is)."""
+    pin = pins[criterion.id]
+    if criterion.check:
+        found = check_digest(config_text, criterion.check)
+        if found != pin:
+            return (
+                f"check {criterion.check} is not the one approved: its definition in the "
+                f"adopted loopbus.toml changed since (pinned {pin[7:19]})"
+            )
+        return None
+    if bodies is None:
+        return "no repository is read to confirm its test's function (charter daemon --repo)"
+    body = bodies.get(criterion.id)
+    if body != pin:
+        what = "is not on this trunk" if body is None else f"hashes {body[7:19]}"
+        return (
+            f"test {criterion.test} is not the one approved: its function {what}, the "
+            f"approval pinned {pin[7:19]}"
+        )
+    return None
 
 
 def _why_not(criterion: CharterCriterion, run: Tested, gates: GatesState) -> str | None:

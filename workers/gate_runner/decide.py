@@ -18,6 +18,7 @@ from loopbus.projections import gates, ratchet
 from loopbus.projections.base import Fold
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
+from loopbus.schemas.charter import CharterApproved
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import UnitDispatched
@@ -59,12 +60,17 @@ class GateWork(msgspec.Struct):
     gates: gates.GatesState = msgspec.field(default_factory=gates.initial)
     asks: dict[str, Job] = {}
     units: dict[str, Planned] = {}
+    charter_tests: list[str] = []
+    """The test criteria of the charter in force: their files are frozen for every unit
+    (a unit cannot write or change what decides the run is met, nor a fixture beside it)."""
 
 
 def scope_of(state: GateWork, unit: str) -> UnitScope:
     """The unit's scope from the system's plan and dispatch facts (folds skip forgeries)."""
     planned = state.units.get(unit, Planned())
-    everyone = sorted({c for view in state.units.values() for c in view.criteria})
+    everyone = sorted(
+        {c for view in state.units.values() for c in view.criteria} | set(state.charter_tests)
+    )
     return UnitScope(
         files=tuple(planned.files),
         criteria=tuple(planned.criteria),
@@ -99,6 +105,8 @@ def apply(state: GateWork, event: Event) -> GateWork:
             planned.files, planned.criteria = list(event.files), list(event.criteria)
         case UnitDispatched(base=base):
             state.units.setdefault(event.unit, Planned()).base = base
+        case CharterApproved():
+            state.charter_tests = [c.test for c in event.charter.criteria if c.test]
     job = trigger(event, state)
     if job is not None and not gates.is_answered(state.gates, job.cause):
         if job.unit is not None and job.reason == "unit":
