@@ -39,7 +39,7 @@ from loopbus.schemas.charter import (
     RunState,
     RunStop,
 )
-from loopbus.schemas.planning import PlanProposed
+from loopbus.schemas.planning import PlanProposed, SkeletonApprove
 from loopbus.schemas.slices import (
     SliceClosed,
     SlicePlanAccepted,
@@ -72,6 +72,10 @@ class RunView(msgspec.Struct, kw_only=True):
     """criterion id -> why nothing pins it (it never holds)."""
     pinning: bool = False
     """Some criteria wait for their ``run.criteria_pinned`` fact."""
+    pin_cause: str = ""
+    """The skeleton approval that asked for the pinning in wait (empty: the approval's)."""
+    skeletons: frozenset[str] = frozenset()
+    """Skeleton slices accepted under the charter."""
     criteria_trunk: str = ""
     criteria_cause: str = ""
     """The trunk gate run (``merge.candidate_tested`` id) the last judgement read."""
@@ -132,7 +136,9 @@ def apply(view: RunView, event: Event) -> RunView:
                 view.stops[event.id] = event
         case CharterApproved():
             _start(view, event)
-        case RunCriteriaPinned() if _current(view, event.run) and view.pinning:
+        case RunCriteriaPinned() if (
+            _current(view, event.run) and view.pinning and event.cause == view.pin_cause
+        ):
             view.pins = {**view.pins, **event.pins}
             view.unpinned = dict(event.unpinned)
             view.pinning = False
@@ -162,6 +168,20 @@ def apply(view: RunView, event: Event) -> RunView:
             if event.plan.slice not in view.slices:
                 view.slices = (*view.slices, event.plan.slice)
                 view.units = view.units | {u.id for u in event.plan.units}
+                if event.plan.skeleton:
+                    view.skeletons = view.skeletons | {event.plan.slice}
+        case SkeletonApprove() if (
+            event.actor.role == "operator"
+            and view.ended is None
+            and event.slice in view.skeletons
+            and event.slice in view.closed
+            and view.unpinned
+            and not view.pinning
+        ):
+            # The operator reviewed what the skeleton wrote: the criteria its tests now
+            # define on trunk are pinned as they are (the charter daemon reads them).
+            view.pinning = True
+            view.pin_cause = event.id
         case SliceClosed() | SlicePlanDiscarded() if event.slice in view.slices:
             if event.slice not in view.closed:
                 view.closed = (*view.closed, event.slice)
@@ -209,6 +229,8 @@ def _start(view: RunView, event: CharterApproved) -> None:
     view.pins = dict(event.pins)
     view.unpinned = {}
     view.pinning = any(c.id not in event.pins for c in event.charter.criteria)
+    view.pin_cause = ""
+    view.skeletons = frozenset()
     # A new run starts from nothing: its own criteria, slices, spend and end.
     view.criteria_trunk = ""
     view.criteria_cause = ""

@@ -214,6 +214,9 @@ class RunCriteriaPinned(EventBase, frozen=True, kw_only=True, tag="run.criteria_
     trunk: str = ""
     pins: dict[str, str] = {}
     unpinned: dict[str, str] = {}
+    cause: str = ""
+    """Empty for the run's first pinning; else the operator's ``skeleton.approve`` claim
+    that pins what the reviewed skeleton wrote for criteria still unpinned."""
 
     def subject_suffix(self) -> str:
         return f"{RUN_SUBJECT}.pinned"

@@ -372,3 +372,32 @@ def test_a_pinned_check_redefined_meets_nothing() -> None:
     judged = decided(events, {reading_key(P, run.candidate): reading(run.candidate, None)})
     assert isinstance(judged, RunCriteriaChecked) and judged.failing == ("suite",)
     assert "not the one approved" in judged.detail["suite"]
+
+
+def test_a_reviewed_skeleton_pins_the_tests_it_wrote() -> None:
+    """A criterion test trunk lacked at approval is written by the skeleton slice; the
+    operator's skeleton approval pins it as trunk then has it (an agent's approval of the
+    skeleton is a forgery and pins nothing)."""
+    from loopbus.schemas.planning import SkeletonApprove
+
+    events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD))
+    pinned = decided(events, {reading_key(P, ""): reading("e" * 40, None)})
+    assert isinstance(pinned, RunCriteriaPinned) and set(pinned.unpinned) == {"adds"}
+    skeleton = SlicePlan(slice="S1", skeleton=True, units=[PlannedUnit(id="u1")])
+    boot = BootResult(command="python -m app --probe", outcome="pass")
+    events += [
+        pinned,
+        SlicePlanAccepted(project=P, actor=SYSTEM, plan=skeleton, cause="x"),
+        SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=boot, done=["u1"]),
+    ]
+    forged = SkeletonApprove(project=P, actor=BUILDER, slice="S1", why="mine")
+    assert decided([*events, forged]) is None
+    review = SkeletonApprove(project=P, actor=OPERATOR, slice="S1", why="tests read")
+    events.append(review)
+    asked = decided(events)
+    assert isinstance(asked, Effect) and asked.args == {"commit": "", "tests": [ADD]}
+    repinned = decided(events, {reading_key(P, ""): reading("f" * 40, APPROVED_ADD)})
+    assert isinstance(repinned, RunCriteriaPinned) and repinned.cause == review.id
+    assert repinned.pins == {"adds": body_digest(APPROVED_ADD, ADD)} and not repinned.unpinned
+    events.append(repinned)
+    assert world(events).state("charter").pins["adds"] == repinned.pins["adds"]

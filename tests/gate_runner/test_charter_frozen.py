@@ -58,3 +58,17 @@ def test_without_a_charter_the_same_edit_is_in_scope() -> None:
         read=lambda side, path: None,
     )
     assert found == []
+
+
+def test_a_skeleton_unit_writes_the_charters_tests_for_review() -> None:
+    """The skeleton slice is where the criterion tests are written (the operator reviews
+    them before any build slice): its units may write those files; a build unit may not."""
+    from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+
+    skeleton = SlicePlan(slice="S1", skeleton=True, units=[PlannedUnit(id="U1", files=["*"])])
+    accepted = SlicePlanAccepted(project=P, actor=SYSTEM, plan=skeleton, cause="x")
+    writer = UnitPlanned(project=P, actor=SYSTEM, unit="U1", slice="S1", files=["*"])
+    builder = UnitPlanned(project=P, actor=SYSTEM, unit="U2", slice="S2", files=["*"])
+    state = FOLD.fold([approved(), accepted, writer, builder])
+    assert CRITERION not in scope_of(state, "U1").all_criteria
+    assert CRITERION in scope_of(state, "U2").all_criteria

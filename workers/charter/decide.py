@@ -211,15 +211,20 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
     pins: dict[str, str] = {}
     unpinned: dict[str, str] = {}
     reading: Reading | None = None
+    at_approval = view.pinned_trunk
+    if view.pin_cause:  # a reviewed skeleton: trunk as the merger has it now
+        merges: MergesState = world.state(merges_fold.FOLD.name)
+        at_approval = merges.trunk.commit or ""
     if options.reads_repo:
-        key = reading_key(world.project, view.pinned_trunk)
+        key = reading_key(world.project, at_approval)
         reading = world.outside.get(key)
+        if reading is None and key not in world.failed:
+            return read_effect(world, at_approval, [c.test for c in waiting if c.test])
         if reading is None:
-            if key in world.failed:
-                return None
-            return read_effect(world, view.pinned_trunk, [c.test for c in waiting if c.test])
-    commit = reading.commit if reading is not None else view.pinned_trunk
+            reading = Reading(commit=at_approval, error="the reading raised (see the log)")
+    commit = reading.commit if reading is not None else at_approval
     at = f"trunk {commit[:12]}" if commit else "trunk"
+    when = "its skeleton" if view.pin_cause else "the charter"
     for criterion in waiting:
         found: str | None = None
         if reading is None:
@@ -229,21 +234,22 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
         elif criterion.test:
             found = reading.bodies.get(criterion.test)
             why = (
-                f"test {criterion.test} was not on {at} when the charter was approved and "
-                "the charter gives no source for it; submit the charter again with its source"
+                f"test {criterion.test} was not on {at} when {when} was approved and the "
+                "charter gives no source for it; submit the charter again with its source, "
+                "or have a skeleton slice write it for review"
             )
         else:
             found = check_digest(reading.config, criterion.check)
             why = (
-                f"check {criterion.check} was not in loopbus.toml on {at} when the charter "
-                "was approved; add it (loopbus config propose), then submit the charter again"
+                f"check {criterion.check} was not in loopbus.toml on {at} when {when} was "
+                "approved; add it (loopbus config propose), then submit the charter again"
             )
         if found is not None:
             pins[criterion.id] = found
         else:
             unpinned[criterion.id] = why
     return RunCriteriaPinned(
-        id=answer_id(view.run, "pinned"),
+        id=answer_id(view.run, f"pinned:{view.pin_cause}" if view.pin_cause else "pinned"),
         project=world.project,
         actor=world.actor,
         at=world.now,
@@ -252,6 +258,7 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
         trunk=commit,
         pins=pins,
         unpinned=unpinned,
+        cause=view.pin_cause,
     )
 
 
