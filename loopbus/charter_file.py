@@ -97,7 +97,11 @@ def parse_charter(text: str, source: str = "charter") -> Charter:
             raise bad(f"{where}.source", code, "source is a test criterion's text; drop it here")
         problem = source_problem(code, test) if code else None
         if problem is not None:
-            raise bad(f"{where}.source", code, f"{problem}; write the test as it must be on trunk")
+            raise bad(
+                f"{where}.source",
+                code,
+                f"{problem}; write the test's whole file as it must be on trunk",
+            )
         criteria.append(
             CharterCriterion(id=one["id"], text=one["text"], check=check, test=test, source=code)
         )

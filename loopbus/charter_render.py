@@ -62,7 +62,7 @@ def run_lines(view: RunView, now_s: float | None = None) -> list[str]:
     lines.append(
         f"criteria: {criteria_summary(view)}" + (f" — held: {', '.join(held)}" if held else "")
     )
-    if view.pinning:
+    if view.pinning and view.ended is None:
         lines.append("  pins: reading the criteria not pinned by the approval from git")
     for cid, why in sorted(view.unpinned.items()):
         if cid not in view.criteria_detail:

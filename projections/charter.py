@@ -76,6 +76,13 @@ class RunView(msgspec.Struct, kw_only=True):
     """The skeleton approval that asked for the pinning in wait (empty: the approval's)."""
     skeletons: frozenset[str] = frozenset()
     """Skeleton slices accepted under the charter."""
+    skeleton_closed: dict[str, str] = {}
+    """Skeleton slice -> the trunk commit its closing boot check ran on (what the operator
+    reviews): closed by ``slice.closed``, not discarded."""
+    skeleton_reviewed: frozenset[str] = frozenset()
+    """Skeleton slices whose first operator approval asked for a pinning."""
+    skeleton_commit: str = ""
+    """The commit the pinning in wait for a reviewed skeleton reads."""
     criteria_trunk: str = ""
     criteria_cause: str = ""
     """The trunk gate run (``merge.candidate_tested`` id) the last judgement read."""
@@ -173,18 +180,26 @@ def apply(view: RunView, event: Event) -> RunView:
         case SkeletonApprove() if (
             event.actor.role == "operator"
             and view.ended is None
-            and event.slice in view.skeletons
-            and event.slice in view.closed
+            and event.slice in view.skeleton_closed
+            and event.slice not in view.skeleton_reviewed
             and view.unpinned
             and not view.pinning
         ):
-            # The operator reviewed what the skeleton wrote: the criteria its tests now
-            # define on trunk are pinned as they are (the charter daemon reads them).
+            # The operator reviewed what the skeleton wrote: the criteria its tests define
+            # on the trunk it closed on are pinned as they are there (the charter daemon
+            # reads them). Only the first approval of a skeleton pins.
             view.pinning = True
             view.pin_cause = event.id
+            view.skeleton_commit = view.skeleton_closed[event.slice]
+            view.skeleton_reviewed = view.skeleton_reviewed | {event.slice}
         case SliceClosed() | SlicePlanDiscarded() if event.slice in view.slices:
             if event.slice not in view.closed:
                 view.closed = (*view.closed, event.slice)
+                if isinstance(event, SliceClosed) and event.slice in view.skeletons:
+                    view.skeleton_closed = {
+                        **view.skeleton_closed,
+                        event.slice: event.boot.commit or "",
+                    }
         case UsageReport() if view.charter is not None and view.ended is None:
             # Any role may report usage: only a builder's (or the system's) for a unit of
             # this run counts, and no one report may claim more than any model run could,
@@ -231,6 +246,9 @@ def _start(view: RunView, event: CharterApproved) -> None:
     view.pinning = any(c.id not in event.pins for c in event.charter.criteria)
     view.pin_cause = ""
     view.skeletons = frozenset()
+    view.skeleton_closed = {}
+    view.skeleton_reviewed = frozenset()
+    view.skeleton_commit = ""
     # A new run starts from nothing: its own criteria, slices, spend and end.
     view.criteria_trunk = ""
     view.criteria_cause = ""

@@ -1,34 +1,41 @@
-"""A slice's contract against the charter's pinned tests. Pure.
+"""A slice's contract against the charter's pinned test files. Pure.
 
-A charter criterion given with its ``source`` pins its test's function before the test
-exists. A contract that writes that test with another function would land a test that can
-never meet its criterion (the charter daemon compares the function on trunk with the pin),
-so the plan is refused before it is proposed and the planner is re-asked with the reason.
+A charter criterion given with its ``source`` pins its test's whole file before the file
+exists. A contract that would write that file otherwise lands a test that can never meet
+its criterion (the charter daemon compares trunk's file with the pin), so the plan is
+refused before it is proposed and the planner is re-asked with the reason. The file is
+composed the way the merger's contract commit composes it: each criterion's text after
+the one before (``workers/gates/contract.py``).
 """
 
 from __future__ import annotations
 
 from loopbus.schemas.charter import Charter
-from loopbus.schemas.criterion_source import source_digest
+from loopbus.schemas.criterion_source import module_digest, source_digest
 from loopbus.schemas.slices import SlicePlan
 
 
 def contract_pin_problems(plan: SlicePlan, charter: Charter | None) -> list[str]:
-    """One line per contract criterion whose function is not the one the charter pins."""
+    """One line per charter-pinned test file the contract would write otherwise."""
     if charter is None or plan.contract is None:
         return []
-    pinned = {c.test: c for c in charter.criteria if c.test and c.source}
+    written: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for index, new in enumerate(plan.contract.criteria):
+        path = new.test.split("::", 1)[0]
+        body = new.text.strip("\n") + "\n"
+        written[path] = written[path].rstrip("\n") + "\n\n\n" + body if path in written else body
+        first.setdefault(path, index)
     problems: list[str] = []
-    for index, criterion in enumerate(plan.contract.criteria):
-        wanted = pinned.get(criterion.test)
-        if wanted is None:
+    for criterion in charter.criteria:
+        path = criterion.test.split("::", 1)[0] if criterion.test else ""
+        source = charter.source_of(criterion.test) if criterion.test else ""
+        if not source or path not in written:
             continue
-        if source_digest(criterion.text, criterion.test) != source_digest(
-            wanted.source, wanted.test
-        ):
+        if module_digest(written.pop(path)) != source_digest(source, criterion.test):
             problems.append(
-                f"contract.criteria[{index}] ({criterion.test}): the charter's criterion "
-                f"{wanted.id!r} pins this test's function; write it as the charter's source "
-                "gives it (brief.charter.criteria), or it can never meet the criterion"
+                f"contract.criteria[{first[path]}] ({path}): the charter's criterion "
+                f"{criterion.id!r} pins this whole file; write it as the charter's source "
+                "gives it (brief.charter.criteria), or its criteria can never be met"
             )
     return problems

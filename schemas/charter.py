@@ -63,9 +63,10 @@ class CharterCriterion(msgspec.Struct, frozen=True, kw_only=True):
     """One acceptance criterion, judged by the system on trunk: either a ``check`` of
     ``loopbus.toml`` that passed, or a pytest ``test`` (node id) that ran and passed.
 
-    ``source`` is the test's text as the operator approves it (its function, imports may
-    precede it): the criterion is met only by a test whose function is that text. Without
-    it, the approval pins the test as trunk had it when the charter was approved."""
+    ``source`` is the text of the test's whole file as the operator approves it: the
+    criterion is met only while trunk's file is that code (layout and comments aside).
+    Criteria whose tests share a file share its source (one of them may give it). Without
+    any, the approval pins the file as trunk had it when the charter was approved."""
 
     id: Token
     text: str
@@ -98,7 +99,7 @@ class CharterCriterion(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidValue(
                 f"criteria.{self.id}.source",
                 self.source[:60],
-                f"{problem}; write the test's function as it must be on trunk",
+                f"{problem}; write the test's whole file as it must be on trunk",
             )
 
 
@@ -140,6 +141,36 @@ class Charter(msgspec.Struct, frozen=True, kw_only=True):
                 if one in seen:
                     raise InvalidValue(f"{field}.id", one, "each id appears once")
                 seen.add(one)
+        sources: dict[str, str] = {}
+        for criterion in self.criteria:
+            if not criterion.source:
+                continue
+            path = criterion.test.split("::", 1)[0]
+            earlier = sources.setdefault(path, criterion.source)
+            if earlier.strip() != criterion.source.strip():
+                raise InvalidValue(
+                    f"criteria.{criterion.id}.source",
+                    criterion.source[:60],
+                    f"another criterion gives {path} another source; a source is the whole "
+                    "file, so criteria in one file give the same text (or only one gives it)",
+                )
+        for criterion in self.criteria:
+            shared = self.source_of(criterion.test) if criterion.test else ""
+            problem = source_problem(shared, criterion.test) if shared else None
+            if problem is not None:
+                raise InvalidValue(
+                    f"criteria.{criterion.id}.test",
+                    criterion.test,
+                    f"the source given for its file: {problem}",
+                )
+
+    def source_of(self, test: str) -> str:
+        """The source the charter gives for the file of ``test`` (empty: none)."""
+        path = test.split("::", 1)[0]
+        return next(
+            (c.source for c in self.criteria if c.source and c.test.split("::", 1)[0] == path),
+            "",
+        )
 
     @property
     def criterion_ids(self) -> tuple[str, ...]:

@@ -1,15 +1,12 @@
 """A pytest test's *body*: the source of its function, as an operator can pin it. Pure.
 
 A charter's ``test`` criterion is met only by the test the operator approved, not by any
-test that later appears at that node id. What is pinned is the function's syntax tree —
-its decorators (a ``parametrize`` changes what the test proves), its signature and its
-body — hashed with SHA-256, so layout and comments (a formatter's run) change nothing and
-any change of code does. The same function on trunk, read by the system from git, must
-hash the same.
-
-Only the function is pinned. Fixtures and helpers it uses live elsewhere in its file or in
-a ``conftest.py``; units may edit neither (both are frozen for every unit, see
-``workers/gates/scope.py``), so what remains is what a contract or an operator changes.
+test that later appears at that node id. What is pinned is the syntax tree of the test's
+whole *file* — the function with its decorators, and everything else its names may be
+bound to there: imports, fixtures, helpers, a later rebinding of the function itself —
+hashed with SHA-256, so layout and comments (a formatter's run) change nothing and any
+change of code does. The same file on trunk, read by the system from git, must hash the
+same, and must still define the test.
 """
 
 from __future__ import annotations
@@ -86,28 +83,36 @@ def digest(tree: str) -> str:
     return DIGEST_PREFIX + hashlib.sha256(tree.encode("utf-8")).hexdigest()
 
 
+def module_digest(module_text: str) -> str | None:
+    """The digest of a whole module's syntax tree (``None``: it does not parse)."""
+    try:
+        tree = ast.parse(textwrap.dedent(module_text))
+    except (SyntaxError, ValueError):
+        return None
+    return digest(_canon(tree.body))
+
+
 def body_digest(module_text: str, nodeid: str) -> str | None:
-    """The digest of the test ``nodeid`` names in ``module_text`` (``None``: no such test)."""
-    tree = function_tree(module_text, split_nodeid(nodeid)[1])
-    return digest(tree) if tree is not None else None
+    """The digest of the file that defines the test ``nodeid`` (``None``: the file does
+    not parse or defines no such test)."""
+    if function_tree(module_text, split_nodeid(nodeid)[1]) is None:
+        return None
+    return module_digest(module_text)
 
 
 def source_problem(source: str, nodeid: str) -> str | None:
-    """Why ``source`` (a charter's text for the test ``nodeid``) is not that test's source,
-    or ``None``. The text is a module: imports may precede the function."""
+    """Why ``source`` (a charter's text of the file of the test ``nodeid``) is not that
+    file, or ``None``."""
     names = split_nodeid(nodeid)[1]
     try:
         ast.parse(textwrap.dedent(source))
     except SyntaxError as exc:
         return f"it is not Python ({exc.msg}, line {exc.lineno})"
-    if function_tree(source, names[-1:]) is None:
-        return f"it defines no function {names[-1]!r}, the test {nodeid} names"
+    if function_tree(source, names) is None:
+        return f"it defines no test {'::'.join(names)!r}, which {nodeid} names"
     return None
 
 
 def source_digest(source: str, nodeid: str) -> str | None:
-    """The digest of the function ``nodeid`` names, as the charter's ``source`` writes it
-    (a method of a test class is written as a plain function: the class is the file's)."""
-    names = split_nodeid(nodeid)[1]
-    found = function_tree(source, names[-1:])
-    return digest(found) if found is not None else None
+    """The digest the charter's ``source`` (the test's whole file) pins."""
+    return body_digest(source, nodeid)

@@ -128,46 +128,45 @@ async def test_a_conftest_that_deselects_the_test_does_not_meet_its_criterion(
 
 
 MUL = "\n\ndef mul(a, b):\n    return a * b\n"
-PLANTED = """
-
-def test_mul():
-    from calc import mul
-
-    assert mul(2, 3) == 6
-"""
+MORE = "from calc import add\n\n\ndef test_twice():\n    assert add(2, 2) == 4\n"
+PLANTED = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+REBOUND = (
+    "\n\ndef add(a, b):  # the module's own add: the test no longer tests calc\n    return a + b\n"
+)
 
 
-async def test_only_the_approved_test_meets_a_criterion(
+async def test_only_the_approved_test_file_meets_a_criterion(
     bus: Bus, project: str, tmp_path: Path
 ) -> None:
-    """The approval pins each test criterion's function: trunk's ``test_add`` meets the
-    criterion whose source is that function (layout and comments aside) and not the one
-    whose source asserts something else; a ``test_mul`` written after the approval (here
-    pushed to trunk, as a contract or any writer could) meets nothing, though it passes."""
+    """The approval pins each test criterion's whole file. Trunk's ``test_calc.py`` meets
+    the criterion whose source is that file (layout and comments aside); ``test_more.py``
+    does not meet the one whose source asserts something else. Then a push (as a contract
+    or any writer could) adds a ``test_mul.py`` after the approval and rebinds ``add``
+    inside ``test_calc.py``: every test still passes on trunk, and neither criterion
+    holds."""
     scene = Scene(bus, project, tmp_path)
     files = {
         "loopbus.toml": config(project),
         "calc.py": CALC,
         "tests/__init__.py": "",
         "tests/test_calc.py": TESTS,
+        "tests/test_more.py": MORE,
         "conftest.py": "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n",
     }
     base = scene.repo.commit(None, files)
     scene.repo.set_trunk(base)
+    laid_out = "# the calculator's criteria\n" + TESTS.replace("\n\n\n", "\n\n")
     criteria = (
         CharterCriterion(
-            id="adds",
-            text="it adds",
-            test="tests/test_calc.py::test_add",
-            source="def test_add():\n    # one and two\n    assert add(1, 2) == 3\n",
+            id="adds", text="it adds", test="tests/test_calc.py::test_add", source=laid_out
         ),
         CharterCriterion(
-            id="adds-five",
+            id="twice",
             text="2 + 3 is 5",
-            test="tests/test_calc.py::test_add",
-            source="def test_add():\n    assert add(2, 3) == 5\n",
+            test="tests/test_more.py::test_twice",
+            source=MORE.replace("add(2, 2) == 4", "add(2, 3) == 5"),
         ),
-        CharterCriterion(id="muls", text="it multiplies", test="tests/test_calc.py::test_mul"),
+        CharterCriterion(id="muls", text="it multiplies", test="tests/test_mul.py::test_mul"),
     )
     sub = submission(project, charter(criteria=criteria))
     try:
@@ -177,14 +176,15 @@ async def test_only_the_approved_test_meets_a_criterion(
             await scene.start()
             first = await wait_for(bus, project, RunCriteriaChecked, timeout=120)
             assert first.held == ("adds",), first.detail
-            assert "not the one approved" in first.detail["adds-five"]
+            assert "not the one approved" in first.detail["twice"]
             assert "was not on trunk" in first.detail["muls"]
             planted = scene.repo.commit(
                 base,
                 {
                     **files,
                     "calc.py": CALC + MUL,
-                    "tests/test_calc.py": TESTS + PLANTED,
+                    "tests/test_calc.py": TESTS + REBOUND,
+                    "tests/test_mul.py": PLANTED,
                 },
             )
             scene.repo.set_trunk(planted)
@@ -205,6 +205,7 @@ async def test_only_the_approved_test_meets_a_criterion(
         if t.candidate == planted and t.stage == "trunk"
     ]
     assert trunk_run.outcome == "pass", "test_mul ran and passed on trunk"
-    assert judged.held == ("adds",)
+    assert judged.held == ()
+    assert "not the one approved" in judged.detail["adds"]
     assert "nothing pins what it must prove" in judged.detail["muls"]
-    assert "muls" not in judged.bodies, "unpinned: its body is not even read"
+    assert "muls" not in judged.bodies, "unpinned: its file is not compared"

@@ -279,18 +279,18 @@ def repo_run(*criteria: CharterCriterion) -> list[Event]:
     return events
 
 
-def test_a_test_given_with_its_source_holds_only_as_that_function() -> None:
-    """The charter gives the test's text: trunk's function must be that text (layout
-    aside), not merely a passing test at that node id."""
+def test_a_test_given_with_its_source_holds_only_as_that_file() -> None:
+    """The charter gives the test file's text: trunk's file must be that code (layout
+    aside), not merely hold a passing test at that node id."""
     events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD, source=APPROVED_ADD))
-    assert set(events[-1].pins) == {"adds"}, "pinned by the approval: nothing to read"
+    assert set(events[-1].pins) == {"adds", "check:tests"}, "pinned by the approval"
     run = trunk_run(SYSTEM)
     events.append(run)
     asked = decided(events)
     assert isinstance(asked, Effect) and asked.action == READING
     assert asked.args == {"commit": run.candidate, "tests": [ADD]}
     key = reading_key(P, run.candidate)
-    same = "from calc import add\n\n\ndef test_add():\n        assert add(2, 3) == 5   \n"
+    same = "def test_add():  # five\n        assert add(2, 3) == 5   \n"
     for module, holds in ((same, True), ("def test_add():\n    assert True\n", False)):
         judged = decided(events, {key: reading(run.candidate, module)})
         assert isinstance(judged, RunCriteriaChecked)
@@ -305,13 +305,13 @@ def test_a_test_absent_at_approval_without_source_is_never_met() -> None:
     """Nothing pins a test trunk did not have at approval: whoever writes it later (a
     unit, a contract), its criterion never holds, and the operator is told why."""
     events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD))
-    assert events[-1].pins == {}
+    assert "adds" not in events[-1].pins
     asked = decided(events)
     assert isinstance(asked, Effect) and asked.args["tests"] == [ADD]
     empty = {reading_key(P, ""): reading("e" * 40, None)}
     pinned = decided(events, empty)
     assert isinstance(pinned, RunCriteriaPinned) and pinned.trunk == "e" * 40
-    assert "submit the charter again with its source" in pinned.unpinned["adds"]
+    assert "gives no source for its file" in pinned.unpinned["adds"]
     events += [pinned, trunk_run(SYSTEM)]
     later = {reading_key(P, "a" * 40): reading("a" * 40, APPROVED_ADD)}
     judged = decided(events, later)
@@ -356,7 +356,7 @@ def test_a_pinned_check_redefined_meets_nothing() -> None:
     """A check criterion pinned at approval is not met once the check measures something
     else (``command = "true"``), though a check of that id still passes."""
     events = repo_run(CharterCriterion(id="suite", text="green", check="tests"))
-    assert set(events[-1].pins) == {"suite"}
+    assert set(events[-1].pins) == {"suite", "check:tests"}
     loose = adopted(CONFIG.replace("python -m pytest -q tests", "true"))
     run = CandidateTested(
         project=P,
@@ -401,3 +401,30 @@ def test_a_reviewed_skeleton_pins_the_tests_it_wrote() -> None:
     assert repinned.pins == {"adds": body_digest(APPROVED_ADD, ADD)} and not repinned.unpinned
     events.append(repinned)
     assert world(events).state("charter").pins["adds"] == repinned.pins["adds"]
+
+
+def test_a_check_added_since_approval_speaks_for_no_test_criterion() -> None:
+    """A check a contract adds after the approval (say one whose command writes a pytest
+    report of its own saying the test passed), or a check redefined since, is not evidence
+    for a test criterion; only the checks configured at approval, as they were, are."""
+    from loopbus.workers.charter.criteria import speaking_checks
+
+    events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD, source=APPROVED_ADD))
+    view = world(events).state("charter")
+    more = CONFIG + '\n[[check]]\nid = "forged"\ncommand = "true"\nparser = "pytest"\n'
+    verdicts = [
+        CheckVerdict(check=check, outcome="pass", cached=False, result="r")
+        for check in ("tests", "forged")
+    ]
+    run = CandidateTested(
+        project=P,
+        actor=SYSTEM,
+        stage="trunk",
+        candidate="a" * 40,
+        tree="b" * 40,
+        outcome="pass",
+        checks=verdicts,
+    )
+    assert [v.check for v in speaking_checks(run, view.pins, more)] == ["tests"]
+    redefined = more.replace("python -m pytest -q tests", "python -m pytest -q tests/fake")
+    assert speaking_checks(run, view.pins, redefined) == []

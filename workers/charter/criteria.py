@@ -29,6 +29,7 @@ from loopbus.projections.gates import GatesState
 from loopbus.projections.merges import Tested
 from loopbus.schemas.charter import Charter, CharterCriterion
 from loopbus.schemas.criterion_source import DIGEST_PREFIX, source_digest
+from loopbus.schemas.merges import CheckVerdict
 from loopbus.workers.errors import ConfigError
 from loopbus.workers.gates.config import parse_config
 
@@ -67,13 +68,37 @@ def check_digest(config_text: str | None, check: str) -> str | None:
     return DIGEST_PREFIX + hashlib.sha256(msgspec.json.encode(doc, order="sorted")).hexdigest()
 
 
-def approval_pins(charter: Charter, config_text: str | None) -> dict[str, str]:
-    """What the approval pins without reading git: each test criterion's ``source``, each
-    check criterion's definition in the adopted configuration."""
+CHECK_PIN = "check:"
+"""Pins under ``check:<id>`` are the checks whose results may speak for a test criterion:
+those configured when the charter was approved, as they were then (a criterion id is a
+token and holds no ``:``)."""
+
+
+def check_pins(config_text: str | None) -> dict[str, str]:
+    """``check:<id>`` -> definition digest for every check of a ``loopbus.toml``."""
+    if config_text is None:
+        return {}
+    try:
+        config = parse_config(config_text)
+    except ConfigError:
+        return {}
     pins: dict[str, str] = {}
+    for spec in config.checks:
+        found = check_digest(config_text, spec.id)
+        if found is not None:
+            pins[CHECK_PIN + spec.id] = found
+    return pins
+
+
+def approval_pins(charter: Charter, config_text: str | None) -> dict[str, str]:
+    """What the approval pins without reading git: each test file the charter gives the
+    source of, each check criterion's definition in the adopted configuration, and the
+    checks whose results may speak for a test criterion."""
+    pins: dict[str, str] = check_pins(config_text)
     for criterion in charter.criteria:
-        if criterion.source:
-            found = source_digest(criterion.source, criterion.test)
+        source = charter.source_of(criterion.test) if criterion.test else ""
+        if source:
+            found = source_digest(source, criterion.test)
         elif criterion.check:
             found = check_digest(config_text, criterion.check)
         else:
@@ -102,7 +127,7 @@ def judge(
     for criterion in charter.criteria:
         why = (
             _unpinned(criterion, pins, unpinned)
-            or _why_not(criterion, run, gates)
+            or _why_not(criterion, run, gates, pins, config_text)
             or _unlike_pin(criterion, pins, bodies, config_text)
         )
         if why is None:
@@ -150,29 +175,54 @@ def _unlike_pin(
     return None
 
 
-def _why_not(criterion: CharterCriterion, run: Tested, gates: GatesState) -> str | None:
+def speaking_checks(
+    run: Tested, pins: Mapping[str, str], config_text: str | None
+) -> list[CheckVerdict]:
+    """The passing checks of ``run`` whose results may speak for a test criterion: those
+    configured when the charter was approved, defined as they were then. A check added or
+    redefined since (a contract's check whose command writes a pytest report of its own)
+    speaks for none."""
+    return [
+        verdict
+        for verdict in run.checks
+        if verdict.outcome == "pass"
+        and pins.get(CHECK_PIN + verdict.check) is not None
+        and pins.get(CHECK_PIN + verdict.check) == check_digest(config_text, verdict.check)
+    ]
+
+
+def _why_not(
+    criterion: CharterCriterion,
+    run: Tested,
+    gates: GatesState,
+    pins: Mapping[str, str],
+    config_text: str | None,
+) -> str | None:
     if criterion.check:
         verdict = next((v for v in run.checks if v.check == criterion.check), None)
         if verdict is None:
             return f"check {criterion.check} did not run on this trunk (not in the adopted config)"
         return None if verdict.outcome == "pass" else f"check {criterion.check}: {verdict.outcome}"
-    endings: dict[str, str] = {}
-    for verdict in run.checks:
-        if verdict.outcome != "pass":
-            continue
+    endings: dict[str, list[str]] = {}
+    for verdict in speaking_checks(run, pins, config_text):
         key = gates.by_result.get(verdict.result)
         entry = gates.cache.get(key) if key is not None else None
         if entry is None:
             continue  # not a verified gate result: it proves nothing
         for nodeid, ending in entry.tests.items():
             if nodeid == criterion.test or nodeid.startswith(criterion.test + "["):
-                endings[nodeid] = ending
+                endings.setdefault(nodeid, []).append(ending)
     if not endings:
-        return f"test {criterion.test} did not run in a passing check on this trunk"
-    pending = sorted(n for n, e in endings.items() if e.startswith(PENDING))
+        return (
+            f"test {criterion.test} did not run in a passing check on this trunk (of the "
+            "checks configured when the charter was approved)"
+        )
+    # Every check that ran the test must have passed it: one check's word cannot hide
+    # another's failure.
+    pending = sorted(n for n, es in endings.items() if any(e.startswith(PENDING) for e in es))
     if pending:
         return f"test {pending[0]} is pending in the adopted loopbus.toml: it meets nothing yet"
-    other = sorted((n, e) for n, e in endings.items() if e != PASSED)
+    other = sorted((n, e) for n, es in endings.items() for e in es if e != PASSED)
     if other:
         return f"test {other[0][0]} {other[0][1]}"
     return None

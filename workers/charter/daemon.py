@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+import structlog
 from loopbus.projections import charter, gates, merges
 from loopbus.projections.intents import Effect, Intent
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.charter.decide import Options, decide
 from loopbus.workers.charter.reading import READING, read, reading_key
 from loopbus.workers.kernel import Daemon, Kernel, World
+
+log = structlog.get_logger()
 
 DEFAULT_TICK_S = 5.0
 KEEP_READINGS = 8
@@ -66,6 +69,11 @@ class CharterDaemon(Daemon):
             read, config.repo, commit, effect.args["tests"], config.review.trunk
         )
         assert self.kernel is not None
+        if reading.error:
+            # Not a fact about the criteria: the decision asks again (after the next tick
+            # or record), so a locked or half-fetched repository pins nothing wrongly.
+            log.warning("charter.read_failed", commit=commit, error=reading.error)
+            return ()
         key = reading_key(effect.project, commit)
         kept = self.readings.setdefault(effect.project, [])
         kept.append(key)

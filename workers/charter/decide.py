@@ -51,7 +51,7 @@ from loopbus.schemas.charter import (
 )
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.charter.criteria import approval_pins, check_digest, judge
+from loopbus.workers.charter.criteria import approval_pins, check_digest, check_pins, judge
 from loopbus.workers.charter.reading import READING, Reading, reading_key
 from loopbus.workers.kernel import World
 
@@ -147,20 +147,23 @@ def run_step(world: World, view: RunView, options: Options) -> Step | None:
     assert view.charter is not None and view.approved_at is not None
     for stop in view.stops.values():
         return ended(world, view, "stopped", stop.why or "an operator stopped it", stop.id)
+    budgets = view.charter.budgets
+    wall = budgets.wall_clock_s
+    elapsed = (world.now - view.approved_at).total_seconds()
+    if elapsed >= wall:  # first: no reading of git may hold the run past its wall clock
+        return ended(world, view, "budget", f"the wall clock of {budgets.wall_clock} is spent")
     if view.pinning:
-        return pin(world, view, options)
-    judged = criteria(world, view, options)
-    if judged is not None:
-        return judged
+        pinned = pin(world, view, options)
+        if pinned is not None:
+            return pinned
+    else:
+        judged = criteria(world, view, options)
+        if judged is not None:
+            return judged
     # Met ends the run once the slice in flight has closed too (its boot check and record
     # belong to the run); the planner plans nothing more meanwhile.
     if view.met and not open_slices(view):
         return ended(world, view, "met", f"every criterion holds on trunk {view.criteria_trunk}")
-    budgets = view.charter.budgets
-    wall = budgets.wall_clock_s
-    elapsed = (world.now - view.approved_at).total_seconds()
-    if elapsed >= wall:
-        return ended(world, view, "budget", f"the wall clock of {budgets.wall_clock} is spent")
     spent = spent_budget(view)
     if view.finalizing and not open_slices(view) and spent:
         return ended(world, view, "budget", f"{spent}, and no slice is open")
@@ -196,6 +199,12 @@ def spent_budget(view: RunView) -> str:
     return ""
 
 
+def test_ids(view: RunView) -> list[str]:
+    """Every test criterion's node id: a reading is kept by commit, so it reads them all."""
+    assert view.charter is not None
+    return sorted({c.test for c in view.charter.criteria if c.test})
+
+
 def read_effect(world: World, commit: str, tests: list[str]) -> Effect:
     """Ask the shell to read ``tests`` and ``loopbus.toml`` at ``commit`` from git."""
     key = reading_key(world.project, commit)
@@ -208,35 +217,45 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
     pin, and its criterion never holds (the operator is told why)."""
     assert view.charter is not None
     waiting = [c for c in view.charter.criteria if c.id not in view.pins]
+    if view.pin_cause:
+        # A reviewed skeleton pins the tests it wrote, never a check (a contract could
+        # have added one under a criterion's id since the approval).
+        waiting = [c for c in waiting if c.test]
     pins: dict[str, str] = {}
     unpinned: dict[str, str] = {}
     reading: Reading | None = None
-    at_approval = view.pinned_trunk
-    if view.pin_cause:  # a reviewed skeleton: trunk as the merger has it now
-        merges: MergesState = world.state(merges_fold.FOLD.name)
-        at_approval = merges.trunk.commit or ""
+    merges: MergesState = world.state(merges_fold.FOLD.name)
+    adopted = merges.adopted.text if merges.adopted is not None else None
+    # The approval's trunk; for a reviewed skeleton, the trunk its boot check ran on.
+    at_approval = view.skeleton_commit if view.pin_cause else view.pinned_trunk
     if options.reads_repo:
         key = reading_key(world.project, at_approval)
         reading = world.outside.get(key)
-        if reading is None and key not in world.failed:
-            return read_effect(world, at_approval, [c.test for c in waiting if c.test])
         if reading is None:
-            reading = Reading(commit=at_approval, error="the reading raised (see the log)")
+            if key in world.failed:
+                return None  # the shell logged it; asked again after the next tick
+            return read_effect(world, at_approval, test_ids(view))
     commit = reading.commit if reading is not None else at_approval
+    if not view.pin_cause:
+        # The checks that may speak for a test criterion, as configured at approval
+        # (those the approval could not see: no configuration adopted yet).
+        config = reading.config if reading is not None and reading.config else adopted
+        pins.update({k: v for k, v in check_pins(config).items() if k not in view.pins})
     at = f"trunk {commit[:12]}" if commit else "trunk"
     when = "its skeleton" if view.pin_cause else "the charter"
     for criterion in waiting:
         found: str | None = None
-        if reading is None:
+        if reading is None and criterion.check and not view.pin_cause:
+            found = check_digest(adopted, criterion.check)
+            why = f"check {criterion.check} is not in the adopted loopbus.toml"
+        elif reading is None:
             why = "the charter daemon reads no repository for this project (--repo)"
-        elif reading.error:
-            why = f"{at} could not be read ({reading.error})"
         elif criterion.test:
             found = reading.bodies.get(criterion.test)
             why = (
                 f"test {criterion.test} was not on {at} when {when} was approved and the "
-                "charter gives no source for it; submit the charter again with its source, "
-                "or have a skeleton slice write it for review"
+                "charter gives no source for its file; submit the charter again with it (or "
+                "with a first slice that is a skeleton writing it, for review)"
             )
         else:
             found = check_digest(reading.config, criterion.check)
@@ -282,7 +301,7 @@ def criteria(world: World, view: RunView, options: Options) -> RunCriteriaChecke
         if reading is None and (tests or config_text is None):
             if key in world.failed:
                 return None
-            return read_effect(world, run.candidate, [c.test for c in tests])
+            return read_effect(world, run.candidate, test_ids(view))
         if reading is not None:
             bodies = {c.id: reading.bodies[c.test] for c in tests if c.test in reading.bodies}
             if config_text is None:

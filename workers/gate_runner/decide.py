@@ -21,7 +21,7 @@ from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.charter import CharterApproved
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import SlicePlanAccepted, UnitDispatched
+from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.gates.unitgate import UnitScope
 from loopbus.workers.kernel import World
@@ -111,8 +111,14 @@ def apply(state: GateWork, event: Event) -> GateWork:
             state.units.setdefault(event.unit, Planned()).base = base
         case CharterApproved():
             state.charter_tests = [c.test for c in event.charter.criteria if c.test]
-        case SlicePlanAccepted(plan=plan) if plan.skeleton and plan.slice not in state.skeletons:
-            state.skeletons.append(plan.slice)
+        case SlicePlanAccepted(plan=plan):
+            # A slice id planned again after a discard is whatever its latest plan says.
+            if plan.skeleton and plan.slice not in state.skeletons:
+                state.skeletons.append(plan.slice)
+            elif not plan.skeleton and plan.slice in state.skeletons:
+                state.skeletons.remove(plan.slice)
+        case SlicePlanDiscarded(slice=discarded) if discarded in state.skeletons:
+            state.skeletons.remove(discarded)
     job = trigger(event, state)
     if job is not None and not gates.is_answered(state.gates, job.cause):
         if job.unit is not None and job.reason == "unit":
