@@ -1,0 +1,55 @@
+"""A configuration document (JSON, YAML) as the key merge sees it: values with their text.
+
+Each format's reader (:mod:`.json_doc`, :mod:`.yaml_doc`) cuts a text into a tree of
+:class:`Node`: a mapping or a sequence holds :class:`Member` pieces (a key with its value,
+or one element) and the text between them, so the merge (:mod:`..data_merge`) can rebuild a
+container from pieces that each side wrote, and every byte it does not rebuild stays as the
+file had it. ``data`` is what a node means, compared with :func:`.toml.canon` (key order
+does not matter; ``1``, ``1.0`` and ``true`` differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Document", "Member", "Node", "NotData"]
+
+
+class NotData(Exception):
+    """Raised when a text is not a document the key merge can hold (it is then merged by
+    lines); the message says why, for the merge result's note."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    kind: Literal["map", "seq", "scalar"]
+    text: str
+    """The value's own text (a YAML block container: whole lines, indentation included)."""
+    data: Any
+    members: tuple[Member, ...] = ()
+    gaps: tuple[str, ...] = ()
+    """The text around and between members: ``len(members) + 1`` pieces (for JSON the
+    brackets, commas and spacing; for YAML block containers all empty)."""
+    lead_strip: int = 0
+    """Characters to drop from the first member's text: a YAML block container that starts
+    mid-line (``- a: 1``) has members written as whole lines, indentation included."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    key: str | None
+    """The key in a mapping; ``None`` for a sequence element."""
+    text: str
+    """The member as written: key and value (JSON ``"k": v``; YAML its lines, with the
+    comment and blank lines above it)."""
+    at: int
+    """Where the value's text starts within ``text``."""
+    value: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    prefix: str
+    root: Node
+    suffix: str
