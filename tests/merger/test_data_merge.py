@@ -288,3 +288,21 @@ def test_toml_keys_added_to_nested_tables_on_both_sides_combine() -> None:
             "ruff": {"line-length": 100, "target-version": "py311", "lint": {"select": ["E", "F"]}}
         }
     }
+
+
+def test_yaml_block_scalars_added_on_both_sides_combine_whatever_ends_the_file() -> None:
+    """The grammar ends a block scalar after its newline at the end of a file and before it
+    elsewhere; the same text must still mean the same value wherever it lands."""
+    base = "a: 1\n"
+    ours = base + "b: |\n  text\n  more\n"
+    theirs = base + "c: >\n  folded\n"
+    result = merge("x.yaml", base, ours, theirs)
+    assert result.clean, result.note
+    assert result.content == b"a: 1\nb: |\n  text\n  more\nc: >\n  folded\n"
+    assert yaml.safe_load(result.content) == {"a": 1, "b": "text\nmore\n", "c": "folded\n"}
+
+
+def test_yaml_without_a_final_newline_gets_one_between_members() -> None:
+    result = merge("x.yaml", "a: 1\nb: 2", "a: 1\nb: 2\nc: 3", "a: 1\nb: 2\nd: 4")
+    assert result.clean, result.note
+    assert result.content == b"a: 1\nb: 2\nc: 3\nd: 4"

@@ -38,6 +38,7 @@ _REFUSED = {
     "?": "an explicit '?' key",
 }
 _ITEMS = ("block_mapping_pair", "block_sequence_item")
+_BLOCKS = {"block_node", "block_mapping", "block_sequence", *_ITEMS}
 
 
 @cache
@@ -76,7 +77,9 @@ def _refuse(node: TSNode) -> None:
 def _content_end(node: TSNode) -> int:
     """Where a node's last non-comment token ends (trailing comments belong to what follows)."""
     kids = [c for c in node.children if c.type != "comment"]
-    return _content_end(kids[-1]) if kids else node.end_byte
+    if node.type not in _BLOCKS or not kids:
+        return node.end_byte  # a scalar's text is its own (a block scalar's lines too)
+    return _content_end(kids[-1])
 
 
 class _Reader:
@@ -107,6 +110,10 @@ class _Reader:
         data: Any
         if kind in ("flow_mapping", "flow_sequence"):
             data = ("yaml-flow", " ".join(text.split()))
+        elif kind == "block_scalar" and "+" not in text.split("\n", 1)[0]:
+            # The grammar ends a block scalar at the file's end after its newline, elsewhere
+            # before it; without keep chomping (``|+``) trailing newlines mean nothing.
+            data = ("yaml", kind, text.rstrip("\r\n"))
         else:
             data = ("yaml", kind, text)
         return Node(kind="scalar", text=text, data=data), node.start_byte, node.end_byte
