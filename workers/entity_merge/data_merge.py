@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .languages import json_doc, toml, yaml_doc
-from .languages.data_tree import Document, Member, Node, NotData
+from .languages.data_tree import Document, Member, Node, NotData, same
 from .languages.toml import canon
 from .line_merge import Clash, merge3, render, split_lines
 from .matching import Reordered, merged_order
@@ -44,8 +44,7 @@ class _Unmergeable(Exception):
     """Raised when the text merge cannot build what the data merge says."""
 
 
-def _same(a: Any, b: Any) -> bool:
-    return bool(canon(a) == canon(b))
+_same = same
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +194,15 @@ def _result(content: str | bytes, form: _Format, strategy: Any, note: str = "") 
     return MergeResult(content=data, conflicts=(), strategy=strategy, language=form.name, note=note)
 
 
+_UNREADABLE = object()
+"""What a text the format's reader refuses means: equal to nothing."""
+
+
 def _meaning(form: _Format, text: str) -> Any:
     try:
-        return canon(form.parse(text).root.data)
+        return form.parse(text).root.data
     except NotData:
-        return None
+        return _UNREADABLE
 
 
 def _merge(
@@ -231,7 +234,7 @@ def _merge(
         )
     except _Unmergeable as exc:
         return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, str(exc))
-    if _meaning(form, text) == canon(wanted):
+    if _same(_meaning(form, text), wanted):
         return _result(text, form, "entity")
     note = "the key merge did not mean what the data merge says"
     return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, note)
@@ -275,7 +278,7 @@ def _checked_lines(
     conflict."""
     note = f"{why}; merged by lines"
     line = _lines(base, ours, theirs, path, marker_size, form, note)
-    if not line.clean or _meaning(form, line.content.decode("utf-8", "replace")) == canon(wanted):
+    if not line.clean or _same(_meaning(form, line.content.decode("utf-8", "replace")), wanted):
         return line
     return _whole(
         base,
@@ -316,9 +319,9 @@ def _collided(
         )
         as_ours = merge_value(b, o, t, "", [])
         as_theirs = merge_value(b, t, o, "", [])
-        if _meaning(form, take_ours.decode("utf-8", "replace")) == canon(as_ours) and _meaning(
-            form, take_theirs.decode("utf-8", "replace")
-        ) == canon(as_theirs):
+        if _same(_meaning(form, take_ours.decode("utf-8", "replace")), as_ours) and _same(
+            _meaning(form, take_theirs.decode("utf-8", "replace")), as_theirs
+        ):
             return line
     return _whole(base, ours, theirs, path, marker_size, form, f"keys collide: {names}", reason)
 

@@ -4,8 +4,8 @@ Each format's reader (:mod:`.json_doc`, :mod:`.yaml_doc`) cuts a text into a tre
 :class:`Node`: a mapping or a sequence holds :class:`Member` pieces (a key with its value,
 or one element) and the text between them, so the merge (:mod:`..data_merge`) can rebuild a
 container from pieces that each side wrote, and every byte it does not rebuild stays as the
-file had it. ``data`` is what a node means, compared with :func:`.toml.canon` (key order
-does not matter; ``1``, ``1.0`` and ``true`` differ).
+file had it. ``data`` is what a node means, compared with :func:`same` (key order does not
+matter; ``1``, ``1.0`` and ``true`` differ).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Document", "Member", "Node", "NotData"]
+__all__ = ["Document", "Member", "Node", "NotData", "same"]
 
 
 class NotData(Exception):
@@ -53,3 +53,18 @@ class Document:
     prefix: str
     root: Node
     suffix: str
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two values mean the same data: :func:`.toml.canon` equality without building
+    either canonical form, and stopping at the first difference (a lock file's two versions
+    are compared level by level, so building forms made the merge quadratic in practice)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, tuple):  # YAML scalars: (kind, text)
+        return bool(a == b)
+    return a is b or repr(a) == repr(b)

@@ -12,14 +12,13 @@ import json
 import re
 from typing import Any
 
-from .data_tree import Document, Member, Node, NotData
-from .toml import canon
+from .data_tree import Document, Member, Node, NotData, same
 
 __all__ = ["EXTENSIONS", "parse"]
 
 EXTENSIONS = (".json",)
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_SPACE = " \t\r\n"
+_SPACE = re.compile(r"[ \t\r\n]*")
 # The decoder's own string scanner, so a key or string ends exactly where json's does.
 _scan_string: Any = getattr(json.decoder, "scanstring")  # noqa: B009 (untyped in typeshed)
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -42,7 +41,7 @@ def parse(text: str) -> Document:
     scanner = _Scanner(text)
     start = scanner.skip(0)
     root, end = scanner.value(start)
-    if scanner.skip(end) != len(text) or canon(root.data) != canon(meaning):
+    if scanner.skip(end) != len(text) or not same(root.data, meaning):
         raise NotData("holds something the key merge does not read as json does")
     return Document(prefix=text[:start], root=root, suffix=text[end:])
 
@@ -52,9 +51,8 @@ class _Scanner:
         self.text = text
 
     def skip(self, i: int) -> int:
-        while i < len(self.text) and self.text[i] in _SPACE:
-            i += 1
-        return i
+        match = _SPACE.match(self.text, i)
+        return match.end() if match is not None else i
 
     def fail(self, i: int) -> NotData:
         return NotData(f"unexpected {self.text[i : i + 10]!r} at offset {i}")
@@ -66,17 +64,20 @@ class _Scanner:
         c = text[i]
         if c in "{[":
             return self.container(i)
+        data: Any
         if c == '"':
-            _, end = _scan_string(text, i + 1)
+            data, end = _scan_string(text, i + 1)
         elif match := _NUMBER.match(text, i):
             end = match.end()
+            number = match.group()
+            data = int(number) if number.lstrip("-").isdigit() else float(number)
         else:
             word = next((w for w in _LITERALS if text.startswith(w, i)), None)
             if word is None:
                 raise self.fail(i)
             end = i + len(word)
-        piece = text[i:end]
-        return Node(kind="scalar", text=piece, data=json.loads(piece)), end
+            data = _LITERALS[word]
+        return Node(kind="scalar", text=text[i:end], data=data), end
 
     def container(self, start: int) -> tuple[Node, int]:
         text = self.text

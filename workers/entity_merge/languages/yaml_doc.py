@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any
 
 import tree_sitter_yaml
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Parser, Query, QueryCursor
 from tree_sitter import Node as TSNode
 
 from .data_tree import Document, Member, Node, NotData
@@ -64,22 +64,35 @@ def parse(text: str) -> Document:
     return Document(prefix=reader.decode(0, start), root=root, suffix=reader.decode(end, len(data)))
 
 
-def _refuse(node: TSNode) -> None:
-    what = _REFUSED.get(node.type)
-    if what is not None:
+def _refuse(root: TSNode) -> None:
+    found = QueryCursor(_refused()).captures(root).get("refused", [])
+    if found:
+        first = min(found, key=lambda n: n.start_byte)
+        line = first.start_point.row + 1
         raise NotData(
-            f"uses {what} at line {node.start_point.row + 1}, which the key merge does not follow"
+            f"uses {_REFUSED[first.type]} at line {line}, which the key merge does not follow"
         )
-    for child in node.children:
-        _refuse(child)
+
+
+@cache
+def _refused() -> Query:
+    kinds = " ".join(f'"{k}"' if k == "?" else f"({k})" for k in _REFUSED)
+    return Query(Language(tree_sitter_yaml.language()), f"[{kinds}] @refused")
 
 
 def _content_end(node: TSNode) -> int:
-    """Where a node's last non-comment token ends (trailing comments belong to what follows)."""
-    kids = [c for c in node.children if c.type != "comment"]
-    if node.type not in _BLOCKS or not kids:
-        return node.end_byte  # a scalar's text is its own (a block scalar's lines too)
-    return _content_end(kids[-1])
+    """Where a node's last non-comment token ends (trailing comments belong to what follows).
+
+    Walks back from the last child only: listing every child of a large mapping at every
+    level made reading a lock-file-sized document quadratic."""
+    while node.type in _BLOCKS and node.child_count:
+        last: TSNode | None = node.child(node.child_count - 1)
+        while last is not None and last.type == "comment":
+            last = last.prev_sibling
+        if last is None:
+            break
+        node = last
+    return node.end_byte
 
 
 class _Reader:
