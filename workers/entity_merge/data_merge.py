@@ -232,7 +232,7 @@ def _merge(
             + walk.node(b.root, o.root, t.root)
             + walk.lines(b.suffix, o.suffix, t.suffix)
         )
-    except _Unmergeable as exc:
+    except (_Unmergeable, NotData) as exc:  # NotData: a container read only when opened
         return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, str(exc))
     if _same(_meaning(form, text), wanted):
         return _result(text, form, "entity")

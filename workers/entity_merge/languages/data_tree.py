@@ -10,15 +10,21 @@ matter; ``1``, ``1.0`` and ``true`` differ).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Document", "Member", "Node", "NotData", "same"]
+__all__ = ["Document", "Member", "Node", "NotData", "Parts", "same"]
 
 
 class NotData(Exception):
     """Raised when a text is not a document the key merge can hold (it is then merged by
     lines); the message says why, for the merge result's note."""
+
+
+Parts = tuple[tuple["Member", ...], tuple[str, ...]]
+"""A container's members, and the text around and between them: ``len(members) + 1``
+pieces (for JSON the brackets, commas and spacing; for YAML block containers all empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +33,27 @@ class Node:
     text: str
     """The value's own text (a YAML block container: whole lines, indentation included)."""
     data: Any
-    members: tuple[Member, ...] = ()
-    gaps: tuple[str, ...] = ()
-    """The text around and between members: ``len(members) + 1`` pieces (for JSON the
-    brackets, commas and spacing; for YAML block containers all empty)."""
     lead_strip: int = 0
     """Characters to drop from the first member's text: a YAML block container that starts
     mid-line (``- a: 1``) has members written as whole lines, indentation included."""
+    contents: Parts = ((), ())
+    reader: Callable[[], Parts] | None = None
+    """Reads ``contents`` when first asked (JSON): the merge opens only the containers
+    whose text differs between the sides, so a large file is not cut up whole."""
+
+    @property
+    def members(self) -> tuple[Member, ...]:
+        return self._read()[0]
+
+    @property
+    def gaps(self) -> tuple[str, ...]:
+        return self._read()[1]
+
+    def _read(self) -> Parts:
+        if self.reader is not None:
+            object.__setattr__(self, "contents", self.reader())
+            object.__setattr__(self, "reader", None)
+        return self.contents
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,11 @@
 """JSON as the key merge sees it: the standard library's ``json`` says what a text means, and
 a small scanner says where each member and element sits (:mod:`.data_tree`).
 
-A text the scanner reads differently from ``json.loads`` — an object that repeats a key
-(``json`` keeps the last silently), ``NaN``, a comment (JSONC) — is refused, so the merge
-falls back to lines rather than merge something it misreads.
+A text the scanner would read differently from ``json.loads`` — an object that repeats a key
+(``json`` keeps the last silently), ``NaN`` or ``Infinity`` (not JSON, though ``json``
+reads them), a comment (JSONC) — is refused, so the merge falls back to lines rather than
+merge something it misreads. Each value is read by ``json``'s own decoder, so a value means
+exactly what ``json`` says; a container is cut into members only when the merge opens it.
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ import json
 import re
 from typing import Any
 
-from .data_tree import Document, Member, Node, NotData, same
+from .data_tree import Document, Member, Node, NotData, Parts
 
 __all__ = ["EXTENSIONS", "parse"]
 
 EXTENSIONS = (".json",)
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _SPACE = re.compile(r"[ \t\r\n]*")
-# The decoder's own string scanner, so a key or string ends exactly where json's does.
+# The decoder's own string scanner, so a key ends exactly where json's does.
 _scan_string: Any = getattr(json.decoder, "scanstring")  # noqa: B009 (untyped in typeshed)
-_LITERALS = {"true": True, "false": False, "null": None}
 
 
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -32,17 +32,24 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
+def _no_constant(name: str) -> Any:
+    raise NotData(f"holds {name}, which is not JSON")
+
+
+# Repeats and constants are refused when the whole text is read, once; members are then
+# decoded again, level by level, as the merge opens them.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse(text: str) -> Document:
-    """Cut ``text`` into nodes; :class:`NotData` when it is not JSON the scanner holds."""
+    """Cut ``text`` into nodes; :class:`NotData` when it is not JSON the model holds."""
     try:
-        meaning = json.loads(text, object_pairs_hook=_no_repeats)
+        meaning = json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
     except ValueError as exc:  # JSONDecodeError is a ValueError
         raise NotData(f"does not parse ({exc})") from exc
     scanner = _Scanner(text)
     start = scanner.skip(0)
-    root, end = scanner.value(start)
-    if scanner.skip(end) != len(text) or not same(root.data, meaning):
-        raise NotData("holds something the key merge does not read as json does")
+    root, end = scanner.value(start, meaning)
     return Document(prefix=text[:start], root=root, suffix=text[end:])
 
 
@@ -57,74 +64,49 @@ class _Scanner:
     def fail(self, i: int) -> NotData:
         return NotData(f"unexpected {self.text[i : i + 10]!r} at offset {i}")
 
-    def value(self, i: int) -> tuple[Node, int]:
-        text = self.text
-        if i >= len(text):
-            raise self.fail(i)
-        c = text[i]
-        if c in "{[":
-            return self.container(i)
-        data: Any
-        if c == '"':
-            data, end = _scan_string(text, i + 1)
-        elif match := _NUMBER.match(text, i):
-            end = match.end()
-            number = match.group()
-            data = int(number) if number.lstrip("-").isdigit() else float(number)
-        else:
-            word = next((w for w in _LITERALS if text.startswith(w, i)), None)
-            if word is None:
-                raise self.fail(i)
-            end = i + len(word)
-            data = _LITERALS[word]
-        return Node(kind="scalar", text=text[i:end], data=data), end
+    def value(self, i: int, data: Any = None) -> tuple[Node, int]:
+        """The value starting at `i` (its data, when already read) and where it ends."""
+        try:
+            decoded, end = _DECODER.raw_decode(self.text, i)
+        except ValueError as exc:
+            raise self.fail(i) from exc
+        data = decoded if data is None else data
+        text = self.text[i:end]
+        if isinstance(data, dict):
+            return Node(kind="map", text=text, data=data, reader=lambda: self.parts(i, end)), end
+        if isinstance(data, list):
+            return Node(kind="seq", text=text, data=data, reader=lambda: self.parts(i, end)), end
+        return Node(kind="scalar", text=text, data=data), end
 
-    def container(self, start: int) -> tuple[Node, int]:
+    def parts(self, start: int, stop: int) -> Parts:
+        """The members of the container at ``text[start:stop]`` and the text around them."""
         text = self.text
         is_map = text[start] == "{"
-        close = "}" if is_map else "]"
+        i = self.skip(start + 1)
+        if i == stop - 1:  # empty: the bracket, then the spacing and the closing bracket
+            return (), (text[start : start + 1], text[start + 1 : stop])
         members: list[Member] = []
         gaps: list[str] = []
-        last = start + 1  # where the text since the previous member starts
-        i = self.skip(start + 1)
-        if i < len(text) and text[i] == close:
-            node_text = text[start : i + 1]
-            gaps = [text[start : start + 1], text[start + 1 : i + 1]]
-            empty = Node(kind="map", text=node_text, data={}, gaps=tuple(gaps))
-            if not is_map:
-                empty = Node(kind="seq", text=node_text, data=[], gaps=tuple(gaps))
-            return empty, i + 1
+        last = start
         while True:
-            gaps.append(text[last if members else start : i])
+            gaps.append(text[last:i] if members else text[start:i])
             key: str | None = None
             at = 0
             if is_map:
-                if i >= len(text) or text[i] != '"':
-                    raise self.fail(i)
                 key, after = _scan_string(text, i + 1)
                 colon = self.skip(after)
-                if colon >= len(text) or text[colon] != ":":
+                if text[colon] != ":":
                     raise self.fail(colon)
                 at = self.skip(colon + 1) - i
             value, end = self.value(i + at)
             members.append(Member(key=key, text=text[i:end], at=at, value=value))
             last = end
             i = self.skip(end)
-            if i < len(text) and text[i] == ",":
+            if text[i] == ",":
                 i = self.skip(i + 1)
                 continue
-            if i < len(text) and text[i] == close:
+            if i == stop - 1:
                 break
             raise self.fail(i)
-        gaps.append(text[last : i + 1])
-        data: Any = [m.value.data for m in members]
-        if is_map:
-            data = {m.key: m.value.data for m in members}
-        node = Node(
-            kind="map" if is_map else "seq",
-            text=text[start : i + 1],
-            data=data,
-            members=tuple(members),
-            gaps=tuple(gaps),
-        )
-        return node, i + 1
+        gaps.append(text[last:stop])
+        return tuple(members), tuple(gaps)

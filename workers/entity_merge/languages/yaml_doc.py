@@ -160,8 +160,7 @@ class _Reader:
             kind="map" if node.type == "block_mapping" else "seq",
             text=self.decode(start, pos),
             data=data,
-            members=tuple(members),
-            gaps=("",) * (len(members) + 1),
+            contents=(tuple(members), ("",) * (len(members) + 1)),
             lead_strip=len(pad),
         )
         return result, start, pos
