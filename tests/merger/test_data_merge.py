@@ -113,8 +113,21 @@ def test_json_a_key_deleted_on_one_side_and_changed_on_the_other_is_a_conflict()
     ours = PACKAGE.replace('    "files": ["a.py", "b.py"],\n', "")
     theirs = PACKAGE.replace('["a.py", "b.py"]', '["a.py"]')
     result = merge("package.json", PACKAGE, ours, theirs)
-    assert not result.clean
-    assert labels(result) == ["key files"]
+    assert [(c.label, c.reason) for c in result.conflicts] == [("key files", "delete-modify")]
+    flipped = merge("package.json", PACKAGE, theirs, ours)
+    assert [(c.label, c.reason) for c in flipped.conflicts] == [("key files", "modify-delete")]
+
+
+def test_json_nested_deeper_than_the_key_merge_follows_is_merged_by_lines() -> None:
+    """A forged file nested thousands deep makes the readers recurse past Python's limit:
+    a line merge that says so, not a traceback from the driver."""
+    deep = "[" * 5000 + "]" * 5000
+    base = '{"a": 1, "d": ' + deep + "}\n"
+    result = merge("x.json", base, base.replace('"a": 1', '"a": 2'), base.replace('"d"', '"e"'))
+    assert result.strategy == "line"
+    assert (
+        "nests deeper than the key merge follows" in result.note or "does not parse" in result.note
+    )
 
 
 def test_json_one_key_added_twice_in_different_places_is_a_conflict_not_a_duplicate() -> None:
@@ -139,6 +152,7 @@ def test_json_an_element_replaced_differently_on_both_sides_is_a_conflict() -> N
     [
         pytest.param("ours", '{\n  // a comment\n  "a": 1\n}\n', "does not parse", id="jsonc"),
         pytest.param("theirs", '{"a": 1, "a": 2}\n', "repeats the key 'a'", id="repeated-key"),
+        pytest.param("theirs", '{"a": NaN}\n', "holds NaN, which is not JSON", id="nan"),
     ],
 )
 def test_json_a_side_the_key_merge_cannot_read_is_merged_by_lines_saying_why(

@@ -22,6 +22,7 @@ are kept only if taking ours at every marker means ours' version of every collid
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,7 +34,7 @@ from .line_merge import Clash, merge3, render, split_lines
 from .matching import Reordered, merged_order
 from .regions import Merger
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
-from .toml_merge import merge_list, merge_toml, merge_value
+from .toml_merge import MISSING, merge_list, merge_toml, merge_value
 
 __all__ = ["data_merger_for", "merge_json", "merge_yaml"]
 
@@ -212,6 +213,16 @@ def _merge(
         return _result(ours, form, "entity")
     if ours == base:
         return _result(theirs, form, "entity")
+    try:
+        return _by_key(form, base, ours, theirs, path, marker_size)
+    except RecursionError:  # the readers and the walk recurse once per level
+        note = f"nests deeper than the key merge follows ({sys.getrecursionlimit()} levels)"
+        return _lines(base, ours, theirs, path, marker_size, form, f"{note}; merged by lines")
+
+
+def _by_key(
+    form: _Format, base: bytes, ours: bytes, theirs: bytes, path: str, marker_size: int
+) -> MergeResult:
     docs: list[Document] = []
     for side, data in (("base", base), ("ours", ours), ("theirs", theirs)):
         try:
@@ -238,6 +249,20 @@ def _merge(
         return _result(text, form, "entity")
     note = "the key merge did not mean what the data merge says"
     return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, note)
+
+
+def _reason(base: Any, ours: Any, theirs: Any) -> ConflictReason:
+    """How the first colliding key collides, walking the data as the data merge does."""
+    if not all(isinstance(v, dict) for v in (base, ours, theirs)):
+        return "both-modified"
+    for key in [*ours, *(k for k in theirs if k not in ours)]:
+        b, o, t = (d.get(key, MISSING) for d in (base, ours, theirs))
+        if _same(o, t) or _same(t, b) or _same(o, b):
+            continue
+        if o is MISSING or t is MISSING:
+            return "delete-modify" if o is MISSING else "modify-delete"
+        return _reason(b, o, t)
+    return "both-modified"
 
 
 def _lines(
@@ -306,7 +331,7 @@ def _collided(
     whole file as one conflict."""
     b, o, t = (d.root.data for d in docs)
     names = ", ".join(collisions)
-    reason: ConflictReason = "both-modified"
+    reason = _reason(b, o, t)
     note = f"keys collide: {names}"
     line = _lines(
         base, ours, theirs, path, marker_size, form, note, kind="key", name=names, reason=reason
