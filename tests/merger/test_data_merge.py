@@ -125,9 +125,7 @@ def test_json_nested_deeper_than_the_key_merge_follows_is_merged_by_lines() -> N
     base = '{"a": 1, "d": ' + deep + "}\n"
     result = merge("x.json", base, base.replace('"a": 1', '"a": 2'), base.replace('"d"', '"e"'))
     assert result.strategy == "line"
-    assert (
-        "nests deeper than the key merge follows" in result.note or "does not parse" in result.note
-    )
+    assert result.note.startswith("nests deeper than the key merge follows")
 
 
 def test_json_one_key_added_twice_in_different_places_is_a_conflict_not_a_duplicate() -> None:
