@@ -318,3 +318,14 @@ def test_yaml_without_a_final_newline_gets_one_between_members() -> None:
     result = merge("x.yaml", "a: 1\nb: 2", "a: 1\nb: 2\nc: 3", "a: 1\nb: 2\nd: 4")
     assert result.clean, result.note
     assert result.content == b"a: 1\nb: 2\nc: 3\nd: 4"
+
+
+def test_yaml_past_the_grammars_line_limit_is_merged_by_lines_saying_why() -> None:
+    """tree-sitter-yaml reports an error from the first line of a file of more than 32,768
+    lines (docs/merge-driver.md says so): such a file must reach the line merge, not be
+    taken for a broken one silently."""
+    base = "".join(f"k{i}: v\n" for i in range(32_800))
+    result = merge("big.yaml", base, "a: 1\n" + base, base + "z: 2\n")
+    assert result.strategy == "line"
+    assert result.note == "base does not parse as YAML; merged by lines"
+    assert result.clean and result.content.decode() == "a: 1\n" + base + "z: 2\n"
