@@ -45,9 +45,6 @@ class _Unmergeable(Exception):
     """Raised when the text merge cannot build what the data merge says."""
 
 
-_same = same
-
-
 @dataclass(frozen=True, slots=True)
 class _Format:
     name: str
@@ -89,12 +86,12 @@ class _Walk:
             return self.map(b, o, t)
         if b is not None and o.kind == t.kind == b.kind == "seq":
             return self.seq(b, o, t)
-        if b is not None and any(_same(x.data, y.data) for x, y in ((o, t), (t, b), (o, b))):
+        if b is not None and any(same(x.data, y.data) for x, y in ((o, t), (t, b), (o, b))):
             # One side (or both alike) changed only how the value is written.
             try:
                 return self.lines(b.text, o.text, t.text)
             except _Unmergeable:
-                return t.text if _same(o.data, b.data) else o.text
+                return t.text if same(o.data, b.data) else o.text
         raise _Unmergeable("both sides changed one value")
 
     def member(self, b: Member | None, o: Member, t: Member) -> str:
@@ -103,7 +100,7 @@ class _Walk:
         if b is not None and o.text == b.text:
             return t.text
         if b is None:
-            if _same(o.value.data, t.value.data):
+            if same(o.value.data, t.value.data):
                 return o.text
             raise _Unmergeable("both sides added one key differently")
         value = self.node(b.value, o.value, t.value)
@@ -122,7 +119,7 @@ class _Walk:
                 continue
             kept = om if om is not None else tm
             assert kept is not None
-            if not _same(kept.value.data, bm.value.data):
+            if not same(kept.value.data, bm.value.data):
                 raise _Unmergeable(f"one side deleted {key!r}, the other changed it")
         try:
             # merged_order is written for entity keys; any hashable key does.
@@ -245,7 +242,7 @@ def _by_key(
         )
     except (_Unmergeable, NotData) as exc:  # NotData: a container read only when opened
         return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, str(exc))
-    if _same(_meaning(form, text), wanted):
+    if same(_meaning(form, text), wanted):
         return _result(text, form, "entity")
     note = "the key merge did not mean what the data merge says"
     return _checked_lines(form, base, ours, theirs, path, marker_size, wanted, note)
@@ -257,7 +254,7 @@ def _reason(base: Any, ours: Any, theirs: Any) -> ConflictReason:
         return "both-modified"
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         b, o, t = (d.get(key, MISSING) for d in (base, ours, theirs))
-        if _same(o, t) or _same(t, b) or _same(o, b):
+        if same(o, t) or same(t, b) or same(o, b):
             continue
         if o is MISSING or t is MISSING:
             return "delete-modify" if o is MISSING else "modify-delete"
@@ -303,7 +300,7 @@ def _checked_lines(
     conflict."""
     note = f"{why}; merged by lines"
     line = _lines(base, ours, theirs, path, marker_size, form, note)
-    if not line.clean or _same(_meaning(form, line.content.decode("utf-8", "replace")), wanted):
+    if not line.clean or same(_meaning(form, line.content.decode("utf-8", "replace")), wanted):
         return line
     return _whole(
         base,
@@ -344,7 +341,7 @@ def _collided(
         )
         as_ours = merge_value(b, o, t, "", [])
         as_theirs = merge_value(b, t, o, "", [])
-        if _same(_meaning(form, take_ours.decode("utf-8", "replace")), as_ours) and _same(
+        if same(_meaning(form, take_ours.decode("utf-8", "replace")), as_ours) and same(
             _meaning(form, take_theirs.decode("utf-8", "replace")), as_theirs
         ):
             return line
