@@ -18,8 +18,8 @@ from typing import TypeVar
 from loopbus.bus import Bus, read
 from loopbus.errors import LoopbusError
 from loopbus.known import require_known, require_known_unless_new
-from loopbus.schemas import Event, project_subjects
-from loopbus.schemas.authority import standing
+from loopbus.schemas import Event, FindingRaised, project_subjects
+from loopbus.schemas.authority import REFUSAL_CLASS, standing
 from loopbus.schemas.subjects import CLAIM, parse_subject
 from loopbus.settings import connection
 
@@ -39,12 +39,12 @@ async def await_answer(
 ) -> T | None:
     """Follow ``subjects`` from just past seq ``after`` (the claim's) until ``recognise``
     makes something of a system fact; return it, or ``None`` when nothing answered within
-    ``timeout`` seconds. ``recognise`` never sees an agent's event, nor a record that
-    does not decode."""
+    ``timeout`` seconds. ``recognise`` never sees an agent's event, a system finding that
+    is not a refusal, nor a record that does not decode."""
     try:
         async with asyncio.timeout(timeout):
             async for record in read(bus, subjects=subjects, start_seq=after + 1, follow=True):
-                if record.event is None or not system_fact(record.event, record.subject):
+                if record.event is None or not may_answer(record.event, record.subject):
                     continue  # an answer is the system's: an agent's look-alike is not one
                 found = recognise(record.event)
                 if found is not None:
@@ -65,6 +65,15 @@ async def wait_for_answer(
         raise LoopbusError(f"no answer within {wait:g}s; is the {daemon} daemon running?")
     print(line)
     return 1 if line.startswith("refused") else 0
+
+
+def may_answer(event: Event, subject: str) -> bool:
+    """A system fact, and when a finding, a refusal: the system re-raises findings whose
+    evidence is partly an agent's words (a reviewer's, an investigator's), so the claim id
+    in such a finding's evidence is the agent's to put there, not the system's answer."""
+    if isinstance(event, FindingRaised) and event.cls != REFUSAL_CLASS:
+        return False
+    return system_fact(event, subject)
 
 
 def system_fact(event: Event, subject: str) -> bool:

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import msgspec
 from loopbus.bus import Bus
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
@@ -45,13 +46,20 @@ def look_alike_refusal(project: str, evidence: dict[str, str]) -> FindingRaised:
 async def test_an_agents_look_alike_answer_is_not_taken_for_the_systems(
     bus: Bus, project: str, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    """A finding claim's wait prints the ratchet's dismissal, not a reviewer's refusal."""
+    """A finding claim's wait prints the ratchet's dismissal, not a reviewer's refusal nor
+    a system finding of another class whose evidence names the claim."""
     claim = FindingClaim(
         project=project, actor=OPERATOR, finding=new_id(), action="dismiss",
         reason="false-positive", why="the lint is wrong here",
     )  # fmt: skip
     ack = await bus.publish(claim)
     await bus.publish(look_alike_refusal(project, {ANSWERS_CLAIM: claim.id}))
+    # The system's own finding, but not a refusal: its evidence can be an agent's words.
+    await bus.publish(
+        msgspec.structs.replace(
+            look_alike_refusal(project, {ANSWERS_CLAIM: claim.id}), actor=SYSTEM
+        )
+    )
     await bus.publish(
         FindingDismissed(
             project=project, actor=SYSTEM, finding=claim.finding, reason="false-positive",
