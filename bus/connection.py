@@ -23,6 +23,7 @@ import nats.js.errors
 from loopbus.bus.atomic import publish_atomic
 from loopbus.bus.auth import describe
 from loopbus.bus.creds import Credential
+from loopbus.bus.embedded import DEFAULT_PORT
 from loopbus.bus.errors import (
     BusError,
     BusUnreachable,
@@ -46,6 +47,11 @@ from nats.js import JetStreamContext
 from nats.js.api import Header
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
+NATS_URL_ENV = "LOOPBUS_NATS_URL"
+"""The environment variable every command and daemon takes its server's URL from."""
+DEFAULT_URL = f"nats://127.0.0.1:{DEFAULT_PORT}"
+"""The URL used when none is given: where ``loopbus up`` starts its server by default."""
+
 WRONG_LAST_SEQUENCE = 10071
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some

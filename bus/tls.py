@@ -19,6 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from loopbus.bus.private import private_dir, write_private
 
+TLS_CA_ENV = "LOOPBUS_TLS_CA"
+"""The environment variable naming the CA a client trusts for a ``tls://`` server."""
+
 CA_FILE = "ca.pem"
 CA_KEY = "ca-key.pem"
 NODE_FILE = "node.pem"

@@ -21,17 +21,17 @@ from typing import Any
 
 from loopbus.bus import Bus, connect, connect_once
 from loopbus.bus.auth import CredRole
+from loopbus.bus.connection import DEFAULT_URL as DEFAULT_NATS_URL
+from loopbus.bus.connection import NATS_URL_ENV as NATS_URL_ENV
 from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
+from loopbus.bus.tls import TLS_CA_ENV as TLS_CA_ENV
 from loopbus.errors import UsageError
 from loopbus.schemas.ids import is_token
+from loopbus.schemas.project_config import CONFIG_FILE as CONFIG_FILE
 
-DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-NATS_URL_ENV = "LOOPBUS_NATS_URL"
 PROJECT_ENV = "LOOPBUS_PROJECT"
-CONFIG_FILE = "loopbus.toml"
 DEFAULT_DATA_DIR = Path(".loopbus")
 DATA_DIR_ENV = "LOOPBUS_DATA_DIR"
-TLS_CA_ENV = "LOOPBUS_TLS_CA"
 DEFAULT_HEARTBEAT_LAPSE = "5m"
 
 _PROJECT_MODE = "project_mode"

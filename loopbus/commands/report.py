@@ -23,19 +23,11 @@ from loopbus.schemas import (
     Actor,
     FindingRaised,
     InvalidValue,
-    Role,
     parse_target,
 )
+from loopbus.schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
 from loopbus.schemas.ids import is_token
 from loopbus.settings import add_connection, add_project, connection, credential
-
-SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
-_PRODUCER_ROLE: dict[str, Role] = {
-    "reviewer": "reviewer",
-    "builder": "builder",
-    "standards": "standards",
-    "operator": "operator",
-}
 
 
 def register(sub: Any) -> None:
@@ -127,7 +119,7 @@ def build_finding(args: argparse.Namespace) -> FindingRaised:
     if producer in SYSTEM_PRODUCERS:
         raise UsageError(
             f"--producer {producer} is a system daemon: its findings are facts it publishes "
-            f"itself; report as one of {', '.join(sorted(_PRODUCER_ROLE))}"
+            f"itself; report as one of {', '.join(sorted(PRODUCER_ROLES))}"
         )
     evidence: dict[str, str] = {}
     for item in args.evidence:
@@ -141,7 +133,7 @@ def build_finding(args: argparse.Namespace) -> FindingRaised:
         raise UsageError(f"--target {args.target!r}: {exc.hint}") from exc
     return FindingRaised(
         project=token("--project", args.project),
-        actor=Actor(role=_PRODUCER_ROLE[producer], principal=principal(args)),
+        actor=Actor(role=PRODUCER_ROLES[producer], principal=principal(args)),
         producer=producer,  # type: ignore[arg-type]
         target=target,
         severity=choice("--severity", args.severity, SEVERITIES),  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, read
+from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.completion import offer
 from loopbus.errors import LoopbusError, UsageError
@@ -192,22 +192,25 @@ async def wait_for_answer(
     bus: Bus, report: UnitReport, from_seq: int, timeout: float
 ) -> UnitTransitioned | FindingRaised:
     """The units daemon's answer to ``report``: its transition, or its refusal finding."""
+    from loopbus.answers import await_answer
+
     wanted = answer_id(report.id, ANSWER_SALT)
+
+    def answer(event: object) -> UnitTransitioned | FindingRaised | None:
+        if isinstance(event, UnitTransitioned) and event.cause == report.id:
+            return event
+        if (
+            isinstance(event, FindingRaised)
+            and event.cls == REFUSAL_CLASS
+            and (event.id == wanted or event.evidence.get("report") == report.id)
+        ):
+            return event
+        return None
+
     subjects = claim_subjects(report.project, report.unit)
-    try:
-        async with asyncio.timeout(timeout):
-            async for record in read(bus, subjects=subjects, start_seq=from_seq, follow=True):
-                event = record.event
-                if isinstance(event, UnitTransitioned) and event.cause == report.id:
-                    return event
-                if (
-                    isinstance(event, FindingRaised)
-                    and event.cls == REFUSAL_CLASS
-                    and (event.id == wanted or event.evidence.get("report") == report.id)
-                ):
-                    return event
-    except TimeoutError:
-        pass
+    found = await await_answer(bus, subjects, answer, timeout, after=from_seq)
+    if found is not None:
+        return found
     raise LoopbusError(
         f"no answer to report {report.id} within {timeout:g}s; is the units daemon running? "
         "(`loopbus up` runs it; `python -m loopbus.workers.units` alone)"
