@@ -179,6 +179,13 @@ def held(state: ContractState, slice_id: str) -> bool:
     return found is not None and found.landed is None
 
 
+def refused(state: ContractState) -> list[Pending]:
+    """Contracts the merger refused, oldest first: the dispatcher discards their plans so
+    the planner is asked again with the merger's reasons (never held for the run)."""
+    found = (state.slices.get(name) for name in state.order)
+    return [p for p in found if p is not None and p.landed is None and p.refused is not None]
+
+
 def to_land(state: ContractState) -> Pending | None:
     """The oldest contract neither landed nor refused."""
     for name in state.order:

@@ -2,7 +2,9 @@
 
 A planning *round* starts at its *basis*: the latest event after which earlier tries no
 longer count — a charter approved, a slice closed or its plan discarded, reconnaissance
-recorded, or the operator closing a ``planner-gave-up`` finding. Within a round the fold
+recorded, or the operator closing a ``planner-gave-up`` finding. A plan discarded because
+the merger refused its contract starts no round: the discard turns that plan into one
+refused try carrying the merger's reasons. Within a round the fold
 keeps every try of the planner (refused ones with their reasons, the one proposed), the
 operator's approval of a proposal, and whether its submission went out; the planner
 daemon's decision reads nothing else, so the re-ask, the bound on tries and a restart
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.contract_landing import CONTRACT_EVIDENCE, MERGER_PRODUCER
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.authority import REFUSAL_CLASS
 from loopbus.schemas.ids import answer_id
@@ -87,6 +90,9 @@ class PlannerState(msgspec.Struct, kw_only=True):
     """Slice -> the operator's approval of it as a skeleton."""
     skeleton_reviews: dict[str, str] = {}
     """Slice -> the skeleton-review finding raised for it."""
+    contract_refusals: dict[str, list[str]] = {}
+    """The merger's contract refusal finding -> its reasons (kept until the dispatcher
+    discards the plan it refused, which turns them into a refused try)."""
 
 
 def submission_id(proposal: str) -> str:
@@ -108,6 +114,8 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
         _reset(state, event.id)
         return state
     match event:
+        case SlicePlanDiscarded() if system and event.cause in state.contract_refusals:
+            _contract_refused(state, event.slice, state.contract_refusals.pop(event.cause))
         case SliceClosed() | SlicePlanDiscarded() if system:
             _reset(state, event.id)
         case ReconRecorded() if system:
@@ -156,6 +164,17 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
 def _system_finding(state: PlannerState, event: FindingRaised) -> None:
     if event.cls == "blocked-by-fact":
         _blocked(state, event)
+    elif (
+        event.producer == MERGER_PRODUCER
+        and event.cls == REFUSAL_CLASS
+        and isinstance(event.evidence.get(CONTRACT_EVIDENCE), str)
+    ):
+        refused = event.evidence.get("refused")
+        lines = [str(r) for r in refused] if isinstance(refused, list) else []
+        state.contract_refusals[event.id] = [
+            f"the merger refused the contract at landing: {line}"
+            for line in (lines or [event.message])
+        ]
     elif event.producer != MACHINERY:
         # The system re-raises a reviewer's or an investigator's findings with the agent's
         # own criterion, class and evidence: only the machinery's own (the planner daemon's
@@ -184,6 +203,17 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
 
 MACHINERY = "standards"
 """The producer of the planner daemon's findings and of the dispatcher's refusals."""
+
+
+def _contract_refused(state: PlannerState, slice_id: str, problems: list[str]) -> None:
+    """The dispatcher discarded a plan whose contract the merger refused: that plan is one
+    refused try of this round, with the merger's reasons (no new round: the tries stay
+    bounded), and the slice is planned again."""
+    proposal = state.proposals.pop(slice_id, None)
+    if proposal is not None:
+        state.submissions.pop(proposal.submission, None)
+    attempt = proposal.attempt if proposal is not None else next_attempt(state, slice_id)
+    state.attempts.append(Attempt(slice=slice_id, attempt=attempt, problems=problems))
 
 
 def _blocked(state: PlannerState, event: FindingRaised) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from loopbus.projections import charter, slices
 from loopbus.projections.charter import RunView
+from loopbus.projections.contract_landing import Pending
 from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.planning import validate
 from loopbus.projections.slices import (
@@ -295,5 +296,23 @@ def discard(world: World, state: SlicesState, view: SliceView) -> Intent:
         why=f"misaligned finding {finding}: none of the units its criteria reach "
         f"({', '.join(reached)}) has merged, so the plan is re-sliced",
         cause=finding,
+    )
+    return world.publish_if(discarded)
+
+
+def contract_discard(world: World, view: SliceView, pending: Pending) -> Intent:
+    """Discard a plan whose contract the merger refused: its units could never start (they
+    would be judged by criteria trunk does not hold), so the slice is planned again, the
+    refusal finding carrying the reasons to the planner."""
+    assert pending.refused is not None  # contract_landing.refused lists only refused ones
+    discarded = SlicePlanDiscarded(
+        id=answer_id(pending.refused, "contract-plan-discarded"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        slice=view.slice,
+        why=f"the merger refused the contract of slice {view.slice} (finding "
+        f"{pending.refused}): the slice is planned again",
+        cause=pending.refused,
     )
     return world.publish_if(discarded)

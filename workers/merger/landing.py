@@ -416,10 +416,8 @@ async def land_contract(
             "; ".join(refused[:5])
             + ". A contract only adds (criteria, checks, capabilities); editing or "
             "loosening goes through the ratchet with its measurement (loopbus gate move)"
-            # A refused contract does not discard its plan yet (docs/merger.md), so the
-            # finding says the slice is held rather than leaving the reader to guess.
-            f". Slice {pending.slice} stays held until the run's wall clock ends: a refused "
-            "contract does not discard its plan, the planner is not asked again",
+            f". The dispatcher discards slice {pending.slice}'s plan and the planner is "
+            "asked again with these reasons (one refused try)",
             slice_id=pending.slice,
             accepted=pending.accepted,
             evidence={"refused": refused[:20]},

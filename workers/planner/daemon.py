@@ -158,7 +158,7 @@ class Planner(Daemon):
                     if not problems and parsed[0].contract is not None:
                         # What the merger would refuse at landing is refused here, so the
                         # planner is re-asked with the reasons instead of the slice being
-                        # held until the run's wall clock ends.
+                        # discarded at landing and planned again.
                         problems = await asyncio.to_thread(
                             _contract_problems, config, head, parsed[0]
                         )
