@@ -33,17 +33,8 @@ from loopbus.schemas.slices import (
 )
 from loopbus.schemas.targets import PlanTarget
 from loopbus.workers.kernel import World
-from loopbus.workers.planner.decide import (
-    FOLDS,
-    PLAN,
-    RECON,
-    Options,
-    answer,
-    decide,
-    parse_answer,
-    plan_problems,
-    trunk_key,
-)
+from loopbus.workers.planner.answer import answer, parse_answer, plan_problems
+from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
 
 P = "demo"
 SYSTEM = Actor(role="system", principal="test-system")

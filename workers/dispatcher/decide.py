@@ -145,9 +145,12 @@ def _steps(
         yield answers.discard(world, state, view)
     for pending in contract_landing.refused(contract_state(world)):
         held_slice = state.slices.get(pending.slice)
-        if held_slice is not None and held_slice.status == "open":
-            if held_slice.accepted == pending.accepted:
-                yield answers.contract_discard(world, held_slice, pending)
+        if (
+            held_slice is not None
+            and held_slice.status == "open"
+            and held_slice.accepted == pending.accepted
+        ):
+            yield answers.contract_discard(world, held_slice, pending)
     for submission in slices.pending_submissions(state):
         yield answer(world, options, state, submission)
     for refused in slices.answered_refusals(state):

@@ -45,18 +45,8 @@ from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.planner.decide import (
-    FOLDS,
-    PLAN,
-    RECON,
-    Options,
-    answer,
-    decide,
-    parse_answer,
-    plan_problems,
-    trunk_key,
-    unrecordable,
-)
+from loopbus.workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
+from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
