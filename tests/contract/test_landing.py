@@ -31,7 +31,7 @@ from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.kernel import Kernel
-from loopbus.workers.merger.landing import prepare_contract
+from loopbus.workers.merger.landing_commit import prepare_contract
 from merger_scene import Scene, base_files, make_trunk
 
 WAIT_S = 90
