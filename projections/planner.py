@@ -10,6 +10,11 @@ operator's approval of a proposal, and whether its submission went out; the plan
 daemon's decision reads nothing else, so the re-ask, the bound on tries and a restart
 all come from the log.
 
+Across rounds it counts the run's *allowance*: the planner's answers and the
+reconnaissance records since the charter was approved (or since the operator closed a
+``planning-capped`` finding), which a ``planning-capped`` finding ends; rounds restart, the
+allowance does not, so findings that keep re-running reconnaissance cannot plan for ever.
+
 It also keeps the latest reconnaissance record, the ``blocked-by-fact`` findings whose
 ``evidence.fact`` names a reconnaissance fact (they make that record stale until a
 re-run answers them), and the operator's approvals of skeleton slices.
@@ -25,6 +30,7 @@ from loopbus.schemas.authority import REFUSAL_CLASS
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.planning import (
+    CAPPED,
     GAVE_UP,
     SKELETON_REVIEW,
     PlanApprove,
@@ -34,7 +40,7 @@ from loopbus.schemas.planning import (
     SkeletonApprove,
 )
 from loopbus.schemas.slices import PlanSubmission, SliceClosed, SlicePlan, SlicePlanDiscarded
-from loopbus.schemas.targets import format_target
+from loopbus.schemas.targets import DecisionTarget, PlanTarget, format_target
 
 CHARTER_APPROVED = "charter.approved.v1"
 """The charter branch's fact (matched by kind so this fold needs nothing else of it)."""
@@ -90,6 +96,15 @@ class PlannerState(msgspec.Struct, kw_only=True):
     """Slice -> the operator's approval of it as a skeleton."""
     skeleton_reviews: dict[str, str] = {}
     """Slice -> the skeleton-review finding raised for it."""
+    run_basis: str = ""
+    """Where the run's allowance starts: the charter approval, or the operator closing a
+    ``planning-capped`` finding."""
+    run_tries: int = 0
+    """The planner's answers since ``run_basis`` (refused or proposed), every round."""
+    recon_runs: int = 0
+    """Reconnaissance records since ``run_basis``."""
+    capped: dict[str, str] = {}
+    """Planning-capped finding id -> the ``run_basis`` whose allowance it ended."""
     contract_refusals: dict[str, list[str]] = {}
     """The merger's contract refusal finding -> its reasons (kept until the dispatcher
     discards the plan it refused, which turns them into a refused try)."""
@@ -112,6 +127,7 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
     if event.kind == CHARTER_APPROVED and system:
         state.charter_approved = event.id
         _reset(state, event.id)
+        _new_allowance(state, event.id)
         return state
     match event:
         case SlicePlanDiscarded() if system and event.cause in state.contract_refusals:
@@ -119,16 +135,21 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
         case SliceClosed() | SlicePlanDiscarded() if system:
             _reset(state, event.id)
         case ReconRecorded() if system:
+            state.recon_runs += 1
             state.recon = event
             for finding in event.answers:
                 if finding in state.invalidations:
                     state.invalidations[finding].answered = True
             _reset(state, event.id)
-        case PlanAttemptRefused() if system and event.basis == state.basis:
+        case PlanAttemptRefused() | PlanProposed() if system and event.basis != state.basis:
+            state.run_tries += 1  # a late answer of an earlier round still spent a try
+        case PlanAttemptRefused() if system:
+            state.run_tries += 1
             state.attempts.append(
                 Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems))
             )
-        case PlanProposed() if system and event.basis == state.basis:
+        case PlanProposed() if system:
+            state.run_tries += 1
             submission = event.submission or submission_id(event.id)
             state.proposals[event.slice] = Proposal(
                 id=event.id,
@@ -182,6 +203,8 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
         return
     elif event.criterion == GAVE_UP and event.cls == "meta":
         state.gave_up[event.id] = str(event.evidence.get("basis", ""))
+    elif event.criterion == CAPPED and event.cls == "meta":
+        state.capped[event.id] = str(event.evidence.get("basis", ""))
     elif event.criterion == SKELETON_REVIEW and event.cls == "meta" and event.slice:
         state.skeleton_reviews.setdefault(event.slice, event.id)
     elif event.cls == REFUSAL_CLASS:
@@ -217,8 +240,15 @@ def _contract_refused(state: PlannerState, slice_id: str, problems: list[str]) -
 
 
 def _blocked(state: PlannerState, event: FindingRaised) -> None:
+    """Record a blocked-by-fact finding as an invalidation of reconnaissance only when it is
+    one the system acts on: about a plan or a decision (the dispatcher routes nothing
+    else), naming a fact the latest reconnaissance holds when it is raised. Any of these
+    re-runs reconnaissance, so each is also bounded by the run's allowance."""
     fact = event.evidence.get("fact")
-    if isinstance(fact, str) and fact and event.id not in state.invalidations:
+    if not isinstance(event.target, PlanTarget | DecisionTarget) or state.recon is None:
+        return
+    known = any(f.id == fact for f in state.recon.facts)
+    if isinstance(fact, str) and fact and known and event.id not in state.invalidations:
         state.invalidations[event.id] = Invalidation(
             finding=event.id, fact=fact, message=event.message, target=format_target(event.target)
         )
@@ -231,6 +261,15 @@ def _closed(state: PlannerState, finding: str, by: str) -> None:
     basis = state.gave_up.pop(finding, None)
     if basis is not None and basis == state.basis:
         _reset(state, by)  # the operator closed the gave-up finding: the planner tries again
+    allowance = state.capped.pop(finding, None)
+    if allowance is not None and allowance == state.run_basis:
+        # The operator closed the planning-capped finding: a new allowance, a new round.
+        _new_allowance(state, by)
+        _reset(state, by)
+
+
+def _new_allowance(state: PlannerState, basis: str) -> None:
+    state.run_basis, state.run_tries, state.recon_runs = basis, 0, 0
 
 
 FOLD = Fold(name="planner", state_type=PlannerState, initial=PlannerState, apply=apply)
@@ -256,6 +295,11 @@ def refusals(state: PlannerState, slice_id: str) -> list[str]:
 def gave_up(state: PlannerState) -> bool:
     """A ``planner-gave-up`` finding ended this round."""
     return state.basis in state.gave_up.values()
+
+
+def capped(state: PlannerState) -> bool:
+    """A ``planning-capped`` finding ended the run's allowance: nothing more is planned."""
+    return bool(state.run_basis) and state.run_basis in state.capped.values()
 
 
 def stale_recon(state: PlannerState) -> list[Invalidation]:

@@ -98,7 +98,12 @@ class Planner(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        options = Options(max_tries=config.plan.max_tries, recon=bool(config.recon.command))
+        options = Options(
+            max_tries=config.plan.max_tries,
+            recon=bool(config.recon.command),
+            max_run_tries=config.plan.max_run_tries,
+            max_recon_runs=config.recon.max_runs,
+        )
         return decide(world, options)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:

@@ -5,7 +5,9 @@ for the next slice when nothing is open and the charter's criteria were checked 
 current head (so a met charter is never planned past): reconnaissance first when it has
 not run for this charter or a blocked-by-fact finding says one of its facts is false; no
 build slice while a closed skeleton slice waits for the operator's approval; at most
-``max_tries`` tries a round, then one ``planner-gave-up`` finding. Running the commands is
+``max_tries`` tries a round, then one ``planner-gave-up`` finding; at most
+``max_run_tries`` answers and ``max_recon_runs`` reconnaissance runs a run, then one
+``planning-capped`` finding and nothing more. Running the commands is
 the shell's (:mod:`.daemon`); what the planner is told is :mod:`.brief`, and judging its
 answer and turning it into facts :mod:`.answer`.
 """
@@ -25,8 +27,8 @@ from loopbus.projections.planner import PlannerState, Proposal
 from loopbus.projections.slices import SlicesState
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.planning import GAVE_UP, SKELETON_REVIEW, ReconBrief
-from loopbus.schemas.targets import PlanTarget
+from loopbus.schemas.planning import CAPPED, GAVE_UP, SKELETON_REVIEW, ReconBrief
+from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers.kernel import World
 from loopbus.workers.planner.answer import submission
 from loopbus.workers.planner.brief import invalidation, plan_brief
@@ -50,6 +52,10 @@ class Options:
 
     max_tries: int = 3
     recon: bool = False
+    max_run_tries: int = 30
+    """The planner's answers a run may take, every round together (``[plan]``)."""
+    max_recon_runs: int = 5
+    """The reconnaissance runs a run may take (``[recon] max_runs``)."""
 
 
 def trunk_key(project: str) -> str:
@@ -68,9 +74,14 @@ def decide(world: World, options: Options) -> list[Intent]:
         return []
     charter = run.charter
     intents: list[Intent] = list(skeleton_reviews(world, state, slices))
+    if planner_fold.capped(state):
+        return intents  # the run's allowance is spent until the operator closes the finding
     if options.recon and (
         state.recon is None or state.recon.charter != charter.id or planner_fold.stale_recon(state)
     ):
+        if state.recon_runs >= options.max_recon_runs:
+            why = f"reconnaissance ran {state.recon_runs} times ([recon] max_runs = "
+            return [*intents, Publish(capped(world, state, why + f"{options.max_recon_runs})"))]
         stale = planner_fold.stale_recon(state) if state.recon is not None else []
         recon_brief = ReconBrief(
             project=world.project,
@@ -98,6 +109,9 @@ def decide(world: World, options: Options) -> list[Intent]:
         if not planner_fold.gave_up(state):
             intents.append(Publish(gave_up(world, state, slice_id, options.max_tries)))
         return intents
+    if state.run_tries >= options.max_run_tries:
+        why = f"the planner answered {state.run_tries} times ([plan] max_run_tries = "
+        return [*intents, Publish(capped(world, state, why + f"{options.max_run_tries})"))]
     attempt = planner_fold.next_attempt(state, slice_id)
     brief = plan_brief(world, state, slices, slice_id, attempt, skeleton_allowed=not run.slices)
     args = {
@@ -182,5 +196,25 @@ def gave_up(world: World, state: PlannerState, slice_id: str, max_tries: int) ->
         "hand (`loopbus plan submit`), then resolve this finding to let the planner try again",
         evidence={"basis": state.basis, "refusals": reasons[-20:]},
         slice=slice_id,
+        owner="operator",
+    )
+
+
+def capped(world: World, state: PlannerState, why: str) -> FindingRaised:
+    """The one finding that ends a run's planning allowance (one per allowance)."""
+    return FindingRaised(
+        id=answer_id(state.run_basis, CAPPED),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        producer="standards",
+        target=RecordTarget(id=state.run_basis),
+        severity="high",
+        criterion=CAPPED,
+        cls="meta",
+        message=f"planning stopped for this run: {why}, the run's cap; blocked-by-fact "
+        "findings or refused plans keep asking for more. Fix what they say, then resolve this "
+        "finding to give the run a new allowance",
+        evidence={"basis": state.run_basis, "tries": state.run_tries, "recon": state.recon_runs},
         owner="operator",
     )
