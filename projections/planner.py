@@ -22,6 +22,8 @@ re-run answers them), and the operator's approvals of skeleton slices.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.projections.contract_landing import CONTRACT_EVIDENCE, MERGER_PRODUCER
@@ -39,7 +41,13 @@ from loopbus.schemas.planning import (
     ReconRecorded,
     SkeletonApprove,
 )
-from loopbus.schemas.slices import PlanSubmission, SliceClosed, SlicePlan, SlicePlanDiscarded
+from loopbus.schemas.slices import (
+    PlanSubmission,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+)
 from loopbus.schemas.targets import DecisionTarget, PlanTarget, format_target
 
 CHARTER_APPROVED = "charter.approved.v1"
@@ -105,6 +113,8 @@ class PlannerState(msgspec.Struct, kw_only=True):
     """Reconnaissance records since ``run_basis``."""
     capped: dict[str, str] = {}
     """Planning-capped finding id -> the ``run_basis`` whose allowance it ended."""
+    slices: dict[str, str] = {}
+    """Slice -> ``open``, ``closed`` or ``discarded``: which slice is planned next."""
     contract_refusals: dict[str, list[str]] = {}
     """The merger's contract refusal finding -> its reasons (kept until the dispatcher
     discards the plan it refused, which turns them into a refused try)."""
@@ -113,6 +123,10 @@ class PlannerState(msgspec.Struct, kw_only=True):
 def submission_id(proposal: str) -> str:
     """The id of the submission of a proposal (one per proposal, whoever publishes it)."""
     return answer_id(proposal, "plan-submission")
+
+
+def _attempted(state: PlannerState, attempt: Attempt) -> None:
+    state.attempts.append(attempt)
 
 
 def _reset(state: PlannerState, basis: str) -> None:
@@ -129,6 +143,7 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
         _reset(state, event.id)
         _new_allowance(state, event.id)
         return state
+    _slice_status(state, event)
     match event:
         case SlicePlanDiscarded() if system and event.cause in state.contract_refusals:
             _contract_refused(state, event.slice, state.contract_refusals.pop(event.cause))
@@ -145,8 +160,9 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
             state.run_tries += 1  # a late answer of an earlier round still spent a try
         case PlanAttemptRefused() if system:
             state.run_tries += 1
-            state.attempts.append(
-                Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems))
+            _attempted(
+                state,
+                Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems)),
             )
         case PlanProposed() if system:
             state.run_tries += 1
@@ -182,6 +198,18 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
     return state
 
 
+def _slice_status(state: PlannerState, event: Event) -> None:
+    if event.actor.role != "system":
+        return
+    match event:
+        case SlicePlanAccepted():
+            state.slices[event.plan.slice] = "open"
+        case SliceClosed() if event.slice in state.slices:
+            state.slices[event.slice] = "closed"
+        case SlicePlanDiscarded() if event.slice in state.slices:
+            state.slices[event.slice] = "discarded"
+
+
 def _system_finding(state: PlannerState, event: FindingRaised) -> None:
     if event.cls == "blocked-by-fact":
         _blocked(state, event)
@@ -215,12 +243,13 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
         if proposal is not None:
             problems = event.evidence.get("problems")
             lines = [str(p) for p in problems] if isinstance(problems, list) else []
-            state.attempts.append(
+            _attempted(
+                state,
                 Attempt(
                     slice=proposal.slice,
                     attempt=proposal.attempt,
                     problems=lines or [event.message],
-                )
+                ),
             )
 
 
@@ -236,7 +265,7 @@ def _contract_refused(state: PlannerState, slice_id: str, problems: list[str]) -
     if proposal is not None:
         state.submissions.pop(proposal.submission, None)
     attempt = proposal.attempt if proposal is not None else next_attempt(state, slice_id)
-    state.attempts.append(Attempt(slice=slice_id, attempt=attempt, problems=problems))
+    _attempted(state, Attempt(slice=slice_id, attempt=attempt, problems=problems))
 
 
 def _blocked(state: PlannerState, event: FindingRaised) -> None:
@@ -276,6 +305,23 @@ FOLD = Fold(name="planner", state_type=PlannerState, initial=PlannerState, apply
 
 
 # -- queries ------------------------------------------------------------------------------
+
+
+def next_slice(statuses: Mapping[str, str]) -> str:
+    """``S1``, ``S2`` …: the first not accepted (a discarded one is planned again), from
+    each slice's status (``open``, ``closed`` or ``discarded``)."""
+    k = 1
+    while statuses.get(f"S{k}", "discarded") != "discarded":
+        k += 1
+    return f"S{k}"
+
+
+def planning(state: PlannerState) -> str:
+    """The slice the planner is asked for next, or ``""`` (no charter approved, or a slice
+    is open: one slice at a time)."""
+    if not state.charter_approved or "open" in state.slices.values():
+        return ""
+    return next_slice(state.slices)
 
 
 def tries(state: PlannerState, slice_id: str) -> list[Attempt]:

@@ -126,10 +126,7 @@ def decide(world: World, options: Options) -> list[Intent]:
 
 def next_slice(slices: SlicesState) -> str:
     """``S1``, ``S2`` …: the first not accepted (a discarded one is planned again)."""
-    k = 1
-    while (view := slices.slices.get(f"S{k}")) is not None and view.status != "discarded":
-        k += 1
-    return f"S{k}"
+    return planner_fold.next_slice({k: v.status for k, v in slices.slices.items()})
 
 
 def awaiting_skeleton(state: PlannerState, slices: SlicesState) -> bool:
