@@ -25,7 +25,7 @@ for _folder in (_TESTS / "planner", _TESTS / "reviews"):
 
 from kernelkit import running  # noqa: E402
 from logkit import of, wait_log  # noqa: E402
-from loopbus.schemas import FindingRaised  # noqa: E402
+from loopbus.schemas import FindingRaised, FindingResolved  # noqa: E402
 from loopbus.schemas.contract import ContractLanded  # noqa: E402
 from loopbus.schemas.planning import PlanProposed  # noqa: E402
 from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded  # noqa: E402
@@ -109,11 +109,19 @@ async def test_a_contract_refused_at_landing_discards_the_plan_and_the_planner_r
         scene.repo.set_trunk(pushed)
         await check_criteria(bus, project, run, pushed)
         await scene.start()
-        events = await wait_log(bus, project, lambda es: bool(of(ContractLanded, es)), WAIT_S)
+        events = await wait_log(
+            bus,
+            project,
+            lambda es: bool(of(ContractLanded, es)) and bool(of(FindingResolved, es)),
+            WAIT_S,
+        )
 
     [refusal] = [f for f in of(FindingRaised, events) if f.criterion.startswith("contract-")]
     assert (refusal.actor.role, refusal.owner, refusal.slice) == ("system", "planner", "S1")
     assert "test_double" in refusal.message and "asked again" in refusal.message
+    # Answered by the second plan: resolved, so later briefs no longer list it as open.
+    [resolved] = of(FindingResolved, events)
+    assert resolved.finding == refusal.id and resolved.actor.role == "system"
     [discarded] = of(SlicePlanDiscarded, events)
     assert (discarded.slice, discarded.cause) == ("S1", refusal.id)
     first, second = of(PlanProposed, events)

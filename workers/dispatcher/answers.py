@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from loopbus.projections import charter, slices
 from loopbus.projections.charter import RunView
-from loopbus.projections.contract_landing import Pending
+from loopbus.projections.contract_landing import Pending, Refusal
 from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.planning import validate
 from loopbus.projections.slices import (
@@ -316,3 +316,16 @@ def contract_discard(world: World, view: SliceView, pending: Pending) -> Intent:
         cause=pending.refused,
     )
     return world.publish_if(discarded)
+
+
+def contract_refusal_answered(world: World, finding: str, refusal: Refusal) -> FindingResolved:
+    """The merger's refusal of a contract is moot once a new plan for its slice is
+    accepted: resolved, so the planner's brief stops listing it as open."""
+    return FindingResolved(
+        id=answer_id(finding, "contract-refusal-answered"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        finding=finding,
+        why=f"answered: plan {refusal.answered_by} accepted for slice {refusal.slice}",
+    )

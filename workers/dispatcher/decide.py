@@ -151,6 +151,8 @@ def _steps(
             and held_slice.accepted == pending.accepted
         ):
             yield answers.contract_discard(world, held_slice, pending)
+    for finding, refusal in contract_landing.answered_refusals(contract_state(world)):
+        yield Publish(answers.contract_refusal_answered(world, finding, refusal))
     for submission in slices.pending_submissions(state):
         yield answer(world, options, state, submission)
     for refused in slices.answered_refusals(state):
