@@ -129,6 +129,6 @@ def planner_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def render_planner(state: PlannerState, sizes: Any = None) -> list[str]:
-    """``status``'s block (nothing for a project no charter ever ran)."""
+    """``status``'s block (one line for a project no charter ever ran)."""
     del sizes
-    return planner_lines(planner_doc(state))
+    return planner_lines(planner_doc(state)) or ["planner: idle (no charter has run)"]
