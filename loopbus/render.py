@@ -11,6 +11,7 @@ from loopbus.bus import Record
 from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
 from loopbus.merges_status import render_merges
+from loopbus.planner_render import render_planner
 from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
 from loopbus.projections import decisions as decisions_fold
@@ -248,6 +249,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "builds": render_builds,
     "charter": render_charter,
     "contract_landing": render_contracts,
+    "planner": render_planner,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -45,18 +45,8 @@ from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.planner.decide import (
-    FOLDS,
-    PLAN,
-    RECON,
-    Options,
-    answer,
-    decide,
-    parse_answer,
-    plan_problems,
-    trunk_key,
-    unrecordable,
-)
+from loopbus.workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
+from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
@@ -108,7 +98,12 @@ class Planner(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        options = Options(max_tries=config.plan.max_tries, recon=bool(config.recon.command))
+        options = Options(
+            max_tries=config.plan.max_tries,
+            recon=bool(config.recon.command),
+            max_run_tries=config.plan.max_run_tries,
+            max_recon_runs=config.recon.max_runs,
+        )
         return decide(world, options)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
@@ -158,7 +153,7 @@ class Planner(Daemon):
                     if not problems and parsed[0].contract is not None:
                         # What the merger would refuse at landing is refused here, so the
                         # planner is re-asked with the reasons instead of the slice being
-                        # held until the run's wall clock ends.
+                        # discarded at landing and planned again.
                         problems = await asyncio.to_thread(
                             _contract_problems, config, head, parsed[0]
                         )
