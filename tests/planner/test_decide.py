@@ -504,3 +504,29 @@ def test_a_contract_refused_at_landing_is_one_refused_try_with_the_mergers_reaso
         msgspec.structs.replace(discarded, id="01J0000000000000000000000D", cause=forged.id)
     )
     assert basis_of(other) != basis_of(started())
+
+
+def test_a_contract_writing_a_charter_pinned_file_otherwise_is_refused() -> None:
+    """The planner daemon checks the plan against the charter in its brief: a contract
+    writing a test file whose source the charter gives, with other code, is a refused try
+    (the planner is re-asked with the reason), not a test that can never meet its
+    criterion."""
+    from loopbus.projections.planning import parse_plan
+
+    from loopbus.charter_file import parse_charter
+    from loopbus.scaffold import CHARTER_TOML, SLICE_2_TOML
+
+    charter = parse_charter(CHARTER_TOML)
+    plan = parse_plan(SLICE_2_TOML)
+    assert plan_problems(plan, "S2", None, skeleton_allowed=False, charter=charter) == []
+    assert plan.contract is not None
+    rewritten = msgspec.structs.replace(
+        plan.contract,
+        criteria=tuple(
+            msgspec.structs.replace(c, text=c.text.replace("== 2", "is not None"))
+            for c in plan.contract.criteria
+        ),
+    )
+    changed = msgspec.structs.replace(plan, contract=rewritten)
+    [problem] = plan_problems(changed, "S2", None, skeleton_allowed=False, charter=charter)
+    assert "tests/test_slice2.py" in problem and "'subtracts' pins this whole file" in problem

@@ -11,11 +11,13 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from loopbus.projections.charter_pins import contract_pin_problems
 from loopbus.projections.errors import PlanInvalid
 from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.projections.planner import submission_id
 from loopbus.projections.planning import parse_plan, validate
 from loopbus.schemas import Actor, Event, InvalidEvent, decode_event, encode_event
+from loopbus.schemas.charter import Charter
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded, oversize
 from loopbus.schemas.planning import PlanAttemptRefused, PlanBrief, PlannerEnvelope, PlanProposed
@@ -75,10 +77,12 @@ def plan_problems(
     *,
     skeleton_allowed: bool,
     used_units: list[str] | tuple[str, ...] = (),
+    charter: Charter | None = None,
 ) -> list[str]:
     """Every reason to refuse the planner's plan: the checks of ``loopbus plan check``
-    (with trunk's pending criteria), and that it plans the slice asked for, plans something,
-    and is a skeleton only where one may be."""
+    (with trunk's pending criteria), that it plans the slice asked for, plans something,
+    is a skeleton only where one may be, and writes no test file the charter pins
+    otherwise than the charter's source says."""
     problems: list[str] = []
     if plan.slice != slice_id:
         problems.append(
@@ -99,6 +103,7 @@ def plan_problems(
                 "project (the brief lists used_units)"
             )
     problems.extend(validate(plan, pending))
+    problems.extend(contract_pin_problems(plan, charter))
     return problems
 
 

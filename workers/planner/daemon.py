@@ -27,6 +27,7 @@ import structlog
 from dulwich.objects import Tree
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, utcnow
+from loopbus.schemas.charter import Charter
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded
 from loopbus.schemas.planning import (
@@ -149,6 +150,7 @@ class Planner(Daemon):
                         pending,
                         skeleton_allowed=brief.skeleton_allowed,
                         used_units=brief.used_units,
+                        charter=_charter(brief.charter),
                     )
                     if not problems and parsed[0].contract is not None:
                         # What the merger would refuse at landing is refused here, so the
@@ -255,6 +257,14 @@ class Planner(Daemon):
             )
         finally:
             await asyncio.to_thread(remove, folder)
+
+
+def _charter(brief_charter: dict[str, Any]) -> Charter | None:
+    """The charter the brief carries (its pinned test files are checked against the
+    plan's contract), or ``None`` when there is none."""
+    if not brief_charter:
+        return None
+    return msgspec.convert(brief_charter, Charter)
 
 
 def _trunk_head(config: RepoConfig) -> str | None:
