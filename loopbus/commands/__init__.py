@@ -1,1 +1,26 @@
-"""One module per command group; each exposes ``register(subparsers)``."""
+"""One module per command group; each exposes ``register(subparsers)``.
+
+A command whose implementation is heavy (it talks to NATS, folds events) registers its
+arguments from a light module of its own (``status_args``) and names its handler with
+:func:`deferred`: ``--help`` and argument mistakes then cost argparse alone, and the
+implementation is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+
+
+def deferred(module: str, name: str = "run") -> Callable[[argparse.Namespace], int]:
+    """A handler that imports ``loopbus.commands.<module>`` when called and runs ``name``."""
+
+    def handler(args: argparse.Namespace) -> int:
+        run: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"loopbus.commands.{module}"), name
+        )
+        return run(args)
+
+    handler.__qualname__ = f"deferred({module}.{name})"
+    return handler
