@@ -38,7 +38,6 @@ from loopbus.bus.kv import Bucket
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
-from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
@@ -147,6 +146,10 @@ async def _connect(
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
     if tls_ca is not None:
+        # Here, not at the top: bus.tls also makes certificates, with cryptography's x509,
+        # which a command that connects without TLS should not import.
+        from loopbus.bus.tls import client_context
+
         try:
             options = options | {"tls": client_context(tls_ca)}
         except (OSError, ssl.SSLError) as exc:

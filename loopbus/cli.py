@@ -109,10 +109,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, version="loopbus")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
-    chosen = None if argv is None else named_command(argv)
+    chosen = None if argv is None else COMMANDS.get(named_command(argv), ("", ""))[0]
     registered: set[str] = set()
     for name, (module, summary) in COMMANDS.items():
-        if chosen is not None and name != chosen:
+        if chosen is not None and module != chosen:
             sub.add_parser(name, help=summary)
         elif module not in registered:  # one module may register two commands (worker)
             registered.add(module)
@@ -128,6 +128,11 @@ def named_command(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # nats-py runs aiohttp's code on import for a websocket transport loopbus does not use:
+    # deferred until something reads from it (loopbus.bus.websocket_client says how).
+    from loopbus.bus import websocket_client
+
+    websocket_client.defer()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # while importing, parsing or running: the same exit

@@ -23,8 +23,6 @@ from loopbus.commands.report import principal, token
 from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
-from loopbus.projections.claims import SHA
-from loopbus.projections.units import REFUSAL_CLASS
 from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import (
@@ -42,7 +40,6 @@ from loopbus.schemas.reports import (
 from loopbus.schemas.subjects import claim_subjects
 from loopbus.schemas.units import SUBJECT_KINDS
 from loopbus.settings import connection
-from loopbus.workers.units.daemon import ANSWER_SALT
 
 
 def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
@@ -64,6 +61,8 @@ def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
         reason, subject = block_arguments(args.reason, args.subject)
         return BlockedReport(**common, reason=reason, subject=subject)
     if verb == "commit":
+        from loopbus.projections.claims import SHA  # the folds: only a commit report pays
+
         sha = (args.sha or "").strip().lower()
         if not SHA.match(sha):
             raise UsageError(
@@ -137,6 +136,11 @@ async def wait_for_answer(
     bus: Bus, report: UnitReport, from_seq: int, timeout: float
 ) -> UnitTransitioned | FindingRaised:
     """The units daemon's answer to ``report``: its transition, or its refusal finding."""
+    # Imported here, not at the top: the units daemon brings the kernel and dulwich, and
+    # the folds, which only --wait needs (a heartbeat in a script's loop would pay for them).
+    from loopbus.projections.units import REFUSAL_CLASS
+    from loopbus.workers.units.daemon import ANSWER_SALT
+
     wanted = answer_id(report.id, ANSWER_SALT)
     subjects = claim_subjects(report.project, report.unit)
     try:
