@@ -12,9 +12,8 @@ import msgspec
 
 from loopbus.bus import Record, read
 from loopbus.errors import UsageError
-from loopbus.event_line import record_line
+from loopbus.event_line import Palette, record_json, record_line
 from loopbus.known import require_known
-from loopbus.render import Palette, record_json
 from loopbus.schemas import KINDS, PRODUCERS, project_subjects
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue

@@ -1,6 +1,7 @@
 """How long a ``loopbus`` command takes to start, against ``python -c pass``.
 
     python tests/benchmarks/bench_cli_start.py [--runs 15] [--python OTHER/.venv/bin/python]
+                                                [--every-help]
 
 One embedded server with one project on it (a unit and a finding, materialised by the
 projector daemon, as ``loopbus up`` runs it); then each command below is run as users run
@@ -8,6 +9,8 @@ it, the installed ``loopbus`` script in a new process, ``--runs`` times, and its
 wall time is printed next to the median of ``python -c pass`` measured in the same rounds,
 with their ratio. The commands run in an empty directory with no ``LOOPBUS_*`` variable, so
 nothing but the command line decides what they do.
+
+``--every-help`` adds ``loopbus COMMAND --help`` for every other command.
 
 ``--python`` names another installation's interpreter (another checkout's venv, e.g. the
 code before a change): its ``loopbus`` script is run alternately with this one's, command by
@@ -44,6 +47,16 @@ HELP_COMMANDS: list[tuple[str, list[str]]] = [
     ("tail --help", ["tail", "--help"]),
     ("report --help", ["report", "--help"]),
 ]
+
+
+def every_help() -> list[tuple[str, list[str]]]:
+    """``--help`` of each command ``HELP_COMMANDS`` does not time already."""
+    from loopbus.cli import COMMANDS
+
+    timed = {name for name, _ in HELP_COMMANDS}
+    return [
+        (f"{name} --help", [name, "--help"]) for name in COMMANDS if f"{name} --help" not in timed
+    ]
 
 
 def bus_commands(url: str) -> list[tuple[str, list[str]]]:
@@ -162,6 +175,9 @@ def main() -> None:
         default=None,
         help="another installation's interpreter, measured alternately as 'before'",
     )
+    parser.add_argument(
+        "--every-help", action="store_true", help="also time --help of every other command"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -178,6 +194,8 @@ def main() -> None:
                 [this] if args.python is None else [Side("before", args.python, work, env), this]
             )
             commands = HELP_COMMANDS + bus_commands(server.url)
+            if args.every_help:
+                commands += every_help()
             measure(sides, commands, args.runs)
             load = os.getloadavg()
             report(sides, commands, args.runs)
