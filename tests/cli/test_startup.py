@@ -67,6 +67,9 @@ def of(names: set[str], packages: tuple[str, ...]) -> list[str]:
         pytest.param(["report", "--help"], id="report-help"),
         pytest.param(["report", "heartbeat", "--help"], id="report-heartbeat-help"),
         pytest.param(["report", "finding", "--help"], id="report-finding-help"),
+        pytest.param(["replay", "--help"], id="replay-help"),
+        pytest.param(["record", "--help"], id="record-help"),
+        pytest.param(["run", "--help"], id="run-help"),
     ],
 )
 def test_parsing_imports_no_transport(args: list[str]) -> None:
