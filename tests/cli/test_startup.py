@@ -168,3 +168,13 @@ def test_a_command_built_alone_is_the_command_of_the_full_tree(name: str) -> Non
     the whole tree gives it."""
     alone = full_subparsers(build_parser([name]))[name]
     assert alone.format_help() == full_subparsers(build_parser())[name].format_help()
+
+
+def test_settings_names_the_credentials_variable_the_bus_reads() -> None:
+    """settings keeps its own copy of $LOOPBUS_CREDS's name (so registering --creds imports
+    no credential code): it is the name loopbus.bus.creds reads."""
+    from loopbus.bus import creds
+
+    from loopbus.settings import CREDS_ENV
+
+    assert CREDS_ENV == creds.CREDS_ENV
