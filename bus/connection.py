@@ -23,7 +23,6 @@ import nats.js.errors
 from loopbus.bus.atomic import publish_atomic
 from loopbus.bus.auth import describe
 from loopbus.bus.creds import Credential
-from loopbus.bus.embedded import DEFAULT_PORT
 from loopbus.bus.errors import (
     BusError,
     BusUnreachable,
@@ -36,10 +35,11 @@ from loopbus.bus.errors import (
 )
 from loopbus.bus.greeting import not_nats, scheme_problem
 from loopbus.bus.kv import Bucket
+from loopbus.bus.names import DEFAULT_URL as DEFAULT_URL
+from loopbus.bus.names import NATS_URL_ENV as NATS_URL_ENV
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
-from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
@@ -47,10 +47,6 @@ from nats.js import JetStreamContext
 from nats.js.api import Header
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
-NATS_URL_ENV = "LOOPBUS_NATS_URL"
-"""The environment variable every command and daemon takes its server's URL from."""
-DEFAULT_URL = f"nats://127.0.0.1:{DEFAULT_PORT}"
-"""The URL used when none is given: where ``loopbus up`` starts its server by default."""
 
 WRONG_LAST_SEQUENCE = 10071
 
@@ -153,6 +149,10 @@ async def _connect(
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
     if tls_ca is not None:
+        # Here, not at the top: bus.tls also makes certificates, with cryptography's x509,
+        # which a command that connects without TLS should not import.
+        from loopbus.bus.tls import client_context
+
         try:
             options = options | {"tls": client_context(tls_ca)}
         except (OSError, ssl.SSLError) as exc:

@@ -17,9 +17,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from loopbus.bus.names import TLS_CA_ENV as TLS_CA_ENV
 from loopbus.bus.private import private_dir, write_private
 
-TLS_CA_ENV = "LOOPBUS_TLS_CA"
 """The environment variable naming the CA a client trusts for a ``tls://`` server."""
 
 CA_FILE = "ca.pem"

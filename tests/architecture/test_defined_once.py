@@ -98,7 +98,7 @@ NOT_YET_FOLDED: dict[object, set[str]] = {
     "dispatcher": {"workers/dispatcher/cli.py RUNNER_NAME", "loopbus/commands/plan.py DISPATCHER"},
     ("builder", "operator"): {
         "projections/claims.py CLAIMANT_ROLES",
-        "loopbus/commands/unit_reports.py CLAIMANTS",
+        "loopbus/commands/report_args.py CLAIMANTS",
     },
     ("cache_hit_rate", "gate_wall_clock", "rework_rounds", "tokens_per_unit", "wait"): {
         "schemas/slices.py BUDGET_NAMES",
