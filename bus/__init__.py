@@ -16,7 +16,9 @@ as soon as the client reconnects (``bus.reconnects``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from loopbus.schemas.lazy import lazy_exports
 
 # The names are loaded on first use (PEP 562), not when the package is imported: a command
 # that imports one light submodule (``loopbus.bus.errors``, ``loopbus.bus.creds``) or only
@@ -120,12 +122,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # __import__, not importlib.import_module: `python -X importtime` times only imports
-    # that go through it, and it is how a slow start is found.
-    value = getattr(__import__(home, fromlist=[name]), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__ = lazy_exports(__name__, _HOME, globals())

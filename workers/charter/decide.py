@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from loopbus.projections import charter as charter_fold
 from loopbus.projections import gates as gates_fold
@@ -54,6 +55,8 @@ from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.charter.criteria import approval_pins, check_digest, check_pins, judge
 from loopbus.workers.charter.reading import READING, Reading, reading_key
 from loopbus.workers.kernel import World
+
+F = TypeVar("F", RunCheckedIn, RunCriteriaPinned, RunCriteriaChecked, RunFinalizing, RunEnded)
 
 CHECK_IN = 0.5
 FINALIZE = 0.9
@@ -174,13 +177,11 @@ def run_step(world: World, view: RunView, options: Options) -> Step | None:
             share = f"{options.finalize:.0%}"
             return finalizing(world, view, f"{share} of the wall clock {budgets.wall_clock}")
         if not view.checked_in and elapsed >= options.check_in * wall:
-            return RunCheckedIn(
-                id=answer_id(view.run, "checked-in"),
-                project=world.project,
-                actor=world.actor,
-                at=world.now,
-                run=view.run,
-                charter=view.charter.id,
+            return run_fact(
+                RunCheckedIn,
+                world,
+                view,
+                "checked-in",
                 elapsed_s=elapsed,
                 wall_clock_s=wall,
                 detail=f"{len(view.slices)} slices, {len(view.held)} criteria held",
@@ -267,13 +268,11 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
             pins[criterion.id] = found
         else:
             unpinned[criterion.id] = why
-    return RunCriteriaPinned(
-        id=answer_id(view.run, f"pinned:{view.pin_cause}" if view.pin_cause else "pinned"),
-        project=world.project,
-        actor=world.actor,
-        at=world.now,
-        run=view.run,
-        charter=view.charter.id,
+    return run_fact(
+        RunCriteriaPinned,
+        world,
+        view,
+        f"pinned:{view.pin_cause}" if view.pin_cause else "pinned",
         trunk=commit,
         pins=pins,
         unpinned=unpinned,
@@ -318,13 +317,11 @@ def criteria(world: World, view: RunView, options: Options) -> RunCriteriaChecke
         bodies=bodies,
         config_text=config_text,
     )
-    return RunCriteriaChecked(
-        id=answer_id(view.run, f"criteria:{run.id}"),
-        project=world.project,
-        actor=world.actor,
-        at=world.now,
-        run=view.run,
-        charter=view.charter.id,
+    return run_fact(
+        RunCriteriaChecked,
+        world,
+        view,
+        f"criteria:{run.id}",
         trunk=run.candidate,
         held=verdict.held,
         failing=verdict.failing,
@@ -335,14 +332,11 @@ def criteria(world: World, view: RunView, options: Options) -> RunCriteriaChecke
 
 
 def finalizing(world: World, view: RunView, why: str) -> RunFinalizing:
-    assert view.charter is not None
-    return RunFinalizing(
-        id=answer_id(view.run, "finalizing"),
-        project=world.project,
-        actor=world.actor,
-        at=world.now,
-        run=view.run,
-        charter=view.charter.id,
+    return run_fact(
+        RunFinalizing,
+        world,
+        view,
+        "finalizing",
         detail=f"{why}: no new slice is planned; the open slice may finish",
     )
 
@@ -350,15 +344,27 @@ def finalizing(world: World, view: RunView, why: str) -> RunFinalizing:
 def ended(
     world: World, view: RunView, reason: EndReason, detail: str, claim: str | None = None
 ) -> RunEnded:
+    return run_fact(
+        RunEnded,
+        world,
+        view,
+        "ended",
+        reason=reason,
+        detail=detail,
+        claim=claim,
+    )
+
+
+def run_fact(kind: type[F], world: World, view: RunView, salt: str, **fields: Any) -> F:
+    """A fact about the run in force, its id derived from the run and ``salt`` (what it
+    answers), so a restart or a second daemon stores it once."""
     assert view.charter is not None
-    return RunEnded(
-        id=answer_id(view.run, "ended"),
+    return kind(
+        id=answer_id(view.run, salt),
         project=world.project,
         actor=world.actor,
         at=world.now,
         run=view.run,
         charter=view.charter.id,
-        reason=reason,
-        detail=detail,
-        claim=claim,
+        **fields,
     )
