@@ -20,6 +20,7 @@ import msgspec
 from tree_sitter import Tree
 
 from .entities import NotSplittable, extract
+from .imports import import_fault
 from .languages import LanguageSpec, language_for_path
 from .languages.toml import EXTENSIONS as TOML_EXTENSIONS
 from .line_merge import split_lines
@@ -66,6 +67,7 @@ class _Inputs:
     path: str
     spec: LanguageSpec
     marker_size: int
+    base_tree: Tree
     ours_tree: Tree
     theirs_tree: Tree
     ours_lines: list[bytes]
@@ -94,6 +96,10 @@ class _Inputs:
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
+        roots = (self.base_tree.root_node, self.ours_tree.root_node, self.theirs_tree.root_node)
+        wrong = import_fault(self.spec, (self.base, self.ours, self.theirs), (*roots, root))
+        if wrong is not None:
+            return "both-modified", wrong
         return None
 
     def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
@@ -189,7 +195,9 @@ def merge_file(
         return MergeResult(content=ours, conflicts=(), strategy="entity", language=spec.name)
     if ours == base:
         return MergeResult(content=theirs, conflicts=(), strategy="entity", language=spec.name)
-    inputs = _Inputs(base, ours, theirs, path, spec, marker_size, trees[1], trees[2], lines[1])
+    inputs = _Inputs(
+        base, ours, theirs, path, spec, marker_size, trees[0], trees[1], trees[2], lines[1]
+    )
     try:
         base_region, ours_region, theirs_region = (
             extract(tree.root_node, its_lines, spec)

@@ -1,0 +1,44 @@
+"""Lines both sides added that a line merge would keep twice.
+
+A line merge takes each side's insertion where that side put it. When both sides
+inserted the same line — the same call, the same assignment — at different places of
+one entity, both insertions survive and the line runs twice, although each side meant
+it once. Inside one entity (a function body, a class's header) that is almost always
+one change made twice, so the merge reports it instead of keeping both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .line_merge import split_lines
+
+__all__ = ["doubled_lines"]
+
+# Lines that recur by nature; a block's closing and a bare keyword say nothing.
+_TRIVIAL = frozenset(
+    {b"else:", b"try:", b"finally:", b"pass", b"return", b"break", b"continue", b"default:"}
+)
+
+
+def _significant(line: bytes) -> bool:
+    text = line.strip()
+    return (
+        len(text) >= 4
+        and any(c.isalnum() for c in text.decode("utf-8", "replace"))
+        and (text not in _TRIVIAL and not text.startswith((b"#", b"//", b"/*", b"*")))
+    )
+
+
+def _counts(data: bytes) -> Counter[bytes]:
+    return Counter(line.strip() for line in split_lines(data) if _significant(line))
+
+
+def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+    """Lines both sides added that `merged` holds more often than either side does."""
+    b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
+    return sorted(
+        line
+        for line, n in m.items()
+        if o[line] > b[line] and t[line] > b[line] and n > max(o[line], t[line])
+    )

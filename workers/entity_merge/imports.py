@@ -1,0 +1,207 @@
+"""A file's imports and exports as a map of names, and the check a merge must pass.
+
+Text merges of import statements go wrong in ways a parser does not notice: one side
+splits ``from m import a, b`` while the other renames ``b``, and both statements
+survive; one side drops a module and the other adds a name to it, and the merge imports
+from a module that is gone. Seen as what they are, a file's imports are a map from each
+name they bind to where it comes from (module, imported name). That map merges
+three-way, name by name: a name one side changed takes that side's value; a name both
+sides changed differently is a conflict. `import_fault` compares the clean merge's map
+with that three-way merge and says why it must not be written, if it differs. Two more
+rules guard what the map cannot: a module one side stopped importing altogether is never
+imported by the merge, and a name one side stopped importing while the other side uses
+it more than the base did is a conflict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+from .languages import LanguageSpec, node_text
+from .languages.go import import_name
+
+__all__ = ["ImportMap", "import_fault", "import_map"]
+
+# name bound -> sorted (module, imported name) pairs binding it (twice if imported twice)
+ImportMap = dict[str, tuple[tuple[str, str], ...]]
+
+# Python statements whose blocks still run at import time: imports guarded by a
+# `try`/`except ImportError` or an `if` are the module's imports too.
+_PY_BLOCKS = frozenset(
+    {
+        "try_statement",
+        "except_clause",
+        "else_clause",
+        "finally_clause",
+        "if_statement",
+        "elif_clause",
+        "block",
+        "with_statement",
+    }
+)
+
+
+def _unquote(node: Node | None) -> str:
+    return node_text(node).strip("'\"`")
+
+
+def _python(node: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """(bound name, module, imported name, statement) for Python's module-level imports."""
+    for child in node.named_children:
+        if child.type in _PY_BLOCKS:
+            yield from _python(child)
+        elif child.type in ("import_from_statement", "future_import_statement"):
+            module = node_text(child.child_by_field_name("module_name")) or "__future__"
+            names = child.children_by_field_name("name")
+            if not names:  # `from m import *`
+                yield f"* from {module}", module, "*", child
+            for name in names:
+                if name.type == "aliased_import":
+                    imported = node_text(name.child_by_field_name("name"))
+                    yield node_text(name.child_by_field_name("alias")), module, imported, child
+                else:
+                    yield node_text(name), module, node_text(name), child
+        elif child.type == "import_statement":
+            for name in child.children_by_field_name("name"):
+                if name.type == "aliased_import":
+                    module = node_text(name.child_by_field_name("name"))
+                    yield node_text(name.child_by_field_name("alias")), module, "*", child
+                else:
+                    # `import a.b` binds `a`, but two such lines are two modules.
+                    yield node_text(name), node_text(name), "*", child
+
+
+def _ecmascript(root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """The same for a JavaScript or TypeScript module's top-level imports and exports."""
+    for child in root.named_children:
+        source = _unquote(child.child_by_field_name("source"))
+        if child.type == "import_statement":
+            yield from _es_import(child, source)
+        elif child.type == "export_statement" and child.child_by_field_name("declaration") is None:
+            clause = next((c for c in child.named_children if c.type == "export_clause"), None)
+            if clause is None:
+                # `export * from 'm'` re-exports a module; `export default x` is code.
+                if source:
+                    yield f"export {node_text(child)}", source, "*", child
+                continue
+            for spec in clause.named_children:
+                if spec.type != "export_specifier":
+                    continue
+                name = node_text(spec.child_by_field_name("name"))
+                alias = node_text(spec.child_by_field_name("alias")) or name
+                yield f"export {alias}", source, name, child
+
+
+def _es_import(node: Node, source: str) -> Iterator[tuple[str, str, str, Node]]:
+    clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+    if clause is None:
+        require = next((c for c in node.named_children if c.type == "import_require_clause"), None)
+        if require is not None:  # TypeScript's `import x = require('m')`
+            name = require.named_children[0] if require.named_children else None
+            module = _unquote(require.child_by_field_name("source"))
+            yield node_text(name), module, "*", node
+        else:  # `import 'm'` binds nothing but still loads the module
+            yield f"import {source}", source, "", node
+        return
+    for part in clause.named_children:
+        if part.type == "identifier":
+            yield node_text(part), source, "default", node
+        elif part.type == "namespace_import" and part.named_children:
+            yield node_text(part.named_children[-1]), source, "*", node
+        elif part.type == "named_imports":
+            for spec in part.named_children:
+                if spec.type != "import_specifier":
+                    continue
+                name = node_text(spec.child_by_field_name("name"))
+                alias = node_text(spec.child_by_field_name("alias")) or name
+                yield alias, source, name, node
+
+
+def _go(root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """The same for a Go file's import specs."""
+    stack = [c for c in root.named_children if c.type == "import_declaration"]
+    while stack:
+        current = stack.pop()
+        if current.type == "import_spec":
+            yield import_name(current), _unquote(current.child_by_field_name("path")), "*", current
+        else:
+            stack.extend(current.named_children)
+
+
+def _entries(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    if spec.name == "python":
+        return _python(root)
+    if spec.name == "go":
+        return _go(root)
+    return _ecmascript(root)
+
+
+def import_map(spec: LanguageSpec, root: Node) -> tuple[ImportMap, list[tuple[int, int]]]:
+    """The file's import map and the byte spans of the statements it was read from."""
+    found: defaultdict[str, list[tuple[str, str]]] = defaultdict(list)
+    spans: dict[tuple[int, int], None] = {}
+    for bound, module, imported, statement in _entries(spec, root):
+        found[bound].append((module, imported))
+        spans[(statement.start_byte, statement.end_byte)] = None
+    return {name: tuple(sorted(pairs)) for name, pairs in found.items()}, list(spans)
+
+
+def _modules(imports: ImportMap) -> set[str]:
+    # An `export { a }` with no `from` reads a local name, not a module.
+    return {module for pairs in imports.values() for module, _ in pairs if module}
+
+
+def _names(imports: ImportMap, module: str) -> set[tuple[str, str]]:
+    return {(name, i) for name, pairs in imports.items() for mod, i in pairs if mod == module}
+
+
+def _uses(text: bytes, spans: list[tuple[int, int]], name: str) -> int:
+    """How often `name` occurs as a word in `text` outside its import statements."""
+    if not re.fullmatch(r"[A-Za-z_$][\w$]*", name):
+        return 0
+    outside = bytearray(text)
+    for start, end in spans:
+        outside[start:end] = b" " * (end - start)
+    return len(re.findall(rb"(?<![\w$.])" + re.escape(name.encode()) + rb"(?![\w$])", outside))
+
+
+def import_fault(
+    spec: LanguageSpec, texts: tuple[bytes, bytes, bytes], roots: tuple[Node, Node, Node, Node]
+) -> str | None:
+    """Why the merged file's imports are not the three-way merge of the sides', or None.
+
+    `texts` are base, ours and theirs; `roots` their trees and the merged file's last.
+    """
+    (b, b_spans), (o, o_spans), (t, t_spans), (m, _) = (import_map(spec, r) for r in roots)
+    spans = (b_spans, o_spans, t_spans)
+    for name in sorted(b.keys() | o.keys() | t.keys() | m.keys()):
+        base, ours, theirs = b.get(name), o.get(name), t.get(name)
+        if ours == theirs or theirs == base:
+            expected = ours
+        elif ours == base:
+            expected = theirs
+        elif ours is None or theirs is None:
+            expected = None  # one side moved or edited what the other stopped importing
+        else:
+            return f"imports {name}, whose import both sides changed differently"
+        if m.get(name) != expected:
+            return f"imports {name} otherwise than both sides' changes say"
+        if base is not None and expected is None:
+            # One side dropped the name; the other, which kept it, must not use it more.
+            keeper = 1 if ours is not None else 2 if theirs is not None else 0
+            if keeper and _uses(texts[keeper], spans[keeper], name) > _uses(
+                texts[0], spans[0], name
+            ):
+                side = "ours" if keeper == 1 else "theirs"
+                return f"drops the import of {name}, which {side} newly uses"
+    for side, other in ((o, t), (t, o)):
+        # A module `side` stopped importing (with it, maybe, deleted) while `other` kept
+        # its import of it and added names: those names may come from nowhere now.
+        for module in sorted((_modules(b) - _modules(side)) & _modules(m)):
+            if _names(b, module) & _names(other, module):
+                return f"imports from {module}, which one side no longer imports"
+    return None
