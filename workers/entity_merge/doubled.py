@@ -1,4 +1,4 @@
-"""Lines both sides added that a line merge would keep twice.
+"""Lines a merge keeps more often than the two sides' changes allow.
 
 A line merge takes each side's insertion where that side put it. When both sides
 inserted the same line — the same call, the same assignment — at different places of
@@ -13,7 +13,7 @@ from collections import Counter
 
 from .line_merge import split_lines
 
-__all__ = ["doubled_lines"]
+__all__ = ["doubled_lines", "revived_lines"]
 
 # Lines that recur by nature; a block's closing and a bare keyword say nothing.
 _TRIVIAL = frozenset(
@@ -41,4 +41,21 @@ def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> lis
         line
         for line, n in m.items()
         if o[line] > b[line] and t[line] > b[line] and n > max(o[line], t[line])
+    )
+
+
+def revived_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+    """Lines one side deleted, the other kept as often as the base had them, yet merged.
+
+    One side moving a member (to another class, another block) while the other
+    deletes it leaves the entity merge two unrelated facts — an addition here, a
+    deletion there — and the moved copy survives the deletion. Counted over the
+    whole file, the line is still there although no side added one.
+    """
+    b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
+    return sorted(
+        line
+        for line, n in m.items()
+        if (o[line] == b[line] and t[line] < b[line] and n > t[line])
+        or (t[line] == b[line] and o[line] < b[line] and n > o[line])
     )

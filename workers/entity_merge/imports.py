@@ -116,9 +116,9 @@ def _es_import(node: Node, source: str) -> Iterator[tuple[str, str, str, Node]]:
             for spec in part.named_children:
                 if spec.type != "import_specifier":
                     continue
-                name = node_text(spec.child_by_field_name("name"))
-                alias = node_text(spec.child_by_field_name("alias")) or name
-                yield alias, source, name, node
+                imported = node_text(spec.child_by_field_name("name"))
+                alias = node_text(spec.child_by_field_name("alias")) or imported
+                yield alias, source, imported, node
 
 
 def _go(root: Node) -> Iterator[tuple[str, str, str, Node]]:
@@ -153,6 +153,23 @@ def import_map(spec: LanguageSpec, root: Node) -> tuple[ImportMap, list[tuple[in
 def _modules(imports: ImportMap) -> set[str]:
     # An `export { a }` with no `from` reads a local name, not a module.
     return {module for pairs in imports.values() for module, _ in pairs if module}
+
+
+def _by_source(imports: ImportMap) -> dict[tuple[str, str], set[str]]:
+    found: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+    for name, pairs in imports.items():
+        for pair in pairs:
+            found[pair].add(name)
+    return found
+
+
+def _rebound(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None:
+    """A (module, name) both sides bind under new, different names (``b as c``/``b as d``)."""
+    base, ours, theirs = _by_source(b), _by_source(o), _by_source(t)
+    for source in sorted(base.keys() & ours.keys() & theirs.keys()):
+        if base[source] != ours[source] != theirs[source] != base[source]:
+            return source[1], source[0]
+    return None
 
 
 def _names(imports: ImportMap, module: str) -> set[tuple[str, str]]:
@@ -196,12 +213,16 @@ def import_fault(
             if keeper and _uses(texts[keeper], spans[keeper], name) > _uses(
                 texts[0], spans[0], name
             ):
-                side = "ours" if keeper == 1 else "theirs"
-                return f"drops the import of {name}, which {side} newly uses"
-    for side, other in ((o, t), (t, o)):
-        # A module `side` stopped importing (with it, maybe, deleted) while `other` kept
-        # its import of it and added names: those names may come from nowhere now.
-        for module in sorted((_modules(b) - _modules(side)) & _modules(m)):
+                user = "ours" if keeper == 1 else "theirs"
+                return f"drops the import of {name}, which {user} newly uses"
+    rebound = _rebound(b, o, t)
+    if rebound is not None:
+        source, imported = rebound[1] or "a local", rebound[0]
+        return f"binds {source} {imported!r}, which both sides renamed differently"
+    for dropper, other in ((o, t), (t, o)):
+        # A module `dropper` stopped importing (with it, maybe, deleted) while `other`
+        # kept its import of it and added names: those names may come from nowhere now.
+        for module in sorted((_modules(b) - _modules(dropper)) & _modules(m)):
             if _names(b, module) & _names(other, module):
                 return f"imports from {module}, which one side no longer imports"
     return None

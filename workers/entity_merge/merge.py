@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import msgspec
 from tree_sitter import Tree
 
+from .doubled import revived_lines
 from .entities import NotSplittable, extract
 from .imports import import_fault
 from .languages import LanguageSpec, language_for_path
@@ -100,6 +101,10 @@ class _Inputs:
         wrong = import_fault(self.spec, (self.base, self.ours, self.theirs), (*roots, root))
         if wrong is not None:
             return "both-modified", wrong
+        revived = revived_lines(self.base, self.ours, self.theirs, content)
+        if revived:
+            line = revived[0].decode("utf-8", "replace")
+            return "modify-delete", f"keeps {line!r}, which one side deleted and the other moved"
         return None
 
     def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
