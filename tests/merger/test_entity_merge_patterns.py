@@ -138,3 +138,25 @@ def test_git_merge_with_the_driver_stops_on_the_pattern(tmp_path: Path, name: st
     code, content = _merge(tmp_path / "repo", p)
     assert code != 0
     assert b"<<<<<<< ours" in content
+
+
+def test_a_list_one_side_sorted_takes_the_other_sides_addition_in_sorted_place() -> None:
+    """Ours sorted `b, a`; theirs added c at the end: the merge keeps the list sorted."""
+    base = b"from m import b, a\n\nprint(a, b)\n"
+    ours = b"from m import a, b\n\nprint(a, b)\n"
+    theirs = b"from m import b, a, c\n\nprint(a, b, c)\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content == b"from m import a, b, c\n\nprint(a, b, c)\n"
+
+
+def test_a_line_each_side_adds_a_different_number_of_times_is_kept_as_added() -> None:
+    """One more test case each, sharing a line: independent additions, all kept."""
+    base = b"def test():\n    check(1)\n"
+    ours = b"def test():\n    check(1)\n    case = make()\n    check(2)\n"
+    theirs = b"def test():\n    case = make()\n    check(3)\n    case = make()\n    check(4)\n" + (
+        b"    check(1)\n"
+    )
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content.count(b"case = make()") == 3

@@ -16,6 +16,7 @@ out uniformly, or one name would be imported or bound twice (``a as x`` against
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -108,6 +109,30 @@ def _names(base: _Shape | None, ours: _Shape, theirs: _Shape) -> list[int] | Non
     return merged or None
 
 
+def _sort_key(sorted_by: str) -> Callable[[bytes], bytes]:
+    return (lambda item: _ident(item).lower()) if sorted_by == "nocase" else _ident
+
+
+def _sorted_by(shape: _Shape) -> str | None:
+    """How a list of two or more names is sorted (`exact`, `nocase`), or None if not."""
+    if len(shape.items) < 2:
+        return None
+    for how in ("exact", "nocase"):
+        keys = [_sort_key(how)(item) for item in shape.items]
+        if keys == sorted(keys):
+            return how
+    return None
+
+
+def _in_file_order(order: list[int], items: tuple[bytes, ...], o: _Shape, t: _Shape) -> list[int]:
+    """`order` sorted when the file keeps this list sorted (ours says, else theirs)."""
+    how = _sorted_by(o) if len(o.items) >= 2 else _sorted_by(t)
+    if how is None:
+        return order
+    key = _sort_key(how)
+    return sorted(order, key=lambda n: key(items[n]))
+
+
 def combine_names(
     spec: LanguageSpec, base: bytes | None, ours: bytes, theirs: bytes
 ) -> bytes | None:
@@ -129,6 +154,7 @@ def combine_names(
     if prefix is None or suffix is None or order is None:
         return None
     items = o.items + t.items
+    order = _in_file_order(order, items, o, t)
     imported = [(o.imported + t.imported)[n] for n in order]
     bound = [(o.bound + t.bound)[n] for n in order]
     if len(set(imported)) < len(imported) or len(set(bound)) < len(bound):

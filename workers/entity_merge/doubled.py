@@ -35,12 +35,15 @@ def _counts(data: bytes) -> Counter[bytes]:
 
 
 def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
-    """Lines both sides added that `merged` holds more often than either side does."""
+    """New lines both sides added alike that `merged` holds more often than either side.
+
+    Alike: as often on each side, and new to the entity. A line the entity already had,
+    or one side added more often than the other, is most likely two independent
+    additions (one more test case each), which both belong in the merge.
+    """
     b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
     return sorted(
-        line
-        for line, n in m.items()
-        if o[line] > b[line] and t[line] > b[line] and n > max(o[line], t[line])
+        line for line, n in m.items() if b[line] == 0 and o[line] == t[line] > 0 and n > o[line]
     )
 
 

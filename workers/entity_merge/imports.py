@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from .languages import LanguageSpec, node_text
-from .languages.go import import_name
 
 __all__ = ["ImportMap", "import_fault", "import_map"]
 
@@ -127,7 +126,10 @@ def _go(root: Node) -> Iterator[tuple[str, str, str, Node]]:
     while stack:
         current = stack.pop()
         if current.type == "import_spec":
-            yield import_name(current), _unquote(current.child_by_field_name("path")), "*", current
+            # Keyed by path: the name a package binds is only a guess from its path
+            # (`go-version` binds `version`), and an alias is an edit of the same import.
+            path = _unquote(current.child_by_field_name("path"))
+            yield path, path, node_text(current.child_by_field_name("name")), current
         else:
             stack.extend(current.named_children)
 
@@ -176,22 +178,53 @@ def _names(imports: ImportMap, module: str) -> set[tuple[str, str]]:
     return {(name, i) for name, pairs in imports.items() for mod, i in pairs if mod == module}
 
 
-def _uses(text: bytes, spans: list[tuple[int, int]], name: str) -> int:
-    """How often `name` occurs as a word in `text` outside its import statements."""
+def _go_name(path: str, alias: str) -> str:
+    """The name a Go import is used by: its alias, else its path's last element, cleaned."""
+    if alias:
+        return alias
+    parts = path.split("/")
+    last = parts[-1] if not re.fullmatch(r"v[0-9]+", parts[-1]) or len(parts) < 2 else parts[-2]
+    return re.sub(r"[^\w]", "", re.sub(r"^go-|[.-]go$|\.v[0-9]+$", "", last))
+
+
+def _uses(root: Node, spans: list[tuple[int, int]], name: str) -> int:
+    """How often `name` occurs as an identifier in the tree outside its import statements.
+
+    Identifiers only: a word in a string or a comment is not a use.
+    """
     if not re.fullmatch(r"[A-Za-z_$][\w$]*", name):
         return 0
-    outside = bytearray(text)
-    for start, end in spans:
-        outside[start:end] = b" " * (end - start)
-    return len(re.findall(rb"(?<![\w$.])" + re.escape(name.encode()) + rb"(?![\w$])", outside))
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if any(start <= node.start_byte and node.end_byte <= end for start, end in spans):
+            continue
+        if node.child_count == 0:
+            count += node.type.endswith("identifier") and node.text == name.encode()
+        else:
+            stack.extend(node.children)
+    return count
 
 
-def import_fault(
-    spec: LanguageSpec, texts: tuple[bytes, bytes, bytes], roots: tuple[Node, Node, Node, Node]
-) -> str | None:
+def _more(
+    side: Node,
+    side_spans: list[tuple[int, int]],
+    base: Node,
+    spans: list[tuple[int, int]],
+    name: str,
+) -> bool:
+    """Whether `side` uses `name` more often than `base` does."""
+    word = re.compile(rb"(?<![\w$])" + re.escape(name.encode()) + rb"(?![\w$])")
+    if len(word.findall(side.text or b"")) <= len(word.findall(base.text or b"")):
+        return False  # cheap first look: the walk below only runs when the text grew
+    return _uses(side, side_spans, name) > _uses(base, spans, name)
+
+
+def import_fault(spec: LanguageSpec, roots: tuple[Node, Node, Node, Node]) -> str | None:
     """Why the merged file's imports are not the three-way merge of the sides', or None.
 
-    `texts` are base, ours and theirs; `roots` their trees and the merged file's last.
+    `roots` are the trees of base, ours, theirs and, last, the merged file.
     """
     (b, b_spans), (o, o_spans), (t, t_spans), (m, _) = (import_map(spec, r) for r in roots)
     spans = (b_spans, o_spans, t_spans)
@@ -210,9 +243,8 @@ def import_fault(
         if base is not None and expected is None:
             # One side dropped the name; the other, which kept it, must not use it more.
             keeper = 1 if ours is not None else 2 if theirs is not None else 0
-            if keeper and _uses(texts[keeper], spans[keeper], name) > _uses(
-                texts[0], spans[0], name
-            ):
+            used = _go_name(name, base[0][1]) if spec.name == "go" else name
+            if keeper and _more(roots[keeper], spans[keeper], roots[0], spans[0], used):
                 user = "ours" if keeper == 1 else "theirs"
                 return f"drops the import of {name}, which {user} newly uses"
     rebound = _rebound(b, o, t)
