@@ -160,3 +160,15 @@ def test_a_line_each_side_adds_a_different_number_of_times_is_kept_as_added() ->
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean
     assert result.content.count(b"case = make()") == 3
+
+
+def test_a_name_added_to_a_standard_module_the_other_side_stopped_importing_is_kept() -> None:
+    """`typing` is not deleted by a change to the project: the added name survives."""
+    base = b"from typing import Any\n\n\ndef f(x: Any):\n    return x\n\n\ndef g():\n    return 1\n"
+    ours = b"\n\ndef f(x):\n    return x\n\n\ndef g():\n    return 1\n"
+    theirs = base.replace(b"import Any", b"import Any, Final").replace(
+        b"return 1", b"return ONE\n\n\nONE: Final = 1"
+    )
+    result = merge_file(base, ours, theirs, "pkg/app.py")
+    assert result.clean
+    assert b"from typing import Final\n" in result.content

@@ -48,12 +48,13 @@ def _py_imports() -> list[Pattern]:
             b"from n import old\n\n\ndef f():\n    return old()\n",
         ),
         Pattern(
+            # The project's own module (its top package is a folder on the file's path).
             "python-name-added-to-a-dropped-module",
-            "m.py",
-            b"from m import a\nfrom k import z\n\n\ndef f():\n    return z()\n"
+            "pkg/app.py",
+            b"from pkg.m import a\nfrom k import z\n\n\ndef f():\n    return z()\n"
             b"\n\ndef g():\n    return a()\n",
             b"from k import z\n\n\ndef f():\n    return z()\n",
-            b"from m import a, b\nfrom k import z\n\n\ndef f():\n    return z()\n"
+            b"from pkg.m import a, b\nfrom k import z\n\n\ndef f():\n    return z()\n"
             b"\n\ndef g():\n    return a()\n\n\ndef h():\n    return b()\n",
         ),
     ]

@@ -56,9 +56,8 @@ def revived_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> lis
     whole file, the line is still there although no side added one.
     """
     b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
+    # Only lines the base had once (a member's header, a field): a common line's count
+    # hides one side deleting a copy here while adding one there.
     return sorted(
-        line
-        for line, n in m.items()
-        if (o[line] == b[line] and t[line] < b[line] and n > t[line])
-        or (t[line] == b[line] and o[line] < b[line] and n > o[line])
+        line for line, n in m.items() if b[line] == 1 and n and sorted((o[line], t[line])) == [0, 1]
     )

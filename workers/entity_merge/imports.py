@@ -174,6 +174,20 @@ def _rebound(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None
     return None
 
 
+def _local(spec: LanguageSpec, module: str, path: str) -> bool:
+    """Whether `module` may be one of the project's own, which a side could delete.
+
+    A relative import always is; a Python module whose top package is a folder on the
+    file's own path is too. A standard or third-party one (``typing``, ``react``) is not
+    deleted by a change to one repository's files.
+    """
+    if module.startswith("."):
+        return True
+    if spec.name == "python":
+        return module.split(".")[0] in path.replace("\\", "/").split("/")[:-1]
+    return spec.name == "go"  # a Go path does not say which module it belongs to
+
+
 def _names(imports: ImportMap, module: str) -> set[tuple[str, str]]:
     return {(name, i) for name, pairs in imports.items() for mod, i in pairs if mod == module}
 
@@ -221,10 +235,13 @@ def _more(
     return _uses(side, side_spans, name) > _uses(base, spans, name)
 
 
-def import_fault(spec: LanguageSpec, roots: tuple[Node, Node, Node, Node]) -> str | None:
+def import_fault(
+    spec: LanguageSpec, roots: tuple[Node, Node, Node, Node], path: str = ""
+) -> str | None:
     """Why the merged file's imports are not the three-way merge of the sides', or None.
 
-    `roots` are the trees of base, ours, theirs and, last, the merged file.
+    `roots` are the trees of base, ours, theirs and, last, the merged file; `path` the
+    file's, which tells the project's own modules (that a side may have deleted).
     """
     (b, b_spans), (o, o_spans), (t, t_spans), (m, _) = (import_map(spec, r) for r in roots)
     spans = (b_spans, o_spans, t_spans)
@@ -255,6 +272,6 @@ def import_fault(spec: LanguageSpec, roots: tuple[Node, Node, Node, Node]) -> st
         # A module `dropper` stopped importing (with it, maybe, deleted) while `other`
         # kept its import of it and added names: those names may come from nowhere now.
         for module in sorted((_modules(b) - _modules(dropper)) & _modules(m)):
-            if _names(b, module) & _names(other, module):
+            if _names(b, module) & _names(other, module) and _local(spec, module, path):
                 return f"imports from {module}, which one side no longer imports"
     return None

@@ -98,7 +98,7 @@ class _Inputs:
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
         roots = (self.base_tree.root_node, self.ours_tree.root_node, self.theirs_tree.root_node)
-        wrong = import_fault(self.spec, (*roots, root))
+        wrong = import_fault(self.spec, (*roots, root), self.path)
         if wrong is not None:
             return "both-modified", wrong
         revived = revived_lines(self.base, self.ours, self.theirs, content)
