@@ -172,3 +172,17 @@ def test_a_name_added_to_a_standard_module_the_other_side_stopped_importing_is_k
     result = merge_file(base, ours, theirs, "pkg/app.py")
     assert result.clean
     assert b"from typing import Final\n" in result.content
+
+
+def test_a_name_one_side_dropped_while_both_merged_two_imports_stays_dropped() -> None:
+    """Both sides fold a second import of `u` into the first; ours leaves out N: so does the merge.
+
+    Combined name by name, the folded line would get N back from theirs; the imports
+    merge says N goes, so it is cut from the list and the merge is clean without it.
+    """
+    base = b"from u import a, b\nfrom x import y\nfrom u import c, N\n\nprint(a, b, c, y)\n"
+    ours = b"from u import a, b, c\nfrom x import y\n\nprint(a, b, c, y)\n"
+    theirs = b"from u import a, b, c, N\nfrom x import y\n\nprint(a, b, c, y)\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean
+    assert result.content == ours

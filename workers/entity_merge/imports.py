@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from .languages import LanguageSpec, node_text
 
-__all__ = ["ImportMap", "import_fault", "import_map"]
+__all__ = ["CLASH", "ImportMap", "import_fault", "import_map", "merged_value", "statements"]
 
 # name bound -> sorted (module, imported name) pairs binding it (twice if imported twice)
 ImportMap = dict[str, tuple[tuple[str, str], ...]]
@@ -134,6 +134,11 @@ def _go(root: Node) -> Iterator[tuple[str, str, str, Node]]:
             stack.extend(current.named_children)
 
 
+def statements(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """(bound name, module, imported name, statement) for each name the file imports."""
+    return _entries(spec, root)
+
+
 def _entries(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, Node]]:
     if spec.name == "python":
         return _python(root)
@@ -235,6 +240,22 @@ def _more(
     return _uses(side, side_spans, name) > _uses(base, spans, name)
 
 
+_Value = tuple[tuple[str, str], ...] | None
+# What `merged_value` returns when both sides changed one name's import differently.
+CLASH: tuple[tuple[str, str], ...] = (("", ""),)
+
+
+def merged_value(base: _Value, ours: _Value, theirs: _Value) -> _Value:
+    """Where the merge should import one name from, or `CLASH` if the sides disagree."""
+    if ours == theirs or theirs == base:
+        return ours
+    if ours == base:
+        return theirs
+    if ours is None or theirs is None:
+        return None  # one side moved or edited what the other stopped importing
+    return CLASH
+
+
 def import_fault(
     spec: LanguageSpec, roots: tuple[Node, Node, Node, Node], path: str = ""
 ) -> str | None:
@@ -247,13 +268,8 @@ def import_fault(
     spans = (b_spans, o_spans, t_spans)
     for name in sorted(b.keys() | o.keys() | t.keys() | m.keys()):
         base, ours, theirs = b.get(name), o.get(name), t.get(name)
-        if ours == theirs or theirs == base:
-            expected = ours
-        elif ours == base:
-            expected = theirs
-        elif ours is None or theirs is None:
-            expected = None  # one side moved or edited what the other stopped importing
-        else:
+        expected = merged_value(base, ours, theirs)
+        if expected is CLASH:
             return f"imports {name}, whose import both sides changed differently"
         if m.get(name) != expected:
             return f"imports {name} otherwise than both sides' changes say"

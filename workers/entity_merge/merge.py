@@ -21,6 +21,7 @@ from tree_sitter import Tree
 
 from .doubled import revived_lines
 from .entities import NotSplittable, extract
+from .import_repair import without_extra_imports
 from .imports import import_fault
 from .languages import LanguageSpec, language_for_path
 from .languages.toml import EXTENSIONS as TOML_EXTENSIONS
@@ -107,6 +108,12 @@ class _Inputs:
             return "modify-delete", f"keeps {line!r}, which one side deleted and the other moved"
         return None
 
+    def repaired(self, content: bytes) -> bytes | None:
+        """`content` with imports cut down to the three-way merge of imports, if it can be."""
+        roots = (self.base_tree.root_node, self.ours_tree.root_node, self.theirs_tree.root_node)
+        merged = self.spec.parser().parse(content).root_node
+        return without_extra_imports(self.spec, (*roots, merged), content)
+
     def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
 
@@ -120,6 +127,10 @@ class _Inputs:
         fault = self.fault(result.content)
         if fault is None:
             return result
+        repaired = self.repaired(result.content)
+        if repaired is not None and self.fault(repaired) is None:
+            note = "names the merge of imports drops were taken out of their lists"
+            return msgspec.structs.replace(result, content=repaired, note=note)
         reason, why = fault
         if retry:
             said = "did not parse" if reason == "result-unparseable" else why
