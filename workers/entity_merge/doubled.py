@@ -13,7 +13,7 @@ from collections import Counter
 
 from .line_merge import split_lines
 
-__all__ = ["doubled_lines", "revived_lines"]
+__all__ = ["doubled_lines", "normalised", "revived_lines"]
 
 # Lines that recur by nature; a block's closing and a bare keyword say nothing.
 _TRIVIAL = frozenset(
@@ -30,8 +30,14 @@ def _significant(line: bytes) -> bool:
     )
 
 
+def normalised(text: bytes) -> frozenset[bytes]:
+    """The lines of `text` as `revived_lines` compares them."""
+    return frozenset(b" ".join(line.split()) for line in split_lines(text))
+
+
 def _counts(data: bytes) -> Counter[bytes]:
-    return Counter(line.strip() for line in split_lines(data) if _significant(line))
+    # Runs of spaces collapsed: a formatter re-aligning a struct literal is no new line.
+    return Counter(b" ".join(line.split()) for line in split_lines(data) if _significant(line))
 
 
 def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
@@ -47,17 +53,22 @@ def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> lis
     )
 
 
-def revived_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+def revived_lines(
+    base: bytes, ours: bytes, theirs: bytes, merged: bytes, *, skip: frozenset[bytes] = frozenset()
+) -> list[bytes]:
     """Lines one side deleted, the other kept as often as the base had them, yet merged.
 
     One side moving a member (to another class, another block) while the other
     deletes it leaves the entity merge two unrelated facts — an addition here, a
     deletion there — and the moved copy survives the deletion. Counted over the
-    whole file, the line is still there although no side added one.
+    whole file, the line is still there although no side added one. Lines in `skip`
+    (the merged file's import statements, which the imports check judges) are not counted.
     """
     b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
     # Only lines the base had once (a member's header, a field): a common line's count
     # hides one side deleting a copy here while adding one there.
     return sorted(
-        line for line, n in m.items() if b[line] == 1 and n and sorted((o[line], t[line])) == [0, 1]
+        line
+        for line, n in m.items()
+        if b[line] == 1 and n and sorted((o[line], t[line])) == [0, 1] and line not in skip
     )

@@ -170,11 +170,41 @@ def _by_source(imports: ImportMap) -> dict[tuple[str, str], set[str]]:
     return found
 
 
+def _unguarded(spec: LanguageSpec, root: Node) -> set[str]:
+    """Modules the file imports at least once outside a ``try`` (Python)."""
+    found = set()
+    for _, module, _, statement in _entries(spec, root):
+        parent = statement.parent
+        while parent is not None and parent.type != "try_statement":
+            parent = parent.parent
+        if parent is None:
+            found.add(module)
+    return found
+
+
+def _newly_guarded(spec: LanguageSpec, roots: tuple[Node, Node, Node, Node]) -> str | None:
+    """A module a side moved into a ``try`` that the merge still imports unguarded.
+
+    The side wrapped it because the module may be missing; an unguarded import of it,
+    kept from the other side's edit, would fail where the fallback was meant to work.
+    """
+    if spec.name != "python":
+        return None
+    base, ours, theirs, merged = (_unguarded(spec, root) for root in roots)
+    for side, root in ((ours, roots[1]), (theirs, roots[2])):
+        imported = {module for _, module, _, _ in _entries(spec, root)}
+        for module in sorted((imported - side) & base & merged):
+            return module
+    return None
+
+
 def _rebound(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None:
     """A (module, name) both sides bind under new, different names (``b as c``/``b as d``)."""
     base, ours, theirs = _by_source(b), _by_source(o), _by_source(t)
     for source in sorted(base.keys() & ours.keys() & theirs.keys()):
-        if base[source] != ours[source] != theirs[source] != base[source]:
+        was, mine, yours = base[source], ours[source], theirs[source]
+        # A rename drops a base binding and adds a new one; additions alone are not.
+        if was - mine and was - yours and mine - was and yours - was and mine != yours:
             return source[1], source[0]
     return None
 
@@ -277,9 +307,16 @@ def import_fault(
             # One side dropped the name; the other, which kept it, must not use it more.
             keeper = 1 if ours is not None else 2 if theirs is not None else 0
             used = _go_name(name, base[0][1]) if spec.name == "go" else name
+            if spec.name == "go" and any(
+                _go_name(path, pairs[0][1]) == used for path, pairs in m.items()
+            ):
+                continue  # another import (the package at a new path) binds the name
             if keeper and _more(roots[keeper], spans[keeper], roots[0], spans[0], used):
                 user = "ours" if keeper == 1 else "theirs"
                 return f"drops the import of {name}, which {user} newly uses"
+    guarded = _newly_guarded(spec, roots)
+    if guarded is not None:
+        return f"imports from {guarded} outside the try/except one side put around its import"
     rebound = _rebound(b, o, t)
     if rebound is not None:
         source, imported = rebound[1] or "a local", rebound[0]

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import msgspec
 from tree_sitter import Tree
 
-from .doubled import revived_lines
+from .doubled import normalised, revived_lines
 from .entities import NotSplittable, extract
 from .import_repair import without_extra_imports
-from .imports import import_fault
+from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
 from .languages.toml import EXTENSIONS as TOML_EXTENSIONS
 from .line_merge import split_lines
@@ -102,10 +102,16 @@ class _Inputs:
         wrong = import_fault(self.spec, (*roots, root), self.path)
         if wrong is not None:
             return "both-modified", wrong
-        revived = revived_lines(self.base, self.ours, self.theirs, content)
+        statements = b"\n".join(content[a:b] for a, b in import_map(self.spec, root)[1])
+        revived = revived_lines(
+            self.base, self.ours, self.theirs, content, skip=normalised(statements)
+        )
         if revived:
             line = revived[0].decode("utf-8", "replace")
-            return "modify-delete", f"keeps {line!r}, which one side deleted and the other moved"
+            return (
+                "modify-delete",
+                f"keeps {line!r}, one side deleted or rewrote and the other moved",
+            )
         return None
 
     def repaired(self, content: bytes) -> bytes | None:
