@@ -186,3 +186,25 @@ def test_a_name_one_side_dropped_while_both_merged_two_imports_stays_dropped() -
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean
     assert result.content == ours
+
+
+def test_names_merged_into_the_other_sides_list_take_its_layout_and_order() -> None:
+    """Theirs folded two imports into one list, one name a line, sorted by bound name.
+
+    Ours moved `ColumnType as RcColumnType` into the one-line import; the merge keeps
+    theirs' frame, one name a line, with the name where the list's order puts it.
+    """
+    base = (
+        b"import type { Reference } from 'table';\n"
+        b"import type {\n  Fixed,\n  ColumnType as RcColumnType,\n} from 'table/lib';\n"
+    )
+    ours = (
+        b"import type { ColumnType as RcColumnType, Reference } from 'table';\n"
+        b"import type {\n  Fixed,\n} from 'table/lib';\n"
+    )
+    theirs = (
+        b"import type {\n  Fixed,\n  ColumnType as RcColumnType,\n  Reference,\n} from 'table';\n"
+    )
+    result = merge_file(base, ours, theirs, "m.ts")
+    assert result.clean
+    assert result.content == theirs
