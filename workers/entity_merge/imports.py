@@ -144,7 +144,9 @@ def _entries(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, No
         return _python(root)
     if spec.name == "go":
         return _go(root)
-    return _ecmascript(root)
+    if spec.name in ("javascript", "typescript", "tsx"):
+        return _ecmascript(root)
+    return iter(())  # a language without a reader here: its imports are not checked
 
 
 def import_map(spec: LanguageSpec, root: Node) -> tuple[ImportMap, list[tuple[int, int]]]:
