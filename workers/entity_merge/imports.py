@@ -16,7 +16,7 @@ it more than the base did is a conflict.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 
 from tree_sitter import Node
@@ -238,38 +238,25 @@ def _go_name(path: str, alias: str) -> str:
     return re.sub(r"[^\w]", "", re.sub(r"^go-|[.-]go$|\.v[0-9]+$", "", last))
 
 
-def _uses(root: Node, spans: list[tuple[int, int]], name: str) -> int:
-    """How often `name` occurs as an identifier in the tree outside its import statements.
+def _identifiers(root: Node, spans: list[tuple[int, int]]) -> Counter[bytes]:
+    """How often each identifier occurs in the tree outside its import statements.
 
-    Identifiers only: a word in a string or a comment is not a use.
+    Identifiers only: a word in a string or a comment is not a use. One walk per tree,
+    however many names are asked about, so a file dropping thousands of imports costs
+    one pass, not one per name.
     """
-    if not re.fullmatch(r"[A-Za-z_$][\w$]*", name):
-        return 0
-    count = 0
+    counts: Counter[bytes] = Counter()
     stack = [root]
     while stack:
         node = stack.pop()
         if any(start <= node.start_byte and node.end_byte <= end for start, end in spans):
             continue
         if node.child_count == 0:
-            count += node.type.endswith("identifier") and node.text == name.encode()
+            if node.type.endswith("identifier") and node.text:
+                counts[node.text] += 1
         else:
             stack.extend(node.children)
-    return count
-
-
-def _more(
-    side: Node,
-    side_spans: list[tuple[int, int]],
-    base: Node,
-    spans: list[tuple[int, int]],
-    name: str,
-) -> bool:
-    """Whether `side` uses `name` more often than `base` does."""
-    word = re.compile(rb"(?<![\w$])" + re.escape(name.encode()) + rb"(?![\w$])")
-    if len(word.findall(side.text or b"")) <= len(word.findall(base.text or b"")):
-        return False  # cheap first look: the walk below only runs when the text grew
-    return _uses(side, side_spans, name) > _uses(base, spans, name)
+    return counts
 
 
 _Value = tuple[tuple[str, str], ...] | None
@@ -298,6 +285,20 @@ def import_fault(
     """
     (b, b_spans), (o, o_spans), (t, t_spans), (m, _) = (import_map(spec, r) for r in roots)
     spans = (b_spans, o_spans, t_spans)
+    counted: dict[tuple[str, int], Counter[bytes]] = {}
+
+    def words(version: int) -> Counter[bytes]:
+        # Every word of the text, strings and comments too: a cheap first look.
+        if ("words", version) not in counted:
+            text = roots[version].text or b""
+            counted[("words", version)] = Counter(re.findall(rb"[\w$]+", text))
+        return counted[("words", version)]
+
+    def uses(version: int) -> Counter[bytes]:
+        if ("uses", version) not in counted:
+            counted[("uses", version)] = _identifiers(roots[version], spans[version])
+        return counted[("uses", version)]
+
     for name in sorted(b.keys() | o.keys() | t.keys() | m.keys()):
         base, ours, theirs = b.get(name), o.get(name), t.get(name)
         expected = merged_value(base, ours, theirs)
@@ -313,7 +314,12 @@ def import_fault(
                 _go_name(path, pairs[0][1]) == used for path, pairs in m.items()
             ):
                 continue  # another import (the package at a new path) binds the name
-            if keeper and _more(roots[keeper], spans[keeper], roots[0], spans[0], used):
+            word = used.encode()
+            if (
+                keeper
+                and words(keeper)[word] > words(0)[word]  # the walk only when the text grew
+                and uses(keeper)[word] > uses(0)[word]
+            ):
                 user = "ours" if keeper == 1 else "theirs"
                 return f"drops the import of {name}, which {user} newly uses"
     guarded = _newly_guarded(spec, roots)
