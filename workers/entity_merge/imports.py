@@ -287,12 +287,24 @@ def import_fault(
     spans = (b_spans, o_spans, t_spans)
     counted: dict[tuple[str, int], Counter[bytes]] = {}
 
-    def words(version: int) -> Counter[bytes]:
-        # Every word of the text, strings and comments too: a cheap first look.
-        if ("words", version) not in counted:
-            text = roots[version].text or b""
-            counted[("words", version)] = Counter(re.findall(rb"[\w$]+", text))
-        return counted[("words", version)]
+    looks = [0]
+
+    def grew(version: int, word: bytes) -> bool:
+        """A cheap first look: does the text (strings and comments too) hold `word` more?
+
+        One search per name while there are few; past a handful, every word of both
+        texts is counted once, so thousands of dropped names cost two passes.
+        """
+        looks[0] += 1
+        if looks[0] <= 16:
+            found = re.compile(rb"(?<![\w$])" + re.escape(word) + rb"(?![\w$])")
+            return len(found.findall(roots[version].text or b"")) > len(
+                found.findall(roots[0].text or b"")
+            )
+        for v in (0, version):
+            if ("words", v) not in counted:
+                counted[("words", v)] = Counter(re.findall(rb"[\w$]+", roots[v].text or b""))
+        return counted[("words", version)][word] > counted[("words", 0)][word]
 
     def uses(version: int) -> Counter[bytes]:
         if ("uses", version) not in counted:
@@ -317,7 +329,7 @@ def import_fault(
             word = used.encode()
             if (
                 keeper
-                and words(keeper)[word] > words(0)[word]  # the walk only when the text grew
+                and grew(keeper, word)  # the walk below only when the text grew
                 and uses(keeper)[word] > uses(0)[word]
             ):
                 user = "ours" if keeper == 1 else "theirs"
