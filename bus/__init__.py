@@ -14,33 +14,77 @@ Every call rides through a server restart or a cluster failover (``bus.retry``) 
 as soon as the client reconnects (``bus.reconnects``).
 """
 
-from loopbus.bus.connection import Bus, connect, connect_once
-from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
-from loopbus.bus.errors import (
-    BatchRefused,
-    BusError,
-    BusUnreachable,
-    EmbeddedServerError,
-    KeyChanged,
-    LogNotProvisioned,
-    NotNats,
-    PublishFailed,
-    ServerUnavailable,
-    TransitionConflict,
-    ViewUnreadable,
-)
-from loopbus.bus.kv import Bucket, KvEntry
-from loopbus.bus.provision import (
-    HEARTBEAT_BUCKET,
-    LOG_STREAM,
-    PROJECTION_BUCKET,
-    WORKER_BUCKET,
-    ensure_log,
-    log_config,
-)
-from loopbus.bus.publisher import Ack
-from loopbus.bus.reader import Record, read
-from loopbus.bus.views import Views
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The names are loaded on first use (PEP 562), not when the package is imported: a command
+# that imports one light submodule (``loopbus.bus.errors``, ``loopbus.bus.creds``) or only
+# parses its arguments must not pay for nats-py and its websocket transport (``loopbus
+# --help`` started in over a second). ``from loopbus.bus import Bus`` still works: it loads
+# ``loopbus.bus.connection`` at that moment.
+if TYPE_CHECKING:
+    from loopbus.bus.connection import Bus, connect, connect_once
+    from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
+    from loopbus.bus.errors import (
+        BatchRefused,
+        BusError,
+        BusUnreachable,
+        EmbeddedServerError,
+        KeyChanged,
+        LogNotProvisioned,
+        NotNats,
+        PublishFailed,
+        ServerUnavailable,
+        TransitionConflict,
+        ViewUnreadable,
+    )
+    from loopbus.bus.kv import Bucket, KvEntry
+    from loopbus.bus.provision import (
+        HEARTBEAT_BUCKET,
+        LOG_STREAM,
+        PROJECTION_BUCKET,
+        WORKER_BUCKET,
+        ensure_log,
+        log_config,
+    )
+    from loopbus.bus.publisher import Ack
+    from loopbus.bus.reader import Record, read
+    from loopbus.bus.views import Views
+
+_HOME: dict[str, str] = {
+    "Ack": "loopbus.bus.publisher",
+    "BatchRefused": "loopbus.bus.errors",
+    "Bucket": "loopbus.bus.kv",
+    "Bus": "loopbus.bus.connection",
+    "BusError": "loopbus.bus.errors",
+    "BusUnreachable": "loopbus.bus.errors",
+    "EmbeddedServer": "loopbus.bus.embedded",
+    "EmbeddedServerError": "loopbus.bus.errors",
+    "HEARTBEAT_BUCKET": "loopbus.bus.provision",
+    "KeyChanged": "loopbus.bus.errors",
+    "KvEntry": "loopbus.bus.kv",
+    "LOG_STREAM": "loopbus.bus.provision",
+    "LogNotProvisioned": "loopbus.bus.errors",
+    "NotNats": "loopbus.bus.errors",
+    "PROJECTION_BUCKET": "loopbus.bus.provision",
+    "PublishFailed": "loopbus.bus.errors",
+    "Record": "loopbus.bus.reader",
+    "ServerUnavailable": "loopbus.bus.errors",
+    "TransitionConflict": "loopbus.bus.errors",
+    "ViewUnreadable": "loopbus.bus.errors",
+    "Views": "loopbus.bus.views",
+    "WORKER_BUCKET": "loopbus.bus.provision",
+    "connect": "loopbus.bus.connection",
+    "connect_once": "loopbus.bus.connection",
+    "ensure_log": "loopbus.bus.provision",
+    "free_port": "loopbus.bus.embedded",
+    "log_config": "loopbus.bus.provision",
+    "port_is_free": "loopbus.bus.embedded",
+    "read": "loopbus.bus.reader",
+    "server_binary": "loopbus.bus.embedded",
+}
+"""Where each exported name lives."""
 
 __all__ = [
     "HEARTBEAT_BUCKET",
@@ -74,3 +118,14 @@ __all__ = [
     "read",
     "server_binary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # __import__, not importlib.import_module: `python -X importtime` times only imports
+    # that go through it, and it is how a slow start is found.
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

@@ -35,10 +35,11 @@ from loopbus.bus.errors import (
 )
 from loopbus.bus.greeting import not_nats, scheme_problem
 from loopbus.bus.kv import Bucket
+from loopbus.bus.names import DEFAULT_URL as DEFAULT_URL
+from loopbus.bus.names import NATS_URL_ENV as NATS_URL_ENV
 from loopbus.bus.provision import LOG_STREAM
 from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
 from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
-from loopbus.bus.tls import client_context
 from loopbus.bus.wire import Wire
 from loopbus.schemas import Event, subject_of
 from nats.aio.client import Client as NatsClient
@@ -46,6 +47,7 @@ from nats.js import JetStreamContext
 from nats.js.api import Header
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
+
 WRONG_LAST_SEQUENCE = 10071
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
@@ -147,6 +149,10 @@ async def _connect(
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
     if tls_ca is not None:
+        # Here, not at the top: bus.tls also makes certificates, with cryptography's x509,
+        # which a command that connects without TLS should not import.
+        from loopbus.bus.tls import client_context
+
         try:
             options = options | {"tls": client_context(tls_ca)}
         except (OSError, ssl.SSLError) as exc:

@@ -20,11 +20,11 @@ import msgspec
 import nkeys  # type: ignore[import-untyped]
 from loopbus.bus.auth import CRED_ROLES, CredRole, Permissions, User, permissions
 from loopbus.bus.errors import CredentialsInvalid
+from loopbus.bus.names import CREDS_ENV as CREDS_ENV
 from loopbus.bus.private import private_dir
 from loopbus.schemas.ids import is_token
 
 CREDS_DIR = "creds"
-CREDS_ENV = "LOOPBUS_CREDS"
 
 DEFAULT_PRINCIPALS: dict[CredRole, str] = {
     "admin": "admin",

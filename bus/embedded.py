@@ -24,9 +24,9 @@ from typing import Literal
 from loopbus.bus.auth import authorization_block
 from loopbus.bus.creds import all_credentials, creds_dir, ensure_defaults
 from loopbus.bus.errors import EmbeddedServerError
+from loopbus.bus.names import DEFAULT_PORT as DEFAULT_PORT
 from loopbus.bus.private import UMASK, private_dir, write_private
 
-DEFAULT_PORT = 4222
 PR_SET_PDEATHSIG = 1
 
 DATA_DIR_CREDS: Literal["data-dir"] = "data-dir"

@@ -120,13 +120,15 @@ def assemble(root: Node, values: Iterable[tuple[list[str], Stored]]) -> Assemble
     _add_sizes(result, root, head.n, "")
     chunks: dict[tuple[str | int, ...], dict[int, list[Any]]] = {}
     for piece in placed[1:]:
+        last = piece.steps[-1]
+        if isinstance(last, int):  # a chunk of a list, held by the list's parent
+            if _find(result.doc, piece.steps[:-2]) is not None:
+                chunks.setdefault(tuple(piece.steps[:-1]), {})[last] = list(piece.stored.v or [])
+            continue
         parent = _find(result.doc, piece.steps[:-1])
         if parent is None:
             continue  # its parent was not read (a page): it cannot be placed
-        last = piece.steps[-1]
-        if isinstance(last, int):  # a chunk of a list
-            chunks.setdefault(tuple(piece.steps[:-1]), {})[last] = list(piece.stored.v or [])
-        elif isinstance(piece.layout, Node):
+        if isinstance(piece.layout, Node):
             parent[last] = _with_placeholders(piece.layout, piece.stored.v)
             _add_sizes(result, piece.layout, piece.stored.n, piece.fields + ".")
         elif isinstance(piece.layout, Coll):

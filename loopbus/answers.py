@@ -1,42 +1,82 @@
-"""Wait for the system's answer to a claim a command just published (``--wait``)."""
+"""Wait for the system's answer to a claim a command just published (``--wait``).
+
+Every command that waits for a daemon's answer waits here, so the rule that makes an
+answer an answer is written once: it is a *fact of the system's*, stored on a fact
+subject, after the claim. An agent can publish an event shaped like an answer (a
+transition, an acceptance, a refusal finding carrying the claim's id); on a server without
+loopbus's credentials it can even put it on a fact subject. Taking that for the answer
+would let the agent tell the operator something the system never said.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from loopbus.bus import Bus, read
 from loopbus.errors import LoopbusError
 from loopbus.known import require_known, require_known_unless_new
-from loopbus.schemas import Event, project_subjects
-from loopbus.schemas.authority import standing
+from loopbus.schemas import Event, FindingRaised, project_subjects
+from loopbus.schemas.authority import REFUSAL_CLASS, standing
 from loopbus.schemas.subjects import CLAIM, parse_subject
 from loopbus.settings import connection
 
-Answer = Callable[[object], "str | None"]
+T = TypeVar("T")
+
+Answer = Callable[[Event], "str | None"]
 """An event -> the line that says how it answers the claim, or ``None`` (not an answer)."""
 
 
-async def wait_for_answer(bus: Bus, project: str, answer: Answer, wait: float, daemon: str) -> int:
-    """Follow ``project``'s log until ``answer`` recognises an event; print its line and
-    return 1 when it is a refusal, else 0. ``LoopbusError`` after ``wait`` seconds,
-    naming the ``daemon`` that should have answered."""
+async def await_answer(
+    bus: Bus,
+    subjects: Sequence[str],
+    recognise: Callable[[Event], T | None],
+    timeout: float,
+    *,
+    after: int = 0,
+) -> T | None:
+    """Follow ``subjects`` from just past seq ``after`` (the claim's) until ``recognise``
+    makes something of a system fact; return it, or ``None`` when nothing answered within
+    ``timeout`` seconds. ``recognise`` never sees an agent's event, a system finding that
+    is not a refusal, nor a record that does not decode."""
     try:
-        async with asyncio.timeout(wait):
-            async for record in read(bus, subjects=[project_subjects(project)], follow=True):
-                if record.event is None or not _system_fact(record.event, record.subject):
+        async with asyncio.timeout(timeout):
+            async for record in read(bus, subjects=subjects, start_seq=after + 1, follow=True):
+                if record.event is None or not may_answer(record.event, record.subject):
                     continue  # an answer is the system's: an agent's look-alike is not one
-                line = answer(record.event)
-                if line is not None:
-                    print(line)
-                    return 1 if line.startswith("refused") else 0
-    except TimeoutError as exc:
-        raise LoopbusError(f"no answer within {wait:g}s; is the {daemon} daemon running?") from exc
-    return 1
+                found = recognise(record.event)
+                if found is not None:
+                    return found
+    except TimeoutError:
+        return None
+    return None  # a followed read ends only when the connection does
 
 
-def _system_fact(event: Event, subject: str) -> bool:
+async def wait_for_answer(
+    bus: Bus, project: str, answer: Answer, wait: float, daemon: str, *, after: int = 0
+) -> int:
+    """Wait for the answer ``answer`` turns into a line; print it and return 1 when it is
+    a refusal, else 0. ``LoopbusError`` after ``wait`` seconds, naming the ``daemon``
+    that should have answered."""
+    line = await await_answer(bus, [project_subjects(project)], answer, wait, after=after)
+    if line is None:
+        raise LoopbusError(f"no answer within {wait:g}s; is the {daemon} daemon running?")
+    print(line)
+    return 1 if line.startswith("refused") else 0
+
+
+def may_answer(event: Event, subject: str) -> bool:
+    """A system fact, and when a finding, a refusal: the system re-raises findings whose
+    evidence is partly an agent's words (a reviewer's, an investigator's), so the claim id
+    in such a finding's evidence is the agent's to put there, not the system's answer."""
+    if isinstance(event, FindingRaised) and event.cls != REFUSAL_CLASS:
+        return False
+    return system_fact(event, subject)
+
+
+def system_fact(event: Event, subject: str) -> bool:
     """A fact of the system's, stored on a fact subject (which only the system credential
     may publish to), not a claim whose body merely says ``system``."""
     parsed = parse_subject(subject)
@@ -61,7 +101,9 @@ def claim_and_wait(
             print(said(ack.seq))
             if args.wait <= 0:
                 return 0
-            return await wait_for_answer(bus, claim.project, answer, args.wait, "ratchet")
+            return await wait_for_answer(
+                bus, claim.project, answer, args.wait, "ratchet", after=ack.seq
+            )
         finally:
             await bus.close()
 

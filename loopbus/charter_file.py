@@ -22,13 +22,14 @@ from loopbus.schemas.charter import (
     Objective,
     RunBudgets,
 )
+from loopbus.schemas.criterion_source import source_problem
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 
 FENCE = "+++"
 TOP_KEYS = ("id", "title", "objectives", "criteria", "budgets", "autonomy")
 OBJECTIVE_KEYS = ("id", "text")
-CRITERION_KEYS = ("id", "text", "check", "test")
+CRITERION_KEYS = ("id", "text", "check", "test", "source")
 BUDGET_KEYS = ("wall_clock", "tokens", "slices", "long")
 
 
@@ -76,8 +77,9 @@ def parse_charter(text: str, source: str = "charter") -> Charter:
     criteria: list[CharterCriterion] = []
     for index, one in enumerate(_tables(doc, "criteria", CRITERION_KEYS, bad)):
         check, test = one.get("check", ""), one.get("test", "")
+        code = one.get("source", "")
         where = f"criteria[{index}] ({one['id']})"
-        for name, value in (("check", check), ("test", test)):
+        for name, value in (("check", check), ("test", test), ("source", code)):
             if not isinstance(value, str):
                 raise bad(f"{where}.{name}", value, "a string")
         if bool(check) == bool(test):
@@ -91,7 +93,18 @@ def parse_charter(text: str, source: str = "charter") -> Charter:
             raise bad(
                 f"{where}.test", test, "a pytest node id names file and test: tests/t.py::test_x"
             )
-        criteria.append(CharterCriterion(id=one["id"], text=one["text"], check=check, test=test))
+        if code and not test:
+            raise bad(f"{where}.source", code, "source is a test criterion's text; drop it here")
+        problem = source_problem(code, test) if code else None
+        if problem is not None:
+            raise bad(
+                f"{where}.source",
+                code,
+                f"{problem}; write the test's whole file as it must be on trunk",
+            )
+        criteria.append(
+            CharterCriterion(id=one["id"], text=one["text"], check=check, test=test, source=code)
+        )
 
     budgets = _budgets(doc.get("budgets", {}), bad)
     try:

@@ -31,6 +31,7 @@ def charter_lines(charter: Charter, heading: str) -> list[str]:
     lines += [f"  objective {o.id}: {o.text}" for o in charter.objectives]
     for c in charter.criteria:
         how = f"check {c.check}" if c.check else f"test {c.test}"
+        how += " with its source" if c.source else ""
         lines.append(f"  criterion {c.id}: {c.text} [{how}]")
     lines.append(
         f"  budgets: wall clock {budgets.wall_clock}, tokens {budgets.tokens or 'no limit'}, "
@@ -61,6 +62,11 @@ def run_lines(view: RunView, now_s: float | None = None) -> list[str]:
     lines.append(
         f"criteria: {criteria_summary(view)}" + (f" — held: {', '.join(held)}" if held else "")
     )
+    if view.pinning and view.ended is None:
+        lines.append("  pins: reading the criteria not pinned by the approval from git")
+    for cid, why in sorted(view.unpinned.items()):
+        if cid not in view.criteria_detail:
+            lines.append(f"  unpinned {cid}: {why}")
     for cid, why in sorted(view.criteria_detail.items()):
         lines.append(f"  not held {cid}: {why}")
     budgets = view.charter.budgets

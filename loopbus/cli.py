@@ -13,44 +13,64 @@ Conventions every command keeps (docs/cli.md compares them with git's and nats')
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as distribution_version
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from loopbus.errors import INTERRUPTED
 
-COMMANDS = (
-    "init",
-    "demo",
-    "up",
-    "report",
-    "approve",
-    "charter",
-    "run",
-    "creds",
-    "tail",
-    "replay",
-    "status",
-    "page",
-    "worker",
-    "provision",
-    "plan",
-    "decide",
-    "trunk",
-    "config",
-    "record",
-    "gate",
-    "findings",
-    "finding",
-    "decision",
-    "merge-driver",
-    "agent",
-    "completion",
-)
-"""Modules under ``loopbus.commands``, in the order ``loopbus --help`` lists them."""
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "init",
+        "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git",
+    ),
+    "demo": ("demo", "run the whole loop on a scaffolded project and print its timeline"),
+    "up": ("up", "run loopbus: embedded NATS, the log, every daemon"),
+    "report": ("report_args", "publish a claim (a report or a finding)"),
+    "approve": (
+        "approve",
+        "approve a unit for merge, a charter, a proposed plan, a skeleton or a configuration "
+        "proposal (operators)",
+    ),
+    "charter": ("charter", "what a run is for, and what it may spend"),
+    "run": (
+        "run_args",
+        "the run of the charter in force: state, slices, criteria held, budgets spent",
+    ),
+    "creds": ("creds", "manage credentials (who may publish what)"),
+    "tail": ("tail_args", "follow findings and transitions live"),
+    "replay": ("replay_args", "fold the log from sequence 1 and show the state"),
+    "status": ("status_args", "the current state, from the materialised view"),
+    "page": ("page", "serve the live, read-only operator page"),
+    "worker": ("worker", "run one daemon in the foreground"),
+    "health": ("worker", "exit 0 when a daemon's beacon is fresh"),
+    "provision": ("provision", "create the log and buckets (idempotent) on an existing server"),
+    "plan": ("plan", "check or submit a slice plan"),
+    "decide": ("decide", "settle a builder's novel decision that waits on the operator"),
+    "trunk": ("trunk", "act on the project's trunk"),
+    "config": ("config", "the configuration that judges trunk (operators)"),
+    "record": ("record_args", "the run record of a project, from the log"),
+    "gate": ("gate", "run a commit's gates (cached, signed, three outcomes); claim a ratchet move"),
+    "findings": ("findings", "export a project's findings (SARIF 2.1.0)"),
+    "finding": ("finding", "dismiss, resolve or reopen a finding (operator)"),
+    "decision": ("decision", "record, supersede, show or list durable decisions"),
+    "merge-driver": (
+        "merge_driver",
+        "git merge driver merging by entity (functions, classes…) with tree-sitter",
+    ),
+    "agent": (
+        "agent",
+        "run a headless coding-agent CLI (claude, codex, gemini, opencode) as an agent",
+    ),
+    "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
+}
+"""Command -> (the module under ``loopbus.commands`` whose ``register`` adds it, its line
+in ``loopbus --help``), in the order ``--help`` lists them.
+
+A command's module is imported only when that command runs (or for the whole tree, which
+``completion`` and the tests build): ``loopbus --help`` reads the lines here, so it imports
+no command at all. ``tests/cli/test_startup.py`` holds each line equal to the help its
+module registers."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -61,30 +81,61 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
     try:
         return distribution_version("loopbus")
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "0+unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse._VersionAction):
+    """``--version``, reading the installed version only when asked (importlib.metadata
+    scans the installed distributions: every other command would pay for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = f"loopbus {version()}"
+        super().__call__(parser, *args, **kwargs)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given ``argv``, only the command it names is built in
+    full (the others are a line in ``--help``), so only that command's module is imported."""
     from loopbus.examples import attach
 
     parser = OneLineParser(
         prog="loopbus",
         description="Event-sourced backbone for autonomous build loops, on NATS JetStream.",
     )
-    parser.add_argument("--version", action="version", version=f"loopbus {version()}")
+    parser.add_argument("--version", action=_Version, version="loopbus")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
-    for name in COMMANDS:
-        module = importlib.import_module(f"loopbus.commands.{name.replace('-', '_')}")
-        module.register(sub)
+    chosen = None if argv is None else COMMANDS.get(named_command(argv), ("", ""))[0]
+    registered: set[str] = set()
+    for name, (module, summary) in COMMANDS.items():
+        if chosen is not None and module != chosen:
+            sub.add_parser(name, help=summary)
+        elif module not in registered:  # one module may register two commands (worker)
+            registered.add(module)
+            # __import__ rather than importlib.import_module: -X importtime shows it.
+            __import__(f"loopbus.commands.{module}", fromlist=["register"]).register(sub)
     attach(parser)
     return parser
 
 
+def named_command(argv: Sequence[str]) -> str:
+    """The command ``argv`` names: its first word that is not an option (``loopbus`` has
+    only ``--help`` and ``--version``, which take no value); "" when there is none."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # nats-py runs aiohttp's code on import for a websocket transport loopbus does not use:
+    # deferred until something reads from it (loopbus.bus.websocket_client says how).
+    from loopbus.bus import websocket_client
+
+    websocket_client.defer()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # while importing, parsing or running: the same exit
@@ -92,22 +143,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from loopbus.bus import BusError
     from loopbus.errors import LoopbusError
-    from loopbus.schemas import SchemaError
     from loopbus.settings import resolve_project
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words).parse_args(words)
     try:
         resolve_project(args)
         return int(args.handler(args))
     except LoopbusError as exc:
         return _fail(str(exc), exc.exit_code)
-    except (BusError, SchemaError) as exc:
-        return _fail(str(exc), 1)
     except BrokenPipeError:  # `loopbus tail | head` is not an error
         return 0
+    except Exception as exc:
+        if _is_ours(exc):
+            return _fail(str(exc), 1)
+        raise
+
+
+def _is_ours(exc: Exception) -> bool:
+    """A BusError or a SchemaError: a refusal or an unreachable server, told in one line.
+
+    Their modules are looked up, not imported: one that was never imported raised nothing,
+    and importing the schemas to learn that would cost every command that fails."""
+    families = (
+        getattr(sys.modules.get(name), attr, None)
+        for name, attr in (
+            ("loopbus.bus.errors", "BusError"),
+            ("loopbus.schemas.errors", "SchemaError"),
+        )
+    )
+    return any(isinstance(family, type) and isinstance(exc, family) for family in families)
 
 
 def _fail(message: str, code: int) -> int:

@@ -10,9 +10,10 @@ id and outcome, a plan by its slice and units.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from loopbus.bus import Record
 from loopbus.schemas import (
@@ -27,7 +28,7 @@ from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
 from loopbus.schemas.subjects import parse_subject
 
 Paint = Any
-"""``paint(style, text) -> text``: :class:`loopbus.render.Palette`, or plain."""
+"""``paint(style, text) -> text``: :class:`Palette` (below), or plain."""
 
 ENVELOPE = frozenset({"kind", "project", "actor", "id", "at", "v"})
 """Fields every event has: the line shows them in its prefix, or not at all."""
@@ -162,3 +163,49 @@ def _record(raw: dict[str, Any]) -> str:
             return f"{len(scalars)}(" + ",".join(f"{n} {v}" for v, n in counts.items()) + ")"
         return f"{len(scalars)} entries"
     return "{" + ",".join(f"{text(k)}={value(v)}" for k, v in scalars.items()) + "}"
+
+
+# -- how a record is shown (here, not in render.py: ``tail`` needs no fold) --------------
+
+_RESET = "\x1b[0m"
+_COLOURS = {
+    "critical": "\x1b[1;31m",
+    "high": "\x1b[31m",
+    "medium": "\x1b[33m",
+    "low": "\x1b[36m",
+    "info": "\x1b[2m",
+    "kind": "\x1b[1m",
+    "dim": "\x1b[2m",
+    "error": "\x1b[1;35m",
+    "project": "\x1b[34m",
+}
+
+
+class Palette:
+    """ANSI colour when writing to a terminal, plain text otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, stream: TextIO = sys.stdout) -> Palette:
+        return cls(bool(getattr(stream, "isatty", lambda: False)()))
+
+    def __call__(self, style: str, text: str) -> str:
+        if not self.enabled or style not in _COLOURS:
+            return text
+        return f"{_COLOURS[style]}{text}{_RESET}"
+
+
+def record_json(record: Record) -> dict[str, Any]:
+    """One record as ``tail --json`` prints it: seq, subject, time, kind and the event's fields."""
+    head: dict[str, Any] = {
+        "seq": record.seq,
+        "subject": record.subject,
+        "time": record.time.isoformat() if record.time else None,
+    }
+    if record.event is None:
+        head["kind"] = None
+        head["error"] = str(record.error)
+        return head
+    return head | event_to_builtins(record.event)

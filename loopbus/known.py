@@ -13,11 +13,13 @@ one with no event, saying how a project starts.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopbus.bus import Bus, Record, read
 from loopbus.errors import UsageError
-from loopbus.schemas import project_subjects
+from loopbus.schemas.subjects import project_subjects
+
+if TYPE_CHECKING:  # commands register --new from here before anything connects
+    from loopbus.bus import Bus, Record
 
 
 async def has_events(bus: Bus, project: str) -> bool:
@@ -27,6 +29,8 @@ async def has_events(bus: Bus, project: str) -> bool:
 
 async def first_record(bus: Bus, project: str) -> Record | None:
     """The first record of ``project`` on the log (``None``: it has none)."""
+    from loopbus.bus import read
+
     async for record in read(bus, subjects=[project_subjects(project)]):
         return record
     return None

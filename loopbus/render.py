@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import Any
 
 from loopbus import slice_render
-from loopbus.bus import Record
 from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
+from loopbus.event_line import Palette as Palette
+from loopbus.event_line import record_json as record_json
 from loopbus.merges_status import render_merges
+from loopbus.planner_render import render_planner
 from loopbus.projections import blocking as blocking_fold
 from loopbus.projections import convergence as convergence_fold
 from loopbus.projections import decisions as decisions_fold
@@ -21,52 +22,7 @@ from loopbus.projections import integrity as integrity_fold
 from loopbus.projections import investigations as investigations_fold
 from loopbus.projections import ratchet as ratchet_fold
 from loopbus.projections import reviews as reviews_fold
-from loopbus.schemas import event_to_builtins
 from loopbus.units_status import render_units
-
-_RESET = "\x1b[0m"
-_COLOURS = {
-    "critical": "\x1b[1;31m",
-    "high": "\x1b[31m",
-    "medium": "\x1b[33m",
-    "low": "\x1b[36m",
-    "info": "\x1b[2m",
-    "kind": "\x1b[1m",
-    "dim": "\x1b[2m",
-    "error": "\x1b[1;35m",
-    "project": "\x1b[34m",
-}
-
-
-class Palette:
-    """ANSI colour when writing to a terminal, plain text otherwise."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-
-    @classmethod
-    def for_stream(cls, stream: TextIO = sys.stdout) -> Palette:
-        return cls(bool(getattr(stream, "isatty", lambda: False)()))
-
-    def __call__(self, style: str, text: str) -> str:
-        if not self.enabled or style not in _COLOURS:
-            return text
-        return f"{_COLOURS[style]}{text}{_RESET}"
-
-
-def record_json(record: Record) -> dict[str, Any]:
-    """One record as ``tail --json`` prints it: seq, subject, time, kind and the event's fields."""
-    head: dict[str, Any] = {
-        "seq": record.seq,
-        "subject": record.subject,
-        "time": record.time.isoformat() if record.time else None,
-    }
-    if record.event is None:
-        head["kind"] = None
-        head["error"] = str(record.error)
-        return head
-    return head | event_to_builtins(record.event)
-
 
 # -- projection states ------------------------------------------------------------------
 
@@ -248,6 +204,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "builds": render_builds,
     "charter": render_charter,
     "contract_landing": render_contracts,
+    "planner": render_planner,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import structlog
 
+from loopbus.bus.connection import NATS_URL_ENV
 from loopbus.bus.creds import DEFAULT_PRINCIPALS, file_name
 from loopbus.bus.embedded import private_child
 from loopbus.bus.private import private_dir, tighten
+from loopbus.schemas.project_config import TRUNK_ENV
 
 log = structlog.get_logger()
-
-TRUNK_ENV = "LOOPBUS_TRUNK"
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,11 @@ DAEMONS: tuple[DaemonSpec, ...] = (
         "loopbus.workers.merger",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
-    # Approves charters, judges the run's criteria on trunk, keeps the run's budgets.
-    DaemonSpec("charter", "loopbus.workers.charter"),
+    # Approves charters, pins and judges the run's criteria on trunk (reading the criterion
+    # tests from the repository), keeps the run's budgets.
+    DaemonSpec(
+        "charter", "loopbus.workers.charter", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
 
@@ -178,7 +181,7 @@ class Supervisor:
     def child_env(self) -> dict[str, str]:
         """What every daemon is told besides its arguments: the server, and the trunk (the
         reviewer and builder read it when ``loopbus.toml`` names none)."""
-        env = {"LOOPBUS_NATS_URL": self.settings.nats_url}
+        env = {NATS_URL_ENV: self.settings.nats_url}
         if self.settings.trunk:
             env[TRUNK_ENV] = self.settings.trunk
         return env

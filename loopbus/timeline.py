@@ -13,6 +13,7 @@ from loopbus.schemas.charter import (
     CharterApproved,
     RunCheckedIn,
     RunCriteriaChecked,
+    RunCriteriaPinned,
     RunEnded,
     RunFinalizing,
 )
@@ -127,6 +128,12 @@ class Timeline:
                     f"contract of {event.slice} landed as {event.commit[:12]}: "
                     f"added {', '.join(added) or 'nothing'}"
                 ]
+            case RunCriteriaPinned():
+                at = event.trunk[:12] or "(none)"
+                pinned = ", ".join(sorted(event.pins)) or "none"
+                lines = [f"criteria pinned at trunk {at}: {pinned}"]
+                unpinned = sorted(event.unpinned.items())
+                return lines + [f"  {c} unpinned: {why}" for c, why in unpinned]
             case RunCheckedIn():
                 return [f"run checked in: {event.detail or 'half the wall clock is spent'}"]
             case RunFinalizing():

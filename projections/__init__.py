@@ -25,6 +25,7 @@ from loopbus.projections import (
     integrity,
     investigations,
     merges,
+    planner,
     ratchet,
     reviews,
     slices,
@@ -51,6 +52,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     builds.FOLD,
     charter.FOLD,
     contract_landing.FOLD,
+    planner.FOLD,
 )
 
 ProjectStates = dict[str, Any]

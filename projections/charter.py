@@ -33,12 +33,13 @@ from loopbus.schemas.charter import (
     EndReason,
     RunCheckedIn,
     RunCriteriaChecked,
+    RunCriteriaPinned,
     RunEnded,
     RunFinalizing,
     RunState,
     RunStop,
 )
-from loopbus.schemas.planning import PlanProposed
+from loopbus.schemas.planning import PlanProposed, SkeletonApprove
 from loopbus.schemas.slices import (
     SliceClosed,
     SlicePlanAccepted,
@@ -63,6 +64,25 @@ class RunView(msgspec.Struct, kw_only=True):
     approved_by: str = ""
     superseded: tuple[str, ...] = ()
     """Ids of charters approved before the one in force, oldest first."""
+    pinned_trunk: str = ""
+    """Trunk's commit at approval: where criteria the approval could not pin are read."""
+    pins: dict[str, str] = {}
+    """criterion id -> the digest it is pinned to (a test's function, a check's definition)."""
+    unpinned: dict[str, str] = {}
+    """criterion id -> why nothing pins it (it never holds)."""
+    pinning: bool = False
+    """Some criteria wait for their ``run.criteria_pinned`` fact."""
+    pin_cause: str = ""
+    """The skeleton approval that asked for the pinning in wait (empty: the approval's)."""
+    skeletons: frozenset[str] = frozenset()
+    """Skeleton slices accepted under the charter."""
+    skeleton_closed: dict[str, str] = {}
+    """Skeleton slice -> the trunk commit its closing boot check ran on (what the operator
+    reviews): closed by ``slice.closed``, not discarded."""
+    skeleton_reviewed: frozenset[str] = frozenset()
+    """Skeleton slices whose first operator approval asked for a pinning."""
+    skeleton_commit: str = ""
+    """The commit the pinning in wait for a reviewed skeleton reads."""
     criteria_trunk: str = ""
     criteria_cause: str = ""
     """The trunk gate run (``merge.candidate_tested`` id) the last judgement read."""
@@ -123,6 +143,12 @@ def apply(view: RunView, event: Event) -> RunView:
                 view.stops[event.id] = event
         case CharterApproved():
             _start(view, event)
+        case RunCriteriaPinned() if (
+            _current(view, event.run) and view.pinning and event.cause == view.pin_cause
+        ):
+            view.pins = {**view.pins, **event.pins}
+            view.unpinned = dict(event.unpinned)
+            view.pinning = False
         case RunCriteriaChecked() if _current(view, event.run):
             assert view.charter is not None
             view.criteria_trunk = event.trunk
@@ -149,9 +175,31 @@ def apply(view: RunView, event: Event) -> RunView:
             if event.plan.slice not in view.slices:
                 view.slices = (*view.slices, event.plan.slice)
                 view.units = view.units | {u.id for u in event.plan.units}
+                if event.plan.skeleton:
+                    view.skeletons = view.skeletons | {event.plan.slice}
+        case SkeletonApprove() if (
+            event.actor.role == "operator"
+            and view.ended is None
+            and event.slice in view.skeleton_closed
+            and event.slice not in view.skeleton_reviewed
+            and view.unpinned
+            and not view.pinning
+        ):
+            # The operator reviewed what the skeleton wrote: the criteria its tests define
+            # on the trunk it closed on are pinned as they are there (the charter daemon
+            # reads them). Only the first approval of a skeleton pins.
+            view.pinning = True
+            view.pin_cause = event.id
+            view.skeleton_commit = view.skeleton_closed[event.slice]
+            view.skeleton_reviewed = view.skeleton_reviewed | {event.slice}
         case SliceClosed() | SlicePlanDiscarded() if event.slice in view.slices:
             if event.slice not in view.closed:
                 view.closed = (*view.closed, event.slice)
+                if isinstance(event, SliceClosed) and event.slice in view.skeletons:
+                    view.skeleton_closed = {
+                        **view.skeleton_closed,
+                        event.slice: event.boot.commit or "",
+                    }
         case UsageReport() if view.charter is not None and view.ended is None:
             # Any role may report usage: only a builder's (or the system's) for a unit of
             # this run counts, and no one report may claim more than any model run could,
@@ -192,6 +240,15 @@ def _start(view: RunView, event: CharterApproved) -> None:
     if event.submission is None or event.submission == view.awaiting_submission:
         view.awaiting = None
         view.awaiting_submission = ""
+    view.pinned_trunk = event.trunk
+    view.pins = dict(event.pins)
+    view.unpinned = {}
+    view.pinning = any(c.id not in event.pins for c in event.charter.criteria)
+    view.pin_cause = ""
+    view.skeletons = frozenset()
+    view.skeleton_closed = {}
+    view.skeleton_reviewed = frozenset()
+    view.skeleton_commit = ""
     # A new run starts from nothing: its own criteria, slices, spend and end.
     view.criteria_trunk = ""
     view.criteria_cause = ""

@@ -43,20 +43,12 @@ from loopbus.schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from loopbus.schemas.units import TransitionBy
+from loopbus.schemas.units import SUBJECT_KINDS, TransitionBy
 
 CLAIMANT_ROLES = frozenset({"builder", "operator"})
 """Who may report on a unit: its builder, or an operator speaking for it."""
 
 SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-
-SUBJECT_KINDS: dict[str, str] = {
-    "awaiting-operator": "a finding id",
-    "awaiting-dependency": "a sibling unit id in the same slice",
-    "awaiting-gate": "a check id",
-    "awaiting-capacity": "a budget name",
-}
-"""What each reason's subject must name."""
 
 
 @dataclass(frozen=True)

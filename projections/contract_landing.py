@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import msgspec
 from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.contract import (
     ConfigApprove,
     ConfigLanded,
@@ -23,6 +23,7 @@ from loopbus.schemas.contract import (
     ContractChanges,
     ContractLanded,
 )
+from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded
 
 CONTRACT_EVIDENCE = "contract_accepted"
@@ -62,12 +63,24 @@ class Approval(msgspec.Struct, kw_only=True):
     answered: bool = False
 
 
+class Refusal(msgspec.Struct, kw_only=True):
+    """The merger's refusal of a slice's contract, until a new plan for the slice answers
+    it (the dispatcher then resolves it) or it is closed otherwise."""
+
+    slice: str
+    accepted: str
+    answered_by: str | None = None
+    closed: bool = False
+
+
 class ContractState(msgspec.Struct):
     slices: dict[str, Pending] = {}
     order: list[str] = []
     """Slices in the order their contracts were accepted (the merger lands oldest first)."""
     proposals: dict[str, Proposal] = {}
     approvals: list[Approval] = []
+    refusals: dict[str, Refusal] = {}
+    """The merger's contract refusal finding -> what it refused and whether it is answered."""
     landings: dict[str, str] = {}
     """Landing fact id -> the digest of the configuration adopted with it (the merger gates
     a trunk it moved by a landing only once that adoption is folded too)."""
@@ -82,6 +95,9 @@ def apply(state: ContractState, event: Event) -> ContractState:
         case SlicePlanAccepted():
             contract = event.plan.contract
             name = event.plan.slice
+            for refused in state.refusals.values():
+                if refused.slice == name and refused.accepted != event.id:
+                    refused.answered_by = refused.answered_by or event.id
             if contract is None or contract.empty:
                 state.slices.pop(name, None)
                 return state
@@ -125,6 +141,8 @@ def apply(state: ContractState, event: Event) -> ContractState:
             _answered(state, event.approval)
         case FindingRaised() if _merger_refusal(event):
             _refused(state, event)
+        case FindingResolved() | FindingDismissed() if event.finding in state.refusals:
+            state.refusals[event.finding].closed = True
         case _:
             pass
     return state
@@ -152,6 +170,7 @@ def _refused(state: ContractState, event: FindingRaised) -> None:
         for pending in state.slices.values():
             if pending.accepted == accepted and pending.landed is None:
                 pending.refused = event.id
+                state.refusals[event.id] = Refusal(slice=pending.slice, accepted=accepted)
     claim = event.evidence.get(PROPOSAL_EVIDENCE)
     if isinstance(claim, str):
         proposal = state.proposals.get(claim)
@@ -177,6 +196,23 @@ def held(state: ContractState, slice_id: str) -> bool:
     included: its units would be judged by criteria trunk does not hold)."""
     found = state.slices.get(slice_id)
     return found is not None and found.landed is None
+
+
+def refused(state: ContractState) -> list[Pending]:
+    """Contracts the merger refused, oldest first: the dispatcher discards their plans so
+    the planner is asked again with the merger's reasons (never held for the run)."""
+    found = (state.slices.get(name) for name in state.order)
+    return [p for p in found if p is not None and p.landed is None and p.refused is not None]
+
+
+def answered_refusals(state: ContractState) -> list[tuple[str, Refusal]]:
+    """Contract refusals a later plan for their slice answers, still open (the dispatcher
+    resolves them, so the planner's brief no longer lists them as open)."""
+    return [
+        (finding, r)
+        for finding, r in sorted(state.refusals.items())
+        if r.answered_by is not None and not r.closed
+    ]
 
 
 def to_land(state: ContractState) -> Pending | None:

@@ -19,14 +19,12 @@ from typing import Any
 
 from loopbus.schemas.contract import ContractChanges, NewCheck, NewCriterion
 from loopbus.schemas.ids import is_token
+from loopbus.schemas.project_config import PARSER_NAMES
 from loopbus.schemas.slices import SlicePlan
 
 CONTRACT_KEYS = ("checks", "criteria", "capabilities")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "env", "pending")
 CRITERION_KEYS = ("test", "text", "check")
-PARSERS = ("pytest", "ruff", "exit-code")
-"""The gate runner's parsers (workers/gates/config.py ``PARSERS``; a projection may not
-import workers, and a test keeps the two equal)."""
 
 NODE_ID = re.compile(r"^(?P<path>[A-Za-z0-9_./-]+\.py)::(?P<func>test[A-Za-z0-9_]*)$")
 """``tests/test_x.py::test_y``: a test function at the top level of a file."""
@@ -97,8 +95,9 @@ def _check(table: Any, index: int, problems: list[str]) -> NewCheck | None:
             f'{where}.command={command!r}: give the command to run, e.g. "python -m pytest -q"'
         )
     parser = table.get("parser", "exit-code")
-    if parser not in PARSERS:
-        problems.append(f"{where}.parser={parser!r} is not valid: use one of {', '.join(PARSERS)}")
+    if parser not in PARSER_NAMES:
+        names = ", ".join(PARSER_NAMES)
+        problems.append(f"{where}.parser={parser!r} is not valid: use one of {names}")
     timeout = table.get("timeout")
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0

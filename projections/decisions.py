@@ -16,13 +16,11 @@ from datetime import datetime
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised
+from loopbus.schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
 from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
 from loopbus.schemas.slices import UnitDispatched
 from loopbus.schemas.targets import DecisionTarget
-
-ANSWERS_CLAIM = "claim"
-"""The evidence key a refusal names the decision claim it answers with (as the lifecycle's)."""
 
 
 class Decision(msgspec.Struct, kw_only=True):

@@ -16,13 +16,12 @@ from typing import Literal
 import msgspec
 from loopbus.projections.base import Fold
 from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
+from loopbus.schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
 from loopbus.schemas.authority import refused_claim
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.targets import CheckTarget
 
 Status = Literal["open", "dismissed", "resolved"]
-ANSWERS_CLAIM = "claim"
-"""The evidence key a refusal finding names the claim it answers with."""
 
 
 class Step(msgspec.Struct, kw_only=True):

@@ -36,6 +36,7 @@ from loopbus.projections.base import Fold
 from loopbus.projections.gate_findings import GateFindings
 from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from loopbus.schemas.authority import REFUSAL_CLASS
 from loopbus.schemas.contract import ConfigLanded, ContractLanded
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.merges import (
@@ -52,7 +53,6 @@ from loopbus.schemas.merges import (
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.reviews import VerdictAccepted
 
-REFUSAL_CLASS = "refused-transition"
 TRUNK_RED_CLASS = "trunk-red"
 CONTRACT_WRONG_CLASS = "contract-wrong"
 TRUNK_PRODUCER = "trunk_gate"

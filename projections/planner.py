@@ -2,11 +2,18 @@
 
 A planning *round* starts at its *basis*: the latest event after which earlier tries no
 longer count — a charter approved, a slice closed or its plan discarded, reconnaissance
-recorded, or the operator closing a ``planner-gave-up`` finding. Within a round the fold
+recorded, or the operator closing a ``planner-gave-up`` finding. A plan discarded because
+the merger refused its contract starts no round: the discard turns that plan into one
+refused try carrying the merger's reasons. Within a round the fold
 keeps every try of the planner (refused ones with their reasons, the one proposed), the
 operator's approval of a proposal, and whether its submission went out; the planner
 daemon's decision reads nothing else, so the re-ask, the bound on tries and a restart
 all come from the log.
+
+Across rounds it counts the run's *allowance*: the planner's answers and the
+reconnaissance records since the charter was approved (or since the operator closed a
+``planning-capped`` finding), which a ``planning-capped`` finding ends; rounds restart, the
+allowance does not, so findings that keep re-running reconnaissance cannot plan for ever.
 
 It also keeps the latest reconnaissance record, the ``blocked-by-fact`` findings whose
 ``evidence.fact`` names a reconnaissance fact (they make that record stale until a
@@ -15,13 +22,17 @@ re-run answers them), and the operator's approvals of skeleton slices.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.contract_landing import CONTRACT_EVIDENCE, MERGER_PRODUCER
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.authority import REFUSAL_CLASS
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.planning import (
+    CAPPED,
     GAVE_UP,
     SKELETON_REVIEW,
     PlanApprove,
@@ -30,8 +41,14 @@ from loopbus.schemas.planning import (
     ReconRecorded,
     SkeletonApprove,
 )
-from loopbus.schemas.slices import PlanSubmission, SliceClosed, SlicePlan, SlicePlanDiscarded
-from loopbus.schemas.targets import format_target
+from loopbus.schemas.slices import (
+    PlanSubmission,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+)
+from loopbus.schemas.targets import DecisionTarget, PlanTarget, format_target
 
 CHARTER_APPROVED = "charter.approved.v1"
 """The charter branch's fact (matched by kind so this fold needs nothing else of it)."""
@@ -87,11 +104,29 @@ class PlannerState(msgspec.Struct, kw_only=True):
     """Slice -> the operator's approval of it as a skeleton."""
     skeleton_reviews: dict[str, str] = {}
     """Slice -> the skeleton-review finding raised for it."""
+    run_basis: str = ""
+    """Where the run's allowance starts: the charter approval, or the operator closing a
+    ``planning-capped`` finding."""
+    run_tries: int = 0
+    """The planner's answers since ``run_basis`` (refused or proposed), every round."""
+    recon_runs: int = 0
+    """Reconnaissance records since ``run_basis``."""
+    capped: dict[str, str] = {}
+    """Planning-capped finding id -> the ``run_basis`` whose allowance it ended."""
+    slices: dict[str, str] = {}
+    """Slice -> ``open``, ``closed`` or ``discarded``: which slice is planned next."""
+    contract_refusals: dict[str, list[str]] = {}
+    """The merger's contract refusal finding -> its reasons (kept until the dispatcher
+    discards the plan it refused, which turns them into a refused try)."""
 
 
 def submission_id(proposal: str) -> str:
     """The id of the submission of a proposal (one per proposal, whoever publishes it)."""
     return answer_id(proposal, "plan-submission")
+
+
+def _attempted(state: PlannerState, attempt: Attempt) -> None:
+    state.attempts.append(attempt)
 
 
 def _reset(state: PlannerState, basis: str) -> None:
@@ -106,21 +141,31 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
     if event.kind == CHARTER_APPROVED and system:
         state.charter_approved = event.id
         _reset(state, event.id)
+        _new_allowance(state, event.id)
         return state
+    _slice_status(state, event)
     match event:
+        case SlicePlanDiscarded() if system and event.cause in state.contract_refusals:
+            _contract_refused(state, event.slice, state.contract_refusals.pop(event.cause))
         case SliceClosed() | SlicePlanDiscarded() if system:
             _reset(state, event.id)
         case ReconRecorded() if system:
+            state.recon_runs += 1
             state.recon = event
             for finding in event.answers:
                 if finding in state.invalidations:
                     state.invalidations[finding].answered = True
             _reset(state, event.id)
-        case PlanAttemptRefused() if system and event.basis == state.basis:
-            state.attempts.append(
-                Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems))
+        case PlanAttemptRefused() | PlanProposed() if system and event.basis != state.basis:
+            state.run_tries += 1  # a late answer of an earlier round still spent a try
+        case PlanAttemptRefused() if system:
+            state.run_tries += 1
+            _attempted(
+                state,
+                Attempt(slice=event.slice, attempt=event.attempt, problems=list(event.problems)),
             )
-        case PlanProposed() if system and event.basis == state.basis:
+        case PlanProposed() if system:
+            state.run_tries += 1
             submission = event.submission or submission_id(event.id)
             state.proposals[event.slice] = Proposal(
                 id=event.id,
@@ -153,9 +198,32 @@ def apply(state: PlannerState, event: Event) -> PlannerState:
     return state
 
 
+def _slice_status(state: PlannerState, event: Event) -> None:
+    if event.actor.role != "system":
+        return
+    match event:
+        case SlicePlanAccepted():
+            state.slices[event.plan.slice] = "open"
+        case SliceClosed() if event.slice in state.slices:
+            state.slices[event.slice] = "closed"
+        case SlicePlanDiscarded() if event.slice in state.slices:
+            state.slices[event.slice] = "discarded"
+
+
 def _system_finding(state: PlannerState, event: FindingRaised) -> None:
     if event.cls == "blocked-by-fact":
         _blocked(state, event)
+    elif (
+        event.producer == MERGER_PRODUCER
+        and event.cls == REFUSAL_CLASS
+        and isinstance(event.evidence.get(CONTRACT_EVIDENCE), str)
+    ):
+        refused = event.evidence.get("refused")
+        lines = [str(r) for r in refused] if isinstance(refused, list) else []
+        state.contract_refusals[event.id] = [
+            f"the merger refused the contract at landing: {line}"
+            for line in (lines or [event.message])
+        ]
     elif event.producer != MACHINERY:
         # The system re-raises a reviewer's or an investigator's findings with the agent's
         # own criterion, class and evidence: only the machinery's own (the planner daemon's
@@ -163,6 +231,8 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
         return
     elif event.criterion == GAVE_UP and event.cls == "meta":
         state.gave_up[event.id] = str(event.evidence.get("basis", ""))
+    elif event.criterion == CAPPED and event.cls == "meta":
+        state.capped[event.id] = str(event.evidence.get("basis", ""))
     elif event.criterion == SKELETON_REVIEW and event.cls == "meta" and event.slice:
         state.skeleton_reviews.setdefault(event.slice, event.id)
     elif event.cls == REFUSAL_CLASS:
@@ -173,12 +243,13 @@ def _system_finding(state: PlannerState, event: FindingRaised) -> None:
         if proposal is not None:
             problems = event.evidence.get("problems")
             lines = [str(p) for p in problems] if isinstance(problems, list) else []
-            state.attempts.append(
+            _attempted(
+                state,
                 Attempt(
                     slice=proposal.slice,
                     attempt=proposal.attempt,
                     problems=lines or [event.message],
-                )
+                ),
             )
 
 
@@ -186,9 +257,27 @@ MACHINERY = "standards"
 """The producer of the planner daemon's findings and of the dispatcher's refusals."""
 
 
+def _contract_refused(state: PlannerState, slice_id: str, problems: list[str]) -> None:
+    """The dispatcher discarded a plan whose contract the merger refused: that plan is one
+    refused try of this round, with the merger's reasons (no new round: the tries stay
+    bounded), and the slice is planned again."""
+    proposal = state.proposals.pop(slice_id, None)
+    if proposal is not None:
+        state.submissions.pop(proposal.submission, None)
+    attempt = proposal.attempt if proposal is not None else next_attempt(state, slice_id)
+    _attempted(state, Attempt(slice=slice_id, attempt=attempt, problems=problems))
+
+
 def _blocked(state: PlannerState, event: FindingRaised) -> None:
+    """Record a blocked-by-fact finding as an invalidation of reconnaissance only when it is
+    one the system acts on: about a plan or a decision (the dispatcher routes nothing
+    else), naming a fact the latest reconnaissance holds when it is raised. Any of these
+    re-runs reconnaissance, so each is also bounded by the run's allowance."""
     fact = event.evidence.get("fact")
-    if isinstance(fact, str) and fact and event.id not in state.invalidations:
+    if not isinstance(event.target, PlanTarget | DecisionTarget) or state.recon is None:
+        return
+    known = any(f.id == fact for f in state.recon.facts)
+    if isinstance(fact, str) and fact and known and event.id not in state.invalidations:
         state.invalidations[event.id] = Invalidation(
             finding=event.id, fact=fact, message=event.message, target=format_target(event.target)
         )
@@ -201,12 +290,38 @@ def _closed(state: PlannerState, finding: str, by: str) -> None:
     basis = state.gave_up.pop(finding, None)
     if basis is not None and basis == state.basis:
         _reset(state, by)  # the operator closed the gave-up finding: the planner tries again
+    allowance = state.capped.pop(finding, None)
+    if allowance is not None and allowance == state.run_basis:
+        # The operator closed the planning-capped finding: a new allowance, a new round.
+        _new_allowance(state, by)
+        _reset(state, by)
+
+
+def _new_allowance(state: PlannerState, basis: str) -> None:
+    state.run_basis, state.run_tries, state.recon_runs = basis, 0, 0
 
 
 FOLD = Fold(name="planner", state_type=PlannerState, initial=PlannerState, apply=apply)
 
 
 # -- queries ------------------------------------------------------------------------------
+
+
+def next_slice(statuses: Mapping[str, str]) -> str:
+    """``S1``, ``S2`` …: the first not accepted (a discarded one is planned again), from
+    each slice's status (``open``, ``closed`` or ``discarded``)."""
+    k = 1
+    while statuses.get(f"S{k}", "discarded") != "discarded":
+        k += 1
+    return f"S{k}"
+
+
+def planning(state: PlannerState) -> str:
+    """The slice the planner is asked for next, or ``""`` (no charter approved, or a slice
+    is open: one slice at a time)."""
+    if not state.charter_approved or "open" in state.slices.values():
+        return ""
+    return next_slice(state.slices)
 
 
 def tries(state: PlannerState, slice_id: str) -> list[Attempt]:
@@ -226,6 +341,11 @@ def refusals(state: PlannerState, slice_id: str) -> list[str]:
 def gave_up(state: PlannerState) -> bool:
     """A ``planner-gave-up`` finding ended this round."""
     return state.basis in state.gave_up.values()
+
+
+def capped(state: PlannerState) -> bool:
+    """A ``planning-capped`` finding ended the run's allowance: nothing more is planned."""
+    return bool(state.run_basis) and state.run_basis in state.capped.values()
 
 
 def stale_recon(state: PlannerState) -> list[Invalidation]:

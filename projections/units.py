@@ -37,6 +37,7 @@ from loopbus.schemas import (
     UnitState,
     UnitTransitioned,
 )
+from loopbus.schemas.authority import REFUSAL_CLASS as REFUSAL_CLASS
 from loopbus.schemas.reports import (
     BlockedReport,
     CommitReport,
@@ -47,9 +48,6 @@ from loopbus.schemas.reports import (
 )
 from loopbus.schemas.slices import SlicePlanAccepted, UnitDispatched
 from loopbus.schemas.units import TransitionBy
-
-REFUSAL_CLASS: Final = "refused-transition"
-"""The finding class of a refused claim; its ``evidence["report"]`` is the report id."""
 
 CONTRACT_CLASS: Final = "contract-unmet"
 """The finding class of a suite that passed without the unit's criteria; ``evidence["suite"]``."""

@@ -21,9 +21,10 @@ may claim.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from loopbus.schemas.findings import FindingRaised
+from loopbus.schemas.envelope import Role
+from loopbus.schemas.findings import PRODUCERS, FindingRaised, Producer
 
 if TYPE_CHECKING:
     from loopbus.schemas.events import Event
@@ -61,7 +62,7 @@ CLAIM_TAGS: frozenset[str] = frozenset(
 finding lifecycle and gate move claims, decisions and objectives).
 Checked against the union by a test, so a new claim kind cannot be forgotten here."""
 
-FINDING_CLAIMS: dict[str, tuple[str, frozenset[str]]] = {
+FINDING_CLAIMS: dict[Role, tuple[Producer, frozenset[str]]] = {
     # role -> (the producer its findings must name, the classes it may raise)
     "builder": ("builder", frozenset({"defect", "blocked-by-fact"})),
     "reviewer": ("reviewer", frozenset({"defect", "blocked-by-fact"})),
@@ -74,6 +75,14 @@ FINDING_CLAIMS: dict[str, tuple[str, frozenset[str]]] = {
 """What each role may raise as a finding. Every other class (refusals, trunk-red,
 wait-budget, budget breaches, quarantine, merge conflicts, investigations…) is the
 system's to raise: the same finding from an agent is a forgery."""
+
+PRODUCER_ROLES: dict[Producer, Role] = {
+    producer: role for role, (producer, _) in FINDING_CLAIMS.items()
+}
+"""The producers a role may report findings as, each with that role (``report finding``)."""
+
+SYSTEM_PRODUCERS: frozenset[Producer] = frozenset(PRODUCERS) - PRODUCER_ROLES.keys()
+"""The producers that are system daemons: their findings are facts only they publish."""
 
 
 CLAIM_ROLES: dict[str, frozenset[str]] = {
@@ -142,17 +151,20 @@ def forgery_reason(event: Event) -> str:
     return f"{who} published {event.kind}, a fact only the system publishes"
 
 
-REFUSAL_CLASS = "refused-transition"
+REFUSAL_CLASS: Final = "refused-transition"
 """The class of the system's findings that refuse a claim (or a transition)."""
+
+ANSWERS_CLAIM = "claim"
+"""The evidence key under which a refusal finding names the claim it answers."""
 
 
 def refused_claim(event: FindingRaised) -> str | None:
-    """The id of the claim ``event`` refuses (its ``claim`` evidence), or ``None``.
+    """The id of the claim ``event`` refuses (its :data:`ANSWERS_CLAIM` evidence), or ``None``.
 
     Only the system's refusal findings answer a claim. Other system findings carry
     evidence that is partly an agent's own words (a reviewer's or an investigator's), so a
     ``claim`` key there must never cancel anyone's pending claim."""
     if event.actor.role != "system" or event.cls != REFUSAL_CLASS:
         return None
-    claim = event.evidence.get("claim")
+    claim = event.evidence.get(ANSWERS_CLAIM)
     return claim if isinstance(claim, str) else None

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+from loopbus.schemas.criterion_source import source_problem
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.errors import InvalidValue
@@ -60,12 +61,18 @@ class Objective(msgspec.Struct, frozen=True, kw_only=True):
 
 class CharterCriterion(msgspec.Struct, frozen=True, kw_only=True):
     """One acceptance criterion, judged by the system on trunk: either a ``check`` of
-    ``loopbus.toml`` that passed, or a pytest ``test`` (node id) that ran and passed."""
+    ``loopbus.toml`` that passed, or a pytest ``test`` (node id) that ran and passed.
+
+    ``source`` is the text of the test's whole file as the operator approves it: the
+    criterion is met only while trunk's file is that code (layout and comments aside).
+    Criteria whose tests share a file share its source (one of them may give it). Without
+    any, the approval pins the file as trunk had it when the charter was approved."""
 
     id: Token
     text: str
     check: str = ""
     test: str = ""
+    source: str = ""
 
     def __post_init__(self) -> None:
         if bool(self.check) == bool(self.test):
@@ -80,6 +87,19 @@ class CharterCriterion(msgspec.Struct, frozen=True, kw_only=True):
                 f"criteria.{self.id}.test",
                 self.test,
                 "a pytest node id names the file and the test: tests/test_calc.py::test_add",
+            )
+        if self.source and not self.test:
+            raise InvalidValue(
+                f"criteria.{self.id}.source",
+                self.source[:60],
+                "source is the text of a test criterion; a check criterion has none",
+            )
+        problem = source_problem(self.source, self.test) if self.source else None
+        if problem is not None:
+            raise InvalidValue(
+                f"criteria.{self.id}.source",
+                self.source[:60],
+                f"{problem}; write the test's whole file as it must be on trunk",
             )
 
 
@@ -121,6 +141,36 @@ class Charter(msgspec.Struct, frozen=True, kw_only=True):
                 if one in seen:
                     raise InvalidValue(f"{field}.id", one, "each id appears once")
                 seen.add(one)
+        sources: dict[str, str] = {}
+        for criterion in self.criteria:
+            if not criterion.source:
+                continue
+            path = criterion.test.split("::", 1)[0]
+            earlier = sources.setdefault(path, criterion.source)
+            if earlier.strip() != criterion.source.strip():
+                raise InvalidValue(
+                    f"criteria.{criterion.id}.source",
+                    criterion.source[:60],
+                    f"another criterion gives {path} another source; a source is the whole "
+                    "file, so criteria in one file give the same text (or only one gives it)",
+                )
+        for criterion in self.criteria:
+            shared = self.source_of(criterion.test) if criterion.test else ""
+            problem = source_problem(shared, criterion.test) if shared else None
+            if problem is not None:
+                raise InvalidValue(
+                    f"criteria.{criterion.id}.test",
+                    criterion.test,
+                    f"the source given for its file: {problem}",
+                )
+
+    def source_of(self, test: str) -> str:
+        """The source the charter gives for the file of ``test`` (empty: none)."""
+        path = test.split("::", 1)[0]
+        return next(
+            (c.source for c in self.criteria if c.source and c.test.split("::", 1)[0] == path),
+            "",
+        )
 
     @property
     def criterion_ids(self) -> tuple[str, ...]:
@@ -174,9 +224,33 @@ class CharterApproved(EventBase, frozen=True, kw_only=True, tag="charter.approve
     submission: EventId | None = None
     by: str = ""
     why: str = ""
+    trunk: str = ""
+    """Trunk's commit as the merger last recorded it when the charter was approved (empty:
+    none yet): where the criteria not pinned here are pinned from."""
+    pins: dict[str, str] = {}
+    """criterion id -> what it was pinned to at approval: a test's function digest (from
+    its ``source``), a check's definition digest (from the adopted ``loopbus.toml``)."""
 
     def subject_suffix(self) -> str:
         return f"{CHARTER_SUBJECT}.approved"
+
+
+class RunCriteriaPinned(EventBase, frozen=True, kw_only=True, tag="run.criteria_pinned.v1"):
+    """What the criteria the approval could not pin by itself are pinned to, read from git
+    at trunk commit ``trunk`` (the approval's): a test's function digest, a check's
+    definition digest. ``unpinned`` says why a criterion has no pin; it never holds."""
+
+    run: EventId
+    charter: Token
+    trunk: str = ""
+    pins: dict[str, str] = {}
+    unpinned: dict[str, str] = {}
+    cause: str = ""
+    """Empty for the run's first pinning; else the operator's ``skeleton.approve`` claim
+    that pins what the reviewed skeleton wrote for criteria still unpinned."""
+
+    def subject_suffix(self) -> str:
+        return f"{RUN_SUBJECT}.pinned"
 
 
 class RunCriteriaChecked(EventBase, frozen=True, kw_only=True, tag="run.criteria_checked.v1"):
@@ -191,6 +265,9 @@ class RunCriteriaChecked(EventBase, frozen=True, kw_only=True, tag="run.criteria
     cause: str = ""
     detail: dict[str, str] = {}
     """criterion id -> why it does not hold (not run, failed, pending, no such test…)."""
+    bodies: dict[str, str] = {}
+    """criterion id -> the digest of its test's function as read from git at ``trunk``
+    (absent: the test is not there, or no repository was read)."""
 
     def subject_suffix(self) -> str:
         return f"{RUN_SUBJECT}.criteria"
@@ -234,4 +311,11 @@ class RunEnded(EventBase, frozen=True, kw_only=True, tag="run.ended.v1"):
         return f"{RUN_SUBJECT}.ended"
 
 
-RUN_FACTS = (CharterApproved, RunCriteriaChecked, RunCheckedIn, RunFinalizing, RunEnded)
+RUN_FACTS = (
+    CharterApproved,
+    RunCriteriaPinned,
+    RunCriteriaChecked,
+    RunCheckedIn,
+    RunFinalizing,
+    RunEnded,
+)

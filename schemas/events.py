@@ -21,6 +21,7 @@ from loopbus.schemas.charter import (
     CharterSubmission,
     RunCheckedIn,
     RunCriteriaChecked,
+    RunCriteriaPinned,
     RunEnded,
     RunFinalizing,
     RunStop,
@@ -159,6 +160,7 @@ Event = (
     | CharterApproved
     | RunCriteriaChecked
     | RunCheckedIn
+    | RunCriteriaPinned
     | RunFinalizing
     | RunEnded
     | ContractLanded

@@ -6,7 +6,7 @@ convergence on ``(target, severity, criterion)``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 from loopbus.schemas.envelope import EventBase
@@ -22,15 +22,8 @@ Producer = Literal[
     "operator",
     "meta_rule",
 ]
-PRODUCERS: tuple[Producer, ...] = (
-    "gate_runner",
-    "trunk_gate",
-    "reviewer",
-    "builder",
-    "standards",
-    "operator",
-    "meta_rule",
-)
+PRODUCERS: tuple[Producer, ...] = get_args(Producer)
+"""Every producer, in the order above (the type is the one list)."""
 
 Severity = Literal["info", "low", "medium", "high", "critical"]
 SEVERITIES: tuple[Severity, ...] = ("info", "low", "medium", "high", "critical")

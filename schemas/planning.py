@@ -27,6 +27,9 @@ GAVE_UP = "planner-gave-up"
 """The criterion of the finding raised when the planner's tries are spent."""
 SKELETON_REVIEW = "skeleton-review"
 """The criterion of the finding that asks the operator to review a closed skeleton slice."""
+CAPPED = "planning-capped"
+"""The criterion of the finding raised when a run spent its planner tries or its
+reconnaissance runs (``[plan] max_run_tries``, ``[recon] max_runs``): planning stops."""
 
 
 # -- the brief and the envelope (stdin and stdout of the planner command) ------------------

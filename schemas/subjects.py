@@ -99,6 +99,11 @@ def ratchet_subjects(project: str) -> str:
     return f"{PREFIX}.{project}.ratchet.>"
 
 
+def charter_approved_subjects(project: str) -> str:
+    """The charter approvals of a project (a run's start: what its criteria are)."""
+    return f"{PREFIX}.{project}.charter.approved"
+
+
 def gate_request_subjects(project: str) -> str:
     """Gate-run requests of a project."""
     return f"{PREFIX}.{project}.gatereq.>"

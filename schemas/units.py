@@ -30,6 +30,15 @@ BLOCK_REASONS: tuple[BlockReason, ...] = (
     "awaiting-capacity",
 )
 
+SUBJECT_KINDS: dict[str, str] = {
+    "awaiting-operator": "a finding id",
+    "awaiting-dependency": "a sibling unit id in the same slice",
+    "awaiting-gate": "a check id",
+    "awaiting-capacity": "a budget name",
+}
+"""What each reason's subject must name (here, beside the reasons, so
+``loopbus report blocked --help`` can say it without importing the folds)."""
+
 
 TransitionBy = Literal[
     "started",  # a builder's started report, after dispatch

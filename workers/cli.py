@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from loopbus.bus import BusError
+from loopbus.bus.connection import DEFAULT_URL, NATS_URL_ENV
 from loopbus.bus.creds import CREDS_ENV, load_credential
+from loopbus.bus.tls import TLS_CA_ENV
 from loopbus.workers.kernel import Daemon, Kernel
 from loopbus.workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
-
-DEFAULT_URL = "nats://127.0.0.1:4222"
 
 Body = Callable[[DaemonContext], Awaitable[None]]
 
@@ -28,8 +28,8 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--nats-url",
-        default=os.environ.get("LOOPBUS_NATS_URL", DEFAULT_URL),
-        help="NATS server (default: LOOPBUS_NATS_URL, else %(default)s)",
+        default=os.environ.get(NATS_URL_ENV, DEFAULT_URL),
+        help=f"NATS server (default: {NATS_URL_ENV}, else %(default)s)",
     )
     parser.add_argument(
         "--creds",
@@ -40,8 +40,8 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--tls-ca",
         type=Path,
-        default=os.environ.get("LOOPBUS_TLS_CA") or None,
-        help="the CA to trust for a tls:// server (default: LOOPBUS_TLS_CA)",
+        default=os.environ.get(TLS_CA_ENV) or None,
+        help=f"the CA to trust for a tls:// server (default: {TLS_CA_ENV})",
     )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
     return parser

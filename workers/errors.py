@@ -7,7 +7,7 @@ field, the value found there and what to do — and prints as one line; the CLI 
 
 from __future__ import annotations
 
-CONFIG_FILE = "loopbus.toml"
+from loopbus.schemas.project_config import CONFIG_FILE as CONFIG_FILE
 
 
 class WorkerError(Exception):

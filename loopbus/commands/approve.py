@@ -14,20 +14,19 @@ server refuses the same claim from an agent credential (docs/security.md).
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
 from loopbus.commands import approve_charter, approve_config, approve_plan, approve_skeleton
+from loopbus.commands.approve_publish import publish_approval, refuse_wait
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.errors import UsageError
-from loopbus.known import require_known
 from loopbus.projections import units as units_fold
 from loopbus.schemas import Actor
 from loopbus.schemas.merges import ApproveReport
-from loopbus.schemas.subjects import subject_of, unit_subject
+from loopbus.schemas.subjects import unit_subject
 from loopbus.schemas.units import TERMINAL_STATES
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import add_connection, add_project
 
 
 def register(sub: Any) -> None:
@@ -81,26 +80,18 @@ def build(args: argparse.Namespace) -> ApproveReport:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.wait:
-        raise UsageError(
-            "--wait: a unit's approval is answered by the merge queue; follow it with "
-            "loopbus tail --kind merge (--wait is for --charter)"
-        )
+    refuse_wait(
+        args,
+        "a unit's approval is answered by the merge queue; follow it with loopbus tail "
+        "--kind merge",
+    )
     claim = build(args)
-
-    async def publish() -> int:
-        bus = await connection(args).open()
-        try:
-            bus.check_publish(subject_of(claim))  # a credential that may not approve: say that
-            await require_known(bus, claim.project)
-            await require_open_unit(bus, claim.project, claim.unit)
-            ack = await bus.publish(claim)
-        finally:
-            await bus.close()
-        print(f"approval {claim.id} of {claim.project}/{claim.unit} published at seq {ack.seq}")
-        return 0
-
-    return asyncio.run(publish())
+    return publish_approval(
+        args,
+        claim,
+        lambda bus: require_open_unit(bus, claim.project, claim.unit),
+        lambda seq: f"approval {claim.id} of {claim.project}/{claim.unit} published at seq {seq}",
+    )
 
 
 async def require_open_unit(bus: Bus, project: str, unit: str) -> None:

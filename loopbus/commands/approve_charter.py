@@ -13,7 +13,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import Bus, read
+from loopbus.bus import Bus
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
@@ -87,24 +87,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def wait_answer(bus: Bus, claim: CharterApprove, seq: int) -> int:
-    """Follow the log from ``seq`` until the system approves or refuses ``claim``."""
-    try:
-        async with asyncio.timeout(WAIT_S):
-            async for record in read(
-                bus, subjects=[project_subjects(claim.project)], start_seq=seq, follow=True
-            ):
-                event = record.event
-                if (
-                    isinstance(event, CharterApproved)
-                    and event.actor.role == "system"
-                    and event.claim == claim.id
-                ):
-                    print(f"approved: the run of charter {event.charter.id} started ({event.id})")
-                    return 0
-                if isinstance(event, FindingRaised) and refused_claim(event) == claim.id:
-                    raise LoopbusError(f"approval refused: {event.message}")
-    except TimeoutError:
-        pass
+    """Follow the log past ``seq`` until the system approves or refuses ``claim``."""
+    from loopbus.answers import await_answer
+
+    def answer(event: object) -> CharterApproved | FindingRaised | None:
+        if isinstance(event, CharterApproved) and event.claim == claim.id:
+            return event
+        if isinstance(event, FindingRaised) and refused_claim(event) == claim.id:
+            return event
+        return None
+
+    subjects = [project_subjects(claim.project)]
+    found = await await_answer(bus, subjects, answer, WAIT_S, after=seq)
+    if isinstance(found, CharterApproved):
+        print(f"approved: the run of charter {found.charter.id} started ({found.id})")
+        return 0
+    if found is not None:
+        raise LoopbusError(f"approval refused: {found.message}")
     raise LoopbusError(
         f"no answer to approval {claim.id} in {WAIT_S:.0f}s: is the charter daemon running "
         "(loopbus up)? loopbus charter show tells where it stands"

@@ -10,17 +10,14 @@ operator, an unknown or refused proposal, a file that edits or loosens a check).
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from loopbus.bus import Bus, read
+from loopbus.commands.approve_publish import publish_approval, refuse_wait
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
-from loopbus.known import require_known
 from loopbus.schemas import Actor
 from loopbus.schemas.contract import ConfigApprove, ConfigProposal
-from loopbus.schemas.subjects import subject_of
-from loopbus.settings import connection
 
 OPTION = "config"
 """The ``args`` attribute set when ``--config`` was given (``loopbus approve``'s KINDS)."""
@@ -64,27 +61,19 @@ async def require_proposal(bus: Bus, project: str, proposal: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "wait", False):
-        raise UsageError(
-            "--wait: a configuration approval is answered by the merger when trunk is green; "
-            "follow it with loopbus tail --kind config (--wait is for --charter)"
-        )
+    refuse_wait(
+        args,
+        "a configuration approval is answered by the merger when trunk is green; follow it "
+        "with loopbus tail --kind config",
+    )
     claim = build(args)
-
-    async def publish() -> int:
-        bus = await connection(args).open()
-        try:
-            bus.check_publish(subject_of(claim))  # a credential that may not approve: say so
-            await require_known(bus, claim.project)
-            await require_proposal(bus, claim.project, claim.proposal)
-            ack = await bus.publish(claim)
-        finally:
-            await bus.close()
-        print(
-            f"approval {claim.id} of configuration proposal {claim.proposal} published at seq "
-            f"{ack.seq}; the merger lands it on a green trunk (loopbus tail --kind config) or "
+    return publish_approval(
+        args,
+        claim,
+        lambda bus: require_proposal(bus, claim.project, claim.proposal),
+        lambda seq: (
+            f"approval {claim.id} of configuration proposal {claim.proposal} published "
+            f"at seq {seq}; the merger lands it on a green trunk (loopbus tail --kind config) or "
             "refuses it with a finding"
-        )
-        return 0
-
-    return asyncio.run(publish())
+        ),
+    )

@@ -152,16 +152,17 @@ def _confirmation(choice: DecisionChoice, pick: AutoPick, confirm: bool) -> Deci
 async def wait_recorded(
     bus: Bus, choice: DecisionChoice, from_seq: int, timeout: float
 ) -> DecisionRecorded:
-    try:
-        async with asyncio.timeout(timeout):
-            async for record in read(
-                bus, subjects=[project_subjects(choice.project)], start_seq=from_seq, follow=True
-            ):
-                event = record.event
-                if isinstance(event, DecisionRecorded) and event.cause == choice.id:
-                    return event
-    except TimeoutError:
-        pass
+    """The builder daemon's record of ``choice`` (a system fact: an agent's decision that
+    names the choice as its cause is not one)."""
+    from loopbus.answers import await_answer
+
+    def recorded(event: object) -> DecisionRecorded | None:
+        return event if isinstance(event, DecisionRecorded) and event.cause == choice.id else None
+
+    subjects = [project_subjects(choice.project)]
+    answer = await await_answer(bus, subjects, recorded, timeout, after=from_seq)
+    if answer is not None:
+        return answer
     raise LoopbusError(
         f"decision {choice.decision_id} not recorded within {timeout:g}s; is the builder "
         "daemon running? (`loopbus up --repo PATH` runs it)"

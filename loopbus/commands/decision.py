@@ -139,26 +139,20 @@ def run_record(args: argparse.Namespace) -> int:
             claim = build(args, question)
             ack = await bus.publish(claim)
             print(f"decision claimed at seq {ack.seq} ({claim.id})")
-            return await _wait(bus, args, claim) if args.wait > 0 else 0
+            return await _wait(bus, args, claim, ack.seq) if args.wait > 0 else 0
         finally:
             await bus.close()
 
     return asyncio.run(go())
 
 
-async def _wait(bus: Bus, args: argparse.Namespace, claim: DecisionRecorded) -> int:
-    try:
-        async with asyncio.timeout(args.wait):
-            async for record in read(bus, subjects=[project_subjects(args.project)], follow=True):
-                answer = _answer(record.event, claim)
-                if answer is not None:
-                    print(answer)
-                    return 1 if answer.startswith("refused") else 0
-    except TimeoutError as exc:
-        raise LoopbusError(
-            f"no answer within {args.wait:g}s; is the ratchet daemon running?"
-        ) from exc
-    return 1
+async def _wait(bus: Bus, args: argparse.Namespace, claim: DecisionRecorded, seq: int) -> int:
+    from loopbus.answers import wait_for_answer
+
+    def answer(event: Event) -> str | None:
+        return _answer(event, claim)
+
+    return await wait_for_answer(bus, args.project, answer, args.wait, "ratchet", after=seq)
 
 
 def _answer(event: Event | None, claim: DecisionRecorded) -> str | None:

@@ -269,9 +269,8 @@ async def _submit(
         )
         if wait_s <= 0:
             return 0
-        try:
-            answer = await asyncio.wait_for(_answer(bus, submission, ack.seq), wait_s)
-        except TimeoutError:
+        answer = await _answer(bus, submission, ack.seq, wait_s)
+        if answer is None:
             print(await _unanswered(bus, wait_s, ack.seq), file=sys.stderr)
             return 1
     finally:
@@ -309,11 +308,12 @@ async def _unanswered(bus: Bus, wait_s: float, seq: int) -> str:
 
 
 async def _answer(
-    bus: Any, submission: PlanSubmission, after: int
-) -> SlicePlanAccepted | FindingRaised:
-    subjects = [project_subjects(submission.project)]
-    async for record in read(bus, subjects=subjects, start_seq=after + 1, follow=True):
-        event = record.event
+    bus: Bus, submission: PlanSubmission, after: int, wait_s: float
+) -> SlicePlanAccepted | FindingRaised | None:
+    """The dispatcher's answer to ``submission`` (``None``: none within ``wait_s``)."""
+    from loopbus.answers import await_answer
+
+    def answer(event: object) -> SlicePlanAccepted | FindingRaised | None:
         if isinstance(event, SlicePlanAccepted) and event.cause == submission.id:
             return event
         if (
@@ -321,4 +321,7 @@ async def _answer(
             and event.evidence.get(REFUSAL_EVIDENCE_KEY) == submission.id
         ):
             return event
-    raise AssertionError("a followed read never ends")  # pragma: no cover
+        return None
+
+    subjects = [project_subjects(submission.project)]
+    return await await_answer(bus, subjects, answer, wait_s, after=after)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
 
 import msgspec
 
@@ -25,19 +24,10 @@ from loopbus.projections import slices
 from loopbus.projections.slices import SlicesState
 from loopbus.schemas import project_subjects
 from loopbus.schemas.ids import is_token
-from loopbus.settings import Connection, add_connection, add_project, connection
+from loopbus.settings import Connection, connection
 from loopbus.slice_render import record_json, render_record
 
 _json = msgspec.json.Encoder()
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("record", help="the run record of a project, from the log")
-    add_connection(parser)
-    add_project(parser)
-    parser.add_argument("--slice", default=None, help="only this slice")
-    parser.add_argument("--json", action="store_true", help="one JSON document")
-    parser.set_defaults(handler=run)
 
 
 async def fold_slices(conn: Connection, project: str) -> SlicesState:

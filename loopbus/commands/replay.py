@@ -9,7 +9,6 @@ import asyncio
 import re
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 
@@ -22,24 +21,9 @@ from loopbus.progress import Progress
 from loopbus.projections import ProjectStates, apply_all, initial_states, to_builtins
 from loopbus.render import Palette, record_json, render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import Connection, add_connection, add_project, connection
+from loopbus.settings import Connection, connection
 
 _json = msgspec.json.Encoder()
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("replay", help="fold the log from sequence 1 and show the state")
-    add_connection(parser)
-    add_project(parser)
-    parser.add_argument(
-        "--until",
-        default=None,
-        metavar="SEQ|TIME",
-        help="stop after this stream sequence or ISO time (the state as it was then)",
-    )
-    parser.add_argument("--json", action="store_true", help="one document: events and state")
-    parser.add_argument("--state-only", action="store_true", help="print the state only")
-    parser.set_defaults(handler=run)
 
 
 def parse_until(text: str | None) -> tuple[int | None, datetime | None]:

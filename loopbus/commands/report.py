@@ -11,11 +11,10 @@ import argparse
 import asyncio
 import getpass
 import os
-from typing import Any
 
-from loopbus.completion import offer
+from loopbus.commands.report_args import add_claimant as add_claimant
 from loopbus.errors import UsageError
-from loopbus.known import add_new, require_known_unless_new
+from loopbus.known import require_known_unless_new
 from loopbus.schemas import (
     FINDING_CLASSES,
     PRODUCERS,
@@ -23,68 +22,11 @@ from loopbus.schemas import (
     Actor,
     FindingRaised,
     InvalidValue,
-    Role,
     parse_target,
 )
+from loopbus.schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
 from loopbus.schemas.ids import is_token
-from loopbus.settings import add_connection, add_project, connection, credential
-
-SYSTEM_PRODUCERS = frozenset({"gate_runner", "trunk_gate", "meta_rule"})
-_PRODUCER_ROLE: dict[str, Role] = {
-    "reviewer": "reviewer",
-    "builder": "builder",
-    "standards": "standards",
-    "operator": "operator",
-}
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("report", help="publish a claim (a report or a finding)")
-    kinds = parser.add_subparsers(dest="report_kind", metavar="KIND")
-    kinds.required = True
-    finding = kinds.add_parser("finding", help="raise a finding")
-    add_connection(finding, role="agent")
-    add_claimant(finding)
-    add_project(finding)
-    offer(finding.add_argument("--producer", required=True, help=", ".join(PRODUCERS)), PRODUCERS)
-    finding.add_argument(
-        "--target",
-        required=True,
-        help="code:PATH:START-END, plan:SLICE, record:ID, check:ID, budget:NAME, "
-        "profile:NAME or decision:ID",
-    )
-    offer(finding.add_argument("--severity", required=True, help=", ".join(SEVERITIES)), SEVERITIES)
-    finding.add_argument("--criterion", default="")
-    offer(
-        finding.add_argument(
-            "--class", dest="cls", default="defect", help=", ".join(FINDING_CLASSES)
-        ),
-        FINDING_CLASSES,
-    )
-    finding.add_argument("--message", required=True)
-    finding.add_argument("--unit", default=None)
-    finding.add_argument("--slice", default=None)
-    finding.add_argument("--owner", default=None, help="who must act (default: routed by class)")
-    finding.add_argument(
-        "--evidence", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
-    )
-    add_new(finding, "this finding")
-    finding.set_defaults(handler=run_finding)
-    from loopbus.commands import unit_reports  # imports this module: register it here
-
-    unit_reports.register(kinds)  # started, heartbeat, blocked, unblocked, commit, gave-up
-    from loopbus.commands import usage_report
-
-    usage_report.register(kinds)
-
-
-def add_claimant(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--principal",
-        default=None,
-        help="who is claiming (default: the credential's principal, else $LOOPBUS_PRINCIPAL, "
-        "else your user name); a credential may claim only as its own principal",
-    )
+from loopbus.settings import connection, credential
 
 
 def principal(args: argparse.Namespace) -> str:
@@ -127,7 +69,7 @@ def build_finding(args: argparse.Namespace) -> FindingRaised:
     if producer in SYSTEM_PRODUCERS:
         raise UsageError(
             f"--producer {producer} is a system daemon: its findings are facts it publishes "
-            f"itself; report as one of {', '.join(sorted(_PRODUCER_ROLE))}"
+            f"itself; report as one of {', '.join(sorted(PRODUCER_ROLES))}"
         )
     evidence: dict[str, str] = {}
     for item in args.evidence:
@@ -141,7 +83,7 @@ def build_finding(args: argparse.Namespace) -> FindingRaised:
         raise UsageError(f"--target {args.target!r}: {exc.hint}") from exc
     return FindingRaised(
         project=token("--project", args.project),
-        actor=Actor(role=_PRODUCER_ROLE[producer], principal=principal(args)),
+        actor=Actor(role=PRODUCER_ROLES[producer], principal=principal(args)),
         producer=producer,  # type: ignore[arg-type]
         target=target,
         severity=choice("--severity", args.severity, SEVERITIES),  # type: ignore[arg-type]

@@ -9,27 +9,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.run_view import load_run, run_lines
 from loopbus.schemas import Actor, utcnow
 from loopbus.schemas.charter import RunStop
 from loopbus.schemas.subjects import subject_of
-from loopbus.settings import add_connection, add_project, connection
-
-
-def register(sub: Any) -> None:
-    text = "the run of the charter in force: state, slices, criteria held, budgets spent"
-    parser = sub.add_parser("run", help=text, description=text)
-    add_connection(parser, role="operator")
-    add_claimant(parser)
-    add_project(parser)
-    parser.add_argument("--stop", action="store_true", help="end the run now (operators)")
-    parser.add_argument("--why", default=None, help="why the run is stopped (with --stop)")
-    parser.set_defaults(handler=run)
+from loopbus.settings import connection
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ import msgspec
 
 from loopbus import review_status, units_status
 from loopbus.bus import Bus, Views, ViewUnreadable
+from loopbus.commands.status_args import DEFAULT_LIMIT
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.projections import FOLDS, to_builtins
@@ -28,33 +29,9 @@ from loopbus.projections import findings as findings_fold
 from loopbus.projections import units as units_fold
 from loopbus.render import render_state
 from loopbus.schemas.ids import is_token
-from loopbus.settings import Connection, add_connection, add_project, connection
+from loopbus.settings import Connection, connection
 
-DEFAULT_LIMIT = 100
 _json = msgspec.json.Encoder()
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("status", help="the current state, from the materialised view")
-    add_connection(parser)
-    add_project(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON document")
-    parser.add_argument(
-        "--waiting",
-        action="store_true",
-        help="only what the run is waiting on: blocked units grouped by subject",
-    )
-    parser.add_argument(
-        "--unit", default=None, help="one unit: its rounds, finding sets, verdict and rung"
-    )
-    parser.add_argument(
-        "--limit",
-        type=int,
-        default=DEFAULT_LIMIT,
-        help="show at most N entries of each collection (units, open findings, …); "
-        "0 shows everything (default %(default)s)",
-    )
-    parser.set_defaults(handler=run)
 
 
 @dataclass

@@ -7,61 +7,22 @@ import asyncio
 import re
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import msgspec
 
 from loopbus.bus import Record, read
-from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.event_line import record_line
+from loopbus.event_line import Palette, record_json, record_line
 from loopbus.known import require_known
-from loopbus.render import Palette, record_json
 from loopbus.schemas import KINDS, PRODUCERS, project_subjects
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from loopbus.schemas.subjects import finding_subjects
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import connection
 
 _json = msgspec.json.Encoder()
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("tail", help="follow findings and transitions live")
-    add_connection(parser)
-    add_filters(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--no-follow", action="store_true", help="print what is there now and exit")
-    parser.set_defaults(handler=run)
-
-
-def add_filters(parser: argparse.ArgumentParser) -> None:
-    scope = parser.add_mutually_exclusive_group()
-    add_project(scope, required=False, help="only this project")
-    scope.add_argument(
-        "--all-projects",
-        action="store_true",
-        help="every project, even when a default project is set (each line names its project)",
-    )
-    offer(
-        parser.add_argument("--producer", default=None, help="only findings from this producer"),
-        PRODUCERS,
-    )
-    parser.add_argument("--unit", default=None, help="only events about this unit")
-    offer(
-        parser.add_argument(
-            "--kind", default=None, help="only this kind or family (finding, unit, verdict …)"
-        ),
-        sorted({k.split(".")[0] for k in KINDS}),
-    )
-    parser.add_argument(
-        "--since",
-        default=None,
-        metavar="SEQ|DURATION|TIME",
-        help="start at a stream sequence, a duration ago (10m) or an ISO time",
-    )
 
 
 class Filter:

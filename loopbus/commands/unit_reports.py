@@ -18,14 +18,12 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, read
-from loopbus.commands.report import add_claimant, principal, token
-from loopbus.completion import offer
+from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from loopbus.commands.report import principal, token
+from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
-from loopbus.projections.claims import SHA, SUBJECT_KINDS
-from loopbus.projections.units import REFUSAL_CLASS
-from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, Role, UnitTransitioned
+from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import (
     CAPACITY_BUDGETS,
@@ -40,64 +38,8 @@ from loopbus.schemas.reports import (
     heartbeat_key,
 )
 from loopbus.schemas.subjects import claim_subjects
-from loopbus.settings import add_connection, add_project, connection
-from loopbus.workers.units.daemon import ANSWER_SALT
-
-CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
-
-_HELP = {
-    "started": "claim the unit has started (after it was dispatched)",
-    "heartbeat": (
-        "say the unit is alive (kept in the heartbeat bucket, not on the log; only the system "
-        "credential may write it, and only the unit's holder's beat counts)"
-    ),
-    "blocked": "claim the unit cannot proceed: --reason and --subject",
-    "unblocked": "claim what the unit waited on has arrived",
-    "commit": "submit the unit's commit for the gates: --sha",
-    "gave-up": "give the unit up, saying why: --why",
-}
-
-
-def register(kinds: Any) -> None:
-    """Add the unit report subcommands to ``loopbus report``'s subparsers."""
-    for name, text in _HELP.items():
-        parser = kinds.add_parser(name, help=text, description=text)
-        add_connection(parser, role="agent")
-        add_claimant(parser)
-        add_project(parser)
-        parser.add_argument("--unit", required=True)
-        offer(
-            parser.add_argument(
-                "--role",
-                default="builder",
-                help="who claims: builder (default) or operator (speaking for the unit)",
-            ),
-            CLAIMANTS,
-        )
-        if name == "blocked":
-            offer(
-                parser.add_argument("--reason", default=None, help=", ".join(BLOCK_REASONS)),
-                BLOCK_REASONS,
-            )
-            parser.add_argument(
-                "--subject",
-                default=None,
-                help="what it waits on: "
-                + "; ".join(f"{r} -> {k}" for r, k in SUBJECT_KINDS.items()),
-            )
-        elif name == "commit":
-            parser.add_argument("--sha", default=None, help="the full commit id")
-        elif name == "gave-up":
-            parser.add_argument("--why", default=None, help="why the unit cannot be finished")
-        if name != "heartbeat":
-            parser.add_argument(
-                "--wait",
-                type=float,
-                default=None,
-                metavar="SECONDS",
-                help="wait this long for the units daemon's answer and print it",
-            )
-        parser.set_defaults(handler=run, report_verb=name)
+from loopbus.schemas.units import SUBJECT_KINDS
+from loopbus.settings import connection
 
 
 def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
@@ -119,6 +61,8 @@ def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
         reason, subject = block_arguments(args.reason, args.subject)
         return BlockedReport(**common, reason=reason, subject=subject)
     if verb == "commit":
+        from loopbus.projections.claims import SHA  # the folds: only a commit report pays
+
         sha = (args.sha or "").strip().lower()
         if not SHA.match(sha):
             raise UsageError(
@@ -192,22 +136,30 @@ async def wait_for_answer(
     bus: Bus, report: UnitReport, from_seq: int, timeout: float
 ) -> UnitTransitioned | FindingRaised:
     """The units daemon's answer to ``report``: its transition, or its refusal finding."""
+    # Imported here, not at the top: the units daemon brings the kernel and dulwich, and
+    # the answer loop the folds, which only --wait needs (a heartbeat in a script's loop
+    # would pay for them).
+    from loopbus.answers import await_answer
+    from loopbus.schemas.authority import REFUSAL_CLASS
+    from loopbus.workers.units.daemon import ANSWER_SALT
+
     wanted = answer_id(report.id, ANSWER_SALT)
+
+    def answer(event: object) -> UnitTransitioned | FindingRaised | None:
+        if isinstance(event, UnitTransitioned) and event.cause == report.id:
+            return event
+        if (
+            isinstance(event, FindingRaised)
+            and event.cls == REFUSAL_CLASS
+            and (event.id == wanted or event.evidence.get("report") == report.id)
+        ):
+            return event
+        return None
+
     subjects = claim_subjects(report.project, report.unit)
-    try:
-        async with asyncio.timeout(timeout):
-            async for record in read(bus, subjects=subjects, start_seq=from_seq, follow=True):
-                event = record.event
-                if isinstance(event, UnitTransitioned) and event.cause == report.id:
-                    return event
-                if (
-                    isinstance(event, FindingRaised)
-                    and event.cls == REFUSAL_CLASS
-                    and (event.id == wanted or event.evidence.get("report") == report.id)
-                ):
-                    return event
-    except TimeoutError:
-        pass
+    found = await await_answer(bus, subjects, answer, timeout, after=from_seq)
+    if found is not None:
+        return found
     raise LoopbusError(
         f"no answer to report {report.id} within {timeout:g}s; is the units daemon running? "
         "(`loopbus up` runs it; `python -m loopbus.workers.units` alone)"

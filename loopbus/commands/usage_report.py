@@ -8,27 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.schemas import Actor
 from loopbus.schemas.slices import UsageReport
-from loopbus.settings import add_connection, add_project, connection
-
-
-def register(kinds: Any) -> None:
-    text = "report the tokens one builder turn spent on a unit"
-    parser = kinds.add_parser("usage", help=text, description=text)
-    add_connection(parser, role="agent")
-    add_claimant(parser)
-    add_project(parser)
-    parser.add_argument("--unit", required=True)
-    parser.add_argument("--tokens-in", type=int, default=0, metavar="N")
-    parser.add_argument("--tokens-out", type=int, default=0, metavar="N")
-    parser.add_argument("--model", default="")
-    parser.set_defaults(handler=run)
+from loopbus.settings import connection
 
 
 def build(args: argparse.Namespace) -> UsageReport:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loopbus.charter_render import render_charter
+from loopbus.planner_render import planner_doc, planner_lines
 from loopbus.projections import budgets as budgets_fold
 from loopbus.projections import findings as findings_fold
 from loopbus.projections import slices as slices_fold
@@ -22,6 +23,7 @@ from loopbus.projections import to_builtins
 from loopbus.projections.charter import RunView
 from loopbus.projections.convergence import ConvergenceState
 from loopbus.projections.merges import MergesState
+from loopbus.projections.planner import PlannerState
 from loopbus.projections.units import UnitsState
 from loopbus.units_status import waiting
 
@@ -274,6 +276,7 @@ def overview(
         "record": record_doc(states, pages.get("record", Page(0, 20))),
         "merges": merges_doc(states, pages.get("queue", plain)),
         "charter": charter_doc(states),
+        "planner": planner_page_doc(states),
     }
 
 
@@ -289,6 +292,13 @@ def charter_doc(states: Mapping[str, Any]) -> dict[str, Any]:
         "trunk": view.criteria_trunk,
         "lines": render_charter(view),
     }
+
+
+def planner_page_doc(states: Mapping[str, Any]) -> dict[str, Any]:
+    """Where planning stands for the running charter, with ``status``'s lines."""
+    doc = planner_doc(states.get("planner") or PlannerState())
+    doc["lines"] = planner_lines(doc)[1:]  # the page titles the box itself
+    return doc
 
 
 # -- findings ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kernelkit import running
@@ -21,6 +22,7 @@ from loopbus.schemas.charter import (
     CharterSubmission,
     RunBudgets,
 )
+from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.charter.daemon import CharterDaemon
 from loopbus.workers.kernel import Kernel
 
@@ -50,8 +52,14 @@ def approval(project: str, sub: CharterSubmission) -> CharterApprove:
 
 
 @asynccontextmanager
-async def charter_daemon(bus: Bus, project: str, tick_s: float = 0.2) -> AsyncIterator[Kernel]:
-    async with running(bus, CharterDaemon(projects=[project], tick_s=tick_s)) as kernel:
+async def charter_daemon(
+    bus: Bus, project: str, tick_s: float = 0.2, *, repo: Path | None = None
+) -> AsyncIterator[Kernel]:
+    """The charter daemon for ``project``; given ``repo``, it reads criterion tests there
+    (as ``loopbus up --repo`` runs it)."""
+    configs = {project: RepoConfig(project=project, repo=str(repo))} if repo else {}
+    daemon = CharterDaemon(projects=[project], tick_s=tick_s, configs=configs)
+    async with running(bus, daemon) as kernel:
         yield kernel
 
 

@@ -1,7 +1,7 @@
 """A slice's contract lands on trunk through the real merger, and the real dispatcher
 starts the slice's units only once it has: one system commit with the trailer, its
 ``loopbus.toml`` adopted, the new criterion pending on a green trunk. A contract that
-would edit a check is refused and its slice stays held."""
+would edit a check is refused and its plan discarded."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from loopbus.schemas.slices import (
     PlanSubmission,
     SlicePlan,
     SlicePlanAccepted,
+    SlicePlanDiscarded,
     UnitDispatched,
 )
 from loopbus.workers import repository
@@ -30,7 +31,7 @@ from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.kernel import Kernel
-from loopbus.workers.merger.landing import prepare_contract
+from loopbus.workers.merger.landing_commit import prepare_contract
 from merger_scene import Scene, base_files, make_trunk
 
 WAIT_S = 90
@@ -168,7 +169,7 @@ async def test_a_contract_change_lands_after_the_first_green_and_releases_its_sl
     assert not contract_landing.held(state, "S1")
 
 
-async def test_a_contract_that_edits_an_existing_check_is_refused_and_holds_its_slice(
+async def test_a_contract_that_edits_an_existing_check_is_refused_and_its_plan_discarded(
     scene: Scene,
 ) -> None:
     base = make_trunk(scene)
@@ -187,11 +188,7 @@ async def test_a_contract_that_edits_an_existing_check_is_refused_and_holds_its_
             kernel,
             bus,
             project,
-            lambda es: [
-                f
-                for f in es
-                if isinstance(f, FindingRaised) and f.criterion.startswith("contract-")
-            ],
+            lambda es: [e for e in es if isinstance(e, SlicePlanDiscarded)],
         )
     [refused] = [
         f for f in events if isinstance(f, FindingRaised) and f.criterion.startswith("contract-")
@@ -200,12 +197,20 @@ async def test_a_contract_that_edits_an_existing_check_is_refused_and_holds_its_
     assert refused.cls == "refused-transition" and refused.slice == "S1"
     assert "'tests' is a check trunk has already" in refused.message
     assert "never edits one" in refused.message
-    assert "Slice S1 stays held until the run's wall clock ends" in refused.message
+    assert "the planner is asked again with these reasons" in refused.message
+    # The slice is not held for the run: the dispatcher discards its plan, naming the
+    # refusal, so the slice can be planned again (tests/contract/test_refused_replan.py).
+    [discarded] = [e for e in events if isinstance(e, SlicePlanDiscarded)]
+    assert (discarded.slice, discarded.cause) == ("S1", refused.id)
     assert scene.repo.trunk() == base
     assert [e for e in events if isinstance(e, ContractLanded)] == []
     assert dispatched(events, "U1") == []
-    state = scene.kernel.project_states(project)[contract_landing.FOLD.name]  # type: ignore[union-attr]
-    assert contract_landing.held(state, "S1")
+
+    def released() -> bool:
+        states = scene.kernel.project_states(project)  # type: ignore[union-attr]
+        return not contract_landing.held(states[contract_landing.FOLD.name], "S1")
+
+    await scene.until(released)
 
 
 def test_the_merger_refuses_a_criterion_text_holding_more_than_its_test(scene: Scene) -> None:

@@ -23,6 +23,8 @@ def test_defaults_and_values() -> None:
     )
     assert (config.recon.command, config.recon.timeout_s) == ("python recon.py", 600.0)
     assert parse(BASE + '\n[plan]\ncommand = "p"\n').plan.max_tries == 3
+    capped = parse(BASE + "\n[plan]\nmax_run_tries = 7\n[recon]\nmax_runs = 2\n")
+    assert (capped.plan.max_run_tries, capped.recon.max_runs) == (7, 2)
     # The gate configuration lets both tables through (the agent configuration reads them).
     parse_config(BASE + '\n[plan]\ncommand = "p"\n[recon]\ncommand = "r"\n', source="t")
 
@@ -37,6 +39,9 @@ def test_defaults_and_values() -> None:
         ('[plan]\nroster = ["a"]\n', "plan.roster"),
         ('[recon]\ncommand = "unclosed \'quote"\n', "recon.command"),
         ('[recon]\ntimeout = "soon"\n', "recon.timeout"),
+        ('[plan]\nmax_run_tries = 0\ncommand = "p"\n', "plan.max_run_tries"),
+        ('[plan]\nmax_run_tries = "many"\n', "plan.max_run_tries"),
+        ("[recon]\nmax_runs = false\n", "recon.max_runs"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_field(table: str, field: str) -> None:

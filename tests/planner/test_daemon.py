@@ -13,7 +13,13 @@ from kernelkit import running
 from logkit import log_events, of, wait_log
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.planning import GAVE_UP, PlanAttemptRefused, PlanProposed, ReconRecorded
+from loopbus.schemas.planning import (
+    CAPPED,
+    GAVE_UP,
+    PlanAttemptRefused,
+    PlanProposed,
+    ReconRecorded,
+)
 from loopbus.schemas.slices import (
     BootResult,
     PlanSubmission,
@@ -35,7 +41,7 @@ from plannerkit import (
     recon,
     start_charter,
 )
-from reviewkit import CRITERION, config_of
+from reviewkit import CRITERION, GitRepo, config_of, sandbox_for, setup_repo
 
 CYCLE = plan_toml("S1", "U1", "U2", blocked={"U1": "U2", "U2": "U1"})
 GOOD = plan_toml("S1", "U1", "U2", blocked={"U2": "U1"})
@@ -153,6 +159,69 @@ async def test_a_blocked_by_fact_finding_reruns_reconnaissance_and_replans(
     assert [f["text"] for f in last["recon"]] == ["the totals live in src/totals.py"]
     assert blocked.id in [f["id"] for f in last["findings"]]
     assert any("U1 is used by an earlier slice" in r for r in last["refusals"])
+
+
+def blocked_by(project: str, n: int) -> FindingRaised:
+    return FindingRaised(
+        project=project,
+        actor=Actor(role="operator", principal="ana"),
+        producer="operator",
+        target=PlanTarget(slice="S1"),
+        severity="high",
+        criterion="totals-location",
+        cls="blocked-by-fact",
+        message=f"there is no totals code where F1 says ({n})",
+        evidence={"fact": "F1"},
+    )
+
+
+async def test_blocked_by_fact_findings_past_the_runs_cap_stop_recon_and_planning(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """Each blocked-by-fact finding naming a reconnaissance fact re-runs reconnaissance and
+    restarts the planner's round; with ``[recon] max_runs = 2`` the third re-run is not
+    made: one finding to the operator says the run's cap stopped planning, and a further
+    finding runs nothing and raises nothing more."""
+    scout = recon(agent_dir, [{"facts": [{"id": "F1", "text": "the totals live in src/app.py"}]}])
+    plans = [GOOD, plan_toml("S1", "U3"), plan_toml("S1", "U4")]
+    stand_in = planner(agent_dir, {"S1": plans})
+    repo = setup_capped(tmp_path, project, stand_in.command, scout.command)
+    async with (
+        running(bus, dispatcher(bus, project, repo.path)),
+        running(bus, Planner(config_of(repo), poll_s=0.1)) as kernel,
+    ):
+        await start_charter(bus, project, repo.base)  # type: ignore[attr-defined]
+        await wait_log(bus, project, count(SlicePlanAccepted), timeout=60)
+        await bus.publish(blocked_by(project, 1))
+        await wait_log(bus, project, count(SlicePlanAccepted, 2), timeout=60)
+        await bus.publish(blocked_by(project, 2))
+        events = await wait_log(bus, project, count(FindingRaised, criterion=CAPPED), timeout=60)
+        asked = len(stand_in.calls())
+        third = blocked_by(project, 3)
+        await bus.publish(third)
+        states = kernel.project_states(project)
+        await kernel.until(lambda: third.id in states["planner"].invalidations, 30)
+        await kernel.wait_settled(kernel.folded)
+        after = await log_events(bus, project)
+    (capped,) = of(FindingRaised, after, criterion=CAPPED)
+    assert (capped.owner, capped.cls, capped.actor.role) == ("operator", "meta", "system")
+    assert "reconnaissance ran 2 times ([recon] max_runs = 2)" in capped.message
+    assert len(of(ReconRecorded, after)) == 2 == len(scout.calls())
+    assert len(of(SlicePlanAccepted, after)) == 2
+    assert len(stand_in.calls()) == asked  # planning stopped with reconnaissance
+    assert of(FindingRaised, events, criterion=CAPPED) == [capped]
+
+
+def setup_capped(tmp_path: Path, project: str, command: str, recon_command: str) -> GitRepo:
+    """A repository whose ``[recon]`` allows two runs a run."""
+    return setup_repo(
+        tmp_path,
+        project,
+        None,
+        plan={"command": command},
+        recon={"command": recon_command, "max_runs": 2},
+        agents=sandbox_for(command, recon_command),
+    )
 
 
 async def test_supervised_autonomy_waits_for_approve_plan(

@@ -12,6 +12,7 @@ from loopbus.projections.intents import Effect, Publish, PublishBatch
 from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
 from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
 from loopbus.schemas.planning import (
+    CAPPED,
     GAVE_UP,
     SKELETON_REVIEW,
     PlanApprove,
@@ -31,19 +32,10 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     SlicePlanDiscarded,
 )
-from loopbus.schemas.targets import PlanTarget
+from loopbus.schemas.targets import CodeTarget, PlanTarget
 from loopbus.workers.kernel import World
-from loopbus.workers.planner.decide import (
-    FOLDS,
-    PLAN,
-    RECON,
-    Options,
-    answer,
-    decide,
-    parse_answer,
-    plan_problems,
-    trunk_key,
-)
+from loopbus.workers.planner.answer import answer, parse_answer, plan_problems
+from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
 
 P = "demo"
 SYSTEM = Actor(role="system", principal="test-system")
@@ -413,3 +405,128 @@ def test_a_plan_the_log_would_refuse_is_a_refused_try_not_a_failing_effect() -> 
     long = answer(P, {**args, "autonomy": "full"}, ["y" * 70_000], actor=SYSTEM, now=NOW)
     assert isinstance(long, Publish) and isinstance(long.event, PlanAttemptRefused)
     assert len(long.event.problems[0]) <= 1000
+
+
+# -- the run's allowance ----------------------------------------------------------------------
+
+
+def blocked_on(fact: str, n: int, target: Any = None) -> FindingRaised:
+    return FindingRaised(
+        id=f"01J00000000000000000000B{n:02d}",
+        project=P, actor=BUILDER, producer="builder", target=target or PlanTarget(slice="S1"),
+        severity="high", criterion="layout", cls="blocked-by-fact",
+        message=f"fact {fact} is false ({n})", evidence={"fact": fact},
+    )  # fmt: skip
+
+
+def test_blocked_by_fact_findings_rerun_reconnaissance_only_up_to_the_runs_cap() -> None:
+    """Each trusted finding re-runs reconnaissance and starts a new round (tries reset), but
+    the run's allowance does not reset: at the cap, one finding and nothing more."""
+    options = Options(recon=True, max_recon_runs=2)
+    events = started()
+    events.append(recorded(basis_of(events), "F1"))
+    events.append(blocked_on("F1", 1))
+    assert effects(decide(world(events), options), RECON)  # the second run is allowed
+    events.append(recorded(basis_of(events), "F1", answers=(blocked_on("F1", 1).id,)))
+    events.append(blocked_on("F1", 2))
+    intents = decide(world(events), options)
+    assert effects(intents, RECON) == [] and effects(intents, PLAN) == []
+    (finding,) = published(intents)
+    assert (finding.criterion, finding.owner, finding.cls) == (CAPPED, "operator", "meta")
+    assert "reconnaissance ran 2 times ([recon] max_runs = 2)" in finding.message
+    events.append(finding)
+    events.append(blocked_on("F1", 3))
+    assert decide(world(events), options) == []  # stopped, and said once
+    # The operator closes it: a new allowance, reconnaissance runs again.
+    events.append(FindingResolved(project=P, actor=SYSTEM, finding=finding.id, why="fixed"))
+    assert effects(decide(world(events), options), RECON)
+
+
+def test_the_planners_answers_are_capped_per_run_across_rounds() -> None:
+    """Rounds restart when a slice closes; the run's count of answers does not."""
+    options = Options(max_tries=3, max_run_tries=2)
+    events = started()
+    events.append(refused(basis_of(events), 1, "no units"))
+    events += closed(plan("S1", "U1"))  # a new round: the try count restarts
+    events.append(refused(basis_of(events), 1, "no units", slice_id="S2"))
+    intents = decide(world(events), options)
+    assert effects(intents, PLAN) == []
+    (finding,) = published(intents)
+    assert finding.criterion == CAPPED
+    assert "the planner answered 2 times ([plan] max_run_tries = 2)" in finding.message
+
+
+def test_only_trusted_blocked_by_fact_findings_invalidate_reconnaissance() -> None:
+    """About a plan or a decision, naming a fact the latest reconnaissance holds: anything
+    else re-runs nothing (and so spends none of the run's allowance)."""
+    events = started()
+    events.append(recorded(basis_of(events), "F1"))
+    unknown_fact = blocked_on("F9", 1)
+    about_code = blocked_on("F1", 2, target=CodeTarget(path="src/app.py", start=1, end=2))
+    for finding in (unknown_fact, about_code):
+        state = world([*events, finding]).state("planner")
+        assert state.invalidations == {}
+        assert effects(decide(world([*events, finding]), Options(recon=True)), RECON) == []
+
+
+def test_a_contract_refused_at_landing_is_one_refused_try_with_the_mergers_reasons() -> None:
+    events = started()
+    basis = basis_of(events)
+    proposed = PlanProposed(
+        project=P, actor=SYSTEM, slice="S1", charter="C1", attempt=1, plan=plan(),
+        autonomy="full", basis=basis,
+    )  # fmt: skip
+    accepted = SlicePlanAccepted(project=P, actor=SYSTEM, plan=plan(), cause=proposed.submission)
+    refusal = FindingRaised(
+        project=P, actor=SYSTEM, producer="trunk_gate", target=PlanTarget(slice="S1"),
+        severity="medium", criterion="contract-invalid", cls="refused-transition",
+        message="contract of slice S1 refused", slice="S1", owner="planner",
+        evidence={"contract_accepted": accepted.id, "refused": ["test_x is defined already"]},
+    )  # fmt: skip
+    discarded = SlicePlanDiscarded(
+        project=P, actor=SYSTEM, slice="S1", why="contract refused", cause=refusal.id
+    )
+    events += [proposed, accepted, refusal, discarded]
+    assert basis_of(events) == basis  # no new round: the tries stay bounded
+    brief = only_plan(decide(world(events), Options(max_tries=2)))
+    assert brief.attempt == 2
+    assert brief.refusals == [
+        "try 1: the merger refused the contract at landing: test_x is defined already"
+    ]
+    events.append(refused(basis, 2, "still wrong"))
+    (finding,) = published(decide(world(events), Options(max_tries=2)))
+    assert finding.criterion == GAVE_UP
+    # The same refusal claimed by an agent's finding is not the merger's: a discard naming
+    # it starts a new round as any discard does.
+    forged = msgspec.structs.replace(refusal, id="01J0000000000000000000000F", actor=BUILDER)
+    other = [*started(), proposed, accepted, forged]
+    other.append(
+        msgspec.structs.replace(discarded, id="01J0000000000000000000000D", cause=forged.id)
+    )
+    assert basis_of(other) != basis_of(started())
+
+
+def test_a_contract_writing_a_charter_pinned_file_otherwise_is_refused() -> None:
+    """The planner daemon checks the plan against the charter in its brief: a contract
+    writing a test file whose source the charter gives, with other code, is a refused try
+    (the planner is re-asked with the reason), not a test that can never meet its
+    criterion."""
+    from loopbus.projections.planning import parse_plan
+
+    from loopbus.charter_file import parse_charter
+    from loopbus.scaffold import CHARTER_TOML, SLICE_2_TOML
+
+    charter = parse_charter(CHARTER_TOML)
+    plan = parse_plan(SLICE_2_TOML)
+    assert plan_problems(plan, "S2", None, skeleton_allowed=False, charter=charter) == []
+    assert plan.contract is not None
+    rewritten = msgspec.structs.replace(
+        plan.contract,
+        criteria=tuple(
+            msgspec.structs.replace(c, text=c.text.replace("== 2", "is not None"))
+            for c in plan.contract.criteria
+        ),
+    )
+    changed = msgspec.structs.replace(plan, contract=rewritten)
+    [problem] = plan_problems(changed, "S2", None, skeleton_allowed=False, charter=charter)
+    assert "tests/test_slice2.py" in problem and "'subtracts' pins this whole file" in problem

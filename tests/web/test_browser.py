@@ -11,6 +11,7 @@ from typing import Any
 from loopbus.bus import Bus
 from page_events import accepted_plan, finding, halted
 from pagekit import PageServer, choose, click, elapsed, look, wait_until
+from plannerview import CYCLE, planner_events
 from selenium.webdriver.common.by import By
 
 
@@ -167,4 +168,25 @@ async def test_filters_narrow_the_open_findings(
     browser.find_element(By.ID, "f-unit").send_keys("U2")
     wait_until(browser, lambda d: shown(d) == {"second", "third"}, "only U2's")
     assert "unit=U2" in browser.current_url, "the filter is in the address, to share it"
+    assert same_page(browser)
+
+
+async def test_the_planner_box_shows_where_planning_stands(
+    browser: Any, page_server: PageServer, project: str, bus: Bus
+):
+    """A running charter's planner is drawn in its own box: the slice being planned, the
+    proposal awaiting approval, the refused try with its first reason, reconnaissance."""
+    open_page(browser, page_server)
+    assert look(browser, "#planner", "el.hidden") is True  # no charter: no planner
+    await bus.publish_many(planner_events(project))
+    wait_until(
+        browser,
+        lambda d: look(d, "#planner", "el.dataset.proposal") == "awaiting approval",
+        "the planner's proposal",
+    )
+    assert look(browser, "#planner", "el.hidden") is False
+    assert look(browser, "#planner", "el.dataset.planning") == "S1"
+    text = browser.find_element(By.ID, "planner").text
+    assert f"refused: S1 try 1: {CYCLE} (+1 more reasons)" in text
+    assert "reconnaissance: ran " in text and ", 2 facts" in text
     assert same_page(browser)

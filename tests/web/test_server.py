@@ -11,6 +11,7 @@ import sys
 from loopbus.bus import Bus, Views
 from page_events import accepted_plan, finding, halted
 from pagekit import PageServer, start_page
+from plannerview import CYCLE, fold_with_projector, planner_events
 
 
 def test_the_page_is_read_only_and_ships_its_own_assets(page_server: PageServer):
@@ -103,3 +104,39 @@ async def test_the_page_shows_what_status_shows(
     finally:
         restarted.process.terminate()
         restarted.process.wait(timeout=10)
+
+
+async def test_the_page_shows_where_planning_stands(
+    nats_url: str, project: str, bus: Bus, page_server: PageServer
+):
+    """The overview document carries the planner of the running charter — the slice being
+    planned, the proposal awaiting approval, the refused try with its first reason,
+    reconnaissance — from the projector's views, and the page draws it in its own box."""
+    events = planner_events(project)
+    await bus.publish_many(events)
+    await fold_with_projector(bus, nats_url)
+    planner = page_server.json(f"/api/overview?project={project}")["planner"]
+    assert planner["run"] == events[0].id
+    assert planner["planning"] == "S1" and planner["running"] == []
+    assert planner["proposal"]["status"] == "awaiting approval"
+    assert (planner["proposal"]["slice"], planner["proposal"]["attempt"]) == ("S1", 2)
+    assert planner["refused"] == [{"slice": "S1", "attempt": 1, "reason": CYCLE, "reasons": 2}]
+    assert planner["recon"] == {
+        "at": events[2].at.isoformat(),
+        "facts": 2,
+        "error": "",
+        "invalidated": 0,
+    }
+    assert planner["stopped"] == ""
+    assert f"refused: S1 try 1: {CYCLE} (+1 more reasons)" in [
+        line.strip() for line in planner["lines"]
+    ]
+    _status, _headers, html = page_server.get("/")
+    assert b'id="planner"' in html
+    _status, _headers, script = page_server.get("/static/page.js")
+    assert b"renderPlanner(overview.planner)" in script
+
+
+def test_the_page_shows_no_planner_without_a_charter(page_server: PageServer, project: str):
+    planner = page_server.json(f"/api/overview?project={project}")["planner"]
+    assert planner["run"] == "" and planner["lines"] == []

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
+from loopbus.schemas.project_config import TRUNK_ENV as TRUNK_ENV
 from loopbus.workers.agents import config as agent_config
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.cli import Body, kernel_body
@@ -17,9 +18,6 @@ from loopbus.workers.kernel import Daemon
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
-
-TRUNK_ENV = "LOOPBUS_TRUNK"
-"""Set by ``loopbus up`` for every daemon: the one trunk branch."""
 
 
 def add_repo(parser: argparse.ArgumentParser) -> None:

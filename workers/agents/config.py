@@ -36,10 +36,12 @@ autonomy = ["safe", "risky"]  # the classes long mode may pick alone (never "irr
 command = "python plan.py"    # gets a planning brief on stdin, prints a slice plan
 timeout = 600
 max_tries = 3                 # refused plans re-asked with the reasons, then a finding
+max_run_tries = 30            # the planner's answers a whole run may take
 
 [recon]                       # reconnaissance before a charter's first plan
 command = "python recon.py"   # prints {"facts": [{"id": ..., "text": ...}]}
 timeout = 600
+max_runs = 5                  # reconnaissance runs a whole run may take
 ```
 """
 
@@ -79,10 +81,14 @@ REVIEW_KEYS = (
 )
 INVESTIGATOR_KEYS = ("command", "timeout")
 BUILD_KEYS = ("command", "roster", "timeout", "mode", "autonomy")
-PLAN_KEYS = ("command", "timeout", "max_tries")
-RECON_KEYS = ("command", "timeout")
+PLAN_KEYS = ("command", "timeout", "max_tries", "max_run_tries")
+RECON_KEYS = ("command", "timeout", "max_runs")
 DEFAULT_PLAN_TIMEOUT_S = 600.0
 DEFAULT_PLAN_TRIES = 3
+DEFAULT_RUN_TRIES = 30
+"""The planner's answers a run may take, every round together: rounds restart (a slice
+closed, reconnaissance re-run), this does not."""
+DEFAULT_RECON_RUNS = 5
 DEFAULT_RECON_TIMEOUT_S = 600.0
 DEFAULT_AUTONOMY: tuple[AutonomyClass, ...] = ("safe", "risky")
 """What ``long`` mode may pick alone unless ``[build] autonomy`` says otherwise."""
@@ -129,6 +135,7 @@ class PlanConfig(msgspec.Struct, frozen=True, kw_only=True):
     command: str | None = None
     timeout_s: float = DEFAULT_PLAN_TIMEOUT_S
     max_tries: int = DEFAULT_PLAN_TRIES
+    max_run_tries: int = DEFAULT_RUN_TRIES
 
 
 class ReconConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,6 +143,7 @@ class ReconConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     command: str | None = None
     timeout_s: float = DEFAULT_RECON_TIMEOUT_S
+    max_runs: int = DEFAULT_RECON_RUNS
 
 
 class RepoConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -290,15 +298,22 @@ def _investigator(table: Any) -> InvestigatorConfig:
     )
 
 
+def _count(table: Any, key: str, field: str, default: int, what: str) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(field, value, f"a whole number of {what}, 1 or more")
+    return value
+
+
 def _plan(table: Any) -> PlanConfig:
     check_table(table, "plan", PLAN_KEYS)
-    tries = table.get("max_tries", DEFAULT_PLAN_TRIES)
-    if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
-        raise ConfigError("plan.max_tries", tries, "a whole number of tries, 1 or more")
     return PlanConfig(
         command=command_line(table.get("command"), "plan.command"),
         timeout_s=seconds(table.get("timeout", DEFAULT_PLAN_TIMEOUT_S), "plan.timeout"),
-        max_tries=tries,
+        max_tries=_count(table, "max_tries", "plan.max_tries", DEFAULT_PLAN_TRIES, "tries"),
+        max_run_tries=_count(
+            table, "max_run_tries", "plan.max_run_tries", DEFAULT_RUN_TRIES, "tries"
+        ),
     )
 
 
@@ -307,6 +322,7 @@ def _recon(table: Any) -> ReconConfig:
     return ReconConfig(
         command=command_line(table.get("command"), "recon.command"),
         timeout_s=seconds(table.get("timeout", DEFAULT_RECON_TIMEOUT_S), "recon.timeout"),
+        max_runs=_count(table, "max_runs", "recon.max_runs", DEFAULT_RECON_RUNS, "runs"),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from loopbus.workers.agents.cli import add_repo, load_configs
 from loopbus.workers.charter.daemon import DEFAULT_TICK_S, CharterDaemon
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.kernel import Kernel
@@ -29,13 +30,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="P",
         help="only this project (repeatable; default: every project)",
     )
+    add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
         if args.tick <= 0:
             parser.error(f"--tick {args.tick}: must be more than 0 seconds")
 
+        configs = load_configs(parser, args.repo)
+
         async def body(ctx: DaemonContext) -> None:
-            daemon = CharterDaemon(projects=args.project, tick_s=args.tick)
+            daemon = CharterDaemon(projects=args.project, tick_s=args.tick, configs=configs)
             await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
 
         return body

@@ -5,9 +5,13 @@ One step per decision, first first:
 
 1. answer the oldest operator's approval: ``charter.approved`` for the charter awaiting
    (the one it names, as submitted in the submission it names), or a refusal finding;
+   the approval pins what it can without git (tests given with their ``source``, checks
+   of the adopted configuration) and names trunk's commit as the merger last saw it;
 2. while a run is in force and has not ended:
 
    * answer an operator's stop: ``run.ended`` (stopped);
+   * pin the other criteria from git at that commit (an effect reads it):
+     ``run.criteria_pinned``;
    * judge the criteria on the latest trunk gate run that is green under the adopted
      configuration and not judged yet for this run: ``run.criteria_checked``;
    * every criterion holds: ``run.ended`` (met);
@@ -32,7 +36,7 @@ from loopbus.projections import gates as gates_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections.charter import RunView, open_slices
 from loopbus.projections.gates import GatesState
-from loopbus.projections.intents import Intent
+from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.merges import MergesState
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.charter import (
@@ -41,12 +45,14 @@ from loopbus.schemas.charter import (
     EndReason,
     RunCheckedIn,
     RunCriteriaChecked,
+    RunCriteriaPinned,
     RunEnded,
     RunFinalizing,
 )
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.charter.criteria import judge
+from loopbus.workers.charter.criteria import approval_pins, check_digest, check_pins, judge
+from loopbus.workers.charter.reading import READING, Reading, reading_key
 from loopbus.workers.kernel import World
 
 CHECK_IN = 0.5
@@ -58,6 +64,9 @@ FINALIZE = 0.9
 class Options:
     check_in: float = CHECK_IN
     finalize: float = FINALIZE
+    reads_repo: bool = False
+    """The daemon reads this project's repository (``--repo``): test criteria can be
+    pinned and confirmed. Without it, only check criteria can hold."""
 
 
 DEFAULTS = Options()
@@ -70,7 +79,9 @@ def decide(world: World, options: Options = DEFAULTS) -> Sequence[Intent]:
     if view.charter is None or view.ended is not None or not view.run:
         return ()
     step = run_step(world, view, options)
-    return [world.publish_if(step)] if step is not None else ()
+    if step is None:
+        return ()
+    return [step] if isinstance(step, Effect) else [world.publish_if(step)]
 
 
 def answer_approval(
@@ -94,6 +105,8 @@ def answer_approval(
             f"it approves submission {claim.submission}, replaced since by "
             f"{view.awaiting_submission}; read it (loopbus charter show) and approve again",
         )
+    merges: MergesState = world.state(merges_fold.FOLD.name)
+    adopted = merges.adopted.text if merges.adopted is not None else None
     return CharterApproved(
         id=answer_id(claim.id, "charter-approved"),
         project=world.project,
@@ -105,6 +118,8 @@ def answer_approval(
         submission=view.awaiting_submission or None,
         by=claim.actor.principal,
         why=claim.why,
+        trunk=merges.trunk.commit or "",
+        pins=approval_pins(awaiting, adopted),
     )
 
 
@@ -125,24 +140,30 @@ def refusal(world: World, claim: CharterApprove, code: str, message: str) -> Fin
     )
 
 
-def run_step(
-    world: World, view: RunView, options: Options
-) -> RunEnded | RunCriteriaChecked | RunFinalizing | RunCheckedIn | None:
+Step = RunEnded | RunCriteriaPinned | RunCriteriaChecked | RunFinalizing | RunCheckedIn | Effect
+
+
+def run_step(world: World, view: RunView, options: Options) -> Step | None:
     assert view.charter is not None and view.approved_at is not None
     for stop in view.stops.values():
         return ended(world, view, "stopped", stop.why or "an operator stopped it", stop.id)
-    judged = criteria(world, view)
-    if judged is not None:
-        return judged
+    budgets = view.charter.budgets
+    wall = budgets.wall_clock_s
+    elapsed = (world.now - view.approved_at).total_seconds()
+    if elapsed >= wall:  # first: no reading of git may hold the run past its wall clock
+        return ended(world, view, "budget", f"the wall clock of {budgets.wall_clock} is spent")
+    if view.pinning:
+        pinned = pin(world, view, options)
+        if pinned is not None:
+            return pinned
+    else:
+        judged = criteria(world, view, options)
+        if judged is not None:
+            return judged
     # Met ends the run once the slice in flight has closed too (its boot check and record
     # belong to the run); the planner plans nothing more meanwhile.
     if view.met and not open_slices(view):
         return ended(world, view, "met", f"every criterion holds on trunk {view.criteria_trunk}")
-    budgets = view.charter.budgets
-    wall = budgets.wall_clock_s
-    elapsed = (world.now - view.approved_at).total_seconds()
-    if elapsed >= wall:
-        return ended(world, view, "budget", f"the wall clock of {budgets.wall_clock} is spent")
     spent = spent_budget(view)
     if view.finalizing and not open_slices(view) and spent:
         return ended(world, view, "budget", f"{spent}, and no slice is open")
@@ -178,9 +199,92 @@ def spent_budget(view: RunView) -> str:
     return ""
 
 
-def criteria(world: World, view: RunView) -> RunCriteriaChecked | None:
+def test_ids(view: RunView) -> list[str]:
+    """Every test criterion's node id: a reading is kept by commit, so it reads them all."""
+    assert view.charter is not None
+    return sorted({c.test for c in view.charter.criteria if c.test})
+
+
+def read_effect(world: World, commit: str, tests: list[str]) -> Effect:
+    """Ask the shell to read ``tests`` and ``loopbus.toml`` at ``commit`` from git."""
+    key = reading_key(world.project, commit)
+    return Effect(key, world.project, READING, {"commit": commit, "tests": tests})
+
+
+def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Effect | None:
+    """Pin the criteria the approval could not: tests to their function at the approval's
+    trunk, checks to their definition in its ``loopbus.toml``. What is not there has no
+    pin, and its criterion never holds (the operator is told why)."""
+    assert view.charter is not None
+    waiting = [c for c in view.charter.criteria if c.id not in view.pins]
+    if view.pin_cause:
+        # A reviewed skeleton pins the tests it wrote, never a check (a contract could
+        # have added one under a criterion's id since the approval).
+        waiting = [c for c in waiting if c.test]
+    pins: dict[str, str] = {}
+    unpinned: dict[str, str] = {}
+    reading: Reading | None = None
+    merges: MergesState = world.state(merges_fold.FOLD.name)
+    adopted = merges.adopted.text if merges.adopted is not None else None
+    # The approval's trunk; for a reviewed skeleton, the trunk its boot check ran on.
+    at_approval = view.skeleton_commit if view.pin_cause else view.pinned_trunk
+    if options.reads_repo:
+        key = reading_key(world.project, at_approval)
+        reading = world.outside.get(key)
+        if reading is None:
+            if key in world.failed:
+                return None  # the shell logged it; asked again after the next tick
+            return read_effect(world, at_approval, test_ids(view))
+    commit = reading.commit if reading is not None else at_approval
+    if not view.pin_cause:
+        # The checks that may speak for a test criterion, as configured at approval
+        # (those the approval could not see: no configuration adopted yet).
+        config = reading.config if reading is not None and reading.config else adopted
+        pins.update({k: v for k, v in check_pins(config).items() if k not in view.pins})
+    at = f"trunk {commit[:12]}" if commit else "trunk"
+    when = "its skeleton" if view.pin_cause else "the charter"
+    for criterion in waiting:
+        found: str | None = None
+        if reading is None and criterion.check and not view.pin_cause:
+            found = check_digest(adopted, criterion.check)
+            why = f"check {criterion.check} is not in the adopted loopbus.toml"
+        elif reading is None:
+            why = "the charter daemon reads no repository for this project (--repo)"
+        elif criterion.test:
+            found = reading.bodies.get(criterion.test)
+            why = (
+                f"test {criterion.test} was not on {at} when {when} was approved and the "
+                "charter gives no source for its file; submit the charter again with it (or "
+                "with a first slice that is a skeleton writing it, for review)"
+            )
+        else:
+            found = check_digest(reading.config, criterion.check)
+            why = (
+                f"check {criterion.check} was not in loopbus.toml on {at} when {when} was "
+                "approved; add it (loopbus config propose), then submit the charter again"
+            )
+        if found is not None:
+            pins[criterion.id] = found
+        else:
+            unpinned[criterion.id] = why
+    return RunCriteriaPinned(
+        id=answer_id(view.run, f"pinned:{view.pin_cause}" if view.pin_cause else "pinned"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        run=view.run,
+        charter=view.charter.id,
+        trunk=commit,
+        pins=pins,
+        unpinned=unpinned,
+        cause=view.pin_cause,
+    )
+
+
+def criteria(world: World, view: RunView, options: Options) -> RunCriteriaChecked | Effect | None:
     """Judge the latest trunk run when it is green under the adopted configuration and
-    this run has not judged it yet."""
+    this run has not judged it yet; a test criterion's function is read from git at that
+    commit first (an effect), to be compared with its pin."""
     assert view.charter is not None
     merges: MergesState = world.state(merges_fold.FOLD.name)
     run = merges.trunk.checked
@@ -188,8 +292,32 @@ def criteria(world: World, view: RunView) -> RunCriteriaChecked | None:
         return None
     if merges.adopted is not None and run.config != merges.adopted.digest:
         return None  # judged with another configuration than the one adopted: not trunk's
+    tests = [c for c in view.charter.criteria if c.test and c.id in view.pins]
+    bodies: dict[str, str] | None = None
+    config_text = merges.adopted.text if merges.adopted is not None else None
+    if options.reads_repo:
+        key = reading_key(world.project, run.candidate)
+        reading: Reading | None = world.outside.get(key)
+        if reading is None and (tests or config_text is None):
+            if key in world.failed:
+                return None
+            return read_effect(world, run.candidate, test_ids(view))
+        if reading is not None:
+            bodies = {c.id: reading.bodies[c.test] for c in tests if c.test in reading.bodies}
+            if config_text is None:
+                config_text = reading.config
+        else:
+            bodies = {}
     gates: GatesState = world.state(gates_fold.FOLD.name)
-    verdict = judge(view.charter, run, gates)
+    verdict = judge(
+        view.charter,
+        run,
+        gates,
+        pins=view.pins,
+        unpinned=view.unpinned,
+        bodies=bodies,
+        config_text=config_text,
+    )
     return RunCriteriaChecked(
         id=answer_id(view.run, f"criteria:{run.id}"),
         project=world.project,
@@ -202,6 +330,7 @@ def criteria(world: World, view: RunView) -> RunCriteriaChecked | None:
         failing=verdict.failing,
         cause=run.id,
         detail=verdict.detail,
+        bodies=bodies or {},
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from loopbus.projections import charter, slices
 from loopbus.projections.charter import RunView
+from loopbus.projections.contract_landing import Pending, Refusal
 from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.planning import validate
 from loopbus.projections.slices import (
@@ -297,3 +298,34 @@ def discard(world: World, state: SlicesState, view: SliceView) -> Intent:
         cause=finding,
     )
     return world.publish_if(discarded)
+
+
+def contract_discard(world: World, view: SliceView, pending: Pending) -> Intent:
+    """Discard a plan whose contract the merger refused: its units could never start (they
+    would be judged by criteria trunk does not hold), so the slice is planned again, the
+    refusal finding carrying the reasons to the planner."""
+    assert pending.refused is not None  # contract_landing.refused lists only refused ones
+    discarded = SlicePlanDiscarded(
+        id=answer_id(pending.refused, "contract-plan-discarded"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        slice=view.slice,
+        why=f"the merger refused the contract of slice {view.slice} (finding "
+        f"{pending.refused}): the slice is planned again",
+        cause=pending.refused,
+    )
+    return world.publish_if(discarded)
+
+
+def contract_refusal_answered(world: World, finding: str, refusal: Refusal) -> FindingResolved:
+    """The merger's refusal of a contract is moot once a new plan for its slice is
+    accepted: resolved, so the planner's brief stops listing it as open."""
+    return FindingResolved(
+        id=answer_id(finding, "contract-refusal-answered"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        finding=finding,
+        why=f"answered: plan {refusal.answered_by} accepted for slice {refusal.slice}",
+    )

@@ -12,7 +12,8 @@ For a project that changed it
 * boots trunk for every slice whose units are all settled (an :class:`Effect`: the
   ``boot`` check run through the gate runner), so that the close can name the result;
 * takes the first **step**, one slice fact at a time per project, in this order: discard a
-  plan that a misaligned finding was routed to re-slice; answer the oldest plan
+  plan that a misaligned finding was routed to re-slice, or whose contract the merger
+  refused (the planner is then asked again with the merger's reasons); answer the oldest plan
   submission; resolve the refusal of a plan whose slice has since had a plan accepted;
   route (or refuse) the oldest open misaligned finding; resolve, route or re-slice for a
   ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
@@ -142,6 +143,16 @@ def _steps(
     """Every step the state warrants, first first (the caller takes one)."""
     for view in slices.pending_discards(state):
         yield answers.discard(world, state, view)
+    for pending in contract_landing.refused(contract_state(world)):
+        held_slice = state.slices.get(pending.slice)
+        if (
+            held_slice is not None
+            and held_slice.status == "open"
+            and held_slice.accepted == pending.accepted
+        ):
+            yield answers.contract_discard(world, held_slice, pending)
+    for finding, refusal in contract_landing.answered_refusals(contract_state(world)):
+        yield Publish(answers.contract_refusal_answered(world, finding, refusal))
     for submission in slices.pending_submissions(state):
         yield answer(world, options, state, submission)
     for refused in slices.answered_refusals(state):

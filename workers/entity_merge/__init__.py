@@ -1,5 +1,6 @@
 """Entity-level three-way merge driver on tree-sitter (Python, JS, TS/TSX, Go), and by
-table, key and array element for TOML (:mod:`.toml_merge`, on ``tomllib``).
+key and element for configuration files: TOML (:mod:`.toml_merge`, on ``tomllib``), JSON
+and YAML (:mod:`.data_merge`, on ``json`` and the tree-sitter YAML grammar).
 
 `merge_file` is the pure core; `driver` plugs it into dulwich's merge-driver
 registry and into git as ``loopbus merge-driver %O %A %B %P``.

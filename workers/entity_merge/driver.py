@@ -145,6 +145,9 @@ def run_git_driver(argv: Sequence[str]) -> int:
         return _fail(f"cannot read {exc.filename}: {exc.strerror}; {USAGE}")
     result = merge_file(base, ours, theirs, path, marker_size=marker_size)
     Path(ours_path).write_bytes(result.content)
+    if result.strategy == "line" and result.language is not None and result.note:
+        # A file the driver could read as its language but merged by lines says why.
+        print(f"loopbus merge-driver: {path}: {result.note}", file=sys.stderr)
     for conflict in result.conflicts:
         print(
             f"loopbus merge-driver: {path}: conflict in {conflict.label} ({conflict.reason})",

@@ -19,19 +19,18 @@ from dataclasses import dataclass
 import msgspec
 from tree_sitter import Tree
 
+from .data_merge import data_merger_for
 from .doubled import normalised, revived_lines
 from .entities import NotSplittable, extract
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
-from .languages.toml import EXTENSIONS as TOML_EXTENSIONS
 from .line_merge import split_lines
 from .matching import Reordered
 from .refusal import binary_result, duplicated, is_binary, refused
 from .regions import Merger
 from .reparse import reparse
 from .result import ConflictReason, MergeResult
-from .toml_merge import merge_toml
 
 __all__ = ["merge_file"]
 
@@ -168,18 +167,22 @@ def merge_file(
 ) -> MergeResult:
     """Three-way merge of one file's three versions; `path` picks the language.
 
-    Pure: no I/O, no git. `base` is empty for a file both sides added. A ``.toml`` file
-    is merged by table, key and array element (:mod:`.toml_merge`). Otherwise the result is
+    Pure: no I/O, no git. `base` is empty for a file both sides added. A ``.toml``,
+    ``.json``, ``.yaml`` or ``.yml`` file is merged by key and element
+    (:mod:`.toml_merge`, :mod:`.data_merge`). Otherwise the result is
     entity-merged when the extension has a grammar and all three versions parse,
     line-merged otherwise (see `MergeResult.note` for why). A clean result is checked
-    before it is returned: it must parse and must not bind a name more often than
-    either side did, or it becomes a conflict.
+    before it is returned: it must parse, must not bind a name more often than either
+    side did, must import what the three-way merge of the sides' imports says
+    (:mod:`.imports`) and must not keep a line more often than the sides' changes allow
+    (:mod:`.doubled`), or it becomes a conflict.
     """
     spec = language_for_path(path)
     if any(is_binary(data) for data in (base, ours, theirs)):
         return binary_result(base, ours, theirs, path)
-    if os.path.splitext(path)[1].lower() in TOML_EXTENSIONS:
-        return merge_toml(base, ours, theirs, path, marker_size)
+    data_merge = data_merger_for(path)
+    if data_merge is not None:
+        return data_merge(base, ours, theirs, path, marker_size)
     if spec is None:
         ext = os.path.splitext(path)[1] or path
         return _line_result(

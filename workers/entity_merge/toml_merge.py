@@ -27,6 +27,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from .languages.data_tree import same
 from .languages.toml import Document, NotToml, Section, Statement, array_of, canon, parse
 from .line_merge import Clash, Stable, merge3, render
 from .matching import Reordered, merged_order
@@ -86,7 +87,7 @@ def _tables(*arrays: list[Any]) -> bool:
 def _same(a: Any, b: Any) -> bool:
     if a is MISSING or b is MISSING:
         return a is b
-    return bool(canon(a) == canon(b))
+    return same(a, b)
 
 
 def merge_list(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any] | None:

@@ -30,6 +30,7 @@ from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.ratchet import CATALOGUE, GateMoved
 from loopbus.schemas.subjects import (
+    charter_approved_subjects,
     finding_subjects,
     gate_request_subjects,
     gate_subjects,
@@ -91,6 +92,7 @@ class GateRunnerDaemon(Daemon):
             finding_subjects(p),  # every producer's, and their resolutions (unfenced)
             ratchet_subjects(p),
             ratchet_subjects(self.catalogue),
+            charter_approved_subjects(p),  # the charter's test files are frozen for units
         ]
 
     def also_folds_into(self, event: Event) -> Sequence[str]:

@@ -18,9 +18,10 @@ from loopbus.projections import gates, ratchet
 from loopbus.projections.base import Fold
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
+from loopbus.schemas.charter import CharterApproved
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import UnitDispatched
+from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.gates.unitgate import UnitScope
 from loopbus.workers.kernel import World
@@ -50,6 +51,7 @@ class Planned(msgspec.Struct):
     files: list[str] = []
     criteria: list[str] = []
     base: str | None = None
+    slice: str = ""
 
 
 class GateWork(msgspec.Struct):
@@ -59,12 +61,19 @@ class GateWork(msgspec.Struct):
     gates: gates.GatesState = msgspec.field(default_factory=gates.initial)
     asks: dict[str, Job] = {}
     units: dict[str, Planned] = {}
+    charter_tests: list[str] = []
+    """The test criteria of the charter in force: their files are frozen for every unit
+    (a unit cannot write or change what decides the run is met, nor a fixture beside it)
+    but a skeleton slice's, whose tests the operator reviews before anything is built."""
+    skeletons: list[str] = []
+    """Skeleton slices accepted."""
 
 
 def scope_of(state: GateWork, unit: str) -> UnitScope:
     """The unit's scope from the system's plan and dispatch facts (folds skip forgeries)."""
     planned = state.units.get(unit, Planned())
-    everyone = sorted({c for view in state.units.values() for c in view.criteria})
+    charter = set() if planned.slice in state.skeletons else set(state.charter_tests)
+    everyone = sorted({c for view in state.units.values() for c in view.criteria} | charter)
     return UnitScope(
         files=tuple(planned.files),
         criteria=tuple(planned.criteria),
@@ -97,8 +106,19 @@ def apply(state: GateWork, event: Event) -> GateWork:
         case UnitPlanned():
             planned = state.units.setdefault(event.unit, Planned())
             planned.files, planned.criteria = list(event.files), list(event.criteria)
+            planned.slice = event.slice
         case UnitDispatched(base=base):
             state.units.setdefault(event.unit, Planned()).base = base
+        case CharterApproved():
+            state.charter_tests = [c.test for c in event.charter.criteria if c.test]
+        case SlicePlanAccepted(plan=plan):
+            # A slice id planned again after a discard is whatever its latest plan says.
+            if plan.skeleton and plan.slice not in state.skeletons:
+                state.skeletons.append(plan.slice)
+            elif not plan.skeleton and plan.slice in state.skeletons:
+                state.skeletons.remove(plan.slice)
+        case SlicePlanDiscarded(slice=discarded) if discarded in state.skeletons:
+            state.skeletons.remove(discarded)
     job = trigger(event, state)
     if job is not None and not gates.is_answered(state.gates, job.cause):
         if job.unit is not None and job.reason == "unit":

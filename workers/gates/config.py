@@ -18,10 +18,10 @@ from typing import Any
 import msgspec
 from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
+from loopbus.schemas.project_config import PARSER_NAMES
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, WeakensProfile
 from loopbus.workers.gates.meta import DEFAULT_RULE, MetaRule, parse_meta
 
-PARSERS: tuple[str, ...] = ("pytest", "ruff", "exit-code")
 DEFAULT_TIMEOUT_S = 600.0
 RUNNER_SEMANTICS = "loopbus-gate-runner/1"
 """Part of every config digest: bump it when a parser's reading of tool output changes, so
@@ -234,9 +234,9 @@ def parse_check_table(
         )
     _command_words(command, f"{where}.command", source, placeholders)
     parser = table.get("parser", "exit-code")
-    if parser not in PARSERS:
+    if parser not in PARSER_NAMES:
         raise ConfigError(
-            f"{where}.parser", parser, f"use one of {', '.join(PARSERS)}", source=source
+            f"{where}.parser", parser, f"use one of {', '.join(PARSER_NAMES)}", source=source
         )
     timeout_s = _timeout(table.get("timeout", DEFAULT_TIMEOUT_S), f"{where}.timeout", source)
     reads = _reads(table.get("reads", ["*"]), f"{where}.reads", source)

@@ -1,6 +1,6 @@
 """``loopbus plan check --repo``: a plan's ``[contract]`` against what trunk holds.
 
-The same rules the merger applies when it lands the contract (workers/merger/landing.py),
+The same rules the merger applies when it lands the contract (workers/merger/landing_commit.py),
 read from the trunk commit (never a working tree's uncommitted edit): a new check may not
 reuse a check's id, a criterion may not land in an existing non-test file nor redefine a
 test there, and the ``loopbus.toml`` the contract would make must only add to trunk's.

@@ -45,7 +45,7 @@ from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import adoption, facts, gitops, landing
+from loopbus.workers.merger import adoption, facts, gitops, landing_commit
 from loopbus.workers.merger.decide import Policy, decide
 from loopbus.workers.merger.facts import RedCase
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
@@ -121,16 +121,16 @@ class Merger(Daemon):
             "adopt-first": partial(adoption.adopt_first, self.repo, self.project, self.actor),
             "adopt": partial(adoption.adopt, self.repo, self.project, self.actor),
             "land-contract": partial(
-                landing.land_contract, self.project, self.actor, self.repo, self._move
+                landing_commit.land_contract, self.project, self.actor, self.repo, self._move
             ),
             "land-proposal": partial(
-                landing.land_proposal, self.project, self.actor, self.repo, self._move
+                landing_commit.land_proposal, self.project, self.actor, self.repo, self._move
             ),
             "record-contract": partial(
-                landing.record_contract, self.project, self.actor, self.repo
+                landing_commit.record_contract, self.project, self.actor, self.repo
             ),
             "record-proposal": partial(
-                landing.record_proposal, self.project, self.actor, self.repo
+                landing_commit.record_proposal, self.project, self.actor, self.repo
             ),
         }
         try:

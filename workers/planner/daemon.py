@@ -27,6 +27,7 @@ import structlog
 from dulwich.objects import Tree
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.schemas import Actor, utcnow
+from loopbus.schemas.charter import Charter
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded
 from loopbus.schemas.planning import (
@@ -45,18 +46,8 @@ from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.planner.decide import (
-    FOLDS,
-    PLAN,
-    RECON,
-    Options,
-    answer,
-    decide,
-    parse_answer,
-    plan_problems,
-    trunk_key,
-    unrecordable,
-)
+from loopbus.workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
+from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
@@ -108,7 +99,12 @@ class Planner(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        options = Options(max_tries=config.plan.max_tries, recon=bool(config.recon.command))
+        options = Options(
+            max_tries=config.plan.max_tries,
+            recon=bool(config.recon.command),
+            max_run_tries=config.plan.max_run_tries,
+            max_recon_runs=config.recon.max_runs,
+        )
         return decide(world, options)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
@@ -154,11 +150,12 @@ class Planner(Daemon):
                         pending,
                         skeleton_allowed=brief.skeleton_allowed,
                         used_units=brief.used_units,
+                        charter=_charter(brief.charter),
                     )
                     if not problems and parsed[0].contract is not None:
                         # What the merger would refuse at landing is refused here, so the
                         # planner is re-asked with the reasons instead of the slice being
-                        # held until the run's wall clock ends.
+                        # discarded at landing and planned again.
                         problems = await asyncio.to_thread(
                             _contract_problems, config, head, parsed[0]
                         )
@@ -260,6 +257,14 @@ class Planner(Daemon):
             )
         finally:
             await asyncio.to_thread(remove, folder)
+
+
+def _charter(brief_charter: dict[str, Any]) -> Charter | None:
+    """The charter the brief carries (its pinned test files are checked against the
+    plan's contract), or ``None`` when there is none."""
+    if not brief_charter:
+        return None
+    return msgspec.convert(brief_charter, Charter)
 
 
 def _trunk_head(config: RepoConfig) -> str | None:

@@ -88,6 +88,16 @@ function renderCharter(charter) {
   box.textContent = charter.lines.join(" · ");
 }
 
+function renderPlanner(planner) {
+  // Shown only while a charter runs: a project planned by hand has no planner.
+  const box = document.getElementById("planner");
+  box.hidden = !planner.run;
+  box.dataset.planning = planner.planning;
+  box.dataset.proposal = planner.proposal ? planner.proposal.status : "";
+  box.dataset.refused = planner.refused.length;
+  box.textContent = planner.run ? `planner: ${planner.lines.join(" · ")}` : "";
+}
+
 function renderMerges(merges) {
   const trunk = merges.trunk;
   const badge = document.getElementById("trunk");
@@ -230,6 +240,7 @@ async function refresh() {
     renderCounts(overview.counts);
     renderMerges(overview.merges);
     renderCharter(overview.charter);
+    renderPlanner(overview.planner);
     renderWaiting(overview.waiting);
     renderSlices(overview.slices);
     renderBudgets(overview.budgets);

@@ -1,0 +1,227 @@
+"""Every rule and constant is written once, and the CLI waits for answers in one place.
+
+A rule written twice drifts: one copy is changed and the other keeps saying the old
+thing (a finding class, the config file's name, the server's default URL). These tests
+read the source as it is, so a second definition fails here before it can drift.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+from loopbus.schemas import PRODUCERS
+from loopbus.schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
+from loopbus.schemas.project_config import PARSER_NAMES
+from loopbus.workers.gates import parsers
+
+from loopbus.commands import report
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("schemas", "projections", "bus", "workers", "loopbus")
+
+COINCIDENCES: dict[object, tuple[str, set[str]]] = {
+    # value -> (why the constants that bind it mean different things by it, those constants)
+    "charter": (
+        "a CLI option's name and a subject family",
+        {"schemas/charter.py CHARTER_SUBJECT", "loopbus/commands/approve_charter.py OPTION"},
+    ),
+    "plan": (
+        "a CLI option's name and the planner's step",
+        {"workers/planner/decide.py PLAN", "loopbus/commands/approve_plan.py OPTION"},
+    ),
+    "claim": (
+        "the claim subject family and the evidence key naming a claim",
+        {"schemas/subjects.py CLAIM", "schemas/authority.py ANSWERS_CLAIM"},
+    ),
+    "/tmp": (
+        "the container's scratch path and a placeholder in agents' environments",
+        {
+            "workers/agents/container.py CONTAINER_TMP",
+            "workers/agents/environment.py PLACEHOLDER_TMP",
+        },
+    ),
+    "wait-budget": (
+        "a finding class and the watchdog's id salt",
+        {"projections/units.py WAIT_BUDGET_CLASS", "workers/watchdog/daemon.py WAIT_SALT"},
+    ),
+    "trunk": (
+        "the trunk subject family and the trunk branch as two daemons name it",
+        {
+            "schemas/merges.py TRUNK_SUBJECT",
+            "workers/dispatcher/decide.py TRUNK",
+            "workers/merger/seen.py TRUNK",
+        },
+    ),
+    "standards": (
+        "a producer's name (a checked Literal) as two modules use it",
+        {"projections/planner.py MACHINERY", "workers/dispatcher/answers.py REFUSER"},
+    ),
+    "trunk_gate": (
+        "a producer's name (a checked Literal) as two modules use it",
+        {"projections/contract_landing.py MERGER_PRODUCER", "projections/merges.py TRUNK_PRODUCER"},
+    ),
+    ("export", "import"): (
+        "two different lists of the entity merge",
+        {
+            "workers/entity_merge/matching.py _REPEATABLE",
+            "workers/entity_merge/regions.py _NAME_LISTS",
+        },
+    ),
+    ("operator",): (
+        "who may do four different things (choose, adopt, approve, land config)",
+        {
+            "projections/builds.py CHOOSERS",
+            "workers/merger/adoption.py ADOPTER_ROLES",
+            "workers/merger/approvals.py REPORT_APPROVER_ROLES",
+            "workers/merger/landing.py CONFIG_ROLES",
+        },
+    ),
+}
+"""Equal values that are not one rule, each with why and the constants that bind it: a
+new constant with one of these values is looked at like any other."""
+
+NOT_YET_FOLDED: dict[object, set[str]] = {
+    # Known duplicates outside this change, listed so they cannot spread; fold them.
+    "forgery": {
+        "projections/integrity.py FORGERY_CLASS",
+        "projections/units.py FOREIGN_BEAT_CLASS",
+        "workers/integrity/daemon.py SALT",
+    },
+    "boot": {
+        "workers/dispatcher/decide.py BOOT",
+        "workers/dispatcher/repo.py BOOT_CHECK",
+        "loopbus/repo_check.py BOOT_CHECK",
+    },
+    "dispatcher": {"workers/dispatcher/cli.py RUNNER_NAME", "loopbus/commands/plan.py DISPATCHER"},
+    ("builder", "operator"): {
+        "projections/claims.py CLAIMANT_ROLES",
+        "loopbus/commands/report_args.py CLAIMANTS",
+    },
+    ("cache_hit_rate", "gate_wall_clock", "rework_rounds", "tokens_per_unit", "wait"): {
+        "schemas/slices.py BUDGET_NAMES",
+        "projections/planning.py _BUDGET_KEYS",
+    },
+}
+"""An entry whose duplicate is gone must be removed (the test says so)."""
+
+
+def sources() -> Iterator[Path]:
+    for package in PACKAGES:
+        yield from sorted((ROOT / package).rglob("*.py"))
+
+
+def literal_constants(path: Path) -> Iterator[tuple[str, object]]:
+    """(name, value) of each module-level UPPER_CASE name bound to a literal string
+    or a literal collection of strings (a ``frozenset({...})`` too), collections sorted."""
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or not target.id.lstrip("_").isupper():
+            continue
+        if isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("frozenset", "set"):
+            value = value.args[0] if value.args else value
+        try:
+            found = ast.literal_eval(value)
+        except ValueError:
+            continue
+        if isinstance(found, str) and found:
+            yield target.id, found
+        elif (
+            isinstance(found, (tuple, list, set, frozenset))
+            and found
+            and all(isinstance(item, str) for item in found)
+        ):
+            yield target.id, tuple(sorted(found))
+
+
+def bound_values() -> dict[object, list[str]]:
+    """Each literal value -> where it is bound (``path NAME``)."""
+    where: dict[object, list[str]] = defaultdict(list)
+    for path in sources():
+        for name, value in literal_constants(path):
+            where[value].append(f"{path.relative_to(ROOT)} {name}")
+    return where
+
+
+def test_no_rule_is_bound_twice() -> None:
+    """No literal value is bound to a constant in two places (REFUSAL_CLASS, ANSWERS_CLAIM,
+    the gate parsers' names, the config file's name, the default NATS URL and the
+    environment variables were each bound two or three times), unless it is a listed
+    coincidence or a listed duplicate still to fold."""
+    twice = {
+        value: set(places)
+        for value, places in bound_values().items()
+        if len({place.split()[0] for place in places}) > 1
+    }
+    allowed = {value: names for value, (_, names) in COINCIDENCES.items()} | NOT_YET_FOLDED
+    unexplained = {value: places for value, places in twice.items() if allowed.get(value) != places}
+    assert unexplained == {}, "define it once (schemas/, or bus/ for the transport) and import it"
+    stale = sorted(str(value) for value in NOT_YET_FOLDED if value not in twice)
+    assert stale == [], "folded at last: remove it from NOT_YET_FOLDED"
+
+
+def test_producer_kinds_are_the_schemas() -> None:
+    """`report finding` refuses the system's producers and names a role for the others
+    from the one list of producers and the one table of what each role may claim."""
+    assert report.SYSTEM_PRODUCERS is SYSTEM_PRODUCERS
+    assert report.PRODUCER_ROLES is PRODUCER_ROLES
+    assert SYSTEM_PRODUCERS | PRODUCER_ROLES.keys() == set(PRODUCERS)
+    assert {"gate_runner", "trunk_gate", "meta_rule"} == SYSTEM_PRODUCERS
+    # Role names are producer names too; a list holding a system producer is a producer list.
+    producer_lists = [
+        place
+        for value, places in bound_values().items()
+        if isinstance(value, tuple)
+        and set(value) <= set(PRODUCERS)
+        and set(value) & SYSTEM_PRODUCERS
+        for place in places
+    ]
+    assert producer_lists == [], "a list of producers outside schemas/findings.py"
+
+
+def test_gate_parsers_are_named_once() -> None:
+    """The names a check's ``parser`` may take are the parsers the gate library has."""
+    assert set(parsers.PARSERS) == set(PARSER_NAMES)
+
+
+# -- waiting for an answer -------------------------------------------------------------
+
+FOLLOWERS: dict[str, str] = {
+    "loopbus/answers.py": "the one loop that waits for the system's answer to a claim",
+    "loopbus/commands/tail.py": "prints every event; answers nothing",
+    "loopbus/commands/demo.py": "prints the demo's own run until it ends",
+    "loopbus/web/live.py": "streams the page's timeline",
+}
+
+
+def follows_the_log(path: Path) -> list[int]:
+    """Lines of ``path`` that call ``read(..., follow=...)`` with anything but ``False``."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "read":
+            for keyword in node.keywords:
+                if keyword.arg == "follow" and not (
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+                ):
+                    lines.append(node.lineno)
+    return lines
+
+
+def test_the_cli_waits_for_answers_in_one_place() -> None:
+    """Only loopbus/answers.py follows the log to wait for an answer (five commands each
+    had their own loop, and only one of them checked the answer was the system's)."""
+    following = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "loopbus").rglob("*.py"))
+        if (lines := follows_the_log(path))
+    }
+    unexpected = {path: lines for path, lines in following.items() if path not in FOLLOWERS}
+    assert unexpected == {}, "wait through loopbus.answers.await_answer"
+    assert set(following) == set(FOLLOWERS), "a follower is gone: drop it from FOLLOWERS"
