@@ -108,6 +108,50 @@ def _names(base: _Shape | None, ours: _Shape, theirs: _Shape) -> list[int] | Non
     return merged or None
 
 
+# The orders a file may keep a name list in: by the text of each item or by the name
+# it binds (``b as a`` sorts under ``a``), with or without case.
+_ORDERS: tuple[tuple[bool, bool], ...] = (
+    (False, False),
+    (False, True),
+    (True, False),
+    (True, True),
+)
+
+
+def _keys(items: tuple[bytes, ...], bound: tuple[str, ...], how: tuple[bool, bool]) -> list[str]:
+    by_bound, nocase = how
+    texts = bound if by_bound else tuple(_ident(i).decode("utf-8", "replace") for i in items)
+    return [text.lower() if nocase else text for text in texts]
+
+
+def _sorted(shape: _Shape, how: tuple[bool, bool]) -> bool:
+    keys = _keys(shape.items, shape.bound, how)
+    return len(keys) >= 2 and keys == sorted(keys)
+
+
+def _in_file_order(order: list[int], o: _Shape, t: _Shape) -> list[int]:
+    """`order` sorted when the file keeps this list sorted.
+
+    Ours' list says (theirs' if ours has one name); where it is sorted in more than one
+    way, the way theirs is sorted too wins. `order` indexes ``o.items + t.items``.
+    """
+    lead, other = (o, t) if len(o.items) >= 2 else (t, o)
+    ways = [how for how in _ORDERS if _sorted(lead, how)]
+    if not ways:
+        return order
+    how = next((way for way in ways if _sorted(other, way)), ways[0])
+    merged = _keys(o.items + t.items, o.bound + t.bound, how)
+    return sorted(order, key=lambda n: merged[n])
+
+
+def _one_per_line(shape: _Shape) -> bytes | None:
+    """The separator of a braced list laid out one name per line, seen from its prefix."""
+    line = shape.prefix.rsplit(b"\n", 1)
+    if len(line) == 2 and not line[1].strip() and shape.suffix.lstrip().startswith(b","):
+        return b",\n" + line[1]
+    return None
+
+
 def combine_names(
     spec: LanguageSpec, base: bytes | None, ours: bytes, theirs: bytes
 ) -> bytes | None:
@@ -129,11 +173,21 @@ def combine_names(
     if prefix is None or suffix is None or order is None:
         return None
     items = o.items + t.items
+    order = _in_file_order(order, o, t)
     imported = [(o.imported + t.imported)[n] for n in order]
     bound = [(o.bound + t.bound)[n] for n in order]
     if len(set(imported)) < len(imported) or len(set(bound)) < len(bound):
         return None
-    separator = o.separator or t.separator or (b.separator if b else None) or b", "
+    # The layout goes with the frame: theirs' separator when the braces are theirs.
+    first, second = (t, o) if prefix != o.prefix else (o, t)
+    separator = (
+        first.separator
+        or _one_per_line(first)
+        or second.separator
+        or (b.separator if b else None)
+        or _one_per_line(second)
+        or b", "
+    )
     return prefix + separator.join(items[n] for n in order) + suffix
 
 

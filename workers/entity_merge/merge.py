@@ -20,7 +20,10 @@ import msgspec
 from tree_sitter import Tree
 
 from .data_merge import data_merger_for
+from .doubled import normalised, revived_lines
 from .entities import NotSplittable, extract
+from .import_repair import without_extra_imports
+from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
 from .line_merge import split_lines
 from .matching import Reordered
@@ -65,6 +68,7 @@ class _Inputs:
     path: str
     spec: LanguageSpec
     marker_size: int
+    base_tree: Tree
     ours_tree: Tree
     theirs_tree: Tree
     ours_lines: list[bytes]
@@ -93,7 +97,27 @@ class _Inputs:
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
+        roots = (self.base_tree.root_node, self.ours_tree.root_node, self.theirs_tree.root_node)
+        wrong = import_fault(self.spec, (*roots, root), self.path)
+        if wrong is not None:
+            return "both-modified", wrong
+        statements = b"\n".join(content[a:b] for a, b in import_map(self.spec, root)[1])
+        revived = revived_lines(
+            self.base, self.ours, self.theirs, content, skip=normalised(statements)
+        )
+        if revived:
+            line = revived[0].decode("utf-8", "replace")
+            return (
+                "modify-delete",
+                f"keeps {line!r}, one side deleted or rewrote and the other moved",
+            )
         return None
+
+    def repaired(self, content: bytes) -> bytes | None:
+        """`content` with imports cut down to the three-way merge of imports, if it can be."""
+        roots = (self.base_tree.root_node, self.ours_tree.root_node, self.theirs_tree.root_node)
+        merged = self.spec.parser().parse(content).root_node
+        return without_extra_imports(self.spec, (*roots, merged), content)
 
     def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
@@ -108,6 +132,10 @@ class _Inputs:
         fault = self.fault(result.content)
         if fault is None:
             return result
+        repaired = self.repaired(result.content)
+        if repaired is not None and self.fault(repaired) is None:
+            note = "names the merge of imports drops were taken out of their lists"
+            return msgspec.structs.replace(result, content=repaired, note=note)
         reason, why = fault
         if retry:
             said = "did not parse" if reason == "result-unparseable" else why
@@ -144,8 +172,10 @@ def merge_file(
     (:mod:`.toml_merge`, :mod:`.data_merge`). Otherwise the result is
     entity-merged when the extension has a grammar and all three versions parse,
     line-merged otherwise (see `MergeResult.note` for why). A clean result is checked
-    before it is returned: it must parse and must not bind a name more often than
-    either side did, or it becomes a conflict.
+    before it is returned: it must parse, must not bind a name more often than either
+    side did, must import what the three-way merge of the sides' imports says
+    (:mod:`.imports`) and must not keep a line more often than the sides' changes allow
+    (:mod:`.doubled`), or it becomes a conflict.
     """
     spec = language_for_path(path)
     if any(is_binary(data) for data in (base, ours, theirs)):
@@ -190,7 +220,9 @@ def merge_file(
         return MergeResult(content=ours, conflicts=(), strategy="entity", language=spec.name)
     if ours == base:
         return MergeResult(content=theirs, conflicts=(), strategy="entity", language=spec.name)
-    inputs = _Inputs(base, ours, theirs, path, spec, marker_size, trees[1], trees[2], lines[1])
+    inputs = _Inputs(
+        base, ours, theirs, path, spec, marker_size, trees[0], trees[1], trees[2], lines[1]
+    )
     try:
         base_region, ours_region, theirs_region = (
             extract(tree.root_node, its_lines, spec)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .combine import combine_names, keep_additions
+from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .languages import LanguageSpec
 from .line_merge import Clash, Stable, merge3, render, split_lines
@@ -159,6 +160,11 @@ class Merger:
                 for c in chunks
             ]
         merged = render(chunks, label=f"{kind} {name}", marker_size=self.marker_size)
+        if not merged.clashes and doubled_lines(base, ours, theirs, merged.content):
+            # Both sides added one line at different places: both copies would run.
+            whole = Clash(tuple(split_lines(base)), (ours,), (theirs,))
+            merged = render([whole], label=f"{kind} {name}", marker_size=self.marker_size)
+            reason = "both-added"
         if merged.clashes:
             hunks = tuple(_hunk(c) for c in merged.clashes)
             self.conflicts.append(EntityConflict(kind=kind, name=name, reason=reason, hunks=hunks))

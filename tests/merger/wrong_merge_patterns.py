@@ -1,0 +1,235 @@
+"""Issue 26's wrong-merge patterns, one three-way case per pattern and language.
+
+Each case was a silent wrong merge of an earlier driver: now it must be a conflict.
+Shared by the pure tests and the `git merge` tests (test_entity_merge_patterns.py).
+A pattern is listed for the languages it can occur in: a `try`/`except ImportError`
+fallback exists only in Python; a Go import brings one package, not a list of names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One case: the file's three versions; every one must merge as a conflict."""
+
+    id: str
+    path: str
+    base: bytes
+    ours: bytes
+    theirs: bytes
+
+
+def _py_imports() -> list[Pattern]:
+    fn = b"\n\ndef f():\n    return a() + %s()\n"
+    return [
+        Pattern(
+            "python-both-changed-one-import",
+            "m.py",
+            b"from m import a, b\n" + fn % b"b",
+            b"from m import a\nfrom n import b\n" + fn % b"b",  # split, b moved to n
+            b"from m import a, bb\n" + fn % b"bb",  # b renamed to bb
+        ),
+        Pattern(
+            "python-import-edited-against-try-fallback",
+            "m.py",
+            b"from m import a\n\n\ndef f():\n    return a()\n",
+            b"from m import a, b\n\n\ndef f():\n    return a() + b()\n",
+            b"try:\n    from m import a\nexcept ImportError:\n    a = None\n"
+            b"\n\ndef f():\n    return a()\n",
+        ),
+        Pattern(
+            "python-renamed-against-moved",
+            "m.py",
+            b"from m import old\n\n\ndef f():\n    return old()\n",
+            b"from m import new\n\n\ndef f():\n    return new()\n",
+            b"from n import old\n\n\ndef f():\n    return old()\n",
+        ),
+        Pattern(
+            # The project's own module (its top package is a folder on the file's path).
+            "python-name-added-to-a-dropped-module",
+            "pkg/app.py",
+            b"from pkg.m import a\nfrom k import z\n\n\ndef f():\n    return z()\n"
+            b"\n\ndef g():\n    return a()\n",
+            b"from k import z\n\n\ndef f():\n    return z()\n",
+            b"from pkg.m import a, b\nfrom k import z\n\n\ndef f():\n    return z()\n"
+            b"\n\ndef g():\n    return a()\n\n\ndef h():\n    return b()\n",
+        ),
+    ]
+
+
+def _es_imports(lang: str, ext: str) -> list[Pattern]:
+    fn = b"\nexport function f() {\n  return a() + %s();\n}\n"
+    return [
+        Pattern(
+            f"{lang}-both-changed-one-import",
+            f"m.{ext}",
+            b"import { a, b } from './m';\n" + fn % b"b",
+            b"import { a } from './m';\nimport { b } from './n';\n" + fn % b"b",
+            b"import { a, bb } from './m';\n" + fn % b"bb",
+        ),
+        Pattern(
+            f"{lang}-renamed-against-moved",
+            f"m.{ext}",
+            b"import { old } from './m';\n\nexport const f = () => old();\n",
+            b"import { nu } from './m';\n\nexport const f = () => nu();\n",
+            b"import { old } from './n';\n\nexport const f = () => old();\n",
+        ),
+        Pattern(
+            f"{lang}-name-added-to-a-dropped-module",
+            f"m.{ext}",
+            b"import { a } from './m';\nimport { z } from './k';\n\n"
+            b"export const f = () => z();\n\nexport const g = () => a();\n",
+            b"import { z } from './k';\n\nexport const f = () => z();\n",
+            b"import { a, b } from './m';\nimport { z } from './k';\n\n"
+            b"export const f = () => z() + b();\n\nexport const g = () => a();\n",
+        ),
+        Pattern(
+            f"{lang}-both-changed-one-export",
+            f"m.{ext}",
+            b"const a = 1;\nconst b = 2;\n\nexport { a, b };\n",
+            b"const a = 1;\nconst b = 2;\n\nexport { a };\nexport { b as c };\n",
+            b"const a = 1;\nconst b = 2;\n\nexport { a, b as d };\n",
+        ),
+    ]
+
+
+GO_HEAD = b"package p\n\nimport (\n"
+
+
+def _go_imports() -> list[Pattern]:
+    return [
+        Pattern(
+            "go-both-changed-one-import",
+            "m.go",
+            GO_HEAD + b'\t"x/old"\n)\n\nfunc F() int {\n\treturn old.A()\n}\n',
+            GO_HEAD + b'\t"y/old"\n)\n\nfunc F() int {\n\treturn old.A()\n}\n',
+            GO_HEAD + b'\told "z/old2"\n)\n\nfunc F() int {\n\treturn old.A()\n}\n',
+        ),
+        Pattern(
+            "go-renamed-against-moved",
+            "m.go",
+            GO_HEAD + b'\t"x/old"\n)\n\nfunc F() int {\n\treturn old.A()\n}\n',
+            GO_HEAD + b'\t"x/nu"\n)\n\nfunc F() int {\n\treturn nu.A()\n}\n',
+            GO_HEAD + b'\t"y/old"\n)\n\nfunc F() int {\n\treturn old.A()\n}\n',
+        ),
+        Pattern(
+            # Go imports a package, not names: the analogue is a use of what one side
+            # stopped importing.
+            "go-package-dropped-but-newly-used",
+            "m.go",
+            GO_HEAD + b'\t"x/m"\n\t"x/k"\n)\n\nfunc F() int {\n\treturn m.A() + k.Z()\n}\n',
+            GO_HEAD + b'\t"x/k"\n)\n\nfunc F() int {\n\treturn k.Z()\n}\n',
+            GO_HEAD + b'\t"x/m"\n\t"x/k"\n)\n\nfunc F() int {\n\treturn m.A() + k.Z()\n}\n'
+            b"\nfunc G() int {\n\treturn m.B()\n}\n",
+        ),
+    ]
+
+
+def _same_line_added() -> list[Pattern]:
+    return [
+        Pattern(
+            "python-same-line-added-twice",
+            "m.py",
+            b"def f(x):\n    y = x + 1\n    return y\n",
+            b"def f(x):\n    log(x)\n    y = x + 1\n    return y\n",
+            b"def f(x):\n    y = x + 1\n    log(x)\n    return y\n",
+        ),
+        *(
+            Pattern(
+                f"{lang}-same-line-added-twice",
+                f"m.{lang[0]}s",
+                b"export function f(x) {\n  const y = x + 1;\n  return y;\n}\n",
+                b"export function f(x) {\n  log(x);\n  const y = x + 1;\n  return y;\n}\n",
+                b"export function f(x) {\n  const y = x + 1;\n  log(x);\n  return y;\n}\n",
+            )
+            for lang in ("javascript", "typescript")
+        ),
+        Pattern(
+            "go-same-line-added-twice",
+            "m.go",
+            b"package p\n\nfunc F(x int) int {\n\ty := x + 1\n\treturn y\n}\n",
+            b"package p\n\nfunc F(x int) int {\n\tlog(x)\n\ty := x + 1\n\treturn y\n}\n",
+            b"package p\n\nfunc F(x int) int {\n\ty := x + 1\n\tlog(x)\n\treturn y\n}\n",
+        ),
+    ]
+
+
+def _one_statement_changed() -> list[Pattern]:
+    return [
+        Pattern(
+            "python-one-statement-changed-twice",
+            "m.py",
+            b"setup()\nregister(handler, 1)\nrun()\n",
+            b"setup()\nprepare()\nregister(handler, 2)\nrun()\n",
+            b"setup()\nregister(handler, 1, strict=True)\nrun()\n",
+        ),
+        *(
+            Pattern(
+                f"{lang}-one-statement-changed-twice",
+                f"m.{lang[0]}s",
+                b"const x = 1;\nconfigure({ a: 1 });\nconst y = 2;\n",
+                b"const x = 1;\nconst y = 2;\nconfigure({ a: 2 });\n",  # moved and edited
+                b"const x = 1;\nconfigure({ a: 1, b: 2 });\nconst y = 2;\n",
+            )
+            for lang in ("javascript", "typescript")
+        ),
+        Pattern(
+            "go-one-statement-changed-twice",
+            "m.go",
+            b"package p\n\nfunc init() {\n\tregister(1)\n}\n",
+            b"package p\n\nfunc init() {\n\tprepare()\n\tregister(2)\n}\n",
+            b"package p\n\nfunc init() {\n\tregister(1, true)\n}\n",
+        ),
+    ]
+
+
+def _member_moved_and_deleted() -> list[Pattern]:
+    py = b"class A:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n"
+    py_b = b"\n\nclass B:\n    def c(self):\n        return 3\n"
+    es = b"class A {\n  a() {\n    return 1;\n  }\n\n  b() {\n    return 2;\n  }\n}\n"
+    es_b = b"\nclass B {\n  c() {\n    return 3;\n  }\n}\n"
+    es_b_moved = b"\nclass B {\n  c() {\n    return 3;\n  }\n\n  a() {\n    return 1;\n  }\n}\n"
+    es_a_left = b"class A {\n  b() {\n    return 2;\n  }\n}\n"
+    return [
+        Pattern(
+            "python-member-moved-and-deleted",
+            "m.py",
+            py + py_b,
+            b"class A:\n    def b(self):\n        return 2\n" + py_b + b"\n    def a(self):\n"
+            b"        return 1\n",
+            b"class A:\n    def b(self):\n        return 2\n" + py_b,
+        ),
+        *(
+            Pattern(
+                f"{lang}-member-moved-and-deleted",
+                f"m.{lang[0]}s",
+                es + es_b,
+                es_a_left + es_b_moved,
+                es_a_left + es_b,
+            )
+            for lang in ("javascript", "typescript")
+        ),
+        Pattern(
+            "go-field-moved-and-deleted",
+            "m.go",
+            b"package p\n\ntype A struct {\n\tName string\n\tSize int\n}\n\n"
+            b"type B struct {\n\tID int\n}\n",
+            b"package p\n\ntype A struct {\n\tSize int\n}\n\n"
+            b"type B struct {\n\tID   int\n\tName string\n}\n",
+            b"package p\n\ntype A struct {\n\tSize int\n}\n\ntype B struct {\n\tID int\n}\n",
+        ),
+    ]
+
+
+PATTERNS: list[Pattern] = [
+    *_py_imports(),
+    *_es_imports("javascript", "js"),
+    *_es_imports("typescript", "ts"),
+    *_go_imports(),
+    *_same_line_added(),
+    *_one_statement_changed(),
+    *_member_moved_and_deleted(),
+]

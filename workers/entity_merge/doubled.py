@@ -1,0 +1,74 @@
+"""Lines a merge keeps more often than the two sides' changes allow.
+
+A line merge takes each side's insertion where that side put it. When both sides
+inserted the same line — the same call, the same assignment — at different places of
+one entity, both insertions survive and the line runs twice, although each side meant
+it once. Inside one entity (a function body, a class's header) that is almost always
+one change made twice, so the merge reports it instead of keeping both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .line_merge import split_lines
+
+__all__ = ["doubled_lines", "normalised", "revived_lines"]
+
+# Lines that recur by nature; a block's closing and a bare keyword say nothing.
+_TRIVIAL = frozenset(
+    {b"else:", b"try:", b"finally:", b"pass", b"return", b"break", b"continue", b"default:"}
+)
+
+
+def _significant(line: bytes) -> bool:
+    text = line.strip()
+    return (
+        len(text) >= 4
+        and any(c.isalnum() for c in text.decode("utf-8", "replace"))
+        and (text not in _TRIVIAL and not text.startswith((b"#", b"//", b"/*", b"*")))
+    )
+
+
+def normalised(text: bytes) -> frozenset[bytes]:
+    """The lines of `text` as `revived_lines` compares them."""
+    return frozenset(b" ".join(line.split()) for line in split_lines(text))
+
+
+def _counts(data: bytes) -> Counter[bytes]:
+    # Runs of spaces collapsed: a formatter re-aligning a struct literal is no new line.
+    return Counter(b" ".join(line.split()) for line in split_lines(data) if _significant(line))
+
+
+def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+    """New lines both sides added alike that `merged` holds more often than either side.
+
+    Alike: as often on each side, and new to the entity. A line the entity already had,
+    or one side added more often than the other, is most likely two independent
+    additions (one more test case each), which both belong in the merge.
+    """
+    b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
+    return sorted(
+        line for line, n in m.items() if b[line] == 0 and o[line] == t[line] > 0 and n > o[line]
+    )
+
+
+def revived_lines(
+    base: bytes, ours: bytes, theirs: bytes, merged: bytes, *, skip: frozenset[bytes] = frozenset()
+) -> list[bytes]:
+    """Lines one side deleted, the other kept as often as the base had them, yet merged.
+
+    One side moving a member (to another class, another block) while the other
+    deletes it leaves the entity merge two unrelated facts — an addition here, a
+    deletion there — and the moved copy survives the deletion. Counted over the
+    whole file, the line is still there although no side added one. Lines in `skip`
+    (the merged file's import statements, which the imports check judges) are not counted.
+    """
+    b, o, t, m = (_counts(data) for data in (base, ours, theirs, merged))
+    # Only lines the base had once (a member's header, a field): a common line's count
+    # hides one side deleting a copy here while adding one there.
+    return sorted(
+        line
+        for line, n in m.items()
+        if b[line] == 1 and n and sorted((o[line], t[line])) == [0, 1] and line not in skip
+    )
