@@ -47,8 +47,9 @@ from nats.js import JetStreamContext
 from nats.js.api import Header
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
-
 WRONG_LAST_SEQUENCE = 10071
+CLOSE_DRAIN_S = 5.0
+"""How long closing a connection waits for it to drain before closing it outright."""
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
 ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id makes it safe)
@@ -282,8 +283,16 @@ class Bus:
         self.wire = Wire(nc)
 
     async def close(self) -> None:
+        """Drain (the subscriptions' pending messages handled, the outbound flushed), but for
+        at most ``CLOSE_DRAIN_S``: nats-py waits up to 30 s for a subscription that does not
+        drain, and a command ended by Ctrl-C must not wait that long. What is published is
+        acknowledged before ``publish`` returns, so nothing of ours is lost by cutting it."""
         with contextlib.suppress(Exception):
-            await self.nc.drain()
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self.nc.drain()
+        if not self.nc.is_closed:
+            with contextlib.suppress(Exception):
+                await self.nc.close()
 
     async def __aenter__(self) -> Bus:
         return self
