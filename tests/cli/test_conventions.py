@@ -156,6 +156,13 @@ def test_commands_use_the_repositorys_project(nats_url: str, project: str, tmp_p
 # -- Ctrl-C ------------------------------------------------------------------------------
 
 
+def as_at_a_terminal() -> None:
+    """In the child, before it runs: Ctrl-C's signal is not ignored, as it is not at a
+    terminal. A test run started in the background (``cmd &`` in a script) hands its
+    children SIGINT ignored, and Python then installs no KeyboardInterrupt at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted(process: subprocess.Popen[str]) -> tuple[int, str]:
     process.send_signal(signal.SIGINT)
     _out, err = process.communicate(timeout=30)
@@ -171,6 +178,7 @@ def test_ctrl_c_stops_a_following_tail_with_130(nats_url: str, project: str) -> 
     process = subprocess.Popen(
         [*LOOPBUS, "tail", "--project", project, "--nats-url", nats_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        preexec_fn=as_at_a_terminal,
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -186,6 +194,7 @@ def test_ctrl_c_stops_a_daemon_run_by_hand_with_130(nats_url: str) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "loopbus.workers.watchdog", "--nats-url", nats_url],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        preexec_fn=as_at_a_terminal,
     )  # fmt: skip
     try:
         assert process.stderr is not None
