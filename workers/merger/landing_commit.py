@@ -139,6 +139,15 @@ def proposal_message(approval: Approval, proposal: Proposal) -> str:
     )
 
 
+def adoptable(written: Written) -> Adoptable:
+    """The configuration a landing commit wrote, as the merger adopts it."""
+    return Adoptable(
+        commit=written.commit,
+        blob=Blob.from_string(written.text.encode("utf-8")).id.decode(),
+        text=written.text,
+    )
+
+
 def contract_facts(
     world_project: str,
     actor: Actor,
@@ -146,12 +155,7 @@ def contract_facts(
     written: Written,
     previous: str,
 ) -> tuple[Event, ...]:
-    found = Adoptable(
-        commit=written.commit,
-        blob=Blob.from_string(written.text.encode("utf-8")).id.decode(),
-        text=written.text,
-    )
-    adopted = found.fact(
+    adopted = adoptable(written).fact(
         world_project,
         actor,
         why="contract",
@@ -179,12 +183,7 @@ def contract_facts(
 def proposal_facts(
     project: str, actor: Actor, approval: Approval, written: Written, previous: str
 ) -> tuple[Event, ...]:
-    found = Adoptable(
-        commit=written.commit,
-        blob=Blob.from_string(written.text.encode("utf-8")).id.decode(),
-        text=written.text,
-    )
-    adopted = found.fact(
+    adopted = adoptable(written).fact(
         project,
         actor,
         why="proposal",
