@@ -402,7 +402,11 @@ async def test_cpu_time_beyond_the_limit_is_a_cpu_breach(image: str, worktree: P
     result = await run_python(
         image, worktree, "while True: pass", limits=Limits(cpu_time_s=1), timeout_s=60
     )
-    assert result.breaches == ("cpu",)
+    assert result.breaches == ("cpu",), (
+        result.exit_code,
+        result.duration_s,
+        result.stderr[-300:],
+    )
     assert not result.timed_out
 
 

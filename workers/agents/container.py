@@ -333,13 +333,16 @@ class _Run:
             if in_stream is not None:
                 self.streams.append(in_stream)
                 await in_stream.__aenter__()
+            # Timed from before the start call: the command may run (and spend CPU) a
+            # while before start() returns on a busy machine, and a clock started after
+            # it would call a real CPU-limit kill too short to be one.
+            running_since = time.monotonic()
             await container.start()
         except DockerError as exc:
             return _not_started(f"container did not start: {exc.message}", self.started)
         if in_stream is not None:
             self.tasks.append(asyncio.create_task(_feed(in_stream, spec.stdin)))
         try:
-            running_since = time.monotonic()
             answer = await asyncio.wait_for(container.wait(), spec.timeout_s)
         except TimeoutError:
             with contextlib.suppress(DockerError):
