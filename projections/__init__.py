@@ -24,6 +24,7 @@ from loopbus.projections import (
     gates,
     integrity,
     investigations,
+    leases,
     merges,
     planner,
     ratchet,
@@ -53,6 +54,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     charter.FOLD,
     contract_landing.FOLD,
     planner.FOLD,
+    leases.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -42,6 +42,7 @@ from loopbus.schemas.gates import (
     GateRunRequested,
     GateSuiteCompleted,
 )
+from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -167,6 +168,9 @@ Event = (
     | ConfigProposal
     | ConfigApprove
     | ConfigLanded
+    | LeaseTaken
+    | LeaseRenewed
+    | LeaseReleased
 )
 """Every kind that may appear on the log."""
 

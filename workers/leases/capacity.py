@@ -1,0 +1,37 @@
+"""How much work one replica takes at once: ``--jobs N`` or ``--jobs auto``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity, not the machine's total: a
+    container or a ``taskset`` limits it)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on every platform
+        return max(os.cpu_count() or 1, 1)
+
+
+def jobs_from(text: str) -> int:
+    """``auto`` (the cores here) or a count of 1 or more; anything else raises ValueError
+    with the fix."""
+    if text.strip().lower() == "auto":  # sized to where the replica runs
+        return cores()
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise ValueError(f"--jobs {text!r}: give a number of 1 or more, or 'auto'") from None
+    if jobs < 1:
+        raise ValueError(f"--jobs {jobs}: give 1 or more, or 'auto'")
+    return jobs
+
+
+def jobs_arg(text: str) -> int:
+    """:func:`jobs_from` for argparse (its error is the one line argparse prints)."""
+    try:
+        return jobs_from(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
