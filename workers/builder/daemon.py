@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, decisions, findings, units
+from loopbus.projections import builds, convergence, decisions, findings, leases, units
 from loopbus.projections.intents import Effect, Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
@@ -53,18 +53,29 @@ from loopbus.workers.builder import answers, conflict, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import LEASE, Held, Policy, holder_name, leased
+from loopbus.workers.leases.holding import LeaseLost, held_until_answered, release
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 
 HEARTBEAT_S = 2.0
+JOBS = 8
+"""Rounds one leasing replica runs at once (each an agent command)."""
 
 
 class Builder(Daemon):
     """Run builder rounds for the projects in ``configs`` (those with a build command)."""
 
     name = "builder"
-    folds = (units.FOLD, findings.FOLD, convergence.FOLD, builds.FOLD, decisions.FOLD)
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        convergence.FOLD,
+        builds.FOLD,
+        decisions.FOLD,
+        leases.FOLD,
+    )
 
     def __init__(
         self,
@@ -74,6 +85,8 @@ class Builder(Daemon):
         *,
         actor: Actor | None = None,
         heartbeat_s: float = HEARTBEAT_S,
+        lease_ttl_s: float | None = None,
+        jobs: int = JOBS,
     ) -> None:
         served = {p: c for p, c in configs.items() if c.build.command}
         super().__init__(projects=tuple(served), actor=actor)
@@ -81,6 +94,10 @@ class Builder(Daemon):
         self.configs = served
         self.data_dir = data_dir
         self.heartbeat_s = heartbeat_s
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the rounds, each run by one of them
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
         unsandboxed.wake(kernel, self.configs)
@@ -89,12 +106,24 @@ class Builder(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        return [*decide(world, config.build), *unsandboxed.decide(world, config)]
+        intents = [*decide(world, config.build), *unsandboxed.decide(world, config)]
+        if self.lease is None:
+            return intents
+        return leased(world, intents, BUILD, "build", self.lease, _round_of)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != BUILD:
             return await super().perform(effect)  # the kernel's one answer to it
-        return await self.build_round(self.configs[effect.project], effect.args)
+        held: Held | None = effect.args.get(LEASE)
+        config = self.configs[effect.project]
+        if held is None:
+            return await self.build_round(config, effect.args)
+        work = self.build_round(config, effect.args)
+        try:
+            answer, seq = await held_until_answered(self.bus, self.actor, held, work)
+        except LeaseLost:
+            return []  # another replica runs the round now
+        return [*answer, release(self.actor, held, seq)]  # free once the answer is stored
 
     async def build_round(self, config: RepoConfig, args: Mapping[str, Any]) -> list[Intent]:
         """One round: worktree, command (retried once), commit, answer."""
@@ -220,6 +249,11 @@ class Builder(Daemon):
                 log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.heartbeat_s)
+
+
+def _round_of(effect: Effect) -> str:
+    brief = effect.args["brief"]
+    return f"unit {brief['unit']} round {brief['round']}"
 
 
 def _published(events: list[Event]) -> list[Intent]:

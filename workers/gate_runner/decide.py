@@ -165,7 +165,6 @@ def decide(world: World, jobs: int, lease: Policy | None = None) -> list[Intent]
             Item(
                 "gate",
                 job.cause,
-                job.cause,
                 f"{job.reason} {job.commit[:12]}" + (f" unit {job.unit}" if job.unit else ""),
                 Effect(
                     f"{RUN}:{job.cause}", world.project, RUN, {"job": job, "advisory": advisory}

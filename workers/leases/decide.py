@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from loopbus.projections import leases
 from loopbus.projections.intents import Effect, Intent, PublishIf
 from loopbus.schemas import Actor
-from loopbus.schemas.ids import answer_id, new_id
+from loopbus.schemas.ids import fixed_id, new_id
 from loopbus.schemas.leases import LeaseTaken, Work
 from loopbus.schemas.subjects import lease_subject
 from loopbus.workers.kernel import World
@@ -40,12 +41,11 @@ class Policy:
 
 @dataclass(frozen=True)
 class Item:
-    """One work item a decision wants done: its lease token, a ULID its taking's id is
-    derived from, a short description, and the effect that does it."""
+    """One work item a decision wants done: its lease token, a short description, and
+    the effect that does it."""
 
     work: Work
     item: str
-    seed: str
     what: str
     effect: Effect
 
@@ -80,6 +80,7 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
     keys = {i.effect.key for i in items}
     free = policy.slots - sum(1 for key in world.running if key in keys)
     intents: list[Intent] = []
+    ms = int(world.now.timestamp() * 1000)
     for wanted in items:
         key = wanted.effect.key
         if key in world.running or key in world.failed:
@@ -100,7 +101,8 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
         if free <= 0:
             continue
         taking = LeaseTaken(
-            id=answer_id(wanted.seed, f"lease:{policy.holder}:{seq}"),
+            # A retried publish of this same taking is stored once.
+            id=fixed_id(ms, f"lease:{wanted.work}:{wanted.item}:{policy.holder}:{seq}"),
             project=world.project,
             actor=world.actor,
             at=world.now,
@@ -114,3 +116,24 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
         intents.append(PublishIf(taking, seq))
         free -= 1
     return intents
+
+
+def leased(
+    world: World,
+    intents: Sequence[Intent],
+    action: str,
+    work: Work,
+    policy: Policy,
+    what: Callable[[Effect], str],
+) -> list[Intent]:
+    """``intents`` with every effect of ``action`` put under a lease (its item named by
+    its key): the effects this replica holds, the takings of free items, nothing for the
+    items another replica holds."""
+    kept: list[Intent] = []
+    items: list[Item] = []
+    for intent in intents:
+        if isinstance(intent, Effect) and intent.action == action:
+            items.append(Item(work, item_token(intent.key), what(intent), intent))
+        else:
+            kept.append(intent)
+    return [*kept, *claim(world, items, policy)]

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import structlog
 from loopbus.bus import Bus, BusError, TransitionConflict
+from loopbus.projections.intents import PublishIf
 from loopbus.schemas import Actor
 from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, Released
 from loopbus.workers.leases.decide import Held
@@ -37,7 +38,28 @@ class LeaseLost(Exception):
 async def holding(bus: Bus, actor: Actor, held: Held, work: Awaitable[T]) -> T:
     """Run ``work`` under ``held``: renewed every ``ttl_s / 3``; released ``done`` when it
     returns, ``given-up`` when it raises or is cancelled. Raises :class:`LeaseLost` (the
-    work cancelled) when a renewal finds the item taken over."""
+    work cancelled) when a renewal finds the item taken over. For work whose result is
+    on the log when it returns (a gate suite)."""
+    result, last = await held_until_answered(bus, actor, held, work)
+    await _release(bus, actor, held, last, "done")
+    return result
+
+
+def release(actor: Actor, held: Held, seq: int) -> PublishIf:
+    """The release of ``held`` (last lease event at ``seq``) as an intent: for work whose
+    answer is intents the kernel publishes (a builder round), put after them, so the item
+    is free again only once its answer is on the log."""
+    released = LeaseReleased(
+        project=held.project, actor=actor, work=held.work, item=held.item, holder=held.holder
+    )
+    return PublishIf(released, seq)
+
+
+async def held_until_answered(
+    bus: Bus, actor: Actor, held: Held, work: Awaitable[T]
+) -> tuple[T, int]:
+    """Like :func:`holding`, but a lease whose work returned is not released: returns the
+    result and the sequence of the last lease event (for :func:`release`)."""
     seq = [held.seq]
     lost = asyncio.Event()
     task = asyncio.ensure_future(work)
@@ -46,7 +68,7 @@ async def holding(bus: Bus, actor: Actor, held: Held, work: Awaitable[T]) -> T:
     try:
         result = await task
         how = "done"
-        return result
+        return result, seq[0]
     except asyncio.CancelledError:
         if lost.is_set():
             how = "lost"
@@ -58,7 +80,7 @@ async def holding(bus: Bus, actor: Actor, held: Held, work: Awaitable[T]) -> T:
             await renewing
         if not task.done():
             task.cancel()
-        if how != "lost":
+        if how == "given-up":
             # Shielded: a daemon stopping mid-item still hands the item on at once.
             await asyncio.shield(_release(bus, actor, held, seq[0], how))
 
