@@ -35,7 +35,7 @@ def commits(repo: GitRepo, project: str, count: int, seconds: float) -> list[str
 
 
 class Runner:
-    """One ``python -m loopbus.workers.gate_runner`` process with a key of its own."""
+    """One ``loopbus worker gate-runner`` process with a key of its own."""
 
     def __init__(
         self, name: str, repo: Path, url: str, home: Path, *, jobs: int = 1, lease_ttl: float = 30
@@ -45,7 +45,9 @@ class Runner:
         self.args = [
             sys.executable,
             "-m",
-            "loopbus.workers.gate_runner",
+            "loopbus.cli",
+            "worker",  # one more replica against a running server, as an operator adds one
+            "gate-runner",
             "--repo",
             str(repo),
             "--nats-url",

@@ -35,3 +35,14 @@ def jobs_arg(text: str) -> int:
         return jobs_from(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def capacity_arg(text: str) -> int:
+    """A count of 1 or more, for argparse (``--capacity``)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of 1 or more") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count}: give 1 or more")
+    return count
