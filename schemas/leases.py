@@ -21,10 +21,11 @@ import msgspec
 from loopbus.schemas.envelope import EventBase
 from loopbus.schemas.ids import Token
 
-Work = Literal["gate", "build", "review", "investigation"]
-"""The kinds of work item replicas split."""
+Work = Literal["gate", "check", "build", "review", "investigation"]
+"""The kinds of work item replicas split: a gate-run ask, one check's run on one tree and
+configuration (its cache key), a builder round, a review, an investigation."""
 
-WORKS: tuple[Work, ...] = ("gate", "build", "review", "investigation")
+WORKS: tuple[Work, ...] = ("gate", "check", "build", "review", "investigation")
 
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
 

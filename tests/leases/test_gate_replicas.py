@@ -70,7 +70,7 @@ async def test_two_runners_split_the_asks_and_run_each_once(
     assert len(runners_used(events)) == 2, runners_used(events)
     assert sum(runners_used(events).values()) == 4
     assert len(holders(events)) == 2
-    released = of(LeaseReleased, events)
+    released = of(LeaseReleased, events, work="gate")
     assert {e.item for e in released} == asks and {e.how for e in released} == {"done"}
 
 
@@ -87,12 +87,12 @@ async def test_a_killed_runners_ask_is_finished_by_the_other_once(
     replicas += [Runner(f"r{n}", repo.path, nats_url, tmp_path, lease_ttl=2) for n in (1, 2)]
     await start(replicas)
     [cause] = await ask(bus, project, [sha])
-    events = await wait_log(bus, project, lambda es: bool(of(LeaseTaken, es)), WAIT_S)
-    [first] = of(LeaseTaken, events)
+    events = await wait_log(bus, project, lambda es: bool(of(LeaseTaken, es, work="gate")), WAIT_S)
+    [first] = of(LeaseTaken, events, work="gate")
     victim = next(r for r in replicas if f":{r.pid}:" in first.holder)
     victim.kill()  # mid-check: the check sleeps 8 s
     events = await wait_log(bus, project, lambda es: answered(es, {cause}), WAIT_S)
-    takeovers = [e for e in of(LeaseTaken, events) if e.lapsed is not None]
+    takeovers = [e for e in of(LeaseTaken, events, work="gate") if e.lapsed is not None]
     assert [e.lapsed for e in takeovers] == [first.holder]
     assert takeovers[0].holder != first.holder
     [suite] = of(GateSuiteCompleted, events, cause=cause)
@@ -100,3 +100,28 @@ async def test_a_killed_runners_ask_is_finished_by_the_other_once(
     assert suite.runner.startswith(f"{survivor.name}-") and suite.outcome == "pass"
     assert [e.runner for e in of(GateResultRecorded, events)] == [suite.runner]
     assert doubled(events) == {}
+
+
+async def test_a_check_running_on_one_runner_is_awaited_by_the_other(
+    bus: Bus,
+    nats_url: str,
+    project: str,
+    git: Callable[[str], GitRepo],
+    tmp_path: Path,
+    replicas: list[Runner],
+) -> None:
+    """Two asks for one tree, one on each runner: the check runs once, and the second
+    runner's suite takes the first's result (the check's lease was held meanwhile)."""
+    repo = git("repo")
+    [sha] = commits(repo, project, 1, seconds=4)
+    replicas += [Runner(f"r{n}", repo.path, nats_url, tmp_path) for n in (1, 2)]
+    await start(replicas)
+    asks = await ask(bus, project, [sha, sha])
+    events = await wait_log(bus, project, lambda es: answered(es, asks), WAIT_S)
+    gate_holders = {e.holder for e in of(LeaseTaken, events) if e.work == "gate"}
+    assert len(gate_holders) == 2  # each runner took one ask (--jobs 1, a 4 s check)
+    [result] = of(GateResultRecorded, events)
+    assert [e.work for e in of(LeaseTaken, events) if e.work == "check"] == ["check"]
+    suites = of(GateSuiteCompleted, events)
+    assert sorted(s.checks[0].cached for s in suites) == [False, True]
+    assert {s.checks[0].result for s in suites} == {result.id}

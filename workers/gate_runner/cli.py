@@ -8,17 +8,21 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 from loopbus.workers import repository
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.errors import GateError, WorkerError
 from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
+from loopbus.workers.gate_runner.shared import SharedGateRunner
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.leases.capacity import jobs_arg
+from loopbus.workers.leases.decide import holder_name
+from loopbus.workers.leases.flights import Flights
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -49,14 +53,13 @@ async def run(
 ) -> None:
     served = project if project else await asyncio.to_thread(project_of, repo)
     signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
-    runner = GateRunner(
-        ctx.bus,
-        repo,
-        signer,
-        principal=f"gate-runner@{socket.gethostname()}",
-        jobs=jobs,
-        project=served,
-    )
+    principal = f"gate-runner@{socket.gethostname()}"
+    options: dict[str, Any] = {"principal": principal, "jobs": jobs, "project": served}
+    runner = GateRunner(ctx.bus, repo, signer, **options)
+    holder = holder_name(runner.actor)
+    if lease_ttl_s is not None:  # a check in flight on another runner is awaited
+        flights = Flights(ctx.bus, runner.actor, holder, lease_ttl_s)
+        runner = SharedGateRunner(ctx.bus, repo, signer, flights=flights, **options)
     log.info("gate.serving", project=served, repo=str(repo), runner=signer.runner)
     daemon = GateRunnerDaemon(
         runner,
@@ -65,6 +68,7 @@ async def run(
         trunk=trunk,
         trunk_poll_s=trunk_poll_s,
         lease_ttl_s=lease_ttl_s,
+        holder=holder,
     )
     await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
 

@@ -75,11 +75,13 @@ class GateRunnerDaemon(Daemon):
         trunk_poll_s: float = 2.0,
         catalogue: str = CATALOGUE,
         lease_ttl_s: float | None = None,
+        holder: str | None = None,
     ) -> None:
         super().__init__(projects=[project], actor=runner.actor)
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the asks, each run by one of them
-            self.lease = Policy(holder_name(runner.actor), lease_ttl_s, max(jobs, 1))
+            named = holder or holder_name(runner.actor)  # one name for all its leases
+            self.lease = Policy(named, lease_ttl_s, max(jobs, 1))
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
         self.catalogue = catalogue
         self.runner = runner
