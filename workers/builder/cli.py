@@ -33,8 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs",
         type=jobs_arg,
         default=JOBS,
-        help="rounds run at once by this builder: a number, or 'auto' for this machine's "
-        "cores (default %(default)s)",
+        help="rounds of one project run at once by this builder: a number, or 'auto' for "
+        "this machine's cores (default %(default)s)",
     )
     parser.add_argument(
         "--lease-ttl",

@@ -53,8 +53,8 @@ from loopbus.workers.builder import answers, conflict, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.leases.decide import LEASE, Held, Policy, holder_name, leased
-from loopbus.workers.leases.holding import LeaseLost, held_until_answered, release
+from loopbus.workers.leases.decide import Policy, holder_name, leased
+from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -114,16 +114,9 @@ class Builder(Daemon):
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != BUILD:
             return await super().perform(effect)  # the kernel's one answer to it
-        held: Held | None = effect.args.get(LEASE)
-        config = self.configs[effect.project]
-        if held is None:
-            return await self.build_round(config, effect.args)
-        work = self.build_round(config, effect.args)
-        try:
-            answer, seq = await held_until_answered(self.bus, self.actor, held, work)
-        except LeaseLost:
-            return []  # another replica runs the round now
-        return [*answer, release(self.actor, held, seq)]  # free once the answer is stored
+        # Under a lease, the round's release follows its answer (free once it is stored).
+        work = self.build_round(self.configs[effect.project], effect.args)
+        return await answered_under_lease(self.bus, self.actor, effect, work)
 
     async def build_round(self, config: RepoConfig, args: Mapping[str, Any]) -> list[Intent]:
         """One round: worktree, command (retried once), commit, answer."""

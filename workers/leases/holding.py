@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 import structlog
 from loopbus.bus import Bus, BusError, TransitionConflict
-from loopbus.projections.intents import PublishIf
+from loopbus.projections.intents import Effect, Intent, PublishIf
 from loopbus.schemas import Actor
 from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, Released
-from loopbus.workers.leases.decide import Held
+from loopbus.workers.leases.decide import LEASE, Held
 
 log = structlog.get_logger()
 
@@ -133,3 +133,20 @@ async def _release(bus: Bus, actor: Actor, held: Held, seq: int, how: Released) 
         pass  # taken over meanwhile: the new holder's lease stands
     except (BusError, TimeoutError) as exc:  # it lapses instead
         log.warning("lease.release_failed", work=held.work, item=held.item, error=str(exc))
+
+
+async def answered_under_lease(
+    bus: Bus, actor: Actor, effect: Effect, work: Awaitable[Sequence[Intent]]
+) -> list[Intent]:
+    """The intents ``work`` answers ``effect`` with, run under the effect's lease when it
+    has one (:data:`~.decide.LEASE`), its release put after them; nothing when the lease
+    was lost (another replica does the work now). For a daemon whose work answers with
+    intents (a builder round; a review or an investigation the same way)."""
+    held: Held | None = effect.args.get(LEASE)
+    if held is None:
+        return list(await work)
+    try:
+        answer, seq = await held_until_answered(bus, actor, held, work)
+    except LeaseLost:
+        return []
+    return [*answer, release(actor, held, seq)]
