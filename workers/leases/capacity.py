@@ -46,3 +46,35 @@ def capacity_arg(text: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError(f"{count}: give 1 or more")
     return count
+
+
+def add_lease_options(
+    parser: argparse.ArgumentParser, what: str, *, jobs: int, ttl_s: float
+) -> None:
+    """``--jobs`` and ``--lease-ttl`` for a daemon whose replicas split ``what`` (plural)."""
+    parser.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        default=jobs,
+        help=f"{what} of one project run at once by this replica: a number, or 'auto' for "
+        "this machine's cores (default %(default)s)",
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=lease_ttl_arg,
+        default=ttl_s,
+        metavar="SECONDS",
+        help=f"how long this replica's lease on one of its {what} lives unrenewed; another "
+        "replica takes it over after that (default %(default)s)",
+    )
+
+
+def lease_ttl_arg(text: str) -> float:
+    """Seconds above 0, at most a day, for argparse (``--lease-ttl``)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, such as 30") from None
+    if not 0 < seconds <= 86400:
+        raise argparse.ArgumentTypeError(f"{seconds}: give seconds above 0, at most 86400")
+    return seconds

@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, reviews, units
+from loopbus.projections import builds, convergence, findings, gates, leases, reviews, units
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -39,6 +39,8 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import Policy, holder_name, leased
+from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import unit_change
 from loopbus.workers.reviewer import decide as policy
 from loopbus.workers.reviewer import verdicts
@@ -55,14 +57,33 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
-    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD, builds.FOLD)
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        gates.FOLD,
+        convergence.FOLD,
+        reviews.FOLD,
+        builds.FOLD,
+        leases.FOLD,
+    )
 
-    def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
+    def __init__(
+        self,
+        configs: Mapping[str, RepoConfig],
+        *,
+        actor: Actor | None = None,
+        lease_ttl_s: float | None = None,
+        jobs: int = 4,
+    ):
         served = {p: c for p, c in configs.items() if c.review.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
         self.changes: OrderedDict[tuple[str, str, str], Change | str] = OrderedDict()
         self.kernel: Kernel | None = None
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the reviews, each run once
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -72,7 +93,10 @@ class Reviewer(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        return [*policy.decide(world, config), *unsandboxed.decide(world, config)]
+        intents = [*policy.decide(world, config), *unsandboxed.decide(world, config)]
+        if self.lease is None:
+            return intents
+        return leased(world, intents, policy.RUN_REVIEW, "review", self.lease, _review_of)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         config = self.configs[effect.project]
@@ -80,7 +104,12 @@ class Reviewer(Daemon):
             await self.read_change(config, effect.args["head"], effect.args["hint"])
             return ()
         if effect.action == policy.RUN_REVIEW:
-            return [await self.review(config, effect.args["request"], effect.args)]
+            assert self.kernel is not None
+
+            async def work() -> list[Intent]:
+                return [await self.review(config, effect.args["request"], effect.args)]
+
+            return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
         return await super().perform(effect)  # the kernel's one answer to it
 
     # -- reading a unit's change -------------------------------------------------------------
@@ -185,3 +214,8 @@ class Reviewer(Daemon):
         return verdicts.reviewer_failed(
             config.project, request, reason, b"", actor=self.actor, now=utcnow()
         )
+
+
+def _review_of(effect: Effect) -> str:
+    request: RequestView = effect.args["request"]
+    return f"review of unit {request.unit} round {request.round}"
