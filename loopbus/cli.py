@@ -26,7 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "demo": ("demo", "run the whole loop on a scaffolded project and print its timeline"),
     "up": ("up", "run loopbus: embedded NATS, the log, every daemon"),
-    "report": ("report_args", "publish a claim (a report or a finding)"),
+    "report": (
+        "report_args",
+        "publish a claim (a report or a finding), or read a slice's risk report",
+    ),
     "approve": (
         "approve",
         "approve a unit for merge, a charter, a proposed plan, a skeleton or a configuration "
