@@ -80,6 +80,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
+from loopbus.schemas.ship import ShipCommandRan, SliceBundled, TrunkScanned
 from loopbus.schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
@@ -167,6 +168,9 @@ Event = (
     | ConfigProposal
     | ConfigApprove
     | ConfigLanded
+    | TrunkScanned
+    | SliceBundled
+    | ShipCommandRan
 )
 """Every kind that may appear on the log."""
 
