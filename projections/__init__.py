@@ -28,6 +28,8 @@ from loopbus.projections import (
     planner,
     ratchet,
     reviews,
+    risk,
+    shipping,
     slices,
     units,
 )
@@ -53,6 +55,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     charter.FOLD,
     contract_landing.FOLD,
     planner.FOLD,
+    risk.FOLD,
+    shipping.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -24,9 +24,11 @@ command and never as passed); it folds the run record, decisions and dismissals 
 the system published them, and gate results only as the ``slices`` fold accepts them
 (signed by a registered runner key). A claim cannot add a line here or remove one.
 
-The fold embeds the ``slices`` fold (plans, run record, boot result, signature rule) and
-adds what it does not keep: latest test outcomes from verified gate results, findings about
-a slice, their dismissals, and the decisions recorded for a slice or its units.
+The report reads the ``slices`` fold (plans, run record, boot result) and this one, which
+keeps what ``slices`` does not: latest test outcomes from verified gate results (judged by
+the gates projection's rule on the key registrations it has seen), findings about a slice,
+their dismissals, and the decisions recorded for a slice or its units. It is in ``FOLDS``,
+so the projector materialises it and the operator page reads it like any view.
 """
 
 from __future__ import annotations
@@ -36,14 +38,14 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 import msgspec
-from loopbus.projections import gates, slices
+from loopbus.projections import gates
 from loopbus.projections.base import Fold
 from loopbus.projections.slices import SlicesState, SliceView
 from loopbus.schemas import Event, FindingRaised
 from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.gates import GateResultRecorded
+from loopbus.schemas.gates import GateResultRecorded, GateRunnerKeyRegistered
 from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.slices import RunEntryCompleted
+from loopbus.schemas.slices import RunEntryCompleted, SlicePlanAccepted
 
 Band = Literal[
     "uncovered", "not-run", "unreached", "cached", "dismissed", "auto-decided", "verified"
@@ -92,7 +94,9 @@ class Dismissal(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RiskState(msgspec.Struct, kw_only=True):
-    slices: SlicesState = msgspec.field(default_factory=slices.initial)
+    runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
+    unit_slice: dict[str, str] = {}
+    """Unit -> the slice whose accepted plan holds it (the system's acceptance only)."""
     tests: dict[str, str] = {}
     """Latest outcome of each test node id in a verified gate result."""
     findings: dict[str, tuple[str, str]] = {}
@@ -114,9 +118,13 @@ def initial() -> RiskState:
 
 
 def apply(state: RiskState, event: Event) -> RiskState:
-    slices.apply(state.slices, event)
     match event:
-        case GateResultRecorded() if gates.judge(state.slices.runner_keys, event) is None:
+        case GateRunnerKeyRegistered():
+            gates.apply(state.runner_keys, event)
+        case SlicePlanAccepted() if event.actor.role == "system":
+            for unit in event.plan.units:
+                state.unit_slice[unit.id] = event.plan.slice
+        case GateResultRecorded() if gates.judge(state.runner_keys, event) is None:
             state.tests.update(event.tests)
         case FindingRaised():
             where = _slice_of(state, event.slice, event.unit)
@@ -153,7 +161,7 @@ def apply(state: RiskState, event: Event) -> RiskState:
 def _slice_of(state: RiskState, slice_id: str | None, unit: str | None) -> str | None:
     if slice_id is not None:
         return slice_id
-    return state.slices.unit_slice.get(unit) if unit is not None else None
+    return state.unit_slice.get(unit) if unit is not None else None
 
 
 FOLD = Fold(name="risk", state_type=RiskState, initial=initial, apply=apply)
@@ -170,6 +178,7 @@ def entries(view: SliceView, state: SlicesState) -> list[RunEntryCompleted]:
 
 
 def report(
+    slices_state: SlicesState,
     state: RiskState,
     slice_id: str,
     checks: Mapping[str, Sequence[str]] | None = None,
@@ -182,10 +191,10 @@ def report(
     not be read, which is itself reported. ``unreached`` is what the verifier could not
     reach, in its own words (default: what the state folded for the slice).
     """
-    view = state.slices.slices.get(slice_id)
+    view = slices_state.slices.get(slice_id)
     if view is None:
         return []
-    done = entries(view, state.slices)
+    done = entries(view, slices_state)
     items: list[RiskItem] = []
     items += _uncovered(state, view, done, checks)
     items += _not_run(view, done, checks)

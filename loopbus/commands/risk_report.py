@@ -22,8 +22,9 @@ import msgspec
 from loopbus.bus import read
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import risk
+from loopbus.projections import risk, slices
 from loopbus.projections.risk import RiskState
+from loopbus.projections.slices import SlicesState
 from loopbus.schemas import project_subjects
 from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, connection
@@ -31,18 +32,19 @@ from loopbus.settings import Connection, connection
 _json = msgspec.json.Encoder()
 
 
-async def fold_risk(conn: Connection, project: str) -> RiskState:
-    """The risk projection of ``project``, folded from sequence 1 of the log."""
+async def fold_risk(conn: Connection, project: str) -> tuple[SlicesState, RiskState]:
+    """The slices and risk projections of ``project``, folded from sequence 1 of the log."""
     bus = await conn.open()
     try:
         await require_known(bus, project)
-        state = risk.initial()
+        views, state = slices.initial(), risk.initial()
         async for record in read(bus, subjects=[project_subjects(project)]):
             if record.event is not None:
+                slices.apply(views, record.event)
                 risk.apply(state, record.event)
     finally:
         await bus.close()
-    return state
+    return views, state
 
 
 def configured_reads(repo: Path, trunk: str) -> Mapping[str, Sequence[str]] | None:
@@ -63,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--project {args.project!r} is not a valid project id")
     if not is_token(args.slice):
         raise UsageError(f"SLICE {args.slice!r} is not a valid slice id")
-    state = asyncio.run(fold_risk(connection(args), args.project))
-    if args.slice not in state.slices.slices:
-        known = ", ".join(sorted(state.slices.slices)) or "none yet"
+    views, state = asyncio.run(fold_risk(connection(args), args.project))
+    if args.slice not in views.slices:
+        known = ", ".join(sorted(views.slices)) or "none yet"
         raise UsageError(f"SLICE {args.slice}: no such slice in {args.project} (known: {known})")
     if args.repo is not None and not args.repo.is_dir():
         raise UsageError(f"--repo {args.repo}: no such directory (give the project's repository)")
     checks = configured_reads(args.repo, args.trunk) if args.repo is not None else None
-    items = risk.report(state, args.slice, checks)
+    items = risk.report(views, state, args.slice, checks)
     if args.json:
         sys.stdout.write(_json.encode(items).decode() + "\n")
         return 0

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from loopbus.bus import Bus
-from loopbus.projections import risk
+from loopbus.projections import risk, slices
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import CommandRun, RunEntryCompleted
@@ -138,8 +138,14 @@ async def test_an_unknown_slice_is_one_line_naming_the_known_ones(
 def test_the_verifiers_unreached_lines_come_after_what_was_not_run() -> None:
     """What the verifier could not reach is reported in its own words, after the not-run
     section and before cached runs (the input the verifier's fact fills)."""
-    state = risk.FOLD.fold(closed_slice("p", "S1"))
-    items = risk.report(state, "S1", {"tests": ("src/",)}, ["the payment page (no sandbox key)"])
+    events = closed_slice("p", "S1")
+    items = risk.report(
+        slices.FOLD.fold(events),
+        risk.FOLD.fold(events),
+        "S1",
+        {"tests": ("src/",)},
+        ["the payment page (no sandbox key)"],
+    )
     bands = [item.band for item in items]
     assert "unreached" in bands
     assert bands.index("unreached") > bands.index("not-run")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from loopbus.projections import risk, shipping
+from loopbus.projections import risk, shipping, slices
 from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.schemas import Actor, FindingRaised, utcnow
 from loopbus.schemas.ids import answer_id, fixed_id
@@ -58,7 +58,7 @@ class ShipRepo:
 
 class Shipper(Daemon):
     name = "shipper"
-    folds = (risk.FOLD, shipping.FOLD)
+    folds = (slices.FOLD, risk.FOLD, shipping.FOLD)
 
     def __init__(self, repos: Mapping[str, ShipRepo], *, actor: Actor | None = None) -> None:
         super().__init__(projects=tuple(repos), actor=actor)
@@ -125,7 +125,9 @@ class Shipper(Daemon):
     async def _bundle(self, effect: Effect, repo: ShipRepo) -> Intent:
         slice_id = effect.args["slice"]
         checks = await asyncio.to_thread(_configured_reads, repo)
-        text = description(effect.args["risk"], effect.args["shipping"], slice_id, checks)
+        text = description(
+            effect.args["views"], effect.args["risk"], effect.args["shipping"], slice_id, checks
+        )
         made = await asyncio.to_thread(bundle.make, repo.path, repo.trunk, slice_id, text, repo.out)
         log.info("slice.bundled", project=effect.project, slice=slice_id, bundle=str(made.bundle))
         return Publish(

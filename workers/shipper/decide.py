@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopbus.projections import shipping
+from loopbus.projections import risk, shipping, slices
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.risk import RiskState
 from loopbus.projections.shipping import ShippingState
-from loopbus.projections.slices import SliceView
+from loopbus.projections.slices import SlicesState, SliceView
 from loopbus.workers.kernel import World
 
 SCAN = "scan"
@@ -37,7 +37,8 @@ def ready_to_ship(view: SliceView) -> bool:
 
 def decide(world: World, options: Options) -> list[Intent]:
     ship: ShippingState = world.state(shipping.FOLD.name)
-    state: RiskState = world.state("risk")
+    views: SlicesState = world.state(slices.FOLD.name)
+    state: RiskState = world.state(risk.FOLD.name)
     project = world.project
     if ship.moves > ship.scanned_moves:
         args = {"moves": ship.moves, "tips": list(ship.tips), "seed": ship.last_move}
@@ -45,12 +46,13 @@ def decide(world: World, options: Options) -> list[Intent]:
     if shipping.hold(ship):
         return []
     intents: list[Intent] = []
-    for slice_id, view in state.slices.slices.items():
+    for slice_id, view in views.slices.items():
         if not ready_to_ship(view):
             continue
         bundled = ship.bundled.get(slice_id)
         if bundled is None:
-            args = {"slice": slice_id, "cause": view.accepted, "risk": state, "shipping": ship}
+            args = {"slice": slice_id, "cause": view.accepted, "views": views, "risk": state}
+            args["shipping"] = ship
             intents.append(Effect(f"{project}:{BUNDLE}:{slice_id}", project, BUNDLE, args))
         elif options.command and slice_id not in ship.ran:
             args = {"bundled": bundled, "command": options.command}

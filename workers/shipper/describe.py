@@ -10,15 +10,17 @@ from collections.abc import Mapping, Sequence
 from loopbus.projections import risk
 from loopbus.projections.risk import RiskState
 from loopbus.projections.shipping import ShippingState
+from loopbus.projections.slices import SlicesState
 
 
 def description(
+    views: SlicesState,
     state: RiskState,
     shipping: ShippingState,
     slice_id: str,
     checks: Mapping[str, Sequence[str]] | None,
 ) -> str:
-    view = state.slices.slices[slice_id]
+    view = views.slices[slice_id]
     lines = [f"# Slice {slice_id}", "", "## What", ""]
     for unit in view.plan.units:
         slice_unit = view.units.get(unit.id)
@@ -37,7 +39,7 @@ def description(
     lines += ["", "## Risk, least verified first", ""]
     lines += [
         f"#{line}" if line.startswith("## ") else line
-        for line in risk.render(risk.report(state, slice_id, checks))
+        for line in risk.render(risk.report(views, state, slice_id, checks))
     ]
     lines += ["## Decisions", ""]
     for d in decided:
