@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
+from loopbus.workers.agents.cli import serving_body
+from loopbus.workers.cli import Body, daemon_parser, main_for
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     command=ship.command,
                     timeout_s=ship.timeout_s,
                 )
-        return kernel_body(lambda: Shipper(repos))
+        # Without a repository there is nothing to scan or bundle: idle, not follow the log.
+        return serving_body(Shipper(repos), "no --repo with a loopbus.toml")
 
     return main_for("shipper", parser, make_body, argv)
