@@ -15,6 +15,9 @@ from pathlib import Path
 from loopbus.workers.errors import RepoError
 from loopbus.workers.gates.secrets import secret_in
 
+MESSAGE = "(commit message)"
+"""The path a leak in a commit's message is reported at."""
+
 
 @dataclass(frozen=True)
 class Leak:
@@ -57,7 +60,7 @@ def scan(repo: Path, trunk: str, scanned: list[str]) -> Scan:
     out = _git(
         repo,
         "log",
-        "--format=%x00%H",
+        "--format=%x00%H%n%B%x1e",
         "-p",
         "-U0",
         "--no-color",
@@ -69,10 +72,17 @@ def scan(repo: Path, trunk: str, scanned: list[str]) -> Scan:
     )
     leaks: list[Leak] = []
     seen: set[tuple[str, str, str]] = set()
-    commits, commit, path = 0, "", ""
-    for line in out.splitlines():
+    commits, commit, path, message = 0, "", "", False
+    for line in out.split("\n"):  # not splitlines(): it splits at \x1e too
         if line.startswith("\x00"):
-            commits, commit, path = commits + 1, line[1:].strip(), ""
+            commits, commit, path, message = commits + 1, line[1:].strip(), "", True
+        elif message:
+            # The commit message is history too: a key pasted into one is in every clone.
+            message = not line.endswith("\x1e")
+            pattern = secret_in(line.rstrip("\x1e"))
+            if pattern is not None and (commit, MESSAGE, pattern) not in seen:
+                seen.add((commit, MESSAGE, pattern))
+                leaks.append(Leak(commit, MESSAGE, pattern))
         elif line.startswith("+++ "):
             path = line[6:] if line.startswith("+++ b/") else line[4:]
         elif line.startswith("+") and commit:
