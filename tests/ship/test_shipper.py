@@ -15,10 +15,12 @@ from typing import Any
 from kernelkit import running
 from loopbus.bus import Bus, read
 from loopbus.projections import shipping
+from loopbus.projections.intents import Intent, Publish, PublishIf
 from loopbus.schemas import Event, FindingRaised, FindingResolved, project_subjects
 from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
+from loopbus.schemas.slices import UnitDispatched
 from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.decide import held
+from loopbus.workers.dispatcher.decide import Options, decide, held
 from loopbus.workers.kernel import World
 from loopbus.workers.kernel.daemon import system_actor
 from loopbus.workers.shipper.daemon import Shipper, ShipRepo
@@ -38,6 +40,14 @@ async def until(bus: Bus, project: str, kind: type, count: int = 1) -> list[Even
             return events
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {kind.__name__} on the log of {project}")
+
+
+def dispatches(intents: list[Intent]) -> list[UnitDispatched]:
+    return [
+        i.event
+        for i in intents
+        if isinstance(i, Publish | PublishIf) and isinstance(i.event, UnitDispatched)
+    ]
 
 
 def dispatcher_world(project: str, events: list[Event]) -> World:
@@ -76,9 +86,13 @@ async def test_a_secret_deleted_from_the_tree_still_freezes_dispatch_until_settl
     assert found.criterion == SECRET_CRITERION and found.evidence["commit"] == added
     assert scanned.findings == [found.id] and scanned.commits == 3
     assert held(dispatcher_world(project, events)).startswith("1 open finding")
+    # The dispatcher's own decision: an accepted plan's first unit is not dispatched.
+    waiting = [*events, *closed_slice(project, "S2")[:3]]
+    assert not dispatches(decide(dispatcher_world(project, waiting), Options()))
 
     settled = FindingResolved(project=project, actor=SYSTEM, finding=found.id, why="rotated")
     assert held(dispatcher_world(project, [*events, settled])) == ""
+    assert dispatches(decide(dispatcher_world(project, [*waiting, settled]), Options()))
 
     # Incremental: the next scan reads only new commits, so a settled secret stays settled.
     commit(repo, {"src/calc.py": "x = 2\n"}, "more")
