@@ -16,6 +16,7 @@ import sys
 import pytest
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, UnitPlanned
+from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 
 from loopbus.cli import COMMANDS, build_parser
 
@@ -67,6 +68,7 @@ def of(names: set[str], packages: tuple[str, ...]) -> list[str]:
         pytest.param(["report", "--help"], id="report-help"),
         pytest.param(["report", "heartbeat", "--help"], id="report-heartbeat-help"),
         pytest.param(["report", "finding", "--help"], id="report-finding-help"),
+        pytest.param(["report", "risk", "--help"], id="report-risk-help"),
         pytest.param(["replay", "--help"], id="replay-help"),
         pytest.param(["record", "--help"], id="record-help"),
         pytest.param(["run", "--help"], id="run-help"),
@@ -102,15 +104,18 @@ def test_a_usage_mistake_is_caught_before_the_command_is_imported() -> None:
 async def test_commands_that_talk_to_the_server_skip_the_websocket_client(
     bus: Bus, nats_url: str, project: str
 ) -> None:
-    """status, tail --no-follow and report heartbeat reach the server without running aiohttp's
-    code (nats-py's websocket transport) or importing dulwich."""
+    """status, tail --no-follow, report heartbeat and report risk reach the server without
+    running aiohttp's code (nats-py's websocket transport) or importing dulwich."""
     actor = Actor(role="system", principal="test")
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="U1")])
+    await bus.publish(SlicePlanAccepted(project=project, actor=actor, plan=plan, cause="c1"))
     await bus.publish(UnitPlanned(project=project, actor=actor, unit="U1", slice="S1"))
     where = ["--project", project, "--nats-url", nats_url]
     for args in (
         ["status", *where],
         ["tail", "--no-follow", *where],
         ["report", "heartbeat", "--unit", "U1", *where],
+        ["report", "risk", "S1", *where],  # without --repo it reads no repository
     ):
         code, names = imported(*args)
         assert code == 0, args
