@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     trunk=trunk,
                     command=ship.command,
                     timeout_s=ship.timeout_s,
+                    env=ship.env,
                 )
         # Without a repository there is nothing to scan or bundle: idle, not follow the log.
         return serving_body(Shipper(repos), "no --repo with a loopbus.toml")

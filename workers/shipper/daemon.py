@@ -54,6 +54,8 @@ class ShipRepo:
     trunk: str = "HEAD"
     command: str | None = None
     timeout_s: float = 300.0
+    env: tuple[str, ...] = ()
+    """Variables of the daemon's environment passed to the command (``[ship] env``)."""
 
 
 class Shipper(Daemon):
@@ -161,6 +163,7 @@ class Shipper(Daemon):
             "LOOPBUS_SHIP_SHA256": bundled.sha256,
             "LOOPBUS_SHIP_DESCRIPTION": bundled.description,
         }
+        env |= {name: os.environ[name] for name in repo.env if name in os.environ}
         argv = [*shlex.split(repo.command), bundled.bundle, bundled.description]
         with tempfile.TemporaryDirectory(prefix="loopbus-ship-") as scratch:
             ran = await SubprocessExecutor().run(
