@@ -71,7 +71,8 @@ BAND_TITLES: dict[Band, str] = {
     "verified": "Ran and passed",
 }
 
-WHOLE_TREE: tuple[str, ...] = ("*",)
+MESSAGE_KEPT = 160
+"""Characters of a finding's message kept for the line its dismissal takes."""
 
 
 class Decided(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,7 +130,8 @@ def apply(state: RiskState, event: Event) -> RiskState:
         case FindingRaised():
             where = _slice_of(state, event.slice, event.unit)
             if where is not None:
-                state.findings[event.id] = (where, event.message)
+                # Kept for a dismissal to name; a line is enough (the view stays small).
+                state.findings[event.id] = (where, event.message[:MESSAGE_KEPT])
         case FindingDismissed() if event.actor.role == "system":
             found = state.findings.get(event.finding)
             if found is not None:
