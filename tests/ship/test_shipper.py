@@ -162,3 +162,28 @@ async def test_a_closed_slice_becomes_a_bundle_the_ship_command_receives(
     got = received.read_text()
     assert got.startswith("loopbus/ship/S1\n") and "refs/tags/loopbus-ship-S1" in got
     assert "# Slice S1" in got
+
+
+async def test_a_ship_command_that_fails_is_recorded_as_failed_and_not_run_again(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """A ship command exiting non-zero is a `fail` fact with its exit code; a restarted
+    shipper does not run it again (one run per bundle, from the log)."""
+    repo = tmp_path / "repo"
+    make_repo(repo, project)
+    for event in closed_slice(project, "S1"):
+        await bus.publish(event)
+    runs = tmp_path / "runs"
+    ship = ShipRepo(
+        path=repo,
+        out=tmp_path / "out",
+        trunk="main",
+        command=f"sh -c 'echo ran >> {runs}; echo no forge; exit 3'",
+    )
+    async with running(bus, Shipper({project: ship})):
+        events = await until(bus, project, ShipCommandRan)
+    [ran] = [e for e in events if isinstance(e, ShipCommandRan)]
+    assert (ran.outcome, ran.exit_code) == ("fail", 3) and "no forge" in ran.output
+    async with running(bus, Shipper({project: ship})) as kernel:
+        await kernel.wait_settled(await bus.stream_last_seq())
+    assert runs.read_text() == "ran\n", "run once, even across a restart"
