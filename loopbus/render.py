@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from loopbus import slice_render
+from loopbus import ship_render, slice_render
 from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
 from loopbus.event_line import Palette as Palette
@@ -205,6 +205,8 @@ RENDERERS: dict[str, StateRenderer] = {
     "charter": render_charter,
     "contract_landing": render_contracts,
     "planner": render_planner,
+    "risk": ship_render.render_risk,
+    "shipping": ship_render.render_shipping,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

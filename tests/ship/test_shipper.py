@@ -26,6 +26,8 @@ from loopbus.workers.kernel.daemon import system_actor
 from loopbus.workers.shipper.daemon import Shipper, ShipRepo
 from shipkit import SYSTEM, closed_slice, commit, git, make_repo
 
+from loopbus.ship_render import render_shipping
+
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"  # split, so this file is not itself a finding
 
 
@@ -86,6 +88,9 @@ async def test_a_secret_deleted_from_the_tree_still_freezes_dispatch_until_settl
     assert found.criterion == SECRET_CRITERION and found.evidence["commit"] == added
     assert scanned.findings == [found.id] and scanned.commits == 3
     assert held(dispatcher_world(project, events)).startswith("1 open finding")
+    assert any(
+        "HOLD: 1 open finding" in line for line in render_shipping(shipping.FOLD.fold(events))
+    )
     # The dispatcher's own decision: an accepted plan's first unit is not dispatched.
     waiting = [*events, *closed_slice(project, "S2")[:3]]
     assert not dispatches(decide(dispatcher_world(project, waiting), Options()))
