@@ -7,8 +7,8 @@ An inverted report: instead of listing what passed, it leads with what nothing c
    of the slice with no passing run on the log;
 2. ``not-run`` — what was not run and why: the run record's own "not run" lines (gates
    never run, a suite that could not run, a configured check in no suite), a check that
-   ran to ``error`` (refused, timed out, could not start), the boot check that did not
-   pass;
+   ran to ``error`` (timed out, could not start), a suite the gates rule refused
+   (unsigned or forged: claimed, so it did not count), the boot check that did not pass;
 3. ``unreached`` — what the code-cold verifier says it could not reach (an input: the
    caller passes those lines, this fold does not invent them);
 4. ``cached`` — a check answered from the gate cache (it ran once, on the same inputs,
@@ -43,7 +43,11 @@ from loopbus.projections.base import Fold
 from loopbus.projections.slices import SlicesState, SliceView
 from loopbus.schemas import Event, FindingRaised
 from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.gates import GateResultRecorded, GateRunnerKeyRegistered
+from loopbus.schemas.gates import (
+    GateResultRecorded,
+    GateRunnerKeyRegistered,
+    GateSuiteCompleted,
+)
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import RunEntryCompleted, SlicePlanAccepted
 
@@ -104,6 +108,9 @@ class RiskState(msgspec.Struct, kw_only=True):
     """Finding id -> (slice, message), for findings about a slice or one of its units."""
     dismissed: dict[str, list[Dismissal]] = {}
     decisions: dict[str, list[Decided]] = {}
+    refused: dict[str, list[str]] = {}
+    """Slice -> gate suites about its units the gates rule refused (unsigned, forged): a
+    run someone claims, which therefore did not count."""
     unreached: dict[str, list[str]] = {}
     """Slice -> what the code-cold verifier could not reach, in its words. Nothing folds
     it yet: the verifier's fact is to fill it (one ``case`` in :func:`apply`)."""
@@ -127,6 +134,14 @@ def apply(state: RiskState, event: Event) -> RiskState:
                 state.unit_slice[unit.id] = event.plan.slice
         case GateResultRecorded() if gates.judge(state.runner_keys, event) is None:
             state.tests.update(event.tests)
+        case GateSuiteCompleted(unit=unit) if unit is not None:
+            why = gates.judge(state.runner_keys, event)
+            where = state.unit_slice.get(unit)
+            if why is not None and where is not None:
+                state.refused.setdefault(where, []).append(
+                    f"unit {unit}: a gate suite on {(event.commit or '?')[:12]} was refused "
+                    f"and did not count ({why})"
+                )
         case FindingRaised():
             where = _slice_of(state, event.slice, event.unit)
             if where is not None:
@@ -200,6 +215,7 @@ def report(
     items: list[RiskItem] = []
     items += _uncovered(state, view, done, checks)
     items += _not_run(view, done, checks)
+    items += [RiskItem(band="not-run", text=line) for line in state.refused.get(slice_id, [])]
     if unreached is None:
         unreached = state.unreached.get(slice_id, [])
     items += [RiskItem(band="unreached", text=line) for line in unreached]

@@ -11,6 +11,7 @@ from pathlib import Path
 from loopbus.bus import Bus
 from loopbus.projections import risk, slices
 from loopbus.schemas import FindingRaised
+from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import CommandRun, RunEntryCompleted
 from loopbus.schemas.targets import RecordTarget
@@ -79,7 +80,22 @@ async def test_a_configured_check_that_never_ran_is_reported_not_run_and_never_p
         claim=finding.id,
         by="operator:alice",
     )
-    for event in [*events, forged, auto_decision(project, "S1"), finding, dismissed]:
+    forged_suite = GateSuiteCompleted(
+        project=project,
+        actor=BUILDER,
+        commit="a" * 40,
+        unit="U1",
+        reason="unit",
+        outcome="pass",
+        checks=[
+            SuiteEntry(
+                check="docs", outcome="pass", cached=False, result=finding.id, duration_s=0.1
+            )
+        ],
+        runner="r1",
+    )
+    published = [*events, forged, forged_suite, auto_decision(project, "S1"), finding, dismissed]
+    for event in published:
         await bus.publish(event)
 
     done = loopbus(
@@ -111,6 +127,10 @@ async def test_a_configured_check_that_never_ran_is_reported_not_run_and_never_p
         "check docs: configured, and no run of it is on the log for this slice" in found["Not run"]
     )
     assert "mkdocs-strict" not in done.stdout, "a command that never ran is never named"
+    assert any(
+        "a gate suite on aaaaaaaaaaaa was refused" in line and "role 'builder'" in line
+        for line in found["Not run"]
+    )
     assert found["Ran and passed"] == ["unit U1: check tests (python -m pytest -q) passed"]
     assert "wont-fix by operator:alice" in found["Findings dismissed"][0]
     assert "which rounding for totals -> half-up" in found["Decided without a person"][0]
