@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, reviews, units
+from loopbus.projections import builds, charter, convergence, findings, gates, reviews, units
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -55,7 +55,16 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
-    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD, builds.FOLD)
+    # The charter fold: its test criteria are frozen artifacts (violations() in decide).
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        gates.FOLD,
+        convergence.FOLD,
+        reviews.FOLD,
+        builds.FOLD,
+        charter.FOLD,
+    )
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.review.command}
