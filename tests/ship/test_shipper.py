@@ -192,3 +192,23 @@ async def test_a_ship_command_that_fails_is_recorded_as_failed_and_not_run_again
     async with running(bus, Shipper({project: ship})) as kernel:
         await kernel.wait_settled(await bus.stream_last_seq())
     assert runs.read_text() == "ran\n", "run once, even across a restart"
+
+
+async def test_a_branch_of_the_slices_name_made_elsewhere_is_never_shipped(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """An agent that made `loopbus/ship/S1` at its own commit does not get it shipped: the
+    slice is not bundled and a finding says why."""
+    repo = tmp_path / "repo"
+    make_repo(repo, project)
+    git(repo, "checkout", "-q", "-b", "loopbus/ship/S1")
+    commit(repo, {"src/evil.py": "import os\n"}, "agent's own")
+    git(repo, "checkout", "-q", "main")
+    for event in closed_slice(project, "S1"):
+        await bus.publish(event)
+    ship = ShipRepo(path=repo, out=tmp_path / "out", trunk="main", command="true")
+    async with running(bus, Shipper({project: ship})):
+        events = await until(bus, project, FindingRaised)
+    [refused] = [e for e in events if isinstance(e, FindingRaised)]
+    assert refused.criterion == "ship-bundle" and "already points at" in refused.message
+    assert not any(isinstance(e, SliceBundled | ShipCommandRan) for e in events)

@@ -33,7 +33,7 @@ from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
 from loopbus.schemas import Actor, FindingRaised, utcnow
 from loopbus.schemas.ids import answer_id, fixed_id
 from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
-from loopbus.schemas.targets import RecordTarget
+from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.executors import RunSpec, SubprocessExecutor
 from loopbus.workers.kernel import Daemon, Kernel, World
@@ -43,6 +43,9 @@ from loopbus.workers.shipper.describe import description
 from loopbus.workers.shipper.scan import Scan, scan
 
 log = structlog.get_logger()
+
+BUNDLE_CRITERION = "ship-bundle"
+"""The criterion of the finding that says a slice could not be bundled, and why."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,15 @@ class Shipper(Daemon):
         text = description(
             effect.args["views"], effect.args["risk"], effect.args["shipping"], slice_id, checks
         )
-        made = await asyncio.to_thread(bundle.make, repo.path, repo.trunk, slice_id, text, repo.out)
+        try:
+            made = await asyncio.to_thread(
+                bundle.make, repo.path, repo.trunk, slice_id, text, repo.out
+            )
+        except WorkerError as exc:
+            # A ref of the slice's name already elsewhere (an agent can make branches in
+            # the repository): never ship it, and say so where the operator looks.
+            log.warning("slice.not_bundled", project=effect.project, slice=slice_id, error=str(exc))
+            return self._refused(effect.project, slice_id, effect.args["cause"], str(exc))
         log.info("slice.bundled", project=effect.project, slice=slice_id, bundle=str(made.bundle))
         return Publish(
             SliceBundled(
@@ -146,6 +157,23 @@ class Shipper(Daemon):
                 sha256=made.sha256,
                 description=str(made.description),
                 cause=effect.args["cause"],
+            )
+        )
+
+    def _refused(self, project: str, slice_id: str, cause: str, why: str) -> Intent:
+        return Publish(
+            FindingRaised(
+                id=answer_id(cause, "ship-refused"),
+                project=project,
+                actor=self.actor,
+                at=utcnow(),
+                producer="standards",
+                target=PlanTarget(slice=slice_id),
+                severity="high",
+                criterion=BUNDLE_CRITERION,
+                message=f"slice {slice_id} was not bundled: {why}",
+                slice=slice_id,
+                owner="operator",
             )
         )
 
