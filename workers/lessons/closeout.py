@@ -19,12 +19,10 @@ from loopbus.schemas.lessons import KeptBranch
 from loopbus.workers import repository
 from loopbus.workers.errors import WorkerError
 
-BRANCH_ROOT = "loopbus"
-"""Unit branches are ``loopbus/<project>/<unit>`` (the builder's naming)."""
-
 
 def unit_branch(project: str, unit: str) -> str:
-    return f"{BRANCH_ROOT}/{project}/{unit}"
+    """The unit's branch, as the builder names it (``loopbus/<project>/<unit>``)."""
+    return repository.unit_branch(project, unit)
 
 
 @dataclass
@@ -93,7 +91,7 @@ def close_out(
             hygiene.kept.append(KeptBranch(branch=branch, why="it moved while closing out"))
             continue
         hygiene.deleted.append(branch)
-    prefix = f"refs/heads/{BRANCH_ROOT}/{project}/"
+    prefix = "refs/heads/" + unit_branch(project, "")
     listed = _git(repo, "for-each-ref", "--format=%(refname)", prefix)
     hygiene.branches = len([r for r in listed.stdout.splitlines() if r.strip()])
     hygiene.worktrees = len([p for p, _ in worktrees(repo) if _under(p, units_dir)])

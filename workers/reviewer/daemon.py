@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, reviews, units
+from loopbus.projections import builds, convergence, findings, gates, lessons, reviews, units
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -55,7 +55,15 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
-    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD, builds.FOLD)
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        gates.FOLD,
+        convergence.FOLD,
+        reviews.FOLD,
+        builds.FOLD,
+        lessons.FOLD,
+    )
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.review.command}
@@ -133,6 +141,7 @@ class Reviewer(Daemon):
             "gate_results": args["gate_results"],
             "criteria": list(request.criteria),
             "decisions": args.get("decisions", []),
+            "lessons": args.get("lessons", []),
         }
         # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)
