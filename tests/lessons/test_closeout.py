@@ -11,8 +11,9 @@ from kernelkit import running
 from lessonkit import closed, dispatched
 from loopbus.bus import Bus
 from loopbus.projections import lessons
-from loopbus.render import render_state
 from loopbus.workers.lessons.daemon import Lessons
+
+from loopbus.render import render_state
 
 
 def git(repo: Path, *args: str) -> str:

@@ -4,7 +4,7 @@ was caught, the gate that would have caught it sooner, and what never counts."""
 from __future__ import annotations
 
 from lessonkit import SYSTEM, TEST, closed, dispatched, red_candidate, round_closed, world
-from loopbus.projections import lessons
+from loopbus.projections import lessons, planner, slices
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.ids import new_id
@@ -12,7 +12,10 @@ from loopbus.schemas.lessons import Lesson, LessonsRecorded
 from loopbus.schemas.merges import MergeConflicted
 from loopbus.schemas.ratchet import GateProposed
 from loopbus.schemas.targets import parse_target
+from loopbus.workers.kernel import World
 from loopbus.workers.lessons.decide import decide
+from loopbus.workers.planner.brief import plan_brief
+from loopbus.workers.planner.decide import FOLDS
 
 P = "shop"
 
@@ -122,3 +125,18 @@ def test_the_lessons_in_force_put_recurring_ones_first_and_are_bounded() -> None
     assert len(lines) == lessons.MAX_BRIEF_LESSONS
     assert lines[0].startswith("[2 slices] ") and "B round 1" in lines[0]  # the latest
     assert lines[1].startswith("[S19] ")  # then the most recent
+
+
+def test_the_planner_brief_carries_the_lessons_in_force() -> None:
+    events = [recorded("S1", red_lesson("A"))]
+    states = {fold.name: fold.fold(events) for fold in FOLDS}
+    ask = World(project=P, states=states, seqs={}, now=world(P, []).now, actor=SYSTEM, outside={})
+    brief = plan_brief(
+        ask,
+        states[planner.FOLD.name],
+        states[slices.FOLD.name],
+        "S2",
+        1,
+        skeleton_allowed=False,
+    )
+    assert brief.lessons == lessons.in_force(states[lessons.FOLD.name]) != []
