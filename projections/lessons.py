@@ -242,7 +242,7 @@ def _red(state: LessonsState, unit: str, failing: FailingTest, cause: str, where
         round=_round(state, unit),
         caught_by=f"the trunk gate ({failing.check}) on the {where}",
         sooner=f"a unit-level check running {test} on the unit merged with trunk" if node else "",
-        check=f"python -m pytest -q {test}" if node else "",
+        check=f"python -m pytest -q -p no:cacheprovider {test}" if node else "",
         evidence=[cause],
     )
 

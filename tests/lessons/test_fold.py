@@ -59,7 +59,7 @@ def test_a_slice_s_failures_become_lessons_with_their_round_and_sooner_gate() ->
     assert lint.sooner == "check lint, at the unit's gate before review"
     assert found[("A", "review:naming")].sooner == ""  # no check covers it
     red = found[("A", f"trunk-red:{TEST}")]
-    assert red.round == 5 and red.check == f"python -m pytest -q {TEST}"
+    assert red.round == 5 and red.check == f"python -m pytest -q -p no:cacheprovider {TEST}"
     assert "unit-level check" in red.sooner and red.caught_by.startswith("the trunk gate")
     assert found[("B", "merge-conflict:app.py")].round == 0
 
@@ -91,7 +91,7 @@ def red_lesson(unit: str) -> Lesson:
     return Lesson(
         cls=f"trunk-red:{TEST}", kind="trunk-red", what=f"{TEST} was red", unit=unit,
         round=1, caught_by="the trunk gate", sooner="a unit-level check",
-        check=f"python -m pytest -q {TEST}", evidence=[new_id()],
+        check=f"python -m pytest -q -p no:cacheprovider {TEST}", evidence=[new_id()],
     )  # fmt: skip
 
 
@@ -108,7 +108,10 @@ def test_a_lesson_recurring_in_two_slices_drafts_one_gate_and_claims_never_recur
     assert found.slices == ["S1", "S3"]
     [proposal] = [i.event for i in decide(world(P, twice), has_repo=False)
                   if isinstance(getattr(i, "event", None), GateProposed)]  # fmt: skip
-    assert proposal.gate == lessons.gate_id(cls) and proposal.check == f"python -m pytest -q {TEST}"
+    assert (
+        proposal.gate == lessons.gate_id(cls)
+        and proposal.check == f"python -m pytest -q -p no:cacheprovider {TEST}"
+    )
     assert proposal.investigation == twice[-1].id  # names the record that made it recur
     again = lessons.FOLD.fold([*twice, proposal])
     assert lessons.recurring(again) == []  # drafted once
