@@ -38,6 +38,8 @@ MAX_BRIEF_LESSONS = 12
 """Lessons a brief carries at most (recurring first, then the most recent)."""
 MAX_LINE = 300
 LESSON_GATE_PREFIX = "lesson-"
+NODE_ID = re.compile(r"[A-Za-z0-9_./-]+\.py(::[A-Za-z0-9_.-]+)*")
+"""A pytest node id a drafted check may name (parametrised ids and anything else: none)."""
 
 
 class Due(msgspec.Struct, kw_only=True):
@@ -232,12 +234,14 @@ def _red(state: LessonsState, unit: str, failing: FailingTest, cause: str, where
     """A red candidate or trunk: the union broke a test the unit passed alone. A unit-level
     check running that test against trunk's head would have shown it before the queue."""
     test = failing.test
-    node = "::" in test or test.endswith(".py")
+    # A test's name is the unit's code speaking: it becomes part of a command only when it
+    # is a plain pytest node id (no shell syntax), and the failure's text is left out of a
+    # lesson that later briefs carry.
+    node = NODE_ID.fullmatch(test) is not None
     return Lesson(
         cls=f"trunk-red:{test}",
         kind="trunk-red",
-        what=f"{test} was red on the merge {where} after {unit}"
-        + (f": {failing.message}" if failing.message else ""),
+        what=f"{test} was red on the merge {where} after {unit}",
         unit=unit,
         round=_round(state, unit),
         caught_by=f"the trunk gate ({failing.check}) on the {where}",
