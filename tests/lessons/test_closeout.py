@@ -7,10 +7,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from kernelkit import running
 from lessonkit import closed, dispatched
 from loopbus.bus import Bus
 from loopbus.projections import lessons
+from loopbus.workers.lessons.closeout import close_out
 from loopbus.workers.lessons.daemon import Lessons
 
 from loopbus.render import render_state
@@ -76,3 +78,13 @@ async def test_closeout_deletes_merged_unit_branches_and_keeps_unmerged_work(
     assert (units / "C" / "C.py").read_text() == "C = 2  # not committed\n"
     shown = "\n".join(render_state("lessons", state))
     assert "closeout S1: deleted 1 unit branches, removed 1 checkouts; 2 unit branches" in shown
+
+
+def test_without_git_nothing_is_collapsed_and_the_fact_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, units = repository(tmp_path, "p")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no git to list the checkouts
+    hygiene = close_out(repo, "main", "p", ["A", "B", "C"], units)
+    assert hygiene.problem.startswith("git is not installed")
+    assert hygiene.deleted == [] and hygiene.branches == 3 and (units / "A").exists()

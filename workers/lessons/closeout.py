@@ -10,11 +10,13 @@ never deleted. Everything here blocks (git); the daemon runs it in a thread.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dulwich.objects import ObjectID
+from dulwich.refs import Ref
 from loopbus.schemas.lessons import KeptBranch
 from loopbus.workers import repository
 from loopbus.workers.errors import WorkerError
@@ -37,9 +39,11 @@ class Hygiene:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False, timeout=60
-    )
+    command = ["git", "-C", str(repo), *args]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(command, 127, "", str(exc))
 
 
 def worktrees(repo: Path) -> list[tuple[Path, str]]:
@@ -77,6 +81,11 @@ def close_out(
         hygiene.problem = f"trunk {trunk!r} cannot be read: {exc}; nothing was collapsed"
         return hygiene
     hygiene.trunk = trunk_sha
+    if shutil.which("git") is None:
+        # Without git the checkouts cannot be listed, and a branch one holds must not go.
+        hygiene.problem = "git is not installed where the lessons daemon runs: nothing collapsed"
+        hygiene.branches = _count_branches(repo, project)
+        return hygiene
     checkouts = worktrees(repo)
     for unit in units:
         branch = unit_branch(project, unit)
@@ -91,11 +100,19 @@ def close_out(
             hygiene.kept.append(KeptBranch(branch=branch, why="it moved while closing out"))
             continue
         hygiene.deleted.append(branch)
-    prefix = "refs/heads/" + unit_branch(project, "")
-    listed = _git(repo, "for-each-ref", "--format=%(refname)", prefix)
-    hygiene.branches = len([r for r in listed.stdout.splitlines() if r.strip()])
+    hygiene.branches = _count_branches(repo, project)
     hygiene.worktrees = len([p for p, _ in worktrees(repo) if _under(p, units_dir)])
     return hygiene
+
+
+def _count_branches(repo: Path, project: str) -> int:
+    """The project's unit branches left in ``repo``."""
+    prefix = "refs/heads/" + unit_branch(project, "")
+    listed = _git(repo, "for-each-ref", "--format=%(refname)", prefix)
+    if listed.returncode == 0:
+        return len([r for r in listed.stdout.splitlines() if r.strip()])
+    with repository.open_repo(repo) as opened:
+        return len(list(opened.refs.keys(base=Ref(prefix.encode()))))
 
 
 def _why_kept(
