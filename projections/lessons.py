@@ -302,7 +302,8 @@ def in_force(state: LessonsState, limit: int = MAX_BRIEF_LESSONS) -> list[str]:
     lines: list[tuple[tuple[int, int], str]] = []
     seen: set[str] = set()
     for rank, slice_id in reversed(list(enumerate(state.order))):  # newest first
-        for lesson in state.recorded[slice_id].lessons:
+        found_record = state.recorded.get(slice_id)  # a paged view may hold part of it
+        for lesson in found_record.lessons if found_record is not None else ():
             seen_key = lesson.cls if not lesson.claimed else f"claim:{lesson.cls}"
             if seen_key in seen:
                 continue

@@ -4,7 +4,9 @@ uncommitted work are kept, and the branch hygiene is a fact ``status`` shows."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from loopbus.bus import Bus
 from loopbus.projections import lessons
 from loopbus.workers.lessons.closeout import close_out
 from loopbus.workers.lessons.daemon import Lessons
+from plannerview import fold_with_projector
 
 from loopbus.render import render_state
 
@@ -52,7 +55,7 @@ def repository(tmp: Path, project: str) -> tuple[Path, Path]:
 
 
 async def test_closeout_deletes_merged_unit_branches_and_keeps_unmerged_work(
-    bus: Bus, project: str, tmp_path: Path
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
 ) -> None:
     repo, units = repository(tmp_path, project)
     unmerged = git(repo, "rev-parse", f"loopbus/{project}/B")
@@ -78,6 +81,20 @@ async def test_closeout_deletes_merged_unit_branches_and_keeps_unmerged_work(
     assert (units / "C" / "C.py").read_text() == "C = 2  # not committed\n"
     shown = "\n".join(render_state("lessons", state))
     assert "closeout S1: deleted 1 unit branches, removed 1 checkouts; 2 unit branches" in shown
+    await fold_with_projector(bus, nats_url)  # and `loopbus status` shows it from the views
+    command = [sys.executable, "-m", "loopbus.cli", "status", "--project", project]
+    status = await asyncio.to_thread(
+        subprocess.run,
+        [*command, "--nats-url", nats_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert status.returncode == 0, status.stderr
+    [line] = [x.strip() for x in status.stdout.splitlines() if "closeout S1" in x]
+    assert line.startswith("closeout S1: deleted 1 unit branches, removed 1 checkouts; 2 unit")
+    assert f"loopbus/{project}/B (unmerged work kept: 1 commit(s)" in line
 
 
 def test_without_git_nothing_is_collapsed_and_the_fact_says_why(
