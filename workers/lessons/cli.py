@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from loopbus.schemas.ratchet import CATALOGUE
 from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
 from loopbus.workers.lessons.daemon import Lessons
 
@@ -25,9 +26,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="folder of the unit checkouts closeout may remove (default: none is removed)",
     )
 
+    parser.add_argument(
+        "--catalogue",
+        default=CATALOGUE,
+        help="the project lessons of every project are also folded into (%(default)s)",
+    )
+
     def make_body(args: argparse.Namespace) -> Body:
         return kernel_body(
-            lambda: Lessons(repo=args.repo, trunk=args.trunk, units_dir=args.units_dir)
+            lambda: Lessons(
+                repo=args.repo,
+                trunk=args.trunk,
+                units_dir=args.units_dir,
+                aggregate=args.catalogue,
+            )
         )
 
     return main_for("lessons", parser, make_body, argv)
