@@ -79,6 +79,28 @@ def test_parsing_imports_no_transport(args: list[str]) -> None:
     assert of(names, HEAVY) == []
 
 
+LOADS_ON_HELP = {"gate", "up", "creds", "provision", "worker", "health", "merge-driver"}
+"""Commands whose module still registers its parser beside its implementation, so their
+``--help`` imports what the command runs: the gate runner and its signing keys, the
+supervisor and its daemon table, the server's credentials and streams (``loopbus.bus.auth``
+reads the stream names from ``loopbus.bus.provision``, which imports nats-py), the entity
+merge. Each starts in about 0.2 s on an idle machine here (bench_cli_start.py
+--every-help); shrink this set, never grow it."""
+
+
+@pytest.mark.parametrize("name", [n for n in COMMANDS if n not in LOADS_ON_HELP])
+def test_every_command_help_imports_no_transport(name: str) -> None:
+    """Every command's --help (but the listed ones) is argparse alone: no nats-py,
+    aiohttp, dulwich or cryptography; and where the parser has a module of its own
+    (``*_args``), the command's implementation is not imported either."""
+    code, names = imported(name, "--help")
+    assert code == 0
+    assert of(names, HEAVY) == []
+    module = COMMANDS[name][0]
+    if module.endswith("_args"):
+        assert f"loopbus.commands.{module.removesuffix('_args')}" not in names
+
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["status", "--help"]])
 def test_the_front_door_imports_no_command_and_no_fold(args: list[str]) -> None:
     """--version, --help and status --help import no other command, no fold and not the

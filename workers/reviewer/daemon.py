@@ -28,7 +28,16 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, lessons, reviews, units
+from loopbus.projections import (
+    builds,
+    charter,
+    convergence,
+    findings,
+    gates,
+    lessons,
+    reviews,
+    units,
+)
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -55,6 +64,8 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
+    # The charter fold: its test criteria are frozen artifacts (violations() in decide);
+    # the lessons fold: the lessons in force go into the reviewer's document.
     folds = (
         units.FOLD,
         findings.FOLD,
@@ -62,6 +73,7 @@ class Reviewer(Daemon):
         convergence.FOLD,
         reviews.FOLD,
         builds.FOLD,
+        charter.FOLD,
         lessons.FOLD,
     )
 

@@ -243,6 +243,7 @@ def request(scene: Scene, view: UnitView) -> list[Intent]:
 def violations(scene: Scene, view: UnitView, change: Change) -> list[Violation]:
     """What halts the unit at once: a secret in its diff or an edit to a frozen artifact."""
     all_criteria = [c for u in scene.units.units.values() for c in u.criteria]
+    all_criteria += scene.charter_tests(view.slice)
     return find_secrets(change.diff) + find_frozen_edits(
         change.diff,
         all_criteria=all_criteria,
