@@ -10,6 +10,7 @@ from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
 from loopbus.event_line import Palette as Palette
 from loopbus.event_line import record_json as record_json
+from loopbus.lessons_render import render_lessons
 from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
 from loopbus.projections import blocking as blocking_fold
@@ -207,6 +208,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "planner": render_planner,
     "risk": ship_render.render_risk,
     "shipping": ship_render.render_shipping,
+    "lessons": render_lessons,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

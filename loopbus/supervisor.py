@@ -89,6 +89,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "ratchet", "loopbus.workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),
+    DaemonSpec("lessons", "loopbus.workers.lessons", lambda s: [*_repo(s), *_trunk(s)]),
     DaemonSpec(
         "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),

@@ -42,6 +42,7 @@ from loopbus.schemas.gates import (
     GateRunRequested,
     GateSuiteCompleted,
 )
+from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -127,6 +128,8 @@ Event = (
     | UnitDispatched
     | RunEntryCompleted
     | SliceClosed
+    | LessonsRecorded
+    | SliceClosedOut
     | MisalignmentRouted
     | SlicePlanDiscarded
     | RetryDecided

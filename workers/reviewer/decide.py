@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
+from loopbus.projections import lessons
 from loopbus.projections import reviews as rv
 from loopbus.projections.builds import AutoPick
 from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
@@ -293,6 +294,7 @@ def run_review(scene: Scene, request: rv.RequestView) -> Effect:
         "request": msgspec.structs.replace(request),  # a copy: the fold mutates its own
         "gate_results": gate_results(scene.gates, request.head),
         "decisions": [auto_pick_document(pick) for pick in review_input(scene, request)],
+        "lessons": lessons.in_force(scene.world.state(lessons.FOLD.name)),
     }
     return Effect(f"{RUN_REVIEW}:{request.id}", scene.project, RUN_REVIEW, args)
 
