@@ -25,10 +25,13 @@ from loopbus.projections import (
     integrity,
     investigations,
     leases,
+    lessons,
     merges,
     planner,
     ratchet,
     reviews,
+    risk,
+    shipping,
     slices,
     units,
 )
@@ -48,6 +51,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     integrity.FOLD,
     finding_lifecycle.FOLD,
     ratchet.FOLD,
+    lessons.FOLD,
     decisions.FOLD,
     blocking.FOLD,
     builds.FOLD,
@@ -55,6 +59,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     contract_landing.FOLD,
     planner.FOLD,
     leases.FOLD,
+    risk.FOLD,
+    shipping.FOLD,
 )
 
 ProjectStates = dict[str, Any]

@@ -43,6 +43,7 @@ from loopbus.schemas.gates import (
     GateSuiteCompleted,
 )
 from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -81,6 +82,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
+from loopbus.schemas.ship import ShipCommandRan, SliceBundled, TrunkScanned
 from loopbus.schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
@@ -127,6 +129,8 @@ Event = (
     | UnitDispatched
     | RunEntryCompleted
     | SliceClosed
+    | LessonsRecorded
+    | SliceClosedOut
     | MisalignmentRouted
     | SlicePlanDiscarded
     | RetryDecided
@@ -171,6 +175,9 @@ Event = (
     | LeaseTaken
     | LeaseRenewed
     | LeaseReleased
+    | TrunkScanned
+    | SliceBundled
+    | ShipCommandRan
 )
 """Every kind that may appear on the log."""
 

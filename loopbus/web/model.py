@@ -19,8 +19,8 @@ from loopbus.lease_render import render_leases
 from loopbus.planner_render import planner_doc, planner_lines
 from loopbus.projections import budgets as budgets_fold
 from loopbus.projections import findings as findings_fold
+from loopbus.projections import risk, to_builtins
 from loopbus.projections import slices as slices_fold
-from loopbus.projections import to_builtins
 from loopbus.projections.charter import RunView
 from loopbus.projections.convergence import ConvergenceState
 from loopbus.projections.leases import LeasesState, holders
@@ -280,6 +280,7 @@ def overview(
         "charter": charter_doc(states),
         "planner": planner_page_doc(states),
         "leases": leases_doc(states, at),
+        "risk": risk_doc(states),
     }
 
 
@@ -290,6 +291,30 @@ def leases_doc(states: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "live": sum(len(v) for v in holders(state, now).values()),
         "lines": render_leases(state, now=now),
     }
+
+
+RISK_SLICES = 5
+"""Risk reports on the page: the latest closed slices (``loopbus report risk`` has any)."""
+
+
+def risk_doc(states: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The risk report of each of the latest closed slices, newest first, least verified
+    first within each. The page has no repository, so files are judged by the run record
+    alone (``loopbus report risk --repo`` also reads which files each check reads)."""
+    views: slices_fold.SlicesState = states["slices"]
+    state: risk.RiskState = states.get(risk.FOLD.name) or risk.initial()
+    closed = [v for v in views.slices.values() if v.status == "closed"]
+    closed.sort(key=lambda v: v.rank, reverse=True)
+    return [
+        {
+            "slice": view.slice,
+            "items": [
+                {"band": item.band, "title": risk.BAND_TITLES[item.band], "text": item.text}
+                for item in risk.report(views, state, view.slice, None)
+            ],
+        }
+        for view in closed[:RISK_SLICES]
+    ]
 
 
 def charter_doc(states: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, decisions, findings, leases, units
+from loopbus.projections import builds, convergence, decisions, findings, leases, lessons, units
 from loopbus.projections.intents import Effect, Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
@@ -75,6 +75,7 @@ class Builder(Daemon):
         builds.FOLD,
         decisions.FOLD,
         leases.FOLD,
+        lessons.FOLD,
     )
 
     def __init__(

@@ -23,7 +23,14 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
-from loopbus.projections import blocking, charter, contract_landing, decisions, slices
+from loopbus.projections import (
+    blocking,
+    charter,
+    contract_landing,
+    decisions,
+    shipping,
+    slices,
+)
 from loopbus.projections import units as units_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.workers.dispatcher import retries
@@ -64,6 +71,7 @@ class Dispatcher(Daemon):
         *retries.FOLDS,
         charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
         contract_landing.FOLD,
+        shipping.FOLD,  # no dispatch while a credential in trunk's history is unsettled
     )
 
     def __init__(

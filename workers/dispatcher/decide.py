@@ -41,7 +41,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections import blocking, charter, claims, contract_landing, decisions, slices
+from loopbus.projections import (
+    blocking,
+    charter,
+    claims,
+    contract_landing,
+    decisions,
+    shipping,
+    slices,
+)
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -178,9 +186,11 @@ def _steps(
 
 
 def held(world: World) -> str:
-    """Why nothing may be dispatched now (a charter awaits approval, or its run ended);
-    ``""`` otherwise, and always for a project that never had a charter."""
-    return charter.dispatch_hold(world.state(charter.FOLD.name))
+    """Why nothing may be dispatched now (a charter awaits approval, or its run ended; a
+    credential found in trunk's history is not settled yet); ``""`` otherwise."""
+    found: shipping.ShippingState | None = world.states.get(shipping.FOLD.name)
+    secret = shipping.hold(found) if found is not None else ""
+    return secret or charter.dispatch_hold(world.state(charter.FOLD.name))
 
 
 def contract_state(world: World) -> contract_landing.ContractState:

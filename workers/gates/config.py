@@ -42,10 +42,11 @@ TOP_KEYS = (
     "agents",
     "plan",
     "recon",
+    "ship",
 )
 # [review], [investigator], [build], [agents], [plan] and [recon] are read and validated by
 # workers/agents/config.py;
-# [merge] by workers/merger/config.py.
+# [merge] by workers/merger/config.py; [ship] by workers/shipper/config.py.
 
 _digest_encoder = msgspec.json.Encoder(order="deterministic")
 

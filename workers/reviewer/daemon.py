@@ -28,7 +28,17 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, leases, reviews, units
+from loopbus.projections import (
+    builds,
+    charter,
+    convergence,
+    findings,
+    gates,
+    leases,
+    lessons,
+    reviews,
+    units,
+)
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -57,6 +67,8 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
+    # The charter fold: its test criteria are frozen artifacts (violations() in decide);
+    # the lessons fold: the lessons in force go into the reviewer's document.
     folds = (
         units.FOLD,
         findings.FOLD,
@@ -65,6 +77,8 @@ class Reviewer(Daemon):
         reviews.FOLD,
         builds.FOLD,
         leases.FOLD,
+        charter.FOLD,
+        lessons.FOLD,
     )
 
     def __init__(
@@ -162,6 +176,7 @@ class Reviewer(Daemon):
             "gate_results": args["gate_results"],
             "criteria": list(request.criteria),
             "decisions": args.get("decisions", []),
+            "lessons": args.get("lessons", []),
         }
         # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)
