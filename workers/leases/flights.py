@@ -73,6 +73,10 @@ class Flights:
                     return found
                 await asyncio.sleep(self.poll_s)
                 continue
+            if counted:  # the run we waited on ended meanwhile: its result, if it left one
+                found = await shared(since)
+                if found is not None:
+                    return found
             taking = LeaseTaken(
                 project=project,
                 actor=self.actor,
