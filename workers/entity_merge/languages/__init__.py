@@ -16,6 +16,7 @@ from functools import cache
 from tree_sitter import Language, Node, Parser
 
 __all__ = [
+    "C_COMMENTS",
     "EntityInfo",
     "LanguageSpec",
     "NameList",
@@ -55,6 +56,9 @@ class NameList:
     imported: tuple[str, ...]
     bound: tuple[str, ...]
 
+
+# The comment node types of grammars with `//` and `/* */` comments (Rust, Java).
+C_COMMENTS = frozenset({"line_comment", "block_comment"})
 
 # (node, kind of the enclosing entity or None at top level) -> EntityInfo or None.
 # None means "a statement with no name": it still merges as a unit, keyed by its text.
@@ -114,9 +118,9 @@ def node_text(node: Node | None) -> str:
 
 def _specs() -> tuple[LanguageSpec, ...]:
     # Imported here so each language module can import EntityInfo from this one.
-    from . import ecmascript, go, python
+    from . import ecmascript, go, java, python, rust
 
-    return (python.SPEC, *ecmascript.SPECS, go.SPEC)
+    return (python.SPEC, *ecmascript.SPECS, go.SPEC, rust.SPEC, java.SPEC)
 
 
 @cache

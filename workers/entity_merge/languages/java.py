@@ -1,0 +1,113 @@
+"""Java entities: package, imports, types and their members.
+
+A method is named by its parameter types as well as its name (``add(int, String)``):
+Java overloads are common, and an overload one side adds must not be taken for an edit
+of its namesake. A changed signature is then a deleted method and a new one, which
+conflicts with the other side's edit of the old one rather than merging into it.
+Each import is its own entity, keyed by what it imports, so two sides' new imports are
+a set: both kept, one kept when both added it. Annotations are part of the declaration
+in this grammar; Javadoc and other comments are glued to the member below them.
+"""
+
+from __future__ import annotations
+
+import tree_sitter_java
+from tree_sitter import Node
+
+from . import C_COMMENTS, EntityInfo, LanguageSpec, node_text
+
+_TYPES = {
+    "class_declaration": "class",
+    "interface_declaration": "interface",
+    "record_declaration": "record",
+    "annotation_type_declaration": "annotation",
+}
+_COMMENTS = C_COMMENTS
+
+
+def classify(node: Node, container: str | None) -> EntityInfo | None:
+    """Name `node` if it is a Java entity; `container` is the enclosing entity's kind."""
+    kind = node.type
+    if kind == "package_declaration":
+        return EntityInfo("package", "")
+    if kind == "import_declaration":
+        return EntityInfo("import", import_path(node))
+    if kind in _TYPES:
+        return EntityInfo(
+            _TYPES[kind],
+            node_text(node.child_by_field_name("name")),
+            body=node.child_by_field_name("body"),
+        )
+    if kind == "enum_declaration":
+        # Constants share lines and the `;` before the members: the enum merges by lines.
+        return EntityInfo("enum", node_text(node.child_by_field_name("name")))
+    if kind in ("method_declaration", "constructor_declaration"):
+        name = node_text(node.child_by_field_name("name"))
+        named = "constructor" if kind == "constructor_declaration" else "method"
+        return EntityInfo(named, f"{name}({', '.join(parameter_types(node))})")
+    if kind == "compact_constructor_declaration":
+        return EntityInfo("constructor", node_text(node.child_by_field_name("name")))
+    if kind in ("field_declaration", "constant_declaration"):
+        names = [
+            node_text(d.child_by_field_name("name"))
+            for d in node.children_by_field_name("declarator")
+        ]
+        return EntityInfo("field", ", ".join(names))
+    if kind == "annotation_type_element_declaration":
+        return EntityInfo("element", node_text(node.child_by_field_name("name")))
+    return None
+
+
+def parameter_types(node: Node) -> list[str]:
+    """The declared types of a method's parameters, e.g. ``["int", "String..."]``."""
+    parameters = node.child_by_field_name("parameters")
+    found: list[str] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        if parameter.type == "formal_parameter":
+            dimensions = parameter.child_by_field_name("dimensions")
+            found.append(node_text(parameter.child_by_field_name("type")) + node_text(dimensions))
+        elif parameter.type == "spread_parameter":
+            shape = next(
+                (c for c in parameter.named_children if c.type not in ("modifiers",)), None
+            )
+            found.append(f"{node_text(shape)}...")
+    return found
+
+
+def import_path(node: Node) -> str:
+    """What an import names: ``java.util.List``, ``static org.junit.Assert.*``."""
+    static = any(c.type == "static" for c in node.children)
+    path = next((c for c in node.named_children if c.type != "asterisk"), None)
+    wildcard = any(c.type == "asterisk" for c in node.named_children)
+    return f"{'static ' if static else ''}{node_text(path)}{'.*' if wildcard else ''}"
+
+
+def import_binding(node: Node) -> tuple[str, str, str]:
+    """(bound name, package or class, imported name) of one import declaration."""
+    path = import_path(node)
+    static = path.startswith("static ")
+    module, _, name = path.removeprefix("static ").rpartition(".")
+    if name == "*":
+        return f"{'static ' if static else ''}* from {module}", module, "*"
+    return f"{'static ' if static else ''}{name}", module, name
+
+
+def binds(node: Node) -> list[str]:
+    """The names a top-level declaration binds: imported simple names and type names."""
+    if node.type == "import_declaration":
+        bound, _, imported = import_binding(node)
+        return [] if imported == "*" or bound.startswith("static ") else [f"import {bound}"]
+    if node.type in _TYPES or node.type == "enum_declaration":
+        return [f"type {node_text(node.child_by_field_name('name'))}"]
+    return []
+
+
+SPEC = LanguageSpec(
+    name="java",
+    extensions=(".java",),
+    grammar=tree_sitter_java.language,
+    classify=classify,
+    attached=_COMMENTS,
+    trailing=_COMMENTS,
+    binds=binds,
+)
