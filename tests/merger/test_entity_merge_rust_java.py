@@ -214,3 +214,38 @@ def test_java_an_import_one_side_dropped_and_the_other_newly_uses_conflicts() ->
     theirs = _edit(JAVA_BASE, (b"import java.util.Map;\n", b""))
     result = merge_file(JAVA_BASE, ours, theirs, "src/shop/Cart.java")
     assert not result.clean
+
+
+# The three wrong merges read on the real-history corpus (rust-clippy twice, held-out
+# hibernate-orm once), each cut down to its pattern.
+
+
+def test_rust_an_import_one_side_rebinds_and_the_other_drops_conflicts() -> None:
+    """Ours keeps `LintContext` as `_`; theirs drops it: the import must not survive."""
+    base = b"use rustc_lint::{LateContext, LintContext};\n\nfn f() {}\n"
+    ours = base.replace(b"LintContext}", b"LintContext as _}")
+    theirs = base.replace(b", LintContext}", b"}")
+    result = merge_file(base, ours, theirs, "src/misc.rs")
+    assert not result.clean
+    assert "LintContext" in result.conflicts[0].hunks[0].ours
+
+
+def test_rust_a_comment_line_is_not_doubled_by_a_deletion_below_it() -> None:
+    """Ours deletes the attribute under a header comment; theirs adds a comment next to
+    it: the header comment stays once (it ran twice on rust-clippy)."""
+    base = b"//@aux-build:a.rs\n#![allow(unused)]\n#![warn(x)]\n\nfn f() {}\n"
+    ours = b"//@aux-build:a.rs\n#![warn(x)]\n\nfn f() {}\n"
+    theirs = b"//@aux-build:a.rs\n//@aux-build:b.rs\n\n#![warn(x)]\n#![allow(y)]\n\nfn f() {}\n"
+    result = merge_file(base, ours, theirs, "tests/ui/a.rs")
+    assert not result.clean or result.content.count(b"//@aux-build:a.rs") == 1
+
+
+def test_java_one_new_method_added_by_both_sides_with_different_parameters_conflicts() -> None:
+    """Two sides writing the same new test, one with a parameter: not both kept."""
+    test = b"    @Test\n    public void testRender(%s) {\n        run();\n    }\n\n"
+    base = b"class T {\n    void run() {}\n\n}\n"
+    ours = base.replace(b"\n}\n", b"\n" + test % b"" + b"}\n")
+    theirs = base.replace(b"\n}\n", b"\n" + test % b"Scope scope" + b"}\n")
+    result = merge_file(base, ours, theirs, "src/T.java")
+    assert not result.clean
+    assert result.conflicts[0].reason == "both-added"

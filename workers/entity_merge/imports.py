@@ -227,6 +227,22 @@ def _rebound(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None
     return None
 
 
+def _rebound_dropped(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None:
+    """A (module, name) one side binds under a new name and the other stopped importing.
+
+    Renaming the binding (``LintContext`` to ``LintContext as _``) is an edit of the
+    import; the name map sees a new name, which no deletion touches, so the import the
+    other side removed would come back under it: a modify/delete, for people to settle.
+    """
+    base, ours, theirs = _by_source(b), _by_source(o), _by_source(t)
+    for source in sorted(base):
+        for kept, other in ((ours, theirs), (theirs, ours)):
+            was, now = base[source], kept.get(source, set())
+            if source not in other and was - now and now - was:
+                return source
+    return None
+
+
 def _local(spec: LanguageSpec, module: str, path: str) -> bool:
     """Whether `module` may be one of the project's own, which a side could delete.
 
@@ -360,6 +376,10 @@ def import_fault(
     if rebound is not None:
         source, imported = rebound[1] or "a local", rebound[0]
         return f"binds {source} {imported!r}, which both sides renamed differently"
+    dropped = _rebound_dropped(b, o, t)
+    if dropped is not None:
+        module = dropped[0] or "a local"
+        return f"binds {dropped[1]!r} of {module} anew on one side; the other side dropped it"
     for dropper, other in ((o, t), (t, o)):
         # A module `dropper` stopped importing (with it, maybe, deleted) while `other`
         # kept its import of it and added names: those names may come from nowhere now.

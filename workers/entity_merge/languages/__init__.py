@@ -87,6 +87,9 @@ class LanguageSpec:
     # The names a top-level statement binds: ``import x``, ``def f``, ``export f`` …
     # A clean merge binding one more often than both sides did is refused.
     binds: Callable[[Node], list[str]] | None = None
+    # Why a clean merge (base, ours, theirs, merged trees) holds two sides' additions
+    # that collide although their keys differ (Java overloads of one new name), or None.
+    collides: Callable[[Node, Node, Node, Node], str | None] | None = None
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.

@@ -92,6 +92,45 @@ def import_binding(node: Node) -> tuple[str, str, str]:
     return f"{'static ' if static else ''}{name}", module, name
 
 
+_BODIES = frozenset({"class_body", "interface_body", "enum_body_declarations"})
+
+
+def _methods(root: Node) -> dict[tuple[str, str], set[str]]:
+    """(enclosing type path, method name) -> the parameter lists it is declared with."""
+    found: dict[tuple[str, str], set[str]] = {}
+    stack: list[tuple[Node, str]] = [(root, "")]
+    while stack:
+        node, owner = stack.pop()
+        for child in node.named_children:
+            if child.type in _TYPES or child.type == "enum_declaration":
+                body = child.child_by_field_name("body")
+                path = f"{owner}.{node_text(child.child_by_field_name('name'))}"
+                if body is not None:
+                    stack.append((body, path))
+            elif child.type in _BODIES:
+                stack.append((child, owner))
+            elif child.type == "method_declaration":
+                name = node_text(child.child_by_field_name("name"))
+                found.setdefault((owner, name), set()).add(", ".join(parameter_types(child)))
+    return found
+
+
+def collides(base: Node, ours: Node, theirs: Node, merged: Node) -> str | None:
+    """Both sides added a method of one new name with different parameters: both kept.
+
+    Methods are keyed by their parameters, so two sides writing the same new test or
+    helper, one with a parameter and one without, are two overloads to the entity merge;
+    most often they are one method written twice, and the merge must not keep both.
+    """
+    b, o, t, m = (_methods(root) for root in (base, ours, theirs, merged))
+    for key in sorted(m):
+        if key in b or key not in o or key not in t or o[key] == t[key]:
+            continue
+        if len(m[key]) > max(len(o[key]), len(t[key])):
+            return f"both sides added {key[1]} to {key[0].lstrip('.')}, with different parameters"
+    return None
+
+
 def binds(node: Node) -> list[str]:
     """The names a top-level declaration binds: imported simple names and type names."""
     if node.type == "import_declaration":
@@ -110,4 +149,5 @@ SPEC = LanguageSpec(
     attached=_COMMENTS,
     trailing=_COMMENTS,
     binds=binds,
+    collides=collides,
 )
