@@ -249,3 +249,18 @@ def test_java_one_new_method_added_by_both_sides_with_different_parameters_confl
     result = merge_file(base, ours, theirs, "src/T.java")
     assert not result.clean
     assert result.conflicts[0].reason == "both-added"
+
+
+def test_java_an_annotated_parameter_is_an_edit_of_the_method_not_a_new_overload() -> None:
+    """Ours annotates `total`'s parameter types; theirs edits its body: one method, both
+    edits, not two overloads."""
+    base = JAVA_BASE.replace(b"public int total() {", b"public int total(List<Integer> more) {")
+    ours = _edit(
+        base, (b"total(List<Integer> more)", b"total(@Nullable List<@Nullable Integer> more)")
+    )
+    theirs = _edit(base, (b"        return sum;\n", b"        return sum + more.size();\n"))
+    result = merge_file(base, ours, theirs, "src/shop/Cart.java")
+    assert result.clean, result.conflicts
+    assert b"total(@Nullable List<@Nullable Integer> more)" in result.content
+    assert b"return sum + more.size();" in result.content
+    assert result.content.count(b"public int total(") == 1

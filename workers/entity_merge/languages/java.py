@@ -59,19 +59,43 @@ def classify(node: Node, container: str | None) -> EntityInfo | None:
 
 
 def parameter_types(node: Node) -> list[str]:
-    """The declared types of a method's parameters, e.g. ``["int", "String..."]``."""
+    """A method's parameter types as Java tells overloads apart: ``["Map", "String..."]``.
+
+    Annotations and type arguments are dropped (two methods whose parameters differ in
+    those alone cannot both exist), so a side annotating a parameter (``@Nullable K``)
+    edits the method rather than replacing it, and two sides adding one method, each
+    with its own annotations, meet under one name.
+    """
     parameters = node.child_by_field_name("parameters")
     found: list[str] = []
     for parameter in parameters.named_children if parameters is not None else ():
         if parameter.type == "formal_parameter":
             dimensions = parameter.child_by_field_name("dimensions")
-            found.append(node_text(parameter.child_by_field_name("type")) + node_text(dimensions))
+            found.append(_erased(parameter.child_by_field_name("type")) + _erased(dimensions))
         elif parameter.type == "spread_parameter":
             shape = next(
                 (c for c in parameter.named_children if c.type not in ("modifiers",)), None
             )
-            found.append(f"{node_text(shape)}...")
+            found.append(f"{_erased(shape)}...")
     return found
+
+
+_NOT_ERASED = frozenset({"annotation", "marker_annotation", "type_arguments", "modifiers"})
+
+
+def _erased(node: Node | None) -> str:
+    """A type's text without its annotations and type arguments, layout dropped."""
+    tokens: list[str] = []
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if current.type in _NOT_ERASED:
+            continue
+        if current.child_count == 0:
+            tokens.append(node_text(current))
+        else:
+            stack.extend(reversed(current.children))
+    return "".join(tokens)
 
 
 def import_path(node: Node) -> str:
