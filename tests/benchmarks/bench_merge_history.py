@@ -162,6 +162,13 @@ class Facts:
         for name, count in bindings(self.spec.name, root).items():
             if count > max(ours[name], theirs[name]):
                 return f"duplicate: {name} x{count}"
+        if self.spec.name == "java":
+            # A Java method declared more often (by erasure) than on either side.
+            sides = (self.defined["ours"], self.defined["theirs"])
+            for name, text in definitions("java", root).items():
+                count = text.count("\0")
+                if "(" in name and count > max(side.get(name, "").count("\0") for side in sides):
+                    return f"duplicate: {name.split(' ', 1)[1]} x{count}"
         return self.contested
 
 

@@ -277,11 +277,23 @@ def _member_name(node: Node) -> str:
     if node.type in ("method_declaration", "constructor_declaration"):
         parameters = node.child_by_field_name("parameters")
         types = [
-            _field(p, "type") or _text(p).rsplit(" ", 1)[0]
+            _erasure(_field(p, "type") or _text(p).rsplit(" ", 1)[0])
             for p in (parameters.named_children if parameters is not None else [])
         ]
         name = f"{name}({', '.join(types)})"
     return name
+
+
+_ANNOTATION = re.compile(r"@[\w.]+(\([^()]*\))?\s*")
+_ARGUMENTS = re.compile(r"<[^<>]*>")
+
+
+def _erasure(text: str) -> str:
+    """A Java type as overloads are told apart: no annotations, no type arguments."""
+    text = _ANNOTATION.sub("", text)
+    while _ARGUMENTS.search(text):
+        text = _ARGUMENTS.sub("", text)
+    return "".join(text.split())
 
 
 _MEMBERS = {
