@@ -87,7 +87,7 @@ def use_key(node: Node) -> str:
     argument = node.child_by_field_name("argument")
     if argument is not None and argument.type == "scoped_use_list":
         path = node_text(argument.child_by_field_name("path"))
-        return f"{_visibility(node)}{path}::{{…}}"
+        return f"{_visibility(node)}{path}::{{...}}"
     return f"{_visibility(node)}{node_text(argument)}"
 
 
