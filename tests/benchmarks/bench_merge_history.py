@@ -15,6 +15,10 @@ or different) and checked for a wrong merge (merge_history/checks.py): a parse f
 a duplicate top-level declaration, import or export neither side had, or a name one
 side deleted and the other changed. `--dump DIR` writes each different result with its
 inputs for reading; merge_history/verdicts.toml holds the verdicts of that reading.
+
+The repositories repos.toml marks `held_out` are reported in a table of their own: the
+driver is never tuned on them, so their figures say how it does on history it has not
+seen. `--only OWNER/NAME` (repeatable) runs some repositories alone.
 """
 
 from __future__ import annotations
@@ -44,15 +48,19 @@ from build_corpus import Blobs as CorpusBlobs  # noqa: E402
 from checks import bindings, canonical, definitions  # noqa: E402
 from loopbus.workers.entity_merge import language_for_path, merge_file  # noqa: E402
 
-# The driver as it stood before this benchmark existed (the issue's measurements).
-BASELINE = "40778bd"
+# The driver as issue 26's work found it (the figures docs/performance.md compares
+# with). 40778bd, the first default, predates workers/entity_merge and no longer loads.
+BASELINE = "1873102"
 LANGUAGE_GROUP = {
     "python": "Python",
     "javascript": "JavaScript",
     "typescript": "TypeScript",
     "tsx": "TypeScript",
     "go": "Go",
+    "rust": "Rust",
+    "java": "Java",
 }
+LANGUAGE_ORDER = ["Python", "JavaScript", "TypeScript", "Go", "Rust", "Java"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,13 @@ class Facts:
         for name, count in bindings(self.spec.name, root).items():
             if count > max(ours[name], theirs[name]):
                 return f"duplicate: {name} x{count}"
+        if self.spec.name == "java":
+            # A Java method declared more often (by erasure) than on either side.
+            sides = (self.defined["ours"], self.defined["theirs"])
+            for name, text in definitions("java", root).items():
+                count = text.count("\0")
+                if "(" in name and count > max(side.get(name, "").count("\0") for side in sides):
+                    return f"duplicate: {name.split(' ', 1)[1]} x{count}"
         return self.contested
 
 
@@ -259,6 +274,10 @@ def main() -> int:
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old driver")
     parser.add_argument("--limit", type=int, help="at most this many cases per repository")
     parser.add_argument(
+        "--only", action="append", metavar="OWNER/NAME", help="run this repository's cases"
+    )
+    parser.add_argument("--repos", type=Path, default=HERE / "repos.toml")
+    parser.add_argument(
         "--repeat",
         type=int,
         default=3,
@@ -272,6 +291,13 @@ def main() -> int:
     args = parser.parse_args()
 
     cases = load_manifest(args.manifest, args.limit)
+    if args.only:
+        cases = [c for c in cases if c.repo in args.only]
+    held_out = {
+        r["name"]
+        for r in tomllib.loads(args.repos.read_text())["repository"]
+        if r.get("held_out", False)
+    }
     read = _read_verdicts(args.verdicts)
     missing = sorted(
         {c.repo for c in cases if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()}
@@ -282,8 +308,12 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    times: dict[str, list[float]] = defaultdict(list)
+    # part ("held out" or "tuned on") -> language -> counter
+    tables: dict[str, dict[str, dict[str, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int))
+    )
+    # part -> tool -> best time of each file
+    timings: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     blobs: dict[str, Blobs] = {}
     dumped = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -301,7 +331,9 @@ def main() -> int:
                 for n in ("base", "ours", "theirs", "result")
             }
             group = LANGUAGE_GROUP[spec.name]
-            row = table[group]
+            part = "held out" if case.repo in held_out else "tuned on"
+            row = tables[part][group]
+            times = timings[part]
             row["files"] += 1
             # Each tool's time is the best of --repeat runs, taken in turn, so a burst
             # of other work on the machine does not land on one tool only.
@@ -317,6 +349,8 @@ def main() -> int:
                 times[tool].append(seconds)
             outcomes = {}
             facts = Facts(case.path, data)
+            # A side the grammar cannot parse leaves the driver a line merge only.
+            row["unparsed"] += not facts.parses
             for tool, merge in (("new", merge_file), ("old", old_merge)):
                 verdict, merged = judge(merge, case, data, facts)
                 outcomes[tool] = verdict.outcome
@@ -341,12 +375,28 @@ def main() -> int:
                         _dump(args.dump, case, data, merged, dumped)
             if args.list_changed and outcomes["new"] != outcomes["old"]:
                 print(f"CHANGED {case.ident}: old {outcomes['old']}, new {outcomes['new']}")
-    _report(table, times, len(read))
+    for part in ("tuned on", "held out"):
+        if part in tables:
+            repos = {c.repo for c in cases if (c.repo in held_out) == (part == "held out")}
+            print(f"\n{part} ({len(repos)} repositories):\n")
+            _report(tables[part], timings[part])
+    if len(tables) > 1:
+        print("\nboth parts:\n")
+        both: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        every: dict[str, list[float]] = defaultdict(list)
+        for part, table in tables.items():
+            for group, row in table.items():
+                for key, value in row.items():
+                    both[group][key] += value
+            for tool, seconds in timings[part].items():
+                every[tool] += seconds
+        _report(both, every)
+    print(f"\nverdicts on file: {len(read)}")
     return 0
 
 
-def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], read: int) -> None:
-    order = ["Python", "JavaScript", "TypeScript", "Go"]
+def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]]) -> None:
+    order = LANGUAGE_ORDER
     total: dict[str, int] = defaultdict(int)
     print(
         "| language | files | resolved old | resolved new | identical | equivalent "
@@ -376,8 +426,13 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]], rea
         f"old driver {old:.2f}, git merge-file -p {git:.2f} (process included); "
         f"new/git {new / git:.2f}, old/git {old / git:.2f}"
     )
+    ratios = [n / g for n, g in zip(times["new"], times["git"], strict=True) if g > 0]
     print(
-        f"verdicts on file: {read}; read and still current: {total['new read']}, "
+        f"median of each file's new/git time ratio: {statistics.median(ratios):.2f}; "
+        f"files with a version the grammar does not parse: {total['unparsed']}"
+    )
+    print(
+        f"different results read and still current: {total['new read']}, "
         f"of which wrong: {total['new wrong read']}; stale (the driver's answer changed "
         f"since it was read): {total['new read stale']}"
     )

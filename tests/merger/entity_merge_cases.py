@@ -102,7 +102,29 @@ GO = Lang(
     broken="func broken( {\n}\n",
     widen=lambda text: text.replace("(x int)", "(x int, scale int)", 1),
 )
-LANGS = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO)
+
+
+def _rust_impl(name: str, members: list[tuple[str, Body]]) -> str:
+    methods = [
+        f"    pub fn {m}(x: i64) -> i64 {{\n" + "".join(f"        {s};\n" for s in body) + "    }\n"
+        for m, body in members
+    ]
+    return f"impl {name} {{\n" + "\n".join(methods) + "}\n"
+
+
+RUST = Lang(
+    name="rust",
+    path="src/cart.rs",
+    imports=lambda mods: "".join(f"use crate::{m};\n" for m in mods),
+    function=lambda name, body: _c_like_function(
+        f"pub fn {name}(x: i64) -> i64", body, indent="    "
+    ),
+    klass=_rust_impl,
+    separator="\n",
+    broken="fn broken( {\n}\n",
+    widen=lambda text: text.replace("(x: i64)", "(x: i64, scale: i64)", 1),
+)
+LANGS = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, RUST)
 
 
 @dataclass(frozen=True)

@@ -143,4 +143,4 @@ def test_every_scenario_kind_covers_every_language() -> None:
     """Each language gets the same scenario kinds, so no language is tested less."""
     kinds = {lang.name: [s.kind for s in scenarios(lang)] for lang in LANGS}
     assert len({tuple(k) for k in kinds.values()}) == 1
-    assert set(kinds) == {"python", "javascript", "typescript", "go"}
+    assert set(kinds) == {"python", "javascript", "typescript", "go", "rust"}

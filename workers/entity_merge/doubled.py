@@ -13,7 +13,7 @@ from collections import Counter
 
 from .line_merge import split_lines
 
-__all__ = ["doubled_lines", "normalised", "revived_lines"]
+__all__ = ["doubled_lines", "normalised", "repeated_lines", "revived_lines"]
 
 # Lines that recur by nature; a block's closing and a bare keyword say nothing.
 _TRIVIAL = frozenset(
@@ -71,4 +71,24 @@ def revived_lines(
         line
         for line, n in m.items()
         if b[line] == 1 and n and sorted((o[line], t[line])) == [0, 1] and line not in skip
+    )
+
+
+def repeated_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+    """Lines base and both sides each hold exactly once that `merged` holds more often.
+
+    No side added a copy, so a second one is a line that travelled with two entities:
+    a comment one side left above a deleted item and the other kept in the file's head.
+    Comments count here (unlike the checks above): such a line is often one.
+    """
+
+    def counts(data: bytes) -> Counter[bytes]:
+        lines = (b" ".join(line.split()) for line in split_lines(data))
+        return Counter(line for line in lines if line)
+
+    b, o, t = counts(base), counts(ours), counts(theirs)
+    return sorted(
+        line
+        for line, n in counts(merged).items()
+        if n > 1 and b[line] == 1 and o[line] == 1 and t[line] == 1
     )

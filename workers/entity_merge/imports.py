@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from .languages import LanguageSpec, node_text
+from .languages import LanguageSpec, java, node_text, rust
 
 __all__ = ["CLASH", "ImportMap", "import_fault", "import_map", "merged_value", "statements"]
 
@@ -134,16 +134,32 @@ def _go(root: Node) -> Iterator[tuple[str, str, str, Node]]:
             stack.extend(current.named_children)
 
 
+def _rust(root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """The same for a Rust file's top-level ``use`` declarations, leaf by leaf."""
+    for child in root.named_children:
+        if child.type == "use_declaration":
+            for bound, module, imported in rust.use_bindings(child):
+                yield bound, module, imported, child
+
+
+def _java(root: Node) -> Iterator[tuple[str, str, str, Node]]:
+    """The same for a Java file's imports: a simple name from a package (or class)."""
+    for child in root.named_children:
+        if child.type == "import_declaration":
+            yield (*java.import_binding(child), child)
+
+
+_READERS = {"python": _python, "go": _go, "rust": _rust, "java": _java}
+
+
 def statements(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, Node]]:
     """(bound name, module, imported name, statement) for each name the file imports."""
     return _entries(spec, root)
 
 
 def _entries(spec: LanguageSpec, root: Node) -> Iterator[tuple[str, str, str, Node]]:
-    if spec.name == "python":
-        return _python(root)
-    if spec.name == "go":
-        return _go(root)
+    if spec.name in _READERS:
+        return _READERS[spec.name](root)
     if spec.name in ("javascript", "typescript", "tsx"):
         return _ecmascript(root)
     return iter(())  # a language without a reader here: its imports are not checked
@@ -211,6 +227,22 @@ def _rebound(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None
     return None
 
 
+def _rebound_dropped(b: ImportMap, o: ImportMap, t: ImportMap) -> tuple[str, str] | None:
+    """A (module, name) one side binds under a new name and the other stopped importing.
+
+    Renaming the binding (``LintContext`` to ``LintContext as _``) is an edit of the
+    import; the name map sees a new name, which no deletion touches, so the import the
+    other side removed would come back under it: a modify/delete, for people to settle.
+    """
+    base, ours, theirs = _by_source(b), _by_source(o), _by_source(t)
+    for source in sorted(base):
+        for kept, other in ((ours, theirs), (theirs, ours)):
+            was, now = base[source], kept.get(source, set())
+            if source not in other and was - now and now - was:
+                return source
+    return None
+
+
 def _local(spec: LanguageSpec, module: str, path: str) -> bool:
     """Whether `module` may be one of the project's own, which a side could delete.
 
@@ -222,7 +254,10 @@ def _local(spec: LanguageSpec, module: str, path: str) -> bool:
         return True
     if spec.name == "python":
         return module.split(".")[0] in path.replace("\\", "/").split("/")[:-1]
-    return spec.name == "go"  # a Go path does not say which module it belongs to
+    if spec.name == "rust":
+        return module.split("::")[0] in ("crate", "super", "self")
+    # A Go path or a Java package does not say which module it belongs to.
+    return spec.name in ("go", "java")
 
 
 def _names(imports: ImportMap, module: str) -> set[tuple[str, str]]:
@@ -341,6 +376,10 @@ def import_fault(
     if rebound is not None:
         source, imported = rebound[1] or "a local", rebound[0]
         return f"binds {source} {imported!r}, which both sides renamed differently"
+    dropped = _rebound_dropped(b, o, t)
+    if dropped is not None:
+        module = dropped[0] or "a local"
+        return f"binds {dropped[1]!r} of {module} anew on one side; the other side dropped it"
     for dropper, other in ((o, t), (t, o)):
         # A module `dropper` stopped importing (with it, maybe, deleted) while `other`
         # kept its import of it and added names: those names may come from nowhere now.

@@ -20,7 +20,7 @@ import msgspec
 from tree_sitter import Tree
 
 from .data_merge import data_merger_for
-from .doubled import normalised, revived_lines
+from .doubled import normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
@@ -111,6 +111,14 @@ class _Inputs:
                 "modify-delete",
                 f"keeps {line!r}, one side deleted or rewrote and the other moved",
             )
+        repeated = repeated_lines(self.base, self.ours, self.theirs, content)
+        if repeated:
+            line = repeated[0].decode("utf-8", "replace")
+            return "both-modified", f"holds {line!r} twice, which every version holds once"
+        if self.spec.collides is not None:
+            clash = self.spec.collides(*roots, root)
+            if clash is not None:
+                return "both-added", clash
         return None
 
     def repaired(self, content: bytes) -> bytes | None:

@@ -29,7 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXTENSIONS = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go")
+EXTENSIONS = (
+    *(".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go"),
+    *(".rs", ".java"),
+)
 # Larger blobs are generated bundles or fixtures, not code anyone resolves by hand.
 MAX_BYTES = 400_000
 COLUMNS = ("repo", "merge", "path", "base", "ours", "theirs", "result")
@@ -120,17 +123,19 @@ def _merge_file_conflicts(base: bytes, ours: bytes, theirs: bytes, work: Path) -
     return done.returncode > 0
 
 
-def scan(repo: str, git_dir: Path, work: Path, limit: int) -> list[Case]:
+def scan(repo: str, git_dir: Path, work: Path, limit: int, merges: int) -> list[Case]:
     """The corpus cases of one repository, newest merge first.
 
     Stops before the first merge reached with `limit` cases or more already found, so
-    the corpus is the newest history of each repository, whole merges at a time.
+    the corpus is the newest history of each repository, whole merges at a time, or
+    after `merges` merge commits were replayed: a repository merged by a bot that only
+    lands clean merges would otherwise be replayed whole for a handful of cases.
     """
     work.mkdir(parents=True, exist_ok=True)
     blobs = Blobs(git_dir)
     cases: list[Case] = []
     try:
-        for merge, first, second in _merges(git_dir):
+        for merge, first, second in _merges(git_dir)[:merges]:
             if len(cases) >= limit:
                 break
             tree = git(
@@ -180,9 +185,25 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "manifest.tsv")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("/tmp/loopbus-merge-history"))
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="OWNER/NAME",
+        help="scan only this repository (repeatable); the manifest keeps the others' rows",
+    )
     args = parser.parse_args()
     config = tomllib.loads(args.repos.read_text())
     repos = config["repository"]
+    known = {r["name"] for r in repos}
+    unknown = sorted(set(args.only or ()) - known)
+    if unknown:
+        print(
+            f"--only {', '.join(unknown)}: not in {args.repos}; add it there first",
+            file=sys.stderr,
+        )
+        return 2
+    if args.only:
+        repos = [r for r in repos if r["name"] in args.only]
     missing = [r["name"] for r in repos if not (args.mirrors / _dir(r["name"])).is_dir()]
     if missing:
         print(
@@ -199,14 +220,35 @@ def main() -> int:
                     args.mirrors / _dir(r["name"]),
                     args.work / r["name"].replace("/", "+"),
                     r.get("limit", config.get("limit", 10**9)),
+                    r.get("merges", config.get("merges", 10**9)),
                 ),
                 repos,
             )
         )
-    lines = ["\t".join(COLUMNS)] + [c.row() for cases in found for c in cases]
+    scanned = {r["name"]: cases for r, cases in zip(repos, found, strict=True)}
+    rows = [c.row() for cases in found for c in cases]
+    if args.only:
+        rows = _merged_rows(args.out, scanned, [r["name"] for r in config["repository"]])
+    lines = ["\t".join(COLUMNS), *rows]
     args.out.write_text("\n".join(lines) + "\n")
-    print(f"{sum(map(len, found))} cases written to {args.out}", file=sys.stderr)
+    print(f"{len(rows)} cases written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _merged_rows(manifest: Path, scanned: dict[str, list[Case]], order: list[str]) -> list[str]:
+    """The manifest's rows with those of the repositories just scanned replaced.
+
+    Rows keep the order of repos.toml, so a rescan of some repositories leaves the
+    rest of the file (and its diff) untouched.
+    """
+    kept: dict[str, list[str]] = {}
+    if manifest.exists():
+        for line in manifest.read_text().splitlines()[1:]:
+            if line:
+                kept.setdefault(line.split("\t", 1)[0], []).append(line)
+    for repo, cases in scanned.items():
+        kept[repo] = [c.row() for c in cases]
+    return [row for repo in order for row in kept.get(repo, [])]
 
 
 def _dir(name: str) -> str:

@@ -59,6 +59,8 @@ _SORTED = {
     "interface_body",
     "object_type",
     "import_spec_list",
+    "declaration_list",
+    "use_list",
 }
 
 
@@ -188,12 +190,75 @@ def _descend(node: Node | None, kind: str) -> list[Node]:
     return found
 
 
+_RUST_ITEMS = {
+    "function_item": "def",
+    "struct_item": "type",
+    "enum_item": "type",
+    "union_item": "type",
+    "trait_item": "type",
+    "type_item": "type",
+    "const_item": "def",
+    "static_item": "def",
+    "mod_item": "mod",
+    "macro_definition": "macro",
+}
+
+
+def _rust_use(node: Node, prefix: str) -> Iterator[str]:
+    """The names a use tree binds, each as `import name`."""
+    if node.type == "scoped_use_list":
+        listed = node.child_by_field_name("list")
+        path = _field(node, "path")
+        if listed is not None:
+            yield from _rust_use(listed, f"{prefix}::{path}" if prefix else path)
+    elif node.type == "use_list":
+        for child in node.named_children:
+            yield from _rust_use(child, prefix)
+    elif node.type == "use_as_clause":
+        if _field(node, "alias") != "_":
+            yield f"import {_field(node, 'alias')}"
+    elif node.type == "self":
+        yield f"import {prefix.rsplit('::', 1)[-1]}"
+    elif node.type in ("scoped_identifier", "identifier"):
+        yield f"import {_text(node).rsplit('::', 1)[-1]}"
+
+
+def _rust(node: Node) -> Iterator[str]:
+    if node.type == "use_declaration":
+        argument = node.child_by_field_name("argument")
+        if argument is not None:
+            yield from _rust_use(argument, "")
+    elif node.type in _RUST_ITEMS:
+        yield f"{_RUST_ITEMS[node.type]} {_field(node, 'name')}"
+
+
+_JAVA_TYPES = {
+    "class_declaration",
+    "interface_declaration",
+    "enum_declaration",
+    "record_declaration",
+    "annotation_type_declaration",
+}
+
+
+def _java(node: Node) -> Iterator[str]:
+    if node.type == "import_declaration":
+        if any(c.type in ("static", "asterisk") for c in node.children):
+            return  # a static import may name overloads; a wildcard binds nothing named
+        path = next((c for c in node.named_children), None)
+        yield f"import {_text(path).rsplit('.', 1)[-1]}"
+    elif node.type in _JAVA_TYPES:
+        yield f"def {_field(node, 'name')}"
+
+
 _BINDERS = {
     "python": _python,
     "javascript": _ecmascript,
     "typescript": _ecmascript,
     "tsx": _ecmascript,
     "go": _go,
+    "rust": _rust,
+    "java": _java,
 }
 
 
@@ -203,8 +268,68 @@ def bindings(language: str, root: Node) -> Counter[str]:
     return Counter(name for child in root.named_children for name in binder(child))
 
 
+def _member_name(node: Node) -> str:
+    """A Rust or Java member's name: methods by name and parameter types (overloads)."""
+    if node.type == "impl_item":
+        trait = _field(node, "trait")
+        return f"impl {trait + ' for ' if trait else ''}{_field(node, 'type')}"
+    name = _field(node, "name")
+    if node.type in ("method_declaration", "constructor_declaration"):
+        parameters = node.child_by_field_name("parameters")
+        types = [
+            _erasure(_field(p, "type") or _text(p).rsplit(" ", 1)[0])
+            for p in (parameters.named_children if parameters is not None else [])
+        ]
+        name = f"{name}({', '.join(types)})"
+    return name
+
+
+_ANNOTATION = re.compile(r"@[\w.]+(\([^()]*\))?\s*")
+_ARGUMENTS = re.compile(r"<[^<>]*>")
+
+
+def _erasure(text: str) -> str:
+    """A Java type as overloads are told apart: no annotations, no type arguments."""
+    text = _ANNOTATION.sub("", text)
+    while _ARGUMENTS.search(text):
+        text = _ARGUMENTS.sub("", text)
+    return "".join(text.split())
+
+
+_MEMBERS = {
+    "rust": ({*_RUST_ITEMS, "impl_item", "function_signature_item"}, "declaration_list"),
+    "java": (
+        {*_JAVA_TYPES, "method_declaration", "constructor_declaration"},
+        "class_body interface_body",
+    ),
+}
+
+
+def _nested_definitions(language: str, root: Node) -> dict[str, str]:
+    """Rust and Java: every item and member, named by its path (``Cart.total()``)."""
+    kinds, bodies = _MEMBERS[language]
+    found: dict[str, str] = {}
+    stack = [(child, "") for child in root.named_children]
+    while stack:
+        node, owner = stack.pop()
+        if node.type not in kinds:
+            continue
+        name = f"{owner}.{_member_name(node)}" if owner else _member_name(node)
+        key = f"{language} {name}"
+        found[key] = found.get(key, "") + _text(node) + "\0"
+        body = node.child_by_field_name("body")
+        if body is not None and body.type in bodies.split():
+            stack.extend((child, name) for child in body.named_children)
+    return found
+
+
 def definitions(language: str, root: Node) -> dict[str, str]:
-    """Every declared name (top level, or inside top-level if/try blocks) and its text."""
+    """Every declared name (top level, or inside top-level if/try blocks) and its text.
+
+    Rust and Java name their members too (a Java file's code is all inside classes).
+    """
+    if language in _MEMBERS:
+        return _nested_definitions(language, root)
     found: dict[str, str] = {}
     stack = list(root.named_children)
     while stack:

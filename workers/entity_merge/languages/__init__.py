@@ -16,6 +16,7 @@ from functools import cache
 from tree_sitter import Language, Node, Parser
 
 __all__ = [
+    "C_COMMENTS",
     "EntityInfo",
     "LanguageSpec",
     "NameList",
@@ -56,6 +57,9 @@ class NameList:
     bound: tuple[str, ...]
 
 
+# The comment node types of grammars with `//` and `/* */` comments (Rust, Java).
+C_COMMENTS = frozenset({"line_comment", "block_comment"})
+
 # (node, kind of the enclosing entity or None at top level) -> EntityInfo or None.
 # None means "a statement with no name": it still merges as a unit, keyed by its text.
 Classifier = Callable[[Node, str | None], EntityInfo | None]
@@ -83,6 +87,9 @@ class LanguageSpec:
     # The names a top-level statement binds: ``import x``, ``def f``, ``export f`` …
     # A clean merge binding one more often than both sides did is refused.
     binds: Callable[[Node], list[str]] | None = None
+    # Why a clean merge (base, ours, theirs, merged trees) holds two sides' additions
+    # that collide although their keys differ (Java overloads of one new name), or None.
+    collides: Callable[[Node, Node, Node, Node], str | None] | None = None
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.
@@ -114,9 +121,9 @@ def node_text(node: Node | None) -> str:
 
 def _specs() -> tuple[LanguageSpec, ...]:
     # Imported here so each language module can import EntityInfo from this one.
-    from . import ecmascript, go, python
+    from . import ecmascript, go, java, python, rust
 
-    return (python.SPEC, *ecmascript.SPECS, go.SPEC)
+    return (python.SPEC, *ecmascript.SPECS, go.SPEC, rust.SPEC, java.SPEC)
 
 
 @cache
