@@ -93,6 +93,7 @@ from loopbus.schemas.slices import (
 )
 from loopbus.schemas.units import UnitPlanned, UnitTransitioned
 from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
+from loopbus.schemas.verify import SliceShipJudged, WaveVerified
 
 Event = (
     FindingRaised
@@ -167,6 +168,8 @@ Event = (
     | ConfigProposal
     | ConfigApprove
     | ConfigLanded
+    | WaveVerified
+    | SliceShipJudged
 )
 """Every kind that may appear on the log."""
 

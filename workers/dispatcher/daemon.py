@@ -25,7 +25,9 @@ import structlog
 from loopbus.bus import Bus
 from loopbus.projections import blocking, charter, contract_landing, decisions, slices
 from loopbus.projections import units as units_fold
+from loopbus.projections import verify as verify_fold
 from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.ship import ShipRules
 from loopbus.workers.dispatcher import retries
 from loopbus.workers.dispatcher.decide import (
     BOOT,
@@ -64,6 +66,7 @@ class Dispatcher(Daemon):
         *retries.FOLDS,
         charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
         contract_landing.FOLD,
+        verify_fold.FOLD,  # waves verified code-cold, verifier findings, SHIP verdicts
     )
 
     def __init__(
@@ -74,6 +77,7 @@ class Dispatcher(Daemon):
         signer: Signer | None = None,
         capacity: int = DEFAULT_CAPACITY,
         projects: Sequence[str] = (),
+        ship: Mapping[str, ShipRules] | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
@@ -81,7 +85,9 @@ class Dispatcher(Daemon):
         self.bus = bus
         self.repos = dict(repos or {})
         self.signer = signer
-        self.options = Options(capacity=capacity, repos=frozenset(self.repos))
+        self.options = Options(
+            capacity=capacity, repos=frozenset(self.repos), shipping=dict(ship or {})
+        )
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}
         self.kernel: Kernel | None = None

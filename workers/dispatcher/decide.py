@@ -19,7 +19,11 @@ For a project that changed it
   ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
   dispatched while it is open); then what
   :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
-  dispatch a unit, close a slice with its boot result.
+  dispatch a unit, close a slice with its boot result;
+* with a ``[verify] command``, holds a later wave's dispatches while a merged wave awaits
+  the verifier, and a slice's close while a wave does or a verifier finding is open
+  (:mod:`loopbus.projections.verify`); and judges SHIP for each closed slice
+  (:class:`loopbus.schemas.verify.SliceShipJudged`, :mod:`loopbus.projections.ship`).
 
 No unit is dispatched while the project's charter holds dispatch
 (:func:`loopbus.projections.charter.dispatch_hold`: a charter awaits approval, or its run
@@ -38,10 +42,11 @@ server instead of dispatching twice; every id derives from what it answers.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from loopbus.projections import blocking, charter, claims, contract_landing, decisions, slices
+from loopbus.projections import blocking, charter, claims, contract_landing, decisions, ship, slices
+from loopbus.projections import verify as verify_fold
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -60,6 +65,7 @@ from loopbus.projections.units import UnitsState
 from loopbus.schemas import UnitPlanned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
+from loopbus.schemas.verify import SliceShipJudged
 from loopbus.workers.dispatcher import answers, blocked, retries
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.record import UnitReads, completion
@@ -84,6 +90,11 @@ class Options:
     capacity: int = DEFAULT_CAPACITY
     repos: frozenset[str] = frozenset()
     """Projects that have a repository (the others have every plan refused)."""
+    shipping: dict[str, ship.ShipRules] = field(default_factory=dict)
+    """Per project, what SHIP needs (``[verify]``, ``[ship]``); absent: the defaults."""
+
+    def rules(self, project: str) -> ship.ShipRules:
+        return self.shipping.get(project) or ship.ShipRules()
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,8 @@ def decide(world: World, options: Options) -> list[Intent]:
         for a in actions
         if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
     ]
+    if options.rules(world.project).verify:
+        actions = verification_holds(world, state, actions)
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -160,6 +173,8 @@ def _steps(
     for misaligned in slices.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)
+    for view in unjudged(world, state):
+        yield Publish(ship_judged(world, options, view))
     for action in actions:
         view = state.slices[action.slice]
         match action:
@@ -318,3 +333,50 @@ def close(world: World, view: SliceView, boot: BootResult) -> Intent:
         cause=max((u.last_event for u in view.units.values() if u.last_event), default=None),
     )
     return world.publish_if(closed)
+
+
+def verify_state(world: World) -> verify_fold.VerifyState:
+    """The folded verifications (empty for a world built without that fold)."""
+    found: verify_fold.VerifyState | None = world.states.get(verify_fold.FOLD.name)
+    return found if found is not None else verify_fold.initial()
+
+
+def verification_holds(world: World, state: SlicesState, actions: Sequence[Action]) -> list[Action]:
+    """With a ``[verify] command``: no unit of a later wave is dispatched while a merged
+    wave awaits its verification (trunk at a wave's end is what the verifier sees), and no
+    slice closes while one does or a verifier finding is open."""
+    checked = verify_state(world)
+    kept: list[Action] = []
+    for action in actions:
+        view = state.slices[action.slice]
+        if isinstance(action, Dispatch) and verify_fold.dispatch_held(checked, view, action.wave):
+            continue
+        if isinstance(action, Close) and verify_fold.close_held(checked, view):
+            continue
+        kept.append(action)
+    return kept
+
+
+def unjudged(world: World, state: SlicesState) -> list[SliceView]:
+    """Closed slices whose SHIP verdict is not on the log yet, in acceptance order."""
+    judged = verify_state(world).judged
+    return sorted(
+        (v for v in state.slices.values() if v.status == "closed" and v.accepted not in judged),
+        key=lambda v: v.rank,
+    )
+
+
+def ship_judged(world: World, options: Options, view: SliceView) -> SliceShipJudged:
+    """SHIP for a closed slice (:mod:`loopbus.projections.ship`)."""
+    found = ship.reasons(view, verify_state(world), options.rules(world.project))
+    return SliceShipJudged(
+        id=answer_id(view.accepted, "ship-judged"),
+        project=world.project,
+        actor=world.actor,
+        at=world.now,
+        slice=view.slice,
+        accepted=view.accepted,
+        shipped=not found,
+        reasons=found,
+        closed=answer_id(view.accepted, "slice-closed"),
+    )

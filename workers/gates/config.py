@@ -42,9 +42,11 @@ TOP_KEYS = (
     "agents",
     "plan",
     "recon",
+    "verify",
+    "ship",
 )
 # [review], [investigator], [build], [agents], [plan] and [recon] are read and validated by
-# workers/agents/config.py;
+# workers/agents/config.py; [verify] and [ship] by workers/verifier/config.py;
 # [merge] by workers/merger/config.py.
 
 _digest_encoder = msgspec.json.Encoder(order="deterministic")

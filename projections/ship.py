@@ -1,0 +1,95 @@
+"""The SHIP predicate: may a closed slice be called shipped? Pure: over the ``slices`` and
+``verify`` folds and the project's ``[ship]`` settings.
+
+Shipped means no reason below stands:
+
+* a unit did not end done (failed, lost, never dispatched because a blocker failed);
+* the increment did not boot (the boot check's result on trunk was not ``pass``);
+* a merged wave was never verified, or the verifier could not verify it (its error);
+* the verifier listed something it could not reach (what was not verified is not shipped);
+* a verifier finding was not resolved (open, or dismissed rather than fixed);
+* an axis scored below its floor, or was never scored (a missing score is no met floor);
+* a unit's diff was larger than ``max_unit_lines`` (it is reported, the slice still
+  closes: the bound never hangs the loop).
+
+Without a ``[verify] command`` nothing is verified code-cold and nothing is scored, so
+such a slice closes not shipped, and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopbus.projections import verify
+from loopbus.projections.slices import SliceView, settled_summary
+from loopbus.projections.verify import VerifyState
+from loopbus.schemas.scores import DEFAULT_FLOORS, AxisScore, below_floor
+
+
+@dataclass(frozen=True)
+class ShipRules:
+    """What a project's ``loopbus.toml`` says SHIP needs."""
+
+    verify: bool = False
+    """A ``[verify] command`` is configured (waves are verified code-cold)."""
+    floors: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FLOORS))
+    max_unit_lines: int = 400
+
+
+def reasons(
+    view: SliceView,
+    state: VerifyState,
+    rules: ShipRules,
+    unit_lines: dict[str, int] | None = None,
+) -> list[str]:
+    """Every reason the slice is not shipped, in words (empty: it ships).
+
+    ``unit_lines`` maps a unit to the lines its diff changed, where that was measured."""
+    out: list[str] = []
+    summary = settled_summary(view)
+    for how in ("failed", "lost", "blocked"):
+        for unit in summary[how]:
+            out.append(f"unit {unit} ended {how}, not done")
+    if view.boot is None:
+        out.append("the increment's boot check has no result")
+    elif view.boot.outcome != "pass":
+        detail = f": {view.boot.detail}" if view.boot.detail else ""
+        out.append(f"the increment did not boot ({view.boot.outcome}{detail})")
+    for unit, lines in sorted((unit_lines or {}).items()):
+        if lines > rules.max_unit_lines:
+            out.append(
+                f"unit {unit} changed {lines} lines, over the bound of {rules.max_unit_lines} "
+                "([ship] max_unit_lines)"
+            )
+    if not rules.verify:
+        out.append("no [verify] command: nothing was verified code-cold and nothing scored")
+        return out
+    out.extend(_verification(view, state, rules))
+    return out
+
+
+def _verification(view: SliceView, state: VerifyState, rules: ShipRules) -> list[str]:
+    out: list[str] = []
+    runs = {run.wave: run for run in verify.recorded(state, view.accepted)}
+    scores: list[AxisScore] = []
+    merged = verify.merged_waves(view)
+    for wave in merged:
+        run = runs.get(wave)
+        if run is None:
+            out.append(f"wave {wave} was never verified")
+            continue
+        if run.error:
+            out.append(f"wave {wave}: the verifier could not verify it: {run.error}")
+            continue
+        for what in run.unreached:
+            out.append(f"wave {wave}: the verifier could not reach {what}")
+        scores.extend(run.scores)
+    for found in sorted(state.findings.values(), key=lambda f: f.id):
+        if found.accepted == view.accepted and found.status != "resolved":
+            out.append(
+                f"verifier finding {found.id} (wave {found.wave}) is {found.status}: "
+                f"{found.message}"
+            )
+    if merged:
+        out.extend(below_floor(scores, rules.floors, "verifier"))
+    return out
