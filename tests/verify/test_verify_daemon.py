@@ -1,0 +1,222 @@
+"""The verifier and the dispatcher on a real NATS server, with a real git repository and a
+stand-in verify command run through the agent runner.
+
+The units daemon, the builders, the reviewer and the merger are stood in by the test: it
+commits each unit's change on trunk and publishes the facts and claims they would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from kernelkit import running
+from loopbus.bus import Bus, read
+from loopbus.projections.ship import ShipRules
+from loopbus.schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    Outcome,
+    UnitTransitioned,
+    new_id,
+    project_subjects,
+)
+from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict
+from loopbus.schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
+from loopbus.schemas.targets import PlanTarget
+from loopbus.schemas.verify import SliceShipJudged, VerifyBrief, WaveVerified
+from loopbus.workers.agents import config as agent_config
+from loopbus.workers.agents.verify_config import parse_verify_text
+from loopbus.workers.dispatcher.daemon import Dispatcher
+from loopbus.workers.dispatcher.repo import ProjectRepo
+from loopbus.workers.gates.signing import Signer
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.verifier.daemon import Verifier
+from slice_helpers import BUILDER, PLANNER, SYSTEM, commit, of_type, plan, unit
+from verifykit import FULL_MARKS, StandInVerifier, verify_repo
+
+REVIEWER = Actor(role="reviewer", principal="r1")
+MARKERS = ("BUILDER-SUMMARY-MARK", "DIFF-MARK", "REVIEW-MARK")
+"""Texts only builders, diffs and reviews carry: none may reach the verifier's brief."""
+
+ONE_PART = (
+    f'{sys.executable} -c "import glob; n = sum(int(open(f).read()) for f in '
+    "glob.glob('part_*.txt')); assert n == 1, f'{n} parts switched on, the spec allows 1'\""
+)
+
+
+@asynccontextmanager
+async def loop(
+    bus: Bus, project: str, path: Path, signer: Signer, **rules: Any
+) -> AsyncIterator[Kernel]:
+    """The dispatcher and the verifier for ``project``, following the log."""
+    text = (path / "loopbus.toml").read_text()
+    configs = {project: agent_config.parse(text, repo=str(path))}
+    dispatcher = Dispatcher(
+        bus,
+        repos={project: ProjectRepo(path)},
+        signer=signer,
+        projects=[project],
+        ship={project: ShipRules(verify=True, **rules)},
+    )
+    verifier = Verifier(configs, {project: parse_verify_text(text)})
+    async with running(bus, dispatcher) as d, running(bus, verifier):
+        yield d
+
+
+async def until(
+    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 60
+) -> tuple[list[Event], int]:
+    """The project's log up to the first record after which ``done`` holds, and its seq."""
+    events: list[Event] = []
+
+    async def scan() -> int:
+        async for record in read(bus, subjects=[project_subjects(project)], follow=True):
+            if record.event is not None:
+                events.append(record.event)
+                if done(events):
+                    return record.seq
+        raise AssertionError("the log ended")
+
+    seq = await asyncio.wait_for(scan(), timeout)
+    return events, seq
+
+
+def finished(project: str, unit_id: str, sha: str) -> list[Event]:
+    """What a builder, a reviewer and the merger leave on the log for a merged unit."""
+    return [
+        CommitReport(project=project, actor=BUILDER, unit=unit_id, sha=sha),
+        ReviewVerdict(
+            project=project,
+            actor=REVIEWER,
+            unit=unit_id,
+            request=new_id(),
+            head=sha,
+            verdict="approve",
+            summary=f"REVIEW-MARK looks fine for {unit_id}",
+            findings=[
+                ReviewFinding(
+                    target=PlanTarget(slice="S1"), severity="low", message="REVIEW-MARK nit"
+                )
+            ],
+        ),
+        UnitTransitioned(
+            project=project,
+            actor=SYSTEM,
+            unit=unit_id,
+            state="done",
+            outcome=Outcome(summary=f"BUILDER-SUMMARY-MARK {unit_id} merged", ended_by="merged"),
+            by="merged",
+            commit=sha,
+        ),
+    ]
+
+
+async def build_wave(bus: Bus, project: str, path: Path, parts: dict[str, str]) -> str:
+    """Submit a one-wave slice of one unit per part, wait for the dispatches, merge each
+    unit's part on trunk and report them done; trunk's head at the wave's end."""
+    units = [unit(u, files=[f"part_{u.lower()}.txt"]) for u in parts]
+    await bus.publish(PlanSubmission(project=project, actor=PLANNER, plan=plan("S1", *units)))
+    await until(bus, project, lambda e: len(of_type(e, UnitDispatched)) == len(parts))
+    head = ""
+    for unit_id, value in parts.items():
+        name = f"part_{unit_id.lower()}.txt"
+        head = commit(path, {name: value}, message=f"DIFF-MARK {unit_id}: switch on {name}")
+        for event in finished(project, unit_id, head):
+            await bus.publish(event)
+    return head
+
+
+async def test_a_wave_whose_union_fails_the_verifier_holds_the_close_and_does_not_ship(
+    bus: Bus, project: str, tmp_path: Path, signer: Signer, agent_dir: Path
+) -> None:
+    """Each unit switches on one part (alone, each satisfies "one part on"); together trunk
+    has two. The verifier, told only the criteria and trunk, runs its own check on trunk,
+    finds it, and the slice does not close while the finding is open; dismissed, it closes
+    not shipped, naming the finding. Its brief carries no builder, diff or review text."""
+    verifier = StandInVerifier(agent_dir, ONE_PART, scores=FULL_MARKS)
+    path = tmp_path / "repo"
+    verify_repo(path, project, verifier)
+    async with loop(bus, project, path, signer) as d:
+        trunk = await build_wave(bus, project, path, {"A": "1", "B": "1"})
+        events, seq = await until(bus, project, lambda e: bool(of_type(e, WaveVerified)))
+        await asyncio.wait_for(d.wait_settled(seq), 30)
+        [run] = of_type(events, WaveVerified)
+        [found] = [f for f in of_type(events, FindingRaised) if f.id in run.findings]
+        assert run.trunk == trunk and run.wave == 0 and not run.error
+        assert [c.passed for c in run.checks] == [False]
+        assert "2 parts switched on" in found.message and found.severity == "high"
+        settled = [e async for e in _log(bus, project)]
+        assert not of_type(settled, SliceClosed), "closed with a verifier finding open"
+
+        await bus.publish(
+            FindingDismissed(
+                project=project,
+                actor=SYSTEM,
+                finding=found.id,
+                reason="wont-fix",
+                why="accepted for now",
+                claim=new_id(),
+                by="operator:alice",
+            )
+        )
+        events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
+    [judged] = of_type(events, SliceShipJudged)
+    assert judged.shipped is False
+    assert any(found.id in r and "dismissed" in r for r in judged.reasons), judged.reasons
+
+    [raw] = verifier.briefs()
+    brief = msgspec.json.decode(raw, type=VerifyBrief)
+    assert brief.units == ["A", "B"] and brief.trunk == trunk
+    assert brief.boot.command.endswith("-c 'print(1)'")
+    for marker in MARKERS:
+        assert marker not in raw, f"{marker} reached the verifier's brief"
+
+
+@pytest.mark.parametrize(
+    ("correctness", "shipped"),
+    [pytest.param(5, False, id="below-floor-not-shipped"), pytest.param(9, True, id="ships")],
+)
+async def test_a_slice_ships_only_when_every_floor_is_met(
+    bus: Bus,
+    project: str,
+    tmp_path: Path,
+    signer: Signer,
+    agent_dir: Path,
+    correctness: int,
+    shipped: bool,
+) -> None:
+    """The verifier's check passes and it finds nothing; the slice closes, and SHIP is judged
+    from its scores against the floors: correctness 5 under a floor of 8 is not shipped, and
+    says so; 9 ships."""
+    scores = [s for s in FULL_MARKS if s["axis"] != "correctness"]
+    scores.append({"axis": "correctness", "score": correctness, "why": "edge cases"})
+    verifier = StandInVerifier(agent_dir, ONE_PART, scores=scores)
+    path = tmp_path / "repo"
+    verify_repo(path, project, verifier)
+    async with loop(bus, project, path, signer):
+        await build_wave(bus, project, path, {"A": "1"})
+        events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
+    [closed] = of_type(events, SliceClosed)
+    [judged] = of_type(events, SliceShipJudged)
+    assert closed.boot.outcome == "pass"
+    assert judged.shipped is shipped
+    if not shipped:
+        assert judged.reasons == ["verifier: correctness scored 5, below its floor 8"]
+    else:
+        assert judged.reasons == []
+
+
+async def _log(bus: Bus, project: str) -> AsyncIterator[Event]:
+    async for record in read(bus, subjects=[project_subjects(project)]):
+        if record.event is not None:
+            yield record.event
