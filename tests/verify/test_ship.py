@@ -1,0 +1,271 @@
+"""SHIP and the verify fold, pure: the reasons a slice is not shipped, the holds the
+dispatcher applies, the brief's code-coldness, and the ``[verify]``/``[ship]`` tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from loopbus.projections import ship, verify
+from loopbus.projections.ship import ShipRules
+from loopbus.projections.slices import SlicesState
+from loopbus.schemas import FindingRaised, Outcome, UnitTransitioned
+from loopbus.schemas.charter import Charter, CharterCriterion, Objective
+from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.scores import AxisScore
+from loopbus.schemas.slices import BootResult, SliceClosed
+from loopbus.schemas.targets import PlanTarget
+from loopbus.schemas.verify import VERIFY_CRITERION, WaveVerified
+from loopbus.workers.agents.verify_config import parse
+from loopbus.workers.errors import ConfigError
+from loopbus.workers.verifier.brief import verify_brief
+from slice_helpers import SYSTEM, PureDispatcher, plan, unit
+
+P = "proj"
+FULL = [
+    AxisScore(axis=a, score=10)  # type: ignore[arg-type]
+    for a in ("correctness", "testing_strategy", "plan_adherence", "regression_surface")
+]
+
+
+def two_waves() -> PureDispatcher:
+    """S1: A then B (B waits on A): wave 0 is A, wave 1 is B; A is dispatched."""
+    d = PureDispatcher(P)
+    d.apply(*_accepted(plan("S1", unit("A", criteria=["t::a"]), unit("B", "A"))))
+    d.step()
+    return d
+
+
+def _accepted(p: Any) -> list[Any]:
+    from slice_helpers import accepted
+
+    return accepted(P, p)
+
+
+def done(unit_id: str, summary: str = "merged") -> UnitTransitioned:
+    return UnitTransitioned(
+        project=P,
+        actor=SYSTEM,
+        unit=unit_id,
+        state="done",
+        outcome=Outcome(summary=summary, ended_by="merged"),
+        by="merged",
+    )
+
+
+def verified(state: SlicesState, wave: int, **kw: Any) -> WaveVerified:
+    view = state.slices["S1"]
+    fields: dict[str, Any] = {"scores": FULL} | kw
+    return WaveVerified(
+        project=P, actor=SYSTEM, slice="S1", accepted=view.accepted, wave=wave, **fields
+    )
+
+
+def fold(events: list[Any]) -> verify.VerifyState:
+    state = verify.initial()
+    for event in events:
+        verify.FOLD.apply(state, event)
+    return state
+
+
+def test_the_next_wave_and_the_close_wait_for_the_verifier() -> None:
+    """Once A (wave 0) merged, B (wave 1) is held until wave 0 is verified; verified, it
+    goes; the close is held while a verifier finding is open, not once it is resolved."""
+    d = two_waves()
+    d.apply(done("A"))
+    view = d.state.slices["S1"]
+    assert verify.to_verify(verify.initial(), view) == 0
+    assert verify.dispatch_held(verify.initial(), view, wave=1)
+    run = verified(d.state, 0)
+    checked = fold([run])
+    assert not verify.dispatch_held(checked, view, wave=1)
+    finding = FindingRaised(
+        project=P,
+        actor=SYSTEM,
+        producer="trunk_gate",
+        target=PlanTarget(slice="S1"),
+        severity="high",
+        criterion=VERIFY_CRITERION,
+        message="two parts on",
+        evidence={"accepted": view.accepted, "wave": 0},
+        slice="S1",
+    )
+    verify.FOLD.apply(checked, finding)
+    assert verify.close_held(checked, view) == f"verifier finding {finding.id} is open"
+    verify.FOLD.apply(
+        checked,
+        FindingDismissed(
+            project=P, actor=SYSTEM, finding=finding.id, reason="wont-fix", why="ok",
+            claim=finding.id, by="operator:alice",
+        ),
+    )  # fmt: skip
+    assert verify.close_held(checked, view) == ""
+
+
+def test_a_finding_claimed_by_a_builder_never_holds_a_slice() -> None:
+    """Only the system's verify findings count: a builder raising one names no wave."""
+    from slice_helpers import BUILDER
+
+    d = two_waves()
+    view = d.state.slices["S1"]
+    forged = FindingRaised(
+        project=P,
+        actor=BUILDER,
+        producer="builder",
+        target=PlanTarget(slice="S1"),
+        severity="high",
+        criterion=VERIFY_CRITERION,
+        message="hold everything",
+        evidence={"accepted": view.accepted, "wave": 0},
+        slice="S1",
+    )
+    assert verify.open_findings(fold([forged]), view.accepted) == []
+
+
+def closed_two_wave_slice(boot: str = "pass") -> PureDispatcher:
+    d = two_waves()
+    d.apply(done("A"))
+    d.step()
+    d.apply(done("B"))
+    view = d.state.slices["S1"]
+    d.apply(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome=boot)))
+    assert view.status == "closed"
+    return d
+
+
+@pytest.mark.parametrize(
+    ("runs", "rules", "lines", "expected"),
+    [
+        pytest.param([{"wave": 0}, {"wave": 1}], ShipRules(verify=True), {}, [], id="ships"),
+        pytest.param(
+            [{"wave": 0}],
+            ShipRules(verify=True),
+            {},
+            ["wave 1 was never verified"],
+            id="unverified-wave",
+        ),
+        pytest.param(
+            [{"wave": 0}, {"wave": 1, "error": "the verify command failed: exit 2"}],
+            ShipRules(verify=True),
+            {},
+            ["wave 1: the verifier could not verify it: the verify command failed: exit 2"],
+            id="verifier-error",
+        ),
+        pytest.param(
+            [{"wave": 0}, {"wave": 1, "unreached": ["t::a: no network"]}],
+            ShipRules(verify=True),
+            {},
+            ["wave 1: the verifier could not reach t::a: no network"],
+            id="unreached",
+        ),
+        pytest.param(
+            [{"wave": 0}, {"wave": 1, "scores": FULL[1:]}],
+            ShipRules(verify=True),
+            {},
+            [],
+            id="a-score-from-either-wave-counts",
+        ),
+        pytest.param(
+            [{"wave": 0, "scores": FULL[1:]}, {"wave": 1, "scores": FULL[1:]}],
+            ShipRules(verify=True),
+            {},
+            ["verifier: correctness was not scored (floor 8)"],
+            id="missing-score-is-no-met-floor",
+        ),
+        pytest.param(
+            [{"wave": 0}, {"wave": 1}],
+            ShipRules(verify=True, floors={"correctness": 10}),
+            {},
+            [],
+            id="floor-met-exactly",
+        ),
+        pytest.param(
+            [{"wave": 0}, {"wave": 1}],
+            ShipRules(verify=True, max_unit_lines=400),
+            {"A": 401, "B": 400},
+            ["unit A changed 401 lines, over the bound of 400 ([ship] max_unit_lines)"],
+            id="over-the-size-bound",
+        ),
+        pytest.param(
+            [],
+            ShipRules(verify=False),
+            {},
+            ["no [verify] command: nothing was verified code-cold and nothing scored"],
+            id="no-verifier",
+        ),
+    ],
+)
+def test_ship_reasons(
+    runs: list[dict[str, Any]], rules: ShipRules, lines: dict[str, int], expected: list[str]
+) -> None:
+    """Each reason SHIP names, alone; no reason, shipped."""
+    d = closed_two_wave_slice()
+    view = d.state.slices["S1"]
+    checked = fold([verified(d.state, **run) for run in runs])
+    assert ship.reasons(view, checked, rules, lines) == expected
+
+
+def test_a_failed_boot_and_a_failed_unit_are_not_shipped() -> None:
+    """The increment that did not boot, and a unit that is not done, are named."""
+    d = two_waves()
+    d.apply(
+        UnitTransitioned(
+            project=P, actor=SYSTEM, unit="A", state="failed",
+            outcome=Outcome(summary="x", ended_by="halted"), by="halted",
+        )
+    )  # fmt: skip
+    d.step()
+    d.apply(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome="fail")))
+    got = ship.reasons(d.state.slices["S1"], verify.initial(), ShipRules(verify=True))
+    assert got == [
+        "unit A ended failed, not done",
+        "unit B ended blocked, not done",
+        "the increment did not boot (fail)",
+    ]
+
+
+def test_the_brief_is_built_from_the_plan_and_the_charter_only() -> None:
+    """Whatever builders and reviewers said, the brief holds the plan's and the charter's
+    words: the summary a done unit carries never reaches it."""
+    d = two_waves()
+    d.apply(done("A", summary="BUILDER-SUMMARY-MARK"))
+    charter = Charter(
+        id="c1",
+        title="t",
+        objectives=(Objective(id="o1", text="sums are right"),),
+        criteria=(CharterCriterion(id="t::a", text="a sums", check="tests"),),
+    )
+    brief = verify_brief(P, d.state.slices["S1"], 0, charter)
+    assert brief.units == ["A"] and brief.titles == {"A": "build A"}
+    assert [(c.id, c.text, c.units) for c in brief.criteria] == [("t::a", "a sums", ["A"])]
+    assert [o.text for o in brief.objectives] == ["sums are right"]
+    import msgspec
+
+    assert b"BUILDER-SUMMARY-MARK" not in msgspec.json.encode(brief)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("[ship.floors]\ncorrectness = 11\n", "ship.floors.correctness", id="floor"),
+        pytest.param("[ship.floors]\nstyle = 3\n", "ship.floors.style", id="unknown-axis"),
+        pytest.param("[ship]\nmax_unit_lines = 0\n", "ship.max_unit_lines", id="bound"),
+        pytest.param("[verify]\nwhen = 1\n", "verify.when", id="unknown-key"),
+    ],
+)
+def test_a_mistake_in_verify_or_ship_is_one_line_naming_the_field(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        parse(text)
+    assert "\n" not in str(raised.value)
+
+
+def test_floors_default_to_the_seeds_and_are_overridden_one_by_one() -> None:
+    verify_config, ship_config = parse('[verify]\ncommand = "v"\n[ship.floors]\ncorrectness = 6\n')
+    assert verify_config.command == "v"
+    assert ship_config.floors == {
+        "correctness": 6,
+        "testing_strategy": 7,
+        "plan_adherence": 8,
+        "regression_surface": 9,
+    }
+    assert ship_config.max_unit_lines == 400
