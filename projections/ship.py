@@ -8,9 +8,10 @@ Shipped means no reason below stands:
 * a merged wave was never verified, or the verifier could not verify it (its error);
 * the verifier listed something it could not reach (what was not verified is not shipped);
 * a verifier finding was not resolved (open, or dismissed rather than fixed);
-* an axis scored below its floor, or was never scored (a missing score is no met floor);
-* a unit's diff was larger than ``max_unit_lines`` (it is reported, the slice still
-  closes: the bound never hangs the loop).
+* an axis scored below its floor, or was never scored (a missing score is no met floor),
+  by the verifier over the slice or by the reviewer of a done unit (its latest verdict);
+* a done unit's change was larger than ``max_unit_lines``, or its size was not measured
+  (it is reported, the slice still closes: the bound never hangs the loop).
 
 Without a ``[verify] command`` nothing is verified code-cold and nothing is scored, so
 such a slice closes not shipped, and says why.
@@ -40,11 +41,12 @@ def reasons(
     view: SliceView,
     state: VerifyState,
     rules: ShipRules,
-    unit_lines: dict[str, int] | None = None,
+    unit_lines: dict[str, int | None] | None = None,
 ) -> list[str]:
     """Every reason the slice is not shipped, in words (empty: it ships).
 
-    ``unit_lines`` maps a unit to the lines its diff changed, where that was measured."""
+    ``unit_lines`` maps a done unit to the lines its change touched (``None``: not
+    measured); ``None`` for the whole map leaves size out of the judgement."""
     out: list[str] = []
     summary = settled_summary(view)
     for how in ("failed", "lost", "blocked"):
@@ -56,11 +58,19 @@ def reasons(
         detail = f": {view.boot.detail}" if view.boot.detail else ""
         out.append(f"the increment did not boot ({view.boot.outcome}{detail})")
     for unit, lines in sorted((unit_lines or {}).items()):
-        if lines > rules.max_unit_lines:
+        if lines is None:
+            out.append(f"unit {unit}: the size of its change was not measured")
+        elif lines > rules.max_unit_lines:
             out.append(
                 f"unit {unit} changed {lines} lines, over the bound of {rules.max_unit_lines} "
                 "([ship] max_unit_lines)"
             )
+    for unit in summary["done"]:
+        graded = state.reviewed.get(unit, [])
+        if not graded:
+            out.append(f"reviewer of {unit}: no axis was scored")
+        else:
+            out.extend(below_floor(graded, rules.floors, f"reviewer of {unit}"))
     if not rules.verify:
         out.append("no [verify] command: nothing was verified code-cold and nothing scored")
         return out

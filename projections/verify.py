@@ -22,6 +22,8 @@ from loopbus.projections.base import Fold
 from loopbus.projections.slices import SliceView, is_settled
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
+from loopbus.schemas.reviews import ReviewVerdict
+from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.verify import VERIFY_CRITERION, SliceShipJudged, WaveVerified
 
 FindingStatus = Literal["open", "resolved", "dismissed"]
@@ -43,6 +45,8 @@ class VerifyState(msgspec.Struct, kw_only=True):
     findings: dict[str, VerifierFindingState] = {}
     judged: dict[str, SliceShipJudged] = {}
     """accepted -> the SHIP verdict of the slice it accepted."""
+    reviewed: dict[str, list[AxisScore]] = {}
+    """unit -> the scores of the latest verdict a reviewer gave on it."""
 
 
 def initial() -> VerifyState:
@@ -87,6 +91,8 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
             _status(state, event.finding, "open")
         case SliceShipJudged():
             state.judged.setdefault(event.accepted, event)
+        case ReviewVerdict() if event.actor.role == "reviewer":
+            state.reviewed[event.unit] = list(event.scores)
         case _:
             pass
     return state

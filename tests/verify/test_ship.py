@@ -9,9 +9,10 @@ import pytest
 from loopbus.projections import ship, verify
 from loopbus.projections.ship import ShipRules
 from loopbus.projections.slices import SlicesState
-from loopbus.schemas import FindingRaised, Outcome, UnitTransitioned
+from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned, new_id
 from loopbus.schemas.charter import Charter, CharterCriterion, Objective
 from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.reviews import ReviewVerdict
 from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.slices import BootResult, SliceClosed
 from loopbus.schemas.targets import PlanTarget
@@ -20,6 +21,8 @@ from loopbus.workers.agents.verify_config import parse
 from loopbus.workers.errors import ConfigError
 from loopbus.workers.verifier.brief import verify_brief
 from slice_helpers import SYSTEM, PureDispatcher, plan, unit
+
+REVIEWER = Actor(role="reviewer", principal="r1")
 
 P = "proj"
 FULL = [
@@ -59,6 +62,13 @@ def verified(state: SlicesState, wave: int, **kw: Any) -> WaveVerified:
     return WaveVerified(
         project=P, actor=SYSTEM, slice="S1", accepted=view.accepted, wave=wave, **fields
     )
+
+
+def reviewed(unit_id: str, scores: list[AxisScore]) -> ReviewVerdict:
+    return ReviewVerdict(
+        project=P, actor=REVIEWER, unit=unit_id, request=new_id(), head="a" * 40,
+        verdict="approve", scores=scores,
+    )  # fmt: skip
 
 
 def fold(events: list[Any]) -> verify.VerifyState:
@@ -201,7 +211,9 @@ def test_ship_reasons(
     """Each reason SHIP names, alone; no reason, shipped."""
     d = closed_two_wave_slice()
     view = d.state.slices["S1"]
-    checked = fold([verified(d.state, **run) for run in runs])
+    checked = fold(
+        [verified(d.state, **run) for run in runs] + [reviewed("A", FULL), reviewed("B", FULL)]
+    )
     assert ship.reasons(view, checked, rules, lines) == expected
 
 
@@ -269,3 +281,16 @@ def test_floors_default_to_the_seeds_and_are_overridden_one_by_one() -> None:
         "regression_surface": 9,
     }
     assert ship_config.max_unit_lines == 400
+
+
+def test_each_done_units_reviewer_scores_meet_the_floors() -> None:
+    """A done unit no reviewer scored, and one scored under a floor, are named; the latest
+    verdict on a unit is the one that counts."""
+    d = closed_two_wave_slice()
+    low = [s if s.axis != "regression_surface" else AxisScore(axis=s.axis, score=6) for s in FULL]
+    events = [verified(d.state, 0), verified(d.state, 1), reviewed("A", []), reviewed("A", low)]
+    got = ship.reasons(d.state.slices["S1"], fold(events), ShipRules(verify=True))
+    assert got == [
+        "reviewer of A: regression_surface scored 6, below its floor 9",
+        "reviewer of B: no axis was scored",
+    ]

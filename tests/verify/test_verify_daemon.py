@@ -31,6 +31,7 @@ from loopbus.schemas import (
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict
+from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
 from loopbus.schemas.targets import PlanTarget
 from loopbus.schemas.verify import SliceShipJudged, VerifyBrief, WaveVerified
@@ -102,6 +103,7 @@ def finished(project: str, unit_id: str, sha: str) -> list[Event]:
             request=new_id(),
             head=sha,
             verdict="approve",
+            scores=[msgspec.convert(s, AxisScore) for s in FULL_MARKS],
             summary=f"REVIEW-MARK looks fine for {unit_id}",
             findings=[
                 ReviewFinding(
@@ -220,3 +222,19 @@ async def _log(bus: Bus, project: str) -> AsyncIterator[Event]:
     async for record in read(bus, subjects=[project_subjects(project)]):
         if record.event is not None:
             yield record.event
+
+
+async def test_a_unit_over_the_size_bound_closes_not_shipped_and_says_so(
+    bus: Bus, project: str, tmp_path: Path, signer: Signer, agent_dir: Path
+) -> None:
+    """A unit whose change touched more lines than ``max_unit_lines`` does not hold the
+    loop: the slice closes, not shipped, naming the unit and its size."""
+    verifier = StandInVerifier(agent_dir, f"{sys.executable} -c pass", scores=FULL_MARKS)
+    path = tmp_path / "repo"
+    verify_repo(path, project, verifier)
+    async with loop(bus, project, path, signer, max_unit_lines=2):
+        await build_wave(bus, project, path, {"A": "a\nb\nc\n"})
+        events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
+    [judged] = of_type(events, SliceShipJudged)
+    assert judged.shipped is False
+    assert judged.reasons == ["unit A changed 3 lines, over the bound of 2 ([ship] max_unit_lines)"]

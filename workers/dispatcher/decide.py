@@ -174,7 +174,7 @@ def _steps(
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)
     for view in unjudged(world, state):
-        yield Publish(ship_judged(world, options, view))
+        yield Publish(ship_judged(world, options, state, view))
     for action in actions:
         view = state.slices[action.slice]
         match action:
@@ -366,9 +366,24 @@ def unjudged(world: World, state: SlicesState) -> list[SliceView]:
     )
 
 
-def ship_judged(world: World, options: Options, view: SliceView) -> SliceShipJudged:
+def unit_lines(state: SlicesState, view: SliceView) -> dict[str, int | None]:
+    """Each done unit's change size, from the completion of its latest dispatch."""
+    out: dict[str, int | None] = {}
+    for entry in slices.record_entries(state, view.slice):
+        unit = view.units.get(entry.unit)
+        if unit is None or unit.state != "done" or entry.dispatch not in unit.dispatches[-1:]:
+            continue
+        out[entry.unit] = entry.completion.lines_changed if entry.completion else None
+    return out
+
+
+def ship_judged(
+    world: World, options: Options, state: SlicesState, view: SliceView
+) -> SliceShipJudged:
     """SHIP for a closed slice (:mod:`loopbus.projections.ship`)."""
-    found = ship.reasons(view, verify_state(world), options.rules(world.project))
+    found = ship.reasons(
+        view, verify_state(world), options.rules(world.project), unit_lines(state, view)
+    )
     return SliceShipJudged(
         id=answer_id(view.accepted, "ship-judged"),
         project=world.project,
