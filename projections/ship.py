@@ -10,6 +10,8 @@ Shipped means no reason below stands:
 * a verifier finding was not resolved (open, or dismissed rather than fixed);
 * an axis scored below its floor, or was never scored (a missing score is no met floor),
   by the verifier over the slice or by the reviewer of a done unit (its latest verdict);
+* with wave review on, a merged wave had no wave review (or its review failed), or a
+  wave-review finding was not resolved (by the re-review of the unit it re-opened);
 * a done unit's change was larger than ``max_unit_lines``, or its size was not measured
   (it is reported, the slice still closes: the bound never hangs the loop).
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import verify
+from loopbus.projections import verify, wave_review
 from loopbus.projections.slices import SliceView, settled_summary
 from loopbus.projections.verify import VerifyState
+from loopbus.projections.wave_review import WaveReviewState
 from loopbus.schemas.scores import DEFAULT_FLOORS, AxisScore, below_floor
 
 
@@ -35,6 +38,8 @@ class ShipRules:
     """A ``[verify] command`` is configured (waves are verified code-cold)."""
     floors: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FLOORS))
     max_unit_lines: int = 400
+    wave_review: bool = False
+    """``[review] wave = true`` (with a review command): merged waves are reviewed whole."""
 
 
 def reasons(
@@ -42,6 +47,7 @@ def reasons(
     state: VerifyState,
     rules: ShipRules,
     unit_lines: dict[str, int | None] | None = None,
+    waves: WaveReviewState | None = None,
 ) -> list[str]:
     """Every reason the slice is not shipped, in words (empty: it ships).
 
@@ -71,6 +77,8 @@ def reasons(
             out.append(f"reviewer of {unit}: no axis was scored")
         else:
             out.extend(below_floor(graded, rules.floors, f"reviewer of {unit}"))
+    if rules.wave_review:
+        out.extend(wave_review.ship_reasons(waves or wave_review.initial(), view))
     if not rules.verify:
         out.append("no [verify] command: nothing was verified code-cold and nothing scored")
         return out

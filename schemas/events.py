@@ -94,6 +94,7 @@ from loopbus.schemas.slices import (
 from loopbus.schemas.units import UnitPlanned, UnitTransitioned
 from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
 from loopbus.schemas.verify import SliceShipJudged, WaveVerified
+from loopbus.schemas.wave_review import UnitReReviewed, WaveReviewed
 
 Event = (
     FindingRaised
@@ -170,6 +171,8 @@ Event = (
     | ConfigLanded
     | WaveVerified
     | SliceShipJudged
+    | WaveReviewed
+    | UnitReReviewed
 )
 """Every kind that may appear on the log."""
 

@@ -7,12 +7,33 @@ finding when the check fails, the scores from its data file, and the check it ra
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from slice_helpers import make_repo
+import msgspec
+from kernelkit import running
+from loopbus.bus import Bus, read
+from loopbus.projections.ship import ShipRules
+from loopbus.schemas import Actor, Event, Outcome, UnitTransitioned, new_id, project_subjects
+from loopbus.schemas.reports import CommitReport
+from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict
+from loopbus.schemas.scores import AxisScore
+from loopbus.schemas.targets import PlanTarget
+from loopbus.workers.agents import config as agent_config
+from loopbus.workers.agents.verify_config import parse_verify_text
+from loopbus.workers.dispatcher.daemon import Dispatcher
+from loopbus.workers.dispatcher.repo import ProjectRepo
+from loopbus.workers.gates.signing import Signer
+from loopbus.workers.kernel import Kernel
+from loopbus.workers.verifier.daemon import Verifier
+from slice_helpers import BUILDER, SYSTEM, make_repo
+
+REVIEWER = Actor(role="reviewer", principal="r1")
 
 VERIFIER_SCRIPT = r"""
 import json, subprocess, sys
@@ -76,3 +97,71 @@ def verify_repo(path: Path, project: str, verifier: StandInVerifier, extra: str 
         f'[agents]\nwritable = ["{verifier.dir.parent}"]\n' + extra
     )
     return make_repo(path, {"loopbus.toml": toml, "README.md": "increment\n"})
+
+
+@asynccontextmanager
+async def loop(
+    bus: Bus, project: str, path: Path, signer: Signer, **rules: Any
+) -> AsyncIterator[Kernel]:
+    """The dispatcher and the verifier for ``project``, following the log."""
+    text = (path / "loopbus.toml").read_text()
+    configs = {project: agent_config.parse(text, repo=str(path))}
+    dispatcher = Dispatcher(
+        bus,
+        repos={project: ProjectRepo(path)},
+        signer=signer,
+        projects=[project],
+        ship={project: ShipRules(**({"verify": True} | rules))},
+    )
+    verifier = Verifier(configs, {project: parse_verify_text(text)})
+    async with running(bus, dispatcher) as d, running(bus, verifier):
+        yield d
+
+
+async def until(
+    bus: Bus, project: str, done: Callable[[list[Event]], bool], timeout: float = 60
+) -> tuple[list[Event], int]:
+    """The project's log up to the first record after which ``done`` holds, and its seq."""
+    events: list[Event] = []
+
+    async def scan() -> int:
+        async for record in read(bus, subjects=[project_subjects(project)], follow=True):
+            if record.event is not None:
+                events.append(record.event)
+                if done(events):
+                    return record.seq
+        raise AssertionError("the log ended")
+
+    seq = await asyncio.wait_for(scan(), timeout)
+    return events, seq
+
+
+def finished(project: str, unit_id: str, sha: str) -> list[Event]:
+    """What a builder, a reviewer and the merger leave on the log for a merged unit."""
+    return [
+        CommitReport(project=project, actor=BUILDER, unit=unit_id, sha=sha),
+        ReviewVerdict(
+            project=project,
+            actor=REVIEWER,
+            unit=unit_id,
+            request=new_id(),
+            head=sha,
+            verdict="approve",
+            scores=[msgspec.convert(s, AxisScore) for s in FULL_MARKS],
+            summary=f"REVIEW-MARK looks fine for {unit_id}",
+            findings=[
+                ReviewFinding(
+                    target=PlanTarget(slice="S1"), severity="low", message="REVIEW-MARK nit"
+                )
+            ],
+        ),
+        UnitTransitioned(
+            project=project,
+            actor=SYSTEM,
+            unit=unit_id,
+            state="done",
+            outcome=Outcome(summary=f"BUILDER-SUMMARY-MARK {unit_id} merged", ended_by="merged"),
+            by="merged",
+            commit=sha,
+        ),
+    ]

@@ -91,8 +91,13 @@ def ship_rules(repo: Path, trunk: str | None) -> ShipRules:
     if text is None:
         return ShipRules()
     verify, ship = parse(text)
+    review = tomllib.loads(text).get("review", {})
+    wave = isinstance(review, dict) and review.get("wave") is True and bool(review.get("command"))
     return ShipRules(
-        verify=verify.command is not None, floors=ship.floors, max_unit_lines=ship.max_unit_lines
+        verify=verify.command is not None,
+        floors=ship.floors,
+        max_unit_lines=ship.max_unit_lines,
+        wave_review=wave,
     )
 
 

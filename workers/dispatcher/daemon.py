@@ -26,6 +26,7 @@ from loopbus.bus import Bus
 from loopbus.projections import blocking, charter, contract_landing, decisions, slices
 from loopbus.projections import units as units_fold
 from loopbus.projections import verify as verify_fold
+from loopbus.projections import wave_review as wave_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.ship import ShipRules
 from loopbus.workers.dispatcher import retries
@@ -67,6 +68,7 @@ class Dispatcher(Daemon):
         charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
         contract_landing.FOLD,
         verify_fold.FOLD,  # waves verified code-cold, verifier findings, SHIP verdicts
+        wave_fold.FOLD,  # waves reviewed whole, units re-opened and re-reviewed
     )
 
     def __init__(

@@ -47,6 +47,7 @@ from typing import Any
 
 from loopbus.projections import blocking, charter, claims, contract_landing, decisions, ship, slices
 from loopbus.projections import verify as verify_fold
+from loopbus.projections import wave_review as wave_fold
 from loopbus.projections.intents import Effect, Intent, Publish
 from loopbus.projections.slices import (
     Action,
@@ -130,8 +131,9 @@ def decide(world: World, options: Options) -> list[Intent]:
         for a in actions
         if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
     ]
-    if options.rules(world.project).verify:
-        actions = verification_holds(world, state, actions)
+    rules = options.rules(world.project)
+    if rules.verify or rules.wave_review:
+        actions = verification_holds(world, state, actions, rules)
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -341,20 +343,35 @@ def verify_state(world: World) -> verify_fold.VerifyState:
     return found if found is not None else verify_fold.initial()
 
 
-def verification_holds(world: World, state: SlicesState, actions: Sequence[Action]) -> list[Action]:
-    """With a ``[verify] command``: no unit of a later wave is dispatched while a merged
-    wave awaits its verification (trunk at a wave's end is what the verifier sees), and no
-    slice closes while one does or a verifier finding is open."""
-    checked = verify_state(world)
+def verification_holds(
+    world: World, state: SlicesState, actions: Sequence[Action], rules: ship.ShipRules
+) -> list[Action]:
+    """With a ``[verify] command`` (and, the same way, with wave review): no unit of a later
+    wave is dispatched while a merged wave awaits its verification (trunk at a wave's end is
+    what the verifier sees), and no slice closes while one does, a re-opened unit awaits its
+    re-review, or a verifier or wave-review finding is open."""
+    checked, waves = verify_state(world), wave_state(world)
     kept: list[Action] = []
     for action in actions:
         view = state.slices[action.slice]
-        if isinstance(action, Dispatch) and verify_fold.dispatch_held(checked, view, action.wave):
+        if isinstance(action, Dispatch) and (
+            (rules.verify and verify_fold.dispatch_held(checked, view, action.wave))
+            or (rules.wave_review and wave_fold.dispatch_held(waves, view, action.wave))
+        ):
             continue
-        if isinstance(action, Close) and verify_fold.close_held(checked, view):
+        if isinstance(action, Close) and (
+            (rules.verify and verify_fold.close_held(checked, view))
+            or (rules.wave_review and wave_fold.close_held(waves, view))
+        ):
             continue
         kept.append(action)
     return kept
+
+
+def wave_state(world: World) -> wave_fold.WaveReviewState:
+    """The folded wave reviews (empty for a world built without that fold)."""
+    found: wave_fold.WaveReviewState | None = world.states.get(wave_fold.FOLD.name)
+    return found if found is not None else wave_fold.initial()
 
 
 def unjudged(world: World, state: SlicesState) -> list[SliceView]:
@@ -382,7 +399,11 @@ def ship_judged(
 ) -> SliceShipJudged:
     """SHIP for a closed slice (:mod:`loopbus.projections.ship`)."""
     found = ship.reasons(
-        view, verify_state(world), options.rules(world.project), unit_lines(state, view)
+        view,
+        verify_state(world),
+        options.rules(world.project),
+        unit_lines(state, view),
+        wave_state(world),
     )
     return SliceShipJudged(
         id=answer_id(view.accepted, "ship-judged"),

@@ -30,6 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 verify[project] = parse_verify_text(text)
             except ConfigError as exc:
                 parser.error(f"--repo {config.repo}: {exc}")
-        return serving_body(Verifier(configs, verify), "no project configures [verify] command")
+        return serving_body(
+            Verifier(configs, verify), "no project configures [verify] command or [review] wave"
+        )
 
     return main_for("verifier", parser, make_body, argv)

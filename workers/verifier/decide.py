@@ -11,13 +11,14 @@ from __future__ import annotations
 from loopbus.projections import charter as charter_fold
 from loopbus.projections import slices as slices_fold
 from loopbus.projections import verify as verify_fold
+from loopbus.projections import wave_review as wave_fold
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.slices import SlicesState
 from loopbus.workers.kernel import World
 from loopbus.workers.verifier.brief import verify_brief
 
 VERIFY = "verify-wave"
-FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD)
+FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD, wave_fold.FOLD)
 """What the verifier daemon folds (the charter for its objectives and criteria words)."""
 
 
