@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import verify, wave_review
+from loopbus.projections import trunk_green, verify, wave_review
 from loopbus.projections.slices import SliceView, settled_summary
+from loopbus.projections.trunk_green import TrunkGates
 from loopbus.projections.verify import VerifyState
 from loopbus.projections.wave_review import WaveReviewState
 from loopbus.schemas.scores import DEFAULT_FLOORS, AxisScore, below_floor
@@ -46,13 +47,15 @@ def reasons(
     view: SliceView,
     state: VerifyState,
     rules: ShipRules,
+    trunk: TrunkGates,
     unit_lines: dict[str, int | None] | None = None,
     waves: WaveReviewState | None = None,
 ) -> list[str]:
     """Every reason the slice is not shipped, in words (empty: it ships).
 
-    ``unit_lines`` maps a done unit to the lines its change touched (``None``: not
-    measured); ``None`` for the whole map leaves size out of the judgement."""
+    ``trunk`` is what the gates say about trunk at the close; ``unit_lines`` maps a done
+    unit to the lines its change touched (``None``: not measured); ``None`` for the whole
+    map leaves size out of the judgement."""
     out: list[str] = []
     summary = settled_summary(view)
     for how in ("failed", "lost", "blocked"):
@@ -63,6 +66,7 @@ def reasons(
     elif view.boot.outcome != "pass":
         detail = f": {view.boot.detail}" if view.boot.detail else ""
         out.append(f"the increment did not boot ({view.boot.outcome}{detail})")
+    out.extend(trunk_green.reasons(view, trunk))
     for unit, lines in sorted((unit_lines or {}).items()):
         if lines is None:
             out.append(f"unit {unit}: the size of its change was not measured")

@@ -47,6 +47,8 @@ class WaveReviewState(msgspec.Struct, kw_only=True):
     """``accepted:wave:unit`` -> the re-review of a re-opened unit."""
     findings: dict[str, WaveFinding] = {}
     merged: int = 0
+    trees: dict[str, str] = {}
+    """merge commit -> its tree (what trunk's gate suite was run on)."""
 
 
 def initial() -> WaveReviewState:
@@ -60,6 +62,7 @@ def apply(state: WaveReviewState, event: Event) -> WaveReviewState:
             state.merges[event.unit] = Merge(
                 merge=event.merge, previous=event.previous, order=state.merged
             )
+            state.trees[event.merge] = event.tree
         case WaveReviewed():
             state.reviewed.setdefault(wave_key(event.accepted, event.wave), event)
         case UnitReReviewed():

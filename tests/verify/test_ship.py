@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loopbus.projections import ship, verify
+from loopbus.projections import gates, ship, trunk_green, verify
 from loopbus.projections.ship import ShipRules
 from loopbus.projections.slices import SlicesState
+from loopbus.projections.trunk_green import TrunkGates
 from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned, new_id
 from loopbus.schemas.charter import Charter, CharterCriterion, Objective
 from loopbus.schemas.lifecycle import FindingDismissed
@@ -19,8 +20,17 @@ from loopbus.schemas.targets import PlanTarget
 from loopbus.schemas.verify import VERIFY_CRITERION, WaveVerified
 from loopbus.workers.agents.verify_config import parse
 from loopbus.workers.errors import ConfigError
+from loopbus.workers.gates.signing import Signer
 from loopbus.workers.verifier.brief import verify_brief
-from slice_helpers import SYSTEM, PureDispatcher, plan, unit
+from slice_helpers import (
+    SYSTEM,
+    PureDispatcher,
+    gate_result,
+    gate_suite,
+    plan,
+    registration,
+    unit,
+)
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 
@@ -132,13 +142,30 @@ def test_a_finding_claimed_by_a_builder_never_holds_a_slice() -> None:
     assert verify.open_findings(fold([forged]), view.accepted) == []
 
 
+TRUNK, TREE = "c" * 40, "d" * 40
+
+
+def green(signer: Signer, tests: dict[str, str] | None = None, outcome: str = "pass") -> TrunkGates:
+    """The gates fold after a verified suite on trunk ``TRUNK`` whose one result says how
+    each test of ``tests`` ended."""
+    result = gate_result(signer, P, commit=TRUNK, tree=TREE, outcome=outcome, tests=tests or {})
+    suite = gate_suite(signer, P, None, commit=TRUNK, tree=TREE, results=[result], outcome=outcome)
+    seen = gates.initial()
+    for event in (registration(P, signer), result, suite):
+        gates.FOLD.apply(seen, event)
+    return TrunkGates(gates=seen)
+
+
 def closed_two_wave_slice(boot: str = "pass") -> PureDispatcher:
     d = two_waves()
     d.apply(done("A"))
     d.step()
     d.apply(done("B"))
     view = d.state.slices["S1"]
-    d.apply(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome=boot)))
+    closed = SliceClosed(
+        project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome=boot, commit=TRUNK)
+    )
+    d.apply(closed)
     assert view.status == "closed"
     return d
 
@@ -206,7 +233,11 @@ def closed_two_wave_slice(boot: str = "pass") -> PureDispatcher:
     ],
 )
 def test_ship_reasons(
-    runs: list[dict[str, Any]], rules: ShipRules, lines: dict[str, int], expected: list[str]
+    runs: list[dict[str, Any]],
+    rules: ShipRules,
+    lines: dict[str, int],
+    expected: list[str],
+    signer: Signer,
 ) -> None:
     """Each reason SHIP names, alone; no reason, shipped."""
     d = closed_two_wave_slice()
@@ -214,7 +245,8 @@ def test_ship_reasons(
     checked = fold(
         [verified(d.state, **run) for run in runs] + [reviewed("A", FULL), reviewed("B", FULL)]
     )
-    assert ship.reasons(view, checked, rules, lines) == expected
+    trunk = green(signer, {"t::a": "passed"})
+    assert ship.reasons(view, checked, rules, trunk, lines) == expected
 
 
 def test_a_failed_boot_and_a_failed_unit_are_not_shipped() -> None:
@@ -228,11 +260,12 @@ def test_a_failed_boot_and_a_failed_unit_are_not_shipped() -> None:
     )  # fmt: skip
     d.step()
     d.apply(SliceClosed(project=P, actor=SYSTEM, slice="S1", boot=BootResult(outcome="fail")))
-    got = ship.reasons(d.state.slices["S1"], verify.initial(), ShipRules(verify=True))
+    got = ship.reasons(d.state.slices["S1"], verify.initial(), ShipRules(verify=True), TrunkGates())
     assert got == [
         "unit A ended failed, not done",
         "unit B ended blocked, not done",
         "the increment did not boot (fail)",
+        "trunk's commit at the close is unknown: green and criteria not established",
     ]
 
 
@@ -283,14 +316,58 @@ def test_floors_default_to_the_seeds_and_are_overridden_one_by_one() -> None:
     assert ship_config.max_unit_lines == 400
 
 
-def test_each_done_units_reviewer_scores_meet_the_floors() -> None:
+def test_each_done_units_reviewer_scores_meet_the_floors(signer: Signer) -> None:
     """A done unit no reviewer scored, and one scored under a floor, are named; the latest
     verdict on a unit is the one that counts."""
     d = closed_two_wave_slice()
     low = [s if s.axis != "regression_surface" else AxisScore(axis=s.axis, score=6) for s in FULL]
     events = [verified(d.state, 0), verified(d.state, 1), reviewed("A", []), reviewed("A", low)]
-    got = ship.reasons(d.state.slices["S1"], fold(events), ShipRules(verify=True))
+    trunk = green(signer, {"t::a": "passed"})
+    got = ship.reasons(d.state.slices["S1"], fold(events), ShipRules(verify=True), trunk)
     assert got == [
         "reviewer of A: regression_surface scored 6, below its floor 9",
         "reviewer of B: no axis was scored",
     ]
+
+
+@pytest.mark.parametrize(
+    ("tests", "outcome", "expected"),
+    [
+        pytest.param({"t::a": "passed"}, "pass", [], id="green-and-passing"),
+        pytest.param(
+            {"t::a": "failed"},
+            "fail",
+            [
+                f"trunk {TRUNK[:12]} is not green: its gate suite ended fail",
+                f"criterion t::a does not pass on trunk {TRUNK[:12]} (failed)",
+            ],
+            id="red-and-failing",
+        ),
+        pytest.param(
+            {},
+            "pass",
+            [f"criterion t::a does not pass on trunk {TRUNK[:12]} (did not run)"],
+            id="criterion-not-run",
+        ),
+    ],
+)
+def test_trunk_must_be_green_with_the_slices_criteria_passing(
+    signer: Signer, tests: dict[str, str], outcome: str, expected: list[str]
+) -> None:
+    """Trunk at the close is judged from its verified gate suite: red is named, and a
+    criterion the slice claims must have passed there (not run is not passed)."""
+    d = closed_two_wave_slice()
+    view = d.state.slices["S1"]
+    assert trunk_green.reasons(view, green(signer, tests, outcome)) == expected
+
+
+def test_an_unsigned_suite_does_not_make_trunk_green() -> None:
+    """A suite no registered runner signed is skipped by the gates fold: nothing ran."""
+    d = closed_two_wave_slice()
+    result = gate_result(None, P, commit=TRUNK, tree=TREE, tests={"t::a": "passed"})
+    suite = gate_suite(None, P, None, commit=TRUNK, tree=TREE, results=[result])
+    seen = gates.initial()
+    for event in (result, suite):
+        gates.FOLD.apply(seen, event)
+    got = trunk_green.reasons(d.state.slices["S1"], TrunkGates(gates=seen))
+    assert got == [f"no verified gate suite ran on trunk {TRUNK[:12]}: green is not established"]

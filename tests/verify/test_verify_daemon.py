@@ -26,7 +26,15 @@ from loopbus.schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
 from loopbus.schemas.verify import SliceShipJudged, VerifyBrief, WaveVerified
 from loopbus.workers.gates.signing import Signer
 from slice_helpers import PLANNER, SYSTEM, commit, of_type, plan, unit
-from verifykit import FULL_MARKS, StandInVerifier, finished, loop, until, verify_repo
+from verifykit import (
+    FULL_MARKS,
+    StandInVerifier,
+    finished,
+    green_trunk,
+    loop,
+    until,
+    verify_repo,
+)
 
 MARKERS = ("BUILDER-SUMMARY-MARK", "DIFF-MARK", "REVIEW-MARK")
 """Texts only builders, diffs and reviews carry: none may reach the verifier's brief."""
@@ -37,9 +45,12 @@ ONE_PART = (
 )
 
 
-async def build_wave(bus: Bus, project: str, path: Path, parts: dict[str, str]) -> str:
+async def build_wave(
+    bus: Bus, project: str, path: Path, parts: dict[str, str], signer: Signer
+) -> str:
     """Submit a one-wave slice of one unit per part, wait for the dispatches, merge each
-    unit's part on trunk and report them done; trunk's head at the wave's end."""
+    unit's part on trunk (the last on a green trunk) and report them done; trunk's head at
+    the wave's end."""
     units = [unit(u, files=[f"part_{u.lower()}.txt"]) for u in parts]
     await bus.publish(PlanSubmission(project=project, actor=PLANNER, plan=plan("S1", *units)))
     await until(bus, project, lambda e: len(of_type(e, UnitDispatched)) == len(parts))
@@ -47,7 +58,11 @@ async def build_wave(bus: Bus, project: str, path: Path, parts: dict[str, str]) 
     for unit_id, value in parts.items():
         name = f"part_{unit_id.lower()}.txt"
         head = commit(path, {name: value}, message=f"DIFF-MARK {unit_id}: switch on {name}")
-        for event in finished(project, unit_id, head):
+        last = unit_id == list(parts)[-1]
+        for event in [
+            *(green_trunk(signer, project, path, head) if last else []),
+            *finished(project, unit_id, head),
+        ]:
             await bus.publish(event)
     return head
 
@@ -63,7 +78,7 @@ async def test_a_wave_whose_union_fails_the_verifier_holds_the_close_and_does_no
     path = tmp_path / "repo"
     verify_repo(path, project, verifier)
     async with loop(bus, project, path, signer) as d:
-        trunk = await build_wave(bus, project, path, {"A": "1", "B": "1"})
+        trunk = await build_wave(bus, project, path, signer=signer, parts={"A": "1", "B": "1"})
         events, seq = await until(bus, project, lambda e: bool(of_type(e, WaveVerified)))
         await asyncio.wait_for(d.wait_settled(seq), 30)
         [run] = of_type(events, WaveVerified)
@@ -120,7 +135,7 @@ async def test_a_slice_ships_only_when_every_floor_is_met(
     path = tmp_path / "repo"
     verify_repo(path, project, verifier)
     async with loop(bus, project, path, signer):
-        await build_wave(bus, project, path, {"A": "1"})
+        await build_wave(bus, project, path, signer=signer, parts={"A": "1"})
         events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
     [closed] = of_type(events, SliceClosed)
     [judged] = of_type(events, SliceShipJudged)
@@ -147,7 +162,7 @@ async def test_a_unit_over_the_size_bound_closes_not_shipped_and_says_so(
     path = tmp_path / "repo"
     verify_repo(path, project, verifier)
     async with loop(bus, project, path, signer, max_unit_lines=2):
-        await build_wave(bus, project, path, {"A": "a\nb\nc\n"})
+        await build_wave(bus, project, path, signer=signer, parts={"A": "a\nb\nc\n"})
         events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
     [judged] = of_type(events, SliceShipJudged)
     assert judged.shipped is False

@@ -19,7 +19,7 @@ from loopbus.schemas.verify import SliceShipJudged
 from loopbus.schemas.wave_review import FLOOR_AXES, UnitReReviewed, WaveReviewed
 from loopbus.workers.gates.signing import Signer
 from slice_helpers import PLANNER, SYSTEM, commit, make_repo, of_type, plan, unit
-from verifykit import finished, loop, until
+from verifykit import finished, green_trunk, loop, until
 
 REVIEWER_SCRIPT = r"""
 import json, sys
@@ -83,6 +83,9 @@ async def test_a_wave_review_finding_reopens_exactly_the_unit_it_points_to(
             previous = _head(path)
             merge = commit(path, {name: texts[unit_id]}, message=f"merge {unit_id}")
             await bus.publish(_advanced(project, unit_id, merge, previous, path))
+            if unit_id == "B":
+                for event in green_trunk(signer, project, path, merge):
+                    await bus.publish(event)
             for event in finished(project, unit_id, merge):
                 await bus.publish(event)
         events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))

@@ -165,3 +165,16 @@ def finished(project: str, unit_id: str, sha: str) -> list[Event]:
             commit=sha,
         ),
     ]
+
+
+def green_trunk(signer: Signer, project: str, path: Path, commit: str) -> list[Event]:
+    """What the merger's trunk gates leave for a green ``commit``: the runner's key, a
+    signed passing result and suite on it."""
+    from dulwich.repo import Repo
+    from slice_helpers import gate_result, gate_suite, registration
+
+    with Repo(str(path)) as repo:
+        tree = repo[commit.encode()].tree.decode()  # type: ignore[attr-defined]
+    result = gate_result(signer, project, commit=commit, tree=tree)
+    suite = gate_suite(signer, project, None, commit=commit, tree=tree, results=[result])
+    return [registration(project, signer), result, suite]

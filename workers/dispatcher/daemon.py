@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 from loopbus.bus import Bus
 from loopbus.projections import blocking, charter, contract_landing, decisions, slices
+from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections import verify as verify_fold
 from loopbus.projections import wave_review as wave_fold
@@ -69,6 +70,7 @@ class Dispatcher(Daemon):
         contract_landing.FOLD,
         verify_fold.FOLD,  # waves verified code-cold, verifier findings, SHIP verdicts
         wave_fold.FOLD,  # waves reviewed whole, units re-opened and re-reviewed
+        gates_fold.FOLD,  # SHIP: is trunk green at the close, do the criteria pass on it
     )
 
     def __init__(
