@@ -167,3 +167,47 @@ async def test_a_unit_over_the_size_bound_closes_not_shipped_and_says_so(
     [judged] = of_type(events, SliceShipJudged)
     assert judged.shipped is False
     assert judged.reasons == ["unit A changed 3 lines, over the bound of 2 ([ship] max_unit_lines)"]
+
+
+async def test_the_next_wave_waits_for_the_verifier_and_each_wave_sees_its_own_trunk(
+    bus: Bus, project: str, tmp_path: Path, signer: Signer, agent_dir: Path
+) -> None:
+    """B waits on A, so A is wave 0 and B wave 1: B is dispatched only once wave 0 is
+    verified, and each verification ran on trunk as its own wave left it."""
+    verifier = StandInVerifier(agent_dir, f"{sys.executable} -c pass", scores=FULL_MARKS)
+    path = tmp_path / "repo"
+    verify_repo(path, project, verifier)
+    units = [unit("A", files=["part_a.txt"]), unit("B", "A", files=["part_b.txt"])]
+    async with loop(bus, project, path, signer):
+        await bus.publish(PlanSubmission(project=project, actor=PLANNER, plan=plan("S1", *units)))
+        await until(bus, project, lambda e: len(of_type(e, UnitDispatched)) == 1)
+        after_a = commit(path, {"part_a.txt": "1"}, message="A")
+        for event in finished(project, "A", after_a):
+            await bus.publish(event)
+        await until(bus, project, lambda e: len(of_type(e, UnitDispatched)) == 2)
+        after_b = commit(path, {"part_b.txt": "1"}, message="B")
+        for event in [
+            *green_trunk(signer, project, path, after_b),
+            *finished(project, "B", after_b),
+        ]:
+            await bus.publish(event)
+        events, _ = await until(bus, project, lambda e: bool(of_type(e, SliceShipJudged)))
+    order = [
+        (type(e).__name__, getattr(e, "unit", None) or getattr(e, "wave", None))
+        for e in events
+        if isinstance(e, UnitDispatched | WaveVerified)
+    ]
+    assert order == [
+        ("UnitDispatched", "A"),
+        ("WaveVerified", 0),
+        ("UnitDispatched", "B"),
+        ("WaveVerified", 1),
+    ]
+    assert [r.trunk for r in of_type(events, WaveVerified)] == [after_a, after_b]
+    briefs = [msgspec.json.decode(b, type=VerifyBrief) for b in verifier.briefs()]
+    assert [(b.wave, b.units, b.trunk) for b in briefs] == [
+        (0, ["A"], after_a),
+        (1, ["B"], after_b),
+    ]
+    [judged] = of_type(events, SliceShipJudged)
+    assert judged.shipped, judged.reasons
