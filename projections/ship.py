@@ -9,7 +9,8 @@ Shipped means no reason below stands:
 * the verifier listed something it could not reach (what was not verified is not shipped);
 * a verifier finding was not resolved (open, or dismissed rather than fixed);
 * an axis scored below its floor, or was never scored (a missing score is no met floor),
-  by the verifier over the slice or by the reviewer of a done unit (its latest verdict);
+  by the verifier over the slice or by the reviewer of a done unit (the latest verdict
+  the system accepted);
 * with wave review on, a merged wave had no wave review (or its review failed), or a
   wave-review finding was not resolved (by the re-review of the unit it re-opened);
 * a done unit's change was larger than ``max_unit_lines``, or its size was not measured

@@ -22,7 +22,7 @@ from loopbus.projections.base import Fold
 from loopbus.projections.slices import SliceView, is_settled
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.reviews import ReviewVerdict
+from loopbus.schemas.reviews import ReviewVerdict, VerdictAccepted
 from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.verify import VERIFY_CRITERION, SliceShipJudged, WaveVerified
 
@@ -46,7 +46,9 @@ class VerifyState(msgspec.Struct, kw_only=True):
     judged: dict[str, SliceShipJudged] = {}
     """accepted -> the SHIP verdict of the slice it accepted."""
     reviewed: dict[str, list[AxisScore]] = {}
-    """unit -> the scores of the latest verdict a reviewer gave on it."""
+    """unit -> the scores of the latest verdict the system accepted on it."""
+    verdict_scores: dict[str, list[AxisScore]] = {}
+    """verdict claim id -> its scores, until the system accepts it (or never)."""
 
 
 def initial() -> VerifyState:
@@ -92,7 +94,11 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
         case SliceShipJudged():
             state.judged.setdefault(event.accepted, event)
         case ReviewVerdict() if event.actor.role == "reviewer":
-            state.reviewed[event.unit] = list(event.scores)
+            state.verdict_scores.setdefault(event.id, list(event.scores))
+        case VerdictAccepted():
+            # Only the verdict the system accepted for the unit's review counts: any other
+            # reviewer principal's claim on the unit never sets its scores.
+            state.reviewed[event.unit] = state.verdict_scores.pop(event.verdict, [])
         case _:
             pass
     return state

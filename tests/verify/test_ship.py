@@ -13,7 +13,7 @@ from loopbus.projections.trunk_green import TrunkGates
 from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned, new_id
 from loopbus.schemas.charter import Charter, CharterCriterion, Objective
 from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.reviews import ReviewVerdict
+from loopbus.schemas.reviews import ReviewVerdict, VerdictAccepted
 from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.slices import BootResult, SliceClosed
 from loopbus.schemas.targets import PlanTarget
@@ -74,11 +74,19 @@ def verified(state: SlicesState, wave: int, **kw: Any) -> WaveVerified:
     )
 
 
-def reviewed(unit_id: str, scores: list[AxisScore]) -> ReviewVerdict:
-    return ReviewVerdict(
+def reviewed(unit_id: str, scores: list[AxisScore], *, accepted: bool = True) -> list[Any]:
+    """A reviewer's verdict on ``unit_id`` and, unless ``accepted`` is false, the system's
+    acceptance of it."""
+    verdict = ReviewVerdict(
         project=P, actor=REVIEWER, unit=unit_id, request=new_id(), head="a" * 40,
         verdict="approve", scores=scores,
     )  # fmt: skip
+    acceptance = VerdictAccepted(
+        project=P, actor=SYSTEM, unit=unit_id, verdict=verdict.id, request=verdict.request,
+        reviewer="r1", decision="approve", claimed="approve", round=1, head="a" * 40,
+        cause=verdict.id,
+    )  # fmt: skip
+    return [verdict, acceptance] if accepted else [verdict]
 
 
 def fold(events: list[Any]) -> verify.VerifyState:
@@ -243,7 +251,7 @@ def test_ship_reasons(
     d = closed_two_wave_slice()
     view = d.state.slices["S1"]
     checked = fold(
-        [verified(d.state, **run) for run in runs] + [reviewed("A", FULL), reviewed("B", FULL)]
+        [verified(d.state, **run) for run in runs] + [*reviewed("A", FULL), *reviewed("B", FULL)]
     )
     trunk = green(signer, {"t::a": "passed"})
     assert ship.reasons(view, checked, rules, trunk, lines) == expected
@@ -321,7 +329,8 @@ def test_each_done_units_reviewer_scores_meet_the_floors(signer: Signer) -> None
     verdict on a unit is the one that counts."""
     d = closed_two_wave_slice()
     low = [s if s.axis != "regression_surface" else AxisScore(axis=s.axis, score=6) for s in FULL]
-    events = [verified(d.state, 0), verified(d.state, 1), reviewed("A", []), reviewed("A", low)]
+    events = [verified(d.state, 0), verified(d.state, 1), *reviewed("A", []), *reviewed("A", low)]
+    events += reviewed("B", FULL, accepted=False)  # a verdict the system never accepted
     trunk = green(signer, {"t::a": "passed"})
     got = ship.reasons(d.state.slices["S1"], fold(events), ShipRules(verify=True), trunk)
     assert got == [

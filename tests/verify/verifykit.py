@@ -21,7 +21,7 @@ from loopbus.bus import Bus, read
 from loopbus.projections.ship import ShipRules
 from loopbus.schemas import Actor, Event, Outcome, UnitTransitioned, new_id, project_subjects
 from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict
+from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict, VerdictAccepted
 from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.targets import PlanTarget
 from loopbus.workers.agents import config as agent_config
@@ -138,23 +138,28 @@ async def until(
 
 def finished(project: str, unit_id: str, sha: str) -> list[Event]:
     """What a builder, a reviewer and the merger leave on the log for a merged unit."""
+    verdict = ReviewVerdict(
+        project=project,
+        actor=REVIEWER,
+        unit=unit_id,
+        request=new_id(),
+        head=sha,
+        verdict="approve",
+        scores=[msgspec.convert(s, AxisScore) for s in FULL_MARKS],
+        summary=f"REVIEW-MARK looks fine for {unit_id}",
+        findings=[
+            ReviewFinding(target=PlanTarget(slice="S1"), severity="low", message="REVIEW-MARK nit")
+        ],
+    )
+    accepted = VerdictAccepted(
+        project=project, actor=SYSTEM, unit=unit_id, verdict=verdict.id,
+        request=verdict.request, reviewer="r1", decision="approve", claimed="approve",
+        round=1, head=sha, cause=verdict.id,
+    )  # fmt: skip
     return [
         CommitReport(project=project, actor=BUILDER, unit=unit_id, sha=sha),
-        ReviewVerdict(
-            project=project,
-            actor=REVIEWER,
-            unit=unit_id,
-            request=new_id(),
-            head=sha,
-            verdict="approve",
-            scores=[msgspec.convert(s, AxisScore) for s in FULL_MARKS],
-            summary=f"REVIEW-MARK looks fine for {unit_id}",
-            findings=[
-                ReviewFinding(
-                    target=PlanTarget(slice="S1"), severity="low", message="REVIEW-MARK nit"
-                )
-            ],
-        ),
+        verdict,
+        accepted,
         UnitTransitioned(
             project=project,
             actor=SYSTEM,
