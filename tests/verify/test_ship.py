@@ -380,3 +380,18 @@ def test_an_unsigned_suite_does_not_make_trunk_green() -> None:
         gates.FOLD.apply(seen, event)
     got = trunk_green.reasons(d.state.slices["S1"], TrunkGates(gates=seen))
     assert got == [f"no verified gate suite ran on trunk {TRUNK[:12]}: green is not established"]
+
+
+def test_an_answer_the_log_would_refuse_is_recorded_as_the_waves_error() -> None:
+    """A verifier whose envelope is too big for one event does not fail its effect for
+    ever: the wave is recorded unverified, with why."""
+    from datetime import UTC, datetime
+
+    from loopbus.schemas.verify import AcceptanceCheck, VerifierEnvelope, VerifyBrief
+    from loopbus.workers.verifier.answer import recorded
+
+    brief = VerifyBrief(project=P, slice="S1", wave=0, units=["A"])
+    huge = VerifierEnvelope(checks=[AcceptanceCheck(id="c", command="x" * 2_000_000, passed=True)])
+    [run] = recorded(brief, new_id(), huge, actor=SYSTEM, now=datetime.now(UTC)).events
+    assert isinstance(run, WaveVerified) and run.checks == []
+    assert run.error.startswith("its answer cannot be recorded:")

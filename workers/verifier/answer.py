@@ -9,9 +9,9 @@ from datetime import datetime
 
 import msgspec
 from loopbus.projections.intents import PublishBatch
-from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas import Actor, FindingRaised, InvalidEvent, decode_event, encode_event
 from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import bounded
+from loopbus.schemas.limits import bounded, oversize
 from loopbus.schemas.targets import PlanTarget
 from loopbus.schemas.verify import (
     VERIFY_CRITERION,
@@ -82,7 +82,28 @@ def recorded(
         summary=bounded(answer.summary),
     )
     # The findings first: the wave counts as verified only once its findings are folded.
-    return PublishBatch((*findings, run))
+    batch = PublishBatch((*findings, run))
+    why = unrecordable(batch)
+    if why is not None:  # recorded as the wave's error, never an effect failing for ever
+        return recorded(
+            brief, accepted, f"its answer cannot be recorded: {why}", actor=actor, now=now
+        )
+    return batch
+
+
+def unrecordable(batch: PublishBatch) -> str | None:
+    """Why the log would refuse one of ``batch``'s events (readers decode with limits the
+    constructors do not apply), or ``None``."""
+    for event in batch.events:
+        try:
+            payload = encode_event(event)
+            too_big = oversize(payload)
+            if too_big is not None:
+                return too_big
+            decode_event(payload)
+        except InvalidEvent as exc:
+            return bounded(str(exc))
+    return None
 
 
 def _finding(

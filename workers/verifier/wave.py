@@ -28,6 +28,7 @@ from loopbus.schemas.wave_review import (
     WaveReviewed,
 )
 from loopbus.workers.kernel import World
+from loopbus.workers.verifier.answer import unrecordable
 
 WAVE_REVIEW = "review-wave"
 REREVIEW = "unit-rereview"
@@ -135,7 +136,11 @@ def reviewed(
         findings=[f.id for f in findings],
         reopened=sorted({f.unit for f in findings if f.unit}),
     )
-    return PublishBatch((*findings, record))
+    batch = PublishBatch((*findings, record))
+    why = unrecordable(batch)
+    if why is not None:  # recorded as the review's error, never an effect failing for ever
+        return PublishBatch((WaveReviewed(id=base_id, **common, error=f"unrecordable: {why}"),))
+    return batch
 
 
 def rereviewed(
@@ -167,6 +172,8 @@ def rereviewed(
     if isinstance(answer, str):
         return PublishBatch((UnitReReviewed(**common, error=bounded(answer)),))
     record = UnitReReviewed(**common, verdict=answer.verdict, summary=bounded(answer.summary))
+    if unrecordable(PublishBatch((record,))) is not None:
+        record = UnitReReviewed(**common, verdict=answer.verdict)
     if answer.verdict != "approve":
         return PublishBatch((record,))
     resolved = tuple(
