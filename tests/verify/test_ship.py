@@ -347,7 +347,8 @@ def test_each_done_units_reviewer_scores_meet_the_floors(signer: Signer) -> None
             {"t::a": "failed"},
             "fail",
             [
-                f"trunk {TRUNK[:12]} is not green: its gate suite ended fail",
+                f"trunk {TRUNK[:12]} is not green: check tests ended fail",
+                f"trunk {TRUNK[:12]} is not green: its latest gate suite ended fail",
                 f"criterion t::a does not pass on trunk {TRUNK[:12]} (failed)",
             ],
             id="red-and-failing",
@@ -379,7 +380,25 @@ def test_an_unsigned_suite_does_not_make_trunk_green() -> None:
     for event in (result, suite):
         gates.FOLD.apply(seen, event)
     got = trunk_green.reasons(d.state.slices["S1"], TrunkGates(gates=seen))
-    assert got == [f"no verified gate suite ran on trunk {TRUNK[:12]}: green is not established"]
+    assert got == [f"no verified gate result on trunk {TRUNK[:12]}: green is not established"]
+
+
+def test_the_boot_suite_after_the_tests_does_not_hide_them(signer: Signer) -> None:
+    """The dispatcher's boot runs on trunk last; the criteria still pass from the tests'
+    result recorded on the same commit before it."""
+    d = closed_two_wave_slice()
+    tests = gate_result(signer, P, commit=TRUNK, tree=TREE, tests={"t::a[1]": "passed"})
+    boot = gate_result(signer, P, commit=TRUNK, tree=TREE, check="boot")
+    seen = gates.initial()
+    for event in (
+        registration(P, signer),
+        tests,
+        gate_suite(signer, P, None, commit=TRUNK, tree=TREE, results=[tests]),
+        boot,
+        gate_suite(signer, P, None, commit=TRUNK, tree=TREE, results=[boot]),
+    ):
+        gates.FOLD.apply(seen, event)
+    assert trunk_green.reasons(d.state.slices["S1"], TrunkGates(gates=seen)) == []
 
 
 def test_an_answer_the_log_would_refuse_is_recorded_as_the_waves_error() -> None:
