@@ -30,6 +30,8 @@ from loopbus.projections import (
     reviews,
     slices,
     units,
+    verify,
+    wave_review,
 )
 from loopbus.projections.base import Fold, FoldFailure, apply_guarded, to_builtins
 from loopbus.schemas import Event
@@ -53,6 +55,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     charter.FOLD,
     contract_landing.FOLD,
     planner.FOLD,
+    verify.FOLD,
+    wave_review.FOLD,
 )
 
 ProjectStates = dict[str, Any]
