@@ -21,18 +21,21 @@ from loopbus.errors import INTERRUPTED
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": (
-        "init",
+        "init_args",
         "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git",
     ),
-    "demo": ("demo", "run the whole loop on a scaffolded project and print its timeline"),
+    "demo": ("demo_args", "run the whole loop on a scaffolded project and print its timeline"),
     "up": ("up", "run loopbus: embedded NATS, the log, every daemon"),
-    "report": ("report_args", "publish a claim (a report or a finding)"),
+    "report": (
+        "report_args",
+        "publish a claim (a report or a finding), or read a slice's risk report",
+    ),
     "approve": (
-        "approve",
+        "approve_args",
         "approve a unit for merge, a charter, a proposed plan, a skeleton or a configuration "
         "proposal (operators)",
     ),
-    "charter": ("charter", "what a run is for, and what it may spend"),
+    "charter": ("charter_args", "what a run is for, and what it may spend"),
     "run": (
         "run_args",
         "the run of the charter in force: state, slices, criteria held, budgets spent",
@@ -41,19 +44,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tail": ("tail_args", "follow findings and transitions live"),
     "replay": ("replay_args", "fold the log from sequence 1 and show the state"),
     "status": ("status_args", "the current state, from the materialised view"),
-    "page": ("page", "serve the live, read-only operator page"),
+    "page": ("page_args", "serve the live, read-only operator page"),
     "worker": ("worker", "run one daemon in the foreground"),
     "health": ("worker", "exit 0 when a daemon's beacon is fresh"),
     "provision": ("provision", "create the log and buckets (idempotent) on an existing server"),
-    "plan": ("plan", "check or submit a slice plan"),
-    "decide": ("decide", "settle a builder's novel decision that waits on the operator"),
+    "plan": ("plan_args", "check or submit a slice plan"),
+    "decide": ("decide_args", "settle a builder's novel decision that waits on the operator"),
     "trunk": ("trunk", "act on the project's trunk"),
-    "config": ("config", "the configuration that judges trunk (operators)"),
+    "config": ("config_args", "the configuration that judges trunk (operators)"),
     "record": ("record_args", "the run record of a project, from the log"),
     "gate": ("gate", "run a commit's gates (cached, signed, three outcomes); claim a ratchet move"),
-    "findings": ("findings", "export a project's findings (SARIF 2.1.0)"),
-    "finding": ("finding", "dismiss, resolve or reopen a finding (operator)"),
-    "decision": ("decision", "record, supersede, show or list durable decisions"),
+    "findings": ("findings_args", "export a project's findings (SARIF 2.1.0)"),
+    "finding": ("finding_args", "dismiss, resolve or reopen a finding (operator)"),
+    "decision": ("decision_args", "record, supersede, show or list durable decisions"),
     "merge-driver": (
         "merge_driver",
         "git merge driver merging by entity (functions, classes…) with tree-sitter",

@@ -16,6 +16,11 @@ def render_contracts(state: Any, sizes: Any = None) -> list[str]:
             continue
         changes = found.changes
         what = f"{len(changes.criteria)} criteria, {len(changes.checks)} checks"
+        gate = getattr(found, "gate", None)
+        if gate is not None:
+            done = f"installed as {found.landed[:12]}" if found.landed else "waiting to install"
+            lines.append(f"  approved gate {gate}: {'refused' if found.refused else done}")
+            continue
         if found.landed is not None:
             lines.append(f"  {name}: landed as {found.landed[:12]} ({what})")
         elif found.refused is not None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from loopbus import slice_render
+from loopbus import ship_render, slice_render
 from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
 from loopbus.event_line import Palette as Palette
 from loopbus.event_line import record_json as record_json
+from loopbus.lessons_render import render_lessons
 from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
 from loopbus.projections import blocking as blocking_fold
@@ -205,6 +206,9 @@ RENDERERS: dict[str, StateRenderer] = {
     "charter": render_charter,
     "contract_landing": render_contracts,
     "planner": render_planner,
+    "risk": ship_render.render_risk,
+    "shipping": ship_render.render_shipping,
+    "lessons": render_lessons,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 

@@ -77,6 +77,11 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
     DaemonSpec(
+        "shipper",
+        "loopbus.workers.shipper",
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
+    ),
+    DaemonSpec(
         "integrity",
         "loopbus.workers.integrity",
         lambda s: ["--server-log", str(s.server_log)] if s.server_log else [],
@@ -84,6 +89,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "ratchet", "loopbus.workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),
+    DaemonSpec("lessons", "loopbus.workers.lessons", lambda s: [*_repo(s), *_trunk(s)]),
     DaemonSpec(
         "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),

@@ -24,10 +24,13 @@ from loopbus.projections import (
     gates,
     integrity,
     investigations,
+    lessons,
     merges,
     planner,
     ratchet,
     reviews,
+    risk,
+    shipping,
     slices,
     units,
     verify,
@@ -49,6 +52,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     integrity.FOLD,
     finding_lifecycle.FOLD,
     ratchet.FOLD,
+    lessons.FOLD,
     decisions.FOLD,
     blocking.FOLD,
     builds.FOLD,
@@ -57,6 +61,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     planner.FOLD,
     verify.FOLD,
     wave_review.FOLD,
+    risk.FOLD,
+    shipping.FOLD,
 )
 
 ProjectStates = dict[str, Any]

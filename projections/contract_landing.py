@@ -7,8 +7,14 @@ Per slice, the contract its accepted plan brings and whether the merger landed i
 next?). Operators' configuration proposals and approvals are kept whoever made them, so
 the merger answers each one (an agent's with a refusal).
 
+A gate the ratchet approved (``gate.moved.v1``, move ``approve``, settled by an operator)
+is installed the same way: a contract of one check, the command its draft named, kept
+under :data:`GATE_KEY` ``<gate>`` (never a slice id: a slice id cannot hold ``:``) and
+landed by the merger like a slice's contract. Only that fact installs: a draft, an
+addition or an edit claimed by anyone installs nothing.
+
 Every fact here counts only from the system: the :class:`Fold` guard drops forgeries, so a
-forged ``contract.landed`` cannot release a slice.
+forged ``contract.landed`` cannot release a slice, nor a forged approval install a gate.
 """
 
 from __future__ import annotations
@@ -22,12 +28,18 @@ from loopbus.schemas.contract import (
     ConfigProposal,
     ContractChanges,
     ContractLanded,
+    NewCheck,
 )
 from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.ratchet import GateMoved
 from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded
 
 CONTRACT_EVIDENCE = "contract_accepted"
 """The key of a refusal finding's evidence naming the plan acceptance it refuses."""
+GATE_KEY = "gate:"
+"""The prefix of an approved gate's installation among the contracts (``gate:<id>``)."""
+GATE_SLICE = "gate-"
+"""The prefix of the name an installation lands under (its trailer and landing fact)."""
 PROPOSAL_EVIDENCE = "config_claim"
 """The key of a refusal finding's evidence naming the proposal or approval it refuses."""
 
@@ -42,6 +54,8 @@ class Pending(msgspec.Struct, kw_only=True):
     """The contract commit, once landed."""
     refused: str | None = None
     """The refusal finding, when the merger would not land it."""
+    gate: str | None = None
+    """The approved gate this installs (a contract of its one check), not a slice's."""
 
 
 class Proposal(msgspec.Struct, kw_only=True):
@@ -81,6 +95,8 @@ class ContractState(msgspec.Struct):
     approvals: list[Approval] = []
     refusals: dict[str, Refusal] = {}
     """The merger's contract refusal finding -> what it refused and whether it is answered."""
+    drafted: dict[str, str] = {}
+    """Local gate -> the check command its last draft (or edit) named, until approved."""
     landings: dict[str, str] = {}
     """Landing fact id -> the digest of the configuration adopted with it (the merger gates
     a trunk it moved by a landing only once that adoption is folded too)."""
@@ -109,10 +125,12 @@ def apply(state: ContractState, event: Event) -> ContractState:
                 del state.slices[event.slice]
                 state.order = [s for s in state.order if s != event.slice]
         case ContractLanded():
-            found = state.slices.get(event.slice)
-            if found is not None and found.accepted == event.accepted:
-                found.landed = event.commit
+            for found in state.slices.values():
+                if found.accepted == event.accepted:
+                    found.landed = event.commit
             state.landings[event.id] = event.config
+        case GateMoved(scope="local"):
+            _gate_moved(state, event)
         case ConfigProposal() if event.id not in state.proposals:
             # The first proposal under an id is the one approved by it: a later claim
             # reusing the id must not swap the text an operator read and approved.
@@ -148,6 +166,30 @@ def apply(state: ContractState, event: Event) -> ContractState:
     return state
 
 
+def _gate_moved(state: ContractState, event: GateMoved) -> None:
+    """Remember what a drafted gate would run; install it once an operator approved it."""
+    check = event.evidence.get("check")
+    if event.target == "Drafted" and isinstance(check, str) and check:
+        state.drafted[event.gate] = check
+        return
+    if event.target is None:
+        state.drafted.pop(event.gate, None)  # declined: nothing to install
+        return
+    command = state.drafted.get(event.gate)
+    if event.move != "approve" or event.target != "Local" or command is None:
+        return
+    if not event.authority.startswith("operator:"):
+        return  # the ratchet settles an approval by the project operator alone
+    del state.drafted[event.gate]
+    key = f"{GATE_KEY}{event.gate}"
+    if key in state.slices:
+        return  # installed once: a later approval of an edit is the ratchet's, not a new check
+    changes = ContractChanges(checks=(NewCheck(id=event.gate, command=command),))
+    name = f"{GATE_SLICE}{event.gate}"[:64]
+    state.slices[key] = Pending(slice=name, accepted=event.id, changes=changes, gate=event.gate)
+    state.order.append(key)
+
+
 def _merger_refusal(event: FindingRaised) -> bool:
     """The merger's refusal of a contract or a configuration claim, and nothing else: the
     system re-raises a reviewer's or an investigator's findings with the agent's own
@@ -170,7 +212,8 @@ def _refused(state: ContractState, event: FindingRaised) -> None:
         for pending in state.slices.values():
             if pending.accepted == accepted and pending.landed is None:
                 pending.refused = event.id
-                state.refusals[event.id] = Refusal(slice=pending.slice, accepted=accepted)
+                if pending.gate is None:  # a gate's refusal is the operator's, no plan's
+                    state.refusals[event.id] = Refusal(slice=pending.slice, accepted=accepted)
     claim = event.evidence.get(PROPOSAL_EVIDENCE)
     if isinstance(claim, str):
         proposal = state.proposals.get(claim)
@@ -202,7 +245,11 @@ def refused(state: ContractState) -> list[Pending]:
     """Contracts the merger refused, oldest first: the dispatcher discards their plans so
     the planner is asked again with the merger's reasons (never held for the run)."""
     found = (state.slices.get(name) for name in state.order)
-    return [p for p in found if p is not None and p.landed is None and p.refused is not None]
+    return [
+        p
+        for p in found
+        if p is not None and p.gate is None and p.landed is None and p.refused is not None
+    ]
 
 
 def answered_refusals(state: ContractState) -> list[tuple[str, Refusal]]:
@@ -213,6 +260,16 @@ def answered_refusals(state: ContractState) -> list[tuple[str, Refusal]]:
         for finding, r in sorted(state.refusals.items())
         if r.answered_by is not None and not r.closed
     ]
+
+
+def by_accepted(state: ContractState, accepted: str) -> Pending | None:
+    """The contract (or gate installation) answering ``accepted``."""
+    return next((p for p in state.slices.values() if p.accepted == accepted), None)
+
+
+def installs(state: ContractState) -> list[Pending]:
+    """Approved gates, installed or waiting to be."""
+    return [p for p in state.slices.values() if p.gate is not None]
 
 
 def to_land(state: ContractState) -> Pending | None:

@@ -169,6 +169,9 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     decisions: list[BriefDecision] = []
     superseded: list[BriefSuperseded] = []
     """Decisions that bore on the unit and were superseded since its last round."""
+    lessons: list[str] = []
+    """The project's lessons in force, one line each (what failed in earlier slices, the
+    round it was caught, the gate that would have caught it sooner), recurring first."""
     problem: str = ""
     """Why the previous answer was refused (a malformed envelope, conflict markers left),
     when this is a retry."""

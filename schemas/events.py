@@ -42,6 +42,7 @@ from loopbus.schemas.gates import (
     GateRunRequested,
     GateSuiteCompleted,
 )
+from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
     ApproveReport,
@@ -80,6 +81,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
+from loopbus.schemas.ship import ShipCommandRan, SliceBundled, TrunkScanned
 from loopbus.schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
@@ -128,6 +130,8 @@ Event = (
     | UnitDispatched
     | RunEntryCompleted
     | SliceClosed
+    | LessonsRecorded
+    | SliceClosedOut
     | MisalignmentRouted
     | SlicePlanDiscarded
     | RetryDecided
@@ -173,6 +177,9 @@ Event = (
     | SliceShipJudged
     | WaveReviewed
     | UnitReReviewed
+    | TrunkScanned
+    | SliceBundled
+    | ShipCommandRan
 )
 """Every kind that may appear on the log."""
 

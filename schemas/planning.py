@@ -91,10 +91,11 @@ class BriefDecision(msgspec.Struct, frozen=True, kw_only=True):
 class PlanBrief(msgspec.Struct, frozen=True, kw_only=True):
     """What the planner command reads on stdin (JSON).
 
-    ``slice`` is the id to plan (the next one: ``S1``, ``S2`` …); ``attempt`` counts the
-    tries for it (from 1); ``refusals`` are the reasons earlier tries were refused, one
-    line each — fix every one. ``skeleton_allowed`` is true only for a charter's first
-    slice. ``lessons`` is always empty for now: loopbus records no lessons yet.
+        ``slice`` is the id to plan (the next one: ``S1``, ``S2`` …); ``attempt`` counts the
+        tries for it (from 1); ``refusals`` are the reasons earlier tries were refused, one
+        line each — fix every one. ``skeleton_allowed`` is true only for a charter's first
+        slice. ``lessons`` are the lessons in force, one line each, recurring first (see
+    docs/ratchet.md, "Lessons and closeout").
     """
 
     schema: str = BRIEF_SCHEMA

@@ -358,6 +358,12 @@ SIBLING_WALK = 200
 _TRAILER = re.compile(r"^(Loopbus-[A-Za-z-]+):\s*(\S.*)$")
 
 
+def unit_branch(project: str, unit: str) -> str:
+    """A unit's branch in its project's repository (the builder writes it, closeout
+    deletes it once its commits are on trunk)."""
+    return f"loopbus/{project}/{unit}"
+
+
 def ref_name(branch: str) -> Ref:
     """``main`` -> ``refs/heads/main``; a full ``refs/...`` name is kept."""
     return Ref(branch.encode() if branch.startswith("refs/") else b"refs/heads/" + branch.encode())

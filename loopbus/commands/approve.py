@@ -14,56 +14,16 @@ server refuses the same claim from an agent credential (docs/security.md).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from loopbus.bus import Bus, read
-from loopbus.commands import approve_charter, approve_config, approve_plan, approve_skeleton
 from loopbus.commands.approve_publish import publish_approval, refuse_wait
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.projections import units as units_fold
 from loopbus.schemas import Actor
 from loopbus.schemas.merges import ApproveReport
 from loopbus.schemas.subjects import unit_subject
 from loopbus.schemas.units import TERMINAL_STATES
-from loopbus.settings import add_connection, add_project
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "approve",
-        help="approve a unit for merge, a charter, a proposed plan, a skeleton or a "
-        "configuration proposal (operators)",
-    )
-    add_connection(parser, role="operator")
-    add_claimant(parser)
-    add_project(parser)
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--unit", help="the unit to approve for merge")
-    for kind in KINDS:
-        kind.add_option(what)
-    parser.add_argument("--why", required=True, help="why it is approved (kept on the log)")
-    parser.add_argument(
-        "--head", default="", help="the commit approved (default: the unit's current head)"
-    )
-    parser.add_argument(
-        "--wait",
-        action="store_true",
-        help="wait until the system answers the approval (approved, or refused and why)",
-    )
-    parser.set_defaults(handler=dispatch)
-
-
-KINDS: tuple[Any, ...] = (approve_charter, approve_plan, approve_skeleton, approve_config)
-"""The other things an operator approves: each module's ``OPTION`` names its option (the
-``args`` attribute that is not ``None`` when it was given)."""
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    for kind in KINDS:
-        if getattr(args, kind.OPTION, None) is not None:
-            return int(kind.run(args))
-    return run(args)
 
 
 def build(args: argparse.Namespace) -> ApproveReport:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from loopbus.bus import Bus
 from loopbus.commands.report import principal, token
@@ -24,20 +23,8 @@ from loopbus.schemas.charter import CharterApprove, CharterApproved
 from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.settings import connection
 
-OPTION = "charter"
 WAIT_S = 120.0
 """How long ``--wait`` waits for the charter daemon's answer."""
-
-
-def add_option(group: Any) -> None:
-    group.add_argument(
-        "--charter",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="ID",
-        help="approve the charter awaiting approval (ID: check it is that one); its run starts",
-    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ operator, an unknown or refused proposal, a file that edits or loosens a check).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from loopbus.bus import Bus, read
 from loopbus.commands.approve_publish import publish_approval, refuse_wait
@@ -18,19 +17,6 @@ from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.schemas import Actor
 from loopbus.schemas.contract import ConfigApprove, ConfigProposal
-
-OPTION = "config"
-"""The ``args`` attribute set when ``--config`` was given (``loopbus approve``'s KINDS)."""
-
-
-def add_option(group: Any) -> None:
-    """``--config ID`` in ``loopbus approve``'s group of what is approved."""
-    group.add_argument(
-        "--config",
-        metavar="PROPOSAL",
-        default=None,
-        help="approve a configuration proposal by its id (loopbus config propose printed it)",
-    )
 
 
 def build(args: argparse.Namespace) -> ConfigApprove:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from loopbus.bus import Bus, read
 from loopbus.commands.report import principal, token
@@ -25,16 +24,6 @@ from loopbus.schemas import Actor, Event
 from loopbus.schemas.planning import PlanApprove, SkeletonApprove
 from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.settings import connection
-
-OPTION = "plan"
-"""The ``args`` attribute that is set when ``--plan`` was given (``approve``'s dispatch)."""
-
-
-def add_option(group: Any) -> None:
-    """Add ``--plan`` to ``approve``'s group of targets."""
-    group.add_argument(
-        "--plan", metavar="SLICE", help="approve the plan the planner proposed for SLICE"
-    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,39 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from loopbus.charter_file import parse_charter
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
-from loopbus.known import add_new, require_known, require_known_unless_new
+from loopbus.known import require_known, require_known_unless_new
 from loopbus.run_view import charter_lines, load_run, run_lines
 from loopbus.schemas import Actor
 from loopbus.schemas.charter import CharterSubmission
 from loopbus.schemas.subjects import subject_of
-from loopbus.settings import add_connection, add_project, connection
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("charter", help="what a run is for, and what it may spend")
-    verbs = parser.add_subparsers(dest="charter_verb", metavar="VERB")
-    verbs.required = True
-    text = "submit a charter file (TOML, or Markdown with +++ TOML front matter) for approval"
-    submit = verbs.add_parser("submit", help=text, description=text)
-    add_connection(submit, role="operator")
-    add_claimant(submit)
-    add_project(submit)
-    add_new(submit, "the charter")
-    submit.add_argument("file", metavar="FILE", help="the charter file")
-    submit.add_argument(
-        "--check", action="store_true", help="only read the file and say whether it stands"
-    )
-    submit.set_defaults(handler=run_submit)
-    text = "print the charter in force and the one awaiting approval"
-    show = verbs.add_parser("show", help=text, description=text)
-    add_connection(show)
-    add_project(show)
-    show.set_defaults(handler=run_show)
+from loopbus.settings import connection
 
 
 def read_file(path: str) -> str:

@@ -16,40 +16,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 import msgspec
 
 from loopbus.bus import Bus, read
-from loopbus.commands import config_propose
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.projections import merges as merges_fold
 from loopbus.schemas import Actor
 from loopbus.schemas.adoption import FULL_SHA, ConfigAdopt
 from loopbus.schemas.subjects import subject_of, trunk_subjects
-from loopbus.settings import add_connection, add_project, connection
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("config", help="the configuration that judges trunk (operators)")
-    verbs = parser.add_subparsers(dest="config_verb", metavar="VERB")
-    verbs.required = True
-    text = "adopt a commit's loopbus.toml as the configuration that judges trunk (operators)"
-    adopt = verbs.add_parser("adopt", help=text, description=text)
-    add_connection(adopt, role="operator")
-    add_claimant(adopt)
-    add_project(adopt)
-    adopt.add_argument(
-        "--commit",
-        default="",
-        help="the full sha of the commit whose loopbus.toml to adopt (default: trunk as the "
-        "merger last gated it, read from the log and printed)",
-    )
-    adopt.add_argument("--why", required=True, help="why (kept on the log with the adoption)")
-    adopt.set_defaults(handler=run)
-    config_propose.register(verbs)
+from loopbus.settings import connection
 
 
 def build(args: argparse.Namespace) -> ConfigAdopt:

@@ -13,30 +13,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
-from typing import Any
 
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.schemas import Actor
 from loopbus.schemas.contract import ConfigProposal
 from loopbus.schemas.limits import MAX_TEXT_CHARS
 from loopbus.schemas.subjects import subject_of
-from loopbus.settings import add_connection, add_project, connection
+from loopbus.settings import connection
 from loopbus.workers.errors import ConfigError
 from loopbus.workers.gates.config import parse_config
-
-
-def register(verbs: Any) -> None:
-    text = "propose a new loopbus.toml for trunk; it lands once approved (operators)"
-    propose = verbs.add_parser("propose", help=text, description=text)
-    add_connection(propose, role="operator")
-    add_claimant(propose)
-    add_project(propose)
-    propose.add_argument("--file", type=Path, required=True, help="the whole proposed loopbus.toml")
-    propose.add_argument("--why", required=True, help="why (kept on the log with the proposal)")
-    propose.set_defaults(handler=run)
 
 
 def build(args: argparse.Namespace) -> ConfigProposal:

@@ -15,43 +15,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 import msgspec
 
 from loopbus.bus import Bus, read
-from loopbus.commands.report import add_claimant, principal, token
+from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.projections.builds import FOLD, AutoPick
 from loopbus.schemas import Actor, project_subjects
 from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, option_ids
-from loopbus.settings import add_connection, add_project, connection
-
-
-def register(sub: Any) -> None:
-    text = "settle a builder's novel decision that waits on the operator"
-    parser = sub.add_parser("decide", help=text, description=text)
-    add_connection(parser, role="operator")
-    add_claimant(parser)
-    add_project(parser)
-    parser.add_argument("--unit", required=True, help="the unit whose builder asked")
-    parser.add_argument("--decision", required=True, help="the decision id it asked")
-    answer = parser.add_mutually_exclusive_group(required=True)
-    answer.add_argument("--choose", help="the option id to take")
-    answer.add_argument(
-        "--confirm",
-        action="store_true",
-        help="confirm the option long mode picked alone (so the unit may merge)",
-    )
-    parser.add_argument("--why", default="", help="the operator's rationale (recorded)")
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="wait this long for the decision to be recorded and print it",
-    )
-    parser.set_defaults(handler=run)
+from loopbus.settings import connection
 
 
 def run(args: argparse.Namespace) -> int:

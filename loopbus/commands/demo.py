@@ -41,18 +41,6 @@ from loopbus.workers.repository import files_changed
 from loopbus.workers.runtime import configure_logging
 
 
-def register(sub: Any) -> None:
-    text = "run the whole loop on a scaffolded project and print its timeline"
-    parser = sub.add_parser("demo", help=text, description=text)
-    parser.add_argument(
-        "--timeout", type=float, default=240.0, help="give up after this many seconds"
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary directory (its path is printed)"
-    )
-    parser.set_defaults(handler=run)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds")

@@ -8,10 +8,9 @@ resolved, reopened) or the finding that refuses it. The CLI writes no fact itsel
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from loopbus.answers import claim_and_wait
-from loopbus.commands.report import add_claimant, principal
+from loopbus.commands.report import principal
 from loopbus.errors import UsageError
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
 from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue
@@ -22,32 +21,6 @@ from loopbus.schemas.lifecycle import (
     FindingDismissed,
     FindingReopened,
 )
-from loopbus.settings import add_connection, add_project
-
-
-def register(sub: Any) -> None:
-    group = sub.add_parser("finding", help="dismiss, resolve or reopen a finding (operator)")
-    actions = group.add_subparsers(dest="finding_action", metavar="ACTION")
-    actions.required = True
-    for action, text in (
-        ("dismiss", "close a finding as a false positive, won't-fix or duplicate"),
-        ("resolve", "close a finding as dealt with"),
-        ("reopen", "open a closed finding again"),
-    ):
-        parser = actions.add_parser(action, help=text, description=text)
-        add_connection(parser, role="operator")
-        add_project(parser)
-        add_claimant(parser)
-        parser.add_argument("--id", required=True, dest="finding", help="the finding's id")
-        if action == "dismiss":
-            parser.add_argument(
-                "--as", dest="reason", required=True, help=", ".join(DISMISS_REASONS)
-            )
-        parser.add_argument("--why", required=True, help="why, in a sentence")
-        parser.add_argument(
-            "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
-        )
-        parser.set_defaults(handler=run, action=action)
 
 
 def build(args: argparse.Namespace) -> FindingClaim:

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from loopbus import scaffold
 from loopbus.errors import UsageError
 from loopbus.schemas.ids import is_token
 
 _RULE = "1 to 64 letters, digits, '-' or '_'"
-
-
-def register(sub: Any) -> None:
-    text = "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git"
-    parser = sub.add_parser("init", help=text, description=text)
-    parser.add_argument("directory", type=Path, help="where to create it (absent or empty)")
-    parser.add_argument(
-        "--project",
-        default=None,
-        metavar="ID",
-        help="the project id (default: the directory's name)",
-    )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

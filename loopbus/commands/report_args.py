@@ -8,6 +8,7 @@ heartbeat`` in a loop pays for what the heartbeat uses, once per beat.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from loopbus.commands import deferred
@@ -20,7 +21,9 @@ from loopbus.settings import add_connection, add_project
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("report", help="publish a claim (a report or a finding)")
+    parser = sub.add_parser(
+        "report", help="publish a claim (a report or a finding), or read a slice's risk report"
+    )
     kinds = parser.add_subparsers(dest="report_kind", metavar="KIND")
     kinds.required = True
     finding = kinds.add_parser("finding", help="raise a finding")
@@ -53,6 +56,7 @@ def register(sub: Any) -> None:
     finding.set_defaults(handler=deferred("report", "run_finding"))
     register_units(kinds)  # started, heartbeat, blocked, unblocked, commit, gave-up
     register_usage(kinds)
+    register_risk(kinds)
 
 
 def add_claimant(parser: argparse.ArgumentParser) -> None:
@@ -132,3 +136,21 @@ def register_usage(kinds: Any) -> None:
     parser.add_argument("--tokens-out", type=int, default=0, metavar="N")
     parser.add_argument("--model", default="")
     parser.set_defaults(handler=deferred("usage_report"))
+
+
+def register_risk(kinds: Any) -> None:
+    text = "print a slice's risk report, least verified first (reads the log; publishes nothing)"
+    parser = kinds.add_parser("risk", help=text, description=text)
+    add_connection(parser)
+    add_project(parser)
+    parser.add_argument("slice", metavar="SLICE", help="the slice id")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=None,
+        help="the project's repository: trunk's loopbus.toml says which files each check "
+        "reads (without it, files no check reads are not reported)",
+    )
+    parser.add_argument("--trunk", default="HEAD", help="trunk's ref (default %(default)s)")
+    parser.add_argument("--json", action="store_true", help="the items as JSON")
+    parser.set_defaults(handler=deferred("risk_report"))

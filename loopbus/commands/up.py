@@ -37,7 +37,7 @@ from loopbus.settings import (
     default_data_dir,
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
-from loopbus.web.serve import add_web_options, check_port
+from loopbus.web.options import add_web_options, check_port
 from loopbus.workers.errors import CONFIG_FILE, WorkerError
 from loopbus.workers.merger.adoption import adopt_on_first_start, adopted_on_log
 from loopbus.workers.merger.adoption import operator as adopter

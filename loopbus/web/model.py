@@ -18,8 +18,8 @@ from loopbus.charter_render import render_charter
 from loopbus.planner_render import planner_doc, planner_lines
 from loopbus.projections import budgets as budgets_fold
 from loopbus.projections import findings as findings_fold
+from loopbus.projections import risk, to_builtins
 from loopbus.projections import slices as slices_fold
-from loopbus.projections import to_builtins
 from loopbus.projections.charter import RunView
 from loopbus.projections.convergence import ConvergenceState
 from loopbus.projections.merges import MergesState
@@ -277,7 +277,32 @@ def overview(
         "merges": merges_doc(states, pages.get("queue", plain)),
         "charter": charter_doc(states),
         "planner": planner_page_doc(states),
+        "risk": risk_doc(states),
     }
+
+
+RISK_SLICES = 5
+"""Risk reports on the page: the latest closed slices (``loopbus report risk`` has any)."""
+
+
+def risk_doc(states: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The risk report of each of the latest closed slices, newest first, least verified
+    first within each. The page has no repository, so files are judged by the run record
+    alone (``loopbus report risk --repo`` also reads which files each check reads)."""
+    views: slices_fold.SlicesState = states["slices"]
+    state: risk.RiskState = states.get(risk.FOLD.name) or risk.initial()
+    closed = [v for v in views.slices.values() if v.status == "closed"]
+    closed.sort(key=lambda v: v.rank, reverse=True)
+    return [
+        {
+            "slice": view.slice,
+            "items": [
+                {"band": item.band, "title": risk.BAND_TITLES[item.band], "text": item.text}
+                for item in risk.report(views, state, view.slice, None)
+            ],
+        }
+        for view in closed[:RISK_SLICES]
+    ]
 
 
 def charter_doc(states: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from loopbus.bus import BusError
 from loopbus.errors import UsageError
@@ -16,31 +15,7 @@ from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, add_connection, connection
 from loopbus.web import http
 from loopbus.web.app import PageApp
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8787
-
-
-def add_web_options(parser: Any, *, prefix: str = "") -> None:
-    """``--host``/``--port`` (``--web-host``/``--web-port`` on ``loopbus up``)."""
-    parser.add_argument(
-        f"--{prefix}host",
-        default=DEFAULT_HOST,
-        metavar="ADDRESS",
-        help="address the page listens on (default %(default)s: this machine only; "
-        "0.0.0.0 shows it to the network)",
-    )
-    parser.add_argument(
-        f"--{prefix}port",
-        type=int,
-        default=DEFAULT_PORT,
-        help="port of the page (default %(default)s)",
-    )
-
-
-def check_port(port: int, option: str) -> None:
-    if not 1 <= port <= 65535:
-        raise UsageError(f"{option} {port} is not a TCP port (1-65535)")
+from loopbus.web.options import add_web_options, check_port
 
 
 async def serve(conn: Connection, host: str, port: int, project: str | None) -> int:

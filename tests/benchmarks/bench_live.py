@@ -1,7 +1,7 @@
 """How live is ``status``: publish ack -> the projector's view visible in KV, at steady rates.
 
     python tests/benchmarks/bench_live.py [--rates 1000,5000] [--seconds 10]
-        [--projector-path DIR]
+        [--projector-path DIR] [--hog N]
 
 One embedded server, the projector daemon as its own process (as ``loopbus up`` runs it),
 and this process publishing a steady stream of findings and unit transitions about 100
@@ -19,6 +19,12 @@ before issue 13) and ``view.<project>.units`` (the partitioned layout's summary)
 ``--projector-path DIR`` runs the projector process with ``DIR`` first on its
 ``PYTHONPATH`` (a ``loopbus`` package laid out from another commit, say main's), so an
 older projector is measured by the same script, on the same machine, in the same way.
+
+``--hog N`` starts N CPU-bound processes (a busy loop each) for the whole run, so the
+figures are those of a machine busy with other work, as a developer's laptop or a CI runner
+is; the load average is printed with each rate. After publishing ends, the view's lag (how
+many acknowledged events it had not folded yet) and the time it took to catch up are
+printed too.
 
 Not collected by pytest (the file name does not start with ``test_``).
 """
@@ -156,14 +162,25 @@ async def one_rate(
         await asyncio.sleep(max(began + tick * TICK_S - time.perf_counter(), 0.0))
     elapsed = time.perf_counter() - began
     last = max(seen.acked)
+    folded = max((s for s, _ in seen.view), default=0)
+    behind = sum(1 for seq in seen.acked if seq > folded)  # acked, not yet in the view
+    ended = time.perf_counter()
     deadline = time.perf_counter() + 60
     while (not seen.view or max(s for s, _ in seen.view) < last) and time.perf_counter() < deadline:
         await asyncio.sleep(0.05)
+    caught_up = time.perf_counter() - ended
     cpu = cpu_seconds(projector) - cpu_before
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    print(f"rate {rate} events/s: published {sent} in {elapsed:.1f} s ({sent / elapsed:.0f}/s)")
+    print(
+        f"rate {rate} events/s: published {sent} in {elapsed:.1f} s ({sent / elapsed:.0f}/s); "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  when publishing ended the view was {behind} events behind; "
+        f"caught up in {caught_up:.2f} s"
+    )
     for name, values in (
         ("raw consumer", seen.raw_latencies()),
         ("view in KV", seen.view_latencies()),
@@ -204,7 +221,20 @@ async def main() -> None:
     parser.add_argument(
         "--projector-path", help="put DIR first on the projector process's PYTHONPATH"
     )
+    parser.add_argument(
+        "--hog", type=int, default=0, metavar="N", help="run N busy-loop processes meanwhile"
+    )
     args = parser.parse_args()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
+    try:
+        await measure(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+async def measure(args: argparse.Namespace) -> None:
     env = dict(os.environ)
     if args.projector_path:
         env["PYTHONPATH"] = os.pathsep.join(

@@ -16,6 +16,7 @@ import sys
 import pytest
 from loopbus.bus import Bus
 from loopbus.schemas import Actor, UnitPlanned
+from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 
 from loopbus.cli import COMMANDS, build_parser
 
@@ -67,6 +68,7 @@ def of(names: set[str], packages: tuple[str, ...]) -> list[str]:
         pytest.param(["report", "--help"], id="report-help"),
         pytest.param(["report", "heartbeat", "--help"], id="report-heartbeat-help"),
         pytest.param(["report", "finding", "--help"], id="report-finding-help"),
+        pytest.param(["report", "risk", "--help"], id="report-risk-help"),
         pytest.param(["replay", "--help"], id="replay-help"),
         pytest.param(["record", "--help"], id="record-help"),
         pytest.param(["run", "--help"], id="run-help"),
@@ -77,6 +79,28 @@ def test_parsing_imports_no_transport(args: list[str]) -> None:
     code, names = imported(*args)
     assert code == 0
     assert of(names, HEAVY) == []
+
+
+LOADS_ON_HELP = {"gate", "up", "creds", "provision", "worker", "health", "merge-driver"}
+"""Commands whose module still registers its parser beside its implementation, so their
+``--help`` imports what the command runs: the gate runner and its signing keys, the
+supervisor and its daemon table, the server's credentials and streams (``loopbus.bus.auth``
+reads the stream names from ``loopbus.bus.provision``, which imports nats-py), the entity
+merge. Each starts in about 0.2 s on an idle machine here (bench_cli_start.py
+--every-help); shrink this set, never grow it."""
+
+
+@pytest.mark.parametrize("name", [n for n in COMMANDS if n not in LOADS_ON_HELP])
+def test_every_command_help_imports_no_transport(name: str) -> None:
+    """Every command's --help (but the listed ones) is argparse alone: no nats-py,
+    aiohttp, dulwich or cryptography; and where the parser has a module of its own
+    (``*_args``), the command's implementation is not imported either."""
+    code, names = imported(name, "--help")
+    assert code == 0
+    assert of(names, HEAVY) == []
+    module = COMMANDS[name][0]
+    if module.endswith("_args"):
+        assert f"loopbus.commands.{module.removesuffix('_args')}" not in names
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["status", "--help"]])
@@ -102,15 +126,18 @@ def test_a_usage_mistake_is_caught_before_the_command_is_imported() -> None:
 async def test_commands_that_talk_to_the_server_skip_the_websocket_client(
     bus: Bus, nats_url: str, project: str
 ) -> None:
-    """status, tail --no-follow and report heartbeat reach the server without running aiohttp's
-    code (nats-py's websocket transport) or importing dulwich."""
+    """status, tail --no-follow, report heartbeat and report risk reach the server without
+    running aiohttp's code (nats-py's websocket transport) or importing dulwich."""
     actor = Actor(role="system", principal="test")
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="U1")])
+    await bus.publish(SlicePlanAccepted(project=project, actor=actor, plan=plan, cause="c1"))
     await bus.publish(UnitPlanned(project=project, actor=actor, unit="U1", slice="S1"))
     where = ["--project", project, "--nats-url", nats_url]
     for args in (
         ["status", *where],
         ["tail", "--no-follow", *where],
         ["report", "heartbeat", "--unit", "U1", *where],
+        ["report", "risk", "S1", *where],  # without --repo it reads no repository
     ):
         code, names = imported(*args)
         assert code == 0, args

@@ -59,11 +59,11 @@ def test_verdict_examples_are_valid_verdicts(example: dict[str, Any]) -> None:
     assert isinstance(parsed, VerdictDocument), parsed
 
 
-def test_the_input_example_has_exactly_the_four_keys() -> None:
+def test_the_input_example_has_exactly_the_five_keys() -> None:
     """What the reviewer is given: diff, gate_results, criteria, the auto-picked decisions,
-    and nothing else."""
+    the lessons in force, and nothing else."""
     (given,) = [d for d in documents() if "diff" in d]
-    assert sorted(given) == ["criteria", "decisions", "diff", "gate_results"]
+    assert sorted(given) == ["criteria", "decisions", "diff", "gate_results", "lessons"]
 
 
 def test_the_investigation_report_example_decodes() -> None:

@@ -83,7 +83,7 @@ async def test_approve_hands_exactly_four_inputs_on_a_read_only_copy(
             "findings": 0,
         }
     ]
-    assert call["keys"] == ["criteria", "decisions", "diff", "gate_results"]
+    assert call["keys"] == ["criteria", "decisions", "diff", "gate_results", "lessons"]
     assert call["doc"]["decisions"] == []
     assert call["writable"] is False and call["edits"] is False
     assert call["criteria"] == [CRITERION]

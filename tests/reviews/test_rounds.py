@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from loopbus.bus import Bus
 from loopbus.schemas import FindingRaised, FindingResolved, UnitTransitioned
+from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion
 from loopbus.schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
+from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     CRITERION,
+    SYSTEM,
     GateSigner,
     GitRepo,
     Scripted,
@@ -57,6 +60,7 @@ async def rounds(
     *,
     until: Any,
     heads: list[Any] | None = None,
+    before: list[Any] | None = None,
     **review: Any,
 ) -> tuple[GitRepo, list[Any]]:
     """Run the unit through ``len(steps)`` rounds: each round a new head, made ready once the
@@ -74,6 +78,8 @@ async def rounds(
         parent = repo.commit(change, parent=parent)
         commits.append(parent)
     events: list[Any] = []
+    for fact in before or ():  # facts on the log before the reviewer starts
+        await bus.publish(fact)
     async with running(bus, Reviewer(config_of(repo))):
         await ready(bus, project, "U1", commits[0])
         for number, head in enumerate(commits[1:], start=1):
@@ -299,6 +305,55 @@ async def test_halts_before_any_review(
     assert (promoted.from_rung, promoted.to_rung) == (1, 5)
     (failed,) = of(UnitTransitioned, events, state="failed")
     assert failed.outcome is not None and failed.outcome.ended_by == "halted"
+
+
+CHARTER_TEST = "tests/test_goal.py::test_goal"
+CHARTER_EDIT = {"tests/test_goal.py": "def test_goal():\n    assert True\n"}
+
+
+def charter_facts(project: str, *, skeleton: bool) -> list[Any]:
+    """A charter in force whose one criterion is CHARTER_TEST and, when ``skeleton``, the
+    unit's slice (S1) accepted as its skeleton."""
+    charter = Charter(
+        id="C1",
+        title="goal",
+        criteria=(CharterCriterion(id="goal", text="the goal holds", test=CHARTER_TEST),),
+    )
+    facts: list[Any] = [CharterApproved(project=project, actor=SYSTEM, charter=charter)]
+    if skeleton:
+        plan = SlicePlan(slice="S1", skeleton=True, units=[PlannedUnit(id="U1")])
+        accepted = SlicePlanAccepted(project=project, actor=SYSTEM, plan=plan, cause=facts[0].id)
+        facts.append(accepted)
+    return facts
+
+
+async def test_editing_a_charter_test_halts_before_any_review(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """The charter's test files are frozen artifacts for the reviewer as for the gate
+    runner: a unit editing one halts on a critical finding, with no review spent."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")], heads=[CHARTER_EDIT],
+        before=charter_facts(project, skeleton=False), until=stopped,
+    )  # fmt: skip
+    assert agent.calls() == []
+    (halt,) = of(FindingRaised, events, criterion="frozen-artifact")
+    assert halt.target.path == "tests/test_goal.py"  # type: ignore[union-attr]
+
+
+async def test_a_skeleton_unit_may_write_the_charter_test(
+    bus: Bus, project: str, tmp_path: Path, agent_dir: Path
+) -> None:
+    """A skeleton slice's unit writes the charter's tests (the operator reviews them before
+    anything is built): its head is reviewed, not halted."""
+    agent = Scripted(agent_dir)
+    _, events = await rounds(
+        bus, project, tmp_path, agent, [verdict("approve")], heads=[CHARTER_EDIT],
+        before=charter_facts(project, skeleton=True), until=count(RoundClosed),
+    )  # fmt: skip
+    assert of(VerdictAccepted, events)[0].decision == "approve"
+    assert of(FindingRaised, events, criterion="frozen-artifact") == []
 
 
 async def test_clearing_its_own_pending_marker_is_not_a_frozen_edit(

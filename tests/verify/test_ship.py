@@ -414,3 +414,18 @@ def test_an_answer_the_log_would_refuse_is_recorded_as_the_waves_error() -> None
     [run] = recorded(brief, new_id(), huge, actor=SYSTEM, now=datetime.now(UTC)).events
     assert isinstance(run, WaveVerified) and run.checks == []
     assert run.error.startswith("its answer cannot be recorded:")
+
+
+def test_ship_is_one_table_read_by_two_readers() -> None:
+    """The draft-PR command and SHIP's floors live in one [ship] table: each reader takes
+    its keys and lets the other's through, and a key neither knows is still refused."""
+    from loopbus.workers.shipper.config import parse as parse_ship_command
+
+    text = '[ship]\ncommand = "open-pr"\nenv = ["GH_TOKEN"]\nmax_unit_lines = 300\n'
+    text += "[ship.floors]\ncorrectness = 9\n"
+    assert parse(text)[1].max_unit_lines == 300 and parse(text)[1].floors["correctness"] == 9
+    assert parse_ship_command(text).command == "open-pr"
+    with pytest.raises(ConfigError, match="ship.colour"):
+        parse("[ship]\ncolour = 1\n")
+    with pytest.raises(ConfigError, match="ship.colour"):
+        parse_ship_command("[ship]\ncolour = 1\n")

@@ -15,7 +15,9 @@ regression_surface = 9
 ```
 
 Read from the same text as the rest of the file (the gate configuration lets both tables
-through); every mistake is one :class:`ConfigError` line naming the field.
+through); every mistake is one :class:`ConfigError` line naming the field. ``[ship]`` is
+shared: ``command``, ``timeout`` and ``env`` (the draft-PR command) are read by
+``workers/shipper/config.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from loopbus.workers.agents.tables import check_table, command_line, seconds
 from loopbus.workers.errors import ConfigError
 
 VERIFY_KEYS = INVESTIGATOR_KEYS  # the same two: a command and its timeout
-SHIP_KEYS = ("floors", "max_unit_lines")
+SHIP_KEYS = ("floors", "max_unit_lines", "command", "timeout", "env")
+"""Every key of ``[ship]``: the last three are the ship command's (workers/shipper)."""
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 DEFAULT_MAX_UNIT_LINES = 400
 

@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, decisions, findings, units
+from loopbus.projections import builds, convergence, decisions, findings, lessons, units
 from loopbus.projections.intents import Effect, Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
@@ -64,7 +64,14 @@ class Builder(Daemon):
     """Run builder rounds for the projects in ``configs`` (those with a build command)."""
 
     name = "builder"
-    folds = (units.FOLD, findings.FOLD, convergence.FOLD, builds.FOLD, decisions.FOLD)
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        convergence.FOLD,
+        builds.FOLD,
+        decisions.FOLD,
+        lessons.FOLD,
+    )
 
     def __init__(
         self,

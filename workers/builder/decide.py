@@ -28,6 +28,7 @@ from typing import Any
 
 from loopbus.projections import convergence as conv
 from loopbus.projections import decisions as decisions_fold
+from loopbus.projections import lessons as lessons_fold
 from loopbus.projections.builds import CHOOSERS, BuildsState, UnitBuild
 from loopbus.projections.claims import Move
 from loopbus.projections.findings import FindingsState, open_findings
@@ -193,6 +194,7 @@ def _round(
         "tactic": f"{conv.tactic(rung)}: {conv.ask(rung)}",
         "decisions": in_force(world, build, view),
         "superseded": superseded(world, build, view),
+        "lessons": lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),
         "problem": build.note,
     }
     return Effect(

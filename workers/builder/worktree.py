@@ -26,7 +26,7 @@ from dulwich.ignore import IgnoreFilter, read_ignore_patterns
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from loopbus.workers.builder import gitdir
 from loopbus.workers.errors import RepoError
-from loopbus.workers.repository import commit_at, open_repo, ref_name
+from loopbus.workers.repository import commit_at, open_repo, ref_name, unit_branch
 
 ALWAYS_IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"})
 """Never part of a unit's commit, whatever the project's ``.gitignore`` says."""
@@ -36,7 +36,7 @@ COMMITTER = b"loopbus builder adapter <builder@loopbus.invalid>"
 
 def branch(project: str, unit: str) -> str:
     """The unit's branch in the project's repository."""
-    return f"loopbus/{project}/{unit}"
+    return unit_branch(project, unit)
 
 
 def prepare(repo: Path, start: str, dest: Path, *, branch: str) -> None:

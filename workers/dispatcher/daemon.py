@@ -23,7 +23,14 @@ from typing import Any
 
 import structlog
 from loopbus.bus import Bus
-from loopbus.projections import blocking, charter, contract_landing, decisions, slices
+from loopbus.projections import (
+    blocking,
+    charter,
+    contract_landing,
+    decisions,
+    shipping,
+    slices,
+)
 from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections import verify as verify_fold
@@ -71,6 +78,7 @@ class Dispatcher(Daemon):
         verify_fold.FOLD,  # waves verified code-cold, verifier findings, SHIP verdicts
         wave_fold.FOLD,  # waves reviewed whole, units re-opened and re-reviewed
         gates_fold.FOLD,  # SHIP: is trunk green at the close, do the criteria pass on it
+        shipping.FOLD,  # no dispatch while a credential in trunk's history is unsettled
     )
 
     def __init__(
@@ -90,7 +98,7 @@ class Dispatcher(Daemon):
         self.repos = dict(repos or {})
         self.signer = signer
         self.options = Options(
-            capacity=capacity, repos=frozenset(self.repos), shipping=dict(ship or {})
+            capacity=capacity, repos=frozenset(self.repos), ship_rules=dict(ship or {})
         )
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}

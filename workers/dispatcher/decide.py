@@ -52,6 +52,7 @@ from loopbus.projections import (
     contract_landing,
     decisions,
     ship,
+    shipping,
     slices,
 )
 from loopbus.projections.intents import Effect, Intent, Publish
@@ -72,7 +73,7 @@ from loopbus.projections.units import UnitsState
 from loopbus.schemas import UnitPlanned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.dispatcher import answers, blocked, retries, shipping
+from loopbus.workers.dispatcher import answers, blocked, post_merge, retries
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.record import UnitReads, completion
 from loopbus.workers.kernel import World
@@ -96,11 +97,11 @@ class Options:
     capacity: int = DEFAULT_CAPACITY
     repos: frozenset[str] = frozenset()
     """Projects that have a repository (the others have every plan refused)."""
-    shipping: dict[str, ship.ShipRules] = field(default_factory=dict)
+    ship_rules: dict[str, ship.ShipRules] = field(default_factory=dict)
     """Per project, what SHIP needs (``[verify]``, ``[ship]``); absent: the defaults."""
 
     def rules(self, project: str) -> ship.ShipRules:
-        return self.shipping.get(project) or ship.ShipRules()
+        return self.ship_rules.get(project) or ship.ShipRules()
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def decide(world: World, options: Options) -> list[Intent]:
     ]
     rules = options.rules(world.project)
     if rules.verify or rules.wave_review:
-        actions = shipping.verification_holds(world, state, actions, rules)
+        actions = post_merge.verification_holds(world, state, actions, rules)
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -180,8 +181,8 @@ def _steps(
     for misaligned in slices.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)
-    for view in shipping.unjudged(world, state):
-        yield Publish(shipping.ship_judged(world, options.rules(world.project), state, view))
+    for view in post_merge.unjudged(world, state):
+        yield Publish(post_merge.ship_judged(world, options.rules(world.project), state, view))
     for action in actions:
         view = state.slices[action.slice]
         match action:
@@ -200,9 +201,11 @@ def _steps(
 
 
 def held(world: World) -> str:
-    """Why nothing may be dispatched now (a charter awaits approval, or its run ended);
-    ``""`` otherwise, and always for a project that never had a charter."""
-    return charter.dispatch_hold(world.state(charter.FOLD.name))
+    """Why nothing may be dispatched now (a charter awaits approval, or its run ended; a
+    credential found in trunk's history is not settled yet); ``""`` otherwise."""
+    found: shipping.ShippingState | None = world.states.get(shipping.FOLD.name)
+    secret = shipping.hold(found) if found is not None else ""
+    return secret or charter.dispatch_hold(world.state(charter.FOLD.name))
 
 
 def contract_state(world: World) -> contract_landing.ContractState:

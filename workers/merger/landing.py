@@ -147,8 +147,8 @@ def recorded_landing(
         return None
     slice_id, cause = marks.get(CONTRACT_TRAILER), marks.get(CAUSE)
     if slice_id is not None:
-        pending = state.slices.get(slice_id)
-        if pending is not None and pending.landed is None and pending.accepted == cause:
+        pending = fold.by_accepted(state, cause) if cause is not None else None
+        if pending is not None and pending.landed is None and pending.slice == slice_id:
             args = {"pending": pending, "commit": seen.commit, "previous": merges.trunk.commit}
             return Effect(f"record-contract:{seen.commit}", world.project, "record-contract", args)
     proposal_id = marks.get(PROPOSAL_TRAILER)

@@ -121,6 +121,13 @@ def prepare_contract(
 
 
 def contract_message(pending: Pending) -> str:
+    if pending.gate is not None:
+        return (
+            f"Install gate {pending.gate}\n\n"
+            "A gate the project operator approved through the ratchet, added as a check.\n\n"
+            f"{CONTRACT_TRAILER}: {pending.slice}\n"
+            f"{CAUSE}: {pending.accepted}\n"
+        )
     return (
         f"Contract of slice {pending.slice}\n\n"
         f"Criteria and checks the slice's units are judged by, landed before any starts.\n\n"
@@ -218,6 +225,19 @@ async def land_contract(
     """Write the contract commit on ``trunk``, move trunk to it, record and adopt it; or
     refuse the contract with a finding naming why."""
     files, refused = await asyncio.to_thread(prepare_contract, path, trunk, pending, adopted)
+    if refused and pending.gate is not None:
+        log.warning("merger.gate_install_refused", gate=pending.gate, why=refused[0])
+        message = f"approved gate {pending.gate} was not installed: " + "; ".join(refused[:5])
+        gate_refused = refusal(
+            project,
+            actor,
+            pending.accepted,
+            "gate-install-refused",
+            message + ". A check of that id exists already: an edit goes through the ratchet",
+            accepted=pending.accepted,
+            evidence={"refused": refused[:20], "gate": pending.gate},
+        )
+        return [Publish(gate_refused)]
     if refused:
         log.warning("merger.contract_refused", slice=pending.slice, why=refused[0])
         finding = refusal(

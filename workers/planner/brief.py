@@ -1,6 +1,6 @@
 """The planning brief: everything the planner is told that the log holds — the charter,
 reconnaissance, the closed slices and their run records, the findings routed to the
-planner, the decisions in force and this round's refusals (the daemon adds trunk's tree
+planner, the decisions and lessons in force and this round's refusals (the daemon adds trunk's tree
 and pending criteria). Pure: no I/O, no clock.
 """
 
@@ -10,6 +10,7 @@ import msgspec
 from loopbus.projections import charter as charter_fold
 from loopbus.projections import decisions as decisions_fold
 from loopbus.projections import findings as findings_fold
+from loopbus.projections import lessons as lessons_fold
 from loopbus.projections import planner as planner_fold
 from loopbus.projections import slices as slices_fold
 from loopbus.projections.planner import PlannerState
@@ -56,7 +57,7 @@ def plan_brief(
             )
             for d in decisions_fold.in_force(world.state(decisions_fold.FOLD.name))
         ],
-        lessons=[],  # loopbus records no lessons yet
+        lessons=lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),
         refusals=planner_fold.refusals(state, slice_id),
     )
 

@@ -20,6 +20,7 @@ import msgspec
 from loopbus.projections import charter as charter_fold
 from loopbus.projections import decisions as decisions_fold
 from loopbus.projections import findings as findings_fold
+from loopbus.projections import lessons as lessons_fold
 from loopbus.projections import planner as planner_fold
 from loopbus.projections import slices as slices_fold
 from loopbus.projections.intents import Effect, Intent, Publish
@@ -42,6 +43,7 @@ FOLDS = (
     findings_fold.FOLD,
     decisions_fold.FOLD,
     planner_fold.FOLD,
+    lessons_fold.FOLD,
 )
 """What the planner daemon folds."""
 

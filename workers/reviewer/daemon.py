@@ -28,7 +28,16 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.projections import builds, convergence, findings, gates, reviews, units
+from loopbus.projections import (
+    builds,
+    charter,
+    convergence,
+    findings,
+    gates,
+    lessons,
+    reviews,
+    units,
+)
 from loopbus.projections.intents import Effect, Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
@@ -55,7 +64,18 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
-    folds = (units.FOLD, findings.FOLD, gates.FOLD, convergence.FOLD, reviews.FOLD, builds.FOLD)
+    # The charter fold: its test criteria are frozen artifacts (violations() in decide);
+    # the lessons fold: the lessons in force go into the reviewer's document.
+    folds = (
+        units.FOLD,
+        findings.FOLD,
+        gates.FOLD,
+        convergence.FOLD,
+        reviews.FOLD,
+        builds.FOLD,
+        charter.FOLD,
+        lessons.FOLD,
+    )
 
     def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
         served = {p: c for p, c in configs.items() if c.review.command}
@@ -133,6 +153,7 @@ class Reviewer(Daemon):
             "gate_results": args["gate_results"],
             "criteria": list(request.criteria),
             "decisions": args.get("decisions", []),
+            "lessons": args.get("lessons", []),
         }
         # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)

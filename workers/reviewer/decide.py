@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
+from loopbus.projections import lessons
 from loopbus.projections import reviews as rv
 from loopbus.projections.builds import AutoPick
 from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
@@ -242,6 +243,7 @@ def request(scene: Scene, view: UnitView) -> list[Intent]:
 def violations(scene: Scene, view: UnitView, change: Change) -> list[Violation]:
     """What halts the unit at once: a secret in its diff or an edit to a frozen artifact."""
     all_criteria = [c for u in scene.units.units.values() for c in u.criteria]
+    all_criteria += scene.charter_tests(view.slice)
     return find_secrets(change.diff) + find_frozen_edits(
         change.diff,
         all_criteria=all_criteria,
@@ -292,6 +294,7 @@ def run_review(scene: Scene, request: rv.RequestView) -> Effect:
         "request": msgspec.structs.replace(request),  # a copy: the fold mutates its own
         "gate_results": gate_results(scene.gates, request.head),
         "decisions": [auto_pick_document(pick) for pick in review_input(scene, request)],
+        "lessons": lessons.in_force(scene.world.state(lessons.FOLD.name)),
     }
     return Effect(f"{RUN_REVIEW}:{request.id}", scene.project, RUN_REVIEW, args)
 

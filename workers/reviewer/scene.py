@@ -9,6 +9,7 @@ from datetime import datetime
 
 from loopbus.projections import convergence as conv
 from loopbus.projections import reviews as rv
+from loopbus.projections.charter import RunView
 from loopbus.projections.findings import FindingsState
 from loopbus.projections.gates import GatesState
 from loopbus.projections.intents import Effect
@@ -83,6 +84,16 @@ class Scene:
     def findings(self) -> FindingsState:
         state: FindingsState = self.world.state("findings")
         return state
+
+    def charter_tests(self, slice_id: str) -> list[str]:
+        """The charter's test criteria, frozen for a unit of ``slice_id`` unless that slice
+        is a skeleton (whose tests the operator reviews before anything is built): the
+        gate runner's rule (``workers/gate_runner/decide.scope_of``), read here so the
+        reviewer halts such an edit before a review is spent on it."""
+        run: RunView = self.world.state("charter")
+        if run.charter is None or slice_id in run.skeletons:
+            return []
+        return [c.test for c in run.charter.criteria if c.test]
 
     def change(self, head: str, hint: str | None) -> Change | str | Effect | None:
         """The diff of ``head`` (``hint``: the base it was dispatched against or reviewed

@@ -177,6 +177,20 @@ function renderBudgets(budgets) {
   }
 }
 
+function renderRisk(reports) {
+  // One list per closed slice, newest first; each item under the heading of its band.
+  const box = document.getElementById("risk");
+  box.replaceChildren();
+  if (!reports.length) { box.append(el("p", { class: "dim", text: "no slice has closed yet" })); return; }
+  for (const r of reports) {
+    const list = el("ul", { "data-slice": r.slice });
+    for (const item of r.items) {
+      list.append(el("li", { "data-band": item.band }, el("strong", { text: `${item.title}: ` }), item.text));
+    }
+    box.append(el("h3", { text: r.slice }), list);
+  }
+}
+
 function renderConvergence(page) {
   const rows = page.items.map((c) => el("tr", { "data-unit": c.unit }, el("td", { text: c.unit }),
     el("td", { text: c.rounds }), el("td", { text: c.verdict || "no round closed" }),
@@ -243,6 +257,7 @@ async function refresh() {
     renderPlanner(overview.planner);
     renderWaiting(overview.waiting);
     renderSlices(overview.slices);
+    renderRisk(overview.risk);
     renderBudgets(overview.budgets);
     renderConvergence(overview.convergence);
     renderRecord(overview.record);

@@ -1,0 +1,87 @@
+"""The ``shipping`` projection: trunk's secret scans, open secret findings, bundles, ship runs.
+
+* ``moves`` counts the facts that move trunk (a merge landed or reverted, a slice closed);
+  ``scanned_moves`` is the count the latest :class:`TrunkScanned` answered, so the shipper
+  scans again exactly when trunk may have moved since.
+* ``tips`` are the tips scanned so far: the next scan reads only the commits reachable from
+  trunk and from none of them (incremental, whatever rewrote what).
+* ``secrets`` are the open findings of criterion :data:`SECRET_CRITERION` the system
+  raised; an operator settles one with ``loopbus finding resolve|dismiss`` (the lifecycle
+  daemon's facts close it here). While one is open, :func:`hold` says why the dispatcher
+  must start nothing and the shipper bundles nothing.
+
+Only the system's facts count: an agent cannot raise a secret finding that freezes the loop
+(its finding is a claim on its own subject, with another criterion owner) nor close one.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from loopbus.projections.base import Fold
+from loopbus.schemas import Event, FindingRaised, FindingResolved
+from loopbus.schemas.decisions import ObjectiveDeclared
+from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
+from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
+from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
+from loopbus.schemas.slices import SliceClosed
+
+
+class ShippingState(msgspec.Struct, kw_only=True):
+    moves: int = 0
+    last_move: str | None = None
+    """The id of the latest trunk-moving fact: the seed of the scan that answers it."""
+    scanned_moves: int = -1
+    tips: list[str] = []
+    secrets: dict[str, str] = {}
+    """Open secret finding id -> its message."""
+    bundled: dict[str, SliceBundled] = {}
+    ran: dict[str, ShipCommandRan] = {}
+    objectives: dict[str, str] = {}
+    """Live charter objectives: id -> text (what a PR description's "why" names)."""
+
+
+def initial() -> ShippingState:
+    return ShippingState()
+
+
+def apply(state: ShippingState, event: Event) -> ShippingState:
+    if event.actor.role != "system" and not isinstance(event, ObjectiveDeclared):
+        return state
+    match event:
+        case TrunkAdvanced() | MergeReverted() | SliceClosed():
+            state.moves += 1
+            state.last_move = event.id
+        case TrunkScanned():
+            if event.tip not in state.tips:
+                state.tips.append(event.tip)
+            state.scanned_moves = max(state.scanned_moves, event.moves)
+        case FindingRaised(criterion=criterion) if criterion == SECRET_CRITERION:
+            state.secrets[event.id] = event.message
+        case FindingReopened() if event.original.criterion == SECRET_CRITERION:
+            state.secrets[event.finding] = event.original.message
+        case FindingResolved() | FindingDismissed():
+            state.secrets.pop(event.finding, None)
+        case SliceBundled():
+            state.bundled.setdefault(event.slice, event)
+        case ShipCommandRan():
+            state.ran.setdefault(event.slice, event)
+        case ObjectiveDeclared() if event.actor.role == "operator":
+            if event.live:
+                state.objectives[event.objective] = event.text
+            else:
+                state.objectives.pop(event.objective, None)
+    return state
+
+
+def hold(state: ShippingState) -> str:
+    """Why nothing may advance past a barrier now (``""``: nothing holds it)."""
+    if not state.secrets:
+        return ""
+    first = next(iter(state.secrets))
+    return (
+        f"{len(state.secrets)} open finding(s) of a credential in trunk's tree or history "
+        f"(first: {first}); an operator settles each with `loopbus finding resolve|dismiss`"
+    )
+
+
+FOLD = Fold(name="shipping", state_type=ShippingState, initial=initial, apply=apply)

@@ -1,0 +1,172 @@
+"""The inverted risk report: least verified first, and never a command that did not run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from loopbus.bus import Bus
+from loopbus.projections import risk, slices
+from loopbus.schemas import FindingRaised
+from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
+from loopbus.schemas.lifecycle import FindingDismissed
+from loopbus.schemas.slices import CommandRun, RunEntryCompleted
+from loopbus.schemas.targets import RecordTarget
+from shipkit import BUILDER, CRITERION, SYSTEM, auto_decision, closed_slice, make_repo
+
+
+def loopbus(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopbus.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def sections(out: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    heading = ""
+    for line in out.splitlines():
+        if line.startswith("## "):
+            heading = line[3:]
+            found[heading] = []
+        elif line.startswith("- ") and heading:
+            found[heading].append(line[2:])
+    return found
+
+
+async def test_a_configured_check_that_never_ran_is_reported_not_run_and_never_passed(
+    bus: Bus, nats_url: str, project: str, tmp_path: Path
+) -> None:
+    """A slice whose unit ran `tests` but never `docs`: the report leads with what nothing
+    checks (a changed file no check reads, a criterion with no passing run), names `docs`
+    as not run — by its id, never with its command — and lists only `tests` as passed, even
+    when an agent forges a run record saying docs passed."""
+    repo = tmp_path / "repo"
+    make_repo(repo, project)
+    events = closed_slice(project, "S1")
+    forged = RunEntryCompleted(
+        project=project,
+        actor=BUILDER,
+        slice="S1",
+        unit="U1",
+        dispatch=events[3].id,
+        state="done",
+        commands=[
+            CommandRun(check="docs", command="mkdocs-strict --fail-on-warning", outcome="pass")
+        ],
+    )
+    finding = FindingRaised(
+        project=project,
+        actor=SYSTEM,
+        producer="reviewer",
+        target=RecordTarget(id="U1"),
+        severity="low",
+        message="totals round oddly",
+        unit="U1",
+    )
+    dismissed = FindingDismissed(
+        project=project,
+        actor=SYSTEM,
+        finding=finding.id,
+        reason="wont-fix",
+        why="rounding is out of scope",
+        claim=finding.id,
+        by="operator:alice",
+    )
+    forged_suite = GateSuiteCompleted(
+        project=project,
+        actor=BUILDER,
+        commit="a" * 40,
+        unit="U1",
+        reason="unit",
+        outcome="pass",
+        checks=[
+            SuiteEntry(
+                check="docs", outcome="pass", cached=False, result=finding.id, duration_s=0.1
+            )
+        ],
+        runner="r1",
+    )
+    published = [*events, forged, forged_suite, auto_decision(project, "S1"), finding, dismissed]
+    for event in published:
+        await bus.publish(event)
+
+    done = loopbus(
+        "report",
+        "risk",
+        "S1",
+        "--project",
+        project,
+        "--nats-url",
+        nats_url,
+        "--repo",
+        str(repo),
+        "--trunk",
+        "main",
+    )
+    assert done.returncode == 0, done.stderr
+    found = sections(done.stdout)
+    assert list(found) == [
+        "No check covers",
+        "Not run",
+        "Findings dismissed",
+        "Decided without a person",
+        "Ran and passed",
+    ], done.stdout
+    assert "notes/todo.txt: changed, and no check reads it" in found["No check covers"]
+    assert any(CRITERION in line and "no passing run" for line in found["No check covers"])
+    assert not any("src/calc.py" in line for line in found["No check covers"])
+    assert (
+        "check docs: configured, and no run of it is on the log for this slice" in found["Not run"]
+    )
+    assert "mkdocs-strict" not in done.stdout, "a command that never ran is never named"
+    assert any(
+        "a gate suite on aaaaaaaaaaaa was refused" in line and "role 'builder'" in line
+        for line in found["Not run"]
+    )
+    assert found["Ran and passed"] == ["unit U1: check tests (python -m pytest -q) passed"]
+    assert "wont-fix by operator:alice" in found["Findings dismissed"][0]
+    assert "which rounding for totals -> half-up" in found["Decided without a person"][0]
+
+    as_json = loopbus(
+        "report", "risk", "S1", "--project", project, "--nats-url", nats_url, "--json"
+    )
+    items = json.loads(as_json.stdout)
+    bands = [item["band"] for item in items]
+    assert bands == sorted(bands, key=risk.BANDS.index), "least verified first"
+
+
+async def test_an_unknown_slice_is_one_line_naming_the_known_ones(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """A slice that is not on the log: exit 2 and one line naming the slices there are."""
+    for event in closed_slice(project, "S1"):
+        await bus.publish(event)
+    done = loopbus("report", "risk", "S9", "--project", project, "--nats-url", nats_url)
+    assert done.returncode == 2
+    assert "SLICE S9: no such slice" in done.stderr and "known: S1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_verifiers_unreached_lines_come_after_what_was_not_run() -> None:
+    """What the verifier could not reach is reported in its own words, after the not-run
+    section and before cached runs (the input the verifier's fact fills)."""
+    events = closed_slice("p", "S1")
+    items = risk.report(
+        slices.FOLD.fold(events),
+        risk.FOLD.fold(events),
+        "S1",
+        {"tests": ("src/",)},
+        ["the payment page (no sandbox key)"],
+    )
+    bands = [item.band for item in items]
+    assert "unreached" in bands
+    assert bands.index("unreached") > bands.index("not-run")
+    assert bands.index("unreached") < bands.index("verified")

@@ -1,0 +1,60 @@
+"""The shipper's decision: pure, over the ``risk`` and ``shipping`` folds.
+
+* Trunk may have moved since the last scan (a merge landed or reverted, a slice closed):
+  scan it first, and decide nothing else until the scan is on the log — a slice is
+  bundled only from a trunk whose whole history was read.
+* While a credential finding is open nothing is bundled (a bundle carries history).
+* A slice :func:`ready_to_ship` and not bundled is bundled; a bundled one whose project
+  configures ``[ship] command`` and has no run of it gets one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopbus.projections import risk, shipping, slices
+from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.risk import RiskState
+from loopbus.projections.shipping import ShippingState
+from loopbus.projections.slices import SlicesState, SliceView
+from loopbus.workers.kernel import World
+
+SCAN = "scan"
+BUNDLE = "bundle"
+SHIP = "ship"
+
+
+@dataclass(frozen=True)
+class Options:
+    command: str | None = None
+
+
+def ready_to_ship(view: SliceView) -> bool:
+    """THE trigger of a PR bundle. Until the SHIP verdict exists on the log, a slice the
+    dispatcher closed (``SliceClosed``) is ready; switch this to "shipped" when it does."""
+    return view.status == "closed"
+
+
+def decide(world: World, options: Options) -> list[Intent]:
+    ship: ShippingState = world.state(shipping.FOLD.name)
+    views: SlicesState = world.state(slices.FOLD.name)
+    state: RiskState = world.state(risk.FOLD.name)
+    project = world.project
+    if ship.moves > ship.scanned_moves:
+        args = {"moves": ship.moves, "tips": list(ship.tips), "seed": ship.last_move}
+        return [Effect(f"{project}:{SCAN}:{ship.moves}", project, SCAN, args)]
+    if shipping.hold(ship):
+        return []
+    intents: list[Intent] = []
+    for slice_id, view in views.slices.items():
+        if not ready_to_ship(view):
+            continue
+        bundled = ship.bundled.get(slice_id)
+        if bundled is None:
+            args = {"slice": slice_id, "cause": view.accepted, "views": views, "risk": state}
+            args["shipping"] = ship
+            intents.append(Effect(f"{project}:{BUNDLE}:{slice_id}", project, BUNDLE, args))
+        elif options.command and slice_id not in ship.ran:
+            args = {"bundled": bundled, "command": options.command}
+            intents.append(Effect(f"{project}:{SHIP}:{slice_id}", project, SHIP, args))
+    return intents
