@@ -425,7 +425,7 @@ def test_ship_is_one_table_read_by_two_readers() -> None:
     text += "[ship.floors]\ncorrectness = 9\n"
     assert parse(text)[1].max_unit_lines == 300 and parse(text)[1].floors["correctness"] == 9
     assert parse_ship_command(text).command == "open-pr"
-    with pytest.raises(ConfigError, match="ship.colour"):
+    with pytest.raises(ConfigError, match=r"ship\.colour"):
         parse("[ship]\ncolour = 1\n")
-    with pytest.raises(ConfigError, match="ship.colour"):
+    with pytest.raises(ConfigError, match=r"ship\.colour"):
         parse_ship_command("[ship]\ncolour = 1\n")
