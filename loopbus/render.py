@@ -10,6 +10,7 @@ from loopbus.charter_render import render_charter
 from loopbus.contract_render import render_contracts
 from loopbus.event_line import Palette as Palette
 from loopbus.event_line import record_json as record_json
+from loopbus.lease_render import render_leases
 from loopbus.lessons_render import render_lessons
 from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
@@ -206,6 +207,7 @@ RENDERERS: dict[str, StateRenderer] = {
     "charter": render_charter,
     "contract_landing": render_contracts,
     "planner": render_planner,
+    "leases": render_leases,
     "risk": ship_render.render_risk,
     "shipping": ship_render.render_shipping,
     "lessons": render_lessons,

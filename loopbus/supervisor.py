@@ -46,6 +46,11 @@ class UpSettings:
     trunk: str | None = None
     """The one trunk branch every daemon uses (``up --trunk``; the repository's current
     branch by default)."""
+    jobs: int | None = None
+    """Checks the gate runner runs at once (``up --jobs``: the machine's cores by default;
+    ``None``: the runner's own default)."""
+    capacity: int | None = None
+    """Units the dispatcher keeps in flight (``up --capacity``; ``None``: its default)."""
 
 
 def _repo(s: UpSettings) -> list[str]:
@@ -54,6 +59,14 @@ def _repo(s: UpSettings) -> list[str]:
 
 def _trunk(s: UpSettings) -> list[str]:
     return ["--trunk", s.trunk] if s.trunk else []
+
+
+def _jobs(s: UpSettings) -> list[str]:
+    return ["--jobs", str(s.jobs)] if s.jobs is not None else []
+
+
+def _capacity(s: UpSettings) -> list[str]:
+    return ["--capacity", str(s.capacity)] if s.capacity is not None else []
 
 
 @dataclass(frozen=True)
@@ -73,7 +86,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "dispatcher",
         "loopbus.workers.dispatcher",
-        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_capacity(s)],
     ),
     DaemonSpec("standards", "loopbus.workers.standards"),
     DaemonSpec(
@@ -103,7 +116,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "gate-runner",
         "loopbus.workers.gate_runner",
-        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_jobs(s)],
     ),
     DaemonSpec(
         "reviewer", "loopbus.workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []

@@ -24,6 +24,7 @@ from loopbus.projections import (
     gates,
     integrity,
     investigations,
+    leases,
     lessons,
     merges,
     planner,
@@ -61,6 +62,7 @@ FOLDS: tuple[Fold[Any], ...] = (
     planner.FOLD,
     verify.FOLD,
     wave_review.FOLD,
+    leases.FOLD,
     risk.FOLD,
     shipping.FOLD,
 )

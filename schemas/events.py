@@ -42,6 +42,7 @@ from loopbus.schemas.gates import (
     GateRunRequested,
     GateSuiteCompleted,
 )
+from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from loopbus.schemas.merges import (
@@ -177,6 +178,9 @@ Event = (
     | SliceShipJudged
     | WaveReviewed
     | UnitReReviewed
+    | LeaseTaken
+    | LeaseRenewed
+    | LeaseReleased
     | TrunkScanned
     | SliceBundled
     | ShipCommandRan

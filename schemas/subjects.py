@@ -114,6 +114,16 @@ def gate_suite_subjects(project: str) -> str:
     return f"{PREFIX}.{project}.gatesuite.>"
 
 
+def lease_subjects(project: str, work: str = "*") -> str:
+    """The leases of one kind of work item (or every kind) of a project."""
+    return f"{PREFIX}.{project}.lease.{work}.*"
+
+
+def lease_subject(project: str, work: str, item: str) -> str:
+    """Where one item's lease lives (a taking or renewal is conditional on it)."""
+    return f"{PREFIX}.{project}.lease.{work}.{item}"
+
+
 def claim_subjects(project: str, unit: str) -> list[str]:
     """What answers a unit's claim: its transitions and the system's findings (a refusal
     is one)."""

@@ -39,6 +39,7 @@ from loopbus.settings import (
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.options import add_web_options, check_port
 from loopbus.workers.errors import CONFIG_FILE, WorkerError
+from loopbus.workers.leases.capacity import capacity_arg, cores, jobs_arg
 from loopbus.workers.merger.adoption import adopt_on_first_start, adopted_on_log
 from loopbus.workers.merger.adoption import operator as adopter
 from loopbus.workers.runtime import configure_logging
@@ -86,6 +87,21 @@ def register(sub: Any) -> None:
         help="when the embedded server writes the log to disk: 'interval' (nats-server's "
         "default, every 2 minutes) or 'always' (before every acknowledgement; slower, see "
         "docs/operating.md)",
+    )
+    capacity = parser.add_argument_group("capacity")
+    capacity.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        default=None,
+        help="checks the gate runner runs at once: a number, or 'auto' for this machine's "
+        "cores (default auto); add machines with `loopbus worker gate-runner`",
+    )
+    capacity.add_argument(
+        "--capacity",
+        type=capacity_arg,
+        default=None,
+        help="units the dispatcher keeps in flight at once (default: "
+        "$LOOPBUS_CAPACITY, else the dispatcher's own)",
     )
     web = parser.add_argument_group("operator page")
     add_web_options(web, prefix="web-")
@@ -221,6 +237,8 @@ async def _up(args: argparse.Namespace) -> int:
             creds=system.path if system is not None else None,
             server_log=server.log_file if server is not None else None,
             trunk=args.setup.trunk if args.setup else None,
+            jobs=args.jobs if args.jobs is not None else cores(),
+            capacity=args.capacity,
         )
         if args.setup is not None:
             print(describe(args.setup), flush=True)

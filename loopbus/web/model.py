@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loopbus.charter_render import render_charter
+from loopbus.lease_render import render_leases
 from loopbus.planner_render import planner_doc, planner_lines
 from loopbus.projections import budgets as budgets_fold
 from loopbus.projections import findings as findings_fold
@@ -22,6 +23,7 @@ from loopbus.projections import risk, to_builtins
 from loopbus.projections import slices as slices_fold
 from loopbus.projections.charter import RunView
 from loopbus.projections.convergence import ConvergenceState
+from loopbus.projections.leases import LeasesState, holders
 from loopbus.projections.merges import MergesState
 from loopbus.projections.planner import PlannerState
 from loopbus.projections.units import UnitsState
@@ -277,7 +279,17 @@ def overview(
         "merges": merges_doc(states, pages.get("queue", plain)),
         "charter": charter_doc(states),
         "planner": planner_page_doc(states),
+        "leases": leases_doc(states, at),
         "risk": risk_doc(states),
+    }
+
+
+def leases_doc(states: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """Who holds which work item now (``status``'s lines), and how many are live."""
+    state: LeasesState = states.get("leases") or LeasesState()
+    return {
+        "live": sum(len(v) for v in holders(state, now).values()),
+        "lines": render_leases(state, now=now),
     }
 
 

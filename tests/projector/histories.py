@@ -638,6 +638,26 @@ def contract_events(draw: st.DrawFn, pool: Pool) -> Event:
     )  # fmt: skip
 
 
+def lease_events(draw: st.DrawFn, pool: Pool) -> Event:
+    """Leases (tests/leases): takings, takeovers, renewals and releases of a few items."""
+    from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+
+    p, item = pool.project, draw(st.sampled_from(("I1", "I2")))
+    holder, work = draw(st.sampled_from(("r1", "r2"))), draw(st.sampled_from(("gate", "build")))
+    choice = draw(st.integers(0, 2))
+    if choice == 0:
+        lapsed = draw(st.sampled_from((None, "r1", "r2")))
+        return LeaseTaken(
+            project=p, actor=SYSTEM, work=work, item=item, holder=holder, ttl_s=30, lapsed=lapsed
+        )
+    if choice == 1:
+        return LeaseRenewed(project=p, actor=SYSTEM, work=work, item=item, holder=holder, ttl_s=30)
+    return LeaseReleased(
+        project=p, actor=SYSTEM, work=work, item=item, holder=holder,
+        how=draw(st.sampled_from(("done", "given-up"))),
+    )  # fmt: skip
+
+
 MAKERS: list[Maker] = [
     units_events,
     units_events,
@@ -649,6 +669,7 @@ MAKERS: list[Maker] = [
     rules_events,
     charter_events,
     contract_events,
+    lease_events,
 ]
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 from loopbus.bus import Bus, Views
+from loopbus.schemas import Actor
+from loopbus.schemas.leases import LeaseTaken
 from page_events import accepted_plan, finding, halted
 from pagekit import PageServer, start_page
 from plannerview import CYCLE, fold_with_projector, planner_events
@@ -140,3 +142,33 @@ async def test_the_page_shows_where_planning_stands(
 def test_the_page_shows_no_planner_without_a_charter(page_server: PageServer, project: str):
     planner = page_server.json(f"/api/overview?project={project}")["planner"]
     assert planner["run"] == "" and planner["lines"] == []
+
+
+async def test_the_page_shows_who_holds_which_work_item(
+    nats_url: str, project: str, bus: Bus, page_server: PageServer
+):
+    """A lease taken and one taken over after a lapse are on the overview, as status
+    says them, and the page draws them in their own box."""
+    system = Actor(role="system", principal="gate-runner@h")
+    first = LeaseTaken(
+        project=project, actor=system, work="gate", item="A1", holder="r1", ttl_s=600, what="ask"
+    )
+    over = LeaseTaken(
+        project=project,
+        actor=system,
+        work="gate",
+        item="A1",
+        holder="r2",
+        ttl_s=600,
+        what="ask",
+        lapsed="r1",
+    )
+    await bus.publish_many([first, over])
+    await fold_with_projector(bus, nats_url)
+    leases = page_server.json(f"/api/overview?project={project}")["leases"]
+    assert leases["live"] == 1
+    assert leases["lines"][0].startswith("leases: 1 live (gate 2 taken, 0 released, 1 lapsed)")
+    assert any("r2 holds gate ask" in line for line in leases["lines"])
+    assert any("ask of r1, taken over by r2" in line for line in leases["lines"])
+    _status, _headers, html = page_server.get("/")
+    assert b'id="leases"' in html

@@ -10,9 +10,14 @@ import structlog
 from loopbus.workers.agents.cli import add_repo, load_configs
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.kernel import Kernel
+from loopbus.workers.leases.capacity import jobs_arg
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
+
+JOBS = 8
+LEASE_TTL_S = 60.0
+"""How long a builder's lease on a round lives unrenewed (renewed every third of it)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,14 +29,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(".loopbus"),
         help="units' worktrees go under DATA_DIR/builds (default: %(default)s)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        default=JOBS,
+        help="rounds of one project run at once by this builder: a number, or 'auto' for "
+        "this machine's cores (default %(default)s)",
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=LEASE_TTL_S,
+        metavar="SECONDS",
+        help="how long this builder's lease on a round lives unrenewed; another builder of "
+        "the project takes the round over after that (default %(default)s)",
+    )
 
     def make_body(args: argparse.Namespace) -> Body:
         from loopbus.workers.builder.daemon import Builder
 
+        if not 0 < args.lease_ttl <= 86400:
+            parser.error(f"--lease-ttl {args.lease_ttl}: give seconds above 0, at most 86400")
         configs = load_configs(parser, args.repo)
 
         async def body(ctx: DaemonContext) -> None:
-            builder = Builder(ctx.bus, configs, args.data_dir.resolve())
+            builder = Builder(
+                ctx.bus,
+                configs,
+                args.data_dir.resolve(),
+                lease_ttl_s=args.lease_ttl,
+                jobs=args.jobs,
+            )
             if not builder.projects:
                 log.info("builder.idle", reason="no project configures [build] command")
                 await ctx.stop.wait()

@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, decisions, findings, lessons, units
+from loopbus.projections import builds, convergence, decisions, findings, leases, lessons, units
 from loopbus.projections.intents import Effect, Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
@@ -53,11 +53,15 @@ from loopbus.workers.builder import answers, conflict, worktree
 from loopbus.workers.builder.criteria import criterion_text
 from loopbus.workers.builder.decide import BUILD, decide
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import Policy, holder_name, leased
+from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 
 HEARTBEAT_S = 2.0
+JOBS = 8
+"""Rounds one leasing replica runs at once (each an agent command)."""
 
 
 class Builder(Daemon):
@@ -70,6 +74,7 @@ class Builder(Daemon):
         convergence.FOLD,
         builds.FOLD,
         decisions.FOLD,
+        leases.FOLD,
         lessons.FOLD,
     )
 
@@ -81,6 +86,8 @@ class Builder(Daemon):
         *,
         actor: Actor | None = None,
         heartbeat_s: float = HEARTBEAT_S,
+        lease_ttl_s: float | None = None,
+        jobs: int = JOBS,
     ) -> None:
         served = {p: c for p, c in configs.items() if c.build.command}
         super().__init__(projects=tuple(served), actor=actor)
@@ -88,6 +95,10 @@ class Builder(Daemon):
         self.configs = served
         self.data_dir = data_dir
         self.heartbeat_s = heartbeat_s
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the rounds, each run by one of them
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
         unsandboxed.wake(kernel, self.configs)
@@ -96,12 +107,17 @@ class Builder(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        return [*decide(world, config.build), *unsandboxed.decide(world, config)]
+        intents = [*decide(world, config.build), *unsandboxed.decide(world, config)]
+        if self.lease is None:
+            return intents
+        return leased(world, intents, BUILD, "build", self.lease, _round_of)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != BUILD:
             return await super().perform(effect)  # the kernel's one answer to it
-        return await self.build_round(self.configs[effect.project], effect.args)
+        # Under a lease, the round's release follows its answer (free once it is stored).
+        work = self.build_round(self.configs[effect.project], effect.args)
+        return await answered_under_lease(self.bus, self.actor, effect, work)
 
     async def build_round(self, config: RepoConfig, args: Mapping[str, Any]) -> list[Intent]:
         """One round: worktree, command (retried once), commit, answer."""
@@ -227,6 +243,11 @@ class Builder(Daemon):
                 log.warning("build.heartbeat_failed", unit=unit, error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.heartbeat_s)
+
+
+def _round_of(effect: Effect) -> str:
+    brief = effect.args["brief"]
+    return f"unit {brief['unit']} round {brief['round']}"
 
 
 def _published(events: list[Event]) -> list[Intent]:

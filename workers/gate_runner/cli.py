@@ -8,19 +8,27 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 from loopbus.workers import repository
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.errors import GateError, WorkerError
 from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
+from loopbus.workers.gate_runner.shared import SharedGateRunner
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
 from loopbus.workers.kernel import Kernel
+from loopbus.workers.leases.capacity import jobs_arg
+from loopbus.workers.leases.decide import holder_name
+from loopbus.workers.leases.flights import Flights
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()
+
+LEASE_TTL_S = 30.0
+"""How long a runner's lease on an ask lives unrenewed (renewed every third of it)."""
 
 
 def project_of(repo: Path) -> str:
@@ -41,19 +49,27 @@ async def run(
     jobs: int = 2,
     trunk: str | None = "HEAD",
     trunk_poll_s: float = 2.0,
+    lease_ttl_s: float | None = LEASE_TTL_S,
 ) -> None:
     served = project if project else await asyncio.to_thread(project_of, repo)
     signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
-    runner = GateRunner(
-        ctx.bus,
-        repo,
-        signer,
-        principal=f"gate-runner@{socket.gethostname()}",
-        jobs=jobs,
-        project=served,
-    )
+    principal = f"gate-runner@{socket.gethostname()}"
+    options: dict[str, Any] = {"principal": principal, "jobs": jobs, "project": served}
+    runner = GateRunner(ctx.bus, repo, signer, **options)
+    holder = holder_name(runner.actor)
+    if lease_ttl_s is not None:  # a check in flight on another runner is awaited
+        flights = Flights(ctx.bus, runner.actor, holder, lease_ttl_s)
+        runner = SharedGateRunner(ctx.bus, repo, signer, flights=flights, **options)
     log.info("gate.serving", project=served, repo=str(repo), runner=signer.runner)
-    daemon = GateRunnerDaemon(runner, served, jobs=jobs, trunk=trunk, trunk_poll_s=trunk_poll_s)
+    daemon = GateRunnerDaemon(
+        runner,
+        served,
+        jobs=jobs,
+        trunk=trunk,
+        trunk_poll_s=trunk_poll_s,
+        lease_ttl_s=lease_ttl_s,
+        holder=holder,
+    )
     await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
 
 
@@ -85,7 +101,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--project", default=None, help="project id (default: from the repo's loopbus.toml)"
     )
     parser.add_argument(
-        "--jobs", type=int, default=2, help="suites and checks run at once (default 2)"
+        "--jobs",
+        type=jobs_arg,
+        default=2,
+        help="suites and checks run at once: a number, or 'auto' for this machine's cores "
+        "(default 2)",
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=LEASE_TTL_S,
+        metavar="SECONDS",
+        help="how long this runner's lease on an ask lives unrenewed; another runner of the "
+        "project takes the ask over after that (default %(default)s)",
     )
     parser.add_argument(
         "--trunk", default="HEAD", help="the ref whose new commits are gated (default HEAD)"
@@ -103,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return idle
         if args.jobs < 1:
             parser.error(f"--jobs {args.jobs}: give 1 or more")
+        if not 0 < args.lease_ttl <= 86400:
+            parser.error(f"--lease-ttl {args.lease_ttl}: give seconds above 0, at most 86400")
         try:  # a wrong repo or key is one line and exit 2, before connecting to anything
             project = args.project or project_of(args.repo)
             load_existing(args.data_dir, args.runner_name)  # a new key waits for the bus
@@ -117,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             trunk=args.trunk,
             trunk_poll_s=args.trunk_poll,
+            lease_ttl_s=args.lease_ttl,
         )
 
     return main_for("gate-runner", parser, make_body, argv)

@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 from loopbus.bus import BusError
-from loopbus.projections import findings, gates, ratchet
+from loopbus.projections import findings, gates, leases, ratchet
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
@@ -35,6 +35,7 @@ from loopbus.schemas.subjects import (
     gate_request_subjects,
     gate_subjects,
     gate_suite_subjects,
+    lease_subjects,
     ratchet_subjects,
     slice_subjects,
     unit_subjects,
@@ -46,6 +47,8 @@ from loopbus.workers.gates import unfenced
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import gate_unit
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import LEASE, Held, Policy, holder_name
+from loopbus.workers.leases.holding import LeaseLost, holding
 
 log = structlog.get_logger()
 
@@ -60,7 +63,7 @@ class GateRunnerDaemon(Daemon):
     """Keeps every ask of one project answered, and trunk gated."""
 
     name = "gate-runner"
-    folds = (FOLD, ratchet.FOLD, findings.FOLD)
+    folds = (FOLD, ratchet.FOLD, findings.FOLD, leases.FOLD)
 
     def __init__(
         self,
@@ -71,8 +74,15 @@ class GateRunnerDaemon(Daemon):
         trunk: str | None = "HEAD",
         trunk_poll_s: float = 2.0,
         catalogue: str = CATALOGUE,
+        lease_ttl_s: float | None = None,
+        holder: str | None = None,
     ) -> None:
         super().__init__(projects=[project], actor=runner.actor)
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the asks, each run by one of them
+            named = holder or holder_name(runner.actor)  # one name for all its leases
+            self.lease = Policy(named, lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
         self.catalogue = catalogue
         self.runner = runner
         self.project = project
@@ -93,6 +103,7 @@ class GateRunnerDaemon(Daemon):
             ratchet_subjects(p),
             ratchet_subjects(self.catalogue),
             charter_approved_subjects(p),  # the charter's test files are frozen for units
+            lease_subjects(p, "gate"),
         ]
 
     def also_folds_into(self, event: Event) -> Sequence[str]:
@@ -109,14 +120,23 @@ class GateRunnerDaemon(Daemon):
             kernel.spawn(self.watch_trunk(kernel, self.trunk), "trunk")
 
     def decide(self, world: World) -> Sequence[Intent]:
-        return [*decide(world, self.jobs), *unfenced.decide(world)]
+        return [*decide(world, self.jobs, self.lease), *unfenced.decide(world)]
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != RUN:
             return await super().perform(effect)
         job: Job = effect.args["job"]
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
-        suite = await self._run(job, effect.args)
+        held: Held | None = effect.args.get(LEASE)
+        if held is None:
+            suite = await self._run(job, effect.args)
+        else:
+            try:
+                suite = await holding(
+                    self.runner.bus, self.actor, held, self._run(job, effect.args)
+                )
+            except LeaseLost:
+                return ()  # another replica runs it now
         log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
         try:  # the suite is on the log: let the decision see the ask again only once it is
             assert self.kernel is not None

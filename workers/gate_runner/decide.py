@@ -25,6 +25,7 @@ from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDi
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.gates.unitgate import UnitScope
 from loopbus.workers.kernel import World
+from loopbus.workers.leases.decide import Item, Policy, claim
 
 RUN = "run-suite"
 """Effect: run (or answer from the cache) the suite a :class:`Job` asks for."""
@@ -145,9 +146,11 @@ class TrunkSeen:
     ask: str
 
 
-def decide(world: World, jobs: int) -> list[Intent]:
+def decide(world: World, jobs: int, lease: Policy | None = None) -> list[Intent]:
     """Report every refused gate event once; ask for trunk's new commit; run up to ``jobs``
-    suites at once, oldest ask first."""
+    suites at once, oldest ask first. With a lease ``Policy`` (replicas of the runner
+    share the project), an ask is run only under this replica's lease on it, so each ask
+    is run by one replica (see :mod:`loopbus.workers.leases`)."""
     work: GateWork = world.state(FOLD.name)
     intents: list[Intent] = [
         Publish(refusal_finding(world, refusal))
@@ -157,6 +160,19 @@ def decide(world: World, jobs: int) -> list[Intent]:
     if ask is not None:
         intents.append(Publish(ask))
     advisory = ratchet.advisory(world.state(ratchet.FOLD.name))  # what only reports now
+    if lease is not None:
+        items = [
+            Item(
+                "gate",
+                job.cause,
+                f"{job.reason} {job.commit[:12]}" + (f" unit {job.unit}" if job.unit else ""),
+                Effect(
+                    f"{RUN}:{job.cause}", world.project, RUN, {"job": job, "advisory": advisory}
+                ),
+            )
+            for job in work.asks.values()
+        ]
+        return [*intents, *claim(world, items, lease)]
     free = jobs - sum(1 for key in world.running if key.startswith(f"{RUN}:"))
     for job in work.asks.values():
         key = f"{RUN}:{job.cause}"

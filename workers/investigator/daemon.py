@@ -26,7 +26,7 @@ from pathlib import Path
 
 import msgspec
 import structlog
-from loopbus.projections import findings
+from loopbus.projections import findings, leases
 from loopbus.projections import investigations as inv
 from loopbus.projections.intents import Effect, Intent
 from loopbus.schemas import Actor, utcnow
@@ -44,6 +44,8 @@ from loopbus.workers.investigator.decide import (
     parse_report,
 )
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import Policy, holder_name, leased
+from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -53,26 +55,47 @@ class Investigator(Daemon):
     """Investigate the second failure of anything, for the projects in ``configs``."""
 
     name = "investigator"
-    folds = (inv.FOLD, findings.FOLD)
+    folds = (inv.FOLD, findings.FOLD, leases.FOLD)
 
-    def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
+    def __init__(
+        self,
+        configs: Mapping[str, RepoConfig],
+        *,
+        actor: Actor | None = None,
+        lease_ttl_s: float | None = None,
+        jobs: int = 4,
+    ):
         served = {p: c for p, c in configs.items() if c.investigator.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
+        self.kernel: Kernel | None = None
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the investigations, each run once
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         unsandboxed.wake(kernel, self.configs)
 
     def decide(self, world: World) -> Sequence[Intent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        return [*decide(world), *unsandboxed.decide(world, config)]
+        intents = [*decide(world), *unsandboxed.decide(world, config)]
+        if self.lease is None:
+            return intents
+        return leased(world, intents, INVESTIGATE, "investigation", self.lease, _trigger_of)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         if effect.action != INVESTIGATE:
             return await super().perform(effect)  # the kernel's one answer to it
-        return [await self.investigate(self.configs[effect.project], effect.args["view"])]
+        assert self.kernel is not None
+
+        async def work() -> list[Intent]:
+            return [await self.investigate(self.configs[effect.project], effect.args["view"])]
+
+        return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
 
     async def investigate(self, config: RepoConfig, view: inv.TriggerView) -> Intent:
         """Run the investigator command on the trigger's evidence; its answer as intents."""
@@ -123,3 +146,8 @@ def _trunk_copy(config: RepoConfig, dest: Path) -> None:
     with open_repo(Path(config.repo)) as opened:
         head = trunk_commit(opened, config.review.trunk).id.decode()
     read_only_copy(config.repo, head, dest)
+
+
+def _trigger_of(effect: Effect) -> str:
+    view: inv.TriggerView = effect.args["view"]
+    return f"investigation of {view.trigger}"

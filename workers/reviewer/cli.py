@@ -7,16 +7,19 @@ from collections.abc import Sequence
 
 from loopbus.workers.agents.cli import add_repo, load_configs, serving_body
 from loopbus.workers.cli import Body, daemon_parser, main_for
+from loopbus.workers.leases.capacity import add_lease_options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser("reviewer", "Run the configured reviewer on every ready unit.")
     add_repo(parser)
+    add_lease_options(parser, "reviews", jobs=4, ttl_s=60.0)
 
     def make_body(args: argparse.Namespace) -> Body:
         from loopbus.workers.reviewer.daemon import Reviewer
 
-        reviewer = Reviewer(load_configs(parser, args.repo))
+        configs = load_configs(parser, args.repo)
+        reviewer = Reviewer(configs, lease_ttl_s=args.lease_ttl, jobs=args.jobs)
         return serving_body(reviewer, "no project configures [review] command")
 
     return main_for("reviewer", parser, make_body, argv)

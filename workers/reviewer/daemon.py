@@ -34,6 +34,7 @@ from loopbus.projections import (
     convergence,
     findings,
     gates,
+    leases,
     lessons,
     reviews,
     units,
@@ -48,6 +49,8 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.leases.decide import Policy, holder_name, leased
+from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import unit_change
 from loopbus.workers.reviewer import decide as policy
 from loopbus.workers.reviewer import verdicts
@@ -73,16 +76,28 @@ class Reviewer(Daemon):
         convergence.FOLD,
         reviews.FOLD,
         builds.FOLD,
+        leases.FOLD,
         charter.FOLD,
         lessons.FOLD,
     )
 
-    def __init__(self, configs: Mapping[str, RepoConfig], *, actor: Actor | None = None):
+    def __init__(
+        self,
+        configs: Mapping[str, RepoConfig],
+        *,
+        actor: Actor | None = None,
+        lease_ttl_s: float | None = None,
+        jobs: int = 4,
+    ):
         served = {p: c for p, c in configs.items() if c.review.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
         self.changes: OrderedDict[tuple[str, str, str], Change | str] = OrderedDict()
         self.kernel: Kernel | None = None
+        self.lease: Policy | None = None
+        if lease_ttl_s is not None:  # replicas split the reviews, each run once
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -92,7 +107,10 @@ class Reviewer(Daemon):
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        return [*policy.decide(world, config), *unsandboxed.decide(world, config)]
+        intents = [*policy.decide(world, config), *unsandboxed.decide(world, config)]
+        if self.lease is None:
+            return intents
+        return leased(world, intents, policy.RUN_REVIEW, "review", self.lease, _review_of)
 
     async def perform(self, effect: Effect) -> Sequence[Intent]:
         config = self.configs[effect.project]
@@ -100,7 +118,12 @@ class Reviewer(Daemon):
             await self.read_change(config, effect.args["head"], effect.args["hint"])
             return ()
         if effect.action == policy.RUN_REVIEW:
-            return [await self.review(config, effect.args["request"], effect.args)]
+            assert self.kernel is not None
+
+            async def work() -> list[Intent]:
+                return [await self.review(config, effect.args["request"], effect.args)]
+
+            return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
         return await super().perform(effect)  # the kernel's one answer to it
 
     # -- reading a unit's change -------------------------------------------------------------
@@ -206,3 +229,8 @@ class Reviewer(Daemon):
         return verdicts.reviewer_failed(
             config.project, request, reason, b"", actor=self.actor, now=utcnow()
         )
+
+
+def _review_of(effect: Effect) -> str:
+    request: RequestView = effect.args["request"]
+    return f"review of unit {request.unit} round {request.round}"

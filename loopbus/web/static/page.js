@@ -98,6 +98,13 @@ function renderPlanner(planner) {
   box.textContent = planner.run ? `planner: ${planner.lines.join(" · ")}` : "";
 }
 
+function renderLeases(leases) {
+  // Who holds which gate run or builder round now, and the recent lapses.
+  const box = document.getElementById("leases");
+  box.dataset.live = leases.live;
+  box.textContent = leases.lines.join(" · ");
+}
+
 function renderMerges(merges) {
   const trunk = merges.trunk;
   const badge = document.getElementById("trunk");
@@ -255,6 +262,7 @@ async function refresh() {
     renderMerges(overview.merges);
     renderCharter(overview.charter);
     renderPlanner(overview.planner);
+    renderLeases(overview.leases);
     renderWaiting(overview.waiting);
     renderSlices(overview.slices);
     renderRisk(overview.risk);

@@ -1,0 +1,80 @@
+"""Lease facts: which replica of a daemon holds a work item, for how long, and when it lapsed.
+
+Replicas of one daemon (two gate runners, two builders) split their work by leasing each
+item on the log. Every event of one item lives on its own subject,
+``lease.<work>.<item>``, and is published conditionally on that subject's last sequence,
+so of two replicas taking the same item at once exactly one is stored. A lease lives
+``ttl_s`` seconds from its last taking or renewal (the event's ``at``); the holder renews
+it while the work runs. A replica that finds a lease past its time takes the item over
+with a :class:`LeaseTaken` that names the lapsed holder: the lapse is that event.
+
+Leases are facts: only the system credential may publish on a fact subject, and every
+fold skips a lease event from any other role (a forgery), so an agent can neither take
+nor release one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from loopbus.schemas.envelope import EventBase
+from loopbus.schemas.ids import Token
+
+Work = Literal["gate", "check", "build", "review", "investigation"]
+"""The kinds of work item replicas split: a gate-run ask, one check's run on one tree and
+configuration (its cache key), a builder round, a review, an investigation."""
+
+WORKS: tuple[Work, ...] = ("gate", "check", "build", "review", "investigation")
+
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
+
+Released = Literal["done", "given-up", "lost"]
+"""How a holder let a lease go: the work ended (``done``), the holder stopped before it
+ended (``given-up``: another replica may take it at once), or a renewal found the lease
+already taken over (``lost``: said for the record only)."""
+
+
+class LeaseTaken(EventBase, frozen=True, kw_only=True, tag="lease.taken.v1"):
+    """``holder`` (one daemon process) took ``item`` for ``ttl_s`` seconds.
+
+    ``lapsed`` names the previous holder when its lease ran out unrenewed (it stopped or
+    died mid-item) and this taking is the takeover."""
+
+    work: Work
+    item: Token
+    holder: str
+    ttl_s: Seconds
+    what: str = ""
+    """A short human description of the item (a commit and unit, a unit and round)."""
+    lapsed: str | None = None
+
+    def subject_suffix(self) -> str:
+        return f"lease.{self.work}.{self.item}"
+
+
+class LeaseRenewed(EventBase, frozen=True, kw_only=True, tag="lease.renewed.v1"):
+    """``holder`` still works on ``item``: its lease lives ``ttl_s`` more seconds."""
+
+    work: Work
+    item: Token
+    holder: str
+    ttl_s: Seconds
+
+    def subject_suffix(self) -> str:
+        return f"lease.{self.work}.{self.item}"
+
+
+class LeaseReleased(EventBase, frozen=True, kw_only=True, tag="lease.released.v1"):
+    """``holder`` let ``item`` go (see :data:`Released`)."""
+
+    work: Work
+    item: Token
+    holder: str
+    how: Released = "done"
+
+    def subject_suffix(self) -> str:
+        return f"lease.{self.work}.{self.item}"
+
+
+LeaseEvent = LeaseTaken | LeaseRenewed | LeaseReleased

@@ -1,0 +1,129 @@
+"""Replicas of the gate runner as real processes on one project, for the lease tests and
+the gate-scale benchmark (a plain module: the conftest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from gate_repos import GitRepo, config
+from loopbus.schemas import Event
+from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted
+from loopbus.schemas.leases import LeaseReleased, LeaseTaken
+
+
+def sleeping_check(seconds: float) -> str:
+    """A ``[[check]]`` that only sleeps: CPU-free work, so two cores run many at once."""
+    return (
+        '\n[[check]]\nid = "nap"\n'
+        f"command = \"python -c 'import time; time.sleep({seconds})'\"\n"
+        'parser = "exit-code"\ntimeout = 120\n'
+    )
+
+
+def commits(repo: GitRepo, project: str, count: int, seconds: float) -> list[str]:
+    """``count`` commits with distinct trees (so no cached result answers one for another)."""
+    made = []
+    for n in range(count):
+        files = {"loopbus.toml": config(project, sleeping_check(seconds)), "n.txt": f"{n}\n"}
+        made.append(repo.commit(files))
+    return made
+
+
+class Runner:
+    """One ``loopbus worker gate-runner`` process with a key of its own."""
+
+    def __init__(
+        self, name: str, repo: Path, url: str, home: Path, *, jobs: int = 1, lease_ttl: float = 30
+    ) -> None:
+        self.name = name
+        self.log = home / f"{name}.log"
+        self.args = [
+            sys.executable,
+            "-m",
+            "loopbus.cli",
+            "worker",  # one more replica against a running server, as an operator adds one
+            "gate-runner",
+            "--repo",
+            str(repo),
+            "--nats-url",
+            url,
+            "--data-dir",
+            str(home / name),
+            "--runner-name",
+            name,
+            "--jobs",
+            str(jobs),
+            "--trunk-poll",
+            "0",
+            "--lease-ttl",
+            str(lease_ttl),
+        ]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as sink:
+            self.process = subprocess.Popen(
+                self.args,
+                stdout=sink,
+                stderr=sink,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def ready(self) -> bool:
+        """It has read the log to its end (and decides from now on)."""
+        return self.log.exists() and b"daemon.caught_up" in self.log.read_bytes()
+
+    def kill(self) -> None:
+        """SIGKILL the runner and everything it started (a check mid-run too)."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+
+
+def answered(events: list[Event], asks: set[str]) -> bool:
+    """Every ask answered by a suite, and its lease released (published after the suite)."""
+    suites = {e.cause for e in events if isinstance(e, GateSuiteCompleted)}
+    return asks <= suites and asks <= {e.item for e in events if isinstance(e, LeaseReleased)}
+
+
+def doubled(events: list[Event]) -> dict[str, int]:
+    """Checks run more than once on one tree (a suite's work done twice), and asks
+    answered more than once: the count of each."""
+    runs = Counter(
+        f"{e.check}@{e.tree}"
+        for e in events
+        if isinstance(e, GateResultRecorded) and e.outcome != "error"
+    )
+    suites = Counter(f"suite:{e.cause}" for e in events if isinstance(e, GateSuiteCompleted))
+    return {k: n for k, n in (runs + suites).items() if n > 1}
+
+
+def runners_used(events: list[Event]) -> Counter[str]:
+    """Runner key -> checks it ran."""
+    return Counter(e.runner for e in events if isinstance(e, GateResultRecorded))
+
+
+def holders(events: list[Event]) -> set[str]:
+    return {e.holder for e in events if isinstance(e, LeaseTaken)}

@@ -1,0 +1,46 @@
+"""A gate runner whose check runs are shared with the project's other runners: a check on
+a tree and configuration already running on another runner is awaited, not run again
+(:mod:`loopbus.workers.leases.flights`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopbus.schemas.gates import cache_key
+from loopbus.workers import repository
+from loopbus.workers.gates.cache import GateCache
+from loopbus.workers.gates.config import CheckSpec, ProjectConfig
+from loopbus.workers.gates.runner import CheckRun, GateRunner
+from loopbus.workers.leases.flights import Flights
+
+
+class SharedGateRunner(GateRunner):
+    """:class:`GateRunner` with each check's run leased across runners."""
+
+    def __init__(self, *args: Any, flights: Flights, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flights = flights
+
+    async def _run_and_record(
+        self,
+        config: ProjectConfig,
+        spec: CheckSpec,
+        info: repository.CommitInfo,
+        inputs: str,
+        config_sha: str,
+        unit: str | None,
+        cache: GateCache,
+    ) -> CheckRun:
+        key = cache_key(spec.id, inputs, config_sha)
+
+        async def shared(since: int) -> CheckRun | None:
+            hit = await cache.lookup(key)
+            if hit is None or hit.seq <= since:
+                return None  # none yet, or one from before the wait (a forced run's)
+            return CheckRun(spec.id, hit.result.outcome, True, hit.result, hit.findings, hit.seq)
+
+        def run() -> Any:
+            parent = super(SharedGateRunner, self)._run_and_record
+            return parent(config, spec, info, inputs, config_sha, unit, cache)
+
+        return await self.flights.once(config.project, key, shared, run)

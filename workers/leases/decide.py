@@ -1,0 +1,139 @@
+"""Which work items this replica may start: the pure half of leasing.
+
+A daemon's decision names the items it would work on, each as the :class:`Effect` that
+does it, in the order it wants them done. :func:`claim` passes through the effects of
+items this replica holds a live lease on, and asks to take a lease (a conditional
+publish on the item's lease subject, so one replica wins) for as many free items as it
+has free slots. An item another replica holds live is left to it; one whose lease ran out
+unrenewed (its holder stopped or died mid-item) is taken over, the taking naming the
+lapsed holder. A replica therefore never takes more than ``slots`` items at once, and the
+others take the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from loopbus.projections import leases
+from loopbus.projections.intents import Effect, Intent, PublishIf
+from loopbus.schemas import Actor
+from loopbus.schemas.ids import fixed_id, new_id
+from loopbus.schemas.leases import LeaseTaken, Work
+from loopbus.schemas.subjects import lease_subject
+from loopbus.workers.kernel import World
+
+LEASE = "lease"
+"""The key under which an effect's args carry its :class:`Held` lease."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """This replica's part in leasing: who it is, how long a lease lives, how many items
+    it works on at once."""
+
+    holder: str
+    ttl_s: float
+    slots: int
+
+
+@dataclass(frozen=True)
+class Item:
+    """One work item a decision wants done: its lease token, a short description, and
+    the effect that does it."""
+
+    work: Work
+    item: str
+    what: str
+    effect: Effect
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the shell needs to renew and release a lease: the item and the sequence of
+    the last lease event it saw on the item's subject."""
+
+    project: str
+    work: Work
+    item: str
+    holder: str
+    ttl_s: float
+    seq: int
+
+
+def holder_name(actor: Actor) -> str:
+    """This process's name as a lease holder: its principal, pid and a random tail (two
+    replicas on one host share a principal; a restarted one must not pass for the old)."""
+    return f"{actor.principal}:{os.getpid()}:{new_id()[-6:]}"
+
+
+def item_token(key: str) -> str:
+    """A subject token for any item key (an effect key may hold ``:`` and be long)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
+    """The effects of held items, and the takings of free or lapsed ones (see module)."""
+    state: leases.LeasesState = world.state(leases.FOLD.name)
+    keys = {i.effect.key for i in items}
+    free = policy.slots - sum(1 for key in world.running if key in keys)
+    intents: list[Intent] = []
+    ms = int(world.now.timestamp() * 1000)
+    for wanted in items:
+        key = wanted.effect.key
+        if key in world.running or key in world.failed:
+            continue
+        lease = leases.lease_of(state, wanted.work, wanted.item)
+        subject = lease_subject(world.project, wanted.work, wanted.item)
+        seq = world.seqs.get(subject, 0)
+        mine = lease is not None and lease.holder == policy.holder
+        if mine and leases.live(lease, world.now):
+            if free <= 0:
+                continue  # held, but every slot is busy: it waits (renewed by nobody)
+            held = Held(world.project, wanted.work, wanted.item, policy.holder, policy.ttl_s, seq)
+            intents.append(replace(wanted.effect, args={**wanted.effect.args, LEASE: held}))
+            free -= 1
+            continue
+        if lease is not None and leases.live(lease, world.now):
+            continue  # another replica works on it
+        if free <= 0:
+            continue
+        taking = LeaseTaken(
+            # A retried publish of this same taking is stored once.
+            id=fixed_id(ms, f"lease:{wanted.work}:{wanted.item}:{policy.holder}:{seq}"),
+            project=world.project,
+            actor=world.actor,
+            at=world.now,
+            work=wanted.work,
+            item=wanted.item,
+            holder=policy.holder,
+            ttl_s=policy.ttl_s,
+            what=wanted.what,
+            lapsed=lease.holder if lease is not None else None,
+        )
+        intents.append(PublishIf(taking, seq))
+        free -= 1
+    return intents
+
+
+def leased(
+    world: World,
+    intents: Sequence[Intent],
+    action: str,
+    work: Work,
+    policy: Policy,
+    what: Callable[[Effect], str],
+) -> list[Intent]:
+    """``intents`` with every effect of ``action`` put under a lease (its item named by
+    its key): the effects this replica holds, the takings of free items, nothing for the
+    items another replica holds."""
+    kept: list[Intent] = []
+    items: list[Item] = []
+    for intent in intents:
+        if isinstance(intent, Effect) and intent.action == action:
+            items.append(Item(work, item_token(intent.key), what(intent), intent))
+        else:
+            kept.append(intent)
+    return [*kept, *claim(world, items, policy)]

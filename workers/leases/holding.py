@@ -1,0 +1,152 @@
+"""Holding a lease while its work runs: renew it, stop the work if it was lost, release it.
+
+The shell half of leasing (the pure half is :mod:`.decide`). Each renewal and the release
+are published conditionally on the item's lease subject, at the sequence of this holder's
+own last lease event there: a renewal that finds the subject moved means another replica
+took the item over (this one was too slow to renew, or paused), so the work is cancelled
+at once rather than finished a second time. A process killed mid-item renews nothing; its
+lease runs out ``ttl_s`` after the last renewal and another replica takes the item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+import structlog
+from loopbus.bus import Bus, BusError, TransitionConflict
+from loopbus.projections.intents import Effect, Intent, PublishIf
+from loopbus.schemas import Actor
+from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, Released
+from loopbus.workers.leases.decide import LEASE, Held
+
+log = structlog.get_logger()
+
+T = TypeVar("T")
+
+RENEWALS_PER_TTL = 3
+"""Renewals per lease lifetime: two can be lost (a slow bus) before the lease lapses."""
+RELEASE_WAIT_S = 2.0
+
+
+class LeaseLost(Exception):
+    """Another replica took the item over while this one worked on it."""
+
+
+async def holding(bus: Bus, actor: Actor, held: Held, work: Awaitable[T]) -> T:
+    """Run ``work`` under ``held``: renewed every ``ttl_s / 3``; released ``done`` when it
+    returns, ``given-up`` when it raises or is cancelled. Raises :class:`LeaseLost` (the
+    work cancelled) when a renewal finds the item taken over. For work whose result is
+    on the log when it returns (a gate suite)."""
+    result, last = await held_until_answered(bus, actor, held, work)
+    await _release(bus, actor, held, last, "done")
+    return result
+
+
+def release(actor: Actor, held: Held, seq: int) -> PublishIf:
+    """The release of ``held`` (last lease event at ``seq``) as an intent: for work whose
+    answer is intents the kernel publishes (a builder round), put after them, so the item
+    is free again only once its answer is on the log."""
+    released = LeaseReleased(
+        project=held.project, actor=actor, work=held.work, item=held.item, holder=held.holder
+    )
+    return PublishIf(released, seq)
+
+
+async def held_until_answered(
+    bus: Bus, actor: Actor, held: Held, work: Awaitable[T]
+) -> tuple[T, int]:
+    """Like :func:`holding`, but a lease whose work returned is not released: returns the
+    result and the sequence of the last lease event (for :func:`release`)."""
+    seq = [held.seq]
+    lost = asyncio.Event()
+    task = asyncio.ensure_future(work)
+    renewing = asyncio.create_task(_renew(bus, actor, held, seq, task, lost))
+    how: Released = "given-up"
+    try:
+        result = await task
+        how = "done"
+        return result, seq[0]
+    except asyncio.CancelledError:
+        if lost.is_set():
+            how = "lost"
+            raise LeaseLost(f"lease of {held.work} item {held.item} was taken over") from None
+        raise
+    finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LeaseLost):
+            await renewing
+        if not task.done():
+            task.cancel()
+        if how == "given-up":
+            # Shielded: a daemon stopping mid-item still hands the item on at once.
+            await asyncio.shield(_release(bus, actor, held, seq[0], how))
+
+
+async def _renew(
+    bus: Bus,
+    actor: Actor,
+    held: Held,
+    seq: list[int],
+    task: asyncio.Future[T],
+    lost: asyncio.Event,
+) -> None:
+    every = held.ttl_s / RENEWALS_PER_TTL
+    while True:
+        await asyncio.sleep(every)
+        renewal = LeaseRenewed(
+            project=held.project,
+            actor=actor,
+            work=held.work,
+            item=held.item,
+            holder=held.holder,
+            ttl_s=held.ttl_s,
+        )
+        try:
+            ack = await bus.publish_transition(renewal, seq[0])
+        except TransitionConflict:
+            log.warning("lease.lost", work=held.work, item=held.item, holder=held.holder)
+            lost.set()
+            task.cancel()
+            raise LeaseLost(held.item) from None
+        except BusError as exc:  # the next renewal may get through before the lease lapses
+            log.warning("lease.renew_failed", work=held.work, item=held.item, error=str(exc))
+            continue
+        seq[0] = ack.seq
+
+
+async def _release(bus: Bus, actor: Actor, held: Held, seq: int, how: Released) -> None:
+    released = LeaseReleased(
+        project=held.project,
+        actor=actor,
+        work=held.work,
+        item=held.item,
+        holder=held.holder,
+        how=how,
+    )
+    try:
+        async with asyncio.timeout(RELEASE_WAIT_S):
+            await bus.publish_transition(released, seq)
+    except TransitionConflict:
+        pass  # taken over meanwhile: the new holder's lease stands
+    except (BusError, TimeoutError) as exc:  # it lapses instead
+        log.warning("lease.release_failed", work=held.work, item=held.item, error=str(exc))
+
+
+async def answered_under_lease(
+    bus: Bus, actor: Actor, effect: Effect, work: Awaitable[Sequence[Intent]]
+) -> list[Intent]:
+    """The intents ``work`` answers ``effect`` with, run under the effect's lease when it
+    has one (:data:`~.decide.LEASE`), its release put after them; nothing when the lease
+    was lost (another replica does the work now). For a daemon whose work answers with
+    intents (a builder round; a review or an investigation the same way)."""
+    held: Held | None = effect.args.get(LEASE)
+    if held is None:
+        return list(await work)
+    try:
+        answer, seq = await held_until_answered(bus, actor, held, work)
+    except LeaseLost:
+        return []
+    return [*answer, release(actor, held, seq)]
