@@ -56,6 +56,13 @@ mode = "long"
 command = "python -m loopbus.scripted.reviewer"
 roster = ["r1"]
 timeout = "1m"
+wave = true                   # each merged wave's union diff is reviewed once more
+
+# After each wave merges, a code-cold verifier (docs/verify.md): the criteria and trunk,
+# never the diffs. Its findings hold the slice; its scores count for SHIP.
+[verify]
+command = "python -m loopbus.scripted.verifier"
+timeout = "2m"
 
 # Once a charter is approved (charter.toml), the planner plans each slice: here the
 # scripted planner, answering from plans.toml (docs/planning.md).

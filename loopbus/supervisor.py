@@ -129,6 +129,10 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "planner", "loopbus.workers.planner", lambda s: ["--repo", str(s.repo)] if s.repo else []
     ),
+    # Verifies each merged wave code-cold (idle without a [verify] command).
+    DaemonSpec(
+        "verifier", "loopbus.workers.verifier", lambda s: ["--repo", str(s.repo)] if s.repo else []
+    ),
     DaemonSpec(
         "builder",
         "loopbus.workers.builder",

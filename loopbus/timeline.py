@@ -25,6 +25,8 @@ from loopbus.schemas.planning import PlanAttemptRefused, PlanProposed, ReconReco
 from loopbus.schemas.reports import CommitReport
 from loopbus.schemas.reviews import RoundUnchanged, VerdictAccepted
 from loopbus.schemas.slices import RetryDecided, SliceClosed, SlicePlanAccepted, UnitDispatched
+from loopbus.schemas.verify import SliceShipJudged, WaveVerified
+from loopbus.schemas.wave_review import WaveReviewed
 
 Shared = Callable[[TrunkAdvanced], list[tuple[str, list[str]]]]
 """(earlier merged unit, files both changed) for a merge."""
@@ -141,4 +143,29 @@ class Timeline:
             case RunEnded():
                 detail = f" ({event.detail})" if event.detail else ""
                 return [f"run ended: {event.reason}{detail}"]
+        return self.after_merge_lines(event)
+
+    @staticmethod
+    def after_merge_lines(event: Event) -> list[str]:
+        """What runs once a wave merged, and the SHIP verdict (docs/verify.md)."""
+        match event:
+            case WaveVerified():
+                at = f"wave {event.wave} of {event.slice} verified code-cold"
+                if event.error:
+                    return [f"{at}: could not verify ({event.error})"]
+                return [
+                    f"{at} on {event.trunk[:12]}: {len(event.findings)} findings, "
+                    f"{len(event.unreached)} unreached"
+                ]
+            case WaveReviewed():
+                at = f"wave {event.wave} of {event.slice} reviewed whole"
+                if event.error:
+                    return [f"{at}: no review ({event.error})"]
+                reopened = f"; re-opened {', '.join(event.reopened)}" if event.reopened else ""
+                return [f"{at} ({', '.join(event.axes)}): {event.verdict}{reopened}"]
+            case SliceShipJudged(shipped=True):
+                return [f"slice {event.slice} SHIPPED"]
+            case SliceShipJudged():
+                more = f" (+{len(event.reasons) - 2} more)" if len(event.reasons) > 2 else ""
+                return [f"slice {event.slice} not shipped: {'; '.join(event.reasons[:2])}{more}"]
         return []

@@ -34,6 +34,8 @@ from loopbus.projections import (
     shipping,
     slices,
     units,
+    verify,
+    wave_review,
 )
 from loopbus.projections.base import Fold, FoldFailure, apply_guarded, to_builtins
 from loopbus.schemas import Event
@@ -58,6 +60,8 @@ FOLDS: tuple[Fold[Any], ...] = (
     charter.FOLD,
     contract_landing.FOLD,
     planner.FOLD,
+    verify.FOLD,
+    wave_review.FOLD,
     leases.FOLD,
     risk.FOLD,
     shipping.FOLD,

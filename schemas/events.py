@@ -96,6 +96,8 @@ from loopbus.schemas.slices import (
 )
 from loopbus.schemas.units import UnitPlanned, UnitTransitioned
 from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
+from loopbus.schemas.verify import SliceShipJudged, WaveVerified
+from loopbus.schemas.wave_review import UnitReReviewed, WaveReviewed
 
 Event = (
     FindingRaised
@@ -172,6 +174,10 @@ Event = (
     | ConfigProposal
     | ConfigApprove
     | ConfigLanded
+    | WaveVerified
+    | SliceShipJudged
+    | WaveReviewed
+    | UnitReReviewed
     | LeaseTaken
     | LeaseRenewed
     | LeaseReleased

@@ -21,6 +21,7 @@ from loopbus.schemas.errors import InvalidValue
 from loopbus.schemas.findings import FindingClass, Producer, Severity
 from loopbus.schemas.gates import GitSha
 from loopbus.schemas.ids import TOKEN_PATTERN, Token
+from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.targets import Target
 
 Decision = Literal["approve", "reject"]
@@ -85,6 +86,8 @@ class VerdictDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     findings: list[ReviewFinding] = []
     summary: str = ""
     escalate: list[DecisionKey] = []
+    scores: list[AxisScore] = []
+    """A score per axis (docs/verify.md): a slice ships only when each meets its floor."""
 
 
 class ProposedGate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -145,6 +148,8 @@ class ReviewVerdict(EventBase, frozen=True, kw_only=True, tag="review.verdict.v2
     summary: str = ""
     v: int = 2
     escalate: list[DecisionKey] = []
+    scores: list[AxisScore] = []
+    """The reviewer's score per axis (a verdict stored before scores decodes with none)."""
 
     def subject_suffix(self) -> str:
         return f"report.reviewer.{self.unit}"

@@ -175,6 +175,9 @@ class RunEntryCompleted(EventBase, frozen=True, kw_only=True, tag="record.entry_
     not_run: list[NotRun] = []
     returned_nothing: bool = False
     cause: str | None = None
+    lines_changed: int | None = None
+    """Added plus removed lines of the unit's change (``None``: not measured; entries
+    recorded before it was measured decode as ``None``)."""
 
     def subject_suffix(self) -> str:
         return f"slice.{self.slice}"

@@ -33,6 +33,7 @@ from loopbus.schemas import Actor, project_subjects
 from loopbus.schemas.charter import CharterApprove, CharterSubmission, RunEnded
 from loopbus.schemas.merges import TrunkAdvanced
 from loopbus.schemas.slices import SliceClosed, UnitDispatched
+from loopbus.schemas.verify import SliceShipJudged
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.timeline import Timeline
@@ -170,8 +171,9 @@ async def demo(root: Path, timeout: float) -> int:
 
 
 async def follow(bus: Bus, repo: Path, say: Any, closed: list[SliceClosed]) -> RunEnded:
-    """Print the timeline until the run ends; return the ending fact. Each closed slice's
-    fact is added to ``closed``."""
+    """Print the timeline until the run ends and every closed slice has its SHIP verdict
+    (the dispatcher judges it just after the close); return the ending fact. Each closed
+    slice's fact is added to ``closed``."""
     merged: list[tuple[str, str, str]] = []  # (unit, base, head) of units merged so far
     bases: dict[str, str] = {}
     # How many units had merged when each unit was dispatched: only a unit merged after
@@ -189,6 +191,8 @@ async def follow(bus: Bus, repo: Path, say: Any, closed: list[SliceClosed]) -> R
         return found
 
     timeline = Timeline(shared)
+    ended: RunEnded | None = None
+    judged: set[str] = set()
     async for record in read(bus, subjects=[project_subjects(scaffold.PROJECT)], follow=True):
         event = record.event
         if event is None:
@@ -200,6 +204,10 @@ async def follow(bus: Bus, repo: Path, say: Any, closed: list[SliceClosed]) -> R
             say(line)
         if isinstance(event, SliceClosed):
             closed.append(event)
+        if isinstance(event, SliceShipJudged):
+            judged.add(event.slice)
         if isinstance(event, RunEnded):
-            return event
+            ended = event
+        if ended is not None and {c.slice for c in closed} <= judged:
+            return ended
     raise RuntimeError("the log ended")  # pragma: no cover - follow never ends

@@ -1,11 +1,12 @@
 """The scripted reviewer: ``python -m loopbus.scripted.reviewer`` (see docs/review.md).
 
 It reads what every reviewer gets (the diff, the gate results, the criteria) and judges
-the diff by one rule a person would apply to the scaffolded project: a division by
-``len(...)`` added without a guard for the empty case is a defect. Anything else is
-approved. Of the decisions ``long`` mode picked alone (``decisions`` in its input), it
-lets a ``safe`` or ``risky`` one stand and sends any other to the operator (``escalate``).
-Deterministic: the same input always gets the same verdict.
+the diff (a unit's, or a wave's union: docs/verify.md) by one rule a person would apply to
+the scaffolded project: a division by ``len(...)`` added without a guard for the empty case
+is a defect. Anything else is approved, and graded (``scores``) from that one rule. Of
+the decisions ``long`` mode picked alone (``decisions`` in its input), it lets a ``safe``
+or ``risky`` one stand and sends any other to the operator (``escalate``). Deterministic:
+the same input always gets the same verdict.
 """
 
 from __future__ import annotations
@@ -41,8 +42,23 @@ def review(diff: str) -> dict[str, Any]:
         elif not text.startswith("-"):
             line += 1
     if findings:
-        return {"verdict": "reject", "summary": "an unguarded division", "findings": findings}
-    return {"verdict": "approve", "summary": "reads right", "findings": []}
+        return {
+            "verdict": "reject",
+            "summary": "an unguarded division",
+            "findings": findings,
+            "scores": scores(correctness=3),
+        }
+    return {"verdict": "approve", "summary": "reads right", "findings": [], "scores": scores()}
+
+
+def scores(correctness: int = 10) -> list[dict[str, Any]]:
+    """The grades it gives: only correctness varies with what it found (docs/verify.md)."""
+    return [
+        {"axis": "correctness", "score": correctness, "why": "the one rule it applies"},
+        {"axis": "testing_strategy", "score": 10, "why": "criteria tests came with the plan"},
+        {"axis": "plan_adherence", "score": 10, "why": "the diff stays in the unit's files"},
+        {"axis": "regression_surface", "score": 10, "why": "trunk's gates stayed green"},
+    ]
 
 
 USAGE = (

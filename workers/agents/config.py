@@ -18,6 +18,7 @@ stall = 3                # rounds over which an open blocking set that did not s
 blocking = "medium"      # lowest severity that blocks
 trunk = "main"           # the trunk branch (default: main, else HEAD)
 frozen = ["docs/acceptance.md"]  # more paths a unit may never edit
+wave = true              # also review each merged wave's union diff (docs/verify.md)
 
 [investigator]
 command = "python investigate.py"
@@ -78,6 +79,7 @@ REVIEW_KEYS = (
     "blocking",
     "trunk",
     "frozen",
+    "wave",
 )
 INVESTIGATOR_KEYS = ("command", "timeout")
 BUILD_KEYS = ("command", "roster", "timeout", "mode", "autonomy")
@@ -108,6 +110,8 @@ class ReviewConfig(msgspec.Struct, frozen=True, kw_only=True):
     blocking: str = DEFAULT_BLOCKING
     trunk: str | None = None
     frozen: tuple[str, ...] = ()
+    wave: bool = False
+    """Review each merged wave's union diff too (docs/verify.md)."""
 
 
 class InvestigatorConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -285,7 +289,15 @@ def _review(table: Any) -> ReviewConfig:
         blocking=blocking,
         trunk=trunk,
         frozen=tuple(frozen),
+        wave=_flag(table, "wave", "review.wave"),
     )
+
+
+def _flag(table: Any, key: str, field: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(field, value, "true or false")
+    return value
 
 
 def _investigator(table: Any) -> InvestigatorConfig:

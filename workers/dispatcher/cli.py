@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
+from loopbus.workers.agents.verify_config import ship_rules
 from loopbus.workers.cli import Body, daemon_parser, main_for
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.decide import DEFAULT_CAPACITY
@@ -66,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.capacity < 1:
             parser.error(f"--capacity {args.capacity} must be at least 1")
         repos = parse_repos(args.repo, args.trunk)
+        try:  # [verify] and [ship] say what SHIP needs; a mistake there is one line, exit 2
+            rules = {p: ship_rules(r.path, args.trunk) for p, r in repos.items()}
+        except WorkerError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
         try:  # a key that cannot be read is one line and exit 2, before connecting
             load_existing(args.data_dir, RUNNER_NAME)  # a new key waits for the bus
         except WorkerError as exc:
@@ -74,7 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         async def body(ctx: DaemonContext) -> None:
             signer = await asyncio.to_thread(load_or_create, args.data_dir, RUNNER_NAME)
             dispatcher = Dispatcher(
-                ctx.bus, repos=repos, signer=signer, capacity=args.capacity, projects=args.project
+                ctx.bus,
+                repos=repos,
+                signer=signer,
+                capacity=args.capacity,
+                projects=args.project,
+                ship=rules,
             )
             await Kernel(ctx.bus, dispatcher, on_record=ctx.note_progress).run(ctx.stop)
 

@@ -31,8 +31,12 @@ from loopbus.projections import (
     shipping,
     slices,
 )
+from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
+from loopbus.projections import verify as verify_fold
+from loopbus.projections import wave_review as wave_fold
 from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.ship import ShipRules
 from loopbus.workers.dispatcher import retries
 from loopbus.workers.dispatcher.decide import (
     BOOT,
@@ -71,6 +75,9 @@ class Dispatcher(Daemon):
         *retries.FOLDS,
         charter.FOLD,  # dispatch holds while a charter awaits approval or its run ended
         contract_landing.FOLD,
+        verify_fold.FOLD,  # waves verified code-cold, verifier findings, SHIP verdicts
+        wave_fold.FOLD,  # waves reviewed whole, units re-opened and re-reviewed
+        gates_fold.FOLD,  # SHIP: is trunk green at the close, do the criteria pass on it
         shipping.FOLD,  # no dispatch while a credential in trunk's history is unsettled
     )
 
@@ -82,6 +89,7 @@ class Dispatcher(Daemon):
         signer: Signer | None = None,
         capacity: int = DEFAULT_CAPACITY,
         projects: Sequence[str] = (),
+        ship: Mapping[str, ShipRules] | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
@@ -89,7 +97,9 @@ class Dispatcher(Daemon):
         self.bus = bus
         self.repos = dict(repos or {})
         self.signer = signer
-        self.options = Options(capacity=capacity, repos=frozenset(self.repos))
+        self.options = Options(
+            capacity=capacity, repos=frozenset(self.repos), ship_rules=dict(ship or {})
+        )
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}
         self.kernel: Kernel | None = None

@@ -19,7 +19,11 @@ For a project that changed it
   ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
   dispatched while it is open); then what
   :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
-  dispatch a unit, close a slice with its boot result.
+  dispatch a unit, close a slice with its boot result;
+* with a ``[verify] command``, holds a later wave's dispatches while a merged wave awaits
+  the verifier, and a slice's close while a wave does or a verifier finding is open
+  (:mod:`loopbus.projections.verify`); and judges SHIP for each closed slice
+  (:class:`loopbus.schemas.verify.SliceShipJudged`, :mod:`loopbus.projections.ship`).
 
 No unit is dispatched while the project's charter holds dispatch
 (:func:`loopbus.projections.charter.dispatch_hold`: a charter awaits approval, or its run
@@ -38,7 +42,7 @@ server instead of dispatching twice; every id derives from what it answers.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopbus.projections import (
@@ -47,6 +51,7 @@ from loopbus.projections import (
     claims,
     contract_landing,
     decisions,
+    ship,
     shipping,
     slices,
 )
@@ -68,7 +73,7 @@ from loopbus.projections.units import UnitsState
 from loopbus.schemas import UnitPlanned
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.dispatcher import answers, blocked, retries
+from loopbus.workers.dispatcher import answers, blocked, post_merge, retries
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.record import UnitReads, completion
 from loopbus.workers.kernel import World
@@ -92,6 +97,11 @@ class Options:
     capacity: int = DEFAULT_CAPACITY
     repos: frozenset[str] = frozenset()
     """Projects that have a repository (the others have every plan refused)."""
+    ship_rules: dict[str, ship.ShipRules] = field(default_factory=dict)
+    """Per project, what SHIP needs (``[verify]``, ``[ship]``); absent: the defaults."""
+
+    def rules(self, project: str) -> ship.ShipRules:
+        return self.ship_rules.get(project) or ship.ShipRules()
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,9 @@ def decide(world: World, options: Options) -> list[Intent]:
         for a in actions
         if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
     ]
+    rules = options.rules(world.project)
+    if rules.verify or rules.wave_review:
+        actions = post_merge.verification_holds(world, state, actions, rules)
     intents: list[Intent] = []
     for action in actions:
         view = state.slices[action.slice]
@@ -168,6 +181,8 @@ def _steps(
     for misaligned in slices.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)
+    for view in post_merge.unjudged(world, state):
+        yield Publish(post_merge.ship_judged(world, options.rules(world.project), state, view))
     for action in actions:
         view = state.slices[action.slice]
         match action:

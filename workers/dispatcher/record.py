@@ -25,6 +25,8 @@ class UnitReads:
     configured: Mapping[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     files_unknown: str | None = None
+    lines: int | None = None
+    """Added plus removed lines from the unit's own base to its head (``None``: unknown)."""
 
 
 def completion(
@@ -62,6 +64,7 @@ def completion(
         not_run=not_run(unit, state, commands, reads),
         returned_nothing=unit.returned == 0,
         cause=unit.last_event,
+        lines_changed=reads.lines if reads.files_unknown is None else None,
     )
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from loopbus.schemas.slices import BootResult
 from loopbus.workers import repository
 from loopbus.workers.dispatcher.answers import Criteria
+from loopbus.workers.dispatcher.lines import lines_changed
 from loopbus.workers.dispatcher.record import UnitReads
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.declared import config_at, pending_criteria
@@ -66,7 +67,8 @@ class ProjectRepo:
             # From where the unit's own change starts: a unit that merged trunk in to resolve
             # a conflict did not change what that merge brought.
             start = repository.unit_base(self.path, head, dispatched=base, trunk=self.trunk)
-            return UnitReads(configured, repository.files_changed(self.path, start, head))
+            files = repository.files_changed(self.path, start, head)
+            return UnitReads(configured, files, lines=lines_changed(self.path, start, head))
         except WorkerError as exc:
             return UnitReads(configured, files_unknown=str(exc))
 

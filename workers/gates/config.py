@@ -42,11 +42,13 @@ TOP_KEYS = (
     "agents",
     "plan",
     "recon",
+    "verify",
     "ship",
 )
 # [review], [investigator], [build], [agents], [plan] and [recon] are read and validated by
-# workers/agents/config.py;
-# [merge] by workers/merger/config.py; [ship] by workers/shipper/config.py.
+# workers/agents/config.py; [verify] and the SHIP keys of [ship] (floors, max_unit_lines)
+# by workers/agents/verify_config.py; [merge] by workers/merger/config.py; the ship
+# command of [ship] (command, timeout, env) by workers/shipper/config.py.
 
 _digest_encoder = msgspec.json.Encoder(order="deterministic")
 

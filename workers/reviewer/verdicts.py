@@ -111,6 +111,7 @@ def answer(
         findings=[strip_copy_path(f, roots) for f in parsed.findings],
         summary=parsed.summary,
         escalate=list(parsed.escalate),
+        scores=list(parsed.scores),
     )
     return Publish(claim)
 

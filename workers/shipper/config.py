@@ -39,10 +39,13 @@ def parse(text: str | None) -> ShipConfig:
     table: Any = tomllib.loads(text).get("ship", {})
     if not isinstance(table, dict):
         raise ConfigError("ship", table, '[ship] is a table: command = "…", timeout = 300')
-    unknown = sorted(set(table) - {"command", "timeout", "env"})
+    # floors and max_unit_lines are SHIP's (workers/agents/verify_config.py reads them).
+    unknown = sorted(set(table) - {"command", "timeout", "env", "floors", "max_unit_lines"})
     if unknown:
         raise ConfigError(
-            f"ship.{unknown[0]}", table[unknown[0]], "known keys: command, timeout, env"
+            f"ship.{unknown[0]}",
+            table[unknown[0]],
+            "known keys: command, timeout, env, floors, max_unit_lines",
         )
     command = table.get("command")
     if command is not None and (not isinstance(command, str) or not command.strip()):

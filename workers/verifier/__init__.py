@@ -1,0 +1,1 @@
+"""The verifier: code-cold verification of each merged wave (docs/verify.md)."""

@@ -1,0 +1,173 @@
+"""The verifier daemon: runs the ``[verify] command`` code-cold on each merged wave, and
+(``[review] wave = true``) the wave review of its union diff (:mod:`.wave`).
+
+It folds the slices, the verifications and the charter for every project it serves
+(``--repo`` with a ``[verify] command``); the decision (:mod:`.decide`, pure) names the
+wave to verify and its brief (:mod:`.brief`); this shell reads trunk's head and its boot
+command, runs the command through the agent runner (sandboxed, like every agent) in a
+writable throw-away checkout of trunk, the brief on stdin, and records what it said
+(:mod:`.answer`). It never raises for a bad run: a command that fails or prints no envelope
+is recorded as the wave's error, so the wave counts as unverified and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+import structlog
+from loopbus.projections.intents import Effect, Intent
+from loopbus.schemas import utcnow
+from loopbus.schemas.reviews import VerdictDocument
+from loopbus.schemas.verify import BriefBoot, VerifierEnvelope, VerifyBrief
+from loopbus.schemas.wave_review import Trigger
+from loopbus.workers.agents.command import argv_of
+from loopbus.workers.agents.config import RepoConfig
+from loopbus.workers.agents.runner import run_agent
+from loopbus.workers.agents.verify_config import VerifyConfig
+from loopbus.workers.agents.workspace import make_writable, read_only_copy, remove, workdir
+from loopbus.workers.gates.declared import config_at
+from loopbus.workers.kernel import Daemon, World
+from loopbus.workers.repository import resolve
+from loopbus.workers.verifier import wave
+from loopbus.workers.verifier.answer import parse_envelope, recorded
+from loopbus.workers.verifier.decide import FOLDS, VERIFY, decide
+from loopbus.workers.verifier.wave_shell import run_review, unit_document, wave_document
+
+log = structlog.get_logger()
+
+
+class Verifier(Daemon):
+    """Verify each merged wave code-cold, for the projects in ``configs``."""
+
+    name = "verifier"
+    folds = FOLDS
+
+    def __init__(
+        self, configs: Mapping[str, RepoConfig], verify: Mapping[str, VerifyConfig]
+    ) -> None:
+        self.verify = {p: verify.get(p, VerifyConfig()) for p in configs}
+        served = {
+            p: c
+            for p, c in configs.items()
+            if self.verify[p].command or (c.review.wave and c.review.command)
+        }
+        super().__init__(projects=tuple(served))
+        self.configs = served
+
+    def decide(self, world: World) -> Sequence[Intent]:
+        config = self.configs.get(world.project)
+        if config is None:
+            return ()
+        intents: list[Intent] = []
+        if self.verify[world.project].command:
+            intents.extend(decide(world))
+        if config.review.wave and config.review.command:
+            intents.extend(wave.decide(world))
+        return intents
+
+    async def perform(self, effect: Effect) -> Sequence[Intent]:
+        if effect.action == wave.WAVE_REVIEW:
+            return [await self._wave_review(effect)]
+        if effect.action == wave.REREVIEW:
+            return [await self._rereview(effect)]
+        if effect.action != VERIFY:
+            return await super().perform(effect)
+        config, verify = self.configs[effect.project], self.verify[effect.project]
+        brief: VerifyBrief = effect.args["brief"]
+        answer: VerifierEnvelope | str
+        try:
+            head, boot = await asyncio.to_thread(_trunk, config)
+        except Exception as exc:  # an unreadable trunk is this run's error, never a crash
+            answer = f"trunk cannot be read: {exc}"
+        else:
+            brief = msgspec.structs.replace(brief, trunk=head, boot=boot)
+            answer = await self._run(config, verify, brief)
+        batch = recorded(brief, effect.args["accepted"], answer, actor=self.actor, now=utcnow())
+        log.info("verify.recorded", slice=brief.slice, wave=brief.wave, facts=len(batch.events))
+        return [batch]
+
+    async def _wave_review(self, effect: Effect) -> Intent:
+        config, args = self.configs[effect.project], effect.args
+        owed = args["owed"]
+        axes: list[str] = []
+        triggers: list[Trigger] = []
+        attribution: dict[str, str] = {}
+        answer: VerdictDocument | str
+        try:
+            document, axes, triggers, attribution = await asyncio.to_thread(
+                wave_document, config, owed, args["criteria"]
+            )
+        except Exception as exc:  # an unreadable diff is this review's error, never a crash
+            answer = f"the wave's union diff cannot be read: {exc}"
+        else:
+            answer = await run_review(config, owed.head, document)
+        log.info("wave.reviewed", slice=args["slice"], wave=owed.wave, axes=axes)
+        return wave.reviewed(
+            config.project,
+            args,
+            axes=axes,
+            triggers=triggers,
+            attribution=attribution,
+            answer=answer,
+            blocking=config.review.blocking,
+            actor=self.actor,
+            now=utcnow(),
+        )
+
+    async def _rereview(self, effect: Effect) -> Intent:
+        config, args = self.configs[effect.project], effect.args
+        answer: VerdictDocument | str
+        if not args["merge"]:
+            answer = f"unit {args['unit']} has no merge on trunk to review"
+        else:
+            try:
+                document = await asyncio.to_thread(unit_document, config, args)
+            except Exception as exc:  # an unreadable diff is this re-review's error
+                answer = f"the unit's diff cannot be read: {exc}"
+            else:
+                answer = await run_review(config, args["merge"], document)
+        log.info("unit.rereviewed", unit=args["unit"])
+        return wave.rereviewed(config.project, args, answer, actor=self.actor, now=utcnow())
+
+    async def _run(
+        self, config: RepoConfig, verify: VerifyConfig, brief: VerifyBrief
+    ) -> VerifierEnvelope | str:
+        assert verify.command is not None
+        folder = await asyncio.to_thread(workdir, "loopbus-verifier-", mode=0o755)
+        copy = folder / "trunk"
+        try:
+            try:
+                await asyncio.to_thread(read_only_copy, config.repo, brief.trunk, copy)
+                await asyncio.to_thread(make_writable, copy)
+            except Exception as exc:  # whatever stopped the checkout is the run's error
+                return f"no trunk checkout: {exc}"
+            result = await run_agent(
+                config,
+                argv_of(verify.command, {"slice": brief.slice, "wave": str(brief.wave)}),
+                stdin=msgspec.json.encode(brief),
+                worktree=copy,
+                cwd=copy,
+                timeout_s=verify.timeout_s,
+                env={"LOOPBUS_REPO": str(copy), "LOOPBUS_SLICE": brief.slice},
+            )
+            failure = result.failure(verify.timeout_s)
+            if failure is not None:
+                return f"the verify command failed: {failure}"
+            return parse_envelope(result.stdout)
+        finally:
+            await asyncio.to_thread(make_writable, copy)
+            await asyncio.to_thread(remove, folder)
+
+
+def _trunk(config: RepoConfig) -> tuple[str, BriefBoot]:
+    """Trunk's head and the command that boots it (its ``boot`` check; empty when none)."""
+    info = resolve(Path(config.repo), config.review.trunk)
+    command, boot = "", BriefBoot().check
+    try:
+        command = next((c.command for c in config_at(info).checks if c.id == boot), "")
+    except Exception:  # a trunk without a valid config still gets verified, without a boot
+        command = ""
+    return info.commit, BriefBoot(command=command)

@@ -1,0 +1,40 @@
+"""The verifier daemon's decision. Pure: no I/O, no clock.
+
+For each open slice of a project with a ``[verify] command``, the first merged wave not yet
+verified (:func:`loopbus.projections.verify.to_verify`) becomes one effect: run the
+command on trunk with the wave's code-cold brief (:mod:`.brief`). The dispatcher holds the
+next wave and the close meanwhile, so trunk is the wave's end when the effect reads it.
+"""
+
+from __future__ import annotations
+
+from loopbus.projections import charter as charter_fold
+from loopbus.projections import slices as slices_fold
+from loopbus.projections import verify as verify_fold
+from loopbus.projections import wave_review as wave_fold
+from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.slices import SlicesState
+from loopbus.workers.kernel import World
+from loopbus.workers.verifier.brief import verify_brief
+
+VERIFY = "verify-wave"
+FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD, wave_fold.FOLD)
+"""What the verifier daemon folds (the charter for its objectives and criteria words)."""
+
+
+def decide(world: World) -> list[Intent]:
+    slices: SlicesState = world.state(slices_fold.FOLD.name)
+    checked: verify_fold.VerifyState = world.state(verify_fold.FOLD.name)
+    charter = world.state(charter_fold.FOLD.name).charter
+    intents: list[Intent] = []
+    for view in sorted(slices.slices.values(), key=lambda v: v.rank):
+        wave = verify_fold.to_verify(checked, view)
+        if wave is None:
+            continue
+        key = f"{VERIFY}:{view.accepted}:{wave}"
+        if key in world.failed:
+            continue
+        brief = verify_brief(world.project, view, wave, charter)
+        args = {"brief": brief, "accepted": view.accepted}
+        intents.append(Effect(key, world.project, VERIFY, args))
+    return intents
