@@ -52,6 +52,10 @@ EXAMPLES: dict[str, list[str]] = {
     "report usage": [
         "loopbus report usage --project demo --unit U1 --tokens-in 1200 --tokens-out 300"
     ],
+    "report risk": [
+        "loopbus report risk S1 --project demo",
+        "loopbus report risk S1 --project demo --repo . --json",
+    ],
     "approve": [
         "loopbus approve --project demo --unit U1 --why 'reviewed by hand; the suite is green'",
         "loopbus approve --project demo --plan S2 --why 'small units, the right order'",
