@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import assert_never
 
 import structlog
 from loopbus.bus import BusError
 from loopbus.projections import findings, gates, ratchet
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.ratchet import CATALOGUE, GateMoved
@@ -41,7 +41,8 @@ from loopbus.schemas.subjects import (
 )
 from loopbus.workers import repository
 from loopbus.workers.errors import GateError, WorkerError
-from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, GateWork, Job, TrunkSeen, decide
+from loopbus.workers.gate_runner.decide import FOLD, TRUNK, GateWork, TrunkSeen, decide
+from loopbus.workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
 from loopbus.workers.gates import unfenced
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import gate_unit
@@ -111,12 +112,16 @@ class GateRunnerDaemon(Daemon):
     def decide(self, world: World) -> Sequence[Intent]:
         return [*decide(world, self.jobs), *unfenced.decide(world)]
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != RUN:
-            return await super().perform(effect)
-        job: Job = effect.args["job"]
+    async def perform(self, effect: GateRunnerEffect) -> Sequence[Intent]:
+        match effect:
+            case RunSuite(job=job, advisory=advisory):
+                return await self._run_suite(job, advisory)
+            case _:
+                assert_never(effect)
+
+    async def _run_suite(self, job: Job, advisory: ratchet.Advisory | None) -> Sequence[Intent]:
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
-        suite = await self._run(job, effect.args)
+        suite = await self._run(job, advisory)
         log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
         try:  # the suite is on the log: let the decision see the ask again only once it is
             assert self.kernel is not None
@@ -127,10 +132,9 @@ class GateRunnerDaemon(Daemon):
             log.warning("gate.answer_not_folded", wait_s=ANSWER_WAIT_S)
         return ()
 
-    async def _run(self, job: Job, effect_args: dict[str, Any]) -> SuiteResult:
+    async def _run(self, job: Job, advisory: ratchet.Advisory | None) -> SuiteResult:
         """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry.
         Which gates only report the decision read from the ratchet fold."""
-        advisory: ratchet.Advisory | None = effect_args.get("advisory")
         delay = RETRY_FIRST_S
         for attempt in range(1, RETRIES + 1):
             try:

@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 import msgspec
 import structlog
 from loopbus.projections import findings
 from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
 from loopbus.workers.agents.breaches import AgentRun, with_breach
@@ -37,12 +38,12 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.investigator.decide import (
-    INVESTIGATE,
     completion,
     decide,
     document,
     parse_report,
 )
+from loopbus.workers.investigator.effects import Investigate, InvestigatorEffect
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.repository import open_repo, trunk_commit
 
@@ -69,10 +70,12 @@ class Investigator(Daemon):
             return ()
         return [*decide(world), *unsandboxed.decide(world, config)]
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != INVESTIGATE:
-            return await super().perform(effect)  # the kernel's one answer to it
-        return [await self.investigate(self.configs[effect.project], effect.args["view"])]
+    async def perform(self, effect: InvestigatorEffect) -> Sequence[Intent]:
+        match effect:
+            case Investigate(view=view):
+                return [await self.investigate(self.configs[effect.project], view)]
+            case _:
+                assert_never(effect)
 
     async def investigate(self, config: RepoConfig, view: inv.TriggerView) -> Intent:
         """Run the investigator command on the trigger's evidence; its answer as intents."""

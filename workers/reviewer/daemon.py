@@ -24,12 +24,12 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import assert_never
 
 import msgspec
 import structlog
 from loopbus.projections import builds, convergence, findings, gates, reviews, units
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
@@ -43,7 +43,8 @@ from loopbus.workers.repository import unit_change
 from loopbus.workers.reviewer import decide as policy
 from loopbus.workers.reviewer import verdicts
 from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.scene import CHANGES, READ_CHANGE, Change
+from loopbus.workers.reviewer.effects import ReadChange, ReviewerEffect, RunReview
+from loopbus.workers.reviewer.scene import CHANGES, Change
 
 log = structlog.get_logger()
 
@@ -74,14 +75,16 @@ class Reviewer(Daemon):
             return ()
         return [*policy.decide(world, config), *unsandboxed.decide(world, config)]
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: ReviewerEffect) -> Sequence[Intent]:
         config = self.configs[effect.project]
-        if effect.action == READ_CHANGE:
-            await self.read_change(config, effect.args["head"], effect.args["hint"])
-            return ()
-        if effect.action == policy.RUN_REVIEW:
-            return [await self.review(config, effect.args["request"], effect.args)]
-        return await super().perform(effect)  # the kernel's one answer to it
+        match effect:
+            case ReadChange(head=head, hint=hint):
+                await self.read_change(config, head, hint)
+                return ()
+            case RunReview(request=request):
+                return [await self.review(config, request, effect)]
+            case _:
+                assert_never(effect)
 
     # -- reading a unit's change -------------------------------------------------------------
 
@@ -122,17 +125,15 @@ class Reviewer(Daemon):
 
     # -- running the reviewer command --------------------------------------------------------
 
-    async def review(
-        self, config: RepoConfig, request: RequestView, args: Mapping[str, Any]
-    ) -> Intent:
+    async def review(self, config: RepoConfig, request: RequestView, args: RunReview) -> Intent:
         """Run the reviewer on a read-only copy of the head; its verdict, or a failure."""
         assert config.review.command is not None
         change = await self.change(config, request.head, request.base)
         document = {
             "diff": change.diff.text,
-            "gate_results": args["gate_results"],
+            "gate_results": args.gate_results,
             "criteria": list(request.criteria),
-            "decisions": args.get("decisions", []),
+            "decisions": args.decisions,
         }
         # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)
