@@ -103,7 +103,17 @@ def test_the_scan_finds_a_transition_built_by_hand() -> None:
 
 
 SHARED_WORKER_LIBRARIES = frozenset(
-    {"kernel", "runtime", "cli", "errors", "gates", "repository", "agents", "entity_merge"}
+    {
+        "kernel",
+        "runtime",
+        "cli",
+        "errors",
+        "gates",
+        "repository",
+        "history",
+        "agents",
+        "entity_merge",
+    }
 )
 """What a daemon package may import from workers/: the libraries every daemon shares."""
 

@@ -20,8 +20,6 @@ PUBLISHING = frozenset({"publish", "publish_atomic", "publish_transition"})
 """The bus's methods that append to the log."""
 
 NOT_YET: dict[str, str] = {
-    "workers/gates/runner.py": "the gate library still publishes its suites itself",
-    "workers/gates/cache.py": "the gate library still publishes results and its key itself",
     "workers/integrity/violations.py": "the integrity watcher publishes outside a kernel",
     "workers/merger/adoption.py": "`loopbus up`'s first adoption runs before any daemon",
 }

@@ -10,8 +10,9 @@ signature), asks for the gates of each new commit the trunk ref points at, and k
 standing finding open while this host runs checks unfenced (:mod:`loopbus.workers.gates.unfenced`).
 
 The decision (:mod:`loopbus.workers.gate_runner.decide`) is pure; this module is its
-shell: the effect that runs a suite through the gates library (which signs, caches and
-records it on the log), and the sensor that watches trunk. Restart-safe without a
+shell: the effect that runs a suite through the gates library (which signs it, answers
+from the cache, and returns the batches that record it: the kernel publishes them), and
+the sensor that watches trunk. Restart-safe without a
 checkpoint of its own: the fold says which asks a verified suite answers, and the refusal
 findings and trunk requests carry ids derived from what they answer.
 """
@@ -24,7 +25,7 @@ from typing import assert_never
 
 import structlog
 from loopbus.bus import BusError
-from loopbus.projections import findings, gates, ratchet
+from loopbus.projections import findings, ratchet
 from loopbus.projections.intents import Intent
 from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
@@ -41,7 +42,7 @@ from loopbus.schemas.subjects import (
 )
 from loopbus.workers import repository
 from loopbus.workers.errors import GateError, WorkerError
-from loopbus.workers.gate_runner.decide import FOLD, TRUNK, GateWork, TrunkSeen, decide
+from loopbus.workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
 from loopbus.workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
 from loopbus.workers.gates import unfenced
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
@@ -52,9 +53,6 @@ log = structlog.get_logger()
 
 RETRIES = 3
 RETRY_FIRST_S = 1.0
-ANSWER_WAIT_S = 60.0
-"""How long a finished run waits for its suite to be folded back before it lets the
-decision see the ask again (the suite is already on the log by then)."""
 
 
 class GateRunnerDaemon(Daemon):
@@ -103,7 +101,7 @@ class GateRunnerDaemon(Daemon):
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        await self.runner.cache(self.project)  # registers the runner's key before any result
+        await self.runner.cache(self.project)  # its key goes on the log with the first suite
         fence = unfenced.Fence(await self.runner.fence_problem())
         kernel.observe(unfenced.FENCE, fence, project=self.project)
         if self.trunk is not None and self.trunk_poll_s > 0:
@@ -120,17 +118,12 @@ class GateRunnerDaemon(Daemon):
                 assert_never(effect)
 
     async def _run_suite(self, job: Job, advisory: ratchet.Advisory | None) -> Sequence[Intent]:
+        """The suite's batches, for the kernel to publish: it decides again for the project
+        only once it has folded them back (its barrier), so the ask is not run twice."""
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
         suite = await self._run(job, advisory)
         log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
-        try:  # the suite is on the log: let the decision see the ask again only once it is
-            assert self.kernel is not None
-            await self.kernel.until(
-                lambda: gates.is_answered(self._work().gates, job.cause), ANSWER_WAIT_S
-            )
-        except TimeoutError:
-            log.warning("gate.answer_not_folded", wait_s=ANSWER_WAIT_S)
-        return ()
+        return suite.intents
 
     async def _run(self, job: Job, advisory: ratchet.Advisory | None) -> SuiteResult:
         """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry.
@@ -148,7 +141,7 @@ class GateRunnerDaemon(Daemon):
                         trunk=self.trunk,
                         force=job.force,
                     )
-                return await self.runner.run_commit(
+                return await self.runner.evaluate(
                     job.commit,
                     checks=job.checks,
                     unit=job.unit,
@@ -168,11 +161,6 @@ class GateRunnerDaemon(Daemon):
                 await asyncio.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _work(self) -> GateWork:
-        assert self.kernel is not None
-        work: GateWork = self.kernel.project_states(self.project)[FOLD.name]
-        return work
 
     async def watch_trunk(self, kernel: Kernel, ref: str) -> None:
         """Report each new commit ``ref`` points at (an advance by the merger, a revert, or

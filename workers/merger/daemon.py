@@ -38,32 +38,15 @@ from loopbus.schemas import Actor, Event
 from loopbus.schemas.merges import (
     CandidateTested,
 )
-from loopbus.workers import repository
+from loopbus.workers import history, repository
 from loopbus.workers.errors import ConfigError, RepoError, WorkerError
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import adoption, facts, gitops, landing_commit
+from loopbus.workers.merger import adoption, effects, facts, gitops, landing_commit
 from loopbus.workers.merger.decide import Policy, decide
-from loopbus.workers.merger.effects import (
-    Adopt,
-    AdoptFirst,
-    CheckTrunk,
-    Land,
-    LandContract,
-    LandProposal,
-    MergerEffect,
-    RecordAdvance,
-    RecordContract,
-    RecordOutsideRevert,
-    RecordProposal,
-    RecordRed,
-    RecordRevert,
-    Restore,
-    Revert,
-    Stack,
-)
+from loopbus.workers.merger.effects import MergerEffect
 from loopbus.workers.merger.facts import RedCase
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
 from loopbus.workers.merger.queue import Pipeline
@@ -134,41 +117,43 @@ class Merger(Daemon):
     async def _perform(self, effect: MergerEffect) -> Sequence[Intent]:
         project, actor, repo = self.project, self.actor, self.repo
         match effect:
-            case CheckTrunk():
+            case effects.CheckTrunk():
                 return await self._check_trunk(effect)
-            case Stack():
+            case effects.Stack():
                 return await self._stack(effect)
-            case Land(entry=entry, tested=tested, trunk=trunk, adopted=adopted):
+            case effects.Land(entry=entry, tested=tested, trunk=trunk, adopted=adopted):
                 return await self._land(entry, tested, trunk, adopted)
-            case Revert():
+            case effects.Revert():
                 return await self._revert(effect)
-            case Restore(ref=ref, checked=checked, green_tree=green_tree, green=green):
+            case effects.Restore(ref=ref, checked=checked, green_tree=green_tree, green=green):
                 return await self._restore(ref, checked, green_tree, green)
-            case RecordRed(tested=tested, case=case):
+            case effects.RecordRed(tested=tested, case=case):
                 return await self._record_red(tested, case)
-            case RecordRevert(case=case, advance=advance, tree=tree, restore=restore):
+            case effects.RecordRevert(case=case, advance=advance, tree=tree, restore=restore):
                 return await self._record_revert(case, advance, tree, restore)
-            case RecordOutsideRevert():
+            case effects.RecordOutsideRevert():
                 return await self._record_outside_revert(effect)
-            case RecordAdvance(entry=entry, tested=tested, adopted=adopted):
+            case effects.RecordAdvance(entry=entry, tested=tested, adopted=adopted):
                 return await self._record_advance(entry, tested, adopted)
-            case AdoptFirst(ref=ref):
+            case effects.AdoptFirst(ref=ref):
                 return await adoption.adopt_first(repo, project, actor, ref)
-            case Adopt(claim=claim):
+            case effects.Adopt(claim=claim):
                 return await adoption.adopt(repo, project, actor, claim)
-            case LandContract(pending=pending, trunk=trunk, adopted=adopted):
+            case effects.LandContract(pending=pending, trunk=trunk, adopted=adopted):
                 return await landing_commit.land_contract(
                     project, actor, repo, self._move, pending, trunk, adopted
                 )
-            case LandProposal(approval=approval, proposal=proposal, trunk=trunk, adopted=adopted):
+            case effects.LandProposal(
+                approval=approval, proposal=proposal, trunk=trunk, adopted=adopted
+            ):
                 return await landing_commit.land_proposal(
                     project, actor, repo, self._move, approval, proposal, trunk, adopted
                 )
-            case RecordContract(pending=pending, commit=commit, previous=previous):
+            case effects.RecordContract(pending=pending, commit=commit, previous=previous):
                 return await landing_commit.record_contract(
                     project, actor, repo, pending, commit, previous
                 )
-            case RecordProposal(approval=approval, commit=commit, previous=previous):
+            case effects.RecordProposal(approval=approval, commit=commit, previous=previous):
                 return await landing_commit.record_proposal(
                     project, actor, repo, approval, commit, previous
                 )
@@ -218,7 +203,7 @@ class Merger(Daemon):
 
     # -- effects ---------------------------------------------------------------------------
 
-    async def _check_trunk(self, effect: CheckTrunk) -> Sequence[Intent]:
+    async def _check_trunk(self, effect: effects.CheckTrunk) -> Sequence[Intent]:
         """Run every check on trunk as it is now (``force``: past the cache) with the
         adopted configuration ``judge``, and record the verdict. A trunk the merger did not
         move (``reference``: the last green trunk, else the adopted commit) must also run
@@ -243,7 +228,7 @@ class Merger(Daemon):
         )
         return [Publish(tested)]
 
-    async def _stack(self, effect: Stack) -> Sequence[Intent]:
+    async def _stack(self, effect: effects.Stack) -> Sequence[Intent]:
         """Stack the entries on the trunk commit, judged with the adopted configuration;
         the pipeline reports what it holds."""
         try:
@@ -256,7 +241,7 @@ class Merger(Daemon):
         self, entry: QueueEntry, tested: Tested, trunk: str, adopted: Adoption
     ) -> Sequence[Intent]:
         """Move trunk to the candidate tested green on it; the advance is recorded next."""
-        if not await asyncio.to_thread(repository.has_commit, self.repo, tested.candidate):
+        if not await asyncio.to_thread(history.has_commit, self.repo, tested.candidate):
             # The tested commit is gone (the repository was replaced): merge again; the same
             # tree is the tree that was tested, so it may land.
             message = merge_message(entry, self.trunk)
@@ -297,7 +282,7 @@ class Merger(Daemon):
         log.info("merger.config_adopted", why="merge", unit=entry.unit, digest=adopted_now.digest)
         return [PublishBatch((advance, adopted_now))]
 
-    async def _revert(self, effect: Revert) -> Sequence[Intent]:
+    async def _revert(self, effect: effects.Revert) -> Sequence[Intent]:
         """Undo a merge that turned trunk red, move trunk there, record it with the finding."""
         ref, advance, case = effect.ref, effect.advance, effect.case
         green_tree, restore = effect.green_tree, effect.restore
@@ -349,7 +334,7 @@ class Merger(Daemon):
         )
         return [fact]
 
-    async def _record_outside_revert(self, effect: RecordOutsideRevert) -> Sequence[Intent]:
+    async def _record_outside_revert(self, effect: effects.RecordOutsideRevert) -> Sequence[Intent]:
         """A restore the merger made but did not record before it stopped."""
         diff = await self._diff(effect.green, effect.pushed)
         return await self._outside(effect.pushed, effect.checked, effect.commit, effect.tree, diff)
@@ -360,15 +345,15 @@ class Merger(Daemon):
     def trunk(self) -> str:
         return self.policy.trunk
 
-    async def _siblings(self, case: RedCase) -> repository.Siblings:
+    async def _siblings(self, case: RedCase) -> history.Siblings:
         return await asyncio.to_thread(
-            repository.siblings, self.repo, case.head, case.onto, case.who.unit
+            history.siblings, self.repo, case.head, case.onto, case.who.unit
         )
 
     async def _diff(self, green: str | None, pushed: str) -> str:
         if green is None:
             return ""
-        return await asyncio.to_thread(repository.diff_commits, self.repo, green, pushed)
+        return await asyncio.to_thread(history.diff_commits, self.repo, green, pushed)
 
     async def _outside(
         self, pushed: str, checked: Tested, commit: str, tree: str, diff: str

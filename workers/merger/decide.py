@@ -38,7 +38,7 @@ import msgspec
 from loopbus.projections.builds import BuildsState, unseen_picks
 from loopbus.projections.claims import Refusal, Verdict, merged, returned
 from loopbus.projections.intents import Intent
-from loopbus.projections.merges import Adoption, Advance, MergesState, QueueEntry, Tested
+from loopbus.projections.merges import Adoption, MergesState, QueueEntry, Tested
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Event
 from loopbus.schemas.ids import answer_id
@@ -50,20 +50,15 @@ from loopbus.workers.merger.effects import (
     AdoptFirst,
     CheckTrunk,
     Land,
-    RecordAdvance,
-    RecordOutsideRevert,
     RecordRed,
-    RecordRevert,
     Restore,
     Revert,
     Stack,
 )
 from loopbus.workers.merger.facts import Author, RedCase
+from loopbus.workers.merger.recovery import recover, revert_case, undone
 from loopbus.workers.merger.seen import (
-    CAUSE,
     PIPELINE,
-    QUEUED,
-    REVERTS,
     TRUNK,
     CandidateView,
     PipelineView,
@@ -221,60 +216,6 @@ def adoption_claim(step: Step) -> Intent | None:
     return None
 
 
-def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
-    """Trunk is at a commit the log does not have: if the merger wrote it and moved trunk
-    there before it could record it, record it now. Nothing: it is not the merger's."""
-    if not seen.exists:
-        return []
-    contract = landing.state_of(step.world)
-    landed = landing.recorded_landing(step.world, contract, step.merges, seen)
-    if landed is not None:
-        return [landed]
-    merges, marks = step.merges, seen.trailers
-    for entry in merges.queue:
-        tested = entry.tested
-        if (
-            entry.queued == marks.get(QUEUED)
-            and tested is not None
-            and tested.green
-            and tested.candidate == seen.commit
-        ):
-            adopted = step.merges.adopted
-            assert adopted is not None  # trunk() asks for none before an adoption
-            return [
-                RecordAdvance(
-                    project=step.world.project, entry=entry, tested=tested, adopted=adopted
-                )
-            ]
-    checked = merges.trunk.checked
-    if checked is None or marks.get(CAUSE) != checked.id or seen.tree is None:
-        return []
-    reverts, last = marks.get(REVERTS), merges.last_advance
-    if last is not None and reverts == last.merge:
-        case = revert_case(step, last, checked).reverted(seen.commit)
-        return [
-            RecordRevert(
-                project=step.world.project,
-                case=case,
-                advance=last,
-                tree=seen.tree,
-                restore=undone(step, last),
-            )
-        ]
-    if reverts is not None and reverts == merges.trunk.commit:
-        return [
-            RecordOutsideRevert(
-                project=step.world.project,
-                pushed=reverts,
-                checked=checked,
-                commit=seen.commit,
-                tree=seen.tree,
-                green=merges.trunk.green_commit,
-            )
-        ]
-    return []
-
-
 def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
     """After a merge reached trunk and trunk's gates ran: DONE when green, else revert.
     ``None``: nothing to settle (or the unit cannot move), go on."""
@@ -304,30 +245,6 @@ def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
             restore=undone(step, advance),
         )
     ]
-
-
-def undone(step: Step, advance: Advance) -> Adoption | None:
-    """The configuration to adopt again when ``advance`` is reverted: the one in force
-    before it, when its merge adopted the unit's edit (``None``: it adopted nothing)."""
-    adopted = step.merges.adopted
-    if adopted is None or adopted.why != "merge" or adopted.cause != advance.id:
-        return None
-    return step.merges.before_merge
-
-
-def revert_case(step: Step, advance: Advance, checked: Tested) -> RedCase:
-    """The red of a merge that reached trunk: told about the siblings it branched past."""
-    return RedCase(
-        who=step.author(advance.unit),
-        stage="trunk",
-        head=advance.commit,
-        commit=advance.merge,
-        tree=advance.tree,
-        onto=advance.previous,
-        failing=tuple(checked.failing),
-        checks=tuple(checked.checks),
-        cause=checked.id,
-    )
 
 
 def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
