@@ -81,3 +81,13 @@ async def publish_batches(bus: Bus, batches: Sequence[Sequence[Event]]) -> list[
             acks = await bus.publish_atomic(list(batch))
         seqs.append(acks[-1].seq)
     return seqs
+
+
+async def publish_first(bus: Bus, event: Event) -> bool:
+    """Publish ``event`` only while its subject is empty (the first of racing callers wins,
+    as a daemon's ``PublishIf(event, 0)``); False when the subject already held one."""
+    try:
+        await bus.publish_transition(event, 0)
+    except TransitionConflict:
+        return False
+    return True
