@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ from loopbus.workers.kernel.oneshot import publish_batches
 
 log = structlog.get_logger()
 
+RECENT = 256
+"""Fresh results a runner remembers until the log has them (see ``GateRunner._recent``)."""
+
 __all__ = ["CheckRun", "GateRunner", "SuiteResult"]
 """What other modules take from here (the records are built in :mod:`.results`)."""
 
@@ -94,6 +98,10 @@ class GateRunner:
         self._caches: dict[str, GateCache] = {}
         self._opening = asyncio.Lock()
         self._inflight: dict[str, asyncio.Future[CheckRun]] = {}
+        self._recent: OrderedDict[str, CheckRun] = OrderedDict()
+        """This runner's latest fresh results (pass or fail), by project and cache key: a
+        result handed to a kernel is not on the log yet, and a later ask in the meantime
+        (trunk's run of the same check in the same suite) must not run it again."""
         self._subprocess = SubprocessExecutor()
         self._container = ContainerExecutor()
         self._fenced = FencedExecutor() if fenced else None
@@ -367,6 +375,9 @@ class GateRunner:
                 return CheckRun(
                     spec.id, hit.result.outcome, True, hit.result, hit.findings, hit.seq
                 )
+            mine = self._recent.get(cache_key_digest(f"{config.project}|{key}"))
+            if mine is not None:
+                return CheckRun(spec.id, mine.outcome, True, mine.result, mine.findings, mine.seq)
         flight_key = cache_key_digest(f"{config.project}|{key}|{force}")
         running = self._inflight.get(flight_key)
         if running is not None:
@@ -378,6 +389,10 @@ class GateRunner:
         self._inflight[flight_key] = future
         try:
             run = await self._run_fresh(config, spec, info, inputs, config_sha, unit)
+            if run.outcome != "error":  # what the cache would serve, and only that
+                self._recent[cache_key_digest(f"{config.project}|{key}")] = run
+                while len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
             future.set_result(run)
             return run
         except BaseException as exc:

@@ -306,6 +306,8 @@ class Kernel(Carrying):
         for project in sorted(self.dirty):
             if self.folded < self.barrier.get(project, 0):
                 continue  # our own last events are not folded yet: decide after them
+            if any(waiting == project for waiting, _ in self.results):
+                continue  # an effect's answer is not carried out yet: decide after it
             self.dirty.discard(project)
             await self.act_on(project)
 
