@@ -17,7 +17,7 @@ from loopbus.workers.agents import config as agent_config
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.config import ProjectConfig, parse_config
 from loopbus.workers.gates.environment import interpreter_dir
-from loopbus.workers.merger.config import parse_merge_config
+from loopbus.workers.merger.face import parse_merge_config
 from loopbus.workers.repository import commit_at, open_repo, resolve
 
 BOOT_CHECK = "boot"

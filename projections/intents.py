@@ -12,17 +12,19 @@ kernel (:mod:`loopbus.workers.kernel`) carries each one out:
 * :class:`MoveUnit` moves a unit: the kernel builds the transition with
   :func:`loopbus.projections.claims.transition_event` (the one function that builds unit
   transitions) and appends it conditionally on the unit subject's sequence;
-* :class:`Effect` asks the daemon's shell for work that is not publishing (run a check,
-  an agent command, a git operation). The shell answers with more intents.
+* an :class:`Effect` (a daemon's own tagged subclass of it) asks the daemon's shell for
+  work that is not publishing (run a check, an agent command, a git operation). The shell
+  answers with more intents: what it would publish goes back through the kernel.
 
 Intents are data so that a decision can be tested without a server and replayed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from loopbus.projections.claims import Move
 from loopbus.schemas import Event, UnitTransitioned
 
@@ -82,15 +84,32 @@ class MoveUnit:
     expected: int
 
 
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """Work for the daemon's shell. ``key`` names it: while an effect with that key runs,
-    asking again does nothing; one that raised is not retried by the same process."""
+class Effect(msgspec.Struct, frozen=True, kw_only=True, tag_field="effect"):
+    """Work for the daemon's shell: the base of every daemon's effects.
 
-    key: str
+    A daemon declares each effect it asks for as a subclass with an explicit, versioned tag
+    (``tag="gate_runner.run.v1"``), as events are declared, and its own fields; its shell's
+    ``perform`` is one ``match`` over the daemon's union of them, closed by
+    ``typing.assert_never`` so mypy holds it exhaustive. ``key`` is the effect's
+    idempotency key: while an effect with that key runs, asking again does nothing; one that
+    raised is not run again by the same process. Each subclass derives it from what the
+    effect answers (an ask's id, a commit), never from the time.
+    """
+
     project: str
-    action: str
-    args: dict[str, Any] = field(default_factory=dict)
+    lease: Any = None
+    """The lease this replica holds on the effect's work item, set by the lease layer
+    (``workers.leases.decide.claim``: a ``Held``) when replicas split the work; ``None`` when
+    the work is not leased. Not part of ``key``: the item is the same, leased or not."""
+
+    @property
+    def key(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} declares no idempotency key")
+
+    @property
+    def action(self) -> str:
+        """The effect's tag (what the logs name it by)."""
+        return str(self.__struct_config__.tag)
 
 
 Intent = Publish | PublishBatch | PublishIf | MoveUnit | Effect

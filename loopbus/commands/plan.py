@@ -50,7 +50,7 @@ from loopbus.settings import Connection, connection
 from loopbus.slice_render import render_schedule
 from loopbus.workers.agents.cli import TRUNK_ENV
 from loopbus.workers.agents.config import config_text
-from loopbus.workers.dispatcher.answers import claim_problems
+from loopbus.workers.dispatcher.face import claim_problems
 from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import pending_criteria

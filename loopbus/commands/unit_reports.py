@@ -141,7 +141,7 @@ async def wait_for_answer(
     # would pay for them).
     from loopbus.answers import await_answer
     from loopbus.schemas.authority import REFUSAL_CLASS
-    from loopbus.workers.units.daemon import ANSWER_SALT
+    from loopbus.workers.units.face import ANSWER_SALT
 
     wanted = answer_id(report.id, ANSWER_SALT)
 

@@ -40,8 +40,8 @@ from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.options import add_web_options, check_port
 from loopbus.workers.errors import CONFIG_FILE, WorkerError
 from loopbus.workers.leases.capacity import capacity_arg, cores, jobs_arg
-from loopbus.workers.merger.adoption import adopt_on_first_start, adopted_on_log
-from loopbus.workers.merger.adoption import operator as adopter
+from loopbus.workers.merger.face import adopt_on_first_start, adopted_on_log
+from loopbus.workers.merger.face import operator as adopter
 from loopbus.workers.runtime import configure_logging
 
 SYNC_CHOICES = ("interval", "always")

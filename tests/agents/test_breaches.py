@@ -16,6 +16,14 @@ SYSTEM = Actor(role="system", principal="builder@host")
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
+class Run(Effect, frozen=True, tag="test.run.v1"):
+    """An effect: not something a breach finding can be published with."""
+
+    @property
+    def key(self) -> str:
+        return "run"
+
+
 def run(role: str, **fields: object) -> AgentRun:
     return AgentRun(project="shop", system=SYSTEM, role=role, answers="E1", **fields)  # type: ignore[arg-type]
 
@@ -78,4 +86,4 @@ def test_the_finding_goes_first_in_the_answer_s_batch() -> None:
         assert isinstance(first, FindingRaised) and first.cls == "sandbox-breach"
         assert first.at == NOW and tuple(others) == rest
     with pytest.raises(TypeError, match="goes with a publish"):
-        with_breach(Effect("k", "shop", "run", {}), reviewer, ("cpu",), "local", NOW)
+        with_breach(Run(project="shop"), reviewer, ("cpu",), "local", NOW)

@@ -30,7 +30,7 @@ COINCIDENCES: dict[object, tuple[str, set[str]]] = {
     ),
     "plan": (
         "a CLI option's name and the planner's step",
-        {"workers/planner/decide.py PLAN", "loopbus/commands/approve_plan.py OPTION"},
+        {"workers/planner/effects.py PLAN", "loopbus/commands/approve_plan.py OPTION"},
     ),
     "claim": (
         "the claim subject family and the evidence key naming a claim",
@@ -51,7 +51,7 @@ COINCIDENCES: dict[object, tuple[str, set[str]]] = {
         "the trunk subject family and the trunk branch as two daemons name it",
         {
             "schemas/merges.py TRUNK_SUBJECT",
-            "workers/dispatcher/decide.py TRUNK",
+            "workers/dispatcher/effects.py TRUNK",
             "workers/merger/seen.py TRUNK",
         },
     ),
@@ -91,7 +91,7 @@ NOT_YET_FOLDED: dict[object, set[str]] = {
         "workers/integrity/daemon.py SALT",
     },
     "boot": {
-        "workers/dispatcher/decide.py BOOT",
+        "workers/dispatcher/effects.py BOOT",
         "workers/dispatcher/repo.py BOOT_CHECK",
         "loopbus/repo_check.py BOOT_CHECK",
     },

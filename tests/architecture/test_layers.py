@@ -110,6 +110,7 @@ SHARED_WORKER_LIBRARIES = frozenset(
         "errors",
         "gates",
         "repository",
+        "history",
         "agents",
         "entity_merge",
         "leases",

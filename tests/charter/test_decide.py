@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from charterkit import OPERATOR, approval, charter, submission
-from loopbus.projections.intents import Effect, Publish, PublishIf
+from loopbus.projections.intents import Publish, PublishIf
 from loopbus.schemas import Actor, Event, FindingRaised, subject_of
 from loopbus.schemas.adoption import ConfigAdopted, config_digest
 from loopbus.schemas.charter import (
@@ -34,7 +34,8 @@ from loopbus.schemas.slices import (
 )
 from loopbus.workers.charter.daemon import CharterDaemon
 from loopbus.workers.charter.decide import Options, decide
-from loopbus.workers.charter.reading import READING, Reading, reading_key
+from loopbus.workers.charter.effects import ReadCriteria
+from loopbus.workers.charter.reading import Reading, reading_key
 from loopbus.workers.kernel import World
 from loopbus.workers.kernel.daemon import system_actor
 
@@ -259,7 +260,7 @@ def decided(events: list[Event], outside: dict[str, Any] | None = None) -> Any:
     if not intents:
         return None
     intent = intents[0]
-    return intent if isinstance(intent, Effect) else intent.event
+    return intent if isinstance(intent, ReadCriteria) else intent.event
 
 
 def reading(commit: str, module: str | None, config: str = CONFIG) -> Reading:
@@ -287,8 +288,8 @@ def test_a_test_given_with_its_source_holds_only_as_that_file() -> None:
     run = trunk_run(SYSTEM)
     events.append(run)
     asked = decided(events)
-    assert isinstance(asked, Effect) and asked.action == READING
-    assert asked.args == {"commit": run.candidate, "tests": [ADD]}
+    assert isinstance(asked, ReadCriteria)
+    assert (asked.commit, asked.tests) == (run.candidate, (ADD,))
     key = reading_key(P, run.candidate)
     same = "def test_add():  # five\n        assert add(2, 3) == 5   \n"
     for module, holds in ((same, True), ("def test_add():\n    assert True\n", False)):
@@ -307,7 +308,7 @@ def test_a_test_absent_at_approval_without_source_is_never_met() -> None:
     events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD))
     assert "adds" not in events[-1].pins
     asked = decided(events)
-    assert isinstance(asked, Effect) and asked.args["tests"] == [ADD]
+    assert isinstance(asked, ReadCriteria) and asked.tests == (ADD,)
     empty = {reading_key(P, ""): reading("e" * 40, None)}
     pinned = decided(events, empty)
     assert isinstance(pinned, RunCriteriaPinned) and pinned.trunk == "e" * 40
@@ -395,7 +396,7 @@ def test_a_reviewed_skeleton_pins_the_tests_it_wrote() -> None:
     review = SkeletonApprove(project=P, actor=OPERATOR, slice="S1", why="tests read")
     events.append(review)
     asked = decided(events)
-    assert isinstance(asked, Effect) and asked.args == {"commit": "", "tests": [ADD]}
+    assert isinstance(asked, ReadCriteria) and (asked.commit, asked.tests) == ("", (ADD,))
     repinned = decided(events, {reading_key(P, ""): reading("f" * 40, APPROVED_ADD)})
     assert isinstance(repinned, RunCriteriaPinned) and repinned.cause == review.id
     assert repinned.pins == {"adds": body_digest(APPROVED_ADD, ADD)} and not repinned.unpinned

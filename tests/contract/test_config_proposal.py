@@ -8,7 +8,7 @@ from loopbus.projections import contract_landing
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.adoption import ConfigAdopted, config_digest
 from loopbus.schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal
-from loopbus.workers import repository
+from loopbus.workers import history
 from merger_scene import Scene, make_trunk
 
 OLIVE = Actor(role="operator", principal="olive")
@@ -65,7 +65,7 @@ async def test_an_approved_proposal_lands_as_one_commit_and_is_adopted(scene: Sc
     assert landed.proposal == proposal.id and landed.approval == approval.id
     assert scene.repo.trunk() == landed.commit and scene.repo.parents(landed.commit) == [base]
     assert scene.repo.files(landed.commit)["loopbus.toml"] == text
-    trailers = repository.trailers(scene.repo.path, landed.commit)
+    trailers = history.trailers(scene.repo.path, landed.commit)
     assert trailers["Loopbus-Proposal"] == proposal.id
     adopted = (await scene.events(ConfigAdopted))[-1]
     assert (adopted.why, adopted.by, adopted.commit) == ("proposal", "olive", landed.commit)

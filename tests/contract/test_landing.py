@@ -26,7 +26,7 @@ from loopbus.schemas.slices import (
     SlicePlanDiscarded,
     UnitDispatched,
 )
-from loopbus.workers import repository
+from loopbus.workers import history
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.gates.config import parse_config
@@ -129,7 +129,7 @@ async def test_a_contract_change_lands_after_the_first_green_and_releases_its_sl
 
     # One system commit on top of the green trunk, with the trailer.
     assert scene.repo.parents(landed.commit) == [base]
-    trailers = repository.trailers(scene.repo.path, landed.commit)
+    trailers = history.trailers(scene.repo.path, landed.commit)
     assert trailers["Loopbus-Contract"] == "S1"
     files = scene.repo.files(landed.commit)
     assert files["tests/test_double.py"] == DOUBLE_TEXT

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.adoption import ConfigAdopted
 from loopbus.schemas.contract import ContractChanges, ContractLanded, NewCriterion
 from loopbus.schemas.merges import MergeReverted
 from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 from loopbus.workers.merger.daemon import Merger
+from loopbus.workers.merger.effects import LandContract, MergerEffect
 from merger_scene import WAIT_S, Scene, make_trunk
 
 SYSTEM = Actor(role="system", principal="tests")
@@ -26,9 +27,9 @@ class CrashAfterContract(Merger):
 
     died: asyncio.Event
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: MergerEffect) -> Sequence[Intent]:
         intents = await super().perform(effect)
-        if effect.action == "land-contract" and intents:
+        if isinstance(effect, LandContract) and intents:
             self.died.set()
             await asyncio.Event().wait()  # dead: the record is never handed back
         return intents

@@ -82,7 +82,9 @@ async def commit_and_gate(
     for event in (moved,) if again else (planned, started, moved):
         await bus.publish(event)
     scope = UnitScope(files=files, criteria=(CRITERION,), all_criteria=(CRITERION,), base=base)
-    suite = await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    suite = await runner.record(
+        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    )
     events = await log(bus, project)
     return suite, units_fold.FOLD.fold(events), gates_fold.FOLD.fold(events)
 

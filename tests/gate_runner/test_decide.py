@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loopbus.projections import gates, ratchet
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
 from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.ids import new_id
-from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, TrunkSeen, decide
+from loopbus.workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
+from loopbus.workers.gate_runner.effects import RUN, RunSuite
 from loopbus.workers.gates.signing import Signer
 from loopbus.workers.kernel import World
 
@@ -49,7 +50,7 @@ def request(sha: str, **kw: Any) -> GateRunRequested:
 
 
 def runs(intents: list[Intent]) -> list[str]:
-    return [i.args["job"].cause for i in intents if isinstance(i, Effect) and i.action == RUN]
+    return [i.job.cause for i in intents if isinstance(i, RunSuite)]
 
 
 def suite(signer: Signer | None, cause: str, sha: str) -> GateSuiteCompleted:

@@ -72,7 +72,9 @@ async def round_on(
         )  # fmt: skip
     await bus.publish(moved)
     scope = UnitScope(files=OWNED, criteria=(PENDING_ID,), all_criteria=(PENDING_ID,), base=base)
-    return await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    return await runner.record(
+        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    )
 
 
 async def wait_log(bus: Bus, project: str, done: Callable[[list[Event]], bool]) -> list[Event]:

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 from gate_repos import GitRepo, config
 from loopbus.projections import ratchet
-from loopbus.projections.intents import Effect
 from loopbus.schemas import Actor, UnitTransitioned
 from loopbus.schemas.gates import GateSuiteCompleted, canonical_bytes
 from loopbus.schemas.ratchet import GateMoved
 from loopbus.workers.gate_runner.decide import FOLD, decide
+from loopbus.workers.gate_runner.effects import RunSuite
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.kernel import World
 
@@ -62,8 +62,9 @@ def test_the_decision_hands_the_runner_what_the_ratchet_fold_says() -> None:
         actor=SYSTEM,
         outside={},
     )
-    (effect,) = [i for i in decide(world, 1) if isinstance(i, Effect)]
-    assert effect.args["advisory"].local == frozenset({"memo"})
+    (effect,) = [i for i in decide(world, 1) if isinstance(i, RunSuite)]
+    assert effect.advisory is not None
+    assert effect.advisory.local == frozenset({"memo"})
     old_shape = GateSuiteCompleted(
         project="p", actor=SYSTEM, outcome="error", error="x", runner="r"
     )

@@ -120,7 +120,9 @@ async def gate_as_unit(
         )
     await bus.publish(moved)
     scope = UnitScope(files=files, criteria=(CRITERION,), all_criteria=(CRITERION,), base=base)
-    suite = await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    suite = await runner.record(
+        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    )
     return suite, await log(bus, project)
 
 

@@ -36,6 +36,16 @@ def apply(state: Asks, event: Event) -> Asks:
 ASKS = Fold(name="asks", state_type=Asks, initial=Asks, apply=apply)
 
 
+class Answer(Effect, frozen=True, tag="test.answer.v1"):
+    """Answer one ask (keyed by it)."""
+
+    ask: str
+
+    @property
+    def key(self) -> str:
+        return f"answer:{self.ask}"
+
+
 class SlowAnswers(Daemon):
     """Answers every ask through an effect that waits until the test lets it go."""
 
@@ -49,12 +59,12 @@ class SlowAnswers(Daemon):
 
     def decide(self, world: World) -> Sequence[Intent]:
         asks: Asks = world.state("asks")
-        return [Effect(f"answer:{ask}", world.project, ANSWER, {"ask": ask}) for ask in asks.open]
+        return [Answer(project=world.project, ask=ask) for ask in asks.open]
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: Answer) -> Sequence[Intent]:
         self.started.set()
         await self.release.wait()
-        ask = effect.args["ask"]
+        ask = effect.ask
         answer = FindingRaised(
             id=answer_id(ask, ANSWER),
             project=effect.project,

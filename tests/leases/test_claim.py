@@ -10,7 +10,7 @@ from loopbus.schemas import Actor
 from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from loopbus.schemas.subjects import lease_subject
 from loopbus.workers.kernel import World
-from loopbus.workers.leases.decide import LEASE, Item, Policy, claim
+from loopbus.workers.leases.decide import Item, Policy, claim
 
 from loopbus.lease_render import render_leases
 
@@ -26,8 +26,18 @@ def taken(item: str, holder: str, at: datetime = T0, **kw: object) -> LeaseTaken
     )
 
 
+class Run(Effect, frozen=True, tag="test.run.v1"):
+    """A work item's effect, as a daemon declares one."""
+
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"run:{self.name}"
+
+
 def items(*names: str) -> list[Item]:
-    return [Item("gate", n, f"ask {n}", Effect(f"run:{n}", "p", "run")) for n in names]
+    return [Item("gate", n, f"ask {n}", Run(project="p", name=n)) for n in names]
 
 
 def world(events: list[object], now: datetime, **kw: object) -> World:
@@ -56,7 +66,7 @@ def test_an_item_held_by_me_runs_with_its_lease_and_one_held_by_another_is_left(
     seen = world([taken("a", "other"), taken("b", "me")], T0 + timedelta(seconds=5))
     [run] = claim(seen, items("a", "b"), ME)
     assert isinstance(run, Effect) and run.key == "run:b"
-    assert run.args[LEASE].seq == 7 and run.args[LEASE].holder == "me"
+    assert run.lease.seq == 7 and run.lease.holder == "me"
 
 
 def test_a_lapsed_lease_is_taken_over_naming_the_lapsed_holder() -> None:

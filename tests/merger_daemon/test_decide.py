@@ -9,7 +9,7 @@ from typing import Any
 from loopbus.projections import builds as builds_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish
+from loopbus.projections.intents import Intent, MoveUnit, Publish
 from loopbus.projections.merges import QueueEntry
 from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
@@ -22,6 +22,15 @@ from loopbus.schemas.slices import UnitDispatched
 from loopbus.workers.kernel import World
 from loopbus.workers.merger import facts
 from loopbus.workers.merger.decide import Policy, decide
+from loopbus.workers.merger.effects import (
+    Adopt,
+    AdoptFirst,
+    CheckTrunk,
+    Land,
+    RecordAdvance,
+    RecordRed,
+    Stack,
+)
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.merger.gitops import MergeAttempt
 from loopbus.workers.merger.seen import (
@@ -137,10 +146,9 @@ def test_an_unknown_trunk_is_gated_first_with_the_adopted_configuration() -> Non
     """A trunk commit the log does not know is gated (an effect of the shell), judged with
     the adopted configuration and held to the adopted commit as its reference."""
     intent = only(decide(world([], **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
-    assert isinstance(intent, Effect)
-    assert intent.action == "check-trunk"
-    assert (intent.args["ref"], intent.args["cause"]) == (TRUNK0, None)
-    assert intent.args["judge"].digest == DIGEST and intent.args["reference"] == TRUNK0
+    assert isinstance(intent, CheckTrunk)
+    assert (intent.ref, intent.cause) == (TRUNK0, None)
+    assert intent.judge.digest == DIGEST and intent.reference == TRUNK0
 
 
 def test_without_an_adoption_trunk_is_not_gated_until_one_is_made() -> None:
@@ -154,7 +162,7 @@ def test_without_an_adoption_trunk_is_not_gated_until_one_is_made() -> None:
     seen = TrunkSeen(TRUNK0, tree=TREE)
     bare = World(project=P, states=states, seqs={}, now=NOW, actor=MERGER, outside={TRUNK: seen})
     intent = only(decide(bare, Policy()))
-    assert isinstance(intent, Effect) and intent.action == "adopt-first"
+    assert isinstance(intent, AdoptFirst)
 
 
 def test_an_agents_adoption_claim_is_refused_and_an_operators_goes_to_the_shell() -> None:
@@ -169,8 +177,8 @@ def test_an_agents_adoption_claim_is_refused_and_an_operators_goes_to_the_shell(
     claim = ConfigAdopt(project=P, actor=BOB, commit=HEAD, why="reviewed")
     events = [green_trunk(), agent, refusal.event, claim]
     effect = only(decide(world(events, **seen), Policy()))
-    assert isinstance(effect, Effect) and effect.action == "adopt"
-    assert effect.args["claim"].id == claim.id
+    assert isinstance(effect, Adopt)
+    assert effect.claim.id == claim.id
 
 
 def _stacked(events: list[Event], verdict: TrunkVerdict | None) -> dict[str, Any]:
@@ -188,7 +196,7 @@ def test_the_queue_asks_for_a_stack_then_records_the_heads_result() -> None:
     approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
     events = [*ready_unit(), approval, queued(approval), green_trunk()]
     ask = only(decide(world(events, **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
-    assert isinstance(ask, Effect) and ask.action == "stack" and ask.args["trunk"] == TRUNK0
+    assert isinstance(ask, Stack) and ask.trunk == TRUNK0
 
     running = _stacked(events, None)
     assert decide(world(events, **running), Policy()) == []  # its test runs
@@ -203,7 +211,7 @@ def test_the_queue_asks_for_a_stack_then_records_the_heads_result() -> None:
     )
 
     land = only(decide(world([*events, record.event], **_stacked(events, green)), Policy()))
-    assert isinstance(land, Effect) and land.action == "land"
+    assert isinstance(land, Land)
 
 
 def auto_picked(unit: str = "U1", decision: str = "rounding") -> list[Event]:
@@ -242,8 +250,8 @@ def test_an_unseen_auto_pick_holds_its_unit_and_an_operator_confirmation_frees_i
     for unheard in (confirm(ALICE), confirm(BOB, choose="raw")):
         assert decide(world([*events, unheard], **outside), Policy()) == []
     ask = only(decide(world([*events, confirm(BOB)], **outside), Policy()))
-    assert isinstance(ask, Effect) and ask.action == "stack"
-    assert [e.unit for e in ask.args["entries"]] == ["U1"]
+    assert isinstance(ask, Stack)
+    assert [e.unit for e in ask.entries] == ["U1"]
 
 
 def test_a_held_unit_does_not_hold_the_units_queued_behind_it() -> None:
@@ -261,8 +269,8 @@ def test_a_held_unit_does_not_hold_the_units_queued_behind_it() -> None:
         green_trunk(),
     ]
     ask = only(decide(world(events, **{TRUNK: TrunkSeen(TRUNK0, tree=TREE)}), Policy()))
-    assert isinstance(ask, Effect) and ask.action == "stack"
-    assert [e.unit for e in ask.args["entries"]] == ["U2"]
+    assert isinstance(ask, Stack)
+    assert [e.unit for e in ask.entries] == ["U2"]
 
 
 def test_a_red_head_result_needs_the_sibling_diff_from_the_shell() -> None:
@@ -271,8 +279,8 @@ def test_a_red_head_result_needs_the_sibling_diff_from_the_shell() -> None:
     events = [*ready_unit(), approval, queued(approval), green_trunk()]
     red = TrunkVerdict(commit=MERGE, tree=TREE, outcome="fail", config=DIGEST)
     effect = only(decide(world(events, **_stacked(events, red)), Policy()))
-    assert isinstance(effect, Effect) and effect.action == "record-red"
-    assert effect.args["case"].onto == TRUNK0 and effect.args["case"].who.authors == ("alice",)
+    assert isinstance(effect, RecordRed)
+    assert effect.case.onto == TRUNK0 and effect.case.who.authors == ("alice",)
 
 
 def test_a_merge_found_on_trunk_by_its_trailers_is_recorded_then_settled() -> None:
@@ -286,9 +294,9 @@ def test_a_merge_found_on_trunk_by_its_trailers_is_recorded_then_settled() -> No
     events: list[Event] = [*ready_unit(), approval, entry, green_trunk(), tested]
     seen = TrunkSeen(MERGE, tree=TREE, trailers={QUEUED: entry.id})
     record = only(decide(world(events, trunk=seen), Policy()))
-    assert isinstance(record, Effect) and record.action == "record-advance"
-    assert record.args["tested"].id == tested.id  # the shell adds the merge's adoption
-    advance = facts.advanced(P, MERGER, "main", record.args["entry"], record.args["tested"])
+    assert isinstance(record, RecordAdvance)
+    assert record.tested.id == tested.id  # the shell adds the merge's adoption
+    advance = facts.advanced(P, MERGER, "main", record.entry, record.tested)
     assert advance.id == answer_id(tested.id, "advance")
 
     events += [advance, green_trunk(MERGE)]

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import pytest
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import FindingRaised, UnitTransitioned
 from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
 from loopbus.workers.merger.daemon import Merger
+from loopbus.workers.merger.effects import Land, MergerEffect, Revert
 from merger_scene import WAIT_S, Scene, make_collision, make_trunk
 
 
@@ -19,12 +20,12 @@ class Crashing(Merger):
     """Dies right after the effect ``fatal`` moved trunk, before its record reaches the log:
     the effect never returns (so nothing is published) and the test then kills the daemon."""
 
-    fatal: ClassVar[str] = ""
+    fatal: ClassVar[type[MergerEffect] | None] = None
     died: asyncio.Event
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: MergerEffect) -> Sequence[Intent]:
         intents = await super().perform(effect)
-        if effect.action == self.fatal and intents:
+        if self.fatal is not None and isinstance(effect, self.fatal) and intents:
             self.died.set()
             await asyncio.Event().wait()  # dead: the record is never handed back
         return intents
@@ -33,13 +34,13 @@ class Crashing(Merger):
 class CrashAfterAdvance(Crashing):
     """Dies right after moving trunk to a merge, before the advance reaches the log."""
 
-    fatal = "land"
+    fatal = Land
 
 
 class CrashAfterRevert(Crashing):
     """Dies right after moving trunk to a revert, before the revert reaches the log."""
 
-    fatal = "revert"
+    fatal = Revert
 
 
 async def _crash(scene: Scene, crashing: type[Crashing], window: int = 3) -> None:

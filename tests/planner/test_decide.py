@@ -35,7 +35,8 @@ from loopbus.schemas.slices import (
 from loopbus.schemas.targets import CodeTarget, PlanTarget
 from loopbus.workers.kernel import World
 from loopbus.workers.planner.answer import answer, parse_answer, plan_problems
-from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
+from loopbus.workers.planner.decide import FOLDS, Options, decide, trunk_key
+from loopbus.workers.planner.effects import PlanSlice, Reconnoitre
 
 P = "demo"
 SYSTEM = Actor(role="system", principal="test-system")
@@ -82,8 +83,8 @@ def plan(slice_id: str = "S1", *units: str, skeleton: bool = False) -> SlicePlan
     )
 
 
-def effects(intents: list[Any], action: str) -> list[Effect]:
-    return [i for i in intents if isinstance(i, Effect) and i.action == action]
+def effects(intents: list[Any], kind: type[Effect]) -> list[Any]:
+    return [i for i in intents if isinstance(i, kind)]
 
 
 def published(intents: list[Any]) -> list[Any]:
@@ -97,8 +98,8 @@ def published(intents: list[Any]) -> list[Any]:
 
 
 def only_plan(intents: list[Any]) -> PlanBrief:
-    (effect,) = effects(intents, PLAN)
-    brief: PlanBrief = effect.args["brief"]
+    (effect,) = effects(intents, PlanSlice)
+    brief: PlanBrief = effect.brief
     return brief
 
 
@@ -175,7 +176,7 @@ def test_a_refused_try_is_asked_again_with_its_reasons_then_the_planner_gives_up
     assert brief.refusals == ["try 1: dependency cycle: U1 -> U2 -> U1"]
     events.append(refused(basis, 2, "the plan has no units"))
     intents = decide(world(events), Options(max_tries=2))
-    assert effects(intents, PLAN) == []
+    assert effects(intents, PlanSlice) == []
     (finding,) = published(intents)
     assert isinstance(finding, FindingRaised)
     assert (finding.criterion, finding.owner, finding.actor.role) == (GAVE_UP, "operator", "system")
@@ -256,15 +257,19 @@ def test_an_approval_names_the_proposal_the_operator_saw() -> None:
 
 def test_full_autonomy_proposes_and_submits_in_one_batch_supervised_only_proposes() -> None:
     brief = PlanBrief(project=P, slice="S1", attempt=1)
-    args = {"brief": brief, "basis": "01J00000000000000000000000", "charter": "C1"}
-    full = answer(P, {**args, "autonomy": "full"}, (plan(), "why"), actor=SYSTEM, now=NOW)
+    args = PlanSlice(
+        project=P, brief=brief, basis="01J00000000000000000000000", charter="C1", autonomy="full"
+    )
+    full = answer(P, args, (plan(), "why"), actor=SYSTEM, now=NOW)
     assert isinstance(full, PublishBatch)
     proposed, submission = full.events
     assert isinstance(proposed, PlanProposed) and isinstance(submission, PlanSubmission)
     assert proposed.submission == submission.id
-    supervised = answer(P, {**args, "autonomy": "supervised"}, (plan(), ""), actor=SYSTEM, now=NOW)
+    supervised = answer(
+        P, msgspec.structs.replace(args, autonomy="supervised"), (plan(), ""), actor=SYSTEM, now=NOW
+    )
     assert isinstance(supervised, Publish) and isinstance(supervised.event, PlanProposed)
-    refusal = answer(P, {**args, "autonomy": "full"}, ["bad"], actor=SYSTEM, now=NOW)
+    refusal = answer(P, args, ["bad"], actor=SYSTEM, now=NOW)
     assert isinstance(refusal, Publish) and isinstance(refusal.event, PlanAttemptRefused)
 
 
@@ -284,7 +289,7 @@ def recorded(basis: str, *facts: str, answers: tuple[str, ...] = ()) -> ReconRec
 def test_reconnaissance_runs_before_the_first_plan_and_its_facts_reach_the_brief() -> None:
     events = started()
     (effect,) = decide(world(events), Options(recon=True))
-    assert isinstance(effect, Effect) and effect.action == RECON
+    assert isinstance(effect, Reconnoitre)
     events.append(recorded(basis_of(events), "F1"))
     brief = only_plan(decide(world(events), Options(recon=True)))
     assert [f.id for f in brief.recon] == ["F1"]
@@ -300,9 +305,9 @@ def test_a_blocked_by_fact_finding_on_a_recon_fact_reruns_reconnaissance() -> No
     )  # fmt: skip
     events.append(blocked)
     intents = decide(world(events), Options(recon=True))
-    (effect,) = effects(intents, RECON)
-    assert [f.id for f in effect.args["brief"].invalidated] == [blocked.id]
-    assert [f.id for f in effect.args["brief"].previous] == ["F1", "F2"]
+    (effect,) = effects(intents, Reconnoitre)
+    assert [f.id for f in effect.brief.invalidated] == [blocked.id]
+    assert [f.id for f in effect.brief.previous] == ["F1", "F2"]
     events.append(recorded(basis_of(events), "F1", "F2b", answers=(blocked.id,)))
     brief = only_plan(decide(world(events), Options(recon=True)))
     assert [f.id for f in brief.recon] == ["F1", "F2b"]
@@ -310,7 +315,7 @@ def test_a_blocked_by_fact_finding_on_a_recon_fact_reruns_reconnaissance() -> No
     assert [(f.id, f.fact) for f in brief.findings] == [(blocked.id, "F2")]
     # A blocked-by-fact finding naming no recon fact re-runs nothing.
     other = msgspec.structs.replace(blocked, id="01J0000000000000000000000X", evidence={})
-    assert effects(decide(world([*events, other]), Options(recon=True)), RECON) == []
+    assert effects(decide(world([*events, other]), Options(recon=True)), Reconnoitre) == []
 
 
 # -- skeleton -------------------------------------------------------------------------------
@@ -319,7 +324,7 @@ def test_a_blocked_by_fact_finding_on_a_recon_fact_reruns_reconnaissance() -> No
 def test_a_closed_skeleton_holds_build_slices_until_the_operator_approves() -> None:
     events = started() + closed(plan("S1", "U1", skeleton=True))
     intents = decide(world(events), Options())
-    assert effects(intents, PLAN) == []
+    assert effects(intents, PlanSlice) == []
     (review,) = published(intents)
     assert review.criterion == SKELETON_REVIEW and review.owner == "operator"
     events.append(review)
@@ -397,12 +402,14 @@ def test_a_plan_the_log_would_refuse_is_a_refused_try_not_a_failing_effect() -> 
     fail and the kernel would perform the planner again and again. It is a refused try,
     with the reason, and the answer's problems are each bounded."""
     brief = PlanBrief(project=P, slice="S1", attempt=1)
-    args = {"brief": brief, "basis": "01J00000000000000000000000", "charter": "C1"}
+    args = PlanSlice(
+        project=P, brief=brief, basis="01J00000000000000000000000", charter="C1", autonomy="full"
+    )
     huge = msgspec.structs.replace(plan(), units=[PlannedUnit(id="U1", title="x" * 70_000)])
-    refusal = answer(P, {**args, "autonomy": "full"}, (huge, ""), actor=SYSTEM, now=NOW)
+    refusal = answer(P, args, (huge, ""), actor=SYSTEM, now=NOW)
     assert isinstance(refusal, Publish) and isinstance(refusal.event, PlanAttemptRefused)
     assert "cannot be recorded on the log" in refusal.event.problems[0]
-    long = answer(P, {**args, "autonomy": "full"}, ["y" * 70_000], actor=SYSTEM, now=NOW)
+    long = answer(P, args, ["y" * 70_000], actor=SYSTEM, now=NOW)
     assert isinstance(long, Publish) and isinstance(long.event, PlanAttemptRefused)
     assert len(long.event.problems[0]) <= 1000
 
@@ -426,11 +433,11 @@ def test_blocked_by_fact_findings_rerun_reconnaissance_only_up_to_the_runs_cap()
     events = started()
     events.append(recorded(basis_of(events), "F1"))
     events.append(blocked_on("F1", 1))
-    assert effects(decide(world(events), options), RECON)  # the second run is allowed
+    assert effects(decide(world(events), options), Reconnoitre)  # the second run is allowed
     events.append(recorded(basis_of(events), "F1", answers=(blocked_on("F1", 1).id,)))
     events.append(blocked_on("F1", 2))
     intents = decide(world(events), options)
-    assert effects(intents, RECON) == [] and effects(intents, PLAN) == []
+    assert effects(intents, Reconnoitre) == [] and effects(intents, PlanSlice) == []
     (finding,) = published(intents)
     assert (finding.criterion, finding.owner, finding.cls) == (CAPPED, "operator", "meta")
     assert "reconnaissance ran 2 times ([recon] max_runs = 2)" in finding.message
@@ -439,7 +446,7 @@ def test_blocked_by_fact_findings_rerun_reconnaissance_only_up_to_the_runs_cap()
     assert decide(world(events), options) == []  # stopped, and said once
     # The operator closes it: a new allowance, reconnaissance runs again.
     events.append(FindingResolved(project=P, actor=SYSTEM, finding=finding.id, why="fixed"))
-    assert effects(decide(world(events), options), RECON)
+    assert effects(decide(world(events), options), Reconnoitre)
 
 
 def test_the_planners_answers_are_capped_per_run_across_rounds() -> None:
@@ -450,7 +457,7 @@ def test_the_planners_answers_are_capped_per_run_across_rounds() -> None:
     events += closed(plan("S1", "U1"))  # a new round: the try count restarts
     events.append(refused(basis_of(events), 1, "no units", slice_id="S2"))
     intents = decide(world(events), options)
-    assert effects(intents, PLAN) == []
+    assert effects(intents, PlanSlice) == []
     (finding,) = published(intents)
     assert finding.criterion == CAPPED
     assert "the planner answered 2 times ([plan] max_run_tries = 2)" in finding.message
@@ -466,7 +473,7 @@ def test_only_trusted_blocked_by_fact_findings_invalidate_reconnaissance() -> No
     for finding in (unknown_fact, about_code):
         state = world([*events, finding]).state("planner")
         assert state.invalidations == {}
-        assert effects(decide(world([*events, finding]), Options(recon=True)), RECON) == []
+        assert effects(decide(world([*events, finding]), Options(recon=True)), Reconnoitre) == []
 
 
 def test_a_contract_refused_at_landing_is_one_refused_try_with_the_mergers_reasons() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
+from loopbus.projections.intents import Intent, MoveUnit, Publish, PublishIf
 from loopbus.schemas import (
     Actor,
     Event,
@@ -22,11 +22,13 @@ from loopbus.schemas.targets import CheckTarget, RecordTarget
 from loopbus.workers.agents.config import parse
 from loopbus.workers.investigator import decide as investigator
 from loopbus.workers.investigator.daemon import Investigator
+from loopbus.workers.investigator.effects import Investigate
 from loopbus.workers.kernel import Daemon, World
 from loopbus.workers.reviewer.daemon import Reviewer
 from loopbus.workers.reviewer.decide import TRANSITION_SALT, decide
 from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.scene import CHANGES, READ_CHANGE, Change
+from loopbus.workers.reviewer.effects import ReadChange
+from loopbus.workers.reviewer.scene import CHANGES, Change
 
 PROJECT = "demo"
 SYSTEM = Actor(role="system", principal="test-system")
@@ -109,8 +111,7 @@ def review(events: Sequence[Event], **world: Any) -> list[Intent]:
 def test_a_ready_unit_is_diffed_by_the_shell_before_anything_is_decided() -> None:
     """With no diff read yet, the only intent is the effect that reads it."""
     (intent,) = review(ready_unit())
-    assert isinstance(intent, Effect)
-    assert (intent.action, intent.args) == (READ_CHANGE, {"head": HEAD, "hint": None})
+    assert intent == ReadChange(project=PROJECT, head=HEAD, hint=None)
 
 
 def test_with_its_diff_a_ready_unit_gets_one_conditional_request() -> None:
@@ -136,7 +137,7 @@ def test_a_diff_that_cannot_be_read_escalates_and_a_crashed_read_is_left_alone()
     assert isinstance(intent, Publish) and isinstance(intent.event, FindingRaised)
     assert intent.event.criterion == "reviewable"
     assert intent.event.message == "U1 cannot be reviewed: cannot diff its head: no such commit"
-    assert review(events, failed=frozenset({f"{READ_CHANGE}:{HEAD}:"})) == []
+    assert review(events, failed=frozenset({ReadChange(project=PROJECT, head=HEAD).key})) == []
 
 
 def round_closed(action: str, **fields: Any) -> RoundClosed:
@@ -217,5 +218,5 @@ def test_the_investigator_requests_on_an_empty_subject_then_runs_the_request() -
     assert isinstance(request, InvestigationRequested)
     assert request.id == answer_id(failures[-1].id, f"investigation:{request.trigger}")
     (run,) = investigator.decide(world_of(daemon, [*failures, request]))
-    assert isinstance(run, Effect) and run.action == investigator.INVESTIGATE
-    assert run.args["view"].requested == request.id
+    assert isinstance(run, Investigate)
+    assert run.view.requested == request.id

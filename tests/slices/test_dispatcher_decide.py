@@ -21,15 +21,13 @@ from loopbus.schemas.slices import (
 from loopbus.workers.dispatcher.answers import Criteria
 from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.decide import (
-    BOOT,
-    CRITERIA,
-    TRUNK,
     Options,
     TrunkRead,
     boot_name,
     decide,
     reads_name,
 )
+from loopbus.workers.dispatcher.effects import Boot, ReadCriteria, ReadTrunk
 from loopbus.workers.kernel import World
 from loopbus.workers.kernel.daemon import system_actor
 from slice_helpers import PLANNER, SYSTEM, accepted, plan, transition, unit
@@ -65,7 +63,7 @@ def test_a_plan_is_answered_only_once_trunks_criteria_are_read() -> None:
     submission = accepted(P, plan("S1", unit("A", criteria=["t::a"])))[0]
     events = [submission]
     [ask] = decide(world(events), WITH_REPO)
-    assert isinstance(ask, Effect) and ask.action == CRITERIA
+    assert isinstance(ask, ReadCriteria)
     reading = {reads_name(P): {ask.key: Criteria(["t::a"], "loopbus.toml@abc")}}
     [answer] = decide(world(events, outside=reading), WITH_REPO)
     assert isinstance(answer, PublishIf) and answer.expected == 0
@@ -91,7 +89,7 @@ def test_a_running_read_holds_back_every_other_step() -> None:
     reading, A goes out against that trunk commit."""
     events = accepted(P, plan("S1", unit("A"), unit("B")))
     [ask] = decide(world(events), WITH_REPO)
-    assert isinstance(ask, Effect) and ask.action == TRUNK
+    assert isinstance(ask, ReadTrunk)
     assert decide(world(events, running=frozenset({ask.key})), WITH_REPO) == [ask]
     reading = {reads_name(P): {ask.key: TrunkRead("f" * 40)}}
     [dispatched] = published(decide(world(events, outside=reading), WITH_REPO))
@@ -152,7 +150,7 @@ def test_a_settled_slice_boots_then_closes_with_the_result() -> None:
     events.append(transition(P, "A", "failed", by="gave-up"))
     view = slices.FOLD.fold(events).slices["S1"]
     boot = [i for i in decide(world(events), WITH_REPO) if isinstance(i, Effect)]
-    assert [b.action for b in boot] == [BOOT]
+    assert [type(b) for b in boot] == [Boot]
     booted = BootResult(outcome="pass", commit="f" * 40, result="01JAAAAAAAAAAAAAAAAAAAAAAA")
     outside = {boot_name(P, view.accepted): booted}
     [closed] = published(decide(world(events, outside=outside), WITH_REPO))

@@ -41,7 +41,8 @@ from loopbus.workers.entity_merge import (
     merge_file,
     register_merge_driver,
 )
-from loopbus.workers.repository import commit_at, merge_bases, open_repo
+from loopbus.workers.history import merge_bases
+from loopbus.workers.repository import commit_at, open_repo
 
 MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
 

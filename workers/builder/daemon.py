@@ -33,13 +33,13 @@ import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.projections import builds, convergence, decisions, findings, leases, lessons, units
-from loopbus.projections.intents import Effect, Intent, PublishBatch
+from loopbus.projections.intents import Intent, PublishBatch
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
@@ -51,10 +51,11 @@ from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import remove, workdir
 from loopbus.workers.builder import answers, conflict, worktree
 from loopbus.workers.builder.criteria import criterion_text
-from loopbus.workers.builder.decide import BUILD, decide
+from loopbus.workers.builder.decide import decide
+from loopbus.workers.builder.effects import BuilderEffect, BuildRound
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.kernel.lease_holding import answered_under_lease
 from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -110,26 +111,28 @@ class Builder(Daemon):
         intents = [*decide(world, config.build), *unsandboxed.decide(world, config)]
         if self.lease is None:
             return intents
-        return leased(world, intents, BUILD, "build", self.lease, _round_of)
+        return leased(world, intents, BuildRound, "build", self.lease, _round_of)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != BUILD:
-            return await super().perform(effect)  # the kernel's one answer to it
-        # Under a lease, the round's release follows its answer (free once it is stored).
-        work = self.build_round(self.configs[effect.project], effect.args)
-        return await answered_under_lease(self.bus, self.actor, effect, work)
+    async def perform(self, effect: BuilderEffect) -> Sequence[Intent]:
+        match effect:
+            case BuildRound():
+                # Under a lease, the round's release follows its answer (free once stored).
+                work = self.build_round(self.configs[effect.project], effect)
+                return await answered_under_lease(self.bus, self.actor, effect, work)
+            case _:
+                assert_never(effect)
 
-    async def build_round(self, config: RepoConfig, args: Mapping[str, Any]) -> list[Intent]:
+    async def build_round(self, config: RepoConfig, args: BuildRound) -> list[Intent]:
         """One round: worktree, command (retried once), commit, answer."""
-        skeleton = dict(args["brief"])
+        skeleton = dict(args.brief)
         unit = skeleton["unit"]
         repo = Path(config.repo)
-        builder = Actor(role="builder", principal=args["principal"])
+        builder = Actor(role="builder", principal=args.principal)
         round_ = answers.Round(
             project=config.project,
             unit=unit,
             slice=skeleton["slice"],
-            trigger=args["trigger"],
+            trigger=args.trigger,
             system=self.actor,
             builder=builder,
             number=skeleton["round"],
@@ -245,8 +248,8 @@ class Builder(Daemon):
                 await asyncio.wait_for(stop.wait(), self.heartbeat_s)
 
 
-def _round_of(effect: Effect) -> str:
-    brief = effect.args["brief"]
+def _round_of(effect: BuildRound) -> str:
+    brief = effect.brief
     return f"unit {brief['unit']} round {brief['round']}"
 
 
@@ -264,11 +267,11 @@ def _envelope(result: CommandResult, timeout_s: float) -> BuildEnvelope | str:
 
 
 def _collision(
-    repo: Path, config: RepoConfig, brief: Brief, args: Mapping[str, Any]
+    repo: Path, config: RepoConfig, brief: Brief, args: BuildRound
 ) -> tuple[Brief, conflict.Merged | None]:
     """For a round on a head that collided with trunk: trunk's head merged into it, and
     the brief that says so (see :mod:`.conflict`)."""
-    collision = args.get("conflict")
+    collision = args.conflict
     if not collision:
         return brief, None
     merged = conflict.merge(repo, brief.base, _trunk(repo, config), finding=collision["finding"])

@@ -32,7 +32,7 @@ from loopbus.projections import lessons as lessons_fold
 from loopbus.projections.builds import CHOOSERS, BuildsState, UnitBuild
 from loopbus.projections.claims import Move
 from loopbus.projections.findings import FindingsState, open_findings
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Actor, FindingResolved, Outcome
 from loopbus.schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
@@ -40,9 +40,9 @@ from loopbus.schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_id
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reports import StartedReport, UnblockedReport
 from loopbus.workers.agents.config import BuildConfig
+from loopbus.workers.builder.effects import BuildRound
 from loopbus.workers.kernel import World
 
-BUILD = "build"
 REPEATS_TO_HALT = 3
 
 
@@ -165,7 +165,7 @@ def _unblock(
 
 def _round(
     world: World, config: BuildConfig, build: UnitBuild, view: UnitView, builder: Actor
-) -> Effect:
+) -> BuildRound:
     findings: FindingsState = world.state("findings")
     convergence: conv.ConvergenceState = world.state("convergence")
     unit_conv = convergence.units.get(build.unit)
@@ -197,17 +197,15 @@ def _round(
         "lessons": lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),
         "problem": build.note,
     }
-    return Effect(
-        key=f"{BUILD}:{world.project}:{build.unit}:{build.trigger}",
+    assert build.trigger is not None  # a round is owed only to a trigger (owes_round)
+    return BuildRound(
         project=world.project,
-        action=BUILD,
-        args={
-            "brief": brief,
-            "principal": builder.principal,
-            "trigger": build.trigger,
-            "asked": dict(build.asked),
-            "conflict": _collision(build, view),
-        },
+        unit=build.unit,
+        brief=brief,
+        principal=builder.principal,
+        trigger=build.trigger,
+        asked=dict(build.asked),
+        conflict=_collision(build, view),
     )
 
 

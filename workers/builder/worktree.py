@@ -26,7 +26,8 @@ from dulwich.ignore import IgnoreFilter, read_ignore_patterns
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from loopbus.workers.builder import gitdir
 from loopbus.workers.errors import RepoError
-from loopbus.workers.repository import commit_at, open_repo, ref_name, unit_branch
+from loopbus.workers.history import ref_name
+from loopbus.workers.repository import commit_at, open_repo, unit_branch
 
 ALWAYS_IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"})
 """Never part of a unit's commit, whatever the project's ``.gitignore`` says."""

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from typing import assert_never
 
 import structlog
 from loopbus.projections import charter, gates, merges
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.charter.decide import Options, decide
-from loopbus.workers.charter.reading import READING, read, reading_key
+from loopbus.workers.charter.effects import CharterEffect, ReadCriteria
+from loopbus.workers.charter.reading import read, reading_key
 from loopbus.workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
@@ -60,13 +62,18 @@ class CharterDaemon(Daemon):
             options = Options(options.check_in, options.finalize, reads_repo=reads)
         return decide(world, options)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != READING:
-            return await super().perform(effect)
+    async def perform(self, effect: CharterEffect) -> Sequence[Intent]:
+        match effect:
+            case ReadCriteria():
+                return await self._read(effect)
+            case _:
+                assert_never(effect)
+
+    async def _read(self, effect: ReadCriteria) -> Sequence[Intent]:
         config = self.configs[effect.project]
-        commit: str = effect.args["commit"]
+        commit = effect.commit
         reading = await asyncio.to_thread(
-            read, config.repo, commit, effect.args["tests"], config.review.trunk
+            read, config.repo, commit, effect.tests, config.review.trunk
         )
         assert self.kernel is not None
         if reading.error:

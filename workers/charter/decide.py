@@ -37,7 +37,7 @@ from loopbus.projections import gates as gates_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections.charter import RunView, open_slices
 from loopbus.projections.gates import GatesState
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.merges import MergesState
 from loopbus.schemas import FindingRaised
 from loopbus.schemas.charter import (
@@ -53,7 +53,8 @@ from loopbus.schemas.charter import (
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.charter.criteria import approval_pins, check_digest, check_pins, judge
-from loopbus.workers.charter.reading import READING, Reading, reading_key
+from loopbus.workers.charter.effects import ReadCriteria
+from loopbus.workers.charter.reading import Reading, reading_key
 from loopbus.workers.kernel import World
 
 F = TypeVar("F", RunCheckedIn, RunCriteriaPinned, RunCriteriaChecked, RunFinalizing, RunEnded)
@@ -84,7 +85,7 @@ def decide(world: World, options: Options = DEFAULTS) -> Sequence[Intent]:
     step = run_step(world, view, options)
     if step is None:
         return ()
-    return [step] if isinstance(step, Effect) else [world.publish_if(step)]
+    return [step] if isinstance(step, ReadCriteria) else [world.publish_if(step)]
 
 
 def answer_approval(
@@ -143,7 +144,9 @@ def refusal(world: World, claim: CharterApprove, code: str, message: str) -> Fin
     )
 
 
-Step = RunEnded | RunCriteriaPinned | RunCriteriaChecked | RunFinalizing | RunCheckedIn | Effect
+Step = (
+    RunEnded | RunCriteriaPinned | RunCriteriaChecked | RunFinalizing | RunCheckedIn | ReadCriteria
+)
 
 
 def run_step(world: World, view: RunView, options: Options) -> Step | None:
@@ -206,13 +209,12 @@ def test_ids(view: RunView) -> list[str]:
     return sorted({c.test for c in view.charter.criteria if c.test})
 
 
-def read_effect(world: World, commit: str, tests: list[str]) -> Effect:
+def read_effect(world: World, commit: str, tests: list[str]) -> ReadCriteria:
     """Ask the shell to read ``tests`` and ``loopbus.toml`` at ``commit`` from git."""
-    key = reading_key(world.project, commit)
-    return Effect(key, world.project, READING, {"commit": commit, "tests": tests})
+    return ReadCriteria(project=world.project, commit=commit, tests=tuple(tests))
 
 
-def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Effect | None:
+def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | ReadCriteria | None:
     """Pin the criteria the approval could not: tests to their function at the approval's
     trunk, checks to their definition in its ``loopbus.toml``. What is not there has no
     pin, and its criterion never holds (the operator is told why)."""
@@ -280,7 +282,9 @@ def pin(world: World, view: RunView, options: Options) -> RunCriteriaPinned | Ef
     )
 
 
-def criteria(world: World, view: RunView, options: Options) -> RunCriteriaChecked | Effect | None:
+def criteria(
+    world: World, view: RunView, options: Options
+) -> RunCriteriaChecked | ReadCriteria | None:
     """Judge the latest trunk run when it is green under the adopted configuration and
     this run has not judged it yet; a test criterion's function is read from git at that
     commit first (an effect), to be compared with its pin."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 from loopbus.bus import Bus
@@ -35,20 +35,23 @@ from loopbus.projections import gates as gates_fold
 from loopbus.projections import units as units_fold
 from loopbus.projections import verify as verify_fold
 from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.ship import ShipRules
 from loopbus.workers.dispatcher import retries
 from loopbus.workers.dispatcher.decide import (
-    BOOT,
-    CRITERIA,
     DEFAULT_CAPACITY,
-    TRUNK,
-    UNIT_READS,
     Options,
     TrunkRead,
     boot_name,
     decide,
     reads_name,
+)
+from loopbus.workers.dispatcher.effects import (
+    Boot,
+    DispatcherEffect,
+    ReadCriteria,
+    ReadTrunk,
+    ReadUnit,
 )
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.errors import WorkerError
@@ -110,24 +113,23 @@ class Dispatcher(Daemon):
     def decide(self, world: World) -> Sequence[Intent]:
         return decide(world, self.options)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: DispatcherEffect) -> Sequence[Intent]:
         repo = self.repos[effect.project]
         reading: Any
-        if effect.action == CRITERIA:
-            reading = await asyncio.to_thread(repo.criteria)
-        elif effect.action == TRUNK:
-            reading = TrunkRead(await asyncio.to_thread(self._trunk, repo))
-        elif effect.action == UNIT_READS:
-            base, head = effect.args["base"], effect.args["head"]
-            reading = await asyncio.to_thread(repo.unit_reads, base, head)
-        elif effect.action == BOOT:
-            result = await repo.boot(self._runner(effect.project, repo))
-            log.info("slice.booted", project=effect.project, outcome=result.outcome)
-            name = boot_name(effect.project, effect.args["accepted"])
-            self._observe(name, effect.project, result)
-            return ()
-        else:
-            return await super().perform(effect)
+        match effect:
+            case ReadCriteria():
+                reading = await asyncio.to_thread(repo.criteria)
+            case ReadTrunk():
+                reading = TrunkRead(await asyncio.to_thread(self._trunk, repo))
+            case ReadUnit(base=base, head=head):
+                reading = await asyncio.to_thread(repo.unit_reads, base, head)
+            case Boot(accepted=accepted):
+                result = await repo.boot(self._runner(effect.project, repo))
+                log.info("slice.booted", project=effect.project, outcome=result.outcome)
+                self._observe(boot_name(effect.project, accepted), effect.project, result)
+                return ()
+            case _:
+                assert_never(effect)
         self._remember(effect.project, effect.key, reading)
         return ()
 

@@ -55,7 +55,7 @@ from loopbus.projections import (
     shipping,
     slices,
 )
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.slices import (
     Action,
     BlockDependent,
@@ -75,19 +75,17 @@ from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
 from loopbus.workers.dispatcher import answers, blocked, post_merge, retries
 from loopbus.workers.dispatcher.answers import Criteria
+from loopbus.workers.dispatcher.effects import (
+    Boot,
+    DispatcherEffect,
+    ReadCriteria,
+    ReadTrunk,
+    ReadUnit,
+)
 from loopbus.workers.dispatcher.record import UnitReads, completion
 from loopbus.workers.kernel import World
 
 DEFAULT_CAPACITY = 8
-
-CRITERIA = "criteria"
-"""Effect: read the pending criteria trunk declares (reported as a :class:`Criteria`)."""
-TRUNK = "trunk"
-"""Effect: read trunk's commit (reported as a :class:`TrunkRead`)."""
-UNIT_READS = "unit-reads"
-"""Effect: read a unit's configured commands and changed files (a :class:`UnitReads`)."""
-BOOT = "boot"
-"""Effect: run the boot check on trunk (reported as a ``BootResult``, see :func:`boot_name`)."""
 
 
 @dataclass(frozen=True)
@@ -149,10 +147,9 @@ def decide(world: World, options: Options) -> list[Intent]:
             case BlockDependent():
                 intents.extend(hold(world, view, action))
             case Close() if boot_result(world, options, view) is None:
-                key = f"{world.project}:{BOOT}:{view.accepted}"
-                intents.append(Effect(key, world.project, BOOT, {"accepted": view.accepted}))
+                intents.append(Boot(project=world.project, accepted=view.accepted))
     for step in _steps(world, options, state, actions):
-        if not (isinstance(step, Effect) and step.key in world.failed):
+        if not (isinstance(step, DispatcherEffect) and step.key in world.failed):
             intents.append(step)
             break
     return intents
@@ -224,10 +221,10 @@ def answer(world: World, options: Options, state: SlicesState, submission: Submi
     repository; without one the plan is refused, since they cannot be read)."""
     criteria = answers.no_repository(world.project)
     if world.project in options.repos:
-        key = f"{world.project}:{CRITERIA}:{submission.id}"
-        found: Criteria | None = reading(world, key)
+        read = ReadCriteria(project=world.project, submission=submission.id)
+        found: Criteria | None = reading(world, read.key)
         if found is None:
-            return Effect(key, world.project, CRITERIA)
+            return read
         criteria = found
     return answers.plan_answer(world, state, submission, criteria)
 
@@ -271,12 +268,14 @@ def hold(world: World, view: SliceView, action: BlockDependent) -> list[Intent]:
 
 def dispatch(world: World, options: Options, view: SliceView, action: Dispatch) -> Intent:
     """Dispatch a unit against trunk's commit (read first when there is a repository)."""
-    key = f"{world.project}:{TRUNK}:{view.accepted}:{action.unit}:{action.attempt}"
+    read = ReadTrunk(
+        project=world.project, accepted=view.accepted, unit=action.unit, attempt=action.attempt
+    )
     base = None
     if world.project in options.repos:
-        trunk: TrunkRead | None = reading(world, key)
+        trunk: TrunkRead | None = reading(world, read.key)
         if trunk is None:
-            return Effect(key, world.project, TRUNK)
+            return read
         base = trunk.commit
     planned = next(u for u in view.plan.units if u.id == action.unit)
     event = UnitDispatched(
@@ -308,10 +307,12 @@ def complete(world: World, options: Options, view: SliceView, action: Complete) 
     elif unit.head is None:
         reads = UnitReads(files_unknown="no base and head commit to compare")
     else:
-        key = f"{world.project}:{UNIT_READS}:{action.dispatch}"
-        found: UnitReads | None = reading(world, key)
+        read = ReadUnit(
+            project=world.project, dispatch=action.dispatch, base=unit.base, head=unit.head
+        )
+        found: UnitReads | None = reading(world, read.key)
         if found is None:
-            return Effect(key, world.project, UNIT_READS, {"base": unit.base, "head": unit.head})
+            return read
         reads = found
     return world.publish_if(completion(world, view, action, reads))
 

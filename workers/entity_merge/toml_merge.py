@@ -22,125 +22,20 @@ handed back whole as a conflict. So a clean TOML merge always parses (the repars
 from __future__ import annotations
 
 import tomllib
-from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from .languages.data_tree import same
 from .languages.toml import Document, NotToml, Section, Statement, array_of, canon, parse
-from .line_merge import Clash, Stable, merge3, render
+from .line_merge import Clash, render
 from .matching import Reordered, merged_order
 from .regions import Merger
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
+from .toml_values import MISSING, merge_list, merge_value, same_value
 
-__all__ = ["merge_list", "merge_toml", "merge_value"]
+__all__ = ["MISSING", "merge_list", "merge_toml", "merge_value"]
 
 LANGUAGE = "toml"
-MISSING: Any = object()
-"""A key one version does not have."""
-
-
-# -- the data ----------------------------------------------------------------------------
-
-
-def merge_value(base: Any, ours: Any, theirs: Any, path: str, conflicts: list[str]) -> Any:
-    """The merge of one value's three versions (:data:`MISSING` when absent); each key
-    path that cannot be merged is appended to ``conflicts``."""
-    if _same(ours, theirs) or _same(theirs, base):
-        return ours
-    if _same(ours, base):
-        return theirs
-    if all(isinstance(v, dict) for v in (base, ours, theirs)):
-        merged: dict[str, Any] = {}
-        for key in [*ours, *(k for k in theirs if k not in ours)]:
-            value = merge_value(
-                base.get(key, MISSING),
-                ours.get(key, MISSING),
-                theirs.get(key, MISSING),
-                f"{path}.{key}" if path else key,
-                conflicts,
-            )
-            if value is not MISSING:
-                merged[key] = value
-        return merged
-    if all(isinstance(v, list) for v in (base, ours, theirs)):
-        if _tables(base, ours, theirs):  # [[x]] entries: matched by position, as in the text
-            return [
-                merge_value(b, o, t, f"{path}[{n}]", conflicts)
-                for n, (b, o, t) in enumerate(zip(base, ours, theirs, strict=True))
-            ]
-        combined = merge_list(base, ours, theirs)
-        if combined is not None:
-            return combined
-    conflicts.append(path or "(the whole file)")
-    return ours
-
-
-def _tables(*arrays: list[Any]) -> bool:
-    """Three arrays of tables of one length."""
-    return len({len(a) for a in arrays}) == 1 and all(
-        isinstance(v, dict) for a in arrays for v in a
-    )
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is MISSING or b is MISSING:
-        return a is b
-    return same(a, b)
-
-
-def merge_list(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any] | None:
-    """Merge an array element by element (``None``: a conflict).
-
-    Where both sides changed the same stretch, an element either side removed is gone and
-    what each added is kept (ours first, one copy of an addition both made); only a base
-    element both sides replaced, each with something else, is a conflict.
-    """
-    values: dict[bytes, Any] = {}
-
-    def tokens(items: list[Any]) -> list[bytes]:
-        out = []
-        for item in items:
-            token = repr(canon(item)).encode() + b"\n"
-            values.setdefault(token, item)
-            out.append(token)
-        return out
-
-    merged: list[bytes] = []
-    for chunk in merge3(tokens(base), tokens(ours), tokens(theirs)):
-        if isinstance(chunk, Stable):
-            merged.extend(chunk.lines)
-            continue
-        part = _clash(chunk)
-        if part is None:
-            return None
-        merged.extend(part)
-    return [values[token] for token in merged]
-
-
-def _clash(chunk: Clash) -> list[bytes] | None:
-    base, ours, theirs = Counter(chunk.base), Counter(chunk.ours), Counter(chunk.theirs)
-    removed_o, removed_t = base - ours, base - theirs
-    added_o = [t for t in chunk.ours if t not in base]
-    added_t = [t for t in chunk.theirs if t not in base]
-    if (removed_o & removed_t) and added_o and added_t and added_o != added_t:
-        return None  # one element replaced twice, differently
-    gone = removed_o | removed_t
-    kept: list[bytes] = []
-    for token in chunk.base:
-        if gone[token]:
-            gone[token] -= 1
-        else:
-            kept.append(token)
-    both = Counter(added_o)
-    extra = []
-    for token in added_t:
-        if both[token]:
-            both[token] -= 1
-        else:
-            extra.append(token)
-    return kept + added_o + extra
 
 
 # -- the text ----------------------------------------------------------------------------
@@ -224,14 +119,14 @@ class _Text:
         if base is not None and ours.text == base.text:
             return theirs.text
         if base is None:
-            if _same(ours.value, theirs.value):
+            if same_value(ours.value, theirs.value):
                 return ours.text
             return self.clash("", ours.text, theirs.text, kind=kind, name=name)
         if all(isinstance(s.value, list) for s in (base, ours, theirs)):
             combined = self.array(base, ours, theirs, name)
             if combined is not None:
                 return combined
-        if _same(ours.value, theirs.value) and kind == "key":
+        if same_value(ours.value, theirs.value) and kind == "key":
             lines = Merger(self.marker_size)
             out = lines.lines(
                 base.text.encode(), ours.text.encode(), theirs.text.encode(), kind=kind, name=name
@@ -272,7 +167,7 @@ def _reads_as(body: str, wanted: list[Any]) -> bool:
         return False
     while isinstance(node, dict) and len(node) == 1:
         node = next(iter(node.values()))
-    return _same(node, wanted)
+    return same_value(node, wanted)
 
 
 def _rendered(ours: Statement, wanted: list[Any], sources: tuple[Statement, ...]) -> str | None:
@@ -382,7 +277,7 @@ def merge_toml(base: bytes, ours: bytes, theirs: bytes, path: str, marker_size: 
 
 def _means(content: str, wanted: Any) -> bool:
     try:
-        return _same(tomllib.loads(content), wanted)
+        return same_value(tomllib.loads(content), wanted)
     except tomllib.TOMLDecodeError:
         return False
 

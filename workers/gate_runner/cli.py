@@ -20,9 +20,9 @@ from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
 from loopbus.workers.kernel import Kernel
+from loopbus.workers.kernel.lease_flights import Flights
 from loopbus.workers.leases.capacity import jobs_arg
 from loopbus.workers.leases.decide import holder_name
-from loopbus.workers.leases.flights import Flights
 from loopbus.workers.runtime import DaemonContext
 
 log = structlog.get_logger()

@@ -10,8 +10,9 @@ signature), asks for the gates of each new commit the trunk ref points at, and k
 standing finding open while this host runs checks unfenced (:mod:`loopbus.workers.gates.unfenced`).
 
 The decision (:mod:`loopbus.workers.gate_runner.decide`) is pure; this module is its
-shell: the effect that runs a suite through the gates library (which signs, caches and
-records it on the log), and the sensor that watches trunk. Restart-safe without a
+shell: the effect that runs a suite through the gates library (which signs it, answers
+from the cache, and returns the batches that record it: the kernel publishes them), and
+the sensor that watches trunk. Restart-safe without a
 checkpoint of its own: the fold says which asks a verified suite answers, and the refusal
 findings and trunk requests carry ids derived from what they answer.
 """
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import assert_never
 
 import structlog
 from loopbus.bus import BusError
-from loopbus.projections import findings, gates, leases, ratchet
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections import findings, leases, ratchet
+from loopbus.projections.intents import Intent
 from loopbus.schemas import Event
 from loopbus.schemas.ids import new_id
 from loopbus.schemas.ratchet import CATALOGUE, GateMoved
@@ -42,21 +43,19 @@ from loopbus.schemas.subjects import (
 )
 from loopbus.workers import repository
 from loopbus.workers.errors import GateError, WorkerError
-from loopbus.workers.gate_runner.decide import FOLD, RUN, TRUNK, GateWork, Job, TrunkSeen, decide
+from loopbus.workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
+from loopbus.workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
 from loopbus.workers.gates import unfenced
 from loopbus.workers.gates.runner import GateRunner, SuiteResult
 from loopbus.workers.gates.unitgate import gate_unit
 from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.leases.decide import LEASE, Held, Policy, holder_name
-from loopbus.workers.leases.holding import LeaseLost, holding
+from loopbus.workers.kernel.lease_holding import answered_under_lease
+from loopbus.workers.leases.decide import Policy, holder_name
 
 log = structlog.get_logger()
 
 RETRIES = 3
 RETRY_FIRST_S = 1.0
-ANSWER_WAIT_S = 60.0
-"""How long a finished run waits for its suite to be folded back before it lets the
-decision see the ask again (the suite is already on the log by then)."""
 
 
 class GateRunnerDaemon(Daemon):
@@ -113,7 +112,7 @@ class GateRunnerDaemon(Daemon):
 
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        await self.runner.cache(self.project)  # registers the runner's key before any result
+        await self.runner.cache(self.project)  # its key goes on the log with the first suite
         fence = unfenced.Fence(await self.runner.fence_problem())
         kernel.observe(unfenced.FENCE, fence, project=self.project)
         if self.trunk is not None and self.trunk_poll_s > 0:
@@ -122,35 +121,27 @@ class GateRunnerDaemon(Daemon):
     def decide(self, world: World) -> Sequence[Intent]:
         return [*decide(world, self.jobs, self.lease), *unfenced.decide(world)]
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != RUN:
-            return await super().perform(effect)
-        job: Job = effect.args["job"]
-        structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
-        held: Held | None = effect.args.get(LEASE)
-        if held is None:
-            suite = await self._run(job, effect.args)
-        else:
-            try:
-                suite = await holding(
-                    self.runner.bus, self.actor, held, self._run(job, effect.args)
-                )
-            except LeaseLost:
-                return ()  # another replica runs it now
-        log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
-        try:  # the suite is on the log: let the decision see the ask again only once it is
-            assert self.kernel is not None
-            await self.kernel.until(
-                lambda: gates.is_answered(self._work().gates, job.cause), ANSWER_WAIT_S
-            )
-        except TimeoutError:
-            log.warning("gate.answer_not_folded", wait_s=ANSWER_WAIT_S)
-        return ()
+    async def perform(self, effect: GateRunnerEffect) -> Sequence[Intent]:
+        match effect:
+            case RunSuite(job=job, advisory=advisory):
+                # Under a lease, released after the suite's facts (the item is free again
+                # only once its answer is on the log); nothing when another replica took it.
+                work = self._run_suite(job, advisory)
+                return await answered_under_lease(self.runner.bus, self.actor, effect, work)
+            case _:
+                assert_never(effect)
 
-    async def _run(self, job: Job, effect_args: dict[str, Any]) -> SuiteResult:
+    async def _run_suite(self, job: Job, advisory: ratchet.Advisory | None) -> Sequence[Intent]:
+        """The suite's batches, for the kernel to publish: it decides again for the project
+        only once it has folded them back (its barrier), so the ask is not run twice."""
+        structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
+        suite = await self._run(job, advisory)
+        log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
+        return suite.intents
+
+    async def _run(self, job: Job, advisory: ratchet.Advisory | None) -> SuiteResult:
         """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry.
         Which gates only report the decision read from the ratchet fold."""
-        advisory: ratchet.Advisory | None = effect_args.get("advisory")
         delay = RETRY_FIRST_S
         for attempt in range(1, RETRIES + 1):
             try:
@@ -164,7 +155,7 @@ class GateRunnerDaemon(Daemon):
                         trunk=self.trunk,
                         force=job.force,
                     )
-                return await self.runner.run_commit(
+                return await self.runner.evaluate(
                     job.commit,
                     checks=job.checks,
                     unit=job.unit,
@@ -184,11 +175,6 @@ class GateRunnerDaemon(Daemon):
                 await asyncio.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _work(self) -> GateWork:
-        assert self.kernel is not None
-        work: GateWork = self.kernel.project_states(self.project)[FOLD.name]
-        return work
 
     async def watch_trunk(self, kernel: Kernel, ref: str) -> None:
         """Report each new commit ``ref`` points at (an advance by the merger, a revert, or

@@ -16,34 +16,20 @@ from dataclasses import dataclass
 import msgspec
 from loopbus.projections import gates, ratchet
 from loopbus.projections.base import Fold
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
 from loopbus.schemas.charter import CharterApproved
-from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, RunReason
+from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
 from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.gate_runner.effects import RUN, Job, RunSuite
 from loopbus.workers.gates.unitgate import UnitScope
 from loopbus.workers.kernel import World
 from loopbus.workers.leases.decide import Item, Policy, claim
 
-RUN = "run-suite"
-"""Effect: run (or answer from the cache) the suite a :class:`Job` asks for."""
 TRUNK = "gate_runner.trunk"
 """The observation of the trunk sensor (a :class:`TrunkSeen`)."""
-
-
-class Job(msgspec.Struct, frozen=True, kw_only=True):
-    """One ask: run the gates of ``commit`` and answer ``cause``."""
-
-    cause: str
-    commit: str
-    unit: str | None
-    reason: RunReason
-    checks: tuple[str, ...] = ()
-    force: bool = False
-    scope: UnitScope | None = None
-    """For a unit's commit: what the plan gave the unit and where it was dispatched."""
 
 
 class Planned(msgspec.Struct):
@@ -166,21 +152,19 @@ def decide(world: World, jobs: int, lease: Policy | None = None) -> list[Intent]
                 "gate",
                 job.cause,
                 f"{job.reason} {job.commit[:12]}" + (f" unit {job.unit}" if job.unit else ""),
-                Effect(
-                    f"{RUN}:{job.cause}", world.project, RUN, {"job": job, "advisory": advisory}
-                ),
+                RunSuite(project=world.project, job=job, advisory=advisory),
             )
             for job in work.asks.values()
         ]
         return [*intents, *claim(world, items, lease)]
     free = jobs - sum(1 for key in world.running if key.startswith(f"{RUN}:"))
     for job in work.asks.values():
-        key = f"{RUN}:{job.cause}"
+        effect = RunSuite(project=world.project, job=job, advisory=advisory)
         if free <= 0:
             break
-        if key in world.running or key in world.failed:
+        if effect.key in world.running or effect.key in world.failed:
             continue
-        intents.append(Effect(key, world.project, RUN, {"job": job, "advisory": advisory}))
+        intents.append(effect)
         free -= 1
     return intents
 

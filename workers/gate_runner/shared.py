@@ -1,6 +1,6 @@
 """A gate runner whose check runs are shared with the project's other runners: a check on
 a tree and configuration already running on another runner is awaited, not run again
-(:mod:`loopbus.workers.leases.flights`)."""
+(:mod:`loopbus.workers.kernel.lease_flights`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typing import Any
 
 from loopbus.schemas.gates import cache_key
 from loopbus.workers import repository
-from loopbus.workers.gates.cache import GateCache
 from loopbus.workers.gates.config import CheckSpec, ProjectConfig
 from loopbus.workers.gates.runner import CheckRun, GateRunner
-from loopbus.workers.leases.flights import Flights
+from loopbus.workers.kernel.lease_flights import Flights
 
 
 class SharedGateRunner(GateRunner):
@@ -21,7 +20,7 @@ class SharedGateRunner(GateRunner):
         super().__init__(*args, **kwargs)
         self.flights = flights
 
-    async def _run_and_record(
+    async def _run_fresh(
         self,
         config: ProjectConfig,
         spec: CheckSpec,
@@ -29,9 +28,9 @@ class SharedGateRunner(GateRunner):
         inputs: str,
         config_sha: str,
         unit: str | None,
-        cache: GateCache,
     ) -> CheckRun:
         key = cache_key(spec.id, inputs, config_sha)
+        cache = await self.cache(config.project)
 
         async def shared(since: int) -> CheckRun | None:
             hit = await cache.lookup(key)
@@ -40,7 +39,7 @@ class SharedGateRunner(GateRunner):
             return CheckRun(spec.id, hit.result.outcome, True, hit.result, hit.findings, hit.seq)
 
         def run() -> Any:
-            parent = super(SharedGateRunner, self)._run_and_record
-            return parent(config, spec, info, inputs, config_sha, unit, cache)
+            parent = super(SharedGateRunner, self)._run_fresh
+            return parent(config, spec, info, inputs, config_sha, unit)
 
         return await self.flights.once(config.project, key, shared, run)

@@ -2,6 +2,8 @@
 
 A result is a :class:`GateResultRecorded` on ``loop.<project>.gate.<check>``, published in
 one atomic batch after its findings (so the findings sit at the sequences just before it).
+The cache publishes nothing: the runner returns each batch and its caller's kernel
+publishes it; the index learns it from the log.
 For a fast lookup each accepted pass or fail is also indexed in the projections bucket::
 
     gatecache.<project>.<sha256 of check|inputs|config_sha>  ->  stream sequence
@@ -17,7 +19,6 @@ trusted blindly: the result it points at is decoded and its signature checked ag
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -190,18 +191,12 @@ class GateCache:
             return None
         return found
 
-    async def record(self, result: GateResultRecorded, findings: Sequence[FindingRaised]) -> int:
-        """Publish findings and result as one atomic batch; index it; return its sequence."""
-        acks = await self.bus.publish_atomic([*findings, result])
-        seq = acks[-1].seq
-        if result.outcome != "error":
-            await self._index(result.cache_key, seq)
-        return seq
-
-    async def ensure_key(self, registration: GateRunnerKeyRegistered) -> None:
-        """Register the runner's key in this project unless the log already holds it."""
+    def unregistered(self, registration: GateRunnerKeyRegistered) -> GateRunnerKeyRegistered | None:
+        """``registration`` when the log does not hold that key for its runner yet (what to
+        publish before the runner's first result), else ``None``. Folded here at once, so a
+        runner offers it once; whoever publishes it (the kernel) retries until it is stored."""
         known = self.state.keys.get(registration.runner)
         if known is not None and known.public_key == registration.public_key:
-            return
-        await self.bus.publish(registration)
+            return None
         gates_projection.apply(self.state, registration)
+        return registration

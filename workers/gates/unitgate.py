@@ -84,14 +84,15 @@ async def gate_unit(
     trunk: str | None,
     force: bool = False,
 ) -> SuiteResult:
-    """Check ``commit``'s scope; gate it with its base's configuration when in scope."""
+    """Check ``commit``'s scope; gate it with its base's configuration when in scope. The
+    suite is returned unpublished (its ``batches``), as :meth:`GateRunner.evaluate`'s."""
     try:
         head, base, found = await asyncio.to_thread(read_scope, runner.repo, commit, scope, trunk)
     except RepoError:
-        return await runner.run_commit(commit, unit=unit, reason="unit", cause=cause)
+        return await runner.evaluate(commit, unit=unit, reason="unit", cause=cause)
     if found:
         return await refuse(runner, head, base, found, unit=unit, cause=cause)
-    return await runner.run_commit(
+    return await runner.evaluate(
         head,
         unit=unit,
         reason="unit",

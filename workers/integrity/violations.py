@@ -34,9 +34,10 @@ import structlog
 from loopbus.bus import HEARTBEAT_BUCKET, Bus
 from loopbus.bus.creds import all_credentials
 from loopbus.bus.private import write_private
-from loopbus.schemas import Actor, FindingRaised
+from loopbus.schemas import Actor, Event, FindingRaised
 from loopbus.schemas.ids import fixed_id, is_token
 from loopbus.schemas.targets import RecordTarget
+from loopbus.workers.kernel.oneshot import publish_batches
 
 log = structlog.get_logger()
 
@@ -162,6 +163,7 @@ class ServerLogWatch:
             handle.seek(offset)
             chunk = handle.read(size - offset)
         complete = chunk[: chunk.rfind(b"\n") + 1]
+        found: list[tuple[Event, ...]] = []
         for raw in complete.decode(errors="replace").splitlines():
             violation = parse(raw)
             if violation is None:
@@ -170,10 +172,11 @@ class ServerLogWatch:
             beat = violation.subject.startswith(BEAT_SUBJECTS)
             if beat and (who, violation.subject) in self.named_beats:
                 continue
-            await self.bus.publish(finding(violation, who, self.actor))
+            found.append((finding(violation, who, self.actor),))
             if beat:
                 self.named_beats.add((who, violation.subject))
             log.warning("server.refused_publish", subject=violation.subject, credential=who)
+        await publish_batches(self.bus, found)  # the offset moves only once they are stored
         offset += len(complete)
         write_private(self.offset_file, str(offset))
         return offset

@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 import msgspec
 import structlog
 from loopbus.projections import findings, leases
 from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
 from loopbus.workers.agents.breaches import AgentRun, with_breach
@@ -37,15 +38,15 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.investigator.decide import (
-    INVESTIGATE,
     completion,
     decide,
     document,
     parse_report,
 )
+from loopbus.workers.investigator.effects import Investigate, InvestigatorEffect
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.kernel.lease_holding import answered_under_lease
 from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
@@ -85,17 +86,19 @@ class Investigator(Daemon):
         intents = [*decide(world), *unsandboxed.decide(world, config)]
         if self.lease is None:
             return intents
-        return leased(world, intents, INVESTIGATE, "investigation", self.lease, _trigger_of)
+        return leased(world, intents, Investigate, "investigation", self.lease, _trigger_of)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action != INVESTIGATE:
-            return await super().perform(effect)  # the kernel's one answer to it
-        assert self.kernel is not None
+    async def perform(self, effect: InvestigatorEffect) -> Sequence[Intent]:
+        match effect:
+            case Investigate(view=view):
+                assert self.kernel is not None
 
-        async def work() -> list[Intent]:
-            return [await self.investigate(self.configs[effect.project], effect.args["view"])]
+                async def work() -> list[Intent]:
+                    return [await self.investigate(self.configs[effect.project], view)]
 
-        return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
+                return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
+            case _:
+                assert_never(effect)
 
     async def investigate(self, config: RepoConfig, view: inv.TriggerView) -> Intent:
         """Run the investigator command on the trigger's evidence; its answer as intents."""
@@ -148,6 +151,5 @@ def _trunk_copy(config: RepoConfig, dest: Path) -> None:
     read_only_copy(config.repo, head, dest)
 
 
-def _trigger_of(effect: Effect) -> str:
-    view: inv.TriggerView = effect.args["view"]
-    return f"investigation of {view.trigger}"
+def _trigger_of(effect: Investigate) -> str:
+    return f"investigation of {effect.view.trigger}"

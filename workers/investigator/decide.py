@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Effect, Intent, PublishBatch, PublishIf
+from loopbus.projections.intents import Intent, PublishBatch, PublishIf
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.ratchet import GateProposed
@@ -27,14 +27,13 @@ from loopbus.schemas.reviews import (
     InvestigationRequested,
 )
 from loopbus.schemas.targets import RecordTarget, Target
+from loopbus.workers.investigator.effects import Investigate
 from loopbus.workers.kernel import World
 
 OWNERS = {"unit-failed": "operator", "trunk-red": "planner", "gate-error": "standards"}
 """Who an investigation's finding is routed to, by trigger kind: a unit failing twice is
 the operator's to weigh, a trunk red twice on one interface is a contract question for
 planning, and a gate erroring twice is the machinery's (standards)."""
-
-INVESTIGATE = "investigate"
 
 _report = msgspec.json.Decoder(InvestigationReport)
 
@@ -61,8 +60,8 @@ def decide(world: World) -> list[Intent]:
         intents.append(PublishIf(request, 0))
     for view in inv.running(state):
         assert view.requested is not None
-        args = {"view": msgspec.structs.replace(view)}  # a copy: the fold goes on mutating its own
-        intents.append(Effect(f"{INVESTIGATE}:{view.requested}", world.project, INVESTIGATE, args))
+        # A copy: the fold goes on mutating its own.
+        intents.append(Investigate(project=world.project, view=msgspec.structs.replace(view)))
     return intents
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loopbus.bus import Record
 from loopbus.projections import Fold, FoldFailure, apply_guarded
 from loopbus.projections.claims import Move
-from loopbus.projections.intents import Effect, Intent, MoveUnit, PublishIf
+from loopbus.projections.intents import Intent, MoveUnit, PublishIf
 from loopbus.schemas import Actor, Event, subject_of
 from loopbus.schemas.subjects import serving, unit_subject
 
@@ -120,9 +120,15 @@ class Daemon:
         """Pure: the intents the world warrants for ``world.project`` (none by default)."""
         return ()
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        """Carry out an effect ``decide`` asked for; return the intents its result warrants."""
-        raise NotImplementedError(f"{type(self).__name__} asked for effect {effect.action!r}")
+    async def perform(self, effect: Any) -> Sequence[Intent]:
+        """Carry out an effect ``decide`` asked for; return the intents its result warrants
+        (what it would publish: the kernel publishes it, as it publishes a decision's).
+
+        A daemon that asks for effects declares them as tagged subclasses of
+        :class:`~loopbus.projections.intents.Effect`, takes their union here, and writes
+        this as one ``match`` ending in ``case _: assert_never(effect)`` (typed ``Any``
+        here so that each daemon narrows it to its own union)."""
+        raise NotImplementedError(f"{type(self).__name__} asked for effect {effect!r}")
 
     async def start(self, kernel: Kernel) -> None:
         """Start the shell's sensors (with ``kernel.spawn``) before the log is followed."""

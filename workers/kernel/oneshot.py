@@ -1,4 +1,5 @@
-"""One system transition outside a daemon's loop: read the unit, decide, publish once.
+"""Publishing outside a daemon's loop, by the kernel's rules: one system transition (read
+the unit, decide, publish once), or the batches a library returned.
 
 For commands and tests that stand in for a daemon (an operator's halt, a merger in a
 test): the same rules as the kernel — the transition is built by
@@ -8,14 +9,14 @@ unit subject's sequence as it was read, and a lost race is read and decided agai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from loopbus.bus import Bus, TransitionConflict, read
 from loopbus.projections.claims import Refusal, Verdict, transition_event
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.projections.units import apply as units_apply
 from loopbus.projections.units import initial as units_initial
-from loopbus.schemas import Actor, UnitTransitioned
+from loopbus.schemas import Actor, Event, UnitTransitioned
 from loopbus.schemas.ids import answer_id, new_id
 from loopbus.schemas.subjects import unit_subject, unit_subjects
 
@@ -63,3 +64,30 @@ async def transition_unit(
             continue
         return event
     raise TransitionConflict(unit_subject(project, unit), -1)
+
+
+async def publish_batches(bus: Bus, batches: Sequence[Sequence[Event]]) -> list[int]:
+    """Publish ``batches`` in order, each atomically (a reader sees all of it or none), for
+    a caller outside a daemon's loop (a command, a library run by one); returns the stream
+    sequence of each batch's last event. A daemon returns the same batches as intents
+    (``PublishBatch``) and its kernel publishes them."""
+    seqs: list[int] = []
+    for batch in batches:
+        if not batch:
+            continue
+        if len(batch) == 1:
+            acks = [await bus.publish(batch[0])]
+        else:
+            acks = await bus.publish_atomic(list(batch))
+        seqs.append(acks[-1].seq)
+    return seqs
+
+
+async def publish_first(bus: Bus, event: Event) -> bool:
+    """Publish ``event`` only while its subject is empty (the first of racing callers wins,
+    as a daemon's ``PublishIf(event, 0)``); False when the subject already held one."""
+    try:
+        await bus.publish_transition(event, 0)
+    except TransitionConflict:
+        return False
+    return True

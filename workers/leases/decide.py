@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TypeVar
 
+import msgspec
 from loopbus.projections import leases
 from loopbus.projections.intents import Effect, Intent, PublishIf
 from loopbus.schemas import Actor
@@ -24,9 +26,6 @@ from loopbus.schemas.ids import fixed_id, new_id
 from loopbus.schemas.leases import LeaseTaken, Work
 from loopbus.schemas.subjects import lease_subject
 from loopbus.workers.kernel import World
-
-LEASE = "lease"
-"""The key under which an effect's args carry its :class:`Held` lease."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,9 @@ class Held:
     seq: int
 
 
+E = TypeVar("E", bound=Effect)
+
+
 def holder_name(actor: Actor) -> str:
     """This process's name as a lease holder: its principal, pid and a random tail (two
     replicas on one host share a principal; a restarted one must not pass for the old)."""
@@ -93,7 +95,7 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
             if free <= 0:
                 continue  # held, but every slot is busy: it waits (renewed by nobody)
             held = Held(world.project, wanted.work, wanted.item, policy.holder, policy.ttl_s, seq)
-            intents.append(replace(wanted.effect, args={**wanted.effect.args, LEASE: held}))
+            intents.append(msgspec.structs.replace(wanted.effect, lease=held))
             free -= 1
             continue
         if lease is not None and leases.live(lease, world.now):
@@ -121,18 +123,18 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
 def leased(
     world: World,
     intents: Sequence[Intent],
-    action: str,
+    kind: type[E],
     work: Work,
     policy: Policy,
-    what: Callable[[Effect], str],
+    what: Callable[[E], str],
 ) -> list[Intent]:
-    """``intents`` with every effect of ``action`` put under a lease (its item named by
+    """``intents`` with every effect of type ``kind`` put under a lease (its item named by
     its key): the effects this replica holds, the takings of free items, nothing for the
     items another replica holds."""
     kept: list[Intent] = []
     items: list[Item] = []
     for intent in intents:
-        if isinstance(intent, Effect) and intent.action == action:
+        if isinstance(intent, kind):
             items.append(Item(work, item_token(intent.key), what(intent), intent))
         else:
             kept.append(intent)

@@ -18,7 +18,7 @@ from pathlib import Path
 from dulwich.objects import ObjectID
 from dulwich.refs import Ref
 from loopbus.schemas.lessons import KeptBranch
-from loopbus.workers import repository
+from loopbus.workers import history, repository
 from loopbus.workers.errors import WorkerError
 
 
@@ -89,7 +89,7 @@ def close_out(
     checkouts = worktrees(repo)
     for unit in units:
         branch = unit_branch(project, unit)
-        head = repository.read_ref(repo, branch)
+        head = history.read_ref(repo, branch)
         if head is None:
             continue
         why = _why_kept(repo, branch, head, trunk_sha, checkouts, units_dir, hygiene)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loopbus.projections import lessons, lessons_across, ratchet
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.lessons import LESSON_GATE_PREFIX
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.ids import answer_id
@@ -21,7 +21,8 @@ from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.ratchet import CATALOGUE, GateProposed
 from loopbus.workers.kernel import Daemon, World
 from loopbus.workers.lessons import closeout
-from loopbus.workers.lessons.decide import CLOSEOUT, decide
+from loopbus.workers.lessons.decide import decide
+from loopbus.workers.lessons.effects import CLOSEOUT, CloseOut, LessonsEffect
 
 
 class Lessons(Daemon):
@@ -56,15 +57,15 @@ class Lessons(Daemon):
     def decide(self, world: World) -> Sequence[Intent]:
         return decide(world, has_repo=self.repo is not None, aggregate=self.aggregate)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        assert effect.action == CLOSEOUT and self.repo is not None
-        slice_id, closed = effect.args["slice"], effect.args["closed"]
+    async def perform(self, effect: LessonsEffect) -> Sequence[Intent]:
+        assert isinstance(effect, CloseOut) and self.repo is not None
+        slice_id, closed = effect.slice, effect.closed
         hygiene = await asyncio.to_thread(
             closeout.close_out,
             self.repo,
             self.trunk,
             effect.project,
-            list(effect.args["units"]),
+            list(effect.units),
             self.units_dir,
         )
         return [

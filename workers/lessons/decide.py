@@ -10,15 +10,14 @@ stores it once.
 from __future__ import annotations
 
 from loopbus.projections import lessons, lessons_across, ratchet
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.lessons import LessonsState, Recurrence
 from loopbus.projections.lessons_across import AcrossState
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
 from loopbus.schemas.ratchet import CATALOGUE, GateProposed
 from loopbus.workers.kernel import World
-
-CLOSEOUT = "closeout"
+from loopbus.workers.lessons.effects import CLOSEOUT, CloseOut
 
 
 def decide(world: World, *, has_repo: bool, aggregate: str = CATALOGUE) -> list[Intent]:
@@ -51,11 +50,11 @@ def decide(world: World, *, has_repo: bool, aggregate: str = CATALOGUE) -> list[
             intents.append(Publish(no_repository(world, closing.slice, closing.closed)))
             continue
         intents.append(
-            Effect(
-                key=f"{CLOSEOUT}:{world.project}:{closing.slice}",
+            CloseOut(
                 project=world.project,
-                action=CLOSEOUT,
-                args={"slice": closing.slice, "closed": closing.closed, "units": closing.units},
+                slice=closing.slice,
+                closed=closing.closed,
+                units=list(closing.units),
             )
         )
     return intents

@@ -33,7 +33,6 @@ import msgspec
 import structlog
 from dulwich.objects import Blob
 from loopbus.bus import Bus, read
-from loopbus.bus.errors import TransitionConflict
 from loopbus.projections.intents import Intent, Publish, PublishIf
 from loopbus.projections.merges import AdoptClaim, Adoption
 from loopbus.schemas import Actor, FindingRaised
@@ -50,6 +49,7 @@ from loopbus.schemas.merges import FailingTest
 from loopbus.schemas.targets import RecordTarget
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
 from loopbus.workers.gates.trunkconfig import config_changes
+from loopbus.workers.kernel.oneshot import publish_first
 from loopbus.workers.merger.config import parse_merge_config
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.repository import changed_config, resolve
@@ -151,9 +151,7 @@ async def adopt_on_first_start(
         return None
     found = await asyncio.to_thread(read_adoptable, repo, trunk, project)
     fact = found.fact(project, actor, why="first-start", by=by, note="loopbus up started")
-    try:
-        await bus.publish_transition(fact, 0)
-    except TransitionConflict:
+    if not await publish_first(bus, fact):
         return None  # another start adopted first
     return fact
 

@@ -22,7 +22,8 @@ from loopbus.schemas.ids import is_token
 from loopbus.workers.errors import CONFIG_FILE, ConfigError
 from loopbus.workers.gates.config import parse_config
 from loopbus.workers.gates.trunkconfig import ConfigChange, config_changes, judged_config, refused
-from loopbus.workers.repository import read_ref, resolve
+from loopbus.workers.history import read_ref
+from loopbus.workers.repository import resolve
 
 MERGE_KEYS = ("trunk_only",)
 

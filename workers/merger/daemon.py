@@ -22,10 +22,9 @@ its own commits; unit transitions are conditional on the unit subject's sequence
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 from loopbus.bus import Bus, Record
@@ -33,20 +32,21 @@ from loopbus.projections import FoldFailure, contract_landing
 from loopbus.projections import builds as builds_fold
 from loopbus.projections import merges as merges_fold
 from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.projections.merges import Adoption, Advance, QueueEntry, Tested
 from loopbus.schemas import Actor, Event
 from loopbus.schemas.merges import (
     CandidateTested,
 )
-from loopbus.workers import repository
+from loopbus.workers import history, repository
 from loopbus.workers.errors import ConfigError, RepoError, WorkerError
 from loopbus.workers.gates.runner import GateRunner
 from loopbus.workers.gates.signing import load_or_create
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import adoption, facts, gitops, landing_commit
+from loopbus.workers.merger import adoption, effects, facts, gitops, landing_commit
 from loopbus.workers.merger.decide import Policy, decide
+from loopbus.workers.merger.effects import MergerEffect
 from loopbus.workers.merger.facts import RedCase
 from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
 from loopbus.workers.merger.queue import Pipeline
@@ -107,37 +107,58 @@ class Merger(Daemon):
             note(record.event)
         return failures
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        handlers: dict[str, Callable[..., Awaitable[Sequence[Intent]]]] = {
-            "check-trunk": self._check_trunk,
-            "stack": self._stack,
-            "land": self._land,
-            "revert": self._revert,
-            "restore": self._restore,
-            "record-red": self._record_red,
-            "record-revert": self._record_revert,
-            "record-outside-revert": self._record_outside_revert,
-            "record-advance": self._record_advance,
-            "adopt-first": partial(adoption.adopt_first, self.repo, self.project, self.actor),
-            "adopt": partial(adoption.adopt, self.repo, self.project, self.actor),
-            "land-contract": partial(
-                landing_commit.land_contract, self.project, self.actor, self.repo, self._move
-            ),
-            "land-proposal": partial(
-                landing_commit.land_proposal, self.project, self.actor, self.repo, self._move
-            ),
-            "record-contract": partial(
-                landing_commit.record_contract, self.project, self.actor, self.repo
-            ),
-            "record-proposal": partial(
-                landing_commit.record_proposal, self.project, self.actor, self.repo
-            ),
-        }
+    async def perform(self, effect: MergerEffect) -> Sequence[Intent]:
         try:
-            return await handlers[effect.action](**effect.args)
+            return await self._perform(effect)
         except WorkerError as exc:  # the repository or the gates cannot do it now
             log.warning("merger.effect_failed", action=effect.action, error=str(exc))
             return ()  # asked for again on the next tick (or when the log moves)
+
+    async def _perform(self, effect: MergerEffect) -> Sequence[Intent]:
+        project, actor, repo = self.project, self.actor, self.repo
+        match effect:
+            case effects.CheckTrunk():
+                return await self._check_trunk(effect)
+            case effects.Stack():
+                return await self._stack(effect)
+            case effects.Land(entry=entry, tested=tested, trunk=trunk, adopted=adopted):
+                return await self._land(entry, tested, trunk, adopted)
+            case effects.Revert():
+                return await self._revert(effect)
+            case effects.Restore(ref=ref, checked=checked, green_tree=green_tree, green=green):
+                return await self._restore(ref, checked, green_tree, green)
+            case effects.RecordRed(tested=tested, case=case):
+                return await self._record_red(tested, case)
+            case effects.RecordRevert(case=case, advance=advance, tree=tree, restore=restore):
+                return await self._record_revert(case, advance, tree, restore)
+            case effects.RecordOutsideRevert():
+                return await self._record_outside_revert(effect)
+            case effects.RecordAdvance(entry=entry, tested=tested, adopted=adopted):
+                return await self._record_advance(entry, tested, adopted)
+            case effects.AdoptFirst(ref=ref):
+                return await adoption.adopt_first(repo, project, actor, ref)
+            case effects.Adopt(claim=claim):
+                return await adoption.adopt(repo, project, actor, claim)
+            case effects.LandContract(pending=pending, trunk=trunk, adopted=adopted):
+                return await landing_commit.land_contract(
+                    project, actor, repo, self._move, pending, trunk, adopted
+                )
+            case effects.LandProposal(
+                approval=approval, proposal=proposal, trunk=trunk, adopted=adopted
+            ):
+                return await landing_commit.land_proposal(
+                    project, actor, repo, self._move, approval, proposal, trunk, adopted
+                )
+            case effects.RecordContract(pending=pending, commit=commit, previous=previous):
+                return await landing_commit.record_contract(
+                    project, actor, repo, pending, commit, previous
+                )
+            case effects.RecordProposal(approval=approval, commit=commit, previous=previous):
+                return await landing_commit.record_proposal(
+                    project, actor, repo, approval, commit, previous
+                )
+            case _:
+                assert_never(effect)
 
     async def close(self) -> None:
         await self.pipeline.close()
@@ -182,20 +203,13 @@ class Merger(Daemon):
 
     # -- effects ---------------------------------------------------------------------------
 
-    async def _check_trunk(
-        self,
-        ref: str,
-        unit: str | None,
-        head: str | None,
-        cause: str | None,
-        judge: Adoption,
-        reference: str | None = None,
-        force: bool = False,
-    ) -> Sequence[Intent]:
+    async def _check_trunk(self, effect: effects.CheckTrunk) -> Sequence[Intent]:
         """Run every check on trunk as it is now (``force``: past the cache) with the
         adopted configuration ``judge``, and record the verdict. A trunk the merger did not
         move (``reference``: the last green trunk, else the adopted commit) must also run
         the reference's tests, and is red when it changes the gate configuration."""
+        ref, judge, reference = effect.ref, effect.judge, effect.reference
+        unit, head, cause, force = effect.unit, effect.head, effect.cause, effect.force
         outside = reference is not None
         verdict = await self.gates.run(
             self.repo,
@@ -214,17 +228,11 @@ class Merger(Daemon):
         )
         return [Publish(tested)]
 
-    async def _stack(
-        self,
-        entries: Sequence[QueueEntry],
-        trunk: str,
-        criteria: Mapping[str, Sequence[str]] | None = None,
-        judge: str | None = None,
-    ) -> Sequence[Intent]:
-        """Stack ``entries`` on trunk commit ``trunk``, judged with the adopted
-        configuration ``judge``; the pipeline reports what it holds."""
+    async def _stack(self, effect: effects.Stack) -> Sequence[Intent]:
+        """Stack the entries on the trunk commit, judged with the adopted configuration;
+        the pipeline reports what it holds."""
         try:
-            await self.pipeline.stack(entries, trunk, criteria or {}, judge)
+            await self.pipeline.stack(effect.entries, effect.trunk, effect.criteria, effect.judge)
         finally:
             self._report_pipeline()
         return ()
@@ -233,7 +241,7 @@ class Merger(Daemon):
         self, entry: QueueEntry, tested: Tested, trunk: str, adopted: Adoption
     ) -> Sequence[Intent]:
         """Move trunk to the candidate tested green on it; the advance is recorded next."""
-        if not await asyncio.to_thread(repository.has_commit, self.repo, tested.candidate):
+        if not await asyncio.to_thread(history.has_commit, self.repo, tested.candidate):
             # The tested commit is gone (the repository was replaced): merge again; the same
             # tree is the tree that was tested, so it may land.
             message = merge_message(entry, self.trunk)
@@ -274,15 +282,10 @@ class Merger(Daemon):
         log.info("merger.config_adopted", why="merge", unit=entry.unit, digest=adopted_now.digest)
         return [PublishBatch((advance, adopted_now))]
 
-    async def _revert(
-        self,
-        ref: str,
-        advance: Advance,
-        case: RedCase,
-        green_tree: str | None,
-        restore: Adoption | None = None,
-    ) -> Sequence[Intent]:
+    async def _revert(self, effect: effects.Revert) -> Sequence[Intent]:
         """Undo a merge that turned trunk red, move trunk there, record it with the finding."""
+        ref, advance, case = effect.ref, effect.advance, effect.case
+        green_tree, restore = effect.green_tree, effect.restore
         siblings = await self._siblings(case)
         message = facts.revert_message(advance, case.cause)
         commit, tree = await asyncio.to_thread(
@@ -331,12 +334,10 @@ class Merger(Daemon):
         )
         return [fact]
 
-    async def _record_outside_revert(
-        self, pushed: str, checked: Tested, commit: str, tree: str, green: str | None
-    ) -> Sequence[Intent]:
+    async def _record_outside_revert(self, effect: effects.RecordOutsideRevert) -> Sequence[Intent]:
         """A restore the merger made but did not record before it stopped."""
-        diff = await self._diff(green, pushed)
-        return await self._outside(pushed, checked, commit, tree, diff)
+        diff = await self._diff(effect.green, effect.pushed)
+        return await self._outside(effect.pushed, effect.checked, effect.commit, effect.tree, diff)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -344,15 +345,15 @@ class Merger(Daemon):
     def trunk(self) -> str:
         return self.policy.trunk
 
-    async def _siblings(self, case: RedCase) -> repository.Siblings:
+    async def _siblings(self, case: RedCase) -> history.Siblings:
         return await asyncio.to_thread(
-            repository.siblings, self.repo, case.head, case.onto, case.who.unit
+            history.siblings, self.repo, case.head, case.onto, case.who.unit
         )
 
     async def _diff(self, green: str | None, pushed: str) -> str:
         if green is None:
             return ""
-        return await asyncio.to_thread(repository.diff_commits, self.repo, green, pushed)
+        return await asyncio.to_thread(history.diff_commits, self.repo, green, pushed)
 
     async def _outside(
         self, pushed: str, checked: Tested, commit: str, tree: str, diff: str

@@ -24,7 +24,7 @@ before it asks again, so steps happen one at a time, in this order of priority:
 Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 to 5 wait while an effect
 of the merger is under way (trunk has one writer, and it does one thing at a time).
 Whatever needs the repository — running the gates, merging, moving the ref, reading the
-sibling diff — is an :class:`Effect` the shell carries out (``daemon.py``); unit
+sibling diff — is an effect (:mod:`.effects`) the shell carries out (``daemon.py``); unit
 transitions are :func:`~loopbus.projections.claims.merged` and
 :func:`~loopbus.projections.claims.returned` moves.
 """
@@ -33,25 +33,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 from loopbus.projections.builds import BuildsState, unseen_picks
 from loopbus.projections.claims import Refusal, Verdict, merged, returned
-from loopbus.projections.intents import Effect, Intent
-from loopbus.projections.merges import Adoption, Advance, MergesState, QueueEntry, Tested
+from loopbus.projections.intents import Intent
+from loopbus.projections.merges import Adoption, MergesState, QueueEntry, Tested
 from loopbus.projections.units import UnitsState, UnitView
 from loopbus.schemas import Event
 from loopbus.schemas.ids import answer_id
 from loopbus.workers.kernel import World
 from loopbus.workers.merger import adoption, facts, landing
 from loopbus.workers.merger.approvals import answer, author, promote, publish
+from loopbus.workers.merger.effects import (
+    Adopt,
+    AdoptFirst,
+    CheckTrunk,
+    Land,
+    RecordRed,
+    Restore,
+    Revert,
+    Stack,
+)
 from loopbus.workers.merger.facts import Author, RedCase
+from loopbus.workers.merger.recovery import recover, revert_case, undone
 from loopbus.workers.merger.seen import (
-    CAUSE,
     PIPELINE,
-    QUEUED,
-    REVERTS,
     TRUNK,
     CandidateView,
     PipelineView,
@@ -86,9 +93,6 @@ class Step:
     def publish(self, *events: Event) -> Intent:
         return publish(self.world, *events)
 
-    def effect(self, action: str, key: str, **args: Any) -> Effect:
-        return Effect(f"{action}:{key}", self.world.project, action, args)
-
 
 def decide(world: World, policy: Policy) -> list[Intent]:
     """The merger's next step for ``world.project`` (none: wait for something to change)."""
@@ -118,7 +122,7 @@ def trunk(step: Step) -> list[Intent]:
     if adopted is None:
         # Nothing judges trunk until a configuration is adopted: `loopbus up` adopts
         # trunk's before any daemon starts; a merger started on its own does it here.
-        return [step.effect("adopt-first", seen.commit, ref=seen.commit)]
+        return [AdoptFirst(project=step.world.project, ref=seen.commit)]
     claimed = adoption_claim(step)
     if claimed is not None:
         return [claimed]
@@ -151,7 +155,7 @@ def trunk(step: Step) -> list[Intent]:
     return move_queue(step, ref)
 
 
-def check_trunk(step: Step, ref: str) -> Effect:
+def check_trunk(step: Step, ref: str) -> CheckTrunk:
     """Run every check on trunk as it is now (the shell records the verdict), always with
     the adopted configuration, never with the ``loopbus.toml`` of the commit itself."""
     view, advance = step.merges.trunk, step.merges.last_advance
@@ -160,36 +164,44 @@ def check_trunk(step: Step, ref: str) -> Effect:
     if ours and advance is not None and view.moved_by == advance.id:
         unit, head = advance.unit, advance.commit
     cause = view.moved_by if ours else None
-    judging = judged_by(step, ours)
-    key = f"{ref}:{cause}:{judging['judge'].digest[:12]}"
-    return step.effect("check-trunk", key, ref=ref, unit=unit, head=head, cause=cause, **judging)
+    judge, reference = judged_by(step, ours)
+    return CheckTrunk(
+        project=step.world.project,
+        ref=ref,
+        unit=unit,
+        head=head,
+        cause=cause,
+        judge=judge,
+        reference=reference,
+    )
 
 
-def recheck_trunk(step: Step, ref: str, request: str) -> Effect:
+def recheck_trunk(step: Step, ref: str, request: str) -> CheckTrunk:
     """Run every check on trunk again, past the cache: an operator said its inputs may have
     changed outside the repository (``loopbus trunk recheck``)."""
     view = step.merges.trunk
     ours = view.commit == ref and view.moved_by is not None
-    return step.effect(
-        "check-trunk",
-        f"{ref}:{request}",
+    judge, reference = judged_by(step, ours)
+    return CheckTrunk(
+        project=step.world.project,
         ref=ref,
         unit=None,
         head=None,
         cause=request,
+        judge=judge,
+        reference=reference,
         force=True,
-        **judged_by(step, ours),
     )
 
 
-def judged_by(step: Step, ours: bool) -> dict[str, Any]:
+def judged_by(step: Step, ours: bool) -> tuple[Adoption, str | None]:
     """How a trunk run is judged: with the adopted configuration; a trunk the merger did
     not move is also held to the tests of ``reference`` (the last green trunk, else the
     adopted commit) and is red when it changes the gate configuration since then."""
     adopted = step.merges.adopted
     assert adopted is not None
     reference = None if ours else (step.merges.trunk.green_commit or adopted.commit)
-    return {"judge": adopted, "reference": reference}
+    return adopted, reference
 
 
 def adoption_claim(step: Step) -> Intent | None:
@@ -200,47 +212,8 @@ def adoption_claim(step: Step) -> Intent | None:
         if refused is not None:
             world = step.world
             return step.publish(adoption.refusal(claim, world.project, world.actor, *refused))
-        return step.effect("adopt", claim.id, claim=claim)
+        return Adopt(project=step.world.project, claim=claim)
     return None
-
-
-def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
-    """Trunk is at a commit the log does not have: if the merger wrote it and moved trunk
-    there before it could record it, record it now. Nothing: it is not the merger's."""
-    if not seen.exists:
-        return []
-    contract = landing.state_of(step.world)
-    landed = landing.recorded_landing(step.world, contract, step.merges, seen)
-    if landed is not None:
-        return [landed]
-    merges, marks = step.merges, seen.trailers
-    for entry in merges.queue:
-        tested = entry.tested
-        if (
-            entry.queued == marks.get(QUEUED)
-            and tested is not None
-            and tested.green
-            and tested.candidate == seen.commit
-        ):
-            args: dict[str, Any] = {
-                "entry": entry,
-                "tested": tested,
-                "adopted": step.merges.adopted,
-            }
-            return [step.effect("record-advance", seen.commit, **args)]
-    checked = merges.trunk.checked
-    if checked is None or marks.get(CAUSE) != checked.id or seen.tree is None:
-        return []
-    reverts, last = marks.get(REVERTS), merges.last_advance
-    if last is not None and reverts == last.merge:
-        case = revert_case(step, last, checked).reverted(seen.commit)
-        args = {"case": case, "advance": last, "tree": seen.tree, "restore": undone(step, last)}
-        return [step.effect("record-revert", seen.commit, **args)]
-    if reverts is not None and reverts == merges.trunk.commit:
-        args = {"pushed": reverts, "checked": checked, "commit": seen.commit, "tree": seen.tree}
-        green = merges.trunk.green_commit
-        return [step.effect("record-outside-revert", seen.commit, green=green, **args)]
-    return []
 
 
 def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
@@ -262,33 +235,16 @@ def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
             step, advance.unit, lambda v: merged_move(v, advance.commit, checked.id, summary)
         )
     case = revert_case(step, advance, checked)
-    green = step.merges.trunk.green_tree
-    args = {"advance": advance, "case": case, "green_tree": green, "restore": undone(step, advance)}
-    return [step.effect("revert", ref, ref=ref, **args)]
-
-
-def undone(step: Step, advance: Advance) -> Adoption | None:
-    """The configuration to adopt again when ``advance`` is reverted: the one in force
-    before it, when its merge adopted the unit's edit (``None``: it adopted nothing)."""
-    adopted = step.merges.adopted
-    if adopted is None or adopted.why != "merge" or adopted.cause != advance.id:
-        return None
-    return step.merges.before_merge
-
-
-def revert_case(step: Step, advance: Advance, checked: Tested) -> RedCase:
-    """The red of a merge that reached trunk: told about the siblings it branched past."""
-    return RedCase(
-        who=step.author(advance.unit),
-        stage="trunk",
-        head=advance.commit,
-        commit=advance.merge,
-        tree=advance.tree,
-        onto=advance.previous,
-        failing=tuple(checked.failing),
-        checks=tuple(checked.checks),
-        cause=checked.id,
-    )
+    return [
+        Revert(
+            project=step.world.project,
+            ref=ref,
+            advance=advance,
+            case=case,
+            green_tree=step.merges.trunk.green_tree,
+            restore=undone(step, advance),
+        )
+    ]
 
 
 def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
@@ -296,8 +252,15 @@ def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
     or, with none known, tell the operator once and hold the queue."""
     view = step.merges.trunk
     if view.green_tree is not None and view.green_tree != checked.tree:
-        args = {"ref": ref, "checked": checked, "green_tree": view.green_tree}
-        return [step.effect("restore", ref, green=view.green_commit, **args)]
+        return [
+            Restore(
+                project=step.world.project,
+                ref=ref,
+                checked=checked,
+                green_tree=view.green_tree,
+                green=view.green_commit,
+            )
+        ]
     if view.red_notice == ref:
         return []
     world = step.world
@@ -330,8 +293,14 @@ def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
     # configuration adopted now (an adoption since then calls for a new test).
     if tested is not None and tested.base == trunk_commit and tested.config == adopted.digest:
         if tested.green:
-            args = {"entry": head, "tested": tested, "trunk": trunk_commit, "adopted": adopted}
-            return [step.effect("land", tested.candidate, **args)]
+            land = Land(
+                project=step.world.project,
+                entry=head,
+                tested=tested,
+                trunk=trunk_commit,
+                adopted=adopted,
+            )
+            return [land]
         return move(step, head.unit, lambda v: returned_move(v, head.head, tested.id)) or []
     wanted = entries[: max(step.policy.window, 1)]
     if pipeline.request != request_of(trunk_commit, wanted, adopted.digest):
@@ -342,22 +311,20 @@ def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
     return head_result(step, head, first)
 
 
-def stack(step: Step, trunk_commit: str, wanted: list[QueueEntry]) -> Effect:
+def stack(step: Step, trunk_commit: str, wanted: list[QueueEntry]) -> Stack:
     """Have the shell stack ``wanted`` on trunk (and drop every other candidate). Each
     unit's criteria (from the system's plan) go along: its candidate may clear them from
     ``pending`` and nothing else of trunk's gate configuration."""
     adopted = step.merges.adopted
     assert adopted is not None
-    request = request_of(trunk_commit, wanted, adopted.digest)
-    key = ",".join([trunk_commit, *(queued for queued, _unit, _head in request[1]), request[2]])
     criteria = {e.unit: tuple(criteria_of(step.units, e.unit)) for e in wanted}
-    return step.effect(
-        "stack",
-        key,
+    return Stack(
+        project=step.world.project,
         entries=tuple(wanted),
         trunk=trunk_commit,
         criteria=criteria,
         judge=adopted.text,
+        config=adopted.digest,
     )
 
 
@@ -391,7 +358,7 @@ def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Inte
         cause=tested.id,
     )
     tested = msgspec.structs.replace(tested, at=world.now)
-    return [step.effect("record-red", tested.id, tested=tested, case=case)]
+    return [RecordRed(project=world.project, tested=tested, case=case)]
 
 
 # -- unit moves -----------------------------------------------------------------------------

@@ -20,8 +20,8 @@ from loopbus.projections.merges import RedRecord
 from loopbus.schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
 from loopbus.schemas.merges import CheckVerdict, FailingTest, MergeStage
 from loopbus.schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
+from loopbus.workers.history import Siblings
 from loopbus.workers.merger.gitops import ConflictFile
-from loopbus.workers.repository import Siblings
 
 TRUNK_CRITERION = "trunk-green"
 CONTRACT_CRITERION = "contract"

@@ -25,11 +25,11 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
+from loopbus.workers.history import DIFF_CAP, Siblings
 from loopbus.workers.merger import evidence
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.merger.gitops import MergeAttempt
 from loopbus.workers.merger.seen import CAUSE, REVERTS, UNIT
-from loopbus.workers.repository import DIFF_CAP, Siblings
 
 ERROR_CAP = 2000
 

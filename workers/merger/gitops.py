@@ -33,7 +33,8 @@ from loopbus.workers.entity_merge import (
     register_merge_driver,
 )
 from loopbus.workers.errors import RepoError
-from loopbus.workers.repository import commit_of, merge_bases, open_repo, ref_name
+from loopbus.workers.history import merge_bases, ref_name
+from loopbus.workers.repository import commit_of, open_repo
 
 log = structlog.get_logger()
 

@@ -33,7 +33,7 @@ from loopbus.projections.contract_landing import (
     Approval,
     ContractState,
 )
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.merges import MergesState
 from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.contract import (
@@ -43,6 +43,12 @@ from loopbus.schemas.contract import (
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers.kernel import World
+from loopbus.workers.merger.effects import (
+    LandContract,
+    LandProposal,
+    RecordContract,
+    RecordProposal,
+)
 from loopbus.workers.merger.seen import CAUSE, TrunkSeen
 
 CONFIG_ROLES = frozenset({"operator"})
@@ -117,7 +123,7 @@ def approval_problem(state: ContractState, approval: Approval) -> tuple[str, str
 
 def next_landing(
     world: World, state: ContractState, merges: MergesState, trunk: str
-) -> Effect | None:
+) -> LandContract | LandProposal | None:
     """On a trunk gated green now, what to land next: the oldest approved proposal, else
     the oldest contract. A contract needs a trunk that has been green at least once (it
     is: this is asked only on a green trunk)."""
@@ -128,18 +134,22 @@ def next_landing(
         proposal = state.proposals.get(approval.proposal)
         if proposal is None or approval_problem(state, approval) is not None:
             continue  # refused first, by claim_answer
-        args = {"approval": approval, "proposal": proposal, "trunk": trunk, "adopted": adopted}
-        return Effect(f"land-proposal:{approval.id}", world.project, "land-proposal", args)
+        return LandProposal(
+            project=world.project,
+            approval=approval,
+            proposal=proposal,
+            trunk=trunk,
+            adopted=adopted,
+        )
     pending = fold.to_land(state)
     if pending is None:
         return None
-    args = {"pending": pending, "trunk": trunk, "adopted": adopted}
-    return Effect(f"land-contract:{pending.accepted}", world.project, "land-contract", args)
+    return LandContract(project=world.project, pending=pending, trunk=trunk, adopted=adopted)
 
 
 def recorded_landing(
     world: World, state: ContractState, merges: MergesState, seen: TrunkSeen
-) -> Effect | None:
+) -> RecordContract | RecordProposal | None:
     """Trunk sits on a landing commit the merger wrote but did not record (it stopped in
     between): record it now (same facts, same ids)."""
     marks, adopted = seen.trailers, merges.adopted
@@ -149,19 +159,21 @@ def recorded_landing(
     if slice_id is not None:
         pending = fold.by_accepted(state, cause) if cause is not None else None
         if pending is not None and pending.landed is None and pending.slice == slice_id:
-            args = {"pending": pending, "commit": seen.commit, "previous": merges.trunk.commit}
-            return Effect(f"record-contract:{seen.commit}", world.project, "record-contract", args)
+            return RecordContract(
+                project=world.project,
+                pending=pending,
+                commit=seen.commit,
+                previous=merges.trunk.commit,
+            )
     proposal_id = marks.get(PROPOSAL_TRAILER)
     if proposal_id is not None:
         for approval in fold.unanswered_approvals(state):
             if approval.id == cause and approval.proposal == proposal_id:
-                args = {
-                    "approval": approval,
-                    "commit": seen.commit,
-                    "previous": merges.trunk.commit,
-                }
-                return Effect(
-                    f"record-proposal:{seen.commit}", world.project, "record-proposal", args
+                return RecordProposal(
+                    project=world.project,
+                    approval=approval,
+                    commit=seen.commit,
+                    previous=merges.trunk.commit,
                 )
     return None
 

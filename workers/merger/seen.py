@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopbus.projections.merges import QueueEntry
-from loopbus.workers import repository
+from loopbus.workers import history, repository
 from loopbus.workers.merger.gates import TrunkVerdict
 from loopbus.workers.merger.gitops import MergeAttempt
 
@@ -81,11 +81,11 @@ def merge_message(entry: QueueEntry, trunk: str) -> str:
 
 def look_at(path: Path, branch: str, known: TrunkSeen | None) -> TrunkSeen | None:
     """Where ``branch`` points, with the commit's tree and trailers (read once per commit)."""
-    ref = repository.read_ref(path, branch)
+    ref = history.read_ref(path, branch)
     if ref is None:
         return None
     if known is not None and known.commit == ref:
         return known
-    if not repository.has_commit(path, ref):
+    if not history.has_commit(path, ref):
         return TrunkSeen(ref, exists=False)
-    return TrunkSeen(ref, True, repository.tree_of(path, ref), repository.trailers(path, ref))
+    return TrunkSeen(ref, True, repository.tree_of(path, ref), history.trailers(path, ref))

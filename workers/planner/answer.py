@@ -20,8 +20,9 @@ from loopbus.schemas import Actor, Event, InvalidEvent, decode_event, encode_eve
 from loopbus.schemas.charter import Charter
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded, oversize
-from loopbus.schemas.planning import PlanAttemptRefused, PlanBrief, PlannerEnvelope, PlanProposed
+from loopbus.schemas.planning import PlanAttemptRefused, PlannerEnvelope, PlanProposed
 from loopbus.schemas.slices import PlanSubmission, SlicePlan
+from loopbus.workers.planner.effects import PlanSlice
 
 PRINCIPAL = "planner"
 """The principal the daemon submits the planner's plans under (role ``planner``): the
@@ -109,7 +110,7 @@ def plan_problems(
 
 def answer(
     project: str,
-    args: dict[str, Any],
+    args: PlanSlice,
     outcome: tuple[SlicePlan, str] | list[str],
     *,
     actor: Actor,
@@ -117,28 +118,28 @@ def answer(
 ) -> Intent:
     """What the try becomes: refused with its problems, or proposed (and, at full
     autonomy, submitted in the same atomic batch)."""
-    brief: PlanBrief = args["brief"]
-    basis: str = args["basis"]
+    brief = args.brief
+    basis = args.basis
     common: dict[str, Any] = {
         "id": answer_id(basis, f"plan:{brief.slice}:{brief.attempt}"),
         "project": project,
         "actor": actor,
         "at": now,
         "slice": brief.slice,
-        "charter": args["charter"],
+        "charter": args.charter,
         "attempt": brief.attempt,
         "basis": basis,
     }
     if isinstance(outcome, list):
         return Publish(PlanAttemptRefused(**common, problems=[bounded(p) for p in outcome[:50]]))
     plan, summary = outcome
-    full = args["autonomy"] == "full"
+    full = args.autonomy == "full"
     proposed = PlanProposed(
         **common,
         plan=plan,
         skeleton=plan.skeleton,
         summary=summary[:2000],
-        autonomy=args["autonomy"],
+        autonomy=args.autonomy,
         submission=submission_id(common["id"]) if full else "",
     )
     # An answer the log would refuse (a text over the limit, an event over a megabyte) is

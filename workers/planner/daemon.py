@@ -20,19 +20,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 import structlog
 from dulwich.objects import Tree
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.schemas import Actor, utcnow
 from loopbus.schemas.charter import Charter
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded
 from loopbus.schemas.planning import (
-    PlanBrief,
-    ReconBrief,
     ReconFindings,
     ReconRecorded,
     TreeEntry,
@@ -47,7 +45,8 @@ from loopbus.workers.gates.contract_check import repo_contract_problems
 from loopbus.workers.gates.declared import config_at, pending_criteria
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
-from loopbus.workers.planner.decide import FOLDS, PLAN, RECON, Options, decide, trunk_key
+from loopbus.workers.planner.decide import FOLDS, Options, decide, trunk_key
+from loopbus.workers.planner.effects import PlannerEffect, PlanSlice, Reconnoitre
 from loopbus.workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
@@ -107,18 +106,20 @@ class Planner(Daemon):
         )
         return decide(world, options)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: PlannerEffect) -> Sequence[Intent]:
         config = self.configs[effect.project]
-        if effect.action == PLAN:
-            return [await self.plan(config, effect.args)]
-        if effect.action == RECON:
-            return [await self.recon(config, effect.args)]
-        return await super().perform(effect)
+        match effect:
+            case PlanSlice():
+                return [await self.plan(config, effect)]
+            case Reconnoitre():
+                return [await self.recon(config, effect)]
+            case _:
+                assert_never(effect)
 
-    async def plan(self, config: RepoConfig, args: dict[str, Any]) -> Intent:
-        """Ask the planner for the slice of ``args["brief"]``; its answer as intents."""
+    async def plan(self, config: RepoConfig, args: PlanSlice) -> Intent:
+        """Ask the planner for the slice of ``args.brief``; its answer as intents."""
         assert config.plan.command is not None
-        brief: PlanBrief = args["brief"]
+        brief = args.brief
         try:
             seen = await asyncio.to_thread(_trunk_view, config)
         except Exception as exc:  # an unreadable trunk is this try's failure, never a crash
@@ -163,7 +164,7 @@ class Planner(Daemon):
                         log.info("plan.proposed", slice=brief.slice, attempt=brief.attempt)
                         return answer(
                             config.project,
-                            {**args, "brief": brief},
+                            msgspec.structs.replace(args, brief=brief),
                             parsed,
                             actor=self.actor,
                             now=utcnow(),
@@ -171,10 +172,10 @@ class Planner(Daemon):
         log.info("plan.refused", slice=brief.slice, attempt=brief.attempt, problems=problems)
         return answer(config.project, args, problems, actor=self.actor, now=utcnow())
 
-    async def recon(self, config: RepoConfig, args: dict[str, Any]) -> Intent:
+    async def recon(self, config: RepoConfig, args: Reconnoitre) -> Intent:
         """Run reconnaissance; its findings document recorded on the log (or why not)."""
         assert config.recon.command is not None
-        brief: ReconBrief = args["brief"]
+        brief = args.brief
         facts: list[Any] = []
         error = ""
         try:
@@ -202,17 +203,17 @@ class Planner(Daemon):
                         "the recon command printed no findings document "
                         f'({{"facts": [...]}}): {exc}'
                     )
-        answers = sorted(f.id for f in brief.invalidated)
+        answers = args.answers
         if len(facts) > MAX_RECON_FACTS:
             error = error or f"{len(facts)} facts: only the first {MAX_RECON_FACTS} are kept"
             facts = facts[:MAX_RECON_FACTS]
         facts = [msgspec.structs.replace(f, text=bounded(f.text, MAX_FACT_CHARS)) for f in facts]
         recorded = ReconRecorded(
-            id=answer_id(args["basis"], f"recon:{','.join(answers)}"),
+            id=answer_id(args.basis, f"recon:{','.join(answers)}"),
             project=config.project,
             actor=self.actor,
             at=utcnow(),
-            charter=args["charter"],
+            charter=args.charter,
             facts=facts,
             error=error[:2000],
             answers=answers,

@@ -23,7 +23,7 @@ from loopbus.projections import findings as findings_fold
 from loopbus.projections import lessons as lessons_fold
 from loopbus.projections import planner as planner_fold
 from loopbus.projections import slices as slices_fold
-from loopbus.projections.intents import Effect, Intent, Publish
+from loopbus.projections.intents import Intent, Publish
 from loopbus.projections.planner import PlannerState, Proposal
 from loopbus.projections.slices import SlicesState
 from loopbus.schemas import FindingRaised
@@ -33,9 +33,7 @@ from loopbus.schemas.targets import PlanTarget, RecordTarget
 from loopbus.workers.kernel import World
 from loopbus.workers.planner.answer import submission
 from loopbus.workers.planner.brief import invalidation, plan_brief
-
-PLAN = "plan"
-RECON = "recon"
+from loopbus.workers.planner.effects import PlanSlice, Reconnoitre
 
 FOLDS = (
     charter_fold.FOLD,
@@ -93,9 +91,10 @@ def decide(world: World, options: Options) -> list[Intent]:
         )
         # Keyed by the run and what it answers, not the round: a plan discarded meanwhile
         # starts a new round but asks for the same reconnaissance.
-        key = f"{RECON}:{run.run}:{','.join(sorted(f.finding for f in stale))}"
-        recon_args = {"brief": recon_brief, "basis": run.run, "charter": charter.id}
-        return [*intents, Effect(key, world.project, RECON, recon_args)]
+        recon = Reconnoitre(
+            project=world.project, brief=recon_brief, basis=run.run, charter=charter.id
+        )
+        return [*intents, recon]
     if any(view.status == "open" for view in slices.slices.values()):
         return intents  # one slice at a time: the next is planned once this one closes
     head = world.outside.get(trunk_key(world.project))
@@ -116,14 +115,14 @@ def decide(world: World, options: Options) -> list[Intent]:
         return [*intents, Publish(capped(world, state, why + f"{options.max_run_tries})"))]
     attempt = planner_fold.next_attempt(state, slice_id)
     brief = plan_brief(world, state, slices, slice_id, attempt, skeleton_allowed=not run.slices)
-    args = {
-        "brief": brief,
-        "basis": state.basis,
-        "charter": charter.id,
-        "autonomy": charter.autonomy,
-    }
-    key = f"{PLAN}:{state.basis}:{slice_id}:{attempt}"
-    return [*intents, Effect(key, world.project, PLAN, args)]
+    effect = PlanSlice(
+        project=world.project,
+        brief=brief,
+        basis=state.basis,
+        charter=charter.id,
+        autonomy=charter.autonomy,
+    )
+    return [*intents, effect]
 
 
 def next_slice(slices: SlicesState) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import assert_never
 
 import msgspec
 import structlog
@@ -39,7 +39,7 @@ from loopbus.projections import (
     reviews,
     units,
 )
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.reviews import RequestView
 from loopbus.schemas import Actor, utcnow
 from loopbus.workers.agents import unsandboxed
@@ -49,13 +49,14 @@ from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
 from loopbus.workers.kernel import Daemon, Kernel, World
+from loopbus.workers.kernel.lease_holding import answered_under_lease
 from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.leases.holding import answered_under_lease
 from loopbus.workers.repository import unit_change
 from loopbus.workers.reviewer import decide as policy
 from loopbus.workers.reviewer import verdicts
 from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.scene import CHANGES, READ_CHANGE, Change
+from loopbus.workers.reviewer.effects import ReadChange, ReviewerEffect, RunReview
+from loopbus.workers.reviewer.scene import CHANGES, Change
 
 log = structlog.get_logger()
 
@@ -110,21 +111,23 @@ class Reviewer(Daemon):
         intents = [*policy.decide(world, config), *unsandboxed.decide(world, config)]
         if self.lease is None:
             return intents
-        return leased(world, intents, policy.RUN_REVIEW, "review", self.lease, _review_of)
+        return leased(world, intents, RunReview, "review", self.lease, _review_of)
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: ReviewerEffect) -> Sequence[Intent]:
         config = self.configs[effect.project]
-        if effect.action == READ_CHANGE:
-            await self.read_change(config, effect.args["head"], effect.args["hint"])
-            return ()
-        if effect.action == policy.RUN_REVIEW:
-            assert self.kernel is not None
+        match effect:
+            case ReadChange(head=head, hint=hint):
+                await self.read_change(config, head, hint)
+                return ()
+            case RunReview(request=request):
+                assert self.kernel is not None
 
-            async def work() -> list[Intent]:
-                return [await self.review(config, effect.args["request"], effect.args)]
+                async def work() -> list[Intent]:
+                    return [await self.review(config, request, effect)]
 
-            return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
-        return await super().perform(effect)  # the kernel's one answer to it
+                return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
+            case _:
+                assert_never(effect)
 
     # -- reading a unit's change -------------------------------------------------------------
 
@@ -165,18 +168,16 @@ class Reviewer(Daemon):
 
     # -- running the reviewer command --------------------------------------------------------
 
-    async def review(
-        self, config: RepoConfig, request: RequestView, args: Mapping[str, Any]
-    ) -> Intent:
+    async def review(self, config: RepoConfig, request: RequestView, args: RunReview) -> Intent:
         """Run the reviewer on a read-only copy of the head; its verdict, or a failure."""
         assert config.review.command is not None
         change = await self.change(config, request.head, request.base)
         document = {
             "diff": change.diff.text,
-            "gate_results": args["gate_results"],
+            "gate_results": args.gate_results,
             "criteria": list(request.criteria),
-            "decisions": args.get("decisions", []),
-            "lessons": args.get("lessons", []),
+            "decisions": args.decisions,
+            "lessons": args.lessons,
         }
         # The reviewer's uid must reach its copy inside the folder.
         folder = await asyncio.to_thread(workdir, "loopbus-review-", mode=0o755)
@@ -231,6 +232,6 @@ class Reviewer(Daemon):
         )
 
 
-def _review_of(effect: Effect) -> str:
-    request: RequestView = effect.args["request"]
+def _review_of(effect: RunReview) -> str:
+    request = effect.request
     return f"review of unit {request.unit} round {request.round}"

@@ -32,12 +32,13 @@ from loopbus.projections.builds import AutoPick
 from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
 from loopbus.projections.findings import open_findings
 from loopbus.projections.gates import GatesState, suite_for
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.projections.units import UnitView
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.kernel import World
+from loopbus.workers.reviewer.effects import ReadChange, RunReview
 from loopbus.workers.reviewer.escalations import escalate_problem, review_input
 from loopbus.workers.reviewer.facts import refusal, unreviewable
 from loopbus.workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
@@ -45,7 +46,6 @@ from loopbus.workers.reviewer.rounds import Round, accept, close_round, gate_rou
 from loopbus.workers.reviewer.scene import Change, Scene
 from loopbus.workers.reviewer.verdicts import consistency_problem
 
-RUN_REVIEW = "review"
 TRANSITION_SALT = "review-transition"
 
 
@@ -112,7 +112,7 @@ def judge(scene: Scene, claim: ReviewVerdict) -> list[Intent]:
     change: Change | None = None
     if request is not None and request.unit == claim.unit:
         found = scene.change(request.head, request.base)
-        if isinstance(found, Effect):
+        if isinstance(found, ReadChange):
             return [found]
         if not isinstance(found, Change):
             return []  # the diff cannot be read: this process leaves the claim alone
@@ -172,7 +172,7 @@ def gate_suite(scene: Scene, suite_id: str, suite: rv.FailedSuite) -> list[Inten
         # an unverified suite measured nothing; a unit that is over has nothing to converge
         return []
     found = scene.change(suite.commit, scene.reviews.bases.get(suite.unit))
-    if isinstance(found, Effect):
+    if isinstance(found, ReadChange):
         return [found]
     if not isinstance(found, Change):
         return []
@@ -203,7 +203,7 @@ def request(scene: Scene, view: UnitView) -> list[Intent]:
         why = "the unit is ready but names no head commit to review"
         return [Publish(unreviewable(scene, unit, cause, why))]
     found = scene.change(view.head, scene.reviews.bases.get(unit))
-    if isinstance(found, Effect):
+    if isinstance(found, ReadChange):
         return [found]
     if isinstance(found, str):
         return [Publish(unreviewable(scene, unit, cause, f"cannot diff its head: {found}"))]
@@ -288,15 +288,15 @@ def principal_matches(principal: str, identity: tuple[str, str]) -> bool:
 # -- 5. running the reviewer command --------------------------------------------------------
 
 
-def run_review(scene: Scene, request: rv.RequestView) -> Effect:
+def run_review(scene: Scene, request: rv.RequestView) -> RunReview:
     """Ask the shell to run the reviewer command on ``request`` (once per process)."""
-    args: dict[str, Any] = {
-        "request": msgspec.structs.replace(request),  # a copy: the fold mutates its own
-        "gate_results": gate_results(scene.gates, request.head),
-        "decisions": [auto_pick_document(pick) for pick in review_input(scene, request)],
-        "lessons": lessons.in_force(scene.world.state(lessons.FOLD.name)),
-    }
-    return Effect(f"{RUN_REVIEW}:{request.id}", scene.project, RUN_REVIEW, args)
+    return RunReview(
+        project=scene.project,
+        request=msgspec.structs.replace(request),  # a copy: the fold mutates its own
+        gate_results=gate_results(scene.gates, request.head),
+        decisions=[auto_pick_document(pick) for pick in review_input(scene, request)],
+        lessons=lessons.in_force(scene.world.state(lessons.FOLD.name)),
+    )
 
 
 def auto_pick_document(pick: AutoPick) -> dict[str, Any]:

@@ -12,18 +12,16 @@ from loopbus.projections import reviews as rv
 from loopbus.projections.charter import RunView
 from loopbus.projections.findings import FindingsState
 from loopbus.projections.gates import GatesState
-from loopbus.projections.intents import Effect
 from loopbus.projections.units import UnitsState
 from loopbus.schemas import Actor
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.kernel import World
 from loopbus.workers.reviewer.diff import Diff
+from loopbus.workers.reviewer.effects import ReadChange
 
 CHANGES = "changes"
 """The observation the shell reports diffs under: ``{(project, head, hint): Change | str}``
 (a string says why the diff could not be read)."""
-
-READ_CHANGE = "change"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +93,7 @@ class Scene:
             return []
         return [c.test for c in run.charter.criteria if c.test]
 
-    def change(self, head: str, hint: str | None) -> Change | str | Effect | None:
+    def change(self, head: str, hint: str | None) -> Change | str | ReadChange | None:
         """The diff of ``head`` (``hint``: the base it was dispatched against or reviewed
         on): a :class:`Change`, why it cannot be read, the effect that reads it, or
         ``None`` when reading it crashed in this process (the step is given up)."""
@@ -107,8 +105,6 @@ class Scene:
         return None if effect.key in self.world.failed else effect
 
 
-def read_change(project: str, head: str, hint: str | None) -> Effect:
+def read_change(project: str, head: str, hint: str | None) -> ReadChange:
     """Ask the shell to read the diff of ``head`` (``hint``: its base as the log knows it)."""
-    return Effect(
-        f"{READ_CHANGE}:{head}:{hint or ''}", project, READ_CHANGE, {"head": head, "hint": hint}
-    )
+    return ReadChange(project=project, head=head, hint=hint)

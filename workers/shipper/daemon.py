@@ -26,10 +26,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 import structlog
 from loopbus.projections import risk, shipping, slices
-from loopbus.projections.intents import Effect, Intent, Publish, PublishBatch
+from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.schemas import Actor, FindingRaised, utcnow
 from loopbus.schemas.ids import answer_id, fixed_id
 from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
@@ -38,8 +39,9 @@ from loopbus.workers.errors import WorkerError
 from loopbus.workers.gates.executors import RunSpec, SubprocessExecutor
 from loopbus.workers.kernel import Daemon, Kernel, World
 from loopbus.workers.shipper import bundle
-from loopbus.workers.shipper.decide import BUNDLE, SCAN, SHIP, Options, decide
+from loopbus.workers.shipper.decide import Options, decide
 from loopbus.workers.shipper.describe import description
+from loopbus.workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperEffect
 from loopbus.workers.shipper.scan import Scan, scan
 
 log = structlog.get_logger()
@@ -81,17 +83,19 @@ class Shipper(Daemon):
             return ()
         return decide(world, Options(command=repo.command))
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
+    async def perform(self, effect: ShipperEffect) -> Sequence[Intent]:
         repo = self.repos[effect.project]
-        if effect.action == SCAN:
-            found = await asyncio.to_thread(scan, repo.path, repo.trunk, effect.args["tips"])
-            seed = effect.args["seed"] or fixed_id(0, f"{effect.project}:first-scan")
-            return [self._scanned(effect.project, repo, found, effect.args["moves"], seed)]
-        if effect.action == BUNDLE:
-            return [await self._bundle(effect, repo)]
-        if effect.action == SHIP:
-            return [await self._ship(effect.project, repo, effect.args["bundled"])]
-        return await super().perform(effect)
+        match effect:
+            case ScanTrunk(tips=tips, seed=seed, moves=moves):
+                found = await asyncio.to_thread(scan, repo.path, repo.trunk, tips)
+                seed = seed or fixed_id(0, f"{effect.project}:first-scan")
+                return [self._scanned(effect.project, repo, found, moves, seed)]
+            case BundleSlice():
+                return [await self._bundle(effect, repo)]
+            case ShipBundle(bundled=bundled):
+                return [await self._ship(effect.project, repo, bundled)]
+            case _:
+                assert_never(effect)
 
     def _scanned(self, project: str, repo: ShipRepo, found: Scan, moves: int, seed: str) -> Intent:
         now = utcnow()
@@ -127,12 +131,10 @@ class Shipper(Daemon):
         log.info("trunk.scanned", project=project, commits=found.commits, leaks=len(findings))
         return PublishBatch((*findings, scanned))
 
-    async def _bundle(self, effect: Effect, repo: ShipRepo) -> Intent:
-        slice_id = effect.args["slice"]
+    async def _bundle(self, effect: BundleSlice, repo: ShipRepo) -> Intent:
+        slice_id = effect.slice
         checks = await asyncio.to_thread(_configured_reads, repo)
-        text = description(
-            effect.args["views"], effect.args["risk"], effect.args["shipping"], slice_id, checks
-        )
+        text = description(effect.views, effect.risk, effect.shipping, slice_id, checks)
         try:
             made = await asyncio.to_thread(
                 bundle.make, repo.path, repo.trunk, slice_id, text, repo.out
@@ -141,11 +143,11 @@ class Shipper(Daemon):
             # A ref of the slice's name already elsewhere (an agent can make branches in
             # the repository): never ship it, and say so where the operator looks.
             log.warning("slice.not_bundled", project=effect.project, slice=slice_id, error=str(exc))
-            return self._refused(effect.project, slice_id, effect.args["cause"], str(exc))
+            return self._refused(effect.project, slice_id, effect.cause, str(exc))
         log.info("slice.bundled", project=effect.project, slice=slice_id, bundle=str(made.bundle))
         return Publish(
             SliceBundled(
-                id=answer_id(effect.args["cause"], "ship-bundled"),
+                id=answer_id(effect.cause, "ship-bundled"),
                 project=effect.project,
                 actor=self.actor,
                 at=utcnow(),
@@ -156,7 +158,7 @@ class Shipper(Daemon):
                 bundle=str(made.bundle),
                 sha256=made.sha256,
                 description=str(made.description),
-                cause=effect.args["cause"],
+                cause=effect.cause,
             )
         )
 

@@ -13,15 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopbus.projections import risk, shipping, slices
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.risk import RiskState
 from loopbus.projections.shipping import ShippingState
 from loopbus.projections.slices import SlicesState, SliceView
 from loopbus.workers.kernel import World
-
-SCAN = "scan"
-BUNDLE = "bundle"
-SHIP = "ship"
+from loopbus.workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle
 
 
 @dataclass(frozen=True)
@@ -41,8 +38,9 @@ def decide(world: World, options: Options) -> list[Intent]:
     state: RiskState = world.state(risk.FOLD.name)
     project = world.project
     if ship.moves > ship.scanned_moves:
-        args = {"moves": ship.moves, "tips": list(ship.tips), "seed": ship.last_move}
-        return [Effect(f"{project}:{SCAN}:{ship.moves}", project, SCAN, args)]
+        return [
+            ScanTrunk(project=project, moves=ship.moves, tips=list(ship.tips), seed=ship.last_move)
+        ]
     if shipping.hold(ship):
         return []
     intents: list[Intent] = []
@@ -51,10 +49,16 @@ def decide(world: World, options: Options) -> list[Intent]:
             continue
         bundled = ship.bundled.get(slice_id)
         if bundled is None:
-            args = {"slice": slice_id, "cause": view.accepted, "views": views, "risk": state}
-            args["shipping"] = ship
-            intents.append(Effect(f"{project}:{BUNDLE}:{slice_id}", project, BUNDLE, args))
+            intents.append(
+                BundleSlice(
+                    project=project,
+                    slice=slice_id,
+                    cause=view.accepted,
+                    views=views,
+                    risk=state,
+                    shipping=ship,
+                )
+            )
         elif options.command and slice_id not in ship.ran:
-            args = {"bundled": bundled, "command": options.command}
-            intents.append(Effect(f"{project}:{SHIP}:{slice_id}", project, SHIP, args))
+            intents.append(ShipBundle(project=project, bundled=bundled, command=options.command))
     return intents

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 import msgspec
 import structlog
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.schemas import utcnow
 from loopbus.schemas.reviews import VerdictDocument
 from loopbus.schemas.verify import BriefBoot, VerifierEnvelope, VerifyBrief
@@ -33,7 +34,8 @@ from loopbus.workers.kernel import Daemon, World
 from loopbus.workers.repository import resolve
 from loopbus.workers.verifier import wave
 from loopbus.workers.verifier.answer import parse_envelope, recorded
-from loopbus.workers.verifier.decide import FOLDS, VERIFY, decide
+from loopbus.workers.verifier.decide import FOLDS, decide
+from loopbus.workers.verifier.effects import ReReviewUnit, ReviewWave, VerifierEffect, VerifyWave
 from loopbus.workers.verifier.wave_shell import run_review, unit_document, wave_document
 
 log = structlog.get_logger()
@@ -68,15 +70,20 @@ class Verifier(Daemon):
             intents.extend(wave.decide(world))
         return intents
 
-    async def perform(self, effect: Effect) -> Sequence[Intent]:
-        if effect.action == wave.WAVE_REVIEW:
-            return [await self._wave_review(effect)]
-        if effect.action == wave.REREVIEW:
-            return [await self._rereview(effect)]
-        if effect.action != VERIFY:
-            return await super().perform(effect)
+    async def perform(self, effect: VerifierEffect) -> Sequence[Intent]:
+        match effect:
+            case ReviewWave():
+                return [await self._wave_review(effect)]
+            case ReReviewUnit():
+                return [await self._rereview(effect)]
+            case VerifyWave():
+                return [await self._verify(effect)]
+            case _:
+                assert_never(effect)
+
+    async def _verify(self, effect: VerifyWave) -> Intent:
         config, verify = self.configs[effect.project], self.verify[effect.project]
-        brief: VerifyBrief = effect.args["brief"]
+        brief = effect.brief
         answer: VerifierEnvelope | str
         try:
             head, boot = await asyncio.to_thread(_trunk, config)
@@ -85,26 +92,26 @@ class Verifier(Daemon):
         else:
             brief = msgspec.structs.replace(brief, trunk=head, boot=boot)
             answer = await self._run(config, verify, brief)
-        batch = recorded(brief, effect.args["accepted"], answer, actor=self.actor, now=utcnow())
+        batch = recorded(brief, effect.accepted, answer, actor=self.actor, now=utcnow())
         log.info("verify.recorded", slice=brief.slice, wave=brief.wave, facts=len(batch.events))
-        return [batch]
+        return batch
 
-    async def _wave_review(self, effect: Effect) -> Intent:
-        config, args = self.configs[effect.project], effect.args
-        owed = args["owed"]
+    async def _wave_review(self, effect: ReviewWave) -> Intent:
+        config, args = self.configs[effect.project], effect
+        owed = args.owed
         axes: list[str] = []
         triggers: list[Trigger] = []
         attribution: dict[str, str] = {}
         answer: VerdictDocument | str
         try:
             document, axes, triggers, attribution = await asyncio.to_thread(
-                wave_document, config, owed, args["criteria"]
+                wave_document, config, owed, args.criteria
             )
         except Exception as exc:  # an unreadable diff is this review's error, never a crash
             answer = f"the wave's union diff cannot be read: {exc}"
         else:
             answer = await run_review(config, owed.head, document)
-        log.info("wave.reviewed", slice=args["slice"], wave=owed.wave, axes=axes)
+        log.info("wave.reviewed", slice=args.slice, wave=owed.wave, axes=axes)
         return wave.reviewed(
             config.project,
             args,
@@ -117,19 +124,19 @@ class Verifier(Daemon):
             now=utcnow(),
         )
 
-    async def _rereview(self, effect: Effect) -> Intent:
-        config, args = self.configs[effect.project], effect.args
+    async def _rereview(self, effect: ReReviewUnit) -> Intent:
+        config, args = self.configs[effect.project], effect
         answer: VerdictDocument | str
-        if not args["merge"]:
-            answer = f"unit {args['unit']} has no merge on trunk to review"
+        if not args.merge:
+            answer = f"unit {args.unit} has no merge on trunk to review"
         else:
             try:
                 document = await asyncio.to_thread(unit_document, config, args)
             except Exception as exc:  # an unreadable diff is this re-review's error
                 answer = f"the unit's diff cannot be read: {exc}"
             else:
-                answer = await run_review(config, args["merge"], document)
-        log.info("unit.rereviewed", unit=args["unit"])
+                answer = await run_review(config, args.merge, document)
+        log.info("unit.rereviewed", unit=args.unit)
         return wave.rereviewed(config.project, args, answer, actor=self.actor, now=utcnow())
 
     async def _run(

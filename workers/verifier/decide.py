@@ -12,12 +12,12 @@ from loopbus.projections import charter as charter_fold
 from loopbus.projections import slices as slices_fold
 from loopbus.projections import verify as verify_fold
 from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.intents import Effect, Intent
+from loopbus.projections.intents import Intent
 from loopbus.projections.slices import SlicesState
 from loopbus.workers.kernel import World
 from loopbus.workers.verifier.brief import verify_brief
+from loopbus.workers.verifier.effects import VerifyWave
 
-VERIFY = "verify-wave"
 FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD, wave_fold.FOLD)
 """What the verifier daemon folds (the charter for its objectives and criteria words)."""
 
@@ -31,10 +31,8 @@ def decide(world: World) -> list[Intent]:
         wave = verify_fold.to_verify(checked, view)
         if wave is None:
             continue
-        key = f"{VERIFY}:{view.accepted}:{wave}"
-        if key in world.failed:
-            continue
         brief = verify_brief(world.project, view, wave, charter)
-        args = {"brief": brief, "accepted": view.accepted}
-        intents.append(Effect(key, world.project, VERIFY, args))
+        effect = VerifyWave(project=world.project, brief=brief, accepted=view.accepted)
+        if effect.key not in world.failed:
+            intents.append(effect)
     return intents

@@ -29,9 +29,7 @@ from loopbus.schemas.wave_review import (
 )
 from loopbus.workers.kernel import World
 from loopbus.workers.verifier.answer import unrecordable
-
-WAVE_REVIEW = "review-wave"
-REREVIEW = "unit-rereview"
+from loopbus.workers.verifier.effects import ReReviewUnit, ReviewWave
 
 
 def decide(world: World) -> list[Intent]:
@@ -44,14 +42,15 @@ def decide(world: World) -> list[Intent]:
         owed = wave_fold.to_review(state, view)
         if owed is not None:
             criteria = sorted({c for u in view.plan.units for c in u.criteria})
-            args: dict[str, Any] = {
-                "slice": view.slice,
-                "accepted": view.accepted,
-                "owed": owed,
-                "criteria": criteria,
-            }
-            key = f"{WAVE_REVIEW}:{view.accepted}:{owed.wave}"
-            intents.append(Effect(key, world.project, WAVE_REVIEW, args))
+            intents.append(
+                ReviewWave(
+                    project=world.project,
+                    slice=view.slice,
+                    accepted=view.accepted,
+                    owed=owed,
+                    criteria=criteria,
+                )
+            )
         for review, unit in wave_fold.rereviews_owed(state, view):
             merge = state.merges.get(unit)
             answers = [
@@ -59,23 +58,25 @@ def decide(world: World) -> list[Intent]:
                 for f in wave_fold.open_findings(state, view.accepted)
                 if f.unit == unit and f.wave == review.wave
             ]
-            args = {
-                "review": review,
-                "unit": unit,
-                "merge": merge.merge if merge else "",
-                "base": merge.previous if merge else "",
-                "criteria": list(view.units[unit].criteria) if unit in view.units else [],
-                "answers": answers,
-                "messages": [state.findings[f].message for f in answers],
-            }
-            key = f"{REREVIEW}:{view.accepted}:{review.wave}:{unit}"
-            intents.append(Effect(key, world.project, REREVIEW, args))
+            intents.append(
+                ReReviewUnit(
+                    project=world.project,
+                    accepted=view.accepted,
+                    review=review,
+                    unit=unit,
+                    merge=merge.merge if merge else "",
+                    base=merge.previous if merge else "",
+                    criteria=list(view.units[unit].criteria) if unit in view.units else [],
+                    answers=answers,
+                    messages=[state.findings[f].message for f in answers],
+                )
+            )
     return [i for i in intents if not (isinstance(i, Effect) and i.key in world.failed)]
 
 
 def reviewed(
     project: str,
-    args: dict[str, Any],
+    args: ReviewWave,
     *,
     axes: list[str],
     triggers: list[Trigger],
@@ -87,14 +88,14 @@ def reviewed(
 ) -> PublishBatch:
     """The wave review as facts: its blocking findings, each on the unit its file is
     attributed to (that unit is re-opened), then the ``WaveReviewed`` record."""
-    owed: wave_fold.WaveToReview = args["owed"]
-    base_id = answer_id(args["accepted"], f"wave-review:{owed.wave}")
+    owed = args.owed
+    base_id = answer_id(args.accepted, f"wave-review:{owed.wave}")
     common: dict[str, Any] = {
         "project": project,
         "actor": actor,
         "at": now,
-        "slice": args["slice"],
-        "accepted": args["accepted"],
+        "slice": args.slice,
+        "accepted": args.accepted,
         "wave": owed.wave,
         "base": owed.base,
         "head": owed.head,
@@ -123,9 +124,9 @@ def reviewed(
                 criterion=WAVE_REVIEW_CRITERION,
                 cls="defect",
                 message=bounded(found.message),
-                evidence={"accepted": args["accepted"], "wave": owed.wave, "file": path},
+                evidence={"accepted": args.accepted, "wave": owed.wave, "file": path},
                 unit=unit,
-                slice=args["slice"],
+                slice=args.slice,
                 owner=f"builder:{unit}" if unit else "operator",
             )
         )
@@ -145,7 +146,7 @@ def reviewed(
 
 def rereviewed(
     project: str,
-    args: dict[str, Any],
+    args: ReReviewUnit,
     answer: VerdictDocument | str,
     *,
     actor: Actor,
@@ -153,8 +154,7 @@ def rereviewed(
 ) -> PublishBatch:
     """A re-opened unit's re-review: approved, the wave findings it answers are resolved in
     the same batch; rejected or failed, they stay open."""
-    review: WaveReviewed = args["review"]
-    unit: str = args["unit"]
+    review, unit = args.review, args.unit
     record_id = answer_id(review.id, f"rereview:{unit}")
     common: dict[str, Any] = {
         "id": record_id,
@@ -165,9 +165,9 @@ def rereviewed(
         "accepted": review.accepted,
         "wave": review.wave,
         "unit": unit,
-        "base": args["base"],
-        "merge": args["merge"],
-        "answers": list(args["answers"]),
+        "base": args.base,
+        "merge": args.merge,
+        "answers": list(args.answers),
     }
     if isinstance(answer, str):
         return PublishBatch((UnitReReviewed(**common, error=bounded(answer)),))
@@ -186,6 +186,6 @@ def rereviewed(
             why=f"the re-review of unit {unit}'s own diff approved it",
             unit=unit,
         )
-        for finding in args["answers"]
+        for finding in args.answers
     )
     return PublishBatch((record, *resolved))

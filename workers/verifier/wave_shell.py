@@ -18,7 +18,9 @@ from loopbus.workers.agents.command import argv_of
 from loopbus.workers.agents.config import RepoConfig
 from loopbus.workers.agents.runner import run_agent
 from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.repository import diff_commits, files_changed
+from loopbus.workers.history import diff_commits
+from loopbus.workers.repository import files_changed
+from loopbus.workers.verifier.effects import ReReviewUnit
 
 _verdict = msgspec.json.Decoder(VerdictDocument)
 
@@ -59,14 +61,14 @@ def wave_document(
     return document, axes, triggers, attribution
 
 
-def unit_document(config: RepoConfig, args: dict[str, Any]) -> dict[str, Any]:
+def unit_document(config: RepoConfig, args: ReReviewUnit) -> dict[str, Any]:
     """A re-opened unit's own diff, with what the wave review found in it."""
     return {
-        "diff": diff_commits(Path(config.repo), args["base"], args["merge"]),
-        "criteria": args["criteria"],
+        "diff": diff_commits(Path(config.repo), args.base, args.merge),
+        "criteria": args.criteria,
         "gate_results": [],
         "decisions": [],
-        "rereview": {"unit": args["unit"], "wave_findings": args["messages"]},
+        "rereview": {"unit": args.unit, "wave_findings": args.messages},
     }
 
 

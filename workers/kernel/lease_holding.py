@@ -1,11 +1,13 @@
 """Holding a lease while its work runs: renew it, stop the work if it was lost, release it.
 
-The shell half of leasing (the pure half is :mod:`.decide`). Each renewal and the release
-are published conditionally on the item's lease subject, at the sequence of this holder's
-own last lease event there: a renewal that finds the subject moved means another replica
-took the item over (this one was too slow to renew, or paused), so the work is cancelled
-at once rather than finished a second time. A process killed mid-item renews nothing; its
-lease runs out ``ttl_s`` after the last renewal and another replica takes the item.
+The shell half of leasing (the pure half is :mod:`loopbus.workers.leases.decide`); in the
+kernel package because renewing and releasing publish, and only the kernel publishes. Each
+renewal and the release are published conditionally on the item's lease subject, at the
+sequence of this holder's own last lease event there: a renewal that finds the subject
+moved means another replica took the item over (this one was too slow to renew, or
+paused), so the work is cancelled at once rather than finished a second time. A process
+killed mid-item renews nothing; its lease runs out ``ttl_s`` after the last renewal and
+another replica takes the item.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from loopbus.bus import Bus, BusError, TransitionConflict
 from loopbus.projections.intents import Effect, Intent, PublishIf
 from loopbus.schemas import Actor
 from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, Released
-from loopbus.workers.leases.decide import LEASE, Held
+from loopbus.workers.leases.decide import Held
 
 log = structlog.get_logger()
 
@@ -139,10 +141,10 @@ async def answered_under_lease(
     bus: Bus, actor: Actor, effect: Effect, work: Awaitable[Sequence[Intent]]
 ) -> list[Intent]:
     """The intents ``work`` answers ``effect`` with, run under the effect's lease when it
-    has one (:data:`~.decide.LEASE`), its release put after them; nothing when the lease
+    has one (``effect.lease``), its release put after them; nothing when the lease
     was lost (another replica does the work now). For a daemon whose work answers with
     intents (a builder round; a review or an investigation the same way)."""
-    held: Held | None = effect.args.get(LEASE)
+    held: Held | None = effect.lease
     if held is None:
         return list(await work)
     try:

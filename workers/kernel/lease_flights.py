@@ -10,6 +10,11 @@ result newer than its wait appears (the other run's) and uses it, or until the l
 released or lapses without one (the run erred, or its runner died), and then takes the
 lease and runs the check itself. So a check is run twice only when the first run left no
 result to share.
+
+A run's result is published by its runner's kernel after the suite it belongs to returns,
+so the lease is released ``done`` a moment before the result is on the log: a waiter that
+finds the lease released ``done`` keeps looking the result up for up to the lease's
+lifetime before it runs the check itself.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ import structlog
 from loopbus.bus import Bus, TransitionConflict
 from loopbus.schemas import Actor, decode_event, utcnow
 from loopbus.schemas.gates import cache_key_digest
-from loopbus.schemas.leases import LeaseRenewed, LeaseTaken
+from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from loopbus.schemas.subjects import lease_subject
+from loopbus.workers.kernel.lease_holding import holding
 from loopbus.workers.leases.decide import Held
-from loopbus.workers.leases.holding import holding
 
 log = structlog.get_logger()
 
@@ -74,7 +79,7 @@ class Flights:
                 await asyncio.sleep(self.poll_s)
                 continue
             if counted:  # the run we waited on ended meanwhile: its result, if it left one
-                found = await shared(since)
+                found = await self._result_of_done(seq, since, shared)
                 if found is not None:
                     return found
             taking = LeaseTaken(
@@ -93,6 +98,26 @@ class Flights:
                 continue  # another runner took it first: wait on it
             held = Held(project, "check", item, self.holder, self.ttl_s, ack.seq)
             return await holding(self.bus, self.actor, held, run())
+
+    async def _result_of_done(
+        self, seq: int, since: int, shared: Callable[[int], Awaitable[T | None]]
+    ) -> T | None:
+        """The result of the run just ended: looked up once, and while the lease's last
+        event is a ``done`` release (its result follows it), for up to ``ttl_s``."""
+        found = await shared(since)
+        if found is not None or not seq:
+            return found
+        _subject, data = await self.bus.get(seq)
+        event = decode_event(data)
+        if not (isinstance(event, LeaseReleased) and event.how == "done"):
+            return None
+        deadline = asyncio.get_running_loop().time() + self.ttl_s
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(self.poll_s)
+            found = await shared(since)
+            if found is not None:
+                return found
+        return None
 
     async def _last(self, seq: int) -> LeaseTaken | LeaseRenewed | None:
         """The lease event at ``seq`` if it holds the item (a taking or a renewal by the

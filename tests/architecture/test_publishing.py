@@ -1,0 +1,87 @@
+"""The kernel is the one way a system fact reaches the log.
+
+A daemon's decision and its shell's effects return intents; the kernel carries them out
+(conditional publishes, barriers, retries, quarantine records). A module of the system
+side that called the bus's publishing methods itself would bypass all of that; one that
+runs outside a daemon's loop (``loopbus up``'s first adoption, the integrity watcher, a
+gate run from a command) publishes through ``workers/kernel/oneshot.py``. The front
+(loopbus/: the CLI, the page) publishes claims as any producer does and is not scanned.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCANNED = ("schemas", "projections", "workers")
+"""The system side (bus/ itself, where publishing is defined, is the transport)."""
+KERNEL = ROOT / "workers" / "kernel"
+PUBLISHING = frozenset({"publish", "publish_atomic", "publish_transition"})
+"""The bus's methods that append to the log."""
+
+NOT_YET: dict[str, str] = {}
+"""Modules allowed to publish around the kernel, each with why (none today: keep it so).
+The test fails when a module not listed publishes, or a listed one no longer does."""
+
+
+def publishing_calls(source: str, filename: str) -> Iterator[int]:
+    """Lines of ``source`` that call one of the bus's appending methods: awaited (the bus's
+    methods are coroutines; a helper that only builds a ``Publish`` intent is not), or on a
+    receiver named ``bus`` (a call handed to a task unawaited)."""
+    tree = ast.parse(source, filename)
+    awaited = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Await)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in PUBLISHING:
+            continue
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        on_a_bus = (isinstance(receiver, ast.Name) and receiver.id == "bus") or (
+            isinstance(receiver, ast.Attribute) and receiver.attr == "bus"
+        )
+        if id(node) in awaited or on_a_bus:
+            yield node.lineno
+
+
+def publishers() -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.is_relative_to(KERNEL):
+                continue
+            lines = list(publishing_calls(path.read_text(), str(path)))
+            if lines:
+                found[str(path.relative_to(ROOT))] = lines
+    return found
+
+
+def test_only_the_kernel_publishes() -> None:
+    """No module of the system side outside workers/kernel/ calls the bus's publishing
+    methods: daemons and libraries return intents (events) and the kernel publishes them."""
+    around = {path: lines for path, lines in publishers().items() if path not in NOT_YET}
+    assert around == {}, "return the events as intents and let the kernel publish them"
+
+
+def test_the_not_yet_list_is_current() -> None:
+    """A module that no longer publishes leaves the list (so the list only shrinks)."""
+    stale = sorted(set(NOT_YET) - set(publishers()))
+    assert stale == [], "these publish through the kernel now: remove them from NOT_YET"
+
+
+def test_the_scan_finds_a_planted_publish() -> None:
+    """The scan is not blind: a shell that publishes by itself, in any of the three ways,
+    awaited or handed to a task, is found; a helper that only builds an intent is not."""
+    rogue = (
+        "async def perform(self, effect):\n"
+        "    await self.bus.publish(event)\n"
+        "    acks = await bus.publish_atomic([a, b])\n"
+        "    await self.kernel.bus.publish_transition(event, 0)\n"
+        "    asyncio.ensure_future(self.bus.publish(event))\n"
+        "    await sink.publish(event)\n"
+        "    return [publish(world, event), step.publish(event)]\n"
+    )
+    assert sorted(publishing_calls(rogue, "rogue.py")) == [2, 3, 4, 5, 6]
