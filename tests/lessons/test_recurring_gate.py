@@ -22,7 +22,7 @@ from loopbus.schemas import Actor, FindingRaised
 from loopbus.schemas.contract import ContractLanded
 from loopbus.schemas.merges import CandidateTested
 from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
-from loopbus.workers import repository
+from loopbus.workers import history
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.lessons.daemon import Lessons
 from loopbus.workers.ratchet.daemon import Ratchet
@@ -120,7 +120,7 @@ async def test_a_recurring_lesson_drafts_a_gate_the_operator_installs_and_the_ne
     assert trunk == landing.commit
     config = scene.repo.files(trunk)["loopbus.toml"]
     assert f'id = "{gate}"' in config and TEST in config
-    assert repository.trailers(scene.repo.path, trunk)["Loopbus-Contract"] == f"gate-{gate}"
+    assert history.trailers(scene.repo.path, trunk)["Loopbus-Contract"] == f"gate-{gate}"
 
     # The next unit's merge candidate runs the installed check.
     head = scene.repo.commit(trunk, MEAN, "C: mean")
