@@ -31,6 +31,7 @@ from loopbus.schemas.merges import CandidateTested, FailingTest, MergeConflicted
 from loopbus.schemas.ratchet import GateMoved, GateProposed
 from loopbus.schemas.reviews import RoundClosed
 from loopbus.schemas.slices import SliceClosed, UnitDispatched
+from loopbus.schemas.verify import VERIFY_CRITERION
 
 RECUR_AT = 2
 """Slices a lesson class must recur in before it drafts a gate."""
@@ -265,16 +266,19 @@ def _finding_lesson(state: LessonsState, event: FindingRaised) -> Lesson | None:
             evidence=[event.id],
             claimed=True,
         )
-    if str(event.producer) == "verifier":
-        criterion = event.criterion or str(event.target)
+    if event.producer == "trunk_gate" and event.criterion == VERIFY_CRITERION:
+        # The code-cold verifier's finding (workers/verifier/answer.py): its class is the
+        # acceptance check it names (or its words), so two different failures the
+        # verifier caught are two lessons, not one recurring.
         check = event.evidence.get("check")
+        named = check if isinstance(check, str) and check else event.message[:80]
         return Lesson(
-            cls=f"verifier:{criterion}",
+            cls=f"verifier:{named}",
             kind="verifier-finding",
-            what=f"the verifier found {criterion}: {event.message[:160]}",
+            what=f"the verifier found: {event.message[:160]}",
             unit=event.unit,
             round=_round(state, event.unit),
-            caught_by="the verifier",
+            caught_by="the code-cold verifier",
             sooner="the verifier's check as a unit gate" if isinstance(check, str) else "",
             check=check if isinstance(check, str) else "",
             evidence=[event.id],

@@ -50,6 +50,7 @@ from loopbus.schemas.gates import (
 )
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import RunEntryCompleted, SlicePlanAccepted
+from loopbus.schemas.verify import WaveVerified
 
 Band = Literal[
     "uncovered", "not-run", "unreached", "cached", "dismissed", "auto-decided", "verified"
@@ -112,8 +113,8 @@ class RiskState(msgspec.Struct, kw_only=True):
     """Slice -> gate suites about its units the gates rule refused (unsigned, forged): a
     run someone claims, which therefore did not count."""
     unreached: dict[str, list[str]] = {}
-    """Slice -> what the code-cold verifier could not reach, in its words. Nothing folds
-    it yet: the verifier's fact is to fill it (one ``case`` in :func:`apply`)."""
+    """Slice -> what the code-cold verifier could not reach, in its words, per wave, and
+    each wave it could not verify at all (from the system's ``verify.wave_verified.v1``)."""
 
 
 class RiskItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -147,6 +148,12 @@ def apply(state: RiskState, event: Event) -> RiskState:
             if where is not None:
                 # Kept for a dismissal to name; a line is enough (the view stays small).
                 state.findings[event.id] = (where, event.message[:MESSAGE_KEPT])
+        case WaveVerified() if event.actor.role == "system":
+            lines = state.unreached.setdefault(event.slice, [])
+            told = [f"wave {event.wave}: {what}" for what in event.unreached]
+            if event.error:
+                told.append(f"wave {event.wave} was not verified: {event.error[:MESSAGE_KEPT]}")
+            lines.extend(line for line in told if line not in lines)
         case FindingDismissed() if event.actor.role == "system":
             found = state.findings.get(event.finding)
             if found is not None:

@@ -91,7 +91,7 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
             _status(state, event.finding, "dismissed")
         case FindingReopened():
             _status(state, event.finding, "open")
-        case SliceShipJudged():
+        case SliceShipJudged() if event.actor.role == "system":
             state.judged.setdefault(event.accepted, event)
         case ReviewVerdict() if event.actor.role == "reviewer":
             state.verdict_scores.setdefault(event.id, list(event.scores))

@@ -81,6 +81,33 @@ def test_an_agent_s_word_is_no_lesson_and_an_investigation_is_only_a_claim() -> 
     assert lesson.line().startswith("claim (investigator): ")
 
 
+def test_a_verifier_finding_becomes_a_lesson_named_by_its_check() -> None:
+    """The code-cold verifier's findings (system facts, criterion verify) are lessons of
+    their slice, classed by the acceptance check that caught them; the same words from an
+    agent are not."""
+
+    def verifier_finding(actor: Actor, check: str) -> FindingRaised:
+        return FindingRaised(
+            project=P, actor=actor, producer="trunk_gate", target=parse_target("plan:S1"),
+            severity="high", criterion="verify", message="the total ignores the discount",
+            unit="A", slice="S1", evidence={"check": check, "wave": 0},
+        )  # fmt: skip
+
+    builder = Actor(role="builder", principal="b1")
+    events = [
+        dispatched(P, "S1", "A"),
+        verifier_finding(SYSTEM, "python -m pytest -q tests/accept/test_discount.py"),
+        verifier_finding(builder, "python -m pytest -q tests/accept/test_other.py"),
+        closed(P, "S1", ("A",)),
+    ]
+    [(_, due)] = lessons.due(lessons.FOLD.fold(events))
+    [lesson] = due.lessons
+    assert lesson.kind == "verifier-finding" and not lesson.claimed
+    assert lesson.cls == "verifier:python -m pytest -q tests/accept/test_discount.py"
+    assert lesson.check == "python -m pytest -q tests/accept/test_discount.py"
+    assert lesson.caught_by == "the code-cold verifier"
+
+
 def recorded(slice_id: str, *found: Lesson) -> LessonsRecorded:
     return LessonsRecorded(
         project=P, actor=SYSTEM, slice=slice_id, closed=new_id(), lessons=list(found)

@@ -20,6 +20,7 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
+from loopbus.schemas.verify import SliceShipJudged
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")
@@ -67,9 +68,12 @@ def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def closed_slice(project: str, slice_id: str, *, boot: str = "pass") -> list[Event]:
+def closed_slice(
+    project: str, slice_id: str, *, boot: str = "pass", shipped: bool = True
+) -> list[Event]:
     """A one-unit slice, run and closed as the dispatcher records it: the unit ran ``tests``
-    (passed) and never ``docs``; it changed src/calc.py and notes/todo.txt."""
+    (passed) and never ``docs``; it changed src/calc.py and notes/todo.txt; the dispatcher
+    judged it ``shipped`` (or not, naming a floor)."""
     plan = SlicePlan(
         slice=slice_id,
         units=[
@@ -109,6 +113,15 @@ def closed_slice(project: str, slice_id: str, *, boot: str = "pass") -> list[Eve
         dispatched,
         entry,
         closed,
+        SliceShipJudged(
+            project=project,
+            actor=SYSTEM,
+            slice=slice_id,
+            accepted=accepted.id,
+            shipped=shipped,
+            reasons=[] if shipped else ["unit U1: correctness 5 is below its floor 8"],
+            closed=closed.id,
+        ),
     ]
 
 

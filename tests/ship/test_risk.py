@@ -15,6 +15,7 @@ from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
 from loopbus.schemas.lifecycle import FindingDismissed
 from loopbus.schemas.slices import CommandRun, RunEntryCompleted
 from loopbus.schemas.targets import RecordTarget
+from loopbus.schemas.verify import WaveVerified
 from shipkit import BUILDER, CRITERION, SYSTEM, auto_decision, closed_slice, make_repo
 
 
@@ -170,3 +171,21 @@ def test_the_verifiers_unreached_lines_come_after_what_was_not_run() -> None:
     assert "unreached" in bands
     assert bands.index("unreached") > bands.index("not-run")
     assert bands.index("unreached") < bands.index("verified")
+
+
+def test_the_verifiers_recorded_run_fills_the_unreached_band() -> None:
+    """What the system recorded of the verifier's run (its unreached list, a wave it could
+    not verify) is folded into the report; the same fact from an agent is not."""
+    common = {"project": "p", "slice": "S1", "accepted": "acc"}
+    events = [
+        *closed_slice("p", "S1"),
+        WaveVerified(**common, actor=SYSTEM, wave=0, unreached=["the payment page"]),
+        WaveVerified(**common, actor=SYSTEM, wave=1, error="the verifier printed no envelope"),
+        WaveVerified(**common, actor=BUILDER, wave=2, unreached=["a forged line"]),
+    ]
+    items = risk.report(slices.FOLD.fold(events), risk.FOLD.fold(events), "S1", {})
+    unreached = [item.text for item in items if item.band == "unreached"]
+    assert unreached == [
+        "wave 0: the payment page",
+        "wave 1 was not verified: the verifier printed no envelope",
+    ]

@@ -212,3 +212,23 @@ async def test_a_branch_of_the_slices_name_made_elsewhere_is_never_shipped(
     [refused] = [e for e in events if isinstance(e, FindingRaised)]
     assert refused.criterion == "ship-bundle" and "already points at" in refused.message
     assert not any(isinstance(e, SliceBundled | ShipCommandRan) for e in events)
+
+
+async def test_only_a_slice_judged_shipped_is_bundled(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    """A slice the dispatcher closed but judged not shipped (a floor unmet) becomes no
+    branch, tag or bundle; a shipped one beside it does."""
+    repo = tmp_path / "repo"
+    make_repo(repo, project)
+    for event in [
+        *closed_slice(project, "S1", shipped=False),
+        *closed_slice(project, "S2", shipped=True),
+    ]:
+        await bus.publish(event)
+    async with running(bus, Shipper({project: ShipRepo(repo, tmp_path / "out", "main")})) as k:
+        events = await until(bus, project, SliceBundled)
+        await k.wait_settled(await bus.stream_last_seq())
+    events = await until(bus, project, SliceBundled)
+    assert [e.slice for e in events if isinstance(e, SliceBundled)] == ["S2"]
+    assert git(repo, "branch", "--list", "loopbus/ship/S1") == ""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import assert_never
 
 import structlog
-from loopbus.projections import risk, shipping, slices
+from loopbus.projections import risk, shipping, slices, verify
 from loopbus.projections.intents import Intent, Publish, PublishBatch
 from loopbus.schemas import Actor, FindingRaised, utcnow
 from loopbus.schemas.ids import answer_id, fixed_id
@@ -65,7 +65,7 @@ class ShipRepo:
 
 class Shipper(Daemon):
     name = "shipper"
-    folds = (slices.FOLD, risk.FOLD, shipping.FOLD)
+    folds = (slices.FOLD, risk.FOLD, shipping.FOLD, verify.FOLD)
 
     def __init__(self, repos: Mapping[str, ShipRepo], *, actor: Actor | None = None) -> None:
         super().__init__(projects=tuple(repos), actor=actor)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopbus.projections import risk, shipping, slices
+from loopbus.projections import risk, shipping, slices, verify
 from loopbus.projections.intents import Intent
 from loopbus.projections.risk import RiskState
 from loopbus.projections.shipping import ShippingState
 from loopbus.projections.slices import SlicesState, SliceView
+from loopbus.projections.verify import VerifyState
 from loopbus.workers.kernel import World
 from loopbus.workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle
 
@@ -26,16 +27,19 @@ class Options:
     command: str | None = None
 
 
-def ready_to_ship(view: SliceView) -> bool:
-    """THE trigger of a PR bundle. Until the SHIP verdict exists on the log, a slice the
-    dispatcher closed (``SliceClosed``) is ready; switch this to "shipped" when it does."""
-    return view.status == "closed"
+def ready_to_ship(view: SliceView, checked: VerifyState) -> bool:
+    """THE trigger of a PR bundle: a closed slice the system judged shipped (the SHIP
+    verdict, ``verify.ship_judged.v1``, for the plan it closed). A slice closed not shipped,
+    or not judged yet, is never bundled."""
+    judged = checked.judged.get(view.accepted)
+    return view.status == "closed" and judged is not None and judged.shipped
 
 
 def decide(world: World, options: Options) -> list[Intent]:
     ship: ShippingState = world.state(shipping.FOLD.name)
     views: SlicesState = world.state(slices.FOLD.name)
     state: RiskState = world.state(risk.FOLD.name)
+    checked: VerifyState = world.state(verify.FOLD.name)
     project = world.project
     if ship.moves > ship.scanned_moves:
         return [
@@ -45,7 +49,7 @@ def decide(world: World, options: Options) -> list[Intent]:
         return []
     intents: list[Intent] = []
     for slice_id, view in views.slices.items():
-        if not ready_to_ship(view):
+        if not ready_to_ship(view, checked):
             continue
         bundled = ship.bundled.get(slice_id)
         if bundled is None:
