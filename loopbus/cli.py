@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git",
     ),
     "demo": ("demo_args", "run the whole loop on a scaffolded project and print its timeline"),
-    "up": ("up", "run loopbus: embedded NATS, the log, every daemon"),
+    "up": ("up_args", "run loopbus: embedded NATS, the log, every daemon"),
     "report": (
         "report_args",
         "publish a claim (a report or a finding), or read a slice's risk report",
@@ -53,7 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trunk": ("trunk", "act on the project's trunk"),
     "config": ("config_args", "the configuration that judges trunk (operators)"),
     "record": ("record_args", "the run record of a project, from the log"),
-    "gate": ("gate", "run a commit's gates (cached, signed, three outcomes); claim a ratchet move"),
+    "gate": (
+        "gate_args",
+        "run a commit's gates (cached, signed, three outcomes); claim a ratchet move",
+    ),
     "findings": ("findings_args", "export a project's findings (SARIF 2.1.0)"),
     "finding": ("finding_args", "dismiss, resolve or reopen a finding (operator)"),
     "decision": ("decision_args", "record, supersede, show or list durable decisions"),

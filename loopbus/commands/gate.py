@@ -21,54 +21,16 @@ from typing import Any
 import msgspec
 
 from loopbus.bus import ensure_log
-from loopbus.commands import gate_move
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
 from loopbus.schemas import format_target
-from loopbus.settings import add_connection, connection
+from loopbus.settings import connection
 from loopbus.workers.errors import ConfigError, WorkerError
 from loopbus.workers.gates.config import ProjectConfig, parse_config
 from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
-from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, key_path, load_or_create
+from loopbus.workers.gates.signing import key_path, load_or_create
 from loopbus.workers.repository import CONFIG_FILE, resolve
 from loopbus.workers.runtime import configure_logging
-
-
-def register(sub: Any) -> None:
-    gate = sub.add_parser(
-        "gate", help="run a commit's gates (cached, signed, three outcomes); claim a ratchet move"
-    )
-    actions = gate.add_subparsers(dest="gate_action", metavar="ACTION", parser_class=type(gate))
-    actions.required = True
-    run_parser = actions.add_parser(
-        "run", help="run every check (or --check) on a commit and print each outcome"
-    )
-    add_connection(run_parser, role="agent")
-    run_parser.add_argument(
-        "--repo",
-        type=Path,
-        default=Path(os.environ.get("LOOPBUS_REPO", ".")),
-        help="the repository (default: $LOOPBUS_REPO, else the current directory)",
-    )
-    run_parser.add_argument("--commit", default=None, metavar="SHA", help="default: HEAD")
-    run_parser.add_argument(
-        "--check", action="append", default=[], metavar="ID", help="only this check (repeatable)"
-    )
-    run_parser.add_argument("--json", action="store_true", help="one JSON object per check")
-    run_parser.add_argument(
-        "--force", action="store_true", help="run even when a cached pass or fail exists"
-    )
-    run_parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help=f"keep the runner key in DATA_DIR/keys (default: ${KEY_DIR_ENV}, else "
-        "$XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
-    )
-    run_parser.add_argument("--runner-name", default=DEFAULT_NAME, help="key name")
-    run_parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
-    run_parser.set_defaults(handler=run)
-    gate_move.register(actions)
 
 
 def run(args: argparse.Namespace) -> int:

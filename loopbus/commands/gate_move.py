@@ -11,55 +11,17 @@ there, on the record.
 from __future__ import annotations
 
 import argparse
-from typing import Any, get_args
 
 from loopbus.answers import claim_and_wait
-from loopbus.commands.report import add_claimant, principal
-from loopbus.completion import offer
+from loopbus.commands.gate_args import CLAIMANT_ROLES
+from loopbus.commands.report import principal
 from loopbus.errors import UsageError
-from loopbus.known import add_new
 from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.schemas import Actor, FindingRaised, InvalidValue, Role
+from loopbus.schemas import Actor, FindingRaised, InvalidValue
 from loopbus.schemas.ids import is_token
 from loopbus.schemas.ratchet import GATE_MOVES, SCOPES, GateMoveClaim, GateMoved
-from loopbus.settings import add_connection, add_project
 
-CLAIMANT_ROLES: tuple[str, ...] = tuple(r for r in get_args(Role) if r != "system")
 OPTIONS = {"gate": "--gate", "why": "--why", "check": "--check", "every": "--every"}
-
-
-def register(actions: Any) -> None:
-    """Add ``move`` to ``loopbus gate``'s actions."""
-    text = "claim a move of a gate along the ratchet (the ratchet daemon settles it)"
-    parser = actions.add_parser("move", help=text, description=text)
-    add_connection(parser, role="operator")
-    add_project(parser)
-    add_claimant(parser)
-    parser.add_argument("--gate", required=True, help="the gate: a check id, or a profile name")
-    offer(parser.add_argument("--move", required=True, help=", ".join(GATE_MOVES)), GATE_MOVES)
-    offer(
-        parser.add_argument("--scope", default="local", help="local (default) or profile"),
-        SCOPES,
-    )
-    offer(
-        parser.add_argument(
-            "--role",
-            default="operator",
-            help="who claims: operator (default), standards, builder, … (the credential's)",
-        ),
-        CLAIMANT_ROLES,
-    )
-    parser.add_argument("--why", required=True, help="why, in a sentence")
-    parser.add_argument("--check", default="", help="the check added or edited")
-    parser.add_argument("--defect", default="", help="the class of mistake a drafted gate catches")
-    parser.add_argument(
-        "--every", type=int, default=None, metavar="N", help="the new review cadence N"
-    )
-    parser.add_argument(
-        "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
-    )
-    add_new(parser, "this gate move (a catalogue's or project's first event)")
-    parser.set_defaults(handler=run)
 
 
 def build(args: argparse.Namespace) -> GateMoveClaim:

@@ -15,11 +15,10 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from loopbus.bus import BusUnreachable, EmbeddedServer, ensure_log, port_is_free
 from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
-from loopbus.bus.embedded import DEFAULT_PORT, free_port
+from loopbus.bus.embedded import free_port
 from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
 from loopbus.bus.private import private_dir, private_umask, tighten
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
@@ -29,84 +28,17 @@ from loopbus.schemas.durations import parse_duration
 from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
     DATA_DIR_ENV,
-    DEFAULT_DATA_DIR,
-    DEFAULT_HEARTBEAT_LAPSE,
     NATS_URL_ENV,
-    add_connection,
     connection,
     default_data_dir,
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
-from loopbus.web.options import add_web_options, check_port
+from loopbus.web.options import check_port
 from loopbus.workers.errors import CONFIG_FILE, WorkerError
-from loopbus.workers.leases.capacity import capacity_arg, cores, jobs_arg
+from loopbus.workers.leases.capacity import cores
 from loopbus.workers.merger.face import adopt_on_first_start, adopted_on_log
 from loopbus.workers.merger.face import operator as adopter
 from loopbus.workers.runtime import configure_logging
-
-SYNC_CHOICES = ("interval", "always")
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("up", help="run loopbus: embedded NATS, the log, every daemon")
-    add_connection(
-        parser,
-        url_help=f"use this server instead of starting one (default: ${NATS_URL_ENV})",
-        role="admin",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help=f"where JetStream stores the log and creds/ the credentials (default: "
-        f"${DATA_DIR_ENV}, else {DEFAULT_DATA_DIR})",
-    )
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="client port (default %(default)s)"
-    )
-    parser.add_argument(
-        "--heartbeat-lapse",
-        default=DEFAULT_HEARTBEAT_LAPSE,
-        help="a working unit silent this long is LOST (default %(default)s)",
-    )
-    parser.add_argument(
-        "--repo", type=Path, default=None, help="the target repository daemons work on"
-    )
-    parser.add_argument(
-        "--trunk",
-        default=None,
-        help="the trunk branch every daemon uses (default: the repository's current branch)",
-    )
-    parser.add_argument(
-        "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
-    )
-    parser.add_argument(
-        "--sync",
-        choices=SYNC_CHOICES,
-        default=None,
-        help="when the embedded server writes the log to disk: 'interval' (nats-server's "
-        "default, every 2 minutes) or 'always' (before every acknowledgement; slower, see "
-        "docs/operating.md)",
-    )
-    capacity = parser.add_argument_group("capacity")
-    capacity.add_argument(
-        "--jobs",
-        type=jobs_arg,
-        default=None,
-        help="checks the gate runner runs at once: a number, or 'auto' for this machine's "
-        "cores (default auto); add machines with `loopbus worker gate-runner`",
-    )
-    capacity.add_argument(
-        "--capacity",
-        type=capacity_arg,
-        default=None,
-        help="units the dispatcher keeps in flight at once (default: "
-        "$LOOPBUS_CAPACITY, else the dispatcher's own)",
-    )
-    web = parser.add_argument_group("operator page")
-    add_web_options(web, prefix="web-")
-    web.add_argument("--no-web", action="store_true", help="do not serve the operator page")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

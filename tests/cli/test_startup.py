@@ -81,13 +81,13 @@ def test_parsing_imports_no_transport(args: list[str]) -> None:
     assert of(names, HEAVY) == []
 
 
-LOADS_ON_HELP = {"gate", "up", "creds", "provision", "worker", "health", "merge-driver"}
+LOADS_ON_HELP = {"creds", "provision", "worker", "health", "merge-driver"}
 """Commands whose module still registers its parser beside its implementation, so their
-``--help`` imports what the command runs: the gate runner and its signing keys, the
-supervisor and its daemon table, the server's credentials and streams (``loopbus.bus.auth``
-reads the stream names from ``loopbus.bus.provision``, which imports nats-py), the entity
-merge. Each starts in about 0.2 s on an idle machine here (bench_cli_start.py
---every-help); shrink this set, never grow it."""
+``--help`` imports what the command runs: the supervisor and its daemon table (worker,
+health), the server's credentials and streams (``loopbus.bus.auth`` reads the stream names
+from ``loopbus.bus.provision``, which imports nats-py), the entity merge. Each starts in
+about 0.2 s on an idle machine here (bench_cli_start.py --every-help); shrink this set,
+never grow it."""
 
 
 @pytest.mark.parametrize("name", [n for n in COMMANDS if n not in LOADS_ON_HELP])

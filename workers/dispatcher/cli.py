@@ -16,7 +16,8 @@ from loopbus.workers.dispatcher.daemon import Dispatcher
 from loopbus.workers.dispatcher.decide import DEFAULT_CAPACITY
 from loopbus.workers.dispatcher.repo import ProjectRepo
 from loopbus.workers.errors import CONFIG_FILE, ConfigError, WorkerError
-from loopbus.workers.gates.signing import KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.gates.key_names import KEY_DIR_ENV
+from loopbus.workers.gates.signing import load_existing, load_or_create
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.runtime import DaemonContext
 

@@ -17,8 +17,9 @@ from loopbus.workers.errors import GateError, WorkerError
 from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
 from loopbus.workers.gate_runner.shared import SharedGateRunner
 from loopbus.workers.gates.config import parse_config
+from loopbus.workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import DEFAULT_NAME, KEY_DIR_ENV, load_existing, load_or_create
+from loopbus.workers.gates.signing import load_existing, load_or_create
 from loopbus.workers.kernel import Kernel
 from loopbus.workers.kernel.lease_flights import Flights
 from loopbus.workers.leases.capacity import jobs_arg

@@ -26,9 +26,8 @@ from loopbus.bus.private import private_dir
 from loopbus.schemas import Actor
 from loopbus.schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
 from loopbus.workers.errors import GateError
+from loopbus.workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 
-DEFAULT_NAME = "gate-runner"
-KEY_DIR_ENV = "LOOPBUS_KEY_DIR"
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 
 E = TypeVar("E", bound=SignedGateEvent)
