@@ -85,11 +85,13 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
                     unit=event.unit,
                 ),
             )
-        case FindingResolved():
+        # Only the system settles a finding (the ratchet daemon answering an operator's
+        # claim): the same facts from any other credential are forgeries and change nothing.
+        case FindingResolved() if event.actor.role == "system":
             _status(state, event.finding, "resolved")
-        case FindingDismissed():
+        case FindingDismissed() if event.actor.role == "system":
             _status(state, event.finding, "dismissed")
-        case FindingReopened():
+        case FindingReopened() if event.actor.role == "system":
             _status(state, event.finding, "open")
         case SliceShipJudged() if event.actor.role == "system":
             state.judged.setdefault(event.accepted, event)
