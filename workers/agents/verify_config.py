@@ -33,7 +33,9 @@ from loopbus.workers.agents.config import INVESTIGATOR_KEYS, config_text
 from loopbus.workers.agents.tables import check_table, command_line, seconds
 from loopbus.workers.errors import ConfigError
 
-VERIFY_KEYS = INVESTIGATOR_KEYS  # the same two: a command and its timeout
+VERIFY_KEYS = (*INVESTIGATOR_KEYS, "propose_gates")
+"""A command and its timeout, as the investigator has, and whether passing checks are
+proposed as gates."""
 SHIP_KEYS = ("floors", "max_unit_lines", "command", "timeout", "env")
 """Every key of ``[ship]``: the last three are the ship command's (workers/shipper)."""
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
@@ -43,6 +45,9 @@ DEFAULT_MAX_UNIT_LINES = 400
 class VerifyConfig(msgspec.Struct, frozen=True, kw_only=True):
     command: str | None = None
     timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
+    propose_gates: bool = False
+    """Each acceptance check the verifier wrote that passed on trunk is proposed as a
+    project-local gate (Drafted, for the operator to approve or decline)."""
 
 
 class ShipConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,9 +58,13 @@ class ShipConfig(msgspec.Struct, frozen=True, kw_only=True):
 def parse_verify(doc: dict[str, Any]) -> VerifyConfig:
     table = doc.get("verify", {})
     check_table(table, "verify", VERIFY_KEYS)
+    propose = table.get("propose_gates", False)
+    if not isinstance(propose, bool):
+        raise ConfigError("verify.propose_gates", propose, "write true or false")
     return VerifyConfig(
         command=command_line(table.get("command"), "verify.command"),
         timeout_s=seconds(table.get("timeout", DEFAULT_VERIFY_TIMEOUT_S), "verify.timeout"),
+        propose_gates=propose,
     )
 
 

@@ -5,6 +5,7 @@ one atomic batch. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import msgspec
@@ -12,6 +13,7 @@ from loopbus.projections.intents import PublishBatch
 from loopbus.schemas import Actor, FindingRaised, InvalidEvent, decode_event, encode_event
 from loopbus.schemas.ids import answer_id
 from loopbus.schemas.limits import bounded, oversize
+from loopbus.schemas.ratchet import GateProposed
 from loopbus.schemas.targets import PlanTarget
 from loopbus.schemas.verify import (
     VERIFY_CRITERION,
@@ -22,6 +24,8 @@ from loopbus.schemas.verify import (
 )
 
 MAX_FINDINGS = 50
+MAX_PROPOSED = 10
+"""Gates proposed from one wave's passing checks, at most."""
 MAX_LIST = 100
 
 _envelope = msgspec.json.Decoder(VerifierEnvelope)
@@ -45,9 +49,11 @@ def recorded(
     *,
     actor: Actor,
     now: datetime,
+    propose_gates: bool = False,
 ) -> PublishBatch:
     """The verifier's run as facts. An ``answer`` that is a string is why nothing could be
-    verified: the wave is recorded with that error (and so is unverified for SHIP)."""
+    verified: the wave is recorded with that error (and so is unverified for SHIP). With
+    ``propose_gates``, each acceptance check that passed is proposed as a gate after it."""
     base = answer_id(accepted, f"verify:{brief.wave}")
     if isinstance(answer, str):
         run = WaveVerified(
@@ -81,14 +87,51 @@ def recorded(
         findings=[f.id for f in findings],
         summary=bounded(answer.summary),
     )
+    proposals = proposed_gates(brief, run, actor, now) if propose_gates else []
     # The findings first: the wave counts as verified only once its findings are folded.
-    batch = PublishBatch((*findings, run))
+    batch = PublishBatch((*findings, run, *proposals))
     why = unrecordable(batch)
     if why is not None:  # recorded as the wave's error, never an effect failing for ever
         return recorded(
             brief, accepted, f"its answer cannot be recorded: {why}", actor=actor, now=now
         )
     return batch
+
+
+def proposed_gates(
+    brief: VerifyBrief, run: WaveVerified, actor: Actor, now: datetime
+) -> list[GateProposed]:
+    """The acceptance checks of ``run`` that passed, each proposed as a project-local gate.
+
+    A proposal enters the ratchet as Drafted and owned by the operator, who alone approves
+    it (and only an approval installs it in the contract): the verifier is an agent, so
+    its command is shown to the operator as it wrote it, never run as a gate before that.
+    The gate id names the slice, the wave and the check, so a later wave proposes anew."""
+    proposals = []
+    for check in [c for c in run.checks if c.passed][:MAX_PROPOSED]:
+        slug = re.sub(r"[^A-Za-z0-9_-]+", "-", check.id).strip("-")[:32]
+        if not slug or not check.command.strip():
+            continue
+        proposals.append(
+            GateProposed(
+                id=answer_id(run.id, f"gate:{check.id}"),
+                project=brief.project,
+                actor=actor,
+                at=now,
+                gate=f"verify-{brief.slice}-w{brief.wave}-{slug}"[:64],
+                check=bounded(check.command, 1000),
+                defect=bounded(f"acceptance: {check.criterion or check.id}", 200),
+                investigation=run.id,
+                finding=run.id,
+                why=bounded(
+                    f"the code-cold verifier's check {check.id} passed on trunk "
+                    f"{run.trunk[:12]} (wave {brief.wave} of {brief.slice}); as a gate it "
+                    "keeps holding what was verified",
+                    500,
+                ),
+            )
+        )
+    return proposals
 
 
 def unrecordable(batch: PublishBatch) -> str | None:

@@ -92,7 +92,14 @@ class Verifier(Daemon):
         else:
             brief = msgspec.structs.replace(brief, trunk=head, boot=boot)
             answer = await self._run(config, verify, brief)
-        batch = recorded(brief, effect.accepted, answer, actor=self.actor, now=utcnow())
+        batch = recorded(
+            brief,
+            effect.accepted,
+            answer,
+            actor=self.actor,
+            now=utcnow(),
+            propose_gates=verify.propose_gates,
+        )
         log.info("verify.recorded", slice=brief.slice, wave=brief.wave, facts=len(batch.events))
         return batch
 
