@@ -267,9 +267,10 @@ def _finding_lesson(state: LessonsState, event: FindingRaised) -> Lesson | None:
             claimed=True,
         )
     if event.producer == "trunk_gate" and event.criterion == VERIFY_CRITERION:
-        # The code-cold verifier's finding (workers/verifier/answer.py): its class is the
-        # acceptance check it names (or its words), so two different failures the
-        # verifier caught are two lessons, not one recurring.
+        # The code-cold verifier's finding (workers/verifier/answer.py). Its class is the
+        # acceptance check it names (or its words), so two different failures are two
+        # lessons. That name is the verifier's id for its check, not a command: such a
+        # lesson names no gate command (its gate comes through [verify] propose_gates).
         check = event.evidence.get("check")
         named = check if isinstance(check, str) and check else event.message[:80]
         return Lesson(
@@ -279,8 +280,7 @@ def _finding_lesson(state: LessonsState, event: FindingRaised) -> Lesson | None:
             unit=event.unit,
             round=_round(state, event.unit),
             caught_by="the code-cold verifier",
-            sooner="the verifier's check as a unit gate" if isinstance(check, str) else "",
-            check=check if isinstance(check, str) else "",
+            sooner=f"the verifier's check {named[:80]} as a unit gate",
             evidence=[event.id],
         )
     return None

@@ -10,8 +10,10 @@
   daemon's facts close it here). While one is open, :func:`hold` says why the dispatcher
   must start nothing and the shipper bundles nothing.
 
-Only the system's facts count: an agent cannot raise a secret finding that freezes the loop
-(its finding is a claim on its own subject, with another criterion owner) nor close one.
+Only the system's facts count, and of those only the secret findings a ``TrunkScanned``
+lists (the shipper publishes them in one batch): the system re-raises a reviewer's or an
+investigator's finding with the criterion the agent chose, so a criterion alone could let
+an agent freeze the loop. Nor can an agent close one.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class ShippingState(msgspec.Struct, kw_only=True):
     tips: list[str] = []
     secrets: dict[str, str] = {}
     """Open secret finding id -> its message."""
+    candidates: dict[str, str] = {}
+    """Findings of the secret criterion no scan has listed (yet): they hold nothing."""
+    scanned_findings: list[str] = []
+    """Every finding a scan listed (a reopened one holds again only if it is one of them)."""
     bundled: dict[str, SliceBundled] = {}
     ran: dict[str, ShipCommandRan] = {}
     objectives: dict[str, str] = {}
@@ -55,9 +61,13 @@ def apply(state: ShippingState, event: Event) -> ShippingState:
             if event.tip not in state.tips:
                 state.tips.append(event.tip)
             state.scanned_moves = max(state.scanned_moves, event.moves)
+            for finding in event.findings:
+                if finding in state.candidates:
+                    state.secrets[finding] = state.candidates.pop(finding)
+                    state.scanned_findings.append(finding)
         case FindingRaised(criterion=criterion) if criterion == SECRET_CRITERION:
-            state.secrets[event.id] = event.message
-        case FindingReopened() if event.original.criterion == SECRET_CRITERION:
+            state.candidates[event.id] = event.message
+        case FindingReopened() if event.finding in state.scanned_findings:
             state.secrets[event.finding] = event.original.message
         case FindingResolved() | FindingDismissed():
             state.secrets.pop(event.finding, None)

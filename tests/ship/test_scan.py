@@ -50,3 +50,30 @@ def test_a_second_scan_reads_only_commits_new_since_the_first(tmp_path: Path) ->
     second = scan(repo, "main", [first.tip])
     assert second.commits == 1 and second.leaks == []
     assert scan(repo, "main", ["0" * 40]).commits == 3
+
+
+def test_a_secret_finding_no_scan_listed_holds_nothing() -> None:
+    """The system re-raises a reviewer's finding with the criterion the reviewer chose: one
+    naming the secret criterion freezes nothing unless a trunk scan listed it."""
+    from loopbus.projections import shipping
+    from loopbus.schemas import Actor, FindingRaised
+    from loopbus.schemas.ship import SECRET_CRITERION, TrunkScanned
+    from loopbus.schemas.targets import RecordTarget
+
+    system = Actor(role="system", principal="t")
+
+    def secret(producer: str) -> FindingRaised:
+        return FindingRaised(
+            project="p", actor=system, producer=producer, target=RecordTarget(id="c" * 40),
+            severity="critical", criterion=SECRET_CRITERION, message="a key",
+        )  # fmt: skip
+
+    relayed, scanned = secret("reviewer"), secret("standards")
+    scan = TrunkScanned(
+        project="p", actor=system, trunk="main", tip="c" * 40, commits=1, moves=0,
+        findings=[scanned.id],
+    )  # fmt: skip
+    assert shipping.hold(shipping.FOLD.fold([relayed])) == ""
+    assert shipping.hold(shipping.FOLD.fold([relayed, scanned])) == ""  # not listed yet
+    state = shipping.FOLD.fold([relayed, scanned, scan])
+    assert list(state.secrets) == [scanned.id] and shipping.hold(state).startswith("1 open")
