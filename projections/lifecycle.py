@@ -24,6 +24,14 @@ from loopbus.schemas.targets import CheckTarget
 Status = Literal["open", "dismissed", "resolved"]
 
 
+def settled_as(event: FindingResolved | FindingDismissed | FindingReopened) -> Status:
+    """The status a settling fact leaves its finding in (the one mapping every fold that
+    tracks a finding's status uses; each fold checks first that the system published it)."""
+    if isinstance(event, FindingResolved):
+        return "resolved"
+    return "dismissed" if isinstance(event, FindingDismissed) else "open"
+
+
 class Step(msgspec.Struct, kw_only=True):
     """One step of a finding's life."""
 

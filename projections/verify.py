@@ -15,10 +15,9 @@ and a finding raised by the system as producer ``trunk_gate`` with criterion ``v
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.lifecycle import Status, settled_as
 from loopbus.projections.slices import SliceView, is_settled
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
@@ -26,7 +25,7 @@ from loopbus.schemas.reviews import ReviewVerdict, VerdictAccepted
 from loopbus.schemas.scores import AxisScore
 from loopbus.schemas.verify import VERIFY_CRITERION, SliceShipJudged, WaveVerified
 
-FindingStatus = Literal["open", "resolved", "dismissed"]
+FindingStatus = Status
 
 
 class VerifierFindingState(msgspec.Struct, kw_only=True):
@@ -87,12 +86,10 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
             )
         # Only the system settles a finding (the ratchet daemon answering an operator's
         # claim): the same facts from any other credential are forgeries and change nothing.
-        case FindingResolved() if event.actor.role == "system":
-            _status(state, event.finding, "resolved")
-        case FindingDismissed() if event.actor.role == "system":
-            _status(state, event.finding, "dismissed")
-        case FindingReopened() if event.actor.role == "system":
-            _status(state, event.finding, "open")
+        case FindingResolved() | FindingDismissed() | FindingReopened() if (
+            event.actor.role == "system" and event.finding in state.findings
+        ):
+            state.findings[event.finding].status = settled_as(event)
         case SliceShipJudged() if event.actor.role == "system":
             state.judged.setdefault(event.accepted, event)
         case ReviewVerdict() if event.actor.role == "reviewer":
@@ -104,12 +101,6 @@ def apply(state: VerifyState, event: Event) -> VerifyState:
         case _:
             pass
     return state
-
-
-def _status(state: VerifyState, finding: str, status: FindingStatus) -> None:
-    found = state.findings.get(finding)
-    if found is not None:
-        found.status = status
 
 
 FOLD = Fold(name="verify", state_type=VerifyState, initial=initial, apply=apply)

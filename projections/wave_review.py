@@ -10,18 +10,16 @@ or a re-review is owed or a wave-review finding is open (:func:`close_held`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import msgspec
 from loopbus.projections.base import Fold
+from loopbus.projections.lifecycle import Status, settled_as
 from loopbus.projections.slices import SliceView
 from loopbus.projections.verify import merged_waves, wave_key, wave_units
 from loopbus.schemas import Event, FindingRaised, FindingResolved
 from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
 from loopbus.schemas.merges import TrunkAdvanced
 from loopbus.schemas.wave_review import WAVE_REVIEW_CRITERION, UnitReReviewed, WaveReviewed
-
-Status = Literal["open", "resolved", "dismissed"]
 
 
 class Merge(msgspec.Struct, kw_only=True):
@@ -87,21 +85,13 @@ def apply(state: WaveReviewState, event: Event) -> WaveReviewState:
             )
         # Only the system settles a finding (the ratchet daemon answering an operator's
         # claim): the same facts from any other credential are forgeries and change nothing.
-        case FindingResolved() if event.actor.role == "system":
-            _status(state, event.finding, "resolved")
-        case FindingDismissed() if event.actor.role == "system":
-            _status(state, event.finding, "dismissed")
-        case FindingReopened() if event.actor.role == "system":
-            _status(state, event.finding, "open")
+        case FindingResolved() | FindingDismissed() | FindingReopened() if (
+            event.actor.role == "system" and event.finding in state.findings
+        ):
+            state.findings[event.finding].status = settled_as(event)
         case _:
             pass
     return state
-
-
-def _status(state: WaveReviewState, finding: str, status: Status) -> None:
-    found = state.findings.get(finding)
-    if found is not None:
-        found.status = status
 
 
 FOLD = Fold(name="wave_review", state_type=WaveReviewState, initial=initial, apply=apply)
