@@ -18,17 +18,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopbus.schemas.lazy import lazy_exports
+from schemas.lazy import lazy_exports
 
 # The names are loaded on first use (PEP 562), not when the package is imported: a command
-# that imports one light submodule (``loopbus.bus.errors``, ``loopbus.bus.creds``) or only
+# that imports one light submodule (``bus.errors``, ``bus.creds``) or only
 # parses its arguments must not pay for nats-py and its websocket transport (``loopbus
-# --help`` started in over a second). ``from loopbus.bus import Bus`` still works: it loads
-# ``loopbus.bus.connection`` at that moment.
+# --help`` started in over a second). ``from bus import Bus`` still works: it loads
+# ``bus.connection`` at that moment.
 if TYPE_CHECKING:
-    from loopbus.bus.connection import Bus, connect, connect_once
-    from loopbus.bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
-    from loopbus.bus.errors import (
+    from bus.connection import Bus, connect, connect_once
+    from bus.embedded import EmbeddedServer, free_port, port_is_free, server_binary
+    from bus.errors import (
         BatchRefused,
         BusError,
         BusUnreachable,
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
         TransitionConflict,
         ViewUnreadable,
     )
-    from loopbus.bus.kv import Bucket, KvEntry
-    from loopbus.bus.provision import (
+    from bus.kv import Bucket, KvEntry
+    from bus.provision import (
         HEARTBEAT_BUCKET,
         LOG_STREAM,
         PROJECTION_BUCKET,
@@ -50,41 +50,41 @@ if TYPE_CHECKING:
         ensure_log,
         log_config,
     )
-    from loopbus.bus.publisher import Ack
-    from loopbus.bus.reader import Record, read
-    from loopbus.bus.views import Views
+    from bus.publisher import Ack
+    from bus.reader import Record, read
+    from bus.views import Views
 
 _HOME: dict[str, str] = {
-    "Ack": "loopbus.bus.publisher",
-    "BatchRefused": "loopbus.bus.errors",
-    "Bucket": "loopbus.bus.kv",
-    "Bus": "loopbus.bus.connection",
-    "BusError": "loopbus.bus.errors",
-    "BusUnreachable": "loopbus.bus.errors",
-    "EmbeddedServer": "loopbus.bus.embedded",
-    "EmbeddedServerError": "loopbus.bus.errors",
-    "HEARTBEAT_BUCKET": "loopbus.bus.provision",
-    "KeyChanged": "loopbus.bus.errors",
-    "KvEntry": "loopbus.bus.kv",
-    "LOG_STREAM": "loopbus.bus.provision",
-    "LogNotProvisioned": "loopbus.bus.errors",
-    "NotNats": "loopbus.bus.errors",
-    "PROJECTION_BUCKET": "loopbus.bus.provision",
-    "PublishFailed": "loopbus.bus.errors",
-    "Record": "loopbus.bus.reader",
-    "ServerUnavailable": "loopbus.bus.errors",
-    "TransitionConflict": "loopbus.bus.errors",
-    "ViewUnreadable": "loopbus.bus.errors",
-    "Views": "loopbus.bus.views",
-    "WORKER_BUCKET": "loopbus.bus.provision",
-    "connect": "loopbus.bus.connection",
-    "connect_once": "loopbus.bus.connection",
-    "ensure_log": "loopbus.bus.provision",
-    "free_port": "loopbus.bus.embedded",
-    "log_config": "loopbus.bus.provision",
-    "port_is_free": "loopbus.bus.embedded",
-    "read": "loopbus.bus.reader",
-    "server_binary": "loopbus.bus.embedded",
+    "Ack": "bus.publisher",
+    "BatchRefused": "bus.errors",
+    "Bucket": "bus.kv",
+    "Bus": "bus.connection",
+    "BusError": "bus.errors",
+    "BusUnreachable": "bus.errors",
+    "EmbeddedServer": "bus.embedded",
+    "EmbeddedServerError": "bus.errors",
+    "HEARTBEAT_BUCKET": "bus.provision",
+    "KeyChanged": "bus.errors",
+    "KvEntry": "bus.kv",
+    "LOG_STREAM": "bus.provision",
+    "LogNotProvisioned": "bus.errors",
+    "NotNats": "bus.errors",
+    "PROJECTION_BUCKET": "bus.provision",
+    "PublishFailed": "bus.errors",
+    "Record": "bus.reader",
+    "ServerUnavailable": "bus.errors",
+    "TransitionConflict": "bus.errors",
+    "ViewUnreadable": "bus.errors",
+    "Views": "bus.views",
+    "WORKER_BUCKET": "bus.provision",
+    "connect": "bus.connection",
+    "connect_once": "bus.connection",
+    "ensure_log": "bus.provision",
+    "free_port": "bus.embedded",
+    "log_config": "bus.provision",
+    "port_is_free": "bus.embedded",
+    "read": "bus.reader",
+    "server_binary": "bus.embedded",
 }
 """Where each exported name lives."""
 

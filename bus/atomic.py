@@ -13,14 +13,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import nats.errors
-from loopbus.bus.errors import BatchRefused, ServerUnavailable
-from loopbus.bus.publisher import ACK_WAIT, Ack, encode_checked
-from loopbus.bus.retry import retrying
-from loopbus.schemas import Event, subject_of
 from nats.js.api import Header
 
+from bus.errors import BatchRefused, ServerUnavailable
+from bus.publisher import ACK_WAIT, Ack, encode_checked
+from bus.retry import retrying
+from schemas import Event, subject_of
+
 if TYPE_CHECKING:
-    from loopbus.bus.connection import Bus
+    from bus.connection import Bus
 
 ATOMIC_BATCH_LIMIT = 1000
 """The server's default cap on one atomic batch."""

@@ -1,6 +1,6 @@
 """Who may publish what on the wire: the roles, their permissions, nats-server's config.
 
-Authority is decided twice. The folds judge every event (:mod:`loopbus.schemas.authority`);
+Authority is decided twice. The folds judge every event (:mod:`schemas.authority`);
 this module makes the server refuse the publish in the first place, so a process with an
 ``agent`` credential cannot put a fact, another principal's claim, or a stream update on
 the bus at all. The permissions are computed here once and used both to write the
@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from loopbus.bus.provision import BUCKETS, LOG_STREAM
-from loopbus.schemas.subjects import claim_family, matches_any
+from bus.provision import BUCKETS, LOG_STREAM
+from schemas.subjects import claim_family, matches_any
 
 CredRole = Literal["admin", "system", "operator", "reader", "agent"]
 CRED_ROLES: tuple[CredRole, ...] = ("admin", "system", "operator", "reader", "agent")

@@ -1,8 +1,8 @@
 """The one place that talks to NATS: connect, publish (single, pipelined, conditional,
 atomic), read the log back, and open KV buckets.
 
-Why the cut is here: every other package speaks in :mod:`loopbus.schemas` events and stream
-sequences. NATS exceptions are translated into :mod:`loopbus.bus.errors` at this boundary, so a
+Why the cut is here: every other package speaks in :mod:`schemas` events and stream
+sequences. NATS exceptions are translated into :mod:`bus.errors` at this boundary, so a
 worker never has to know which client library raised what.
 """
 
@@ -20,10 +20,14 @@ from urllib.parse import urlsplit
 import nats
 import nats.errors
 import nats.js.errors
-from loopbus.bus.atomic import publish_atomic
-from loopbus.bus.auth import describe
-from loopbus.bus.creds import Credential
-from loopbus.bus.errors import (
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+from nats.js.api import Header
+
+from bus.atomic import publish_atomic
+from bus.auth import describe
+from bus.creds import Credential
+from bus.errors import (
     BusError,
     BusUnreachable,
     LogNotProvisioned,
@@ -33,18 +37,15 @@ from loopbus.bus.errors import (
     ServerUnavailable,
     TransitionConflict,
 )
-from loopbus.bus.greeting import not_nats, scheme_problem
-from loopbus.bus.kv import Bucket
-from loopbus.bus.names import DEFAULT_URL as DEFAULT_URL
-from loopbus.bus.names import NATS_URL_ENV as NATS_URL_ENV
-from loopbus.bus.provision import LOG_STREAM
-from loopbus.bus.publisher import Ack, Acks, Pipeline, encode_checked
-from loopbus.bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
-from loopbus.bus.wire import Wire
-from loopbus.schemas import Event, subject_of
-from nats.aio.client import Client as NatsClient
-from nats.js import JetStreamContext
-from nats.js.api import Header
+from bus.greeting import not_nats, scheme_problem
+from bus.kv import Bucket
+from bus.names import DEFAULT_URL as DEFAULT_URL
+from bus.names import NATS_URL_ENV as NATS_URL_ENV
+from bus.provision import LOG_STREAM
+from bus.publisher import Ack, Acks, Pipeline, encode_checked
+from bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from bus.wire import Wire
+from schemas import Event, subject_of
 
 # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
@@ -152,7 +153,7 @@ async def _connect(
     if tls_ca is not None:
         # Here, not at the top: bus.tls also makes certificates, with cryptography's x509,
         # which a command that connects without TLS should not import.
-        from loopbus.bus.tls import client_context
+        from bus.tls import client_context
 
         try:
             options = options | {"tls": client_context(tls_ca)}
@@ -388,7 +389,7 @@ class Bus:
 
         Each event is its own JetStream publish with ``Nats-Msg-Id`` = its id, so each gets
         its exact sequence, and nothing is lost or stored twice when some are sent again
-        (see :mod:`loopbus.bus.publisher`). Raises :class:`PublishFailed` when the server
+        (see :mod:`bus.publisher`). Raises :class:`PublishFailed` when the server
         refuses one, or when nothing answers for the back-off budget.
 
         Events are checked as they are sent: one that would not decode back, or that this
@@ -450,8 +451,8 @@ class Bus:
         return str(msg.subject), bytes(msg.data or b"")
 
     async def bucket(self, name: str) -> Bucket:
-        """An existing KV bucket (provisioned by :mod:`loopbus.bus.provision`) whose calls
-        ride through a restart or failover (see :mod:`loopbus.bus.retry`)."""
+        """An existing KV bucket (provisioned by :mod:`bus.provision`) whose calls
+        ride through a restart or failover (see :mod:`bus.retry`)."""
         try:
             kv = await retrying(
                 lambda: self._js_try.key_value(name), f"bucket {name}", self.backoff

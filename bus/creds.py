@@ -18,11 +18,12 @@ from pathlib import Path
 
 import msgspec
 import nkeys  # type: ignore[import-untyped]
-from loopbus.bus.auth import CRED_ROLES, CredRole, Permissions, User, permissions
-from loopbus.bus.errors import CredentialsInvalid
-from loopbus.bus.names import CREDS_ENV as CREDS_ENV
-from loopbus.bus.private import private_dir
-from loopbus.schemas.ids import is_token
+
+from bus.auth import CRED_ROLES, CredRole, Permissions, User, permissions
+from bus.errors import CredentialsInvalid
+from bus.names import CREDS_ENV as CREDS_ENV
+from bus.private import private_dir
+from schemas.ids import is_token
 
 CREDS_DIR = "creds"
 

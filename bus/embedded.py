@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from loopbus.bus.auth import authorization_block
-from loopbus.bus.creds import all_credentials, creds_dir, ensure_defaults
-from loopbus.bus.errors import EmbeddedServerError
-from loopbus.bus.names import DEFAULT_PORT as DEFAULT_PORT
-from loopbus.bus.private import UMASK, private_dir, write_private
+from bus.auth import authorization_block
+from bus.creds import all_credentials, creds_dir, ensure_defaults
+from bus.errors import EmbeddedServerError
+from bus.names import DEFAULT_PORT as DEFAULT_PORT
+from bus.private import UMASK, private_dir, write_private
 
 PR_SET_PDEATHSIG = 1
 

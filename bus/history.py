@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nats.js.errors
-from loopbus.bus.errors import BusError, LogNotProvisioned
-from loopbus.bus.private import write_private
-from loopbus.bus.provision import (
+
+from bus.errors import BusError, LogNotProvisioned
+from bus.private import write_private
+from bus.provision import (
     LOG_STREAM,
     PROJECTION_BUCKET,
     WORKER_BUCKET,
@@ -26,7 +27,7 @@ from loopbus.bus.provision import (
 )
 
 if TYPE_CHECKING:
-    from loopbus.bus.connection import Bus
+    from bus.connection import Bus
 
 RECORD_FILE = "log.json"
 """In ``up``'s data directory: the log it provisioned (stream creation time, first seq)."""

@@ -1,7 +1,7 @@
 """Key-value buckets behind loopbus's own types: heartbeats, health beacons, views, caches.
 
 A :class:`Bucket` owns one JetStream KV bucket and offers the few verbs loopbus uses; it
-hands out :class:`KvEntry` values and raises :mod:`loopbus.bus.errors`, never nats-py's
+hands out :class:`KvEntry` values and raises :mod:`bus.errors`, never nats-py's
 own types, so no package above ``bus`` needs to know which client library is underneath.
 """
 
@@ -14,8 +14,9 @@ from datetime import datetime
 
 import nats.errors
 import nats.js.errors
-from loopbus.bus.errors import BusError, KeyChanged
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+
+from bus.errors import BusError, KeyChanged
 
 WATCH_INITIAL_TIMEOUT_S = 30.0
 
@@ -56,7 +57,7 @@ async def _stop(watcher: KeyValue.KeyWatcher) -> None:
 
 
 class Bucket:
-    """One KV bucket. Create with :meth:`loopbus.bus.Bus.bucket`."""
+    """One KV bucket. Create with :meth:`bus.Bus.bucket`."""
 
     def __init__(self, name: str, kv: KeyValue, check: Callable[[str], None] | None = None) -> None:
         self.name = name

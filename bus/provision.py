@@ -7,7 +7,6 @@ are set on the stream, so no client (ours or anyone's) can remove or rewrite his
 from __future__ import annotations
 
 import nats.js.errors
-from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from nats.js import JetStreamContext
 from nats.js.api import (
     DiscardPolicy,
@@ -16,6 +15,8 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
+
+from schemas.subjects import ALL as ALL_SUBJECTS
 
 LOG_STREAM = "LOOP"
 LOG_SUBJECTS = [ALL_SUBJECTS]

@@ -1,11 +1,11 @@
 """Appending many events: the pipeline behind ``Bus.publish_many``.
 
-(The atomic batch behind ``Bus.publish_atomic`` is :mod:`loopbus.bus.atomic`.)
+(The atomic batch behind ``Bus.publish_atomic`` is :mod:`bus.atomic`.)
 
 The pipeline sends every event as a JetStream publish with ``Nats-Msg-Id`` = the event id
 and a reply subject ``<inbox>.<round>.<index>`` of its own, keeps up to ``window`` of them
 unanswered, and files each acknowledgement by index as it arrives, on the fast path of
-:mod:`loopbus.bus.wire`. Events left unanswered (an ack lost, a server restarting, a
+:mod:`bus.wire`. Events left unanswered (an ack lost, a server restarting, a
 stream electing a leader: "no responders") are sent again, after a back-off, with the
 same ``Nats-Msg-Id``: the server stores an event once and acks a repeat as a duplicate
 with the first sequence, so every event gets its exact sequence and nothing is stored
@@ -35,13 +35,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, overload
 
 import nats.errors
-from loopbus.bus.errors import PublishFailed
-from loopbus.bus.provision import LOG_STREAM
-from loopbus.bus.wire import Frame
-from loopbus.schemas import Event, decode_event, encode_event, subject_of
+
+from bus.errors import PublishFailed
+from bus.provision import LOG_STREAM
+from bus.wire import Frame
+from schemas import Event, decode_event, encode_event, subject_of
 
 if TYPE_CHECKING:
-    from loopbus.bus.connection import Bus
+    from bus.connection import Bus
 
 ACK_WAIT = 5.0
 """Seconds without any answer after which a round's unanswered events are sent again (a

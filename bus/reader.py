@@ -20,14 +20,15 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from loopbus.bus.connection import Bus
-from loopbus.bus.provision import LOG_STREAM
-from loopbus.bus.retry import note, retrying
-from loopbus.schemas import Event, InvalidEvent, decode_event, subject_of
-from loopbus.schemas.limits import bounded
-from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from bus.connection import Bus
+from bus.provision import LOG_STREAM
+from bus.retry import note, retrying
+from schemas import Event, InvalidEvent, decode_event, subject_of
+from schemas.limits import bounded
+from schemas.subjects import ALL as ALL_SUBJECTS
 
 _DEFAULT_FILTER = (ALL_SUBJECTS,)
 BATCH = 2_000

@@ -5,7 +5,7 @@ While a stream has no leader (a few seconds after its node dies) or a restarted 
 still recovering JetStream, requests get "no responders", a 503 or no answer at all. None
 of those means the request was refused, so it is tried again, waiting 50 ms, then twice as
 long each time up to 2 s, for at most :attr:`Backoff.budget` seconds in all; then the
-caller gets a :class:`~loopbus.bus.errors.BusError` that says what did not answer.
+caller gets a :class:`~bus.errors.BusError` that says what did not answer.
 
 Repeating is safe for every call that uses this module: reads; publishes carrying a
 ``Nats-Msg-Id`` (the server stores a repeat once and acks it as a duplicate); KV puts
@@ -23,8 +23,9 @@ from typing import Any, TypeVar
 import nats.errors
 import nats.js.errors
 import structlog
-from loopbus.bus.errors import ServerUnavailable
 from nats.js.kv import KeyValue
+
+from bus.errors import ServerUnavailable
 
 log = structlog.get_logger()
 

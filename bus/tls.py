@@ -17,8 +17,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from loopbus.bus.names import TLS_CA_ENV as TLS_CA_ENV
-from loopbus.bus.private import private_dir, write_private
+
+from bus.names import TLS_CA_ENV as TLS_CA_ENV
+from bus.private import private_dir, write_private
 
 """The environment variable naming the CA a client trusts for a ``tls://`` server."""
 

@@ -1,6 +1,6 @@
 """Putting a state back together from the values of its partitioned view.
 
-The inverse of :func:`loopbus.bus.view_layout.pieces`: every value says where it stands
+The inverse of :func:`bus.view_layout.pieces`: every value says where it stands
 (its key's tokens and, for entries, its own keys ``k``), so values can come in any order,
 and some may be missing — a reader that pages a big collection assembles the entries it
 read, and gets a valid state that holds only part of it. The sizes the heads record
@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from loopbus.bus.view_layout import CHUNK_ITEMS, Coll, Node
+
+from bus.view_layout import CHUNK_ITEMS, Coll, Node
 
 
 class Stored(msgspec.Struct):
-    """One stored value, as the projector writes it (see :mod:`loopbus.bus.views`)."""
+    """One stored value, as the projector writes it (see :mod:`bus.views`)."""
 
     f: int = 0
     seq: int | None = None

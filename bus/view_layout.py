@@ -16,7 +16,7 @@ where the cuts are:
 
 So no value grows with the number of units, findings, slices or events: each holds one
 entity, one chunk, or a node's fixed fields (and a value that is nonetheless too big for
-one message is split by :mod:`loopbus.bus.views`).
+one message is split by :mod:`bus.views`).
 
 Keys are ``view.<project>.<fold>`` (the state's head: the *summary*) followed by one token
 per step of the path: a field's name, a chunk's index, or an entry's key — as it is when it

@@ -3,7 +3,7 @@
 A KV bucket is a stream (``KV_<bucket>``) whose subjects are ``$KV.<bucket>.<key>``. nats-py's
 ``keys()`` and ``watch()`` push every value through a task per message; reading a view of
 100,000 entries that way takes many seconds. A scan drives an ephemeral pull consumer the
-way :mod:`loopbus.bus.reader` reads the log — batches, one callback — either over the
+way :mod:`bus.reader` reads the log — batches, one callback — either over the
 latest value of each key (a reader: ``status``) or over every revision the bucket keeps
 (the projector's restore, which needs the revision before a flush that did not finish).
 """
@@ -14,9 +14,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from loopbus.bus.connection import Bus
-from loopbus.bus.reader import _delete, _position, _Puller
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from bus.connection import Bus
+from bus.reader import _delete, _position, _Puller
 
 DELETED = ("DEL", "PURGE")
 

@@ -1,7 +1,7 @@
 """Materialised views in KV: the projector's partitioned states, written and read back.
 
 Each (project, projection) is many small values (the layout is in
-:mod:`loopbus.bus.view_layout`): ``view.<project>.<fold>`` is its *summary* (counters, the
+:mod:`bus.view_layout`): ``view.<project>.<fold>`` is its *summary* (counters, the
 sizes of its collections, and ``seq``, the last stream sequence folded into it), and below
 it one value per entity, per open finding, per chunk of a list. Every value carries ``f``,
 the number of the flush that wrote it.
@@ -10,7 +10,7 @@ A flush writes its values (pipelined, a deletion as a ``KV-Operation: DEL`` mess
 carries ``f`` too), then the checkpoint ``view-checkpoint`` = ``{"f": F, "seq": S}``: every
 value with ``f <= F`` is part of the state folded through ``S``. A crash between the two
 leaves values of flush ``F + 1`` that the checkpoint does not cover; the bucket keeps two
-revisions of each key (``history=2``, see :mod:`loopbus.bus.provision`), so a restore takes,
+revisions of each key (``history=2``, see :mod:`bus.provision`), so a restore takes,
 per key, the latest revision with ``f <= F`` — exactly the state at ``S`` — and nothing is
 folded twice. Readers (``loopbus status``) just read the latest values: a flush in progress
 shows a little of the next state early, never an older one.
@@ -31,14 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
-from loopbus.bus.connection import Bus
-from loopbus.bus.errors import ViewUnreadable
-from loopbus.bus.kv import Bucket
-from loopbus.bus.provision import PROJECTION_BUCKET
-from loopbus.bus.publisher import Pipeline
-from loopbus.bus.view_assemble import Assembled, Stored, assemble
-from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, locate, view_prefix
-from loopbus.bus.view_scan import KvMessage, scan
+
+from bus.connection import Bus
+from bus.errors import ViewUnreadable
+from bus.kv import Bucket
+from bus.provision import PROJECTION_BUCKET
+from bus.publisher import Pipeline
+from bus.view_assemble import Assembled, Stored, assemble
+from bus.view_layout import VIEW_PREFIX, key_of, layout_of, locate, view_prefix
+from bus.view_scan import KvMessage, scan
 
 CHECKPOINT_KEY = "view-checkpoint"
 RECENT_KEY = "=recent"

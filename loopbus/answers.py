@@ -15,13 +15,13 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.errors import LoopbusError
 from loopbus.known import require_known, require_known_unless_new
-from loopbus.schemas import Event, FindingRaised, project_subjects
-from loopbus.schemas.authority import REFUSAL_CLASS, standing
-from loopbus.schemas.subjects import CLAIM, parse_subject
 from loopbus.settings import connection
+from schemas import Event, FindingRaised, project_subjects
+from schemas.authority import REFUSAL_CLASS, standing
+from schemas.subjects import CLAIM, parse_subject
 
 T = TypeVar("T")
 

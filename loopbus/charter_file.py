@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from loopbus.errors import UsageError
-from loopbus.schemas.charter import (
+from schemas.charter import (
     AUTONOMIES,
     DEFAULT_WALL_CLOCK,
     LONG_WALL_CLOCK,
@@ -22,9 +22,9 @@ from loopbus.schemas.charter import (
     Objective,
     RunBudgets,
 )
-from loopbus.schemas.criterion_source import source_problem
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import is_token
+from schemas.criterion_source import source_problem
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
 
 FENCE = "+++"
 TOP_KEYS = ("id", "title", "objectives", "criteria", "budgets", "autonomy")

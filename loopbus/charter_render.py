@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections.charter import RunView, criteria_summary
-from loopbus.schemas.charter import Charter
-from loopbus.schemas.durations import parse_duration
+from projections.charter import RunView, criteria_summary
+from schemas.charter import Charter
+from schemas.durations import parse_duration
 
 
 def render_charter(state: RunView, sizes: Any = None) -> list[str]:

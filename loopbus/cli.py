@@ -138,8 +138,8 @@ def named_command(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # nats-py runs aiohttp's code on import for a websocket transport loopbus does not use:
-    # deferred until something reads from it (loopbus.bus.websocket_client says how).
-    from loopbus.bus import websocket_client
+    # deferred until something reads from it (bus.websocket_client says how).
+    from bus import websocket_client
 
     websocket_client.defer()
     try:
@@ -175,8 +175,8 @@ def _is_ours(exc: Exception) -> bool:
     families = (
         getattr(sys.modules.get(name), attr, None)
         for name, attr in (
-            ("loopbus.bus.errors", "BusError"),
-            ("loopbus.schemas.errors", "SchemaError"),
+            ("bus.errors", "BusError"),
+            ("schemas.errors", "SchemaError"),
         )
     )
     return any(isinstance(family, type) and isinstance(exc, family) for family in families)

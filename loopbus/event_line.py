@@ -15,17 +15,17 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from loopbus.bus import Record
-from loopbus.schemas import (
+from bus import Record
+from schemas import (
     Event,
     FindingRaised,
     MessageQuarantined,
     event_to_builtins,
     format_target,
 )
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.subjects import parse_subject
+from schemas.decisions import BlockedRouted, DecisionRecorded
+from schemas.lifecycle import FindingDismissed, FindingReopened
+from schemas.subjects import parse_subject
 
 Paint = Any
 """``paint(style, text) -> text``: :class:`Palette` (below), or plain."""

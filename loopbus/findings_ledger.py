@@ -1,6 +1,6 @@
 """Every finding a project has had, open or closed: the fold behind ``findings export``.
 
-It is the ``findings`` projection (:mod:`loopbus.projections.findings`, the same fold the
+It is the ``findings`` projection (:mod:`projections.findings`, the same fold the
 projector and ``replay`` run, so "open" means exactly what ``status`` says) plus a memory of
 the findings that stopped being open and why. The projection forgets a finding once it is
 resolved; an export with ``--all`` needs it, with the reason, to write it as a suppressed
@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from loopbus.projections import findings
-from loopbus.projections.findings import PROJECT_SCOPE, FindingsState, OpenFinding
-from loopbus.schemas import SEVERITIES, Event, FindingResolved
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
+from projections import findings
+from projections.findings import PROJECT_SCOPE, FindingsState, OpenFinding
+from schemas import SEVERITIES, Event, FindingResolved
+from schemas.lifecycle import FindingDismissed, FindingReopened
 
 Status = Literal["open", "resolved", "dismissed"]
 

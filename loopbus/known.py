@@ -16,10 +16,10 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from loopbus.errors import UsageError
-from loopbus.schemas.subjects import project_subjects
+from schemas.subjects import project_subjects
 
 if TYPE_CHECKING:  # commands register --new from here before anything connects
-    from loopbus.bus import Bus, Record
+    from bus import Bus, Record
 
 
 async def has_events(bus: Bus, project: str) -> bool:
@@ -29,7 +29,7 @@ async def has_events(bus: Bus, project: str) -> bool:
 
 async def first_record(bus: Bus, project: str) -> Record | None:
     """The first record of ``project`` on the log (``None``: it has none)."""
-    from loopbus.bus import read
+    from bus import read
 
     async for record in read(bus, subjects=[project_subjects(project)]):
         return record

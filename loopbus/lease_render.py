@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from loopbus.projections import leases as leases_fold
-from loopbus.schemas.ids import utcnow
+from projections import leases as leases_fold
+from schemas.ids import utcnow
 
 SHOWN = 10
 

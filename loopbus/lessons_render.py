@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopbus.projections import lessons as lessons_fold
+from projections import lessons as lessons_fold
 
 MAX_SHOWN = 10
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import datetime
 
-from loopbus.bus import Bus, Record, read
+from bus import Bus, Record, read
 from loopbus.progress import Progress
-from loopbus.schemas import project_subjects
+from schemas import project_subjects
 
 
 async def project_records(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopbus.projections.merges import MergesState
+from projections.merges import MergesState
 
 
 def _short(sha: str | None) -> str:

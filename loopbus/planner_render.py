@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections import planner as planner_fold
-from loopbus.projections.planner import PlannerState, Proposal
+from projections import planner as planner_fold
+from projections.planner import PlannerState, Proposal
 
 REASON_CHARS = 200
 """A refused try is shown by its first reason, cut: the log holds every reason in full."""

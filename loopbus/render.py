@@ -14,17 +14,17 @@ from loopbus.lease_render import render_leases
 from loopbus.lessons_render import render_lessons
 from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
-from loopbus.projections import blocking as blocking_fold
-from loopbus.projections import convergence as convergence_fold
-from loopbus.projections import decisions as decisions_fold
-from loopbus.projections import finding_lifecycle, to_builtins
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import integrity as integrity_fold
-from loopbus.projections import investigations as investigations_fold
-from loopbus.projections import ratchet as ratchet_fold
-from loopbus.projections import reviews as reviews_fold
 from loopbus.units_status import render_units
+from projections import blocking as blocking_fold
+from projections import convergence as convergence_fold
+from projections import decisions as decisions_fold
+from projections import finding_lifecycle, to_builtins
+from projections import findings as findings_fold
+from projections import gates as gates_fold
+from projections import integrity as integrity_fold
+from projections import investigations as investigations_fold
+from projections import ratchet as ratchet_fold
+from projections import reviews as reviews_fold
 
 # -- projection states ------------------------------------------------------------------
 

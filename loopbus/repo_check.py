@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopbus.errors import UsageError
-from loopbus.workers.agents import config as agent_config
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.gates.config import ProjectConfig, parse_config
-from loopbus.workers.gates.environment import interpreter_dir
-from loopbus.workers.merger.face import parse_merge_config
-from loopbus.workers.repository import commit_at, open_repo, resolve
+from workers.agents import config as agent_config
+from workers.errors import CONFIG_FILE, ConfigError, RepoError
+from workers.gates.config import ProjectConfig, parse_config
+from workers.gates.environment import interpreter_dir
+from workers.merger.face import parse_merge_config
+from workers.repository import commit_at, open_repo, resolve
 
 BOOT_CHECK = "boot"
 """The check a slice's increment must pass to close (workers/dispatcher/repo.py)."""

@@ -13,10 +13,10 @@ from typing import Any
 import msgspec
 
 from loopbus.errors import LoopbusError
-from loopbus.projections import convergence as conv
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import to_builtins
-from loopbus.projections.units import UnitsState
+from projections import convergence as conv
+from projections import findings as findings_fold
+from projections import to_builtins
+from projections.units import UnitsState
 
 _json = msgspec.json.Encoder()
 

@@ -6,11 +6,11 @@ it prints is what the dispatcher and the charter daemon decide on (forgeries ski
 
 from __future__ import annotations
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.charter_render import charter_lines, run_lines
-from loopbus.projections import charter as charter_fold
-from loopbus.projections.charter import RunView
-from loopbus.schemas.subjects import project_subjects
+from projections import charter as charter_fold
+from projections.charter import RunView
+from schemas.subjects import project_subjects
 
 
 async def load_run(bus: Bus, project: str) -> RunView:

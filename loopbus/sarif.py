@@ -23,9 +23,9 @@ from typing import Any
 from urllib.parse import quote
 
 from loopbus.findings_ledger import Entry, suppression
-from loopbus.projections.findings import OpenFinding
-from loopbus.schemas import InvalidValue, parse_target
-from loopbus.schemas.targets import CodeTarget
+from projections.findings import OpenFinding
+from schemas import InvalidValue, parse_target
+from schemas.targets import CodeTarget
 
 SARIF_VERSION = "2.1.0"
 SCHEMA_URI = (

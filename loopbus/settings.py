@@ -19,20 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopbus.bus.names import CREDS_ENV as CREDS_ENV
-from loopbus.bus.names import DEFAULT_URL as DEFAULT_NATS_URL
-from loopbus.bus.names import NATS_URL_ENV as NATS_URL_ENV
-from loopbus.bus.names import TLS_CA_ENV as TLS_CA_ENV
+from bus.names import CREDS_ENV as CREDS_ENV
+from bus.names import DEFAULT_URL as DEFAULT_NATS_URL
+from bus.names import NATS_URL_ENV as NATS_URL_ENV
+from bus.names import TLS_CA_ENV as TLS_CA_ENV
 from loopbus.errors import UsageError
-from loopbus.schemas.project_config import CONFIG_FILE as CONFIG_FILE
+from schemas.project_config import CONFIG_FILE as CONFIG_FILE
 
 # Every command registers its options from here, including ``--help`` and commands that
 # never connect: the bus (nats-py), the credential files (nkeys) and the schemas (msgspec)
 # are imported by the functions that use them, so parsing arguments costs none of them.
 if TYPE_CHECKING:
-    from loopbus.bus import Bus
-    from loopbus.bus.auth import CredRole
-    from loopbus.bus.creds import Credential
+    from bus import Bus
+    from bus.auth import CredRole
+    from bus.creds import Credential
 
 PROJECT_ENV = "LOOPBUS_PROJECT"
 DEFAULT_DATA_DIR = Path(".loopbus")
@@ -110,7 +110,7 @@ def credential(args: argparse.Namespace) -> Credential | None:
     cached = getattr(args, "_credential", False)
     if cached is not False:
         return cached  # type: ignore[no-any-return]
-    from loopbus.bus.creds import default_file, load_credential
+    from bus.creds import default_file, load_credential
 
     named = getattr(args, "creds", None) or os.environ.get(CREDS_ENV)
     found: Credential | None
@@ -137,13 +137,13 @@ class Connection:
 
     async def open(self) -> Bus:
         """A one-shot command's connection: the first failure is reported, not retried."""
-        from loopbus.bus import connect_once
+        from bus import connect_once
 
         return await connect_once(self.url, creds=self.creds, tls_ca=self.tls_ca)
 
     async def open_lasting(self, name: str) -> Bus:
         """A connection that rides through server restarts (``up``, ``provision --wait``)."""
-        from loopbus.bus import connect
+        from bus import connect
 
         return await connect(self.url, name=name, creds=self.creds, tls_ca=self.tls_ca)
 
@@ -196,7 +196,7 @@ def resolve_project(args: argparse.Namespace, cwd: Path | None = None) -> None:
 
 def default_project(cwd: Path | None = None) -> str | None:
     """``$LOOPBUS_PROJECT``, else ``[project] id`` of the nearest ``loopbus.toml``, else None."""
-    from loopbus.schemas.ids import is_token
+    from schemas.ids import is_token
 
     from_env = os.environ.get(PROJECT_ENV)
     if from_env:
@@ -229,7 +229,7 @@ def project_of(config: Path) -> str:
         raise UsageError(f"{config}: not valid TOML ({exc}); fix it, or pass --project") from exc
     table = document.get("project")
     value = table.get("id") if isinstance(table, dict) else None
-    from loopbus.schemas.ids import is_token
+    from schemas.ids import is_token
 
     if value is None:
         raise UsageError(

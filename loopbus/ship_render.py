@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections import shipping
-from loopbus.projections.risk import RiskState
-from loopbus.projections.shipping import ShippingState
+from projections import shipping
+from projections.risk import RiskState
+from projections.shipping import ShippingState
 
 
 def render_risk(state: RiskState, sizes: Any = None) -> list[str]:

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from loopbus.projections import budgets as budgets_fold
-from loopbus.projections import slices as slices_fold
-from loopbus.projections.planning import Schedule
+from projections import budgets as budgets_fold
+from projections import slices as slices_fold
+from projections.planning import Schedule
 
 
 def _when(at: datetime | None) -> str:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import structlog
 
-from loopbus.bus.connection import NATS_URL_ENV
-from loopbus.bus.creds import DEFAULT_PRINCIPALS, file_name
-from loopbus.bus.embedded import private_child
-from loopbus.bus.private import private_dir, tighten
-from loopbus.schemas.project_config import TRUNK_ENV
+from bus.connection import NATS_URL_ENV
+from bus.creds import DEFAULT_PRINCIPALS, file_name
+from bus.embedded import private_child
+from bus.private import private_dir, tighten
+from schemas.project_config import TRUNK_ENV
 
 log = structlog.get_logger()
 
@@ -82,72 +82,60 @@ class DaemonSpec:
 
 
 DAEMONS: tuple[DaemonSpec, ...] = (
-    DaemonSpec("projector", "loopbus.workers.projector"),
+    DaemonSpec("projector", "workers.projector"),
     DaemonSpec(
         "dispatcher",
-        "loopbus.workers.dispatcher",
+        "workers.dispatcher",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_capacity(s)],
     ),
-    DaemonSpec("standards", "loopbus.workers.standards"),
+    DaemonSpec("standards", "workers.standards"),
     DaemonSpec(
         "shipper",
-        "loopbus.workers.shipper",
+        "workers.shipper",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     DaemonSpec(
         "integrity",
-        "loopbus.workers.integrity",
+        "workers.integrity",
         lambda s: ["--server-log", str(s.server_log)] if s.server_log else [],
     ),
-    DaemonSpec(
-        "ratchet", "loopbus.workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
-    DaemonSpec("lessons", "loopbus.workers.lessons", lambda s: [*_repo(s), *_trunk(s)]),
-    DaemonSpec(
-        "units", "loopbus.workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
+    DaemonSpec("ratchet", "workers.ratchet", lambda s: ["--repo", str(s.repo)] if s.repo else []),
+    DaemonSpec("lessons", "workers.lessons", lambda s: [*_repo(s), *_trunk(s)]),
+    DaemonSpec("units", "workers.units", lambda s: ["--repo", str(s.repo)] if s.repo else []),
     DaemonSpec(
         "watchdog",
-        "loopbus.workers.watchdog",
+        "workers.watchdog",
         lambda s: (
             ["--heartbeat-lapse", s.heartbeat_lapse] + (["--repo", str(s.repo)] if s.repo else [])
         ),
     ),
     DaemonSpec(
         "gate-runner",
-        "loopbus.workers.gate_runner",
+        "workers.gate_runner",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_jobs(s)],
     ),
-    DaemonSpec(
-        "reviewer", "loopbus.workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
+    DaemonSpec("reviewer", "workers.reviewer", lambda s: ["--repo", str(s.repo)] if s.repo else []),
     DaemonSpec(
         "investigator",
-        "loopbus.workers.investigator",
+        "workers.investigator",
         lambda s: ["--repo", str(s.repo)] if s.repo else [],
     ),
-    DaemonSpec(
-        "planner", "loopbus.workers.planner", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
+    DaemonSpec("planner", "workers.planner", lambda s: ["--repo", str(s.repo)] if s.repo else []),
     # Verifies each merged wave code-cold (idle without a [verify] command).
-    DaemonSpec(
-        "verifier", "loopbus.workers.verifier", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
+    DaemonSpec("verifier", "workers.verifier", lambda s: ["--repo", str(s.repo)] if s.repo else []),
     DaemonSpec(
         "builder",
-        "loopbus.workers.builder",
+        "workers.builder",
         lambda s: ["--data-dir", str(s.data_dir)] + (["--repo", str(s.repo)] if s.repo else []),
     ),
     DaemonSpec(
         "merger",
-        "loopbus.workers.merger",
+        "workers.merger",
         lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s)],
     ),
     # Approves charters, pins and judges the run's criteria on trunk (reading the criterion
     # tests from the repository), keeps the run's budgets.
-    DaemonSpec(
-        "charter", "loopbus.workers.charter", lambda s: ["--repo", str(s.repo)] if s.repo else []
-    ),
+    DaemonSpec("charter", "workers.charter", lambda s: ["--repo", str(s.repo)] if s.repo else []),
 )
 """Every daemon ``loopbus up`` runs; a new daemon adds its spec here."""
 
@@ -183,8 +171,11 @@ class Supervisor:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def command(self, spec: DaemonSpec) -> list[str]:
+        # -P: the daemon's packages (workers, schemas, ...) come from the install, never from
+        # a folder of the same name in the directory loopbus was started from.
         return [
             sys.executable,
+            "-P",
             "-m",
             spec.module,
             "--nats-url",
@@ -221,7 +212,7 @@ class Supervisor:
                 stderr=sink,
                 env=os.environ
                 | self.child_env()
-                # Where the daemons find up's record of the log (loopbus.bus.history).
+                # Where the daemons find up's record of the log (bus.history).
                 | {"LOOPBUS_DATA_DIR": str(self.settings.data_dir)},
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 # If we are killed outright they stop too; what they write is born 0600.

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from loopbus.schemas import Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.charter import (
+from schemas import Event, FindingRaised, UnitTransitioned
+from schemas.charter import (
     CharterApproved,
     RunCheckedIn,
     RunCriteriaChecked,
@@ -17,16 +17,16 @@ from loopbus.schemas.charter import (
     RunEnded,
     RunFinalizing,
 )
-from loopbus.schemas.contract import ContractLanded
-from loopbus.schemas.decisions import DecisionRecorded, DecisionRequested
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.planning import PlanAttemptRefused, PlanProposed, ReconRecorded
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import RoundUnchanged, VerdictAccepted
-from loopbus.schemas.slices import RetryDecided, SliceClosed, SlicePlanAccepted, UnitDispatched
-from loopbus.schemas.verify import SliceShipJudged, WaveVerified
-from loopbus.schemas.wave_review import WaveReviewed
+from schemas.contract import ContractLanded
+from schemas.decisions import DecisionRecorded, DecisionRequested
+from schemas.gates import GateSuiteCompleted
+from schemas.merges import TrunkAdvanced
+from schemas.planning import PlanAttemptRefused, PlanProposed, ReconRecorded
+from schemas.reports import CommitReport
+from schemas.reviews import RoundUnchanged, VerdictAccepted
+from schemas.slices import RetryDecided, SliceClosed, SlicePlanAccepted, UnitDispatched
+from schemas.verify import SliceShipJudged, WaveVerified
+from schemas.wave_review import WaveReviewed
 
 Shared = Callable[[TrunkAdvanced], list[tuple[str, list[str]]]]
 """(earlier merged unit, files both changed) for a merge."""

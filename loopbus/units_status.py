@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections import blocking
-from loopbus.projections import units as units_fold
-from loopbus.projections.units import UnitsState, UnitView
+from projections import blocking
+from projections import units as units_fold
+from projections.units import UnitsState, UnitView
 
 STATE_ORDER = ("planned", "working", "blocked", "done", "failed", "lost")
 

@@ -1,6 +1,6 @@
 """loopbus projections: pure folds of the log into the loop's state. Never imports ``bus``.
 
-Each projection module exposes ``FOLD`` (a :class:`loopbus.projections.base.Fold`) and query
+Each projection module exposes ``FOLD`` (a :class:`projections.base.Fold`) and query
 functions. :data:`FOLDS` is every projection a daemon keeps: the projector materialises
 them and ``loopbus replay`` folds them, so any decision a daemon took can be audited from
 the log; add a new projection's ``FOLD`` here.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from loopbus.projections import (
+from projections import (
     blocking,
     budgets,
     builds,
@@ -37,8 +37,8 @@ from loopbus.projections import (
     verify,
     wave_review,
 )
-from loopbus.projections.base import Fold, FoldFailure, apply_guarded, to_builtins
-from loopbus.schemas import Event
+from projections.base import Fold, FoldFailure, apply_guarded, to_builtins
+from schemas import Event
 
 FOLDS: tuple[Fold[Any], ...] = (
     units.FOLD,
@@ -79,7 +79,7 @@ def apply_all(
     states: ProjectStates, event: Event, failures: list[FoldFailure] | None = None
 ) -> ProjectStates:
     """Apply one event to every projection of its project. A fold that raises skips the
-    event (see :func:`~loopbus.projections.base.apply_guarded`); ``failures``, when given,
+    event (see :func:`~projections.base.apply_guarded`); ``failures``, when given,
     collects why."""
     for fold in FOLDS:
         states[fold.name], failure = apply_guarded(fold, states[fold.name], event)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from loopbus.schemas import Event
-from loopbus.schemas.authority import standing
+
+from schemas import Event
+from schemas.authority import standing
 
 S = TypeVar("S")
 
@@ -33,7 +34,7 @@ class Fold(Generic[S]):
     """A named projection: how to start, how to apply one event, and the state's type.
 
     ``apply`` never sees a forgery (a fact kind from anyone but the system, or a finding a
-    role may not claim: :func:`loopbus.schemas.authority.standing`): the guard is put
+    role may not claim: :func:`schemas.authority.standing`): the guard is put
     around every fold here, so no projection can forget it. Only a fold made with
     ``sees_forgeries=True`` (the integrity fold, which counts them) gets them.
     """

@@ -13,14 +13,15 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.decisions import DecisionsState, bears_on
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.slices import SlicePlanAccepted
-from loopbus.schemas.targets import DecisionTarget, PlanTarget
+
+from projections.base import Fold
+from projections.decisions import DecisionsState, bears_on
+from projections.slices import SlicesState
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.decisions import BlockedRouted, DecisionRecorded
+from schemas.lifecycle import FindingDismissed
+from schemas.slices import SlicePlanAccepted
+from schemas.targets import DecisionTarget, PlanTarget
 
 BLOCKED = "blocked-by-fact"
 

@@ -12,7 +12,7 @@ rate — the first run of every check is a miss) are judged when the slice close
 
 Only facts are measured: a gate suite counts when the ``gates`` projection would accept
 it (published by the system, signed by a registered runner key, signature verified —
-:func:`loopbus.projections.gates.judge`), and a breach counts as raised only by the system's own
+:func:`projections.gates.judge`), and a breach counts as raised only by the system's own
 ``standards`` finding, so nobody can hide a breach by publishing a look-alike.
 """
 
@@ -21,19 +21,20 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections import gates
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted
-from loopbus.schemas.reviews import RoundClosed, RoundUnchanged
-from loopbus.schemas.slices import (
+
+from projections import gates
+from projections.base import Fold
+from schemas import Event, FindingRaised, UnitTransitioned
+from schemas.gates import GateRunnerKeyRegistered, GateSuiteCompleted
+from schemas.reviews import RoundClosed, RoundUnchanged
+from schemas.slices import (
     SliceBudgets,
     SliceClosed,
     SlicePlanAccepted,
     UnitDispatched,
     UsageReport,
 )
-from loopbus.schemas.targets import BudgetTarget
+from schemas.targets import BudgetTarget
 
 REWORK_ACTIONS = frozenset({"continue", "promoted"})
 """Round outcomes that send a unit back to work: each is one rework round."""

@@ -39,16 +39,17 @@ merge its unit (:func:`unseen_picks`).
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.convergence import HALT_RUNG
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.builds import AutonomyClass, Confidence
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
-from loopbus.schemas.reviews import ReviewRequested, RoundUnchanged, VerdictAccepted
-from loopbus.schemas.slices import RetryDecided, UnitDispatched
+
+from projections.base import Fold
+from projections.convergence import HALT_RUNG
+from schemas import Event, UnitTransitioned
+from schemas.builds import AutonomyClass, Confidence
+from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from schemas.gates import GateSuiteCompleted
+from schemas.merges import MergeConflicted
+from schemas.reports import BlockedReport, CommitReport, GaveUpReport, StartedReport
+from schemas.reviews import ReviewRequested, RoundUnchanged, VerdictAccepted
+from schemas.slices import RetryDecided, UnitDispatched
 
 AUTO = "auto"
 """The owner of a decision ``long`` mode picked alone."""

@@ -21,11 +21,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.planner import submission_id
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.charter import (
+
+from projections.base import Fold
+from projections.planner import submission_id
+from schemas import Event, FindingRaised
+from schemas.authority import refused_claim
+from schemas.charter import (
     Charter,
     CharterApprove,
     CharterApproved,
@@ -39,8 +40,8 @@ from loopbus.schemas.charter import (
     RunState,
     RunStop,
 )
-from loopbus.schemas.planning import PlanProposed, SkeletonApprove
-from loopbus.schemas.slices import (
+from schemas.planning import PlanProposed, SkeletonApprove
+from schemas.slices import (
     SliceClosed,
     SlicePlanAccepted,
     SlicePlanDiscarded,

@@ -10,9 +10,9 @@ the one before (``workers/gates/contract.py``).
 
 from __future__ import annotations
 
-from loopbus.schemas.charter import Charter
-from loopbus.schemas.criterion_source import module_digest, source_digest
-from loopbus.schemas.slices import SlicePlan
+from schemas.charter import Charter
+from schemas.criterion_source import module_digest, source_digest
+from schemas.slices import SlicePlan
 
 
 def contract_pin_problems(plan: SlicePlan, charter: Charter | None) -> list[str]:

@@ -4,7 +4,7 @@ Pure decisions over the units projection (no I/O, no clock: ``now`` is an argume
 units daemon turns a report into one of these; the watchdog, the dispatcher, the merger
 and the reviewer use the system functions (:func:`lapse`, :func:`hold`, :func:`gates`,
 :func:`merged`, :func:`returned`, :func:`escalate`, :func:`halt`, :func:`retried`). A
-:class:`Move` checks the one table in :mod:`loopbus.projections.transitions` when it is
+:class:`Move` checks the one table in :mod:`projections.transitions` when it is
 made, and
 :func:`transition_event` is the only code that turns a move into the fact on the log, so
 every transition, whoever establishes it, obeys that table.
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections.transitions import allowed
-from loopbus.projections.units import UnitsState, UnitView
-from loopbus.schemas import (
+from projections import findings as findings_fold
+from projections import gates as gates_fold
+from projections.transitions import allowed
+from projections.units import UnitsState, UnitView
+from schemas import (
     BLOCK_REASONS,
     TERMINAL_STATES,
     Actor,
@@ -32,8 +32,8 @@ from loopbus.schemas import (
     UnitState,
     UnitTransitioned,
 )
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.reports import (
+from schemas.ids import is_token
+from schemas.reports import (
     CAPACITY_BUDGETS,
     REPORT_VERBS,
     BlockedReport,
@@ -43,7 +43,7 @@ from loopbus.schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from loopbus.schemas.units import SUBJECT_KINDS, TransitionBy
+from schemas.units import SUBJECT_KINDS, TransitionBy
 
 CLAIMANT_ROLES = frozenset({"builder", "operator"})
 """Who may report on a unit: its builder, or an operator speaking for it."""

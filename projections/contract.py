@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import gates as gates_fold
+from projections import gates as gates_fold
 
 
 @dataclass(frozen=True)

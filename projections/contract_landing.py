@@ -20,9 +20,10 @@ forged ``contract.landed`` cannot release a slice, nor a forged approval install
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.contract import (
+
+from projections.base import Fold
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.contract import (
     ConfigApprove,
     ConfigLanded,
     ConfigProposal,
@@ -30,9 +31,9 @@ from loopbus.schemas.contract import (
     ContractLanded,
     NewCheck,
 )
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.ratchet import GateMoved
-from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded
+from schemas.lifecycle import FindingDismissed
+from schemas.ratchet import GateMoved
+from schemas.slices import SlicePlanAccepted, SlicePlanDiscarded
 
 CONTRACT_EVIDENCE = "contract_accepted"
 """The key of a refusal finding's evidence naming the plan acceptance it refuses."""

@@ -1,6 +1,6 @@
 """A plan's ``[contract]`` table: read it, and say what is wrong with it. Pure.
 
-The plan parser (:mod:`loopbus.projections.planning`) hands the table here. Reading
+The plan parser (:mod:`projections.planning`) hands the table here. Reading
 checks the shape (one line per problem naming the field, the value and the fix);
 :func:`contract_problems` checks what needs no repository (node ids well formed, each
 criterion's text defining its function, each criterion owned by exactly one unit of the
@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from loopbus.schemas.contract import ContractChanges, NewCheck, NewCriterion
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.project_config import PARSER_NAMES
-from loopbus.schemas.slices import SlicePlan
+from schemas.contract import ContractChanges, NewCheck, NewCriterion
+from schemas.ids import is_token
+from schemas.project_config import PARSER_NAMES
+from schemas.slices import SlicePlan
 
 CONTRACT_KEYS = ("checks", "criteria", "capabilities")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "env", "pending")

@@ -52,9 +52,10 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.reviews import (
+
+from projections.base import Fold
+from schemas import Event, UnitTransitioned
+from schemas.reviews import (
     Convergence,
     Decision,
     EndedBy,
@@ -65,7 +66,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
-from loopbus.schemas.slices import RetryDecided
+from schemas.slices import RetryDecided
 
 DEFAULT_CEILING = 6
 DEFAULT_STALL = 3

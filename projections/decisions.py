@@ -14,13 +14,14 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.schemas.targets import DecisionTarget
+
+from projections.base import Fold
+from schemas import Event, FindingRaised
+from schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
+from schemas.authority import refused_claim
+from schemas.decisions import DecisionRecorded, ObjectiveDeclared
+from schemas.slices import UnitDispatched
+from schemas.targets import DecisionTarget
 
 
 class Decision(msgspec.Struct, kw_only=True):

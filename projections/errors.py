@@ -1,6 +1,6 @@
 """Errors raised by the projections layer (pure code over events and plan text).
 
-One root, :class:`ProjectionError`. It subclasses :class:`loopbus.schemas.SchemaError`:
+One root, :class:`ProjectionError`. It subclasses :class:`schemas.SchemaError`:
 what the projections refuse is input that does not make a valid loopbus document, and the
 CLI prints both the same way (one line each, never a traceback).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.schemas.errors import SchemaError
+from schemas.errors import SchemaError
 
 
 class ProjectionError(SchemaError):

@@ -1,6 +1,6 @@
 """The ``finding_lifecycle`` projection: the findings whose lifecycle someone settled.
 
-The ``lifecycle`` fold (:mod:`loopbus.projections.lifecycle`) remembers every finding a
+The ``lifecycle`` fold (:mod:`projections.lifecycle`) remembers every finding a
 project ever had, which the ratchet daemon needs to measure gates but which is far too
 large to materialise: 30,000 findings fold into 16 MB. What ``status`` shows is the
 lifecycle an operator gave a finding: dismissed as what, by whom, why; resolved or
@@ -13,11 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.lifecycle import Status
-from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+
+from projections.base import Fold
+from projections.lifecycle import Status
+from schemas import Event, FindingRaised, FindingResolved, format_target
+from schemas.authority import refused_claim
+from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 
 
 class Settled(msgspec.Struct, kw_only=True):

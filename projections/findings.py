@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import (
+
+from projections.base import Fold
+from schemas import (
     Event,
     FindingRaised,
     FindingResolved,
@@ -19,7 +20,7 @@ from loopbus.schemas import (
     MessageQuarantined,
     format_target,
 )
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
+from schemas.lifecycle import FindingDismissed, FindingReopened
 
 PROJECT_SCOPE = "-"
 """The unit key for findings that concern no single unit (plan, budget, profile …)."""

@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.gates import SUITE_CRITERION
-from loopbus.schemas.merges import CandidateTested, CheckVerdict
+
+from schemas import FindingRaised
+from schemas.gates import SUITE_CRITERION
+from schemas.merges import CandidateTested, CheckVerdict
 
 GATE_PRODUCER = "gate_runner"
 WAITING_CAP = 1000

@@ -22,9 +22,10 @@ from datetime import datetime
 import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.gates import (
+
+from projections.base import Fold
+from schemas import Event, FindingRaised
+from schemas.gates import (
     GateOutcome,
     GateResultRecorded,
     GateRunnerKeyRegistered,

@@ -1,6 +1,6 @@
 """The ``integrity`` projection: forgeries seen on the log, and which are already reported.
 
-Every other fold skips a forgery (:mod:`loopbus.schemas.authority`); this one counts them,
+Every other fold skips a forgery (:mod:`schemas.authority`); this one counts them,
 so an audit can say how many there were, and keeps each not yet named in a ``forgery``
 finding, which the integrity daemon raises once per forged event.
 """
@@ -8,9 +8,10 @@ finding, which the integrity daemon raises once per forged event.
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.authority import forgery_reason, standing
+
+from projections.base import Fold
+from schemas import Event, FindingRaised
+from schemas.authority import forgery_reason, standing
 
 FORGERY_CLASS = "forgery"
 EVIDENCE_KEY = "forged"

@@ -1,7 +1,7 @@
 """What a daemon's decision asks for: intents, plain data carried out by the daemon kernel.
 
 A daemon's ``decide`` is pure: it reads folded state and returns a list of intents. The
-kernel (:mod:`loopbus.workers.kernel`) carries each one out:
+kernel (:mod:`workers.kernel`) carries each one out:
 
 * :class:`Publish` appends one event (the event id is its ``Nats-Msg-Id``, so a repeat is
   stored once);
@@ -10,7 +10,7 @@ kernel (:mod:`loopbus.workers.kernel`) carries each one out:
   ``expected`` — the sequence the decision was made on — so two daemons deciding from the
   same view cannot both win;
 * :class:`MoveUnit` moves a unit: the kernel builds the transition with
-  :func:`loopbus.projections.claims.transition_event` (the one function that builds unit
+  :func:`projections.claims.transition_event` (the one function that builds unit
   transitions) and appends it conditionally on the unit subject's sequence;
 * an :class:`Effect` (a daemon's own tagged subclass of it) asks the daemon's shell for
   work that is not publishing (run a check, an agent command, a git operation). The shell
@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from loopbus.projections.claims import Move
-from loopbus.schemas import Event, UnitTransitioned
+
+from projections.claims import Move
+from schemas import Event, UnitTransitioned
 
 
 def _not_a_transition(events: tuple[Event, ...]) -> None:
@@ -74,7 +75,7 @@ class MoveUnit:
     """Move a unit as ``move`` says, if its subject is still at ``expected``.
 
     ``event_id`` is derived from what the move answers (see
-    :func:`loopbus.schemas.ids.answer_id`), so repeating the same decision stores nothing
+    :func:`schemas.ids.answer_id`), so repeating the same decision stores nothing
     twice.
     """
 

@@ -25,10 +25,11 @@ import re
 from typing import Any
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised, UnitTransitioned, format_target
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.schemas.reviews import (
+
+from projections.base import Fold
+from schemas import Event, FindingRaised, UnitTransitioned, format_target
+from schemas.gates import GateResultRecorded
+from schemas.reviews import (
     InvestigationCompleted,
     InvestigationRequested,
     RoundClosed,

@@ -1,6 +1,6 @@
 """The ``leases`` projection: who holds which work item, until when, and who lapsed.
 
-Folds the lease facts (:mod:`loopbus.schemas.leases`). Every event of one item is stored
+Folds the lease facts (:mod:`schemas.leases`). Every event of one item is stored
 conditionally on the item's subject, so the log orders them and one replica wins each
 taking; the fold still checks that a renewal or a release comes from the holder, and that
 a taking of a held item names the holder it takes over from. A released lease leaves the
@@ -14,9 +14,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event
-from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+
+from projections.base import Fold
+from schemas import Event
+from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 
 RECENT_LAPSES = 20
 

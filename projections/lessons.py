@@ -1,7 +1,7 @@
 """The ``lessons`` projection: what failed during each slice, and which lessons recur.
 
 While a slice runs, every failure the system established for one of its units becomes a
-:class:`~loopbus.schemas.lessons.Lesson`: a red check in a round's gate, a review that
+:class:`~schemas.lessons.Lesson`: a red check in a round's gate, a review that
 blocked a round, a merge conflict, a red merge candidate or a revert of trunk, a
 verifier's finding. Each is kept once per unit and class, with the round it was first
 caught in. An investigation's finding becomes a lesson only as a claim (``claimed``).
@@ -22,16 +22,17 @@ import hashlib
 import re
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.contract import ContractLanded
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.lessons import Lesson, LessonsRecorded, SliceClosedOut
-from loopbus.schemas.merges import CandidateTested, FailingTest, MergeConflicted, MergeReverted
-from loopbus.schemas.ratchet import GateMoved, GateProposed
-from loopbus.schemas.reviews import RoundClosed
-from loopbus.schemas.slices import SliceClosed, UnitDispatched
-from loopbus.schemas.verify import VERIFY_CRITERION
+
+from projections.base import Fold
+from schemas import Event, FindingRaised
+from schemas.contract import ContractLanded
+from schemas.gates import GateSuiteCompleted
+from schemas.lessons import Lesson, LessonsRecorded, SliceClosedOut
+from schemas.merges import CandidateTested, FailingTest, MergeConflicted, MergeReverted
+from schemas.ratchet import GateMoved, GateProposed
+from schemas.reviews import RoundClosed
+from schemas.slices import SliceClosed, UnitDispatched
+from schemas.verify import VERIFY_CRITERION
 
 RECUR_AT = 2
 """Slices a lesson class must recur in before it drafts a gate."""

@@ -4,18 +4,19 @@ The lessons daemon folds every project's ``slice.lessons_recorded.v1`` (and ever
 gate's ``gate.proposed.v1``) into one aggregate state as well, the catalogue's (as the
 ratchet counts declaring slices across projects). A class recorded in two projects or more
 drafts its gate in each of them where it does not recur on its own (there the project's
-own recurrence drafts it: :func:`loopbus.projections.lessons.recurring`). Claimed lessons
+own recurrence drafts it: :func:`projections.lessons.recurring`). Claimed lessons
 never count, as in a project.
 """
 
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.lessons import gate_id
-from loopbus.schemas import Event
-from loopbus.schemas.lessons import Lesson, LessonsRecorded
-from loopbus.schemas.ratchet import GateProposed
+
+from projections.base import Fold
+from projections.lessons import gate_id
+from schemas import Event
+from schemas.lessons import Lesson, LessonsRecorded
+from schemas.ratchet import GateProposed
 
 AT_LEAST_PROJECTS = 2
 

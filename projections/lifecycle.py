@@ -14,12 +14,13 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
-from loopbus.schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
-from loopbus.schemas.targets import CheckTarget
+
+from projections.base import Fold
+from schemas import Event, FindingRaised, FindingResolved, format_target
+from schemas.authority import ANSWERS_CLAIM as ANSWERS_CLAIM
+from schemas.authority import refused_claim
+from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from schemas.targets import CheckTarget
 
 Status = Literal["open", "dismissed", "resolved"]
 

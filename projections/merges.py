@@ -22,7 +22,7 @@ Everything the merger daemon needs to act, and to resume after a restart, is her
   and ``adopt_claims``: operators' ``config.adopt`` claims the merger has not answered;
 * ``gate_findings``: the open gate findings the red checks of the merger's own runs raised
   (candidates and trunk), which the merger resolves once a later trunk run passes their
-  check (:mod:`loopbus.projections.gate_findings`).
+  check (:mod:`projections.gate_findings`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from loopbus.projections import gate_findings
-from loopbus.projections.base import Fold
-from loopbus.projections.gate_findings import GateFindings
-from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from loopbus.schemas.authority import REFUSAL_CLASS
-from loopbus.schemas.contract import ConfigLanded, ContractLanded
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.merges import (
+
+from projections import gate_findings
+from projections.base import Fold
+from projections.gate_findings import GateFindings
+from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
+from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from schemas.authority import REFUSAL_CLASS
+from schemas.contract import ConfigLanded, ContractLanded
+from schemas.lifecycle import FindingDismissed
+from schemas.merges import (
     ApproveReport,
     CandidateTested,
     CheckVerdict,
@@ -50,8 +51,8 @@ from loopbus.schemas.merges import (
     TrunkAdvanced,
     TrunkRecheck,
 )
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import VerdictAccepted
+from schemas.reports import CommitReport
+from schemas.reviews import VerdictAccepted
 
 TRUNK_RED_CLASS = "trunk-red"
 CONTRACT_WRONG_CLASS = "contract-wrong"

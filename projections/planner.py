@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.contract_landing import CONTRACT_EVIDENCE, MERGER_PRODUCER
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.authority import REFUSAL_CLASS
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.planning import (
+
+from projections.base import Fold
+from projections.contract_landing import CONTRACT_EVIDENCE, MERGER_PRODUCER
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.authority import REFUSAL_CLASS
+from schemas.ids import answer_id
+from schemas.lifecycle import FindingDismissed
+from schemas.planning import (
     CAPPED,
     GAVE_UP,
     SKELETON_REVIEW,
@@ -41,14 +42,14 @@ from loopbus.schemas.planning import (
     ReconRecorded,
     SkeletonApprove,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     PlanSubmission,
     SliceClosed,
     SlicePlan,
     SlicePlanAccepted,
     SlicePlanDiscarded,
 )
-from loopbus.schemas.targets import DecisionTarget, PlanTarget, format_target
+from schemas.targets import DecisionTarget, PlanTarget, format_target
 
 CHARTER_APPROVED = "charter.approved.v1"
 """The charter branch's fact (matched by kind so this fold needs nothing else of it)."""

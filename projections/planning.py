@@ -16,12 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-from loopbus.projections.contract_plan import contract_problems, parse_contract
-from loopbus.projections.errors import PlanInvalid
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.slices import PlannedUnit, SliceBudgets, SlicePlan
+
+from projections.contract_plan import contract_problems, parse_contract
+from projections.errors import PlanInvalid
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
+from schemas.slices import PlannedUnit, SliceBudgets, SlicePlan
 
 
 class Schedule(msgspec.Struct, kw_only=True):

@@ -23,10 +23,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.ratchet import (
+
+from projections.base import Fold
+from schemas import Event, FindingRaised
+from schemas.authority import refused_claim
+from schemas.ratchet import (
     CADENCE_MOVES,
     GateMoveClaim,
     GateMoved,
@@ -36,8 +37,8 @@ from loopbus.schemas.ratchet import (
     Scope,
     as_draft,
 )
-from loopbus.schemas.slices import SlicePlanAccepted
-from loopbus.schemas.targets import CheckTarget
+from schemas.slices import SlicePlanAccepted
+from schemas.targets import CheckTarget
 
 Authority = Literal["anyone", "project-operator", "standards", "catalogue-operator", "meta-rule"]
 AUTHORITY_TEXT: dict[Authority, str] = {

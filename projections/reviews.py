@@ -16,19 +16,20 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.findings import key_text
-from loopbus.schemas import Event, FindingRaised, FindingResolved, UnitTransitioned, format_target
-from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted
-from loopbus.schemas.reviews import (
+
+from projections.base import Fold
+from projections.findings import key_text
+from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned, format_target
+from schemas.gates import GateResultRecorded, GateSuiteCompleted
+from schemas.reviews import (
     ReviewRequested,
     ReviewVerdict,
     RoundClosed,
     VerdictAccepted,
     VerdictRefused,
 )
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.schemas.targets import CodeTarget
+from schemas.slices import UnitDispatched
+from schemas.targets import CodeTarget
 
 BESIDE_CHECKS = ("test-vanished", "test-rewritten")
 """Finding classes the gate runner raises beside a suite's checks, failing the suite."""

@@ -38,19 +38,20 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 import msgspec
-from loopbus.projections import gates
-from loopbus.projections.base import Fold
-from loopbus.projections.slices import SlicesState, SliceView
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.gates import (
+
+from projections import gates
+from projections.base import Fold
+from projections.slices import SlicesState, SliceView
+from schemas import Event, FindingRaised
+from schemas.decisions import DecisionRecorded
+from schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
 )
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.slices import RunEntryCompleted, SlicePlanAccepted
-from loopbus.schemas.verify import WaveVerified
+from schemas.lifecycle import FindingDismissed
+from schemas.slices import RunEntryCompleted, SlicePlanAccepted
+from schemas.verify import WaveVerified
 
 Band = Literal[
     "uncovered", "not-run", "unreached", "cached", "dismissed", "auto-decided", "verified"
@@ -290,7 +291,7 @@ def _uncovered(
 
 
 def _reads(path: str, reads: Sequence[str]) -> bool:
-    """The gate runner's rule for what a check reads (``loopbus.workers.repository.matches``,
+    """The gate runner's rule for what a check reads (``workers.repository.matches``,
     which this layer may not import): ``*``, a folder prefix ending in ``/``, or a glob."""
     for pattern in reads:
         if pattern == "*" or (pattern.endswith("/") and path.startswith(pattern)):

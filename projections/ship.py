@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import trunk_green, verify, wave_review
-from loopbus.projections.slices import SliceView, settled_summary
-from loopbus.projections.trunk_green import TrunkGates
-from loopbus.projections.verify import VerifyState
-from loopbus.projections.wave_review import WaveReviewState
-from loopbus.schemas.scores import DEFAULT_FLOORS, AxisScore, below_floor
+from projections import trunk_green, verify, wave_review
+from projections.slices import SliceView, settled_summary
+from projections.trunk_green import TrunkGates
+from projections.verify import VerifyState
+from projections.wave_review import WaveReviewState
+from schemas.scores import DEFAULT_FLOORS, AxisScore, below_floor
 
 
 @dataclass(frozen=True)

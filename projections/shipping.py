@@ -19,13 +19,14 @@ an agent freeze the loop. Nor can an agent close one.
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.decisions import ObjectiveDeclared
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
-from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
-from loopbus.schemas.slices import SliceClosed
+
+from projections.base import Fold
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.decisions import ObjectiveDeclared
+from schemas.lifecycle import FindingDismissed, FindingReopened
+from schemas.merges import MergeReverted, TrunkAdvanced
+from schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
+from schemas.slices import SliceClosed
 
 
 class ShippingState(msgspec.Struct, kw_only=True):

@@ -1,7 +1,7 @@
 """The ``slices`` projection: accepted plans as DAGs, where each run stands, and the record.
 
 Per slice it keeps the plan, its waves and dispatch order (from
-:mod:`loopbus.projections.planning`),
+:mod:`projections.planning`),
 every unit's latest state, its dispatches and their completions. The queries answer what
 the dispatcher does next (:func:`next_actions`), what the run is waiting on
 (:func:`waiting_on`), the current wave, and the run record (:func:`record_entries`).
@@ -9,7 +9,7 @@ the dispatcher does next (:func:`next_actions`), what the run is waiting on
 Gate outcomes enter the run record only as facts: a ``GateResultRecorded`` or
 ``GateSuiteCompleted`` is folded when the ``gates`` projection would accept it — published
 by the system and signed by a registered runner key whose signature verifies
-(:func:`loopbus.projections.gates.judge`, applied to the key registrations seen so far in log
+(:func:`projections.gates.judge`, applied to the key registrations seen so far in log
 order). An unsigned or forged outcome is not shown as a command that ran.
 
 Settled means a unit will not move again in this slice: it is terminal (done, failed,
@@ -31,10 +31,11 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-from loopbus.projections import gates
-from loopbus.projections.base import Fold
-from loopbus.projections.planning import schedule
-from loopbus.schemas import (
+
+from projections import gates
+from projections.base import Fold
+from projections.planning import schedule
+from schemas import (
     TERMINAL_STATES,
     Block,
     Event,
@@ -44,11 +45,11 @@ from loopbus.schemas import (
     UnitState,
     UnitTransitioned,
 )
-from loopbus.schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.reports import CommitReport, StartedReport
-from loopbus.schemas.reviews import VerdictAccepted
-from loopbus.schemas.slices import (
+from schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
+from schemas.lifecycle import FindingDismissed
+from schemas.reports import CommitReport, StartedReport
+from schemas.reviews import VerdictAccepted
+from schemas.slices import (
     BootResult,
     CommandRun,
     MisalignmentRouted,

@@ -2,7 +2,7 @@
 
 Every transition a unit may make is one row: the state it leaves (``None`` for a unit
 that was planned and never moved), the state it enters, and what warrants it (``by``,
-carried on every :class:`loopbus.schemas.UnitTransitioned`). Anything not in the table is
+carried on every :class:`schemas.UnitTransitioned`). Anything not in the table is
 forbidden: no row leaves done or lost, the one row leaving failed is the dispatcher's
 retry (answering its own retry decision), no claim makes a unit ready or done, and only
 the ``gates`` row may set the ready flag.
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple, get_args
 
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Event, FindingRaised, UnitState, UnitTransitioned
-from loopbus.schemas.reports import (
+from projections import units as units_fold
+from schemas import Event, FindingRaised, UnitState, UnitTransitioned
+from schemas.reports import (
     REPORT_VERBS,
     BlockedReport,
     CommitReport,
@@ -27,8 +27,8 @@ from loopbus.schemas.reports import (
     StartedReport,
     UnblockedReport,
 )
-from loopbus.schemas.slices import RetryDecided
-from loopbus.schemas.units import TransitionBy
+from schemas.slices import RetryDecided
+from schemas.units import TransitionBy
 
 TRANSITION_BY: tuple[TransitionBy, ...] = get_args(TransitionBy)
 

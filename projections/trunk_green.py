@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import gates
-from loopbus.projections.gates import CacheEntry, GatesState
-from loopbus.projections.slices import SliceView
+from projections import gates
+from projections.gates import CacheEntry, GatesState
+from projections.slices import SliceView
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.schemas import (
+
+from projections.base import Fold
+from schemas import (
     Actor,
     Block,
     Event,
@@ -37,8 +38,8 @@ from loopbus.schemas import (
     UnitState,
     UnitTransitioned,
 )
-from loopbus.schemas.authority import REFUSAL_CLASS as REFUSAL_CLASS
-from loopbus.schemas.reports import (
+from schemas.authority import REFUSAL_CLASS as REFUSAL_CLASS
+from schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
@@ -46,8 +47,8 @@ from loopbus.schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from loopbus.schemas.slices import SlicePlanAccepted, UnitDispatched
-from loopbus.schemas.units import TransitionBy
+from schemas.slices import SlicePlanAccepted, UnitDispatched
+from schemas.units import TransitionBy
 
 CONTRACT_CLASS: Final = "contract-unmet"
 """The finding class of a suite that passed without the unit's criteria; ``evidence["suite"]``."""

@@ -16,14 +16,15 @@ and a finding raised by the system as producer ``trunk_gate`` with criterion ``v
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.lifecycle import Status, settled_as
-from loopbus.projections.slices import SliceView, is_settled
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.reviews import ReviewVerdict, VerdictAccepted
-from loopbus.schemas.scores import AxisScore
-from loopbus.schemas.verify import VERIFY_CRITERION, SliceShipJudged, WaveVerified
+
+from projections.base import Fold
+from projections.lifecycle import Status, settled_as
+from projections.slices import SliceView, is_settled
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.lifecycle import FindingDismissed, FindingReopened
+from schemas.reviews import ReviewVerdict, VerdictAccepted
+from schemas.scores import AxisScore
+from schemas.verify import VERIFY_CRITERION, SliceShipJudged, WaveVerified
 
 FindingStatus = Status
 

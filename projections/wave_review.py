@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import msgspec
-from loopbus.projections.base import Fold
-from loopbus.projections.lifecycle import Status, settled_as
-from loopbus.projections.slices import SliceView
-from loopbus.projections.verify import merged_waves, wave_key, wave_units
-from loopbus.schemas import Event, FindingRaised, FindingResolved
-from loopbus.schemas.lifecycle import FindingDismissed, FindingReopened
-from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.wave_review import WAVE_REVIEW_CRITERION, UnitReReviewed, WaveReviewed
+
+from projections.base import Fold
+from projections.lifecycle import Status, settled_as
+from projections.slices import SliceView
+from projections.verify import merged_waves, wave_key, wave_units
+from schemas import Event, FindingRaised, FindingResolved
+from schemas.lifecycle import FindingDismissed, FindingReopened
+from schemas.merges import TrunkAdvanced
+from schemas.wave_review import WAVE_REVIEW_CRITERION, UnitReReviewed, WaveReviewed
 
 
 class Merge(msgspec.Struct, kw_only=True):

@@ -1,6 +1,6 @@
 """The trigger table of the wave review, and the union diff cut by file. Pure.
 
-Every wave review judges the floor axes (:data:`loopbus.schemas.wave_review.FLOOR_AXES`);
+Every wave review judges the floor axes (:data:`schemas.wave_review.FLOOR_AXES`);
 a row of :data:`ROWS` adds an axis when what it looks for is *in the diff*: a path the
 union diff changes, or a line it adds. A row that cannot be established from the diff
 (a binary file has no lines to read) does not fire; no row removes a floor axis.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from loopbus.schemas.wave_review import FLOOR_AXES, Trigger
+from schemas.wave_review import FLOOR_AXES, Trigger
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopbus.schemas.lazy import lazy_exports
+from schemas.lazy import lazy_exports
 
 # The names are loaded on first use (PEP 562), not when the package is imported: importing
-# ``loopbus.schemas.ids`` or ``loopbus.schemas.findings`` (a command's options, its
+# ``schemas.ids`` or ``schemas.findings`` (a command's options, its
 # completion words) does not build every event Struct and the decoder of their union;
-# ``from loopbus.schemas import Event`` still works and loads ``loopbus.schemas.events``.
+# ``from schemas import Event`` still works and loads ``schemas.events``.
 if TYPE_CHECKING:
-    from loopbus.schemas.envelope import ROLES, Actor, EventBase, Role
-    from loopbus.schemas.errors import InvalidEvent, InvalidValue, SchemaError
-    from loopbus.schemas.events import (
+    from schemas.envelope import ROLES, Actor, EventBase, Role
+    from schemas.errors import InvalidEvent, InvalidValue, SchemaError
+    from schemas.events import (
         EVENT_TYPES,
         KINDS,
         Event,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         encode_event,
         event_to_builtins,
     )
-    from loopbus.schemas.findings import (
+    from schemas.findings import (
         FINDING_CLASSES,
         PRODUCERS,
         SEVERITIES,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         Severity,
         finding_key,
     )
-    from loopbus.schemas.gates import (
+    from schemas.gates import (
         GATE_OUTCOMES,
         GateOutcome,
         GateResultRecorded,
@@ -42,11 +42,11 @@ if TYPE_CHECKING:
         GateSuiteCompleted,
         SuiteEntry,
     )
-    from loopbus.schemas.ids import Token, new_id, utcnow
-    from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
-    from loopbus.schemas.subjects import project_subjects, subject_of
-    from loopbus.schemas.targets import Target, format_target, parse_target
-    from loopbus.schemas.units import (
+    from schemas.ids import Token, new_id, utcnow
+    from schemas.quarantine import FoldQuarantined, MessageQuarantined
+    from schemas.subjects import project_subjects, subject_of
+    from schemas.targets import Target, format_target, parse_target
+    from schemas.units import (
         BLOCK_REASONS,
         TERMINAL_STATES,
         UNIT_STATES,
@@ -59,55 +59,55 @@ if TYPE_CHECKING:
     )
 
 _HOME: dict[str, str] = {
-    "Actor": "loopbus.schemas.envelope",
-    "BLOCK_REASONS": "loopbus.schemas.units",
-    "Block": "loopbus.schemas.units",
-    "BlockReason": "loopbus.schemas.units",
-    "EVENT_TYPES": "loopbus.schemas.events",
-    "Event": "loopbus.schemas.events",
-    "EventBase": "loopbus.schemas.envelope",
-    "FINDING_CLASSES": "loopbus.schemas.findings",
-    "FindingClass": "loopbus.schemas.findings",
-    "FindingKey": "loopbus.schemas.findings",
-    "FindingRaised": "loopbus.schemas.findings",
-    "FindingResolved": "loopbus.schemas.findings",
-    "FoldQuarantined": "loopbus.schemas.quarantine",
-    "GATE_OUTCOMES": "loopbus.schemas.gates",
-    "GateOutcome": "loopbus.schemas.gates",
-    "GateResultRecorded": "loopbus.schemas.gates",
-    "GateRunRequested": "loopbus.schemas.gates",
-    "GateRunnerKeyRegistered": "loopbus.schemas.gates",
-    "GateSuiteCompleted": "loopbus.schemas.gates",
-    "InvalidEvent": "loopbus.schemas.errors",
-    "InvalidValue": "loopbus.schemas.errors",
-    "KINDS": "loopbus.schemas.events",
-    "MessageQuarantined": "loopbus.schemas.quarantine",
-    "Outcome": "loopbus.schemas.units",
-    "PRODUCERS": "loopbus.schemas.findings",
-    "Producer": "loopbus.schemas.findings",
-    "ROLES": "loopbus.schemas.envelope",
-    "Role": "loopbus.schemas.envelope",
-    "SEVERITIES": "loopbus.schemas.findings",
-    "SchemaError": "loopbus.schemas.errors",
-    "Severity": "loopbus.schemas.findings",
-    "SuiteEntry": "loopbus.schemas.gates",
-    "TERMINAL_STATES": "loopbus.schemas.units",
-    "Target": "loopbus.schemas.targets",
-    "Token": "loopbus.schemas.ids",
-    "UNIT_STATES": "loopbus.schemas.units",
-    "UnitPlanned": "loopbus.schemas.units",
-    "UnitState": "loopbus.schemas.units",
-    "UnitTransitioned": "loopbus.schemas.units",
-    "decode_event": "loopbus.schemas.events",
-    "encode_event": "loopbus.schemas.events",
-    "event_to_builtins": "loopbus.schemas.events",
-    "finding_key": "loopbus.schemas.findings",
-    "format_target": "loopbus.schemas.targets",
-    "new_id": "loopbus.schemas.ids",
-    "parse_target": "loopbus.schemas.targets",
-    "project_subjects": "loopbus.schemas.subjects",
-    "subject_of": "loopbus.schemas.subjects",
-    "utcnow": "loopbus.schemas.ids",
+    "Actor": "schemas.envelope",
+    "BLOCK_REASONS": "schemas.units",
+    "Block": "schemas.units",
+    "BlockReason": "schemas.units",
+    "EVENT_TYPES": "schemas.events",
+    "Event": "schemas.events",
+    "EventBase": "schemas.envelope",
+    "FINDING_CLASSES": "schemas.findings",
+    "FindingClass": "schemas.findings",
+    "FindingKey": "schemas.findings",
+    "FindingRaised": "schemas.findings",
+    "FindingResolved": "schemas.findings",
+    "FoldQuarantined": "schemas.quarantine",
+    "GATE_OUTCOMES": "schemas.gates",
+    "GateOutcome": "schemas.gates",
+    "GateResultRecorded": "schemas.gates",
+    "GateRunRequested": "schemas.gates",
+    "GateRunnerKeyRegistered": "schemas.gates",
+    "GateSuiteCompleted": "schemas.gates",
+    "InvalidEvent": "schemas.errors",
+    "InvalidValue": "schemas.errors",
+    "KINDS": "schemas.events",
+    "MessageQuarantined": "schemas.quarantine",
+    "Outcome": "schemas.units",
+    "PRODUCERS": "schemas.findings",
+    "Producer": "schemas.findings",
+    "ROLES": "schemas.envelope",
+    "Role": "schemas.envelope",
+    "SEVERITIES": "schemas.findings",
+    "SchemaError": "schemas.errors",
+    "Severity": "schemas.findings",
+    "SuiteEntry": "schemas.gates",
+    "TERMINAL_STATES": "schemas.units",
+    "Target": "schemas.targets",
+    "Token": "schemas.ids",
+    "UNIT_STATES": "schemas.units",
+    "UnitPlanned": "schemas.units",
+    "UnitState": "schemas.units",
+    "UnitTransitioned": "schemas.units",
+    "decode_event": "schemas.events",
+    "encode_event": "schemas.events",
+    "event_to_builtins": "schemas.events",
+    "finding_key": "schemas.findings",
+    "format_target": "schemas.targets",
+    "new_id": "schemas.ids",
+    "parse_target": "schemas.targets",
+    "project_subjects": "schemas.subjects",
+    "subject_of": "schemas.subjects",
+    "utcnow": "schemas.ids",
 }
 """Where each exported name lives."""
 

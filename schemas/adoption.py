@@ -24,9 +24,9 @@ import hashlib
 import re
 from typing import Literal
 
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.gates import GitSha
-from loopbus.schemas.ids import Token
+from schemas.envelope import EventBase
+from schemas.gates import GitSha
+from schemas.ids import Token
 
 AdoptionWhy = Literal["first-start", "operator", "merge", "revert", "contract", "proposal"]
 """``revert``: a merge that adopted its allowed edit was reverted (trunk red after it), and

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, Literal
 
-from loopbus.schemas.envelope import Role
-from loopbus.schemas.findings import PRODUCERS, FindingRaised, Producer
+from schemas.envelope import Role
+from schemas.findings import PRODUCERS, FindingRaised, Producer
 
 if TYPE_CHECKING:
-    from loopbus.schemas.events import Event
+    from schemas.events import Event
 
 Standing = Literal["fact", "claim", "forged"]
 

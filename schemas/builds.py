@@ -24,8 +24,9 @@ import re
 from typing import Annotated, Any, Literal
 
 import msgspec
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import TOKEN_PATTERN
+
+from schemas.errors import InvalidValue
+from schemas.ids import TOKEN_PATTERN
 
 BRIEF_SCHEMA = "loopbus.brief.v1"
 ENVELOPE_SCHEMA = "loopbus.envelope.v2"

@@ -25,12 +25,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from loopbus.schemas.criterion_source import source_problem
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.gates import GitSha
-from loopbus.schemas.ids import EventId, Token
+
+from schemas.criterion_source import source_problem
+from schemas.durations import parse_duration
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.gates import GitSha
+from schemas.ids import EventId, Token
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
 

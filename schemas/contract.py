@@ -18,9 +18,10 @@ the merger answers each: an agent's is refused with a finding.
 from __future__ import annotations
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.gates import GitSha
-from loopbus.schemas.ids import Token
+
+from schemas.envelope import EventBase
+from schemas.gates import GitSha
+from schemas.ids import Token
 
 CONTRACT_TRAILER = "Loopbus-Contract"
 """The trailer of a contract commit (its value: the slice)."""

@@ -20,11 +20,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from loopbus.schemas.builds import AutonomyClass, DecisionKey, DecisionOption
-from loopbus.schemas.builds import Confidence as StatedConfidence
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import EventId, Token
+
+from schemas.builds import AutonomyClass, DecisionKey, DecisionOption
+from schemas.builds import Confidence as StatedConfidence
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import EventId, Token
 
 Confidence = Annotated[float, msgspec.Meta(ge=0, le=1)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from loopbus.schemas.errors import InvalidValue
+from schemas.errors import InvalidValue
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

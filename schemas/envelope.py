@@ -3,7 +3,7 @@
 Every event kind subclasses :class:`EventBase` with an explicit versioned tag
 (``tag="finding.raised.v1"``). The tag is what is stored on the log, so renaming a class
 never changes what is on disk; a new shape of an existing kind gets a new tag and an
-upcaster in :mod:`loopbus.schemas.upcasters`.
+upcaster in :mod:`schemas.upcasters`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.ids import EventId, Token, UtcTime, new_id, utcnow
+
+from schemas.ids import EventId, Token, UtcTime, new_id, utcnow
 
 Role = Literal[
     "system",  # a loopbus daemon: the only role whose events are facts

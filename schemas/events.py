@@ -1,9 +1,9 @@
 """The one tagged union of every event kind and its codec.
 
-To add a kind: define a Struct subclassing :class:`loopbus.schemas.envelope.EventBase` with an
+To add a kind: define a Struct subclassing :class:`schemas.envelope.EventBase` with an
 explicit versioned tag and a ``subject_suffix``, then add it to :data:`Event` below (the
 list of classes and of kinds is derived from the union). Subjects live in
-:mod:`loopbus.schemas.subjects`.
+:mod:`schemas.subjects`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 import msgspec
-from loopbus.schemas import limits
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted
-from loopbus.schemas.charter import (
+
+from schemas import limits
+from schemas.adoption import ConfigAdopt, ConfigAdopted
+from schemas.charter import (
     CharterApprove,
     CharterApproved,
     CharterSubmission,
@@ -26,26 +27,26 @@ from loopbus.schemas.charter import (
     RunFinalizing,
     RunStop,
 )
-from loopbus.schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal, ContractLanded
-from loopbus.schemas.decisions import (
+from schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal, ContractLanded
+from schemas.decisions import (
     BlockedRouted,
     DecisionChoice,
     DecisionRecorded,
     DecisionRequested,
     ObjectiveDeclared,
 )
-from loopbus.schemas.errors import InvalidEvent
-from loopbus.schemas.findings import FindingRaised, FindingResolved
-from loopbus.schemas.gates import (
+from schemas.errors import InvalidEvent
+from schemas.findings import FindingRaised, FindingResolved
+from schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateRunRequested,
     GateSuiteCompleted,
 )
-from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
-from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
-from loopbus.schemas.merges import (
+from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+from schemas.lessons import LessonsRecorded, SliceClosedOut
+from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from schemas.merges import (
     ApproveReport,
     CandidateTested,
     MergeConflicted,
@@ -54,23 +55,23 @@ from loopbus.schemas.merges import (
     TrunkAdvanced,
     TrunkRecheck,
 )
-from loopbus.schemas.planning import (
+from schemas.planning import (
     PlanApprove,
     PlanAttemptRefused,
     PlanProposed,
     ReconRecorded,
     SkeletonApprove,
 )
-from loopbus.schemas.quarantine import FoldQuarantined, MessageQuarantined
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
-from loopbus.schemas.reports import (
+from schemas.quarantine import FoldQuarantined, MessageQuarantined
+from schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
+from schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
     StartedReport,
     UnblockedReport,
 )
-from loopbus.schemas.reviews import (
+from schemas.reviews import (
     FindingSubtracted,
     InvestigationCompleted,
     InvestigationRequested,
@@ -82,8 +83,8 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
-from loopbus.schemas.ship import ShipCommandRan, SliceBundled, TrunkScanned
-from loopbus.schemas.slices import (
+from schemas.ship import ShipCommandRan, SliceBundled, TrunkScanned
+from schemas.slices import (
     MisalignmentRouted,
     PlanSubmission,
     RetryDecided,
@@ -94,10 +95,10 @@ from loopbus.schemas.slices import (
     UnitDispatched,
     UsageReport,
 )
-from loopbus.schemas.units import UnitPlanned, UnitTransitioned
-from loopbus.schemas.upcasters import UPCASTERS, Upcaster, upcast
-from loopbus.schemas.verify import SliceShipJudged, WaveVerified
-from loopbus.schemas.wave_review import UnitReReviewed, WaveReviewed
+from schemas.units import UnitPlanned, UnitTransitioned
+from schemas.upcasters import UPCASTERS, Upcaster, upcast
+from schemas.verify import SliceShipJudged, WaveVerified
+from schemas.wave_review import UnitReReviewed, WaveReviewed
 
 Event = (
     FindingRaised
@@ -298,7 +299,7 @@ def _invalid(exc: msgspec.ValidationError, doc: dict[str, Any] | None) -> Invali
     if path == "$.kind" or (path is None and "kind" in text):
         return InvalidEvent(
             f"unknown event kind {limits.shown(kind)}; the {len(KINDS)} known kinds are "
-            "loopbus.schemas.KINDS, listed in docs/events.md",
+            "schemas.KINDS, listed in docs/events.md",
             field="kind",
             value=_kept(kind),
             kind=kind_text,

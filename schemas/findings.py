@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import Token
-from loopbus.schemas.targets import Target, format_target
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
+from schemas.targets import Target, format_target
 
 Producer = Literal[
     "gate_runner",

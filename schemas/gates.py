@@ -17,9 +17,10 @@ import hashlib
 from typing import Annotated, Any, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import EventId, Token
+
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import EventId, Token
 
 GateOutcome = Literal["pass", "fail", "error"]
 """Three outcomes, always. ``error`` is anything the runner could not establish; it is red

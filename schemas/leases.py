@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import Token
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
 
 Work = Literal["gate", "check", "build", "review", "investigation"]
 """The kinds of work item replicas split: a gate-run ask, one check's run on one tree and

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import EventId, Token
+
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import EventId, Token
 
 LessonKind = Literal[
     "gate-finding",  # a check of the unit's gate was red in a round

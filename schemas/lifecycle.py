@@ -3,7 +3,7 @@
 An operator asks with a :class:`FindingClaim` (a claim, on the operator's claim subject);
 the lifecycle daemon checks it against the log (the finding exists, the move fits its
 current status, the claimant is an operator) and answers with a fact: a
-:class:`FindingDismissed`, a :class:`loopbus.schemas.findings.FindingResolved` or a
+:class:`FindingDismissed`, a :class:`schemas.findings.FindingResolved` or a
 :class:`FindingReopened`, each naming the claim it answers. A dismissed finding stays on
 the log and keeps counting: the meta rule measures a gate by its dismissals.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.findings import FindingRaised
-from loopbus.schemas.ids import EventId
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.findings import FindingRaised
+from schemas.ids import EventId
 
 LifecycleAction = Literal["dismiss", "resolve", "reopen"]
 LIFECYCLE_ACTIONS: tuple[LifecycleAction, ...] = ("dismiss", "resolve", "reopen")

@@ -29,7 +29,7 @@ SHOWN_CHARS = 200
 """How much of an offending value an error reason shows."""
 
 MAX_REASON_CHARS = 1000
-"""The longest reason an :class:`~loopbus.schemas.errors.InvalidEvent` carries."""
+"""The longest reason an :class:`~schemas.errors.InvalidEvent` carries."""
 
 MAX_FIELD_CHARS = 300
 """The longest field path an error names (paths into deep ``evidence`` grow long)."""

@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.gates import GateOutcome, GitSha
-from loopbus.schemas.ids import Token
+
+from schemas.envelope import EventBase
+from schemas.gates import GateOutcome, GitSha
+from schemas.ids import Token
 
 MergeStage = Literal["candidate", "trunk"]
 """``candidate``: the merge result before trunk moves (trunk-only checks left out).

@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import Token
-from loopbus.schemas.slices import SlicePlan
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
+from schemas.slices import SlicePlan
 
 BRIEF_SCHEMA = "loopbus.plan-brief.v1"
 RECON_BRIEF_SCHEMA = "loopbus.recon-brief.v1"

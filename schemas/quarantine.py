@@ -14,10 +14,11 @@ import binascii
 from typing import Annotated, Any
 
 import msgspec
-from loopbus.schemas import limits
-from loopbus.schemas.envelope import Actor, EventBase
-from loopbus.schemas.ids import Token, answer_id, is_token
-from loopbus.schemas.subjects import QUARANTINE, parse_subject
+
+from schemas import limits
+from schemas.envelope import Actor, EventBase
+from schemas.ids import Token, answer_id, is_token
+from schemas.subjects import QUARANTINE, parse_subject
 
 EXCERPT_BYTES = 1024
 """How much of the original message a record keeps (base64 in ``excerpt_b64``)."""

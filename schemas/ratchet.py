@@ -2,7 +2,7 @@
 
 A gate is one check (a project-local gate) or one capability profile. It is in one of the
 states of :data:`GATE_STATES` and moves only along the edges of the ratchet
-(``loopbus.projections.ratchet.EDGES``). Anyone asks with a :class:`GateMoveClaim`; the
+(``projections.ratchet.EDGES``). Anyone asks with a :class:`GateMoveClaim`; the
 ratchet daemon settles it against the edge table and the claimant's authority and answers
 with a :class:`GateMoved` fact (carrying the decision that records the settlement) or a
 ``refused-transition`` finding naming the authority the move needs.
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import EventId, Token
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import EventId, Token
 
 GateState = Literal[
     "Drafted",

@@ -19,9 +19,10 @@ as the watchdog's LOST transition.
 from __future__ import annotations
 
 import msgspec
-from loopbus.schemas.envelope import Actor, EventBase
-from loopbus.schemas.ids import Token, UtcTime, utcnow
-from loopbus.schemas.slices import BUDGET_NAMES
+
+from schemas.envelope import Actor, EventBase
+from schemas.ids import Token, UtcTime, utcnow
+from schemas.slices import BUDGET_NAMES
 
 
 class _UnitReport(EventBase, frozen=True, kw_only=True):
@@ -40,7 +41,7 @@ class StartedReport(_UnitReport, frozen=True, kw_only=True, tag="report.started.
 class BlockedReport(_UnitReport, frozen=True, kw_only=True, tag="report.blocked.v1"):
     """ "I cannot proceed until ``subject`` changes", for one of the closed set of reasons.
 
-    ``reason`` should be one of :data:`loopbus.schemas.units.BLOCK_REASONS` and ``subject`` must
+    ``reason`` should be one of :data:`schemas.units.BLOCK_REASONS` and ``subject`` must
     name what the unit waits on; the units daemon refuses the claim when either is wrong.
     """
 

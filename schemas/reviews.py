@@ -16,13 +16,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.findings import FindingClass, Producer, Severity
-from loopbus.schemas.gates import GitSha
-from loopbus.schemas.ids import TOKEN_PATTERN, Token
-from loopbus.schemas.scores import AxisScore
-from loopbus.schemas.targets import Target
+
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.findings import FindingClass, Producer, Severity
+from schemas.gates import GitSha
+from schemas.ids import TOKEN_PATTERN, Token
+from schemas.scores import AxisScore
+from schemas.targets import Target
 
 Decision = Literal["approve", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "reject")
@@ -52,7 +53,7 @@ Sha = GitSha
 
 
 ReviewerClass = Literal["defect", "blocked-by-fact"]
-"""What a reviewer may raise (see :data:`loopbus.schemas.authority.FINDING_CLAIMS`): the
+"""What a reviewer may raise (see :data:`schemas.authority.FINDING_CLAIMS`): the
 system raises an accepted verdict's findings itself, so a verdict never carries a class
 only the system may raise (a refusal, trunk-red, a budget breach…)."""
 

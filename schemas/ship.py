@@ -20,8 +20,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import EventId, Token
+
+from schemas.envelope import EventBase
+from schemas.ids import EventId, Token
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Sha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]

@@ -17,10 +17,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from loopbus.schemas.contract import ContractChanges
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import Token
+
+from schemas.contract import ContractChanges
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import Token
 
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Count = Annotated[int, msgspec.Meta(ge=0)]

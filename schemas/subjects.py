@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from loopbus.schemas.authority import is_claim_kind
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import is_token
+from schemas.authority import is_claim_kind
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
 
 if TYPE_CHECKING:
-    from loopbus.schemas.events import Event
+    from schemas.events import Event
 
 PREFIX = "loop"
 ALL = f"{PREFIX}.>"
@@ -33,7 +33,7 @@ CLAIM = "claim"
 def subject_of(event: Event) -> str:
     """The subject an event is stored under: ``loop.<project>.<suffix>`` for a fact,
     ``loop.<project>.claim.<role>.<principal>.<suffix>`` for a claim (see
-    :mod:`loopbus.schemas.authority`: the server lets a credential publish claims only
+    :mod:`schemas.authority`: the server lets a credential publish claims only
     under its own principal, so the principal on the subject is a proven one)."""
     if is_claim_kind(event):
         actor = event.actor

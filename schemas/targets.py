@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-from loopbus.schemas.errors import InvalidValue
+
+from schemas.errors import InvalidValue
 
 Line = Annotated[int, msgspec.Meta(ge=1)]
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import Token, UtcTime
+
+from schemas.envelope import EventBase
+from schemas.errors import InvalidValue
+from schemas.ids import Token, UtcTime
 
 UnitState = Literal["working", "blocked", "done", "failed", "lost"]
 UNIT_STATES: tuple[UnitState, ...] = ("working", "blocked", "done", "failed", "lost")

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from loopbus.schemas.decisions import upcast_requested_v1
-from loopbus.schemas.quarantine import upcast_quarantined_v1
-from loopbus.schemas.reviews import upcast_verdict_v1
+from schemas.decisions import upcast_requested_v1
+from schemas.quarantine import upcast_quarantined_v1
+from schemas.reviews import upcast_verdict_v1
 
 Document = dict[str, Any]
 Upcaster = Callable[[Document], Document]

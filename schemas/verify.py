@@ -17,9 +17,10 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import Token
-from loopbus.schemas.scores import AxisScore
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
+from schemas.scores import AxisScore
 
 VERIFY_CRITERION = "verify"
 """The criterion of every finding the verifier raises (its own check id goes in evidence)."""

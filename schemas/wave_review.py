@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from loopbus.schemas.envelope import EventBase
-from loopbus.schemas.ids import Token
+
+from schemas.envelope import EventBase
+from schemas.ids import Token
 
 WAVE_REVIEW_CRITERION = "wave-review"
 """The criterion of every finding the wave review raises."""

@@ -22,9 +22,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.container import AGENT_UID, WORKTREE_LABEL
-from loopbus.workers.agents.sandbox import Limits, SandboxSpec
-from loopbus.workers.gates.executors import docker_reachable
+
+from workers.agents.container import AGENT_UID, WORKTREE_LABEL
+from workers.agents.sandbox import Limits, SandboxSpec
+from workers.gates.executors import docker_reachable
 
 MERGED = ("bin", "lib", "lib64", "sbin")
 FILES = {

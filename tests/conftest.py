@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port
-from loopbus.schemas import Actor
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from schemas import Actor
 
 _project_counter = itertools.count()
 
@@ -103,8 +104,9 @@ async def transitions_obey_the_table(request: pytest.FixtureRequest) -> AsyncIte
     if bus is None or project is None:
         return
     from kernelkit import daemon_violations
-    from loopbus.bus import read
-    from loopbus.schemas import project_subjects
+
+    from bus import read
+    from schemas import project_subjects
 
     events = [r.event async for r in read(bus, subjects=[project_subjects(project)]) if r.event]
     assert daemon_violations(events) == [], f"daemon transitions in {project} break the table"

@@ -8,10 +8,10 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from loopbus.bus import Bus
-from loopbus.projections.transitions import Violation, system_violations
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.workers.kernel import Daemon, Kernel
+from bus import Bus
+from projections.transitions import Violation, system_violations
+from schemas import Event, UnitTransitioned
+from workers.kernel import Daemon, Kernel
 
 DAEMON_PRINCIPAL = re.compile(r"^[a-z][a-z_-]*@\S+:\d+$")
 """A daemon instance's principal (``units@host:pid``, see kernel.system_actor). Tests that

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from loopbus.bus import free_port, server_binary
 
+from bus import free_port, server_binary
 from loopbus.commands.provision import NODE_CONFIG, SECRET, make_secrets
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from loopbus.bus import Bus, read
-from loopbus.schemas import Actor, Event, FindingRaised, parse_target, project_subjects
+from bus import Bus, read
+from schemas import Actor, Event, FindingRaised, parse_target, project_subjects
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

@@ -8,11 +8,11 @@ import asyncio
 import subprocess
 import sys
 
-from loopbus.bus import Bus, Views
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
-from loopbus.schemas.planning import PlanAttemptRefused, PlanProposed, ReconFact, ReconRecorded
-from loopbus.schemas.slices import PlannedUnit, SlicePlan
+from bus import Bus, Views
+from schemas import Actor, Event
+from schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
+from schemas.planning import PlanAttemptRefused, PlanProposed, ReconFact, ReconRecorded
+from schemas.slices import PlannedUnit, SlicePlan
 
 SYSTEM = Actor(role="system", principal="tests")
 CYCLE = "dependency cycle: U1 -> U2 -> U1"
@@ -62,7 +62,7 @@ async def fold_with_projector(bus: Bus, nats_url: str) -> None:
     """Run the projector until it has folded the whole log."""
     last = await bus.stream_last_seq()
     projector = subprocess.Popen(
-        [sys.executable, "-m", "loopbus.workers.projector", "--nats-url", nats_url],
+        [sys.executable, "-m", "workers.projector", "--nats-url", nats_url],
         stderr=subprocess.DEVNULL,
     )
     try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from loopbus.bus import Bus, Record, TransitionConflict, Views, read
-from loopbus.bus.view_layout import VIEW_PREFIX, key_of, layout_of, pieces, view_prefix
-from loopbus.bus.views import RECENT_KEY
-from loopbus.projections import FOLDS, fold_events
-from loopbus.schemas import project_subjects
-from loopbus.workers.projector.core import Projector
-from loopbus.workers.projector.daemon import ProjectorDaemon
+from bus import Bus, Record, TransitionConflict, Views, read
+from bus.view_layout import VIEW_PREFIX, key_of, layout_of, pieces, view_prefix
+from bus.views import RECENT_KEY
+from projections import FOLDS, fold_events
+from schemas import project_subjects
+from workers.projector.core import Projector
+from workers.projector.daemon import ProjectorDaemon
 
 
 async def expected_view(bus: Bus, project: str, folds: tuple[Any, ...] = FOLDS) -> dict[str, bytes]:

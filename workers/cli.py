@@ -1,4 +1,4 @@
-"""The shared command line of every daemon: ``python -m loopbus.workers.<name> --nats-url URL``.
+"""The shared command line of every daemon: ``python -m workers.<name> --nats-url URL``.
 
 A daemon's ``cli.py`` builds its parser with :func:`daemon_parser`, adds its own options,
 and calls :func:`main_for` with a ``make_body(args)`` that returns the daemon body.
@@ -12,20 +12,18 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from loopbus.bus import BusError
-from loopbus.bus.connection import DEFAULT_URL, NATS_URL_ENV
-from loopbus.bus.creds import CREDS_ENV, load_credential
-from loopbus.bus.tls import TLS_CA_ENV
-from loopbus.workers.kernel import Daemon, Kernel
-from loopbus.workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
+from bus import BusError
+from bus.connection import DEFAULT_URL, NATS_URL_ENV
+from bus.creds import CREDS_ENV, load_credential
+from bus.tls import TLS_CA_ENV
+from workers.kernel import Daemon, Kernel
+from workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
 
 Body = Callable[[DaemonContext], Awaitable[None]]
 
 
 def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m loopbus.workers.{name}", description=description
-    )
+    parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
     parser.add_argument(
         "--nats-url",
         default=os.environ.get(NATS_URL_ENV, DEFAULT_URL),

@@ -7,11 +7,11 @@ field, the value found there and what to do — and prints as one line; the CLI 
 
 from __future__ import annotations
 
-from loopbus.schemas.project_config import CONFIG_FILE as CONFIG_FILE
+from schemas.project_config import CONFIG_FILE as CONFIG_FILE
 
 
 class WorkerError(Exception):
-    """Root of every error raised by ``loopbus.workers``."""
+    """Root of every error raised by ``workers``."""
 
 
 class ConfigError(WorkerError):

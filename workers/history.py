@@ -1,7 +1,7 @@
 """Reading trunk's history back with dulwich: branches, commit trailers, diffs, and where a
 unit's siblings branched (what the merger reads about trunk after the fact).
 
-Split from :mod:`loopbus.workers.repository` (commits, trees, checkouts, a unit's change),
+Split from :mod:`workers.repository` (commits, trees, checkouts, a unit's change),
 with the same rule: every helper opens its own ``Repo``; async callers use a thread.
 """
 
@@ -19,7 +19,8 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.patch import write_tree_diff
 from dulwich.refs import Ref
 from dulwich.repo import Repo
-from loopbus.workers.repository import SIBLING_WALK, commit_of, open_repo
+
+from workers.repository import SIBLING_WALK, commit_of, open_repo
 
 DIFF_CAP = 20000
 """Characters of a sibling diff carried in a finding (its digest covers all of it)."""

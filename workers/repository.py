@@ -29,7 +29,8 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.objectspec import parse_commit
 from dulwich.patch import write_tree_diff
 from dulwich.repo import Repo
-from loopbus.workers.errors import CONFIG_FILE, RepoError
+
+from workers.errors import CONFIG_FILE, RepoError
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,7 @@ def author_of(path: Path, sha: str) -> str:
 def changed_config(path: Path, old: str, new: str) -> list[str]:
     """The gate-configuration files (see ``gates.scope.config_touched``) that differ
     between commits ``old`` and ``new``."""
-    from loopbus.workers.gates.scope import config_touched
+    from workers.gates.scope import config_touched
 
     with open_repo(path) as repo:
         trees = {"base": commit_of(repo, old).tree, "head": commit_of(repo, new).tree}

@@ -22,9 +22,10 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import WORKER_BUCKET, Bus, BusError, connect
-from loopbus.bus.creds import Credential
-from loopbus.bus.history import data_dir_from_env, require_log
+
+from bus import WORKER_BUCKET, Bus, BusError, connect
+from bus.creds import Credential
+from bus.history import data_dir_from_env, require_log
 
 log = structlog.get_logger()
 
@@ -93,7 +94,7 @@ async def run_daemon(
     """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
     (130 when the stop was Ctrl-C's SIGINT).
 
-    A daemon never re-creates a log that evidently existed (:mod:`loopbus.bus.history`);
+    A daemon never re-creates a log that evidently existed (:mod:`bus.history`);
     it creates a first one only on a server without authorization (tests, a bare
     nats-server), since with credentials only ``admin`` may."""
     structlog.contextvars.bind_contextvars(daemon=name)

@@ -20,7 +20,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-# nats-py hands the server's -ERR on lower-cased (loopbus.bus.connection.Violations).
+# nats-py hands the server's -ERR on lower-cased (bus.connection.Violations).
 VIOLATION = "permissions violation for publish to "
 ACK_WAIT_S = 10.0  # a refused JetStream publish gets no ack: it only times out
 
@@ -65,11 +65,12 @@ async def attempt(urls: str, creds: str, tls_ca: str, project: str) -> Forgery:
     from pathlib import Path
 
     import nats
-    from loopbus.bus.connection import server_urls
-    from loopbus.bus.creds import load_credential
-    from loopbus.bus.tls import client_context
-    from loopbus.schemas import Actor, UnitTransitioned, encode_event, subject_of
-    from loopbus.schemas.units import Outcome
+
+    from bus.connection import server_urls
+    from bus.creds import load_credential
+    from bus.tls import client_context
+    from schemas import Actor, UnitTransitioned, encode_event, subject_of
+    from schemas.units import Outcome
 
     credential = load_credential(Path(creds))
     event = UnitTransitioned(

@@ -17,13 +17,13 @@ from typing import Any
 import msgspec
 
 from loopbus.agents_cli.spec import Answer, Role
-from loopbus.schemas.builds import BuildEnvelope
-from loopbus.schemas.reviews import InvestigationReport, VerdictDocument
+from schemas.builds import BuildEnvelope
+from schemas.reviews import InvestigationReport, VerdictDocument
 
 
 class PlannerAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """The planner's envelope as docs/planning.md names it, ``{"plan": …, "summary": …}``:
-    used only where ``loopbus.schemas.planning`` (the planner daemon's) is not installed."""
+    used only where ``schemas.planning`` (the planner daemon's) is not installed."""
 
     plan: dict[str, Any]
     summary: str = ""
@@ -37,7 +37,7 @@ def envelope_type(role: Role) -> type[Any]:
     if role == "investigator":
         return InvestigationReport
     try:  # the planner daemon's own type, when this install has it
-        planning = importlib.import_module("loopbus.schemas.planning")
+        planning = importlib.import_module("schemas.planning")
     except ImportError:
         return PlannerAnswer
     found: type[Any] = getattr(planning, "PlannerEnvelope", PlannerAnswer)

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import argparse
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.approve_publish import publish_approval, refuse_wait
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor
-from loopbus.schemas.merges import ApproveReport
-from loopbus.schemas.subjects import unit_subject
-from loopbus.schemas.units import TERMINAL_STATES
+from projections import units as units_fold
+from schemas import Actor
+from schemas.merges import ApproveReport
+from schemas.subjects import unit_subject
+from schemas.units import TERMINAL_STATES
 
 
 def build(args: argparse.Namespace) -> ApproveReport:

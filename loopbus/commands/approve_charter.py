@@ -12,16 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from loopbus.bus import Bus
+from bus import Bus
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
 from loopbus.run_view import load_run
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.authority import refused_claim
-from loopbus.schemas.charter import CharterApprove, CharterApproved
-from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.settings import connection
+from schemas import Actor, FindingRaised
+from schemas.authority import refused_claim
+from schemas.charter import CharterApprove, CharterApproved
+from schemas.subjects import project_subjects, subject_of
 
 WAIT_S = 120.0
 """How long ``--wait`` waits for the charter daemon's answer."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.approve_publish import publish_approval, refuse_wait
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
-from loopbus.schemas import Actor
-from loopbus.schemas.contract import ConfigApprove, ConfigProposal
+from schemas import Actor
+from schemas.contract import ConfigApprove, ConfigProposal
 
 
 def build(args: argparse.Namespace) -> ConfigApprove:

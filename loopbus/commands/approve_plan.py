@@ -14,16 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import planner as planner_fold
-from loopbus.projections import slices as slices_fold
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.planning import PlanApprove, SkeletonApprove
-from loopbus.schemas.subjects import project_subjects, subject_of
 from loopbus.settings import connection
+from projections import planner as planner_fold
+from projections import slices as slices_fold
+from schemas import Actor, Event
+from schemas.planning import PlanApprove, SkeletonApprove
+from schemas.subjects import project_subjects, subject_of
 
 
 def run(args: argparse.Namespace) -> int:

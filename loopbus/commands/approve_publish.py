@@ -11,12 +11,12 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from loopbus.bus import Bus
+from bus import Bus
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.schemas import Event
-from loopbus.schemas.subjects import subject_of
 from loopbus.settings import connection
+from schemas import Event
+from schemas.subjects import subject_of
 
 Check = Callable[[Bus], Awaitable[None]]
 """What a kind checks on the log before publishing (raises :class:`UsageError`)."""

@@ -17,10 +17,10 @@ from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known, require_known_unless_new
 from loopbus.run_view import charter_lines, load_run, run_lines
-from loopbus.schemas import Actor
-from loopbus.schemas.charter import CharterSubmission
-from loopbus.schemas.subjects import subject_of
 from loopbus.settings import connection
+from schemas import Actor
+from schemas.charter import CharterSubmission
+from schemas.subjects import subject_of
 
 
 def read_file(path: str) -> str:

@@ -19,15 +19,15 @@ import asyncio
 
 import msgspec
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import merges as merges_fold
-from loopbus.schemas import Actor
-from loopbus.schemas.adoption import FULL_SHA, ConfigAdopt
-from loopbus.schemas.subjects import subject_of, trunk_subjects
 from loopbus.settings import connection
+from projections import merges as merges_fold
+from schemas import Actor
+from schemas.adoption import FULL_SHA, ConfigAdopt
+from schemas.subjects import subject_of, trunk_subjects
 
 
 def build(args: argparse.Namespace) -> ConfigAdopt:

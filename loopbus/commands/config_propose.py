@@ -17,13 +17,13 @@ import asyncio
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.schemas import Actor
-from loopbus.schemas.contract import ConfigProposal
-from loopbus.schemas.limits import MAX_TEXT_CHARS
-from loopbus.schemas.subjects import subject_of
 from loopbus.settings import connection
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import parse_config
+from schemas import Actor
+from schemas.contract import ConfigProposal
+from schemas.limits import MAX_TEXT_CHARS
+from schemas.subjects import subject_of
+from workers.errors import ConfigError
+from workers.gates.config import parse_config
 
 
 def build(args: argparse.Namespace) -> ConfigProposal:

@@ -11,13 +11,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus.auth import CRED_ROLES
-from loopbus.bus.creds import creds_dir, file_name, new_credential, write_credential
-from loopbus.bus.embedded import EmbeddedServer, running_server
+from bus.auth import CRED_ROLES
+from bus.creds import creds_dir, file_name, new_credential, write_credential
+from bus.embedded import EmbeddedServer, running_server
 from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.schemas.ids import is_token
 from loopbus.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_data_dir
+from schemas.ids import is_token
 
 ADDABLE = tuple(r for r in CRED_ROLES if r != "admin")
 

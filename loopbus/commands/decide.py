@@ -18,13 +18,13 @@ import asyncio
 
 import msgspec
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
-from loopbus.projections.builds import FOLD, AutoPick
-from loopbus.schemas import Actor, project_subjects
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, option_ids
 from loopbus.settings import connection
+from projections.builds import FOLD, AutoPick
+from schemas import Actor, project_subjects
+from schemas.decisions import DecisionChoice, DecisionRecorded, option_ids
 
 
 def run(args: argparse.Namespace) -> int:

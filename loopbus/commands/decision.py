@@ -13,16 +13,16 @@ import argparse
 import asyncio
 import json
 
-from loopbus.bus import Bus, read
+from bus import Bus, read
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known, require_known_unless_new
-from loopbus.projections import decisions
-from loopbus.projections.base import to_builtins
-from loopbus.projections.decisions import ANSWERS_CLAIM, DecisionsState
-from loopbus.schemas import Actor, Event, FindingRaised, InvalidValue, project_subjects
-from loopbus.schemas.decisions import DecisionRecorded, ObjectiveDeclared
 from loopbus.settings import connection
+from projections import decisions
+from projections.base import to_builtins
+from projections.decisions import ANSWERS_CLAIM, DecisionsState
+from schemas import Actor, Event, FindingRaised, InvalidValue, project_subjects
+from schemas.decisions import DecisionRecorded, ObjectiveDeclared
 
 FLAGS = {
     "question": "--question",

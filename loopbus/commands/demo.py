@@ -22,23 +22,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from bus.creds import default_file, load_credential
 from loopbus import scaffold
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
-from loopbus.bus.creds import default_file, load_credential
 from loopbus.charter_file import parse_charter
 from loopbus.charter_render import run_lines
 from loopbus.errors import UsageError
 from loopbus.run_view import load_run
-from loopbus.schemas import Actor, project_subjects
-from loopbus.schemas.charter import CharterApprove, CharterSubmission, RunEnded
-from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.slices import SliceClosed, UnitDispatched
-from loopbus.schemas.verify import SliceShipJudged
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
 from loopbus.timeline import Timeline
-from loopbus.workers.repository import files_changed
-from loopbus.workers.runtime import configure_logging
+from schemas import Actor, project_subjects
+from schemas.charter import CharterApprove, CharterSubmission, RunEnded
+from schemas.merges import TrunkAdvanced
+from schemas.slices import SliceClosed, UnitDispatched
+from schemas.verify import SliceShipJudged
+from workers.repository import files_changed
+from workers.runtime import configure_logging
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,8 +65,8 @@ async def _no_sandbox() -> str | None:
     bubblewrap or an engine) it runs them bare and says so rather than stall: the first
     command of the README must work anywhere. A project of the user's never falls back.
     """
-    from loopbus.workers.agents.runner import choose
-    from loopbus.workers.agents.sandbox_config import AgentsConfig
+    from workers.agents.runner import choose
+    from workers.agents.sandbox_config import AgentsConfig
 
     executor, why = await choose(AgentsConfig())
     return None if executor is not None else why

@@ -1,6 +1,6 @@
 """``loopbus finding dismiss|resolve|reopen``: an operator's claims about one finding.
 
-Each publishes a :class:`loopbus.schemas.lifecycle.FindingClaim` on the operator's claim
+Each publishes a :class:`schemas.lifecycle.FindingClaim` on the operator's claim
 subject and, with ``--wait``, waits for the ratchet daemon's answer: the fact (dismissed,
 resolved, reopened) or the finding that refuses it. The CLI writes no fact itself.
 """
@@ -12,10 +12,10 @@ import argparse
 from loopbus.answers import claim_and_wait
 from loopbus.commands.report import principal
 from loopbus.errors import UsageError
-from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, InvalidValue
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.lifecycle import (
+from projections.lifecycle import ANSWERS_CLAIM
+from schemas import Actor, FindingRaised, FindingResolved, InvalidValue
+from schemas.ids import is_token
+from schemas.lifecycle import (
     DISMISS_REASONS,
     FindingClaim,
     FindingDismissed,

@@ -7,8 +7,8 @@ from typing import Any
 
 from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
-from loopbus.schemas.lifecycle import DISMISS_REASONS
 from loopbus.settings import add_connection, add_project
+from schemas.lifecycle import DISMISS_REASONS
 
 
 def register(sub: Any) -> None:

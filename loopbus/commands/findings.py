@@ -27,9 +27,9 @@ from loopbus.known import require_known
 from loopbus.log_reading import project_records
 from loopbus.progress import Progress
 from loopbus.sarif_limits import GITHUB, check
-from loopbus.schemas import SEVERITIES
-from loopbus.schemas.ids import is_token
 from loopbus.settings import CONFIG_FILE, Connection, connection
+from schemas import SEVERITIES
+from schemas.ids import is_token
 
 
 def run_export(args: argparse.Namespace) -> int:

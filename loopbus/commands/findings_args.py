@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from loopbus.commands import deferred
-from loopbus.schemas.findings import SEVERITIES
 from loopbus.settings import CONFIG_FILE, add_connection, add_project
+from schemas.findings import SEVERITIES
 
 CONSUMERS = ("github", "sarif")
 """Who reads the export: GitHub code scanning (anchored, checked) or any SARIF reader."""

@@ -20,17 +20,17 @@ from typing import Any
 
 import msgspec
 
-from loopbus.bus import ensure_log
+from bus import ensure_log
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
-from loopbus.schemas import format_target
 from loopbus.settings import connection
-from loopbus.workers.errors import ConfigError, WorkerError
-from loopbus.workers.gates.config import ProjectConfig, parse_config
-from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
-from loopbus.workers.gates.signing import key_path, load_or_create
-from loopbus.workers.repository import CONFIG_FILE, resolve
-from loopbus.workers.runtime import configure_logging
+from schemas import format_target
+from workers.errors import ConfigError, WorkerError
+from workers.gates.config import ProjectConfig, parse_config
+from workers.gates.runner import CheckRun, GateRunner, SuiteResult
+from workers.gates.signing import key_path, load_or_create
+from workers.repository import CONFIG_FILE, resolve
+from workers.runtime import configure_logging
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,10 +12,10 @@ from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
 from loopbus.completion import offer
 from loopbus.known import add_new
-from loopbus.schemas.envelope import Role
-from loopbus.schemas.ratchet import GATE_MOVES, SCOPES
 from loopbus.settings import add_connection, add_project
-from loopbus.workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
+from schemas.envelope import Role
+from schemas.ratchet import GATE_MOVES, SCOPES
+from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 
 CLAIMANT_ROLES: tuple[str, ...] = tuple(r for r in get_args(Role) if r != "system")
 """Who may claim a gate move (``--role``): every role but the system's."""

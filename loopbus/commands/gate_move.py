@@ -1,6 +1,6 @@
 """``loopbus gate move``: claim a move of a gate along the ratchet.
 
-It publishes a :class:`loopbus.schemas.ratchet.GateMoveClaim` on the claimant's claim
+It publishes a :class:`schemas.ratchet.GateMoveClaim` on the claimant's claim
 subject and, with ``--wait``, waits for the ratchet daemon's answer: the ``gate.moved.v1``
 fact (with the decision that records it) or the finding that refuses it, naming the
 authority the move needs. The CLI writes no fact and judges nothing: who may make a move
@@ -16,10 +16,10 @@ from loopbus.answers import claim_and_wait
 from loopbus.commands.gate_args import CLAIMANT_ROLES
 from loopbus.commands.report import principal
 from loopbus.errors import UsageError
-from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.schemas import Actor, FindingRaised, InvalidValue
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.ratchet import GATE_MOVES, SCOPES, GateMoveClaim, GateMoved
+from projections.lifecycle import ANSWERS_CLAIM
+from schemas import Actor, FindingRaised, InvalidValue
+from schemas.ids import is_token
+from schemas.ratchet import GATE_MOVES, SCOPES, GateMoveClaim, GateMoved
 
 OPTIONS = {"gate": "--gate", "why": "--why", "check": "--check", "every": "--every"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from loopbus import scaffold
 from loopbus.errors import UsageError
-from loopbus.schemas.ids import is_token
+from schemas.ids import is_token
 
 _RULE = "1 to 64 letters, digits, '-' or '_'"
 

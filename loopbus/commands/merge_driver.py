@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from loopbus.workers.entity_merge import run_git_driver
+from workers.entity_merge import run_git_driver
 
 
 def register(sub: Any) -> None:

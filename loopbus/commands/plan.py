@@ -22,39 +22,39 @@ from pathlib import Path
 
 import msgspec
 
-from loopbus.bus import Bus, BusError, read
+from bus import Bus, BusError, read
 from loopbus.commands.report import principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known, require_new
-from loopbus.projections import slices
-from loopbus.projections.errors import PlanInvalid
-from loopbus.projections.planning import (
-    parse_plan,
-    plan_format,
-    schedule,
-    unclaimed_extras,
-    validate,
-)
-from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY, Submission
 from loopbus.repo_check import (
     commit_hint,
     config_warnings,
     uncommitted_config,
     validate_config,
 )
-from loopbus.schemas import Actor, FindingRaised, project_subjects, subject_of
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
-from loopbus.schemas.subjects import slice_subjects
 from loopbus.settings import Connection, connection
 from loopbus.slice_render import render_schedule
-from loopbus.workers.agents.cli import TRUNK_ENV
-from loopbus.workers.agents.config import config_text
-from loopbus.workers.dispatcher.face import claim_problems
-from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.contract_check import repo_contract_problems
-from loopbus.workers.gates.declared import pending_criteria
-from loopbus.workers.runtime import check_health
+from projections import slices
+from projections.errors import PlanInvalid
+from projections.planning import (
+    parse_plan,
+    plan_format,
+    schedule,
+    unclaimed_extras,
+    validate,
+)
+from projections.slices import REFUSAL_EVIDENCE_KEY, Submission
+from schemas import Actor, FindingRaised, project_subjects, subject_of
+from schemas.ids import is_token
+from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
+from schemas.subjects import slice_subjects
+from workers.agents.cli import TRUNK_ENV
+from workers.agents.config import config_text
+from workers.dispatcher.face import claim_problems
+from workers.errors import WorkerError
+from workers.gates.contract_check import repo_contract_problems
+from workers.gates.declared import pending_criteria
+from workers.runtime import check_health
 
 _json = msgspec.json.Encoder()
 

@@ -20,12 +20,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import LOG_STREAM, BusUnreachable, ensure_log
-from loopbus.bus.auth import authorization_block
-from loopbus.bus.creds import all_credentials, ensure_defaults
-from loopbus.bus.history import HistoryMissing, StreamNotAtStart, check_history
-from loopbus.bus.private import private_dir, write_private
-from loopbus.bus.tls import ensure_tls, tls_block
+from bus import LOG_STREAM, BusUnreachable, ensure_log
+from bus.auth import authorization_block
+from bus.creds import all_credentials, ensure_defaults
+from bus.history import HistoryMissing, StreamNotAtStart, check_history
+from bus.private import private_dir, write_private
+from bus.tls import ensure_tls, tls_block
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import Connection, add_connection, connection
 

@@ -17,15 +17,15 @@ import sys
 
 import msgspec
 
-from loopbus.bus import read
+from bus import read
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import slices
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import project_subjects
-from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, connection
 from loopbus.slice_render import record_json, render_record
+from projections import slices
+from projections.slices import SlicesState
+from schemas import project_subjects
+from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

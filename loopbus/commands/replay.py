@@ -12,16 +12,16 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from loopbus.bus import Record
+from bus import Record
 from loopbus.errors import UsageError
 from loopbus.event_line import record_line
 from loopbus.known import require_known
 from loopbus.log_reading import project_records
 from loopbus.progress import Progress
-from loopbus.projections import ProjectStates, apply_all, initial_states, to_builtins
 from loopbus.render import Palette, record_json, render_state
-from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, connection
+from projections import ProjectStates, apply_all, initial_states, to_builtins
+from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

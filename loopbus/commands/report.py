@@ -15,7 +15,8 @@ import os
 from loopbus.commands.report_args import add_claimant as add_claimant
 from loopbus.errors import UsageError
 from loopbus.known import require_known_unless_new
-from loopbus.schemas import (
+from loopbus.settings import connection, credential
+from schemas import (
     FINDING_CLASSES,
     PRODUCERS,
     SEVERITIES,
@@ -24,9 +25,8 @@ from loopbus.schemas import (
     InvalidValue,
     parse_target,
 )
-from loopbus.schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
-from loopbus.schemas.ids import is_token
-from loopbus.settings import connection, credential
+from schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
+from schemas.ids import is_token
 
 
 def principal(args: argparse.Namespace) -> str:

@@ -14,10 +14,10 @@ from typing import Any
 from loopbus.commands import deferred
 from loopbus.completion import offer
 from loopbus.known import add_new
-from loopbus.schemas.envelope import Role
-from loopbus.schemas.findings import FINDING_CLASSES, PRODUCERS, SEVERITIES
-from loopbus.schemas.units import BLOCK_REASONS, SUBJECT_KINDS
 from loopbus.settings import add_connection, add_project
+from schemas.envelope import Role
+from schemas.findings import FINDING_CLASSES, PRODUCERS, SEVERITIES
+from schemas.units import BLOCK_REASONS, SUBJECT_KINDS
 
 
 def register(sub: Any) -> None:

@@ -3,7 +3,7 @@
 It sits under ``report`` because the issue asks for ``loopbus report SLICE``; a bare slice id
 there would be ambiguous with the claim kinds (``report finding``, ``report started`` …, a
 slice may well be called ``finding``), so the reading is the kind ``risk``. Unlike its
-siblings it publishes nothing: it folds the log (:mod:`loopbus.projections.risk`) and, with
+siblings it publishes nothing: it folds the log (:mod:`projections.risk`) and, with
 ``--repo``, reads which files each configured check reads from trunk's ``loopbus.toml``
 (dulwich is imported only then, so a report without a repository starts as lightly as
 ``status``).
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import msgspec
 
-from loopbus.bus import read
+from bus import read
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import risk, slices
-from loopbus.projections.risk import RiskState
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import project_subjects
-from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, connection
+from projections import risk, slices
+from projections.risk import RiskState
+from projections.slices import SlicesState
+from schemas import project_subjects
+from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 
@@ -49,9 +49,9 @@ async def fold_risk(conn: Connection, project: str) -> tuple[SlicesState, RiskSt
 
 def configured_reads(repo: Path, trunk: str) -> Mapping[str, Sequence[str]] | None:
     """Check id -> the paths it reads, from ``trunk``'s ``loopbus.toml`` (``None``: unreadable)."""
-    from loopbus.workers import repository
-    from loopbus.workers.errors import WorkerError
-    from loopbus.workers.gates.declared import config_at
+    from workers import repository
+    from workers.errors import WorkerError
+    from workers.gates.declared import config_at
 
     try:
         config = config_at(repository.resolve(repo, trunk))

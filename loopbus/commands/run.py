@@ -14,10 +14,10 @@ from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.run_view import load_run, run_lines
-from loopbus.schemas import Actor, utcnow
-from loopbus.schemas.charter import RunStop
-from loopbus.schemas.subjects import subject_of
 from loopbus.settings import connection
+from schemas import Actor, utcnow
+from schemas.charter import RunStop
+from schemas.subjects import subject_of
 
 
 def run(args: argparse.Namespace) -> int:

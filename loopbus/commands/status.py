@@ -16,20 +16,20 @@ from typing import Any
 
 import msgspec
 
+from bus import Bus, Views, ViewUnreadable
 from loopbus import review_status, units_status
-from loopbus.bus import Bus, Views, ViewUnreadable
 from loopbus.commands.status_args import DEFAULT_LIMIT
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.projections import FOLDS, to_builtins
-from loopbus.projections import blocking as blocking_fold
-from loopbus.projections import builds as builds_fold
-from loopbus.projections import convergence as convergence_fold
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import units as units_fold
 from loopbus.render import render_state
-from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, connection
+from projections import FOLDS, to_builtins
+from projections import blocking as blocking_fold
+from projections import builds as builds_fold
+from projections import convergence as convergence_fold
+from projections import findings as findings_fold
+from projections import units as units_fold
+from schemas.ids import is_token
 
 _json = msgspec.json.Encoder()
 

@@ -10,17 +10,17 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from loopbus.bus import Record, read
+from bus import Record, read
 from loopbus.errors import UsageError
 from loopbus.event_line import Palette, record_json, record_line
 from loopbus.known import require_known
-from loopbus.schemas import KINDS, PRODUCERS, project_subjects
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.subjects import ALL as ALL_SUBJECTS
-from loopbus.schemas.subjects import finding_subjects
 from loopbus.settings import connection
+from schemas import KINDS, PRODUCERS, project_subjects
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
+from schemas.subjects import ALL as ALL_SUBJECTS
+from schemas.subjects import finding_subjects
 
 _json = msgspec.json.Encoder()
 

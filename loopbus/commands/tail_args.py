@@ -8,8 +8,8 @@ from typing import Any
 
 from loopbus.commands import deferred
 from loopbus.completion import offer
-from loopbus.schemas import KINDS, PRODUCERS
 from loopbus.settings import add_connection, add_project
+from schemas import KINDS, PRODUCERS
 
 
 def register(sub: Any) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.known import require_known
-from loopbus.schemas import Actor
-from loopbus.schemas.merges import TrunkRecheck
 from loopbus.settings import add_connection, add_project, connection
+from schemas import Actor
+from schemas.merges import TrunkRecheck
 
 
 def register(sub: Any) -> None:

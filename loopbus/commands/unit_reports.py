@@ -18,14 +18,15 @@ import argparse
 import asyncio
 from typing import Any
 
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
+from bus import HEARTBEAT_BUCKET, Bus
 from loopbus.commands.report import principal, token
 from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
-from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import (
+from loopbus.settings import connection
+from schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
+from schemas.ids import answer_id
+from schemas.reports import (
     CAPACITY_BUDGETS,
     BlockedReport,
     CommitReport,
@@ -37,9 +38,8 @@ from loopbus.schemas.reports import (
     encode_heartbeat,
     heartbeat_key,
 )
-from loopbus.schemas.subjects import claim_subjects
-from loopbus.schemas.units import SUBJECT_KINDS
-from loopbus.settings import connection
+from schemas.subjects import claim_subjects
+from schemas.units import SUBJECT_KINDS
 
 
 def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
@@ -61,7 +61,7 @@ def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
         reason, subject = block_arguments(args.reason, args.subject)
         return BlockedReport(**common, reason=reason, subject=subject)
     if verb == "commit":
-        from loopbus.projections.claims import SHA  # the folds: only a commit report pays
+        from projections.claims import SHA  # the folds: only a commit report pays
 
         sha = (args.sha or "").strip().lower()
         if not SHA.match(sha):
@@ -140,8 +140,8 @@ async def wait_for_answer(
     # the answer loop the folds, which only --wait needs (a heartbeat in a script's loop
     # would pay for them).
     from loopbus.answers import await_answer
-    from loopbus.schemas.authority import REFUSAL_CLASS
-    from loopbus.workers.units.face import ANSWER_SALT
+    from schemas.authority import REFUSAL_CLASS
+    from workers.units.face import ANSWER_SALT
 
     wanted = answer_id(report.id, ANSWER_SALT)
 
@@ -162,5 +162,5 @@ async def wait_for_answer(
         return found
     raise LoopbusError(
         f"no answer to report {report.id} within {timeout:g}s; is the units daemon running? "
-        "(`loopbus up` runs it; `python -m loopbus.workers.units` alone)"
+        "(`loopbus up` runs it; `python -m workers.units` alone)"
     )

@@ -16,16 +16,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from loopbus.bus import BusUnreachable, EmbeddedServer, ensure_log, port_is_free
-from loopbus.bus.creds import CREDS_ENV, Credential, default_file, load_credential
-from loopbus.bus.embedded import free_port
-from loopbus.bus.history import RECORD_FILE, HistoryMissing, record, require_log
-from loopbus.bus.private import private_dir, private_umask, tighten
+from bus import BusUnreachable, EmbeddedServer, ensure_log, port_is_free
+from bus.creds import CREDS_ENV, Credential, default_file, load_credential
+from bus.embedded import free_port
+from bus.history import RECORD_FILE, HistoryMissing, record, require_log
+from bus.private import private_dir, private_umask, tighten
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.repo_check import RepoSetup, check_repo
-from loopbus.schemas import Actor
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
 from loopbus.settings import (
     DATA_DIR_ENV,
     NATS_URL_ENV,
@@ -34,11 +31,14 @@ from loopbus.settings import (
 )
 from loopbus.supervisor import Supervisor, UpSettings, specs_for
 from loopbus.web.options import check_port
-from loopbus.workers.errors import CONFIG_FILE, WorkerError
-from loopbus.workers.leases.capacity import cores
-from loopbus.workers.merger.face import adopt_on_first_start, adopted_on_log
-from loopbus.workers.merger.face import operator as adopter
-from loopbus.workers.runtime import configure_logging
+from schemas import Actor
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from workers.errors import CONFIG_FILE, WorkerError
+from workers.leases.capacity import cores
+from workers.merger.face import adopt_on_first_start, adopted_on_log
+from workers.merger.face import operator as adopter
+from workers.runtime import configure_logging
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             f"--data-dir {str(args.data_dir)!r} is a shared folder (sticky bit, like /tmp); "
             "loopbus makes its data directory 0700: pass a folder of its own"
         )
-    # Everything up and its children write is their owner's alone (loopbus.bus.private).
+    # Everything up and its children write is their owner's alone (bus.private).
     private_umask()
     try:
         private_dir(args.data_dir)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus.names import DEFAULT_PORT
+from bus.names import DEFAULT_PORT
 from loopbus.commands import deferred
 from loopbus.settings import (
     DATA_DIR_ENV,
@@ -17,7 +17,7 @@ from loopbus.settings import (
     add_connection,
 )
 from loopbus.web.options import add_web_options
-from loopbus.workers.leases.capacity import capacity_arg, jobs_arg
+from workers.leases.capacity import capacity_arg, jobs_arg
 
 SYNC_CHOICES = ("interval", "always")
 """How the embedded server may write the log to disk (``--sync``)."""

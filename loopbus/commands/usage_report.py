@@ -12,9 +12,9 @@ import asyncio
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.schemas import Actor
-from loopbus.schemas.slices import UsageReport
 from loopbus.settings import connection
+from schemas import Actor
+from schemas.slices import UsageReport
 
 
 def build(args: argparse.Namespace) -> UsageReport:

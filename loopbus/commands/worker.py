@@ -13,7 +13,7 @@ from loopbus.completion import offer
 from loopbus.errors import UsageError
 from loopbus.settings import add_connection, connection
 from loopbus.supervisor import DAEMONS
-from loopbus.workers.runtime import check_health
+from workers.runtime import check_health
 
 
 def register(sub: Any) -> None:
@@ -37,7 +37,8 @@ def _module(name: str) -> str:
 
 def run_worker(args: argparse.Namespace) -> int:
     module = _module(args.name)
-    os.execv(sys.executable, [sys.executable, "-m", module, *args.rest])
+    # -P: a project's own workers/ or schemas/ in the current folder must not shadow ours.
+    os.execv(sys.executable, [sys.executable, "-P", "-m", module, *args.rest])
 
 
 def run_health(args: argparse.Namespace) -> int:

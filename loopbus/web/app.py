@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
-from loopbus.bus import Bus
+from bus import Bus
 from loopbus.render import record_json
-from loopbus.schemas.ids import is_token
 from loopbus.web import model
 from loopbus.web.http import Request, Response, error, json_response
 from loopbus.web.live import LiveProject, Projects, evidence_event
+from schemas.ids import is_token
 
 MAX_LIMIT = 500
 UNITS_PER_SLICE = 400

@@ -18,11 +18,11 @@ from typing import Any
 
 import structlog
 
-from loopbus.bus import Bus, Record, Views, ViewUnreadable, read
-from loopbus.bus.view_layout import VIEW_PREFIX
-from loopbus.bus.view_scan import scan
-from loopbus.projections import FOLDS, apply_guarded
-from loopbus.schemas import Event, FindingRaised, project_subjects
+from bus import Bus, Record, Views, ViewUnreadable, read
+from bus.view_layout import VIEW_PREFIX
+from bus.view_scan import scan
+from projections import FOLDS, apply_guarded
+from schemas import Event, FindingRaised, project_subjects
 
 log = structlog.get_logger()
 

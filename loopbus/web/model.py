@@ -17,17 +17,17 @@ from typing import Any
 from loopbus.charter_render import render_charter
 from loopbus.lease_render import render_leases
 from loopbus.planner_render import planner_doc, planner_lines
-from loopbus.projections import budgets as budgets_fold
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import risk, to_builtins
-from loopbus.projections import slices as slices_fold
-from loopbus.projections.charter import RunView
-from loopbus.projections.convergence import ConvergenceState
-from loopbus.projections.leases import LeasesState, holders
-from loopbus.projections.merges import MergesState
-from loopbus.projections.planner import PlannerState
-from loopbus.projections.units import UnitsState
 from loopbus.units_status import waiting
+from projections import budgets as budgets_fold
+from projections import findings as findings_fold
+from projections import risk, to_builtins
+from projections import slices as slices_fold
+from projections.charter import RunView
+from projections.convergence import ConvergenceState
+from projections.leases import LeasesState, holders
+from projections.merges import MergesState
+from projections.planner import PlannerState
+from projections.units import UnitsState
 
 UNSLICED = "(no accepted plan)"
 """The slice heading of units whose slice has no accepted plan yet (no waves to show)."""

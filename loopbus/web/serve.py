@@ -9,13 +9,13 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from loopbus.bus import BusError
+from bus import BusError
 from loopbus.errors import UsageError
-from loopbus.schemas.ids import is_token
 from loopbus.settings import Connection, add_connection, connection
 from loopbus.web import http
 from loopbus.web.app import PageApp
 from loopbus.web.options import add_web_options, check_port
+from schemas.ids import is_token
 
 
 async def serve(conn: Connection, host: str, port: int, project: str | None) -> int:
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from loopbus.workers.runtime import configure_logging
+    from workers.runtime import configure_logging
 
     configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"))
     try:

@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.config import parse
-from loopbus.workers.agents.environment import agent_env
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import remove, workdir
-from loopbus.workers.errors import ConfigError
+
+from workers.agents.config import parse
+from workers.agents.environment import agent_env
+from workers.agents.runner import run_agent
+from workers.agents.workspace import remove, workdir
+from workers.errors import ConfigError
 
 TOML = '[project]\nid = "calc"\n'
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from loopbus.projections.intents import Effect, Publish, PublishBatch
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.agents.breaches import AgentRun, breach_finding, with_breach
+
+from projections.intents import Effect, Publish, PublishBatch
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
+from workers.agents.breaches import AgentRun, breach_finding, with_breach
 
 SYSTEM = Actor(role="system", principal="builder@host")
 NOW = datetime(2030, 1, 1, tzinfo=UTC)

@@ -8,12 +8,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents import cgroups
-from loopbus.workers.agents.cgroups import MEMORY, PIDS, Place, RunGroup, locate
-from loopbus.workers.agents.environment import agent_env
-from loopbus.workers.agents.local import LocalExecutor
-from loopbus.workers.agents.sandbox import Limits, SandboxSpec
-from loopbus.workers.agents.workspace import remove, workdir
+
+from workers.agents import cgroups
+from workers.agents.cgroups import MEMORY, PIDS, Place, RunGroup, locate
+from workers.agents.environment import agent_env
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import Limits, SandboxSpec
+from workers.agents.workspace import remove, workdir
 
 V1_MOUNTS = textwrap.dedent(
     """\

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.config import parse
-from loopbus.workers.agents.sandbox_config import AgentsConfig
-from loopbus.workers.errors import ConfigError
 
 from loopbus.repo_check import validate_config
+from workers.agents.config import parse
+from workers.agents.sandbox_config import AgentsConfig
+from workers.errors import ConfigError
 
 HEAD = '[project]\nid = "calc"\n\n[agents]\n'
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 from agent_image import agent_image_or_skip, containers_of, host_read_only, python_spec
-from loopbus.workers.agents.container import AGENT_UID, ContainerExecutor
-from loopbus.workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
+
+from workers.agents.container import AGENT_UID, ContainerExecutor
+from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from agent_image import agent_image_or_skip, containers_of, python_spec
-from loopbus.workers.agents.container import AGENT_UID, ContainerExecutor
-from loopbus.workers.agents.container_sweep import sweep
-from loopbus.workers.agents.labels import FENCE_LABEL
+
+from workers.agents.container import AGENT_UID, ContainerExecutor
+from workers.agents.container_sweep import sweep
+from workers.agents.labels import FENCE_LABEL
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +57,7 @@ async def test_a_dead_daemons_run_is_finished_and_a_live_ones_is_not(
         import asyncio, sys
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from agent_image import python_spec
-        from loopbus.workers.agents.container import ContainerExecutor
+        from workers.agents.container import ContainerExecutor
         spec = python_spec({image!r}, __import__("pathlib").Path({str(dead_tree)!r}),
                            "open('x', 'w'); import time; time.sleep(600)",
                            network=("127.0.0.1:9",), timeout_s=600)

@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents import cgroups, local
-from loopbus.workers.agents.environment import agent_env
-from loopbus.workers.agents.local import LocalExecutor
-from loopbus.workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
-from loopbus.workers.agents.workspace import remove, workdir
 from structlog.testing import capture_logs
+
+from workers.agents import cgroups, local
+from workers.agents.environment import agent_env
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
+from workers.agents.workspace import remove, workdir
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="the local executor's uid fence needs root"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.workers.agents.config import parse
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
+
+from workers.agents.config import parse
+from workers.agents.runner import run_agent
+from workers.agents.workspace import read_only_copy, remove, workdir
 
 TOML = '[project]\nid = "calc"\n'
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from kernelkit import running
 from logkit import of, wait_log
-from loopbus.bus import Bus, connect
-from loopbus.schemas import FindingRaised, FindingResolved
-from loopbus.workers.agents import unsandboxed
-from loopbus.workers.agents.config import RepoConfig, parse
-from loopbus.workers.investigator.daemon import Investigator
-from loopbus.workers.reviewer.daemon import Reviewer
+
+from bus import Bus, connect
+from schemas import FindingRaised, FindingResolved
+from workers.agents import unsandboxed
+from workers.agents.config import RepoConfig, parse
+from workers.investigator.daemon import Investigator
+from workers.reviewer.daemon import Reviewer
 
 
 def configs(project: str, tmp_path: Path, sandbox: str) -> dict[str, RepoConfig]:

@@ -15,19 +15,6 @@ from pathlib import Path
 import pytest
 from builderkit import build_toml, daemons, dispatch, of, wait_log
 from dulwich.repo import Repo
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import (
-    InvestigationCompleted,
-    ReviewVerdict,
-    RoundClosed,
-    VerdictAccepted,
-)
-from loopbus.schemas.slices import UsageReport
-from loopbus.workers.agents.config import parse
-from loopbus.workers.investigator.daemon import Investigator
-from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     BASE_FILES,
     GateSigner,
@@ -39,6 +26,20 @@ from reviewkit import (
     setup_repo,
 )
 from standins import Standins, fenced, path_with
+
+from bus import Bus
+from schemas import Actor, FindingRaised, Outcome, UnitTransitioned
+from schemas.reports import CommitReport
+from schemas.reviews import (
+    InvestigationCompleted,
+    ReviewVerdict,
+    RoundClosed,
+    VerdictAccepted,
+)
+from schemas.slices import UsageReport
+from workers.agents.config import parse
+from workers.investigator.daemon import Investigator
+from workers.reviewer.daemon import Reviewer
 
 pytestmark = pytest.mark.slow
 

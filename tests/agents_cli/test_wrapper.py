@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from briefs import DOCUMENTS, ENVELOPES
-from loopbus.schemas.builds import BuildEnvelope
-from loopbus.schemas.reviews import InvestigationReport, VerdictDocument
 from standins import Standins, fenced, loopbus_agent, path_with
+
+from schemas.builds import BuildEnvelope
+from schemas.reviews import InvestigationReport, VerdictDocument
 
 USAGE = {"in": 1200, "out": 345}
 
@@ -252,7 +253,7 @@ def test_types_used_are_the_daemons() -> None:
     assert envelope_type("builder") is BuildEnvelope
     assert envelope_type("reviewer") is VerdictDocument
     assert envelope_type("investigator") is InvestigationReport
-    if importlib.util.find_spec("loopbus.schemas.planning") is None:
+    if importlib.util.find_spec("schemas.planning") is None:
         assert envelope_type("planner") is PlannerAnswer
     else:
         assert envelope_type("planner").__name__ == "PlannerEnvelope"

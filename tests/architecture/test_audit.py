@@ -4,10 +4,11 @@ transition of its own, bypassing the one function, is caught."""
 from __future__ import annotations
 
 from kernelkit import daemon_violations
-from loopbus.bus import Bus, read
-from loopbus.projections.claims import hold, transition_event
-from loopbus.projections.units import FOLD as UNITS
-from loopbus.schemas import Actor, Block, UnitPlanned, UnitTransitioned, project_subjects
+
+from bus import Bus, read
+from projections.claims import hold, transition_event
+from projections.units import FOLD as UNITS
+from schemas import Actor, Block, UnitPlanned, UnitTransitioned, project_subjects
 
 ROGUE = Actor(role="system", principal="rogue@host:1")
 PLANNER = Actor(role="system", principal="tests")

@@ -12,12 +12,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from loopbus.schemas import PRODUCERS
-from loopbus.schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
-from loopbus.schemas.project_config import PARSER_NAMES
-from loopbus.workers.gates import parsers
-
 from loopbus.commands import report
+from schemas import PRODUCERS
+from schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
+from schemas.project_config import PARSER_NAMES
+from workers.gates import parsers
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("schemas", "projections", "bus", "workers", "loopbus")

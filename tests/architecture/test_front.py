@@ -3,7 +3,7 @@
 The *front* is everything under ``loopbus/``: the CLI, the page (``loopbus/web/``) and the
 merge driver (``loopbus/commands/merge_driver.py``). A *daemon package* is a folder of
 ``workers/`` holding a ``daemon.py``. Its *public face* is the package itself
-(``loopbus.workers.<daemon>``, what ``python -m`` runs) and ``loopbus.workers.<daemon>.face``:
+(``workers.<daemon>``, what ``python -m`` runs) and ``workers.<daemon>.face``:
 a small module naming what the front may use, importing only what those names need. Every
 other module of a daemon package is the daemon's own (its decision, its shell, its folds)
 and may change without the front noticing. The shared libraries of ``workers/`` (gates,
@@ -24,8 +24,8 @@ DAEMONS = frozenset(p.parent.name for p in (ROOT / "workers").glob("*/daemon.py"
 
 def imports(source: str, filename: str) -> Iterator[tuple[int, str]]:
     """Every module ``source`` imports, anywhere (a command imports lazily, inside its
-    handler), as ``loopbus.x.y`` (``from loopbus.workers import merger`` gives
-    ``loopbus.workers.merger``)."""
+    handler), as ``loopbus.x.y`` (``from workers import merger`` gives
+    ``workers.merger``)."""
     for node in ast.walk(ast.parse(source, filename)):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -39,9 +39,9 @@ def imports(source: str, filename: str) -> Iterator[tuple[int, str]]:
 def inside_a_daemon(module: str) -> bool:
     """``module`` is a daemon's own module, not its public face."""
     parts = module.split(".")
-    if parts[:2] != ["loopbus", "workers"] or len(parts) < 4 or parts[2] not in DAEMONS:
+    if parts[0] != "workers" or len(parts) < 3 or parts[1] not in DAEMONS:
         return False
-    return parts[3] != FACE
+    return parts[2] != FACE
 
 
 def reaches(source: str, filename: str) -> list[str]:
@@ -68,13 +68,13 @@ def test_the_scan_finds_a_planted_reach() -> None:
     """The scan is not blind: a lazy import of a daemon's own module, or of a name from it,
     is found; a face, a package and a shared library are not."""
     rogue = (
-        "from loopbus.workers.units.face import ANSWER_SALT\n"
+        "from workers.units.face import ANSWER_SALT\n"
         "def handler(args):\n"
-        "    from loopbus.workers.units.daemon import ANSWER_SALT\n"
-        "    import loopbus.workers.merger.decide\n"
-        "    from loopbus.workers.merger import adoption\n"
-        "    from loopbus.workers.gates.runner import GateRunner\n"
-        "    import loopbus.workers.units\n"
+        "    from workers.units.daemon import ANSWER_SALT\n"
+        "    import workers.merger.decide\n"
+        "    from workers.merger import adoption\n"
+        "    from workers.gates.runner import GateRunner\n"
+        "    import workers.units\n"
     )
     assert [hit.split()[0] for hit in reaches(rogue, "rogue.py")] == ["3", "4", "5"]
 
@@ -87,7 +87,7 @@ def test_every_face_is_small_and_imports_only_its_daemon() -> None:
         daemon = path.parent.name
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.module:
-                assert node.module.startswith(f"loopbus.workers.{daemon}."), (path, node.module)
+                assert node.module.startswith(f"workers.{daemon}."), (path, node.module)
             elif isinstance(node, ast.Assign):
                 assert [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__all__"]
             else:

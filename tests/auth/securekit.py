@@ -7,8 +7,8 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port
-from loopbus.bus.creds import Credential, default_file, load_credential
+from bus import EmbeddedServer, connect, ensure_log, free_port
+from bus.creds import Credential, default_file, load_credential
 
 
 @dataclass

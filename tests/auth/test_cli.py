@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from loopbus.bus import connect, free_port
-from loopbus.bus.creds import load_credential
-from loopbus.schemas import Actor, Outcome, UnitPlanned, UnitTransitioned
+
+from bus import connect, free_port
+from bus.creds import load_credential
+from schemas import Actor, Outcome, UnitPlanned, UnitTransitioned
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
@@ -189,8 +190,9 @@ def test_up_refuses_to_start_on_a_log_that_vanished(tmp_path: Path) -> None:
     import asyncio
 
     import nats
-    from loopbus.bus import LOG_STREAM
-    from loopbus.bus.creds import default_file, load_credential
+
+    from bus import LOG_STREAM
+    from bus.creds import default_file, load_credential
 
     data_dir = tmp_path / "data"
     up, url = start_up(data_dir)

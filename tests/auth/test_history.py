@@ -9,18 +9,19 @@ import sys
 from pathlib import Path
 
 import nats
-from loopbus.bus import (
+from securekit import Secured
+
+from bus import (
     LOG_STREAM,
     EmbeddedServer,
     connect,
     ensure_log,
     free_port,
 )
-from loopbus.bus.provision import log_config
-from securekit import Secured
+from bus.provision import log_config
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
-INTEGRITY = [sys.executable, "-m", "loopbus.workers.integrity"]
+INTEGRITY = [sys.executable, "-m", "workers.integrity"]
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 60):
@@ -48,7 +49,7 @@ def run_daemon_briefly(url: str, creds: Path | None) -> None:
 
 
 async def _until_beacon(url: str) -> None:
-    from loopbus.bus.provision import WORKER_BUCKET
+    from bus.provision import WORKER_BUCKET
 
     nc = await nats.connect(url, nkeys_seed_str=os.environ.get("_TEST_SEED") or None)
     try:

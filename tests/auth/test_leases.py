@@ -4,13 +4,14 @@ agent's and the operator's lease events, raw or through the Bus, and stores the 
 from __future__ import annotations
 
 import pytest
-from loopbus.bus import connect
-from loopbus.bus.errors import PermissionDenied
-from loopbus.schemas import Actor
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
-from loopbus.schemas.subjects import lease_subject
 from securekit import Secured
 from test_wire import refused
+
+from bus import connect
+from bus.errors import PermissionDenied
+from schemas import Actor
+from schemas.leases import LeaseReleased, LeaseTaken
+from schemas.subjects import lease_subject
 
 PROJECT = "wire"
 

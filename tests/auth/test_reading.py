@@ -15,11 +15,12 @@ import json
 
 import nats
 from logkit import findings
-from loopbus.bus import LOG_STREAM, Bus, connect, read
-from loopbus.schemas import project_subjects
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from securekit import Secured
+
+from bus import LOG_STREAM, Bus, connect, read
+from schemas import project_subjects
 
 
 async def system_bus(secured: Secured) -> Bus:

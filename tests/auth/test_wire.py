@@ -12,16 +12,17 @@ from contextlib import asynccontextmanager
 
 import nats
 import pytest
-from loopbus.bus import HEARTBEAT_BUCKET, LOG_STREAM, PROJECTION_BUCKET, WORKER_BUCKET, connect
-from loopbus.bus.errors import BusError, PermissionDenied
-from loopbus.bus.provision import log_config
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned, parse_target
-from loopbus.schemas.merges import ApproveReport
-from loopbus.schemas.reports import StartedReport
-from loopbus.schemas.units import Outcome
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from securekit import Secured
+
+from bus import HEARTBEAT_BUCKET, LOG_STREAM, PROJECTION_BUCKET, WORKER_BUCKET, connect
+from bus.errors import BusError, PermissionDenied
+from bus.provision import log_config
+from schemas import Actor, FindingRaised, UnitTransitioned, parse_target
+from schemas.merges import ApproveReport
+from schemas.reports import StartedReport
+from schemas.units import Outcome
 
 PROJECT = "wire"
 
@@ -237,7 +238,7 @@ async def test_a_server_refusal_ends_the_publish_with_one_line(secured: Secured)
 async def test_unknown_credentials_are_refused(secured: Secured, tmp_path) -> None:
     """A connection without credentials, or with a key the server does not know, is
     refused with one line that says to pass --creds."""
-    from loopbus.bus.creds import new_credential
+    from bus.creds import new_credential
 
     with pytest.raises(BusError, match=r"without credentials.*--creds"):
         await connect(secured.url, timeout=3)

@@ -42,11 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: agent_image
 
 from agent_image import ensure_agent_image, host_read_only
-from loopbus.workers.agents.container import ContainerExecutor
-from loopbus.workers.agents.environment import agent_env, loopbus_paths, outermost
-from loopbus.workers.agents.local import LocalExecutor
-from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxSpec
-from loopbus.workers.gates.executors import docker_reachable
+
+from workers.agents.container import ContainerExecutor
+from workers.agents.environment import agent_env, loopbus_paths, outermost
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import SandboxExecutor, SandboxSpec
+from workers.gates.executors import docker_reachable
 
 STDIN = b'{"brief": "nothing"}\n'
 AGENT = "import json, sys; json.load(sys.stdin)"

@@ -38,12 +38,13 @@ from pathlib import Path
 
 import psutil
 from bench_log import findings, raw_publish_async
-from loopbus.bus import LOG_STREAM, Bus, EmbeddedServer, connect, ensure_log, free_port
-from loopbus.bus.connection import DEFAULT_WINDOW
-from loopbus.bus.publisher import Pipeline, encode_checked
-from loopbus.schemas import Event, subject_of
 from nats.aio.msg import Msg
 from nats.js.api import Header
+
+from bus import LOG_STREAM, Bus, EmbeddedServer, connect, ensure_log, free_port
+from bus.connection import DEFAULT_WINDOW
+from bus.publisher import Pipeline, encode_checked
+from schemas import Event, subject_of
 
 
 async def atomic_batches(bus: Bus, events: list[Event], size: int = 1000) -> None:

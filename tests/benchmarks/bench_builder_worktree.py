@@ -6,11 +6,11 @@ public project is the point):
     python tests/benchmarks/bench_builder_worktree.py REPO [--runs 7] [--rev HEAD]
 
 It times, for the commit ``--rev`` names, the round's worktree as the builder daemon makes
-it (:func:`loopbus.workers.builder.worktree.prepare`: the checkout plus a ``.git`` holding
+it (:func:`workers.builder.worktree.prepare`: the checkout plus a ``.git`` holding
 the commit shallow, the branch and a matching index) against the plain checkout the
-daemon made before (files only, :func:`loopbus.workers.repository.checkout`), and checks
+daemon made before (files only, :func:`workers.repository.checkout`), and checks
 that ``git status`` in the result is clean. With ``--conflict OTHER`` it also times a
-conflict round's start (:func:`loopbus.workers.builder.conflict.merge` of ``OTHER`` into
+conflict round's start (:func:`workers.builder.conflict.merge` of ``OTHER`` into
 ``--rev`` plus its worktree). Prints one Markdown table row per measure: median wall and
 CPU seconds over ``--runs``.
 """
@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopbus.workers.builder import conflict, worktree
-from loopbus.workers.repository import checkout, commit_at, open_repo
+from workers.builder import conflict, worktree
+from workers.repository import checkout, commit_at, open_repo
 
 
 def measure(runs: int, make: Callable[[Path], None], check: bool) -> tuple[float, float]:

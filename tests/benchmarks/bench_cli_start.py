@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopbus.bus import EmbeddedServer, Views, connect, ensure_log, free_port
-from loopbus.schemas import Actor, FindingRaised, UnitPlanned, parse_target
+from bus import EmbeddedServer, Views, connect, ensure_log, free_port
+from schemas import Actor, FindingRaised, UnitPlanned, parse_target
 
 PROJECT = "bench"
 SYSTEM = Actor(role="system", principal="bench")
@@ -91,7 +91,7 @@ async def seed(url: str) -> None:
         )
         last = await bus.stream_last_seq()
         views = await Views.open(bus)
-        command = [sys.executable, "-m", "loopbus.workers.projector", "--nats-url", url]
+        command = [sys.executable, "-m", "workers.projector", "--nats-url", url]
         child = subprocess.Popen([*command, "--log-level", "warning"], stderr=subprocess.DEVNULL)
         try:
             async with asyncio.timeout(120):

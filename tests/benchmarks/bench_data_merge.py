@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from loopbus.workers.entity_merge import merge_file  # noqa: E402
+from workers.entity_merge import merge_file  # noqa: E402
 
 SIZES = (10, 100, 1_000, 10_000)
 

@@ -30,11 +30,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "gate_runner"))
 
 from gate_repos import GitRepo  # noqa: E402
-from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
-from loopbus.workers import repository  # noqa: E402
-from loopbus.workers.gates.runner import GateRunner  # noqa: E402
-from loopbus.workers.gates.signing import load_or_create  # noqa: E402
-from loopbus.workers.runtime import configure_logging  # noqa: E402
+
+from bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
+from workers import repository  # noqa: E402
+from workers.gates.runner import GateRunner  # noqa: E402
+from workers.gates.signing import load_or_create  # noqa: E402
+from workers.runtime import configure_logging  # noqa: E402
 
 PER_FILE = 10
 

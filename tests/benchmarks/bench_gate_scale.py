@@ -34,11 +34,12 @@ for folder in ("gate_runner", "leases", ""):
 
 from gate_repos import GitRepo  # noqa: E402
 from logkit import wait_log  # noqa: E402
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
-from loopbus.schemas import Actor  # noqa: E402
-from loopbus.schemas.gates import GateRunRequested  # noqa: E402
-from loopbus.workers.runtime import configure_logging  # noqa: E402
 from replicas import Runner, answered, commits, doubled, runners_used  # noqa: E402
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
+from schemas import Actor  # noqa: E402
+from schemas.gates import GateRunRequested  # noqa: E402
+from workers.runtime import configure_logging  # noqa: E402
 
 ASKER = Actor(role="system", principal="bench")
 WAIT_S = 900.0

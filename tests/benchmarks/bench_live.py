@@ -43,8 +43,9 @@ import time
 from pathlib import Path
 
 import psutil
-from loopbus.bus import PROJECTION_BUCKET, Bus, EmbeddedServer, connect, ensure_log, free_port
-from loopbus.schemas import (
+
+from bus import PROJECTION_BUCKET, Bus, EmbeddedServer, connect, ensure_log, free_port
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -251,7 +252,7 @@ async def measure(args: argparse.Namespace) -> None:
                 [
                     sys.executable,
                     "-m",
-                    "loopbus.workers.projector",
+                    "workers.projector",
                     "--nats-url",
                     server.url,
                     "--log-level",

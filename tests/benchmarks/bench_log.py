@@ -32,7 +32,9 @@ from pathlib import Path
 
 import msgspec
 import psutil
-from loopbus.bus import (
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from bus import (
     LOG_STREAM,
     Bus,
     EmbeddedServer,
@@ -42,8 +44,8 @@ from loopbus.bus import (
     free_port,
     read,
 )
-from loopbus.projections import apply_all, initial_states
-from loopbus.schemas import (
+from projections import apply_all, initial_states
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -54,7 +56,6 @@ from loopbus.schemas import (
     project_subjects,
     subject_of,
 )
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 REVIEWER = Actor(role="reviewer", principal="bench")
 SYSTEM = Actor(role="system", principal="bench")
@@ -236,7 +237,7 @@ async def projector_peak_rss(count: int) -> tuple[float, float]:
                 [
                     sys.executable,
                     "-m",
-                    "loopbus.workers.projector",
+                    "workers.projector",
                     "--nats-url",
                     server.url,
                     "--log-level",

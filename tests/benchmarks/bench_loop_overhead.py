@@ -28,23 +28,23 @@ from pathlib import Path
 
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
-from loopbus.schemas import Actor, Event, UnitTransitioned, project_subjects
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
-from loopbus.schemas.slices import (
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
+from loopbus.supervisor import Supervisor, UpSettings
+from schemas import Actor, Event, UnitTransitioned, project_subjects
+from schemas.gates import GateResultRecorded
+from schemas.merges import TrunkAdvanced
+from schemas.reports import CommitReport
+from schemas.reviews import ReviewRequested, ReviewVerdict
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     SliceClosed,
     SlicePlan,
     UnitDispatched,
 )
-from loopbus.workers.runtime import configure_logging
-
-from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
-from loopbus.supervisor import Supervisor, UpSettings
+from workers.runtime import configure_logging
 
 PROJECT = "bench"
 CHECK = "python -m pytest -q -p no:cacheprovider tests"

@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "merger"))
 
 from entity_merge_cases import Scenario, corpus  # noqa: E402
-from loopbus.workers.entity_merge import language_for_path, merge_file  # noqa: E402
+
+from workers.entity_merge import language_for_path, merge_file  # noqa: E402
 
 
 @dataclass
@@ -86,7 +87,7 @@ def _driver_process(directory: Path, s: Scenario) -> tuple[bytes, bool, float]:
     command = [
         sys.executable,
         "-m",
-        "loopbus.workers.entity_merge",
+        "workers.entity_merge",
         "base",
         "ours",
         "theirs",

@@ -46,7 +46,8 @@ sys.path.insert(0, str(HERE))
 
 from build_corpus import Blobs as CorpusBlobs  # noqa: E402
 from checks import bindings, canonical, definitions  # noqa: E402
-from loopbus.workers.entity_merge import language_for_path, merge_file  # noqa: E402
+
+from workers.entity_merge import language_for_path, merge_file  # noqa: E402
 
 # The driver as issue 26's work found it (the figures docs/performance.md compares
 # with). 40778bd, the first default, predates workers/entity_merge and no longer loads.

@@ -35,15 +35,16 @@ from pathlib import Path
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
-from loopbus.schemas import Actor, project_subjects
-from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
-from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched, UsageReport
-from loopbus.workers.agents.config import RepoConfig, parse
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.planner.daemon import Planner
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from schemas import Actor, project_subjects
+from schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
+from schemas.slices import BootResult, SliceClosed, UnitDispatched, UsageReport
+from workers.agents.config import RepoConfig, parse
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.kernel import Kernel
+from workers.planner.daemon import Planner
 
 PROJECT = "bench"
 SYSTEM = Actor(role="system", principal="bench")

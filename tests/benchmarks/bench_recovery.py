@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
-from loopbus.schemas import Actor, Event, FindingRaised, parse_target
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
+from schemas import Actor, Event, FindingRaised, parse_target
 
 REVIEWER = Actor(role="reviewer", principal="bench")
 

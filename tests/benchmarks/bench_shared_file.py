@@ -40,22 +40,22 @@ from pathlib import Path
 from bench_loop_overhead import CHECK, REVIEWER, raw_check
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
-from loopbus.schemas import Actor, Event, UnitTransitioned, project_subjects
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
-from loopbus.schemas.reviews import ReviewVerdict
-from loopbus.schemas.slices import (
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
+from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
+from loopbus.supervisor import Supervisor, UpSettings
+from schemas import Actor, Event, UnitTransitioned, project_subjects
+from schemas.merges import MergeConflicted
+from schemas.reports import BlockedReport, CommitReport, GaveUpReport
+from schemas.reviews import ReviewVerdict
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     SliceClosed,
     SlicePlan,
     UnitDispatched,
 )
-from loopbus.workers.runtime import configure_logging
-
-from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
-from loopbus.supervisor import Supervisor, UpSettings
+from workers.runtime import configure_logging
 
 PROJECT = "shared"
 

@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 import psutil
-from loopbus.bus import EmbeddedServer, Views, connect, ensure_log, free_port
-from loopbus.bus.view_scan import scan
-from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, parse_target
 
+from bus import EmbeddedServer, Views, connect, ensure_log, free_port
+from bus.view_scan import scan
 from loopbus.cli import main as loopbus_main
+from schemas import Actor, Event, FindingRaised, UnitPlanned, parse_target
 
 SYSTEM = Actor(role="system", principal="bench")
 REVIEWER = Actor(role="reviewer", principal="bench")
@@ -71,7 +71,7 @@ async def materialise(url: str, last: int) -> tuple[float, float]:
     bus = await connect(url)
     views = await Views.open(bus)
     began = time.perf_counter()
-    command = [sys.executable, "-m", "loopbus.workers.projector", "--nats-url", url]
+    command = [sys.executable, "-m", "workers.projector", "--nats-url", url]
     child = subprocess.Popen([*command, "--log-level", "warning"], stderr=subprocess.DEVNULL)
     process = psutil.Process(child.pid)
     peak = 0

@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus, connect
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.workers.agents.config import RepoConfig, parse
-from loopbus.workers.builder.daemon import Builder
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.units.daemon import Units
+from bus import Bus, connect
+from schemas import Actor, UnitPlanned
+from schemas.slices import UnitDispatched
+from workers.agents.config import RepoConfig, parse
+from workers.builder.daemon import Builder
+from workers.kernel import Kernel
+from workers.units.daemon import Units
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reviews"))

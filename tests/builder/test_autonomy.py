@@ -4,10 +4,11 @@ word, and the project's `[build] autonomy`."""
 from __future__ import annotations
 
 import pytest
-from loopbus.schemas.builds import DecisionOption, NovelDecision
-from loopbus.workers.agents.config import DEFAULT_AUTONOMY, parse
-from loopbus.workers.builder.autonomy import classify, may_pick_alone
-from loopbus.workers.errors import ConfigError
+
+from schemas.builds import DecisionOption, NovelDecision
+from workers.agents.config import DEFAULT_AUTONOMY, parse
+from workers.builder.autonomy import classify, may_pick_alone
+from workers.errors import ConfigError
 
 
 def choice(question: str, *summaries: str, autonomy: str | None = "safe") -> NovelDecision:

@@ -16,18 +16,19 @@ from typing import Any
 from builderkit import configs, daemons, dispatch, of, setup, wait_log
 from conflictkit import builder_folder, has_git
 from dulwich.repo import Repo
-from loopbus.bus import Bus
-from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, UnitTransitioned
-from loopbus.schemas.builds import Brief
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import CommitReport, GaveUpReport
-from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.builder import conflict, worktree
-from loopbus.workers.entity_merge import merge_file
 from msgspec import json
 from reviewkit import GitRepo
+
+from bus import Bus
+from projections.claims import Move, transition_event
+from schemas import Actor, FindingRaised, FindingResolved, UnitTransitioned
+from schemas.builds import Brief
+from schemas.ids import new_id
+from schemas.merges import MergeConflicted
+from schemas.reports import CommitReport, GaveUpReport
+from schemas.targets import CodeTarget
+from workers.builder import conflict, worktree
+from workers.entity_merge import merge_file
 
 SYSTEM = Actor(role="system", principal="test-merger")
 MINE = "def total(xs):\n    return sum(xs)\n"

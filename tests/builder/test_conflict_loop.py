@@ -22,11 +22,12 @@ from conflictkit import ConflictBuilder, builder_folder
 from dulwich import porcelain
 from dulwich.repo import Repo
 from integrity.test_hostile_agent import Loop, running_up
-from loopbus.bus import connect_once
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.slices import UnitDispatched
+
+from bus import connect_once
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned
+from schemas.merges import MergeConflicted
+from schemas.reports import CommitReport
+from schemas.slices import UnitDispatched
 
 pytestmark = pytest.mark.slow
 

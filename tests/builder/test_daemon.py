@@ -7,25 +7,26 @@ from typing import Any
 
 from builderkit import ScriptedBuilder, configs, daemons, dispatch, of, setup, wait_log
 from dulwich.repo import Repo
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import Actor, FindingRaised, Outcome, UnitPlanned, UnitTransitioned
-from loopbus.schemas.decisions import (
+
+from bus import HEARTBEAT_BUCKET, Bus
+from projections import units as units_fold
+from projections.claims import Move, transition_event
+from schemas import Actor, FindingRaised, Outcome, UnitPlanned, UnitTransitioned
+from schemas.decisions import (
     STATED_WEIGHT,
     DecisionChoice,
     DecisionRecorded,
     DecisionRequested,
 )
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.reports import (
+from schemas.ids import new_id
+from schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
     StartedReport,
     decode_heartbeat,
 )
-from loopbus.schemas.slices import UsageReport
+from schemas.slices import UsageReport
 
 MERGED = Outcome(summary="merged", ended_by="merge")
 IMPLEMENTED = {"src/app.py": "def total(xs):\n    return sum(xs)\n"}

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from builderkit import ScriptedBuilder, configs, daemons, dispatch, of, setup, wait_log
-from loopbus.bus import Bus
-from loopbus.projections import FOLDS
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded
 
+from bus import Bus
 from loopbus.review_status import print_unit
+from projections import FOLDS
+from schemas import Event, UnitTransitioned
+from schemas.decisions import DecisionChoice, DecisionRecorded
 
 FOLDS_BY_NAME = {fold.name: fold for fold in FOLDS}
 

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from loopbus.schemas.builds import (
+
+from schemas.builds import (
     BuildEnvelope,
     EnvelopeProblem,
     brief_schema,

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from loopbus.projections.builds import FOLD, Collision
-from loopbus.projections.units import FOLD as UNITS
-from loopbus.schemas import Actor
-from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.schemas.units import UnitTransitioned
-from loopbus.workers.builder.decide import _collision
+from projections.builds import FOLD, Collision
+from projections.units import FOLD as UNITS
+from schemas import Actor
+from schemas.gates import GateSuiteCompleted, SuiteEntry
+from schemas.ids import new_id
+from schemas.merges import MergeConflicted
+from schemas.reports import CommitReport
+from schemas.slices import UnitDispatched
+from schemas.units import UnitTransitioned
+from workers.builder.decide import _collision
 
 SYSTEM = Actor(role="system", principal="tests")
 B1 = Actor(role="builder", principal="b1")

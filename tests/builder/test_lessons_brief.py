@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from builderkit import SYSTEM, ScriptedBuilder, configs, daemons, dispatch, of, setup, wait_log
-from loopbus.bus import Bus
-from loopbus.schemas import UnitTransitioned
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.lessons import Lesson, LessonsRecorded
+
+from bus import Bus
+from schemas import UnitTransitioned
+from schemas.ids import new_id
+from schemas.lessons import Lesson, LessonsRecorded
 
 IMPLEMENTED = {"src/app.py": "def total(xs):\n    return sum(xs)\n"}
 

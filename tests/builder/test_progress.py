@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from builderkit import SYSTEM, ScriptedBuilder, configs, daemons, dispatch, of, setup, wait_log
-from loopbus.bus import Bus
-from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import Actor, UnitTransitioned
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.reports import CommitReport, GaveUpReport
-from loopbus.schemas.reviews import RoundUnchanged, RungPromoted
+
+from bus import Bus
+from projections.claims import Move, transition_event
+from schemas import Actor, UnitTransitioned
+from schemas.decisions import DecisionRecorded
+from schemas.ids import new_id
+from schemas.reports import CommitReport, GaveUpReport
+from schemas.reviews import RoundUnchanged, RungPromoted
 
 IMPLEMENTED = {"src/app.py": "def total(xs):\n    return sum(xs)\n"}
 LAZY = {"stdout": {"status": "completed", "summary": "all done"}}

@@ -11,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from builderkit import BASE_FILES, ScriptedBuilder, build_toml, of, running, wait_log
-from loopbus.bus import Bus, connect
-from loopbus.projections import FOLDS, convergence, slices
-from loopbus.schemas import Actor, Event, UnitTransitioned
-from loopbus.schemas.reports import CommitReport, GaveUpReport
-from loopbus.schemas.slices import (
+from reviewkit import GitRepo
+
+from bus import Bus, connect
+from loopbus.review_status import print_unit
+from loopbus.slice_render import render_record
+from projections import FOLDS, convergence, slices
+from schemas import Actor, Event, UnitTransitioned
+from schemas.reports import CommitReport, GaveUpReport
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     RetryDecided,
@@ -24,15 +28,11 @@ from loopbus.schemas.slices import (
     SliceClosed,
     SlicePlan,
 )
-from loopbus.workers.agents.config import RepoConfig, parse
-from loopbus.workers.builder.daemon import Builder
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.units.daemon import Units
-from reviewkit import GitRepo
-
-from loopbus.review_status import print_unit
-from loopbus.slice_render import render_record
+from workers.agents.config import RepoConfig, parse
+from workers.builder.daemon import Builder
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.units.daemon import Units
 
 PLANNER = Actor(role="planner", principal="planner-1")
 IMPLEMENTED = {"src/app.py": "def total(xs):\n    return sum(xs)\n"}

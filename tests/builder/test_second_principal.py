@@ -15,18 +15,18 @@ from typing import Any
 
 import msgspec
 from builderkit import SYSTEM, ScriptedBuilder, of, wait_log
-from loopbus.bus import Bus, connect
-from loopbus.projections import FOLDS
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.reviews import VerdictAccepted, VerdictRefused
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.workers.builder.daemon import Builder
-from loopbus.workers.reviewer.daemon import Reviewer
-from loopbus.workers.units.daemon import Units
 from reviewkit import GateSigner, Scripted, config_of, running, setup_repo
 
+from bus import Bus, connect
 from loopbus.review_status import print_unit
+from projections import FOLDS
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned
+from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from schemas.reviews import VerdictAccepted, VerdictRefused
+from schemas.slices import UnitDispatched
+from workers.builder.daemon import Builder
+from workers.reviewer.daemon import Reviewer
+from workers.units.daemon import Units
 
 ROUNDING = {
     "decision_id": "rounding",

@@ -1,7 +1,7 @@
 """The failover run of issue 13 on compose.yaml's cluster (see tests/local_cluster.py).
 
 The projector runs on its own connection throughout (its kernel, as ``python -m
-loopbus.workers.projector`` runs it): it must ride through the leader's death without
+workers.projector`` runs it): it must ride through the leader's death without
 stopping, and once the log is complete its view in KV must equal a replay.
 
 Shared by tests/bus/test_cluster.py (a small run) and tests/benchmarks/bench_cluster.py
@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from local_cluster import LocalCluster
-from loopbus.bus import Ack, Bus, Views, connect, ensure_log, read
-from loopbus.bus.retry import TRANSIENT, Backoff, retrying
-from loopbus.schemas import Actor, Event, FindingRaised, parse_target
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.projector.daemon import ProjectorDaemon
 from viewkit import expected_view, materialised
+
+from bus import Ack, Bus, Views, connect, ensure_log, read
+from bus.retry import TRANSIENT, Backoff, retrying
+from schemas import Actor, Event, FindingRaised, parse_target
+from workers.kernel import Kernel
+from workers.projector.daemon import ProjectorDaemon
 
 REVIEWER = Actor(role="reviewer", principal="failover")
 

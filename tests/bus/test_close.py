@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from loopbus.bus import connect
-from loopbus.bus.connection import CLOSE_DRAIN_S
+from bus import connect
+from bus.connection import CLOSE_DRAIN_S
 
 
 async def test_close_ends_though_a_subscription_never_drains(nats_url: str) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from loopbus.bus import EmbeddedServer, free_port, port_is_free
+
+from bus import EmbeddedServer, free_port, port_is_free
 
 
 def leave_time_wait(port: int) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from loopbus.bus import BusUnreachable, NotNats, connect, connect_once, free_port
+
+from bus import BusUnreachable, NotNats, connect, connect_once, free_port
 
 
 class _Page(BaseHTTPRequestHandler):

@@ -4,8 +4,9 @@ every valid neighbour as an event; each gets a small quarantine record that publ
 from __future__ import annotations
 
 import msgspec
-from loopbus.bus import Bus, read
-from loopbus.schemas import (
+
+from bus import Bus, read
+from schemas import (
     Actor,
     FindingRaised,
     InvalidEvent,
@@ -16,8 +17,8 @@ from loopbus.schemas import (
     parse_target,
     project_subjects,
 )
-from loopbus.schemas.quarantine import quarantine_record
-from loopbus.schemas.reports import StartedReport
+from schemas.quarantine import quarantine_record
+from schemas.reports import StartedReport
 
 BUILDER = Actor(role="builder", principal="b1")
 SYSTEM = Actor(role="system", principal="tests")

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from loopbus.bus import (
+from nats.js.api import StreamConfig
+from nats.js.errors import APIError
+
+from bus import (
     LOG_STREAM,
     Bus,
     EmbeddedServer,
@@ -18,7 +21,7 @@ from loopbus.bus import (
     free_port,
     read,
 )
-from loopbus.schemas import (
+from schemas import (
     Actor,
     Block,
     Event,
@@ -29,8 +32,6 @@ from loopbus.schemas import (
     parse_target,
     project_subjects,
 )
-from nats.js.api import StreamConfig
-from nats.js.errors import APIError
 
 
 def finding(project: str, line: int = 1, message: str = "m") -> FindingRaised:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from logkit import findings
-from loopbus.bus import (
+from nats.aio.msg import Msg
+
+from bus import (
     Bus,
     EmbeddedServer,
     LogNotProvisioned,
@@ -19,10 +21,9 @@ from loopbus.bus import (
     free_port,
     read,
 )
-from loopbus.bus.publisher import Ack, Acks
-from loopbus.bus.wire import Wire
-from loopbus.schemas import project_subjects
-from nats.aio.msg import Msg
+from bus.publisher import Ack, Acks
+from bus.wire import Wire
+from schemas import project_subjects
 
 
 async def stored_ids(bus: Bus, project: str) -> list[str]:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from logkit import findings
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
-from loopbus.schemas import Event, encode_event, project_subjects
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read, reader
+from schemas import Event, encode_event, project_subjects
 
 
 @pytest.mark.slow

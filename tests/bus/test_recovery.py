@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from loopbus.bus import (
+
+from bus import (
     PROJECTION_BUCKET,
     Bus,
     EmbeddedServer,
@@ -20,9 +21,9 @@ from loopbus.bus import (
     read,
     reader,
 )
-from loopbus.bus.errors import ServerUnavailable
-from loopbus.bus.retry import Backoff
-from loopbus.schemas import Actor, Event, FindingRaised, parse_target
+from bus.errors import ServerUnavailable
+from bus.retry import Backoff
+from schemas import Actor, Event, FindingRaised, parse_target
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.bus import BusUnreachable, connect, connect_once, free_port
-from loopbus.bus.connection import server_urls
+
+from bus import BusUnreachable, connect, connect_once, free_port
+from bus.connection import server_urls
 
 
 @pytest.mark.parametrize(

@@ -13,18 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.schemas import Actor, Event, project_subjects
-from loopbus.schemas.charter import (
+
+from bus import Bus, read
+from schemas import Actor, Event, project_subjects
+from schemas.charter import (
     Charter,
     CharterApprove,
     CharterCriterion,
     CharterSubmission,
     RunBudgets,
 )
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.charter.daemon import CharterDaemon
-from loopbus.workers.kernel import Kernel
+from workers.agents.config import RepoConfig
+from workers.charter.daemon import CharterDaemon
+from workers.kernel import Kernel
 
 OPERATOR = Actor(role="operator", principal="olive")
 WAIT_S = 60.0

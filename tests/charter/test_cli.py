@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from charterkit import charter_daemon, log_of, loopbus, wait_for
-from loopbus.bus import Bus
-from loopbus.schemas.charter import CharterApproved, CharterSubmission, RunEnded, RunStop
 from slice_helpers import of_type
+
+from bus import Bus
+from schemas.charter import CharterApproved, CharterSubmission, RunEnded, RunStop
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "charter.md"
 GOOD = EXAMPLE.read_text()

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from charterkit import approval, charter, charter_daemon, submission, wait_for, wait_until
-from loopbus.bus import Bus
-from loopbus.schemas.charter import CharterCriterion, RunCriteriaChecked
-from loopbus.schemas.merges import CandidateTested
 from merger_scene import Scene
+
+from bus import Bus
+from schemas.charter import CharterCriterion, RunCriteriaChecked
+from schemas.merges import CandidateTested
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    raise NotImplementedError\n"
 TESTS = """\

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from charterkit import OPERATOR, approval, charter, submission
-from loopbus.projections.intents import Publish, PublishIf
-from loopbus.schemas import Actor, Event, FindingRaised, subject_of
-from loopbus.schemas.adoption import ConfigAdopted, config_digest
-from loopbus.schemas.charter import (
+
+from projections.intents import Publish, PublishIf
+from schemas import Actor, Event, FindingRaised, subject_of
+from schemas.adoption import ConfigAdopted, config_digest
+from schemas.charter import (
     CharterApprove,
     CharterApproved,
     CharterCriterion,
@@ -22,9 +23,9 @@ from loopbus.schemas.charter import (
     RunEnded,
     RunFinalizing,
 )
-from loopbus.schemas.criterion_source import body_digest
-from loopbus.schemas.merges import CandidateTested, CheckVerdict
-from loopbus.schemas.slices import (
+from schemas.criterion_source import body_digest
+from schemas.merges import CandidateTested, CheckVerdict
+from schemas.slices import (
     BootResult,
     PlannedUnit,
     SliceClosed,
@@ -32,12 +33,12 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UsageReport,
 )
-from loopbus.workers.charter.daemon import CharterDaemon
-from loopbus.workers.charter.decide import Options, decide
-from loopbus.workers.charter.effects import ReadCriteria
-from loopbus.workers.charter.reading import Reading, reading_key
-from loopbus.workers.kernel import World
-from loopbus.workers.kernel.daemon import system_actor
+from workers.charter.daemon import CharterDaemon
+from workers.charter.decide import Options, decide
+from workers.charter.effects import ReadCriteria
+from workers.charter.reading import Reading, reading_key
+from workers.kernel import World
+from workers.kernel.daemon import system_actor
 
 P = "proj"
 SYSTEM = Actor(role="system", principal="charter-test")
@@ -379,7 +380,7 @@ def test_a_reviewed_skeleton_pins_the_tests_it_wrote() -> None:
     """A criterion test trunk lacked at approval is written by the skeleton slice; the
     operator's skeleton approval pins it as trunk then has it (an agent's approval of the
     skeleton is a forgery and pins nothing)."""
-    from loopbus.schemas.planning import SkeletonApprove
+    from schemas.planning import SkeletonApprove
 
     events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD))
     pinned = decided(events, {reading_key(P, ""): reading("e" * 40, None)})
@@ -408,7 +409,7 @@ def test_a_check_added_since_approval_speaks_for_no_test_criterion() -> None:
     """A check a contract adds after the approval (say one whose command writes a pytest
     report of its own saying the test passed), or a check redefined since, is not evidence
     for a test criterion; only the checks configured at approval, as they were, are."""
-    from loopbus.workers.charter.criteria import speaking_checks
+    from workers.charter.criteria import speaking_checks
 
     events = repo_run(CharterCriterion(id="adds", text="adds", test=ADD, source=APPROVED_ADD))
     view = world(events).state("charter")

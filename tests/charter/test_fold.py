@@ -3,11 +3,11 @@ and the two questions other daemons ask of it (planning allowed, dispatch held).
 
 from __future__ import annotations
 
-from loopbus.projections import charter as fold
-from loopbus.projections.charter import dispatch_hold, planning_allowed
-from loopbus.schemas import Actor, decode_event, encode_event
-from loopbus.schemas.authority import standing
-from loopbus.schemas.charter import (
+from projections import charter as fold
+from projections.charter import dispatch_hold, planning_allowed
+from schemas import Actor, decode_event, encode_event
+from schemas.authority import standing
+from schemas.charter import (
     Charter,
     CharterApprove,
     CharterApproved,
@@ -18,9 +18,9 @@ from loopbus.schemas.charter import (
     RunFinalizing,
     RunStop,
 )
-from loopbus.schemas.findings import FindingRaised
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted, UsageReport
-from loopbus.schemas.targets import PlanTarget
+from schemas.findings import FindingRaised
+from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted, UsageReport
+from schemas.targets import PlanTarget
 
 P = "demo"
 SYSTEM = Actor(role="system", principal="charter")

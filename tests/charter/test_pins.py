@@ -6,15 +6,15 @@ before it is proposed. Pure."""
 from __future__ import annotations
 
 import pytest
-from loopbus.projections.charter_pins import contract_pin_problems
-from loopbus.schemas.charter import Charter, CharterCriterion
-from loopbus.schemas.contract import ContractChanges, NewCriterion
-from loopbus.schemas.criterion_source import body_digest, source_digest
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.slices import PlannedUnit, SlicePlan
 
 from loopbus.charter_file import parse_charter
 from loopbus.errors import UsageError
+from projections.charter_pins import contract_pin_problems
+from schemas.charter import Charter, CharterCriterion
+from schemas.contract import ContractChanges, NewCriterion
+from schemas.criterion_source import body_digest, source_digest
+from schemas.errors import InvalidValue
+from schemas.slices import PlannedUnit, SlicePlan
 
 NODE = "tests/test_fmt.py::test_thousands"
 PINNED = (

@@ -17,9 +17,11 @@ from charterkit import (
     wait_until,
 )
 from kernelkit import running
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.charter import (
+from slice_helpers import PLANNER, accepted, loopbus_toml, make_repo, of_type, plan, unit
+
+from bus import Bus
+from schemas import Actor, FindingRaised
+from schemas.charter import (
     CharterApproved,
     RunBudgets,
     RunCheckedIn,
@@ -27,16 +29,15 @@ from loopbus.schemas.charter import (
     RunFinalizing,
     RunStop,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     BootResult,
     PlanSubmission,
     SliceClosed,
     SlicePlanAccepted,
     UnitDispatched,
 )
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from slice_helpers import PLANNER, accepted, loopbus_toml, make_repo, of_type, plan, unit
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
 
 
 def repo(tmp_path: Path, project: str) -> ProjectRepo:

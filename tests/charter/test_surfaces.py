@@ -10,12 +10,12 @@ import sys
 from datetime import UTC, datetime
 
 from charterkit import approval, charter, loopbus, submission
-from loopbus.bus import Bus, Views
-from loopbus.projections import charter as charter_fold
-from loopbus.schemas import Actor
-from loopbus.schemas.charter import CharterApproved, CharterCriterion, RunCriteriaChecked
 
+from bus import Bus, Views
 from loopbus.web.model import overview
+from projections import charter as charter_fold
+from schemas import Actor
+from schemas.charter import CharterApproved, CharterCriterion, RunCriteriaChecked
 
 CRITERIA = (
     CharterCriterion(id="adds", text="it adds", test="tests/test_calc.py::test_add"),
@@ -50,7 +50,7 @@ async def test_status_shows_the_charter_and_criteria_held(
         await bus.publish(event)
     last = await bus.stream_last_seq()
     projector = subprocess.Popen(
-        [sys.executable, "-m", "loopbus.workers.projector", "--nats-url", nats_url],
+        [sys.executable, "-m", "workers.projector", "--nats-url", nats_url],
         stderr=subprocess.DEVNULL,
     )
     try:
@@ -84,6 +84,6 @@ def test_the_page_document_counts_criteria_held(system: Actor) -> None:
 
 
 def _empty() -> dict:
-    from loopbus.projections import FOLDS
+    from projections import FOLDS
 
     return {fold.name: fold.initial() for fold in FOLDS if fold.name != "charter"}

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from loopbus.bus import free_port
+
+from bus import free_port
 
 pytestmark = pytest.mark.slow
 

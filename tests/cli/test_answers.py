@@ -13,19 +13,19 @@ import subprocess
 import sys
 
 import msgspec
-from loopbus.bus import Bus
-from loopbus.projections.lifecycle import ANSWERS_CLAIM
-from loopbus.projections.slices import REFUSAL_EVIDENCE_KEY
-from loopbus.schemas import Actor, Block, FindingRaised, UnitTransitioned, parse_target
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, ObjectiveDeclared
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
-from loopbus.schemas.reports import StartedReport
-from loopbus.schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
 
+from bus import Bus
 from loopbus.answers import wait_for_answer
 from loopbus.commands import decide, plan, unit_reports
 from loopbus.commands.finding import _answer
+from projections.lifecycle import ANSWERS_CLAIM
+from projections.slices import REFUSAL_EVIDENCE_KEY
+from schemas import Actor, Block, FindingRaised, UnitTransitioned, parse_target
+from schemas.decisions import DecisionChoice, DecisionRecorded, ObjectiveDeclared
+from schemas.ids import new_id
+from schemas.lifecycle import FindingClaim, FindingDismissed
+from schemas.reports import StartedReport
+from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
 
 OPERATOR = Actor(role="operator", principal="olive")
 AGENT = Actor(role="reviewer", principal="mallory")

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from loopbus.schemas import PRODUCERS
 
 from loopbus.cli import build_parser, version
 from loopbus.completion import Command, command_tree, script
+from schemas import PRODUCERS
 
 from .conftest import loopbus
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from loopbus.bus import Bus, read
-from loopbus.schemas import Actor, project_subjects
-from loopbus.schemas.adoption import ConfigAdopt
-from loopbus.schemas.merges import CandidateTested
+from bus import Bus, read
+from schemas import Actor, project_subjects
+from schemas.adoption import ConfigAdopt
+from schemas.merges import CandidateTested
 
 from .conftest import loopbus
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopbus.bus import Bus, read
-from loopbus.schemas import Actor, project_subjects
-from loopbus.schemas.contract import ConfigApprove, ConfigProposal
-from loopbus.schemas.merges import TrunkRecheck
+from bus import Bus, read
+from schemas import Actor, project_subjects
+from schemas.contract import ConfigApprove, ConfigProposal
+from schemas.merges import TrunkRecheck
 
 from .conftest import loopbus
 

@@ -192,7 +192,7 @@ def test_ctrl_c_stops_a_following_tail_with_130(nats_url: str, project: str) -> 
 def test_ctrl_c_stops_a_daemon_run_by_hand_with_130(nats_url: str) -> None:
     """A daemon in the foreground (what `loopbus worker` runs) exits 130 on Ctrl-C."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "loopbus.workers.watchdog", "--nats-url", nats_url],
+        [sys.executable, "-m", "workers.watchdog", "--nats-url", nats_url],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         preexec_fn=as_at_a_terminal,
     )  # fmt: skip

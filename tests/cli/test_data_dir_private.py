@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopbus.bus import free_port
 
+from bus import free_port
 from loopbus import scaffold
 
 from .conftest import loopbus, start_up

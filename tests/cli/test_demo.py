@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.workers.repository import resolve
+
+from workers.repository import resolve
 
 from .conftest import LOOPBUS, loopbus
 

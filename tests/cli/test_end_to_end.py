@@ -13,7 +13,8 @@ from typing import Any
 
 import psutil
 import pytest
-from loopbus.bus import free_port, server_binary
+
+from bus import free_port, server_binary
 
 from .conftest import LOOPBUS, loopbus, start_up
 
@@ -252,10 +253,10 @@ def test_no_child_outlives_up(up_factory: Any, sig: int) -> None:
     while True:  # the daemons are spawned just after up prints its banner
         children = psutil.Process(up.process.pid).children(recursive=True)
         names = " ".join(" ".join(c.cmdline()) for c in children)
-        if "loopbus.workers.projector" in names or time.monotonic() > deadline:
+        if "workers.projector" in names or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    assert "nats-server" in names and "loopbus.workers.projector" in names
+    assert "nats-server" in names and "workers.projector" in names
     up.stop(sig)
     _gone, alive = psutil.wait_procs(children, timeout=20)
     assert alive == [], [" ".join(p.cmdline()) for p in alive]

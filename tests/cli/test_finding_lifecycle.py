@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from kernelkit import running
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingRaised, parse_target
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import Policy
+
+from bus import Bus
+from schemas import Actor, FindingRaised, parse_target
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import Policy
 
 from .conftest import loopbus
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import ratchet
-from loopbus.schemas import project_subjects
-from loopbus.schemas.ratchet import GateMoved
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import Policy
+
+from bus import Bus, read
+from projections import ratchet
+from schemas import project_subjects
+from schemas.ratchet import GateMoved
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import Policy
 
 from .conftest import loopbus
 

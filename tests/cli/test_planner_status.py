@@ -10,8 +10,9 @@ import os
 import subprocess
 import sys
 
-from loopbus.bus import Bus
 from plannerview import CYCLE, fold_with_projector, planner_events
+
+from bus import Bus
 
 
 def loopbus(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.projections import FOLDS
 
 from loopbus.render import RENDERERS, render_state
+from projections import FOLDS
 
 
 @pytest.mark.parametrize("fold", FOLDS, ids=lambda f: f.name)

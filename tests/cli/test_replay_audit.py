@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from loopbus.bus import connect
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.reviews import RoundClosed
+from bus import connect
+from schemas import Actor, UnitPlanned
+from schemas.reviews import RoundClosed
 
 from .conftest import loopbus
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopbus.workers.agents import config as agent_config
-
 from loopbus import scaffold
+from workers.agents import config as agent_config
 
 
 def _agents(repo: Path) -> agent_config.AgentsConfig:

@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 
+from bus import Bus
 from loopbus.cli import COMMANDS, build_parser
+from schemas import Actor, UnitPlanned
+from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 
 HEAVY = ("nats", "aiohttp", "dulwich", "cryptography")
 """Packages a command that only parses its arguments has no use for."""
@@ -34,7 +34,7 @@ runpy.run_module("loopbus", run_name="__main__", alter_sys=True)
 """
 """Runs ``python -m loopbus ARGS`` and, at exit, prints every module the process holds:
 whether imported by a statement, by ``importlib`` or by a lazy attribute, except one whose
-code has not run (``aiohttp``, deferred by the CLI: ``loopbus.bus.websocket_client``)."""
+code has not run (``aiohttp``, deferred by the CLI: ``bus.websocket_client``)."""
 
 
 def imported(*args: str) -> tuple[int, set[str]]:
@@ -84,8 +84,8 @@ def test_parsing_imports_no_transport(args: list[str]) -> None:
 LOADS_ON_HELP = {"creds", "provision", "worker", "health", "merge-driver"}
 """Commands whose module still registers its parser beside its implementation, so their
 ``--help`` imports what the command runs: the supervisor and its daemon table (worker,
-health), the server's credentials and streams (``loopbus.bus.auth`` reads the stream names
-from ``loopbus.bus.provision``, which imports nats-py), the entity merge. Each starts in
+health), the server's credentials and streams (``bus.auth`` reads the stream names
+from ``bus.provision``, which imports nats-py), the entity merge. Each starts in
 about 0.2 s on an idle machine here (bench_cli_start.py --every-help); shrink this set,
 never grow it."""
 
@@ -111,8 +111,8 @@ def test_the_front_door_imports_no_command_and_no_fold(args: list[str]) -> None:
     assert code == 0
     commands = sorted(n for n in names if n.startswith("loopbus.commands."))
     assert commands in ([], ["loopbus.commands.status_args"]), commands
-    assert "loopbus.schemas.events" not in names
-    assert [n for n in names if n.startswith("loopbus.projections")] == []
+    assert "schemas.events" not in names
+    assert [n for n in names if n.startswith("projections")] == []
 
 
 def test_a_usage_mistake_is_caught_before_the_command_is_imported() -> None:
@@ -151,7 +151,7 @@ def test_aiohttp_deferred_still_loads_when_used() -> None:
     work as with an eager import."""
     script = """
 import sys
-from loopbus.bus import websocket_client
+from bus import websocket_client
 assert websocket_client.defer()
 import nats, nats.aio.transport as transport
 assert not websocket_client.loaded(), "import nats ran aiohttp"
@@ -199,9 +199,8 @@ def test_a_command_built_alone_is_the_command_of_the_full_tree(name: str) -> Non
 
 def test_settings_names_the_credentials_variable_the_bus_reads() -> None:
     """settings keeps its own copy of $LOOPBUS_CREDS's name (so registering --creds imports
-    no credential code): it is the name loopbus.bus.creds reads."""
-    from loopbus.bus import creds
-
+    no credential code): it is the name bus.creds reads."""
+    from bus import creds
     from loopbus.settings import CREDS_ENV
 
     assert CREDS_ENV == creds.CREDS_ENV

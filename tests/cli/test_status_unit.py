@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest_asyncio
 from kernelkit import running
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port
-from loopbus.schemas import Actor, Block, UnitPlanned, UnitTransitioned
-from loopbus.schemas.builds import DecisionOption
-from loopbus.schemas.decisions import DecisionRequested
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.workers.projector.daemon import ProjectorDaemon
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from schemas import Actor, Block, UnitPlanned, UnitTransitioned
+from schemas.builds import DecisionOption
+from schemas.decisions import DecisionRequested
+from schemas.slices import UnitDispatched
+from workers.projector.daemon import ProjectorDaemon
 
 from .conftest import loopbus
 

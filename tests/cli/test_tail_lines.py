@@ -7,14 +7,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.adoption import ConfigAdopted
-from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
-from loopbus.schemas.ratchet import GateMoved
-from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
 
+from bus import Bus
 from loopbus.event_line import value
+from schemas import Actor, Event
+from schemas.adoption import ConfigAdopted
+from schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
+from schemas.ratchet import GateMoved
+from schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
 
 from .conftest import loopbus
 

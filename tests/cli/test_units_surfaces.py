@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 import pytest
-from loopbus.bus import connect_once, free_port
-from loopbus.bus.creds import default_file, load_credential
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.reports import BlockedReport, StartedReport
 
+from bus import connect_once, free_port
+from bus.creds import default_file, load_credential
 from loopbus.settings import default_data_dir
+from schemas import Actor, UnitPlanned
+from schemas.reports import BlockedReport, StartedReport
 
 from .conftest import loopbus
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.bus import free_port
-from loopbus.workers.repository import resolve
 
+from bus import free_port
 from loopbus import scaffold
 from loopbus.repo_check import uncommitted_config
+from workers.repository import resolve
 
 from .conftest import loopbus, start_up
 

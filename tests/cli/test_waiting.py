@@ -3,9 +3,8 @@ blocked may still be waiting, on a reviewer or on the operator."""
 
 from __future__ import annotations
 
-from loopbus.projections.units import UnitsState, UnitView
-
 from loopbus.units_status import awaiting_approval, render_waiting
+from projections.units import UnitsState, UnitView
 
 
 def test_a_ready_unit_is_shown_waiting_for_an_approval() -> None:

@@ -14,8 +14,9 @@ _MERGER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "merger_daemo
 if _MERGER not in sys.path:
     sys.path.insert(0, _MERGER)
 
-from loopbus.bus import Bus  # noqa: E402
 from merger_scene import Scene  # noqa: E402
+
+from bus import Bus  # noqa: E402
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -4,12 +4,13 @@ edits a check, is refused with a finding and trunk does not move."""
 
 from __future__ import annotations
 
-from loopbus.projections import contract_landing
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.adoption import ConfigAdopted, config_digest
-from loopbus.schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal
-from loopbus.workers import history
 from merger_scene import Scene, make_trunk
+
+from projections import contract_landing
+from schemas import Actor, FindingRaised
+from schemas.adoption import ConfigAdopted, config_digest
+from schemas.contract import ConfigApprove, ConfigLanded, ConfigProposal
+from workers import history
 
 OLIVE = Actor(role="operator", principal="olive")
 BUILDER = Actor(role="builder", principal="builder-1")

@@ -11,22 +11,23 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from loopbus.projections import contract_plan
-from loopbus.projections.errors import PlanInvalid
-from loopbus.projections.planning import parse_plan, parse_plan_text, unclaimed_extras, validate
-from loopbus.schemas import Actor, decode_event, encode_event
-from loopbus.schemas.contract import ContractChanges, NewCheck, NewCriterion
-from loopbus.schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
-from loopbus.workers.gates import config as gates_config
-from loopbus.workers.gates import parsers as gate_parsers
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.contract import (
+
+from projections import contract_plan
+from projections.errors import PlanInvalid
+from projections.planning import parse_plan, parse_plan_text, unclaimed_extras, validate
+from schemas import Actor, decode_event, encode_event
+from schemas.contract import ContractChanges, NewCheck, NewCriterion
+from schemas.slices import PlannedUnit, PlanSubmission, SlicePlan
+from workers.gates import config as gates_config
+from workers.gates import parsers as gate_parsers
+from workers.gates.config import parse_config
+from workers.gates.contract import (
     contract_files,
     contract_refusals,
     new_config,
     proposal_refusals,
 )
-from loopbus.workers.gates.scope import breaches
+from workers.gates.scope import breaches
 
 CRITERION = """
 from calc import add
@@ -280,9 +281,9 @@ def test_plan_check_with_repo_names_a_reused_check(tmp_path: Path) -> None:
 def test_only_the_systems_contract_landed_releases_a_slice() -> None:
     """A forged ``contract.landed`` (any role but system) is skipped by the fold: the slice
     stays held; the merger's releases it; a plan without a contract is never held."""
-    from loopbus.projections import contract_landing
-    from loopbus.schemas.contract import ContractLanded
-    from loopbus.schemas.slices import SlicePlanAccepted
+    from projections import contract_landing
+    from schemas.contract import ContractLanded
+    from schemas.slices import SlicePlanAccepted
 
     system = Actor(role="system", principal="dispatcher")
     accepted = SlicePlanAccepted(project="p", actor=system, plan=parse_plan_text(PLAN), cause="c")
@@ -332,11 +333,11 @@ def test_a_reviewers_finding_carrying_refusal_evidence_changes_nothing() -> None
     evidence: one naming a slice's contract acceptance, or an operator's configuration
     proposal, neither refuses that contract nor cancels that proposal; the merger's own
     refusal does."""
-    from loopbus.projections import contract_landing
-    from loopbus.schemas import FindingRaised
-    from loopbus.schemas.contract import ConfigProposal
-    from loopbus.schemas.slices import SlicePlanAccepted
-    from loopbus.schemas.targets import PlanTarget
+    from projections import contract_landing
+    from schemas import FindingRaised
+    from schemas.contract import ConfigProposal
+    from schemas.slices import SlicePlanAccepted
+    from schemas.targets import PlanTarget
 
     system = Actor(role="system", principal="dispatcher")
     accepted = SlicePlanAccepted(project="p", actor=system, plan=parse_plan_text(PLAN), cause="c")

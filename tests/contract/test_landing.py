@@ -9,16 +9,18 @@ import asyncio
 from typing import Any
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import contract_landing
-from loopbus.projections.contract_landing import Pending
-from loopbus.projections.merges import Adoption
-from loopbus.schemas import Actor, FindingRaised, project_subjects
-from loopbus.schemas.adoption import ConfigAdopted, config_digest
-from loopbus.schemas.contract import ContractChanges, ContractLanded, NewCheck, NewCriterion
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.schemas.merges import CandidateTested
-from loopbus.schemas.slices import (
+from merger_scene import Scene, base_files, make_trunk
+
+from bus import Bus, read
+from projections import contract_landing
+from projections.contract_landing import Pending
+from projections.merges import Adoption
+from schemas import Actor, FindingRaised, project_subjects
+from schemas.adoption import ConfigAdopted, config_digest
+from schemas.contract import ContractChanges, ContractLanded, NewCheck, NewCriterion
+from schemas.gates import GateResultRecorded
+from schemas.merges import CandidateTested
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     SlicePlan,
@@ -26,13 +28,12 @@ from loopbus.schemas.slices import (
     SlicePlanDiscarded,
     UnitDispatched,
 )
-from loopbus.workers import history
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.merger.landing_commit import prepare_contract
-from merger_scene import Scene, base_files, make_trunk
+from workers import history
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.gates.config import parse_config
+from workers.kernel import Kernel
+from workers.merger.landing_commit import prepare_contract
 
 WAIT_S = 90
 PLANNER = Actor(role="planner", principal="planner-1")

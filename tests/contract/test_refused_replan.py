@@ -25,16 +25,17 @@ for _folder in (_TESTS / "planner", _TESTS / "reviews"):
 
 from kernelkit import running  # noqa: E402
 from logkit import of, wait_log  # noqa: E402
-from loopbus.schemas import FindingRaised, FindingResolved  # noqa: E402
-from loopbus.schemas.contract import ContractLanded  # noqa: E402
-from loopbus.schemas.planning import PlanProposed  # noqa: E402
-from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded  # noqa: E402
-from loopbus.workers.agents.config import parse  # noqa: E402
-from loopbus.workers.dispatcher.daemon import Dispatcher  # noqa: E402
-from loopbus.workers.dispatcher.repo import ProjectRepo  # noqa: E402
-from loopbus.workers.planner.daemon import Planner  # noqa: E402
 from merger_scene import Scene, make_trunk  # noqa: E402
 from plannerkit import check_criteria, planner, start_charter  # noqa: E402
+
+from schemas import FindingRaised, FindingResolved  # noqa: E402
+from schemas.contract import ContractLanded  # noqa: E402
+from schemas.planning import PlanProposed  # noqa: E402
+from schemas.slices import SlicePlanAccepted, SlicePlanDiscarded  # noqa: E402
+from workers.agents.config import parse  # noqa: E402
+from workers.dispatcher.daemon import Dispatcher  # noqa: E402
+from workers.dispatcher.repo import ProjectRepo  # noqa: E402
+from workers.planner.daemon import Planner  # noqa: E402
 
 WAIT_S = 120
 DOUBLE = "tests/test_double.py::test_double"

@@ -7,15 +7,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from loopbus.projections.intents import Intent
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.adoption import ConfigAdopted
-from loopbus.schemas.contract import ContractChanges, ContractLanded, NewCriterion
-from loopbus.schemas.merges import MergeReverted
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
-from loopbus.workers.merger.daemon import Merger
-from loopbus.workers.merger.effects import LandContract, MergerEffect
 from merger_scene import WAIT_S, Scene, make_trunk
+
+from projections.intents import Intent
+from schemas import Actor, FindingRaised
+from schemas.adoption import ConfigAdopted
+from schemas.contract import ContractChanges, ContractLanded, NewCriterion
+from schemas.merges import MergeReverted
+from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+from workers.merger.daemon import Merger
+from workers.merger.effects import LandContract, MergerEffect
 
 SYSTEM = Actor(role="system", principal="tests")
 TEST = "tests/test_more.py::test_more"

@@ -33,10 +33,10 @@ import pytest
 import yaml
 from compose_check import cluster, forge
 from local_cluster import COMPOSE, LocalCluster, nats_nodes
-from loopbus.bus import LOG_STREAM, BusError, connect, free_port, server_binary
-from loopbus.bus.connection import server_urls
-from loopbus.bus.creds import load_credential
 
+from bus import LOG_STREAM, BusError, connect, free_port, server_binary
+from bus.connection import server_urls
+from bus.creds import load_credential
 from loopbus.cli import build_parser
 from loopbus.supervisor import DAEMONS
 
@@ -271,7 +271,8 @@ def test_dockerfile_installs_every_package_the_project_ships() -> None:
     """The image copies every shipped package, runs as non-root, and enters via `loopbus`."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    packages = set(project["tool"]["setuptools"]["package-dir"].values())
+    found = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*") for pattern in found}
     copied = re.findall(r"^COPY (.+?) \S+$", dockerfile, re.MULTILINE)
     sources = {word.rstrip("/") for line in copied for word in line.split()}
     assert {"pyproject.toml", "README.md", *packages} <= sources

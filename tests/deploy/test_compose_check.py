@@ -20,7 +20,8 @@ from compose_check.findings import ACK, Attempt, Client, tally
 from compose_check.netstate import parse_save
 from compose_check.shell import CheckFailed
 from compose_check.stack import last_health_output
-from loopbus.bus.tls import ensure_tls
+
+from bus.tls import ensure_tls
 
 ROOT = Path(__file__).resolve().parents[2]
 

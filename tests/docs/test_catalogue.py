@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopbus.schemas import KINDS
+
+from schemas import KINDS
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port
+
+from bus import EmbeddedServer, connect, ensure_log, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -45,7 +46,7 @@ NOT_RUN = (
     "git ",
     "export ",
     "cd ",
-    "python -m loopbus.workers",
+    "python -m workers",
     "pytest",
 )
 
@@ -56,13 +57,13 @@ theirs below, so the docs are checked by the same code that reads the real files
 
 def _register_validators() -> None:
     try:
-        from loopbus.workers.gates.config import load_config_text  # type: ignore[attr-defined]
+        from workers.gates.config import load_config_text  # type: ignore[attr-defined]
     except ImportError:
         pass
     else:
         TOML_VALIDATORS["# loopbus.toml"] = lambda text, _tmp: load_config_text(text)
     try:
-        from loopbus.projections.planning import parse_plan_text  # type: ignore[attr-defined]
+        from projections.planning import parse_plan_text  # type: ignore[attr-defined]
     except ImportError:
         pass
     else:

@@ -42,15 +42,16 @@ import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
 from integrity.test_hostile_agent import Loop, running_up
-from loopbus.bus import connect_once, read
-from loopbus.bus.reader import Record
-from loopbus.schemas import UnitTransitioned
-from loopbus.schemas.adoption import ConfigAdopted
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.reports import CommitReport, GaveUpReport
-from loopbus.schemas.reviews import ReviewVerdict, RoundClosed
-from loopbus.schemas.slices import PlanSubmission, SliceClosed
+
+from bus import connect_once, read
+from bus.reader import Record
+from schemas import UnitTransitioned
+from schemas.adoption import ConfigAdopted
+from schemas.gates import GateSuiteCompleted
+from schemas.merges import MergeConflicted
+from schemas.reports import CommitReport, GaveUpReport
+from schemas.reviews import ReviewVerdict, RoundClosed
+from schemas.slices import PlanSubmission, SliceClosed
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,10 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from gate_repos import GitRepo  # noqa: E402
-from loopbus.bus import Bus  # noqa: E402
-from loopbus.workers.gates.runner import GateRunner  # noqa: E402
-from loopbus.workers.gates.signing import Signer, load_or_create  # noqa: E402
+
+from bus import Bus  # noqa: E402
+from workers.gates.runner import GateRunner  # noqa: E402
+from workers.gates.signing import Signer, load_or_create  # noqa: E402
 
 
 @pytest.fixture

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import msgspec
 from gate_repos import GitRepo, config
-from loopbus.bus import Bus, read
-from loopbus.projections import gates as gates_projection
-from loopbus.schemas import decode_event, new_id
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.workers.gates.cache import GateCache
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import load_or_create
+
+from bus import Bus, read
+from projections import gates as gates_projection
+from schemas import decode_event, new_id
+from schemas.gates import GateResultRecorded
+from workers.gates.cache import GateCache
+from workers.gates.runner import GateRunner
+from workers.gates.signing import load_or_create
 
 
 def exit_check(check_id: str, code: int | str = 0, extra: str = "") -> str:

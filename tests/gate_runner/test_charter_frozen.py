@@ -5,10 +5,10 @@ rules, as the gate runner applies them to every unit commit."""
 
 from __future__ import annotations
 
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion
-from loopbus.workers.gate_runner.decide import FOLD, scope_of
-from loopbus.workers.gates.scope import breaches
+from schemas import Actor, UnitPlanned
+from schemas.charter import Charter, CharterApproved, CharterCriterion
+from workers.gate_runner.decide import FOLD, scope_of
+from workers.gates.scope import breaches
 
 P = "proj"
 SYSTEM = Actor(role="system", principal="charter")
@@ -63,7 +63,7 @@ def test_without_a_charter_the_same_edit_is_in_scope() -> None:
 def test_a_skeleton_unit_writes_the_charters_tests_for_review() -> None:
     """The skeleton slice is where the criterion tests are written (the operator reviews
     them before any build slice): its units may write those files; a build unit may not."""
-    from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+    from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 
     skeleton = SlicePlan(slice="S1", skeleton=True, units=[PlannedUnit(id="U1", files=["*"])])
     accepted = SlicePlanAccepted(project=P, actor=SYSTEM, plan=skeleton, cause="x")

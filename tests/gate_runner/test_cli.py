@@ -205,7 +205,7 @@ async def test_gate_runner_daemon_makes_no_key_before_the_bus_answers(
     env = user_env(tmp_path / "home", LOOPBUS_KEY_DIR=str(tmp_path / "keys"))
     url = closed_port_url()
     done = subprocess.run(
-        [sys.executable, "-m", "loopbus.workers.gate_runner", "--repo", ".", "--nats-url", url],
+        [sys.executable, "-m", "workers.gate_runner", "--repo", ".", "--nats-url", url],
         cwd=repo.path,
         env=env,
         capture_output=True,

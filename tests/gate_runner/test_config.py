@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.errors import ConfigError, WeakensProfile
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.profiles import (
+
+from workers.errors import ConfigError, WeakensProfile
+from workers.gates.config import parse_config
+from workers.gates.profiles import (
     DEFAULT_DISMISSED_ACROSS,
     DEFAULT_REVIEW_EVERY,
     load_profiles,

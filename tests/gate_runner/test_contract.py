@@ -8,16 +8,17 @@ from collections.abc import Callable
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, config, pytest_project
-from loopbus.bus import Bus, read
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.workers.gates.runner import GateRunner, SuiteResult
-from loopbus.workers.gates.scope import breaches
-from loopbus.workers.gates.trunkconfig import config_changes, refused
-from loopbus.workers.gates.unitgate import UnitScope, gate_unit
-from loopbus.workers.units.daemon import contract_for, ready_move
+
+from bus import Bus, read
+from projections import gates as gates_fold
+from projections import units as units_fold
+from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from schemas.gates import GateSuiteCompleted
+from workers.gates.runner import GateRunner, SuiteResult
+from workers.gates.scope import breaches
+from workers.gates.trunkconfig import config_changes, refused
+from workers.gates.unitgate import UnitScope, gate_unit
+from workers.units.daemon import contract_for, ready_move
 
 SYSTEM = Actor(role="system", principal="tests")
 OWNED = ("calc.py", "tests/conftest.py", "tests/test_calc.py")

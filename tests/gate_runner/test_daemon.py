@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from loopbus.bus import Bus, read
-from loopbus.projections import gates as gates_projection
-from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.gates import GateResultRecorded, GateRunRequested, GateSuiteCompleted
+
+from bus import Bus, read
+from projections import gates as gates_projection
+from schemas import Actor, Event, FindingRaised, UnitTransitioned
+from schemas.gates import GateResultRecorded, GateRunRequested, GateSuiteCompleted
 
 WAIT_S = 60.0
 OK_CHECK = (
@@ -29,7 +30,7 @@ class Daemon:
         self.args = [
             sys.executable,
             "-m",
-            "loopbus.workers.gate_runner",
+            "workers.gate_runner",
             "--repo",
             str(repo),
             "--nats-url",

@@ -6,15 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections import gates, ratchet
-from loopbus.projections.intents import Intent, Publish
-from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
-from loopbus.schemas.ids import new_id
-from loopbus.workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
-from loopbus.workers.gate_runner.effects import RUN, RunSuite
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.kernel import World
+from projections import gates, ratchet
+from projections.intents import Intent, Publish
+from schemas import Actor, Event, FindingRaised, UnitTransitioned
+from schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
+from schemas.ids import new_id
+from workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
+from workers.gate_runner.effects import RUN, RunSuite
+from workers.gates.signing import Signer
+from workers.kernel import World
 
 P = "proj"
 SYSTEM = Actor(role="system", principal="tests")

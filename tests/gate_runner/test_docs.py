@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from gate_repos import CALC_STUB, TEST_CALC, TEST_CRITERIA, GitRepo
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.profiles import parse_profile
-from loopbus.workers.gates.runner import GateRunner
+
+from workers.errors import ConfigError
+from workers.gates.config import parse_config
+from workers.gates.profiles import parse_profile
+from workers.gates.runner import GateRunner
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gates.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

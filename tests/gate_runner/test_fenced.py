@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from loopbus.workers.gates.fenced import FencedExecutor, _only_plain_files
-from loopbus.workers.gates.runner import GateRunner
+
+from workers.gates.fenced import FencedExecutor, _only_plain_files
+from workers.gates.runner import GateRunner
 
 # What a hostile test tries from inside a check: each line prints what it could reach.
 PROBE = """\

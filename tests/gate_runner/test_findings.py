@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gate_repos import LINT_CHECK, GitRepo, config, pytest_project
-from loopbus.bus import Bus, read
-from loopbus.schemas import FindingRaised, GateResultRecorded
-from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.gates.runner import GateRunner
+
+from bus import Bus, read
+from schemas import FindingRaised, GateResultRecorded
+from schemas.targets import CodeTarget
+from workers.gates.runner import GateRunner
 
 HELPER = "def check_sum(value):\n    assert value == 3, f'got {value}'\n"
 USES_HELPER = (

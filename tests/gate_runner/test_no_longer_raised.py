@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, pytest_project
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import reviews as reviews_fold
-from loopbus.projections import units as units_fold
-from loopbus.schemas import (
+
+from bus import Bus, read
+from projections import findings as findings_fold
+from projections import gates as gates_fold
+from projections import reviews as reviews_fold
+from projections import units as units_fold
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -25,11 +26,11 @@ from loopbus.schemas import (
     UnitTransitioned,
     format_target,
 )
-from loopbus.schemas.lifecycle import FindingReopened
-from loopbus.workers.gates.runner import GateRunner, SuiteResult
-from loopbus.workers.gates.unitgate import UnitScope, gate_unit
-from loopbus.workers.units.daemon import Units, system_suite
-from loopbus.workers.units.settled import no_longer_raised
+from schemas.lifecycle import FindingReopened
+from workers.gates.runner import GateRunner, SuiteResult
+from workers.gates.unitgate import UnitScope, gate_unit
+from workers.units.daemon import Units, system_suite
+from workers.units.settled import no_longer_raised
 
 SYSTEM = Actor(role="system", principal="tests")
 OWNED = ("calc.py", "tests/conftest.py", "tests/test_calc.py")

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, PYTEST_CHECK, GitRepo, config, pytest_project
-from loopbus.bus import Bus, read
-from loopbus.schemas import FindingRaised, format_target
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.targets import CheckTarget
-from loopbus.workers.gates.executors import docker_configured, docker_reachable
-from loopbus.workers.gates.runner import GateRunner
+
+from bus import Bus, read
+from schemas import FindingRaised, format_target
+from schemas.gates import GateSuiteCompleted
+from schemas.targets import CheckTarget
+from workers.gates.executors import docker_configured, docker_reachable
+from workers.gates.runner import GateRunner
 
 
 def check(check_id: str, command: str, parser: str = "exit-code", extra: str = "") -> str:

@@ -11,8 +11,9 @@ from gate_repos import (
     GitRepo,
     pytest_project,
 )
-from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.gates.runner import GateRunner
+
+from schemas.targets import CodeTarget
+from workers.gates.runner import GateRunner
 
 RAISES_OTHER = "def total(xs):\n    raise NotImplementedError('later')\n"
 ASSERTS_INSIDE = "def total(xs):\n    assert xs == [], 'not written yet'\n    return 0\n"

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 from gate_repos import GitRepo
-from loopbus.workers.gates.runner import GateRunner
+
+from workers.gates.runner import GateRunner
 
 CLI_GOOD = (
     "import argparse\n\n\ndef main():\n"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.runner import GateRunner
+
+from workers.errors import ConfigError
+from workers.gates.config import parse_config
+from workers.gates.runner import GateRunner
 
 PROBE = """
 [[check]]

@@ -7,14 +7,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gate_repos import GitRepo, config
-from loopbus.projections import ratchet
-from loopbus.schemas import Actor, UnitTransitioned
-from loopbus.schemas.gates import GateSuiteCompleted, canonical_bytes
-from loopbus.schemas.ratchet import GateMoved
-from loopbus.workers.gate_runner.decide import FOLD, decide
-from loopbus.workers.gate_runner.effects import RunSuite
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.kernel import World
+
+from projections import ratchet
+from schemas import Actor, UnitTransitioned
+from schemas.gates import GateSuiteCompleted, canonical_bytes
+from schemas.ratchet import GateMoved
+from workers.gate_runner.decide import FOLD, decide
+from workers.gate_runner.effects import RunSuite
+from workers.gates.runner import GateRunner
+from workers.kernel import World
 
 FAILING = '\n[[check]]\nid = "memo"\ncommand = "python -c \'raise SystemExit(3)\'"\ntimeout = 30\n'
 PASSING = '\n[[check]]\nid = "ok"\ncommand = "python -c \'pass\'"\ntimeout = 30\n'

@@ -11,20 +11,21 @@ import msgspec
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from gate_repos import GitRepo, config
-from loopbus.bus import Bus
-from loopbus.projections import gates
-from loopbus.schemas import Actor, FindingRaised, decode_event, encode_event
-from loopbus.schemas.gates import (
+
+from bus import Bus
+from projections import gates
+from schemas import Actor, FindingRaised, decode_event, encode_event
+from schemas.gates import (
     GateResultRecorded,
     GateSuiteCompleted,
     SuiteEntry,
     canonical_bytes,
 )
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.errors import GateError
-from loopbus.workers.gates.cache import GateCache
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import Signer, load_or_create
+from schemas.targets import RecordTarget
+from workers.errors import GateError
+from workers.gates.cache import GateCache
+from workers.gates.runner import GateRunner
+from workers.gates.signing import Signer, load_or_create
 
 SYSTEM = Actor(role="system", principal="gate-runner@test")
 TREE = "a" * 40
@@ -239,7 +240,7 @@ async def test_forged_pass_on_the_log_is_not_served(
     commit = repo.commit({"loopbus.toml": config(project, checks)})
     runner = make_runner(repo)
     cache = await runner.cache(project)
-    from loopbus.workers.gates.config import parse_config
+    from workers.gates.config import parse_config
 
     spec = parse_config(repo.files["loopbus.toml"]).check("c")
     tree = repo.tree_of(commit)

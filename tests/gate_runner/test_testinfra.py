@@ -18,15 +18,16 @@ from gate_repos import (
     config,
     pytest_project,
 )
-from loopbus.bus import Bus, read
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
-from loopbus.workers.gates.runner import GateRunner, SuiteResult
-from loopbus.workers.gates.testinfra import OutcomeChange, describe, infra_files, why_infra
-from loopbus.workers.gates.unitgate import UnitScope, gate_unit
-from loopbus.workers.merger.gates import verdict_of
-from loopbus.workers.units.daemon import ready_move
+
+from bus import Bus, read
+from projections import gates as gates_fold
+from projections import units as units_fold
+from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from workers.gates.runner import GateRunner, SuiteResult
+from workers.gates.testinfra import OutcomeChange, describe, infra_files, why_infra
+from workers.gates.unitgate import UnitScope, gate_unit
+from workers.merger.gates import verdict_of
+from workers.units.daemon import ready_move
 
 SYSTEM = Actor(role="system", principal="tests")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gates.md"

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from loopbus.bus import Bus
-from loopbus.projections import findings as findings_fold
-from loopbus.schemas import Actor, FindingRaised, FindingResolved
-from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted
-from loopbus.workers.gates.fenced import FencedExecutor
-from loopbus.workers.gates.unfenced import CRITERION
 from test_daemon import OK_CHECK, all_events, answers, wait_for
 
+from bus import Bus
 from loopbus.render import render_findings
+from projections import findings as findings_fold
+from schemas import Actor, FindingRaised, FindingResolved
+from schemas.gates import GateRunRequested, GateSuiteCompleted
+from workers.gates.fenced import FencedExecutor
+from workers.gates.unfenced import CRITERION
 
 
 def start(repo: Path, url: str, data: Path, log: Path, path: str) -> subprocess.Popen[bytes]:
     """The gate-runner daemon as ``up`` runs it, with ``path`` as its ``PATH``."""
     args = [
-        sys.executable, "-m", "loopbus.workers.gate_runner", "--repo", str(repo),
+        sys.executable, "-m", "workers.gate_runner", "--repo", str(repo),
         "--nats-url", url, "--data-dir", str(data), "--jobs", "1", "--trunk-poll", "0",
     ]  # fmt: skip
     with open(log, "ab") as sink:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, FindingRaised, UnitPlanned, UnitTransitioned, project_subjects
-from loopbus.schemas.units import Outcome
-from loopbus.workers.integrity.daemon import Integrity
-from loopbus.workers.kernel import Kernel
+
+from bus import Bus, read
+from projections import units as units_fold
+from schemas import Actor, FindingRaised, UnitPlanned, UnitTransitioned, project_subjects
+from schemas.units import Outcome
+from workers.integrity.daemon import Integrity
+from workers.kernel import Kernel
 
 SYSTEM = Actor(role="system", principal="tests")
 EVIL = Actor(role="builder", principal="evil")
@@ -57,8 +58,8 @@ async def test_a_claim_filed_under_another_principal_is_refused_by_the_reader(
 ) -> None:
     """The principal of a claim is the one on its subject (which the server lets only that
     credential publish to): a body naming someone else is misfiled, and no fold sees it."""
-    from loopbus.schemas import encode_event
-    from loopbus.schemas.reports import StartedReport
+    from schemas import encode_event
+    from schemas.reports import StartedReport
 
     claim = StartedReport(
         project=project, actor=Actor(role="builder", principal="alice"), unit="U1"

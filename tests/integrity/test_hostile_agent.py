@@ -21,9 +21,10 @@ from typing import Any
 
 import nats
 import pytest
-from loopbus.bus import connect_once, free_port, read
-from loopbus.bus.creds import Credential, default_file, load_credential
-from loopbus.schemas import (
+
+from bus import connect_once, free_port, read
+from bus.creds import Credential, default_file, load_credential
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -33,9 +34,9 @@ from loopbus.schemas import (
     parse_target,
     subject_of,
 )
-from loopbus.schemas.gates import GateRunnerKeyRegistered
-from loopbus.schemas.reports import StartedReport
-from loopbus.schemas.units import Outcome
+from schemas.gates import GateRunnerKeyRegistered
+from schemas.reports import StartedReport
+from schemas.units import Outcome
 
 pytestmark = pytest.mark.slow
 

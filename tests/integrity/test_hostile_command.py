@@ -37,11 +37,12 @@ from dulwich import porcelain
 from dulwich.repo import Repo
 from integrity.test_hostile_agent import WAIT_S, Loop, running_up
 from integrity.test_hostile_decisions import dispatch
-from loopbus.bus import free_port
-from loopbus.schemas import FindingRaised, UnitTransitioned
-from loopbus.schemas.reports import GaveUpReport
-from loopbus.workers.agents import cgroups
-from loopbus.workers.agents.workspace import workdir
+
+from bus import free_port
+from schemas import FindingRaised, UnitTransitioned
+from schemas.reports import GaveUpReport
+from workers.agents import cgroups
+from workers.agents.workspace import workdir
 
 pytestmark = pytest.mark.slow
 
@@ -138,9 +139,9 @@ def connect():
 
 async def publish():
     import nats
-    from loopbus.bus.creds import load_credential
-    from loopbus.schemas import Actor, UnitTransitioned, encode_event, subject_of
-    from loopbus.schemas.units import Outcome
+    from bus.creds import load_credential
+    from schemas import Actor, UnitTransitioned, encode_event, subject_of
+    from schemas.units import Outcome
 
     event = UnitTransitioned(
         project=brief["project"], actor=Actor(role="system", principal=target["mark"]),

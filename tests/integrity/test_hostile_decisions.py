@@ -21,13 +21,14 @@ import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
 from integrity.test_hostile_agent import WAIT_S, Loop, raw_agent, running_up
-from loopbus.bus import connect_once
-from loopbus.projections import builds
-from loopbus.projections.builds import unseen_picks
-from loopbus.schemas import Actor, UnitPlanned, UnitTransitioned, encode_event, subject_of
-from loopbus.schemas.builds import DecisionOption
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.slices import UnitDispatched
+
+from bus import connect_once
+from projections import builds
+from projections.builds import unseen_picks
+from schemas import Actor, UnitPlanned, UnitTransitioned, encode_event, subject_of
+from schemas.builds import DecisionOption
+from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from schemas.slices import UnitDispatched
 
 pytestmark = pytest.mark.slow
 

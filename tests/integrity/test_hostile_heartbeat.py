@@ -22,11 +22,12 @@ from typing import Any
 import nats
 import pytest
 from integrity.test_hostile_agent import running_up
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect_once, read
-from loopbus.bus.creds import default_file, load_credential
-from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
-from loopbus.schemas.reports import HeartbeatReport, StartedReport, encode_heartbeat
-from loopbus.schemas.reports import heartbeat_key as key_of
+
+from bus import HEARTBEAT_BUCKET, Bus, connect_once, read
+from bus.creds import default_file, load_credential
+from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from schemas.reports import HeartbeatReport, StartedReport, encode_heartbeat
+from schemas.reports import heartbeat_key as key_of
 
 pytestmark = pytest.mark.slow
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import msgspec
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import FoldFailure, apply_all, initial_states
-from loopbus.projections import findings as findings_fold
-from loopbus.projections.base import Fold
-from loopbus.schemas import (
+
+from bus import Bus, read
+from projections import FoldFailure, apply_all, initial_states
+from projections import findings as findings_fold
+from projections.base import Fold
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -17,7 +18,7 @@ from loopbus.schemas import (
     parse_target,
     project_subjects,
 )
-from loopbus.workers.kernel import Daemon
+from workers.kernel import Daemon
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 
 import msgspec
 from kernelkit import running
-from loopbus.bus import Bus, Record, read
-from loopbus.projections.base import Fold, FoldFailure
-from loopbus.projections.intents import Intent, PublishIf
-from loopbus.schemas import Actor, Event, FindingRaised, project_subjects, subject_of
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import Daemon, World
+
+from bus import Bus, Record, read
+from projections.base import Fold, FoldFailure
+from projections.intents import Intent, PublishIf
+from schemas import Actor, Event, FindingRaised, project_subjects, subject_of
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
+from workers.kernel import Daemon, World
 
 NOTE, SUMMARY = "note", "summary"
 

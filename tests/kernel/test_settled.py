@@ -8,13 +8,14 @@ from collections.abc import Sequence
 
 import msgspec
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections.base import Fold
-from loopbus.projections.intents import Effect, Intent, Publish
-from loopbus.schemas import Actor, Event, FindingRaised, project_subjects
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import Daemon, World
+
+from bus import Bus, read
+from projections.base import Fold
+from projections.intents import Effect, Intent, Publish
+from schemas import Actor, Event, FindingRaised, project_subjects
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
+from workers.kernel import Daemon, World
 
 ASK, ANSWER = "ask", "answer"
 

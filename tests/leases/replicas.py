@@ -11,9 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 from gate_repos import GitRepo, config
-from loopbus.schemas import Event
-from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
+
+from schemas import Event
+from schemas.gates import GateResultRecorded, GateSuiteCompleted
+from schemas.leases import LeaseReleased, LeaseTaken
 
 
 def sleeping_check(seconds: float) -> str:

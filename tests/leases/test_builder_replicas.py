@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from builderkit import ScriptedBuilder, dispatch, running, setup
 from logkit import of, wait_log
-from loopbus.bus import Bus, connect
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
-from loopbus.schemas.reports import CommitReport
-from loopbus.workers.units.daemon import Units
+
+from bus import Bus, connect
+from schemas import Event, UnitTransitioned
+from schemas.leases import LeaseReleased, LeaseTaken
+from schemas.reports import CommitReport
+from workers.units.daemon import Units
 
 WAIT_S = 180.0
 UNITS = ("U1", "U2", "U3", "U4")
@@ -33,7 +34,7 @@ def builder_process(
         [
             sys.executable,
             "-m",
-            "loopbus.workers.builder",
+            "workers.builder",
             "--repo",
             str(repo),
             "--nats-url",

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from loopbus.projections import leases
-from loopbus.projections.intents import Effect, PublishIf
-from loopbus.schemas import Actor
-from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
-from loopbus.schemas.subjects import lease_subject
-from loopbus.workers.kernel import World
-from loopbus.workers.leases.decide import Item, Policy, claim
-
 from loopbus.lease_render import render_leases
+from projections import leases
+from projections.intents import Effect, PublishIf
+from schemas import Actor
+from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+from schemas.subjects import lease_subject
+from workers.kernel import World
+from workers.leases.decide import Item, Policy, claim
 
 SYSTEM = Actor(role="system", principal="gate-runner@h")
 AGENT = Actor(role="builder", principal="b1")

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from gate_repos import GitRepo
 from logkit import of, wait_log
-from loopbus.bus import Bus
-from loopbus.schemas import Actor
-from loopbus.schemas.gates import GateResultRecorded, GateRunRequested, GateSuiteCompleted
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
 from replicas import Runner, answered, commits, doubled, holders, runners_used
+
+from bus import Bus
+from schemas import Actor
+from schemas.gates import GateResultRecorded, GateRunRequested, GateSuiteCompleted
+from schemas.leases import LeaseReleased, LeaseTaken
 
 WAIT_S = 120.0
 ASKER = Actor(role="system", principal="tests")

@@ -8,14 +8,15 @@ from pathlib import Path
 from gate_repos import GitRepo
 from kernelkit import running
 from logkit import of, wait_log
-from loopbus.bus import Bus
-from loopbus.schemas import Actor
-from loopbus.schemas.gates import GateRunRequested
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
-from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import load_or_create
 from replicas import answered, commits, doubled
+
+from bus import Bus
+from schemas import Actor
+from schemas.gates import GateRunRequested
+from schemas.leases import LeaseReleased, LeaseTaken
+from workers.gate_runner.daemon import GateRunnerDaemon
+from workers.gates.runner import GateRunner
+from workers.gates.signing import load_or_create
 
 ASKER = Actor(role="system", principal="tests")
 

@@ -16,8 +16,9 @@ for _path in (_HERE, os.path.join(os.path.dirname(_HERE), "merger_daemon")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from loopbus.bus import Bus  # noqa: E402
 from merger_scene import Scene  # noqa: E402
+
+from bus import Bus  # noqa: E402
 
 
 @pytest_asyncio.fixture(loop_scope="session")

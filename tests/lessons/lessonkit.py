@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from loopbus.projections import lessons, ratchet
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.merges import CandidateTested, FailingTest
-from loopbus.schemas.reviews import RoundClosed
-from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.kernel import World
+from projections import lessons, ratchet
+from schemas import Actor, Event
+from schemas.ids import new_id
+from schemas.merges import CandidateTested, FailingTest
+from schemas.reviews import RoundClosed
+from schemas.slices import BootResult, SliceClosed, UnitDispatched
+from workers.kernel import World
 
 SYSTEM = Actor(role="system", principal="tests")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,13 +8,14 @@ import asyncio
 
 from kernelkit import running
 from lessonkit import SYSTEM, TEST
-from loopbus.bus import Bus, read
-from loopbus.projections import lessons
-from loopbus.schemas import project_subjects
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.lessons import Lesson, LessonsRecorded
-from loopbus.schemas.ratchet import GateProposed
-from loopbus.workers.lessons.daemon import Lessons
+
+from bus import Bus, read
+from projections import lessons
+from schemas import project_subjects
+from schemas.ids import new_id
+from schemas.lessons import Lesson, LessonsRecorded
+from schemas.ratchet import GateProposed
+from workers.lessons.daemon import Lessons
 
 CHECK = f"python -m pytest -q -p no:cacheprovider {TEST}"
 

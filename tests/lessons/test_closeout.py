@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from kernelkit import running
 from lessonkit import closed, dispatched
-from loopbus.bus import Bus
-from loopbus.projections import lessons
-from loopbus.workers.lessons.closeout import close_out
-from loopbus.workers.lessons.daemon import Lessons
 from plannerview import fold_with_projector
 
+from bus import Bus
 from loopbus.render import render_state
+from projections import lessons
+from workers.lessons.closeout import close_out
+from workers.lessons.daemon import Lessons
 
 
 def git(repo: Path, *args: str) -> str:

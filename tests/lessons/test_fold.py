@@ -4,18 +4,19 @@ was caught, the gate that would have caught it sooner, and what never counts."""
 from __future__ import annotations
 
 from lessonkit import SYSTEM, TEST, closed, dispatched, red_candidate, round_closed, world
-from loopbus.projections import lessons, planner, slices
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.lessons import Lesson, LessonsRecorded
-from loopbus.schemas.merges import MergeConflicted
-from loopbus.schemas.ratchet import GateProposed
-from loopbus.schemas.targets import parse_target
-from loopbus.workers.kernel import World
-from loopbus.workers.lessons.decide import decide
-from loopbus.workers.planner.brief import plan_brief
-from loopbus.workers.planner.decide import FOLDS
+
+from projections import lessons, planner, slices
+from schemas import Actor, FindingRaised
+from schemas.gates import GateSuiteCompleted, SuiteEntry
+from schemas.ids import new_id
+from schemas.lessons import Lesson, LessonsRecorded
+from schemas.merges import MergeConflicted
+from schemas.ratchet import GateProposed
+from schemas.targets import parse_target
+from workers.kernel import World
+from workers.lessons.decide import decide
+from workers.planner.brief import plan_brief
+from workers.planner.decide import FOLDS
 
 P = "shop"
 

@@ -5,10 +5,11 @@ addition or an edit, and never twice."""
 from __future__ import annotations
 
 from lessonkit import SYSTEM
-from loopbus.projections import contract_landing
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.ratchet import GateMoved, GateMoveName, GateState
+
+from projections import contract_landing
+from schemas import Actor, Event
+from schemas.ids import new_id
+from schemas.ratchet import GateMoved, GateMoveName, GateState
 
 P = "shop"
 COMMAND = "python -m pytest -q tests/test_total.py"

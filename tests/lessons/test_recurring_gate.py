@@ -18,17 +18,18 @@ from contextlib import asynccontextmanager
 
 from kernelkit import running
 from lessonkit import TEST, closed, dispatched, round_closed
-from loopbus.projections import contract_landing, lessons, ratchet
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.contract import ContractLanded
-from loopbus.schemas.merges import CandidateTested
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
-from loopbus.workers import history
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.lessons.daemon import Lessons
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import policy_for
 from merger_scene import APP, Scene, make_trunk
+
+from projections import contract_landing, lessons, ratchet
+from schemas import Actor, FindingRaised
+from schemas.contract import ContractLanded
+from schemas.merges import CandidateTested
+from schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
+from workers import history
+from workers.kernel import Kernel
+from workers.lessons.daemon import Lessons
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import policy_for
 
 OLIVE = Actor(role="operator", principal="olive")
 BUILDER = Actor(role="builder", principal="b1")

@@ -11,8 +11,9 @@ import tomllib
 
 import pytest
 import yaml
-from loopbus.workers.entity_merge import MergeResult, merge_file
-from loopbus.workers.entity_merge.data_merge import data_merger_for
+
+from workers.entity_merge import MergeResult, merge_file
+from workers.entity_merge.data_merge import data_merger_for
 
 
 def merge(path: str, base: str, ours: str, theirs: str) -> MergeResult:

@@ -14,10 +14,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-import loopbus.workers
-from loopbus.workers.entity_merge import DRIVER_NAME
+import workers
+from workers.entity_merge import DRIVER_NAME
 
-PROJECT_ROOT = Path(loopbus.workers.__file__).resolve().parent.parent
+PROJECT_ROOT = Path(workers.__file__).resolve().parent.parent
 
 TOML = b"""\
 # the shop's checks
@@ -70,7 +70,7 @@ def _repo(path: Path, ours: dict[str, bytes], theirs: dict[str, bytes]) -> Path:
 
 
 def _with_driver(repo: Path) -> None:
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     attributes = "".join(f"*.{ext} merge={DRIVER_NAME}\n" for ext in ("toml", "json"))
     (repo / ".git" / "info" / "attributes").write_text(attributes)

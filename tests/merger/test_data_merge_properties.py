@@ -15,8 +15,9 @@ from typing import Any
 import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from loopbus.workers.entity_merge import merge_file
-from loopbus.workers.entity_merge.toml_merge import merge_value
+
+from workers.entity_merge import merge_file
+from workers.entity_merge.toml_merge import merge_value
 
 KEYS = st.sampled_from(["a", "b", "c", "d", "e"])
 SCALARS = st.one_of(st.integers(0, 3), st.sampled_from(["x", "y", "z"]), st.booleans())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from entity_merge_cases import LANGS, Scenario, scenarios
-from loopbus.workers.entity_merge import MergeResult, language_for_path, merge_file
+
+from workers.entity_merge import MergeResult, language_for_path, merge_file
 
 
 def _cases(*kinds: str) -> list[object]:

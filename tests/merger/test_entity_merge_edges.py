@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.entity_merge import merge_file
-from loopbus.workers.entity_merge.languages import language_for_path
+
+from workers.entity_merge import merge_file
+from workers.entity_merge.languages import language_for_path
 
 MAIN = b"""def a():
     return 1

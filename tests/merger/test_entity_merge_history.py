@@ -7,7 +7,7 @@ changes combine without loss, writes the one statement a maintainer would.
 
 from __future__ import annotations
 
-from loopbus.workers.entity_merge import merge_file
+from workers.entity_merge import merge_file
 
 # --- 1. a one-line import or export edited differently on both sides ----------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopbus.workers.entity_merge import merge_file
+from workers.entity_merge import merge_file
 
 
 def test_an_import_dropped_on_one_side_keeps_the_names_the_other_side_added() -> None:

@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import loopbus.workers
 import pytest
-from loopbus.workers.entity_merge import DRIVER_NAME, merge_file
 from wrong_merge_patterns import PATTERNS, Pattern
 
-PROJECT_ROOT = Path(loopbus.workers.__file__).resolve().parent.parent
+import workers
+from workers.entity_merge import DRIVER_NAME, merge_file
+
+PROJECT_ROOT = Path(workers.__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("p", [pytest.param(p, id=p.id) for p in PATTERNS])
@@ -115,7 +116,7 @@ def _merge(repo: Path, p: Pattern) -> tuple[int, bytes]:
         if add:
             _git(repo, *add)
         _git(repo, "commit", "-q", "-am", message)
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     ext = os.path.splitext(p.path)[1]
     (repo / ".git" / "info" / "attributes").write_text(f"*{ext} merge={DRIVER_NAME}\n")

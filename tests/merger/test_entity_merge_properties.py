@@ -8,7 +8,8 @@ import pytest
 from entity_merge_cases import LANGS, Lang
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.workers.entity_merge import merge_file
+
+from workers.entity_merge import merge_file
 
 # What each side does to one base function. Only one side touches a function, except
 # "both-apart", where ours edits its first line and theirs its third.

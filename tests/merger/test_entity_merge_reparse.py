@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.entity_merge.languages import language_for_path
-from loopbus.workers.entity_merge.line_merge import split_lines
-from loopbus.workers.entity_merge.reparse import line_edits, reparse
+
+from workers.entity_merge.languages import language_for_path
+from workers.entity_merge.line_merge import split_lines
+from workers.entity_merge.reparse import line_edits, reparse
 
 OLD = b"""import os
 

@@ -3,7 +3,7 @@ do in an entity merge. The shared scenarios of entity_merge_cases.py run on Rust
 
 from __future__ import annotations
 
-from loopbus.workers.entity_merge import language_for_path, merge_file
+from workers.entity_merge import language_for_path, merge_file
 
 RUST_BASE = b"""use std::collections::{HashMap, HashSet};
 use crate::price::round;

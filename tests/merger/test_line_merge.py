@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.workers.entity_merge.line_merge import (
+
+from workers.entity_merge.line_merge import (
     _matching_blocks,
     _myers,
     merge_lines,

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import loopbus.workers
 import pytest
 from dulwich import porcelain
 from dulwich.merge import three_way_merge
@@ -16,7 +15,9 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 from entity_merge_cases import LANGS, Scenario, scenarios
-from loopbus.workers.entity_merge import (
+
+import workers
+from workers.entity_merge import (
     DRIVER_NAME,
     EntityMergeDriver,
     entity_merge_attributes,
@@ -29,7 +30,7 @@ FALSE_CONFLICTS = [
     pytest.param(s, id=s.id) for lang in LANGS for s in scenarios(lang) if s.false_conflict
 ]
 AUTHOR = b"Test Author <author@example.com>"
-PROJECT_ROOT = Path(loopbus.workers.__file__).resolve().parent.parent
+PROJECT_ROOT = Path(workers.__file__).resolve().parent.parent
 
 
 # --- dulwich ---------------------------------------------------------------------------
@@ -194,7 +195,7 @@ def _git_env(home: Path) -> dict[str, str]:
         "GIT_AUTHOR_EMAIL": "test@example.com",
         "GIT_COMMITTER_NAME": "Test",
         "GIT_COMMITTER_EMAIL": "test@example.com",
-        # The driver runs as `python -m loopbus.workers.entity_merge`, from the repo root.
+        # The driver runs as `python -m workers.entity_merge`, from the repo root.
         "PYTHONPATH": str(PROJECT_ROOT),
     }
 
@@ -239,7 +240,7 @@ def test_git_merge_with_the_driver_resolves_what_plain_git_merge_conflicts_on(
 
     repo = tmp_path / "driver"
     target = _branches(repo, s)
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     ext = os.path.splitext(s.lang.path)[1]
     (repo / ".git" / "info" / "attributes").write_text(f"*{ext} merge={DRIVER_NAME}\n")
@@ -253,7 +254,7 @@ def test_git_merge_with_the_driver_still_stops_on_a_real_conflict(tmp_path: Path
     s = next(s for s in scenarios(LANGS[3]) if s.kind == "modify-a-same-line")
     repo = tmp_path / "repo"
     target = _branches(repo, s)
-    command = f"{shlex.quote(sys.executable)} -m loopbus.workers.entity_merge %O %A %B %P"
+    command = f"{shlex.quote(sys.executable)} -m workers.entity_merge %O %A %B %P"
     _git(repo, "config", f"merge.{DRIVER_NAME}.driver", command)
     (repo / ".git" / "info" / "attributes").write_text(f"*.go merge={DRIVER_NAME}\n")
     merged = _git(repo, "merge", "-q", "--no-edit", "theirs", check=False)
@@ -321,12 +322,12 @@ def test_run_git_driver_rejects_bad_arguments_with_one_line_and_exit_2(
 @pytest.mark.parametrize(
     "module",
     [
-        pytest.param("loopbus.workers.entity_merge", id="shared-library"),
-        pytest.param("loopbus.workers.merger.entity_merge", id="old-name-in-git-configs"),
+        pytest.param("workers.entity_merge", id="shared-library"),
+        pytest.param("workers.merger.entity_merge", id="old-name-in-git-configs"),
     ],
 )
 def test_module_entry_point_runs_the_git_driver(module: str) -> None:
-    """`python -m loopbus.workers.entity_merge` is the driver, exit codes included; so is
+    """`python -m workers.entity_merge` is the driver, exit codes included; so is
     its name from before it became a shared library, which git configurations hold."""
     done = subprocess.run(
         [sys.executable, "-m", module],

@@ -7,11 +7,11 @@ import tomllib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.workers.entity_merge import merge_file
-from loopbus.workers.entity_merge.languages.toml import NotToml, parse
-from loopbus.workers.entity_merge.toml_merge import merge_list
 
 from loopbus import scaffold
+from workers.entity_merge import merge_file
+from workers.entity_merge.languages.toml import NotToml, parse
+from workers.entity_merge.toml_merge import merge_list
 
 ONE_LINE = b'[project]\nid = "shop"\n\n[[check]]\nid = "tests"\npending = ["a", "b"]\n'
 

@@ -17,8 +17,9 @@ _HERE = os.path.dirname(__file__)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from loopbus.bus import Bus  # noqa: E402
 from merger_scene import Scene  # noqa: E402
+
+from bus import Bus  # noqa: E402
 
 
 @pytest_asyncio.fixture(loop_scope="session")

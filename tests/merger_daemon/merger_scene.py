@@ -14,18 +14,19 @@ from typing import Any
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-from loopbus.bus import Bus, read
-from loopbus.projections.merges import MergesState
-from loopbus.projections.units import UnitsState
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.merges import ApproveReport
-from loopbus.schemas.reports import CommitReport, StartedReport
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import load_or_create
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.merger.daemon import Merger
-from loopbus.workers.merger.gates import RunnerTrunkGates
+
+from bus import Bus, read
+from projections.merges import MergesState
+from projections.units import UnitsState
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned, project_subjects
+from schemas.ids import new_id
+from schemas.merges import ApproveReport
+from schemas.reports import CommitReport, StartedReport
+from workers.gates.runner import GateRunner
+from workers.gates.signing import load_or_create
+from workers.kernel import Kernel
+from workers.merger.daemon import Merger
+from workers.merger.gates import RunnerTrunkGates
 
 SYSTEM = Actor(role="system", principal="tests")
 AUTHOR = b"Builder <builder@example.com>"

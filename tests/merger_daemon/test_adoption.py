@@ -5,12 +5,13 @@ a merged unit's allowed edit is adopted with its merge."""
 
 from __future__ import annotations
 
-from loopbus.projections import merges as merges_fold
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from loopbus.schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
-from loopbus.workers.merger.adoption import adopt_on_first_start
 from merger_scene import Scene, base_files, make_trunk
+
+from projections import merges as merges_fold
+from schemas import Actor, FindingRaised
+from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
+from workers.merger.adoption import adopt_on_first_start
 
 DOUBLE_TEST = """\
 from app import total

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.schemas import Actor, FindingRaised, encode_event, subject_of
-from loopbus.schemas.merges import MergeQueued
-from loopbus.schemas.reviews import VerdictAccepted
 from merger_scene import Scene, make_trunk
+
+from schemas import Actor, FindingRaised, encode_event, subject_of
+from schemas.merges import MergeQueued
+from schemas.reviews import VerdictAccepted
 
 
 def _add_helper(scene: Scene, base: str) -> str:

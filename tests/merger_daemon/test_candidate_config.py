@@ -5,9 +5,10 @@ with the field named. Real nats-server, real repository, real pytest runs."""
 
 from __future__ import annotations
 
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
 from merger_scene import Scene, base_files, make_trunk
+
+from schemas import FindingRaised
+from schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
 
 BROKEN_TOTAL = "def total(items):\n    return 0\n"
 

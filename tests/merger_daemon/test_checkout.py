@@ -7,7 +7,8 @@ from pathlib import Path
 
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.workers.merger.gitops import move
+
+from workers.merger.gitops import move
 
 AUTHOR = b"a <a@example.com>"
 

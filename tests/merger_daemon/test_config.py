@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.merger.config import parse_merge_config
+
+from workers.errors import ConfigError
+from workers.merger.config import parse_merge_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "merger.md"
 

@@ -6,23 +6,23 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections import builds as builds_fold
-from loopbus.projections import merges as merges_fold
-from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Intent, MoveUnit, Publish
-from loopbus.projections.merges import QueueEntry
-from loopbus.schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from loopbus.schemas.builds import DecisionOption
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.merges import ApproveReport, CandidateTested, MergeQueued
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.workers.kernel import World
-from loopbus.workers.merger import facts
-from loopbus.workers.merger.decide import Policy, decide
-from loopbus.workers.merger.effects import (
+from projections import builds as builds_fold
+from projections import merges as merges_fold
+from projections import units as units_fold
+from projections.intents import Intent, MoveUnit, Publish
+from projections.merges import QueueEntry
+from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
+from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from schemas.builds import DecisionOption
+from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from schemas.ids import answer_id
+from schemas.merges import ApproveReport, CandidateTested, MergeQueued
+from schemas.reports import CommitReport
+from schemas.slices import UnitDispatched
+from workers.kernel import World
+from workers.merger import facts
+from workers.merger.decide import Policy, decide
+from workers.merger.effects import (
     Adopt,
     AdoptFirst,
     CheckTrunk,
@@ -31,9 +31,9 @@ from loopbus.workers.merger.effects import (
     RecordRed,
     Stack,
 )
-from loopbus.workers.merger.gates import TrunkVerdict
-from loopbus.workers.merger.gitops import MergeAttempt
-from loopbus.workers.merger.seen import (
+from workers.merger.gates import TrunkVerdict
+from workers.merger.gitops import MergeAttempt
+from workers.merger.seen import (
     PIPELINE,
     QUEUED,
     TRUNK,

@@ -1,4 +1,4 @@
-"""The merger as its commands run it: ``python -m loopbus.workers.merger`` and
+"""The merger as its commands run it: ``python -m workers.merger`` and
 ``loopbus merge-driver``."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.schemas import UnitTransitioned
-from loopbus.workers.runtime import check_health
 from merger_scene import Scene, make_trunk
 
+from bus import Bus
 from loopbus.supervisor import DAEMONS, UpSettings
+from schemas import UnitTransitioned
+from workers.runtime import check_health
 
 WAIT_S = 60.0
 
@@ -25,7 +25,7 @@ async def _spawn(*args: str, nats_url: str, cwd: Path) -> asyncio.subprocess.Pro
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "loopbus.workers.merger",
+        "workers.merger",
         "--nats-url",
         nats_url,
         *args,
@@ -90,7 +90,7 @@ def test_supervisor_runs_the_merger_on_the_configured_repository(tmp_path: Path)
     """``loopbus up`` runs the merger with its data dir, and with ``--repo`` when one is set."""
     [spec] = [d for d in DAEMONS if d.name == "merger"]
     bare = UpSettings(nats_url="nats://x:1", data_dir=tmp_path, heartbeat_lapse="5m")
-    assert spec.module == "loopbus.workers.merger"
+    assert spec.module == "workers.merger"
     assert spec.args(bare) == ["--data-dir", str(tmp_path)]
     with_repo = UpSettings(
         nats_url="nats://x:1", data_dir=tmp_path, heartbeat_lapse="5m", repo=tmp_path / "r"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from loopbus.projections import merges
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
-from loopbus.schemas.merges import ApproveReport, MergeQueued
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.targets import RecordTarget
+from projections import merges
+from schemas import Actor, FindingRaised, UnitTransitioned
+from schemas.merges import ApproveReport, MergeQueued
+from schemas.reports import CommitReport
+from schemas.targets import RecordTarget
 
 SYSTEM = Actor(role="system", principal="merger")
 ALICE = Actor(role="builder", principal="alice")

@@ -1,17 +1,18 @@
 """Which gate findings the merger tracks and when a trunk run vouches for them: the pure
-part of the ``merges`` fold (:mod:`loopbus.projections.gate_findings`)."""
+part of the ``merges`` fold (:mod:`projections.gate_findings`)."""
 
 from __future__ import annotations
 
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.projections import gate_findings, merges
-from loopbus.projections.gate_findings import WAITING_CAP, GateFindings
-from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
-from loopbus.schemas.gates import SUITE_CRITERION
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.merges import CandidateTested, CheckVerdict
+
+from projections import gate_findings, merges
+from projections.gate_findings import WAITING_CAP, GateFindings
+from schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
+from schemas.gates import SUITE_CRITERION
+from schemas.lifecycle import FindingDismissed
+from schemas.merges import CandidateTested, CheckVerdict
 
 P = "shop"
 SYSTEM = Actor(role="system", principal="tests")

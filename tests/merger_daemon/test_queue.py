@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from loopbus.projections import merges as merges_fold
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
-from loopbus.schemas.builds import DecisionOption
-from loopbus.schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
-from loopbus.schemas.slices import UnitDispatched
 from merger_scene import SYSTEM, Scene, make_trunk
+
+from projections import merges as merges_fold
+from schemas import Actor, FindingRaised, UnitTransitioned
+from schemas.builds import DecisionOption
+from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
+from schemas.gates import GateResultRecorded
+from schemas.merges import CandidateTested, MergeConflicted, TrunkAdvanced
+from schemas.slices import UnitDispatched
 
 CENTS = """\
 def total(items):

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, parse_target
-from loopbus.schemas.merges import CandidateTested, TrunkRecheck
 from merger_scene import Scene
+
+from schemas import Actor, FindingRaised, FindingResolved, parse_target
+from schemas.merges import CandidateTested, TrunkRecheck
 
 
 def config(project: str, marker: Path) -> str:

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import pytest
-from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised, UnitTransitioned
-from loopbus.schemas.merges import MergeReverted, TrunkAdvanced
-from loopbus.workers.merger.daemon import Merger
-from loopbus.workers.merger.effects import Land, MergerEffect, Revert
 from merger_scene import WAIT_S, Scene, make_collision, make_trunk
+
+from projections.intents import Intent
+from schemas import FindingRaised, UnitTransitioned
+from schemas.merges import MergeReverted, TrunkAdvanced
+from workers.merger.daemon import Merger
+from workers.merger.effects import Land, MergerEffect, Revert
 
 
 class Crashing(Merger):

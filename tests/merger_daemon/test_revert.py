@@ -4,12 +4,13 @@ an author who cannot resolve it hands the finding to planning as contract-wrong.
 from __future__ import annotations
 
 import pytest
-from loopbus.projections import merges as merges_fold
-from loopbus.projections.transitions import audit
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, Outcome, UnitTransitioned
-from loopbus.schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
-from loopbus.schemas.reports import GaveUpReport
 from merger_scene import CENTS_EXTENSION, SYSTEM, Scene, make_collision, make_trunk
+
+from projections import merges as merges_fold
+from projections.transitions import audit
+from schemas import Actor, FindingRaised, FindingResolved, Outcome, UnitTransitioned
+from schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
+from schemas.reports import GaveUpReport
 
 FLOW = "integration/test_flow.py::test_flow"
 

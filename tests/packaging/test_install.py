@@ -1,8 +1,10 @@
-"""A non-editable install puts one package, ``loopbus``, into site-packages.
+"""What a non-editable install puts into site-packages, and that it runs from there.
 
-The repository keeps ``schemas/``, ``projections/``, ``bus/`` and ``workers/`` at its top,
-but they install as ``loopbus.schemas`` and so on (setuptools' package-dir mapping), so
-loopbus never collides with another distribution's ``schemas`` or ``bus``.
+The design's folders (``schemas/``, ``projections/``, ``bus/``, ``workers/``) are packages
+under their own names beside ``loopbus``: a plain layout that mypy and import-graph tools read
+from the checkout. The price of plain top-level names is that a folder of the same name in the
+directory a daemon starts from could shadow ours, so every daemon starts with ``python -P``;
+a test below plants such decoys.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MAPPED = {"schemas": "schemas", "projections": "projections", "bus": "bus", "workers": "workers"}
+PACKAGES = ("loopbus", "schemas", "projections", "bus", "workers")
 
 
 @pytest.fixture(scope="module")
@@ -43,43 +45,44 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _sources(folder: str) -> set[str]:
     base = ROOT / folder
+    suffixes = {".py", ".toml", ".json", ".html", ".css", ".js"}
     return {
         str(path.relative_to(base))
         for path in base.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".toml"}
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in suffixes
     }
 
 
-def test_only_loopbus_lands_in_site_packages(installed: Path) -> None:
-    """The install adds the ``loopbus`` package and its metadata, no other top-level name."""
+def test_only_the_five_packages_land_in_site_packages(installed: Path) -> None:
+    """No tests/, deploy/ or docs/ package sneaks into the wheel beside the five."""
     names = {p.name for p in installed.iterdir() if p.name != "bin"}
-    assert {n for n in names if not n.endswith(".dist-info")} == {"loopbus"}
+    assert {n for n in names if not n.endswith(".dist-info")} == set(PACKAGES)
 
 
-@pytest.mark.parametrize("folder", [*MAPPED, "loopbus"])
+@pytest.mark.parametrize("folder", PACKAGES)
 def test_every_module_and_data_file_is_installed(installed: Path, folder: str) -> None:
-    """Every module and TOML file of a folder is installed under ``loopbus``."""
-    where = installed / "loopbus" if folder == "loopbus" else installed / "loopbus" / folder
-    missing = {s for s in _sources(folder) if not (where / s).is_file()}
+    """Every module and data file of a folder is installed (discovery, not a list, finds them)."""
+    missing = {s for s in _sources(folder) if not (installed / folder / s).is_file()}
     assert not missing, f"not installed from {folder}/: {sorted(missing)}"
 
 
-def test_installed_daemon_runs_by_its_namespaced_name(installed: Path) -> None:
-    """``python -m loopbus.workers.<name>`` works from the installed copy alone."""
+def test_a_daemon_started_beside_decoy_packages_runs_ours(installed: Path, tmp_path: Path) -> None:
+    """``loopbus worker`` from a project holding its own workers/ and schemas/ runs loopbus's.
+
+    The decoys raise on import: without ``-P`` Python puts the current folder first on the
+    path and the daemon would import them.
+    """
+    for name in ("workers", "schemas", "bus"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise SystemExit('decoy {name} imported')\n")
+    command = ["worker", "projector", "--help"]
     done = subprocess.run(
-        [sys.executable, "-m", "loopbus.workers.projector", "--help"],
-        cwd=installed,
+        [sys.executable, "-P", "-c", "from loopbus.cli import main; main()", *command],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(installed), "PATH": ""},
     )
-    assert done.returncode == 0, done.stderr
-    assert "python -m loopbus.workers.projector" in done.stdout
-    where = subprocess.run(
-        [sys.executable, "-c", "import loopbus.workers as w; print(w.__file__)"],
-        cwd=installed,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(installed), "PATH": ""},
-    )
-    assert Path(where.stdout.strip()).is_relative_to(installed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "python -m workers.projector" in done.stdout
+    assert "decoy" not in done.stdout + done.stderr

@@ -11,15 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus
-from loopbus.schemas import Actor
-from loopbus.schemas.charter import (
+from reviewkit import CRITERION, GitRepo, setup_repo
+
+from bus import Bus
+from schemas import Actor
+from schemas.charter import (
     Charter,
     CharterApproved,
     CharterCriterion,
     RunCriteriaChecked,
 )
-from reviewkit import CRITERION, GitRepo, setup_repo
 
 SYSTEM = Actor(role="system", principal="test-system")
 

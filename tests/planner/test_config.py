@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.agents.config import parse
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import parse_config
+
+from workers.agents.config import parse
+from workers.errors import ConfigError
+from workers.gates.config import parse_config
 
 BASE = '[project]\nid = "shop"\n\n[[check]]\nid = "tests"\ncommand = "pytest"\nparser = "pytest"\n'
 

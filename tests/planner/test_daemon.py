@@ -11,26 +11,6 @@ from pathlib import Path
 
 from kernelkit import running
 from logkit import log_events, of, wait_log
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.planning import (
-    CAPPED,
-    GAVE_UP,
-    PlanAttemptRefused,
-    PlanProposed,
-    ReconRecorded,
-)
-from loopbus.schemas.slices import (
-    BootResult,
-    PlanSubmission,
-    SliceClosed,
-    SlicePlanAccepted,
-    SlicePlanDiscarded,
-)
-from loopbus.schemas.targets import PlanTarget
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.planner.daemon import Planner
 from plannerkit import (
     SYSTEM,
     check_criteria,
@@ -42,6 +22,27 @@ from plannerkit import (
     start_charter,
 )
 from reviewkit import CRITERION, GitRepo, config_of, sandbox_for, setup_repo
+
+from bus import Bus
+from schemas import Actor, FindingRaised
+from schemas.planning import (
+    CAPPED,
+    GAVE_UP,
+    PlanAttemptRefused,
+    PlanProposed,
+    ReconRecorded,
+)
+from schemas.slices import (
+    BootResult,
+    PlanSubmission,
+    SliceClosed,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+)
+from schemas.targets import PlanTarget
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.planner.daemon import Planner
 
 CYCLE = plan_toml("S1", "U1", "U2", blocked={"U1": "U2", "U2": "U1"})
 GOOD = plan_toml("S1", "U1", "U2", blocked={"U2": "U1"})

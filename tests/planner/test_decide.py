@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from loopbus.projections.intents import Effect, Publish, PublishBatch
-from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
-from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
-from loopbus.schemas.planning import (
+
+from projections.intents import Effect, Publish, PublishBatch
+from schemas import Actor, Event, FindingRaised, FindingResolved
+from schemas.charter import Charter, CharterApproved, CharterCriterion, RunCriteriaChecked
+from schemas.planning import (
     CAPPED,
     GAVE_UP,
     SKELETON_REVIEW,
@@ -23,7 +24,7 @@ from loopbus.schemas.planning import (
     ReconRecorded,
     SkeletonApprove,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     BootResult,
     PlannedUnit,
     PlanSubmission,
@@ -32,11 +33,11 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     SlicePlanDiscarded,
 )
-from loopbus.schemas.targets import CodeTarget, PlanTarget
-from loopbus.workers.kernel import World
-from loopbus.workers.planner.answer import answer, parse_answer, plan_problems
-from loopbus.workers.planner.decide import FOLDS, Options, decide, trunk_key
-from loopbus.workers.planner.effects import PlanSlice, Reconnoitre
+from schemas.targets import CodeTarget, PlanTarget
+from workers.kernel import World
+from workers.planner.answer import answer, parse_answer, plan_problems
+from workers.planner.decide import FOLDS, Options, decide, trunk_key
+from workers.planner.effects import PlanSlice, Reconnoitre
 
 P = "demo"
 SYSTEM = Actor(role="system", principal="test-system")
@@ -518,10 +519,9 @@ def test_a_contract_writing_a_charter_pinned_file_otherwise_is_refused() -> None
     writing a test file whose source the charter gives, with other code, is a refused try
     (the planner is re-asked with the reason), not a test that can never meet its
     criterion."""
-    from loopbus.projections.planning import parse_plan
-
     from loopbus.charter_file import parse_charter
     from loopbus.scaffold import CHARTER_TOML, SLICE_2_TOML
+    from projections.planning import parse_plan
 
     charter = parse_charter(CHARTER_TOML)
     plan = parse_plan(SLICE_2_TOML)

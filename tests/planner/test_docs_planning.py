@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from loopbus.schemas.planning import plan_brief_schema
+from schemas.planning import plan_brief_schema
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "planning.md"
 

@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest_asyncio
 from hypothesis import strategies as st
-from loopbus.bus import Bus, Views
-from loopbus.bus.provision import VIEW_HISTORY
-from loopbus.schemas import (
+from nats.js.api import KeyValueConfig
+
+from bus import Bus, Views
+from bus.provision import VIEW_HISTORY
+from schemas import (
     Actor,
     Block,
     Event,
@@ -20,7 +22,6 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
-from nats.js.api import KeyValueConfig
 
 SYSTEM = Actor(role="system", principal="tests")
 REVIEWER = Actor(role="reviewer", principal="r1")

@@ -16,7 +16,8 @@ from typing import Any
 
 import msgspec
 from hypothesis import strategies as st
-from loopbus.schemas import (
+
+from schemas import (
     Actor,
     Block,
     Event,
@@ -28,8 +29,8 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
-from loopbus.schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from loopbus.schemas.charter import (
+from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from schemas.charter import (
     Charter,
     CharterApprove,
     CharterApproved,
@@ -39,9 +40,9 @@ from loopbus.schemas.charter import (
     RunEnded,
     RunStop,
 )
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
-from loopbus.schemas.merges import (
+from schemas.decisions import BlockedRouted, DecisionRecorded
+from schemas.lifecycle import FindingClaim, FindingDismissed
+from schemas.merges import (
     ApproveReport,
     CandidateTested,
     CheckVerdict,
@@ -50,15 +51,15 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from loopbus.schemas.ratchet import GateMoved
-from loopbus.schemas.reports import (
+from schemas.ratchet import GateMoved
+from schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
     StartedReport,
     UnblockedReport,
 )
-from loopbus.schemas.reviews import (
+from schemas.reviews import (
     InvestigationCompleted,
     InvestigationRequested,
     ReviewRequested,
@@ -68,7 +69,7 @@ from loopbus.schemas.reviews import (
     VerdictAccepted,
     VerdictRefused,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     BootResult,
     MisalignmentRouted,
     PlannedUnit,
@@ -82,7 +83,7 @@ from loopbus.schemas.slices import (
     UnitDispatched,
     UsageReport,
 )
-from loopbus.workers.gates.signing import Signer, load_or_create
+from workers.gates.signing import Signer, load_or_create
 
 SYSTEM = Actor(role="system", principal="tests")
 BUILDER = Actor(role="builder", principal="b1")
@@ -274,7 +275,7 @@ def gates_events(draw: st.DrawFn, pool: Pool) -> Event:
     if choice == 0:
         return key.registration(p, SYSTEM)
     head = draw(st.sampled_from(HEADS))
-    from loopbus.schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
+    from schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
 
     outcome = draw(st.sampled_from(["pass", "fail", "error"]))
     result = key.sign(
@@ -602,7 +603,7 @@ def charter_events(draw: st.DrawFn, pool: Pool) -> Event:
 
 def contract_events(draw: st.DrawFn, pool: Pool) -> Event:
     """Contracts (tests/contract): plans bringing one, landings, config proposals."""
-    from loopbus.schemas.contract import (
+    from schemas.contract import (
         ConfigApprove,
         ConfigLanded,
         ConfigProposal,
@@ -640,7 +641,7 @@ def contract_events(draw: st.DrawFn, pool: Pool) -> Event:
 
 def lease_events(draw: st.DrawFn, pool: Pool) -> Event:
     """Leases (tests/leases): takings, takeovers, renewals and releases of a few items."""
-    from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+    from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 
     p, item = pool.project, draw(st.sampled_from(("I1", "I2")))
     holder, work = draw(st.sampled_from(("r1", "r2"))), draw(st.sampled_from(("gate", "build")))

@@ -20,25 +20,26 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernelkit import running
-from loopbus.bus import Bus, EmbeddedServer, Views, connect, ensure_log, free_port, read
-from loopbus.projections import fold_events
-from loopbus.schemas import (
+from viewkit import expected_view, materialised
+
+from bus import Bus, EmbeddedServer, Views, connect, ensure_log, free_port, read
+from projections import fold_events
+from schemas import (
     Event,
     FoldQuarantined,
     MessageQuarantined,
     encode_event,
     subject_of,
 )
-from loopbus.schemas.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_TEXT_CHARS
-from loopbus.schemas.quarantine import is_quarantine_subject
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.integrity.daemon import Integrity
-from loopbus.workers.kernel import Daemon, Kernel
-from loopbus.workers.projector.daemon import ProjectorDaemon
-from loopbus.workers.standards.daemon import Standards
-from loopbus.workers.units.daemon import Units
-from loopbus.workers.watchdog.daemon import Watchdog
-from viewkit import expected_view, materialised
+from schemas.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_TEXT_CHARS
+from schemas.quarantine import is_quarantine_subject
+from workers.dispatcher.daemon import Dispatcher
+from workers.integrity.daemon import Integrity
+from workers.kernel import Daemon, Kernel
+from workers.projector.daemon import ProjectorDaemon
+from workers.standards.daemon import Standards
+from workers.units.daemon import Units
+from workers.watchdog.daemon import Watchdog
 
 from .histories import histories
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from loopbus.projections import FOLDS, finding_lifecycle
-from loopbus.schemas import Actor, FindingRaised, FindingResolved
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed
-from loopbus.schemas.targets import CheckTarget
-
 from loopbus.render import render_state
+from projections import FOLDS, finding_lifecycle
+from schemas import Actor, FindingRaised, FindingResolved
+from schemas.lifecycle import FindingClaim, FindingDismissed
+from schemas.targets import CheckTarget
 
 SYSTEM = Actor(role="system", principal="ratchet")
 ALICE = Actor(role="operator", principal="alice")

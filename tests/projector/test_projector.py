@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.bus import Bus, EmbeddedServer, Views, connect, ensure_log, free_port, read
-from loopbus.bus.views import CHECKPOINT_KEY, Checkpoint
-from loopbus.projections import Fold
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Event, MessageQuarantined, project_subjects
-from loopbus.workers.projector.core import Projector
 from viewkit import apply, expected_view, materialised
+
+from bus import Bus, EmbeddedServer, Views, connect, ensure_log, free_port, read
+from bus.views import CHECKPOINT_KEY, Checkpoint
+from projections import Fold
+from projections import findings as findings_fold
+from projections import units as units_fold
+from schemas import Event, MessageQuarantined, project_subjects
+from workers.projector.core import Projector
 
 from .conftest import event_sequences, finding, planned, transition
 
@@ -180,7 +181,7 @@ async def _kill_and_restart(bus: Bus, nats_url: str) -> None:
     command = [
         sys.executable,
         "-m",
-        "loopbus.workers.projector",
+        "workers.projector",
         "--nats-url",
         nats_url,
         "--interval",

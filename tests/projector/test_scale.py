@@ -7,16 +7,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from loopbus.bus import Bus, Views, read
-from loopbus.bus.view_scan import scan
-from loopbus.bus.views import MAX_VALUE, RECENT_KEY
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import fold_events
-from loopbus.projections import investigations as investigations_fold
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, FindingRaised, parse_target, project_subjects
-from loopbus.workers.projector.core import Projector
 from viewkit import expected_view, materialised
+
+from bus import Bus, Views, read
+from bus.view_scan import scan
+from bus.views import MAX_VALUE, RECENT_KEY
+from projections import findings as findings_fold
+from projections import fold_events
+from projections import investigations as investigations_fold
+from projections import units as units_fold
+from schemas import Actor, Event, FindingRaised, parse_target, project_subjects
+from workers.projector.core import Projector
 
 from .conftest import finding, planned
 

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
-from loopbus.bus import Record
-from loopbus.bus.view_layout import key_of, layout_of, pieces, view_prefix
-from loopbus.bus.views import RECENT_KEY
-from loopbus.projections import FOLDS, Fold, fold_events
-from loopbus.schemas import Event, decode_event, encode_event, subject_of
-from loopbus.workers.projector.core import Projector
+
+from bus import Record
+from bus.view_layout import key_of, layout_of, pieces, view_prefix
+from bus.views import RECENT_KEY
+from projections import FOLDS, Fold, fold_events
+from schemas import Event, decode_event, encode_event, subject_of
+from workers.projector.core import Projector
 
 from .histories import histories
 

@@ -7,17 +7,18 @@ import asyncio
 import itertools
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import findings, lifecycle, ratchet
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, project_subjects
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
-from loopbus.schemas.targets import parse_target
-from loopbus.workers.gates.meta import MetaRule, Tier
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import ConfiguredCheck, Policy
+
+from bus import Bus, read
+from projections import findings, lifecycle, ratchet
+from schemas import Actor, FindingRaised, FindingResolved, project_subjects
+from schemas.decisions import DecisionRecorded
+from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from schemas.ratchet import GateMoveClaim, GateMoved
+from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+from schemas.targets import parse_target
+from workers.gates.meta import MetaRule, Tier
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import ConfiguredCheck, Policy
 
 SYSTEM = Actor(role="system", principal="tests")
 OPERATOR = Actor(role="operator", principal="alice")

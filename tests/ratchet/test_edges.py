@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from loopbus.projections import ratchet
-from loopbus.projections.ratchet import EDGES, RatchetState, Refused, Settled
-from loopbus.schemas import Actor, InvalidValue
-from loopbus.schemas.ratchet import GATE_MOVES, GATE_STATES, SCOPES, GateMoveClaim, GateMoved
+
+from projections import ratchet
+from projections.ratchet import EDGES, RatchetState, Refused, Settled
+from schemas import Actor, InvalidValue
+from schemas.ratchet import GATE_MOVES, GATE_STATES, SCOPES, GateMoveClaim, GateMoved
 
 CATALOGUE_OPS = frozenset({"cat"})
 SEATS = {

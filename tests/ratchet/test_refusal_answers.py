@@ -5,14 +5,15 @@ verdict) may carry a ``claim`` key, and must not cancel an operator's pending cl
 from __future__ import annotations
 
 import pytest
-from loopbus.projections import decisions, finding_lifecycle, lifecycle, ratchet
-from loopbus.projections.base import Fold
-from loopbus.schemas import Actor, Event, FindingRaised
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.lifecycle import FindingClaim
-from loopbus.schemas.ratchet import GateMoveClaim
-from loopbus.schemas.targets import RecordTarget
+
+from projections import decisions, finding_lifecycle, lifecycle, ratchet
+from projections.base import Fold
+from schemas import Actor, Event, FindingRaised
+from schemas.decisions import DecisionRecorded
+from schemas.ids import new_id
+from schemas.lifecycle import FindingClaim
+from schemas.ratchet import GateMoveClaim
+from schemas.targets import RecordTarget
 
 OPERATOR = Actor(role="operator", principal="olive")
 SYSTEM = Actor(role="system", principal="tests")

@@ -18,18 +18,19 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from kernelkit import running
 from logkit import log_events, of, wait_log  # noqa: F401 - re-exported for the tests
-from loopbus.bus import Bus
-from loopbus.projections.transitions import Violation, audit
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
-from loopbus.schemas.gates import (
+
+from bus import Bus
+from projections.transitions import Violation, audit
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned
+from schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
     SuiteEntry,
     canonical_bytes,
 )
-from loopbus.schemas.reports import StartedReport
-from loopbus.workers.agents.config import RepoConfig, parse
+from schemas.reports import StartedReport
+from workers.agents.config import RepoConfig, parse
 
 SYSTEM = Actor(role="system", principal="test-system")
 ALICE = "alice <alice@example.com>"

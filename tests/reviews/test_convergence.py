@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.projections import convergence as conv
-from loopbus.schemas import Actor, Outcome, UnitTransitioned
-from loopbus.schemas.reviews import RoundClosed, RungPromoted
-from loopbus.schemas.slices import RetryDecided
+
+from projections import convergence as conv
+from schemas import Actor, Outcome, UnitTransitioned
+from schemas.reviews import RoundClosed, RungPromoted
+from schemas.slices import RetryDecided
 
 SYSTEM = Actor(role="system", principal="tests")
 

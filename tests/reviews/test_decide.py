@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from loopbus.projections.intents import Intent, MoveUnit, Publish, PublishIf
-from loopbus.schemas import (
+from projections.intents import Intent, MoveUnit, Publish, PublishIf
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -16,19 +16,19 @@ from loopbus.schemas import (
     UnitTransitioned,
     subject_of,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import InvestigationRequested, ReviewRequested, RoundClosed
-from loopbus.schemas.targets import CheckTarget, RecordTarget
-from loopbus.workers.agents.config import parse
-from loopbus.workers.investigator import decide as investigator
-from loopbus.workers.investigator.daemon import Investigator
-from loopbus.workers.investigator.effects import Investigate
-from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.reviewer.daemon import Reviewer
-from loopbus.workers.reviewer.decide import TRANSITION_SALT, decide
-from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.effects import ReadChange
-from loopbus.workers.reviewer.scene import CHANGES, Change
+from schemas.ids import answer_id
+from schemas.reviews import InvestigationRequested, ReviewRequested, RoundClosed
+from schemas.targets import CheckTarget, RecordTarget
+from workers.agents.config import parse
+from workers.investigator import decide as investigator
+from workers.investigator.daemon import Investigator
+from workers.investigator.effects import Investigate
+from workers.kernel import Daemon, World
+from workers.reviewer.daemon import Reviewer
+from workers.reviewer.decide import TRANSITION_SALT, decide
+from workers.reviewer.diff import parse_unified_diff
+from workers.reviewer.effects import ReadChange
+from workers.reviewer.scene import CHANGES, Change
 
 PROJECT = "demo"
 SYSTEM = Actor(role="system", principal="test-system")

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Commit
-from loopbus.schemas.targets import (
+from reviewkit import GitRepo
+
+from schemas.targets import (
     BudgetTarget,
     CheckTarget,
     CodeTarget,
@@ -16,10 +18,9 @@ from loopbus.schemas.targets import (
     RecordTarget,
     Target,
 )
-from loopbus.workers.repository import unit_change
-from loopbus.workers.reviewer.decide import principal_matches
-from loopbus.workers.reviewer.diff import parse_unified_diff, subtraction_reason
-from reviewkit import GitRepo
+from workers.repository import unit_change
+from workers.reviewer.decide import principal_matches
+from workers.reviewer.diff import parse_unified_diff, subtraction_reason
 
 BEFORE = "".join(f"line {n}\n" for n in range(1, 21))
 # line 10 changed, a line added after 15: head lines 10 and 16 are the unit's.

@@ -12,10 +12,11 @@ from typing import Any
 import jsonschema
 import msgspec
 import pytest
-from loopbus.schemas.reviews import InvestigationReport, VerdictDocument
-from loopbus.workers.agents.config import parse
-from loopbus.workers.investigator.decide import parse_report
-from loopbus.workers.reviewer.verdicts import parse_verdict
+
+from schemas.reviews import InvestigationReport, VerdictDocument
+from workers.agents.config import parse
+from workers.investigator.decide import parse_report
+from workers.reviewer.verdicts import parse_verdict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

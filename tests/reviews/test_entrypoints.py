@@ -1,4 +1,4 @@
-"""`python -m loopbus.workers.reviewer` and `python -m loopbus.workers.investigator` as real
+"""`python -m workers.reviewer` and `python -m workers.investigator` as real
 processes."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopbus.bus import WORKER_BUCKET, Bus
-from loopbus.schemas.reviews import RoundClosed
-from loopbus.workers.runtime import health_key
 from reviewkit import Scripted, count, ready, setup_repo, wait_log
+
+from bus import WORKER_BUCKET, Bus
+from schemas.reviews import RoundClosed
+from workers.runtime import health_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ async def test_the_reviewer_process_reviews_and_stops_cleanly(
     agent = Scripted(agent_dir)
     repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["bob"]})
     head = repo.commit({"src/app.py": "def total(xs):\n    return sum(xs)\n"}, parent=repo.base)
-    process = await start("loopbus.workers.reviewer", nats_url, "--repo", str(repo.path))
+    process = await start("workers.reviewer", nats_url, "--repo", str(repo.path))
     try:
         await ready(bus, project, "U1", head)
         await wait_log(bus, project, count(RoundClosed), timeout=60)
@@ -55,7 +56,7 @@ async def test_the_reviewer_process_reviews_and_stops_cleanly(
     assert b'"daemon.stopped"' in stderr
 
 
-@pytest.mark.parametrize("module", ["loopbus.workers.reviewer", "loopbus.workers.investigator"])
+@pytest.mark.parametrize("module", ["workers.reviewer", "workers.investigator"])
 async def test_a_bad_config_is_one_line_and_exit_2(
     nats_url: str, tmp_path: Path, module: str
 ) -> None:
@@ -72,7 +73,7 @@ async def test_a_bad_config_is_one_line_and_exit_2(
 
 async def test_without_a_repo_the_investigator_idles_until_stopped(bus: Bus, nats_url: str) -> None:
     """No --repo: nothing configured, the daemon idles, and stops cleanly on SIGTERM."""
-    process = await start("loopbus.workers.investigator", nats_url)
+    process = await start("workers.investigator", nats_url)
     assert process.stderr is not None
     async with asyncio.timeout(30):
         while b"investigator.idle" not in (line := await process.stderr.readline()):

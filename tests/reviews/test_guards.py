@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.guards import (
+
+from workers.reviewer.diff import parse_unified_diff
+from workers.reviewer.guards import (
     config_edit_problem,
     find_frozen_edits,
     find_secrets,

@@ -9,16 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.projections import ratchet
-from loopbus.projections.investigations import error_signature
-from loopbus.schemas import Actor, Event, FindingRaised, Outcome, UnitTransitioned
-from loopbus.schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
-from loopbus.schemas.reviews import InvestigationCompleted, InvestigationRequested, RoundClosed
-from loopbus.schemas.targets import CheckTarget
-from loopbus.workers.investigator.daemon import Investigator
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import policy_for
 from reviewkit import (
     SYSTEM,
     GateSigner,
@@ -31,6 +21,17 @@ from reviewkit import (
     setup_repo,
     wait_log,
 )
+
+from bus import Bus
+from projections import ratchet
+from projections.investigations import error_signature
+from schemas import Actor, Event, FindingRaised, Outcome, UnitTransitioned
+from schemas.ratchet import GateMoveClaim, GateMoved, GateProposed
+from schemas.reviews import InvestigationCompleted, InvestigationRequested, RoundClosed
+from schemas.targets import CheckTarget
+from workers.investigator.daemon import Investigator
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import policy_for
 
 REPORT = {
     "stdout": {
@@ -293,8 +294,8 @@ async def test_a_project_without_an_investigator_command_is_left_alone(
 ) -> None:
     """No [investigator] command: the daemon serves nothing for that project."""
     repo = setup_repo(tmp_path, project, None)
-    from loopbus.workers.agents.cli import serving_body
-    from loopbus.workers.runtime import DaemonContext
+    from workers.agents.cli import serving_body
+    from workers.runtime import DaemonContext
 
     daemon = Investigator(config_of(repo))
     assert daemon.configs == {} and daemon.projects == ()

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from loopbus.bus import Bus
-from loopbus.schemas.leases import LeaseReleased, LeaseTaken
-from loopbus.schemas.reviews import InvestigationCompleted
-from loopbus.workers.investigator.daemon import Investigator
 from reviewkit import Scripted, config_of, of, running, setup_repo, wait_log
 from test_investigator import REPORT, trunk_red
+
+from bus import Bus
+from schemas.leases import LeaseReleased, LeaseTaken
+from schemas.reviews import InvestigationCompleted
+from workers.investigator.daemon import Investigator
 
 INTERFACES = ("api-a", "api-b", "api-c")
 

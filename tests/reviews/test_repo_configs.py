@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 import pytest
-from loopbus.workers.agents.cli import load_configs
+
+from workers.agents.cli import load_configs
 
 
 def test_a_repository_without_loopbus_toml_is_served_by_nobody(tmp_path: Path) -> None:

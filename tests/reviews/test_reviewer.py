@@ -8,19 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
-from loopbus.schemas.reviews import (
-    FindingSubtracted,
-    ReviewRequested,
-    ReviewVerdict,
-    RoundClosed,
-    VerdictAccepted,
-    VerdictRefused,
-)
-from loopbus.workers.agents.cli import serving_body
-from loopbus.workers.reviewer.daemon import Reviewer
-from loopbus.workers.runtime import DaemonContext
 from reviewkit import (
     CRITERION,
     GateSigner,
@@ -38,6 +25,20 @@ from reviewkit import (
     verdict,
     wait_log,
 )
+
+from bus import Bus
+from schemas import Actor, FindingRaised, UnitTransitioned
+from schemas.reviews import (
+    FindingSubtracted,
+    ReviewRequested,
+    ReviewVerdict,
+    RoundClosed,
+    VerdictAccepted,
+    VerdictRefused,
+)
+from workers.agents.cli import serving_body
+from workers.reviewer.daemon import Reviewer
+from workers.runtime import DaemonContext
 
 
 def review_table(agent: Scripted, **overrides: object) -> dict[str, object]:

@@ -7,12 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.schemas import FindingRaised, FindingResolved, UnitTransitioned
-from loopbus.schemas.charter import Charter, CharterApproved, CharterCriterion
-from loopbus.schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
-from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     CRITERION,
     SYSTEM,
@@ -30,6 +24,13 @@ from reviewkit import (
     verdict,
     wait_log,
 )
+
+from bus import Bus
+from schemas import FindingRaised, FindingResolved, UnitTransitioned
+from schemas.charter import Charter, CharterApproved, CharterCriterion
+from schemas.reviews import ReviewRequested, RoundClosed, RungPromoted, VerdictAccepted
+from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
+from workers.reviewer.daemon import Reviewer
 
 A = code_finding("src/app.py", 2, criterion="C1")
 B = code_finding("src/app.py", 2, criterion="C2")
@@ -475,8 +476,9 @@ async def test_a_red_gate_then_an_unrelated_rejection_is_sent_back_not_stopped(
 
 
 def gate_finding(project: str, path: str, line: int) -> FindingRaised:
-    from loopbus.schemas.targets import CodeTarget
     from reviewkit import SYSTEM
+
+    from schemas.targets import CodeTarget
 
     return FindingRaised(
         project=project,
@@ -497,8 +499,9 @@ async def test_a_suite_failed_by_a_test_rewritten_finding_is_a_blocking_gate_rou
     unit's conftest changed what a test says) and failed the suite: the gate round carries
     that finding's key as blocking, as it would a red check's."""
     import msgspec
-    from loopbus.schemas.targets import CodeTarget
     from reviewkit import SYSTEM
+
+    from schemas.targets import CodeTarget
 
     agent = Scripted(agent_dir)
     repo = setup_repo(tmp_path, project, {"command": agent.command, "roster": ["bob"]})

@@ -6,8 +6,9 @@ import json
 
 import msgspec
 import pytest
-from loopbus.schemas import Actor, decode_event, encode_event, subject_of
-from loopbus.schemas.reviews import (
+
+from schemas import Actor, decode_event, encode_event, subject_of
+from schemas.reviews import (
     FindingSubtracted,
     InvestigationCompleted,
     InvestigationRequested,
@@ -20,10 +21,10 @@ from loopbus.schemas.reviews import (
     VerdictDocument,
     VerdictRefused,
 )
-from loopbus.schemas.targets import CodeTarget
-from loopbus.workers.agents.config import parse
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.reviewer.verdicts import parse_verdict
+from schemas.targets import CodeTarget
+from workers.agents.config import parse
+from workers.errors import ConfigError
+from workers.reviewer.verdicts import parse_verdict
 
 SYSTEM = Actor(role="system", principal="tests")
 SHA = "a" * 40
@@ -193,7 +194,7 @@ def test_defaults_when_nothing_is_configured() -> None:
 def test_a_re_stored_verdict_claim_is_not_queued_again() -> None:
     """A copy of an answered verdict claim (same id, stored again) stays answered, so the
     reviewer does not answer it again under an id the log already de-duplicated."""
-    from loopbus.projections import reviews
+    from projections import reviews
 
     claim = EVENTS[1]
     answer = msgspec.structs.replace(EVENTS[2], verdict=claim.id, cause=claim.id)

@@ -12,11 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus, Views
-from loopbus.projections import convergence as conv
-from loopbus.schemas import UnitPlanned, UnitTransitioned
-from loopbus.workers.projector.daemon import ProjectorDaemon
-from loopbus.workers.reviewer.daemon import Reviewer
 from reviewkit import (
     SYSTEM,
     Scripted,
@@ -29,6 +24,12 @@ from reviewkit import (
     verdict,
     wait_log,
 )
+
+from bus import Bus, Views
+from projections import convergence as conv
+from schemas import UnitPlanned, UnitTransitioned
+from workers.projector.daemon import ProjectorDaemon
+from workers.reviewer.daemon import Reviewer
 
 ROOT = Path(__file__).resolve().parents[2]
 

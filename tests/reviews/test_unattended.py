@@ -17,18 +17,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
 
 from builderkit import ScriptedBuilder
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port
-from loopbus.schemas import Actor, FindingRaised, UnitTransitioned
-from loopbus.schemas.reviews import RoundClosed, RungPromoted
-from loopbus.schemas.slices import (
+from reviewkit import GitRepo, Scripted, code_finding, of, verdict, wait_log
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from loopbus.supervisor import DAEMONS, Supervisor, UpSettings
+from schemas import Actor, FindingRaised, UnitTransitioned
+from schemas.reviews import RoundClosed, RungPromoted
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     SliceClosed,
     SlicePlan,
 )
-from reviewkit import GitRepo, Scripted, code_finding, of, verdict, wait_log
-
-from loopbus.supervisor import DAEMONS, Supervisor, UpSettings
 
 pytestmark = pytest.mark.slow
 

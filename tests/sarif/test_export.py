@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, FindingResolved
 from sarif_cli import loopbus
 
+from bus import Bus
 from loopbus.sarif import FINGERPRINT
 from loopbus.sarif_limits import check
+from schemas import Actor, FindingResolved
 
 REPORTS = [
     ("reviewer", "code:src/app.py:10-14", "high", "C1", "unchecked None"),

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
 
 from loopbus import findings_ledger, sarif
 from loopbus.commands.findings import _within_github
 from loopbus.errors import LoopbusError
 from loopbus.findings_ledger import Entry
 from loopbus.sarif_limits import GITHUB, Limits, check, gzip_size
+from schemas import Actor, Event, FindingRaised, FindingResolved, parse_target
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 REVIEWER = Actor(role="reviewer", principal="r1")

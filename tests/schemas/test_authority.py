@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from loopbus.projections.base import Fold
-from loopbus.schemas import (
+
+from projections.base import Fold
+from schemas import (
     EVENT_TYPES,
     Actor,
     FindingRaised,
@@ -13,9 +14,9 @@ from loopbus.schemas import (
     parse_target,
     subject_of,
 )
-from loopbus.schemas.authority import CLAIM_TAGS, standing
-from loopbus.schemas.reports import StartedReport
-from loopbus.schemas.units import UnitTransitioned
+from schemas.authority import CLAIM_TAGS, standing
+from schemas.reports import StartedReport
+from schemas.units import UnitTransitioned
 
 SYSTEM = Actor(role="system", principal="units@host:1")
 BUILDER = Actor(role="builder", principal="b1")
@@ -106,7 +107,7 @@ def test_every_fold_skips_a_forgery_unless_it_asks_to_see_them() -> None:
 
 
 def test_a_config_proposal_or_approval_is_an_operators_claim_only() -> None:
-    from loopbus.schemas.contract import ConfigApprove, ConfigProposal
+    from schemas.contract import ConfigApprove, ConfigProposal
 
     for kind in (
         ConfigProposal(project="p", actor=BUILDER),
@@ -120,8 +121,8 @@ def test_a_config_proposal_or_approval_is_an_operators_claim_only() -> None:
 
 
 def test_the_first_config_proposal_under_an_id_is_kept() -> None:
-    from loopbus.projections import contract_landing
-    from loopbus.schemas.contract import ConfigProposal
+    from projections import contract_landing
+    from schemas.contract import ConfigProposal
 
     op = Actor(role="operator", principal="o")
     first = ConfigProposal(project="p", actor=op, text="first", why="w")

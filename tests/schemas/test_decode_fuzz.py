@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.schemas import (
+
+from schemas import (
     Actor,
     Block,
     Event,
@@ -30,8 +31,8 @@ from loopbus.schemas import (
     limits,
     parse_target,
 )
-from loopbus.schemas.quarantine import quarantine_record
-from loopbus.schemas.reports import BlockedReport, StartedReport
+from schemas.quarantine import quarantine_record
+from schemas.reports import BlockedReport, StartedReport
 
 SYSTEM = Actor(role="system", principal="fuzz")
 BUILDER = Actor(role="builder", principal="b1")

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
 import pytest
-from loopbus.schemas import (
+
+from schemas import (
     Actor,
     FindingRaised,
     InvalidEvent,
@@ -17,7 +18,7 @@ from loopbus.schemas import (
     limits,
     parse_target,
 )
-from loopbus.schemas.reports import HeartbeatReport, decode_heartbeat
+from schemas.reports import HeartbeatReport, decode_heartbeat
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

@@ -6,7 +6,8 @@ import re
 
 import msgspec
 import pytest
-from loopbus.schemas import (
+
+from schemas import (
     EVENT_TYPES,
     Actor,
     Block,
@@ -21,8 +22,8 @@ from loopbus.schemas import (
     parse_target,
     subject_of,
 )
-from loopbus.schemas.targets import CodeTarget, format_target
-from loopbus.schemas.upcasters import upcast
+from schemas.targets import CodeTarget, format_target
+from schemas.upcasters import upcast
 
 ACTOR = Actor(role="reviewer", principal="r1")
 

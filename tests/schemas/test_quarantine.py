@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.schemas import Actor, InvalidEvent, decode_event, encode_event, limits, subject_of
-from loopbus.schemas.quarantine import (
+
+from schemas import Actor, InvalidEvent, decode_event, encode_event, limits, subject_of
+from schemas.quarantine import (
     EXCERPT_BYTES,
     UNKNOWN_PROJECT,
     is_quarantine_subject,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 
 import msgspec
-from loopbus.schemas import MessageQuarantined, decode_event, encode_event, limits
-from loopbus.schemas.decisions import DecisionRequested
-from loopbus.schemas.quarantine import EXCERPT_BYTES
-from loopbus.schemas.reviews import ReviewVerdict
-from loopbus.schemas.upcasters import UPCASTERS
+
+from schemas import MessageQuarantined, decode_event, encode_event, limits
+from schemas.decisions import DecisionRequested
+from schemas.quarantine import EXCERPT_BYTES
+from schemas.reviews import ReviewVerdict
+from schemas.upcasters import UPCASTERS
 
 V1_RECORD = {
     "kind": "message.quarantined.v1",

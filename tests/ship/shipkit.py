@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loopbus.schemas import Actor, Event, UnitPlanned
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.slices import (
+from schemas import Actor, Event, UnitPlanned
+from schemas.decisions import DecisionRecorded
+from schemas.slices import (
     BootResult,
     CommandRun,
     NotRun,
@@ -20,7 +20,7 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from loopbus.schemas.verify import SliceShipJudged
+from schemas.verify import SliceShipJudged
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.shipper.config import parse
+
+from workers.errors import ConfigError
+from workers.shipper.config import parse
 
 
 def test_ship_config_names_the_bad_field() -> None:

@@ -8,15 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loopbus.bus import Bus
-from loopbus.projections import risk, slices
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.gates import GateSuiteCompleted, SuiteEntry
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.slices import CommandRun, RunEntryCompleted
-from loopbus.schemas.targets import RecordTarget
-from loopbus.schemas.verify import WaveVerified
 from shipkit import BUILDER, CRITERION, SYSTEM, auto_decision, closed_slice, make_repo
+
+from bus import Bus
+from projections import risk, slices
+from schemas import FindingRaised
+from schemas.gates import GateSuiteCompleted, SuiteEntry
+from schemas.lifecycle import FindingDismissed
+from schemas.slices import CommandRun, RunEntryCompleted
+from schemas.targets import RecordTarget
+from schemas.verify import WaveVerified
 
 
 def loopbus(*args: str) -> subprocess.CompletedProcess[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopbus.workers.shipper.scan import MESSAGE, scan
 from shipkit import commit, git, make_repo
+
+from workers.shipper.scan import MESSAGE, scan
 
 KEY = "ghp_" + "a1B2" * 9  # split, so this file is not itself a finding
 
@@ -55,10 +56,10 @@ def test_a_second_scan_reads_only_commits_new_since_the_first(tmp_path: Path) ->
 def test_a_secret_finding_no_scan_listed_holds_nothing() -> None:
     """The system re-raises a reviewer's finding with the criterion the reviewer chose: one
     naming the secret criterion freezes nothing unless a trunk scan listed it."""
-    from loopbus.projections import shipping
-    from loopbus.schemas import Actor, FindingRaised
-    from loopbus.schemas.ship import SECRET_CRITERION, TrunkScanned
-    from loopbus.schemas.targets import RecordTarget
+    from projections import shipping
+    from schemas import Actor, FindingRaised
+    from schemas.ship import SECRET_CRITERION, TrunkScanned
+    from schemas.targets import RecordTarget
 
     system = Actor(role="system", principal="t")
 

@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import shipping
-from loopbus.projections.intents import Intent, Publish, PublishIf
-from loopbus.schemas import Event, FindingRaised, FindingResolved, project_subjects
-from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
-from loopbus.schemas.slices import UnitDispatched
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.decide import Options, decide, held
-from loopbus.workers.kernel import World
-from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.shipper.daemon import Shipper, ShipRepo
 from shipkit import SYSTEM, closed_slice, commit, git, make_repo
 
+from bus import Bus, read
 from loopbus.ship_render import render_shipping
+from projections import shipping
+from projections.intents import Intent, Publish, PublishIf
+from schemas import Event, FindingRaised, FindingResolved, project_subjects
+from schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
+from schemas.slices import UnitDispatched
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.decide import Options, decide, held
+from workers.kernel import World
+from workers.kernel.daemon import system_actor
+from workers.shipper.daemon import Shipper, ShipRepo
 
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"  # split, so this file is not itself a finding
 

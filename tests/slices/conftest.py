@@ -13,7 +13,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from loopbus.workers.gates.signing import Signer, load_or_create  # noqa: E402
+from workers.gates.signing import Signer, load_or_create  # noqa: E402
 
 
 @pytest.fixture

@@ -10,9 +10,10 @@ from typing import Any
 
 from dulwich import porcelain
 from dulwich.repo import Repo
-from loopbus.bus import Bus, read
-from loopbus.projections import slices
-from loopbus.projections.slices import (
+
+from bus import Bus, read
+from projections import slices
+from projections.slices import (
     BlockDependent,
     Close,
     Complete,
@@ -22,7 +23,7 @@ from loopbus.projections.slices import (
     Revive,
     SlicesState,
 )
-from loopbus.schemas import (
+from schemas import (
     Actor,
     Block,
     Event,
@@ -32,13 +33,13 @@ from loopbus.schemas import (
     new_id,
     project_subjects,
 )
-from loopbus.schemas.gates import (
+from schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
     SuiteEntry,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     BootResult,
     PlannedUnit,
     PlanSubmission,
@@ -50,7 +51,7 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from loopbus.workers.gates.signing import Signer
+from workers.gates.signing import Signer
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")

@@ -10,17 +10,18 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved, project_subjects
-from loopbus.schemas.decisions import BlockedRouted, DecisionRecorded, ObjectiveDeclared
-from loopbus.schemas.slices import PlanSubmission, SlicePlanDiscarded, UnitDispatched
-from loopbus.schemas.targets import DecisionTarget, PlanTarget
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.decisions import record_id
-from loopbus.workers.ratchet.policy import Policy
 from slice_helpers import OPERATOR, PLANNER, loopbus_toml, make_repo, of_type, plan, unit
+
+from bus import Bus, read
+from schemas import Actor, Event, FindingRaised, FindingResolved, project_subjects
+from schemas.decisions import BlockedRouted, DecisionRecorded, ObjectiveDeclared
+from schemas.slices import PlanSubmission, SlicePlanDiscarded, UnitDispatched
+from schemas.targets import DecisionTarget, PlanTarget
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.decisions import record_id
+from workers.ratchet.policy import Policy
 
 BUILDER = Actor(role="builder", principal="b1")
 

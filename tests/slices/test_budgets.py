@@ -9,15 +9,6 @@ from pathlib import Path
 import msgspec
 import pytest
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import budgets
-from loopbus.schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.reviews import RoundClosed
-from loopbus.schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
-from loopbus.workers.gates.signing import Signer, load_or_create
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.standards.daemon import Standards, breach_finding
 from slice_helpers import (
     BUILDER,
     SYSTEM,
@@ -28,6 +19,16 @@ from slice_helpers import (
     transition,
     unit,
 )
+
+from bus import Bus, read
+from projections import budgets
+from schemas import Actor, Block, Event, FindingRaised, new_id, project_subjects
+from schemas.gates import GateSuiteCompleted
+from schemas.reviews import RoundClosed
+from schemas.slices import BootResult, SliceBudgets, SliceClosed, UsageReport
+from workers.gates.signing import Signer, load_or_create
+from workers.kernel import Kernel
+from workers.standards.daemon import Standards, breach_finding
 
 P = "proj"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -97,8 +98,8 @@ def test_each_way_a_unit_is_sent_back_counts_one_rework_round() -> None:
     """A review round that sends the unit back and the ``returned`` transition answering it
     are one rework round; a round that changed nothing and a retry of the failed unit are
     one each (what the dispatcher weighs a retry against)."""
-    from loopbus.schemas.reviews import RoundUnchanged
-    from loopbus.schemas.units import UnitTransitioned
+    from schemas.reviews import RoundUnchanged
+    from schemas.units import UnitTransitioned
 
     review = rounds(P, "U1", "continue", 1)
     answered = UnitTransitioned(
@@ -119,7 +120,7 @@ def test_each_way_a_unit_is_sent_back_counts_one_rework_round() -> None:
 
 def test_time_in_wait_counts_dispatched_units_per_reason() -> None:
     """Blocked spans of dispatched units are summed per reason; a hold is not machinery wait."""
-    from loopbus.schemas.slices import UnitDispatched
+    from schemas.slices import UnitDispatched
 
     dispatched = UnitDispatched(
         project=P, actor=SYSTEM, slice="S1", unit="U1", wave=0, sub_wave=0, position=0

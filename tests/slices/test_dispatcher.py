@@ -23,36 +23,6 @@ import pytest
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections import findings, gates, transitions
-from loopbus.schemas import (
-    Actor,
-    Event,
-    FindingRaised,
-    FindingResolved,
-    UnitPlanned,
-    UnitTransitioned,
-    project_subjects,
-)
-from loopbus.schemas.gates import GateResultRecorded
-from loopbus.schemas.reports import CommitReport, StartedReport
-from loopbus.schemas.slices import (
-    MisalignmentRouted,
-    PlanSubmission,
-    RunEntryCompleted,
-    SliceClosed,
-    SlicePlan,
-    SlicePlanAccepted,
-    SlicePlanDiscarded,
-    UnitDispatched,
-)
-from loopbus.schemas.targets import PlanTarget
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.integrity.daemon import Integrity
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import cancel_all
 from slice_helpers import (
     BUILDER,
     OPERATOR,
@@ -68,6 +38,37 @@ from slice_helpers import (
     unit,
     wait_state,
 )
+
+from bus import Bus, read
+from projections import findings, gates, transitions
+from schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    FindingResolved,
+    UnitPlanned,
+    UnitTransitioned,
+    project_subjects,
+)
+from schemas.gates import GateResultRecorded
+from schemas.reports import CommitReport, StartedReport
+from schemas.slices import (
+    MisalignmentRouted,
+    PlanSubmission,
+    RunEntryCompleted,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    SlicePlanDiscarded,
+    UnitDispatched,
+)
+from schemas.targets import PlanTarget
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.gates.signing import Signer
+from workers.integrity.daemon import Integrity
+from workers.kernel import Kernel
+from workers.runtime import cancel_all
 
 BOOT_OK = f"{sys.executable} -c \"print('booted')\""
 
@@ -367,10 +368,10 @@ async def test_misaligned_routes_by_what_its_criteria_reach(
 BUILDER_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
-    from loopbus.bus import connect
-    from loopbus.schemas import Actor
-    from loopbus.schemas.reports import StartedReport
-    from loopbus.schemas.slices import UsageReport
+    from bus import connect
+    from schemas import Actor
+    from schemas.reports import StartedReport
+    from schemas.slices import UsageReport
 
     async def main(url, project, unit):
         bus = await connect(url)

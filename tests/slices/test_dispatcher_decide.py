@@ -7,10 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from loopbus.projections import slices, transitions
-from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
-from loopbus.schemas import Event, FindingResolved, UnitPlanned, subject_of
-from loopbus.schemas.slices import (
+from slice_helpers import PLANNER, SYSTEM, accepted, plan, transition, unit
+
+from projections import slices, transitions
+from projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
+from schemas import Event, FindingResolved, UnitPlanned, subject_of
+from schemas.slices import (
     BootResult,
     PlanSubmission,
     SliceClosed,
@@ -18,19 +20,18 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from loopbus.workers.dispatcher.answers import Criteria
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.decide import (
+from workers.dispatcher.answers import Criteria
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.decide import (
     Options,
     TrunkRead,
     boot_name,
     decide,
     reads_name,
 )
-from loopbus.workers.dispatcher.effects import Boot, ReadCriteria, ReadTrunk
-from loopbus.workers.kernel import World
-from loopbus.workers.kernel.daemon import system_actor
-from slice_helpers import PLANNER, SYSTEM, accepted, plan, transition, unit
+from workers.dispatcher.effects import Boot, ReadCriteria, ReadTrunk
+from workers.kernel import World
+from workers.kernel.daemon import system_actor
 
 P = "proj"
 NOW = datetime(2030, 1, 1, tzinfo=UTC)

@@ -11,12 +11,6 @@ from pathlib import Path
 
 import pytest
 from kernelkit import running
-from loopbus.bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
-from loopbus.projections import budgets
-from loopbus.schemas import project_subjects
-from loopbus.schemas.slices import SliceBudgets, SlicePlanDiscarded
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
 from slice_helpers import (
     BUILDER,
     SYSTEM,
@@ -29,7 +23,13 @@ from slice_helpers import (
     unit,
 )
 
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.slice_render import render_budgets, render_slices
+from projections import budgets
+from schemas import project_subjects
+from schemas.slices import SliceBudgets, SlicePlanDiscarded
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
 
 CHAIN_VS_FAN = """
 [slice]

@@ -8,15 +8,16 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.projections.errors import PlanInvalid
-from loopbus.projections.planning import (
+
+from projections.errors import PlanInvalid
+from projections.planning import (
     files_overlap,
     find_cycles,
     parse_plan,
     schedule,
     validate,
 )
-from loopbus.schemas.slices import PlannedUnit, SlicePlan
+from schemas.slices import PlannedUnit, SlicePlan
 
 
 def unit(uid: str, *blocked_by: str, files: list[str] | None = None, **kw: object) -> PlannedUnit:

@@ -9,14 +9,6 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopbus.projections import slices
-from loopbus.projections.slices import BlockDependent, Close, Dispatch
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.gates import GateSuiteCompleted
-from loopbus.schemas.reports import CommitReport, StartedReport
-from loopbus.schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
-from loopbus.schemas.targets import PlanTarget
-from loopbus.workers.gates.signing import Signer, load_or_create
 from slice_helpers import (
     BUILDER,
     OPERATOR,
@@ -29,6 +21,15 @@ from slice_helpers import (
     transition,
     unit,
 )
+
+from projections import slices
+from projections.slices import BlockDependent, Close, Dispatch
+from schemas import FindingRaised
+from schemas.gates import GateSuiteCompleted
+from schemas.reports import CommitReport, StartedReport
+from schemas.slices import PlannedUnit, SlicePlan, UnitDispatched
+from schemas.targets import PlanTarget
+from workers.gates.signing import Signer, load_or_create
 
 P = "proj"
 

@@ -6,20 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from loopbus.bus import Bus, connect, read
-from loopbus.projections.transitions import audit
-from loopbus.schemas import (
-    Actor,
-    FindingRaised,
-    UnitTransitioned,
-    encode_event,
-    parse_target,
-    project_subjects,
-    subject_of,
-)
-from loopbus.schemas.reports import UnitReport
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.units.daemon import Units
 from unitkit import (
     SHA_A,
     all_answered,
@@ -33,9 +19,24 @@ from unitkit import (
     wait_log,
 )
 
+from bus import Bus, connect, read
+from projections.transitions import audit
+from schemas import (
+    Actor,
+    FindingRaised,
+    UnitTransitioned,
+    encode_event,
+    parse_target,
+    project_subjects,
+    subject_of,
+)
+from schemas.reports import UnitReport
+from workers.kernel import Kernel
+from workers.units.daemon import Units
+
 
 def reports_of(events: list) -> list[UnitReport]:
-    from loopbus.schemas.reports import UNIT_REPORT_TYPES
+    from schemas.reports import UNIT_REPORT_TYPES
 
     return [e for e in events if isinstance(e, UNIT_REPORT_TYPES)]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loopbus.projections.transitions import ALLOWED
-from loopbus.schemas import BLOCK_REASONS
-from loopbus.schemas.reports import CAPACITY_BUDGETS
+from projections.transitions import ALLOWED
+from schemas import BLOCK_REASONS
+from schemas.reports import CAPACITY_BUDGETS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "units.md"
 

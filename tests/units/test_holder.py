@@ -3,10 +3,11 @@ nobody who merely says so (a refused start, a later claim by another principal).
 
 from __future__ import annotations
 
-from loopbus.bus import Bus
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor
 from unitkit import SHA_A, answered, claim, log_events, plan, units_daemon, wait_log
+
+from bus import Bus
+from projections import units as units_fold
+from schemas import Actor
 
 B1 = Actor(role="builder", principal="b1")
 MALLORY = Actor(role="builder", principal="mallory")

@@ -9,23 +9,24 @@ from datetime import UTC, datetime
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from loopbus.bus import Bus, read
-from loopbus.projections import claims
-from loopbus.projections import integrity as integrity_fold
-from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, Refusal, transition_event
-from loopbus.projections.transitions import audit
-from loopbus.schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
-from loopbus.schemas.gates import (
+from unitkit import SHA_A, SHA_B, answered, claim, log_events, plan, transitions, units_daemon
+from unitkit import wait_log as wait
+
+from bus import Bus, read
+from projections import claims
+from projections import integrity as integrity_fold
+from projections import units as units_fold
+from projections.claims import Move, Refusal, transition_event
+from projections.transitions import audit
+from schemas import Actor, Event, Outcome, UnitPlanned, UnitTransitioned, project_subjects
+from schemas.gates import (
     GateRunnerKeyRegistered,
     GateSuiteCompleted,
     SuiteEntry,
     canonical_bytes,
 )
-from loopbus.schemas.ids import new_id
-from loopbus.workers.kernel.oneshot import transition_unit
-from unitkit import SHA_A, SHA_B, answered, claim, log_events, plan, transitions, units_daemon
-from unitkit import wait_log as wait
+from schemas.ids import new_id
+from workers.kernel.oneshot import transition_unit
 
 SYSTEM = Actor(role="system", principal="test-gate-runner")
 

@@ -8,9 +8,6 @@ import subprocess
 import sys
 
 import pytest
-from loopbus.bus import Bus
-from loopbus.schemas import BLOCK_REASONS, Actor, FindingRaised, parse_target
-from loopbus.workers.gates.declared import DeclaredChecks
 from unitkit import (
     answered,
     claim,
@@ -19,6 +16,10 @@ from unitkit import (
     units_daemon,
     wait_log,
 )
+
+from bus import Bus
+from schemas import BLOCK_REASONS, Actor, FindingRaised, parse_target
+from workers.gates.declared import DeclaredChecks
 
 NO_FINDING = "01JZZZZZZZZZZZZZZZZZZZZZZZ"
 CHECKS = {"tests": "project", "lint": "profile:cli@1"}
@@ -165,7 +166,7 @@ async def test_block_with_a_resolvable_subject_moves_the_unit_and_back(
         reason,
         subject,
     )
-    from loopbus.projections import units as units_fold
+    from projections import units as units_fold
 
     view = units_fold.FOLD.fold(events).units["U1"]
     assert view.waited_s[reason] == pytest.approx((moved[2].at - moved[1].at).total_seconds())
@@ -304,7 +305,7 @@ async def test_a_unit_of_a_dispatched_slice_starts_only_once_dispatched(
     bus: Bus, nats_url: str, project: str
 ) -> None:
     """In a dispatcher's slice, `started` is refused until the unit has been dispatched."""
-    from loopbus.schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted, UnitDispatched
+    from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted, UnitDispatched
 
     system = Actor(role="system", principal="test-dispatcher")
     accepted = SlicePlanAccepted(

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Block, Event, Outcome, UnitPlanned, UnitTransitioned
-
 from loopbus.units_status import duration, render_units, render_waiting, waiting
+from projections import units as units_fold
+from schemas import Actor, Block, Event, Outcome, UnitPlanned, UnitTransitioned
 
 SYSTEM = Actor(role="system", principal="t")
 T0 = datetime(2030, 1, 1, tzinfo=UTC)

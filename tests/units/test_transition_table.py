@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopbus.bus import Bus, connect
-from loopbus.projections import claims
-from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, References, transition_event
-from loopbus.projections.transitions import ALLOWED, TABLE, audit
-from loopbus.schemas import (
+from unitkit import all_answered, claim, log_events, plan, units_daemon, wait_log
+
+from bus import Bus, connect
+from projections import claims
+from projections import units as units_fold
+from projections.claims import Move, References, transition_event
+from projections.transitions import ALLOWED, TABLE, audit
+from schemas import (
     BLOCK_REASONS,
     Actor,
     Block,
@@ -27,15 +29,14 @@ from loopbus.schemas import (
     UnitTransitioned,
     parse_target,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import UnitReport
-from loopbus.schemas.slices import RetryDecided
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import cancel_all
-from loopbus.workers.units.daemon import ANSWER_SALT, refusal_finding
-from loopbus.workers.watchdog.daemon import Watchdog
-from loopbus.workers.watchdog.limits import Limits
-from unitkit import all_answered, claim, log_events, plan, units_daemon, wait_log
+from schemas.ids import answer_id
+from schemas.reports import UnitReport
+from schemas.slices import RetryDecided
+from workers.kernel import Kernel
+from workers.runtime import cancel_all
+from workers.units.daemon import ANSWER_SALT, refusal_finding
+from workers.watchdog.daemon import Watchdog
+from workers.watchdog.limits import Limits
 
 PROJECT = "prop"
 SYSTEM = Actor(role="system", principal="test-system")

@@ -10,15 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, connect
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
-from loopbus.workers.gates.declared import DeclaredChecks
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import cancel_all
-from loopbus.workers.watchdog.daemon import Watchdog
-from loopbus.workers.watchdog.limits import Limits, parse_limits
 from unitkit import (
     BUILDER,
     answered,
@@ -29,6 +20,16 @@ from unitkit import (
     units_daemon,
     wait_log,
 )
+
+from bus import HEARTBEAT_BUCKET, Bus, connect
+from projections import units as units_fold
+from schemas import Actor, Event, FindingRaised, UnitTransitioned
+from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from workers.gates.declared import DeclaredChecks
+from workers.kernel import Kernel
+from workers.runtime import cancel_all
+from workers.watchdog.daemon import Watchdog
+from workers.watchdog.limits import Limits, parse_limits
 
 
 class DogUnderTest:
@@ -175,7 +176,7 @@ async def test_a_wait_past_its_budget_raises_one_finding_for_the_blockers_owner(
     bus: Bus, nats_url: str, project: str, reason: str, subject: str | None, owner: str, target: str
 ) -> None:
     """A wait past budget raises one finding, owned by the blocker's owner, even after restart."""
-    from loopbus.schemas import Actor, parse_target
+    from schemas import Actor, parse_target
 
     await plan(bus, project, {"S1": ["U1", "U2"]})
     if subject is None:
@@ -210,7 +211,7 @@ async def test_a_wait_past_its_budget_raises_one_finding_for_the_blockers_owner(
     assert again == [] and after_restart == []
     assert len(raised) == 1 and isinstance(raised[0], FindingRaised)
     finding = raised[0]
-    from loopbus.schemas import format_target
+    from schemas import format_target
 
     assert (finding.cls, finding.owner, format_target(finding.target)) == (
         "wait-budget",
@@ -269,7 +270,7 @@ def test_limits_refuse_what_is_not_a_duration_a_project_or_a_reason(
     lapses: list[str], budgets: list[str], says: str
 ) -> None:
     """A malformed --heartbeat-lapse or --wait-budget is refused naming the option and fix."""
-    from loopbus.schemas import InvalidValue
+    from schemas import InvalidValue
 
     with pytest.raises(InvalidValue, match=says):
         parse_limits(lapses, budgets)

@@ -10,11 +10,12 @@ import sys
 from collections import Counter
 
 import pytest
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections.transitions import audit
-from loopbus.schemas import Event, UnitTransitioned
-from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
 from unitkit import answered, claim, log_events, plan, transitions, units_daemon, wait_log
+
+from bus import HEARTBEAT_BUCKET, Bus
+from projections.transitions import audit
+from schemas import Event, UnitTransitioned
+from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
 
 LAPSE_S = 1.0
 SILENT = [f"A{i:02d}" for i in range(20)]  # never heartbeat: lapse while the first watchdog runs
@@ -25,7 +26,7 @@ async def spawn_watchdog(url: str, project: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "loopbus.workers.watchdog",
+        "workers.watchdog",
         "--nats-url",
         url,
         "--heartbeat-lapse",

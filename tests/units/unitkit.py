@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from kernelkit import running
 from logkit import log_events, wait_log  # noqa: F401 - re-exported for the tests
-from loopbus.bus import Bus, connect
-from loopbus.projections import units as units_fold
-from loopbus.schemas import Actor, Event, UnitPlanned, UnitTransitioned
-from loopbus.schemas.reports import (
+
+from bus import Bus, connect
+from projections import units as units_fold
+from schemas import Actor, Event, UnitPlanned, UnitTransitioned
+from schemas.reports import (
     BlockedReport,
     CommitReport,
     GaveUpReport,
@@ -21,8 +22,8 @@ from loopbus.schemas.reports import (
     UnblockedReport,
     UnitReport,
 )
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.units.daemon import Units
+from workers.kernel import Kernel
+from workers.units.daemon import Units
 
 BUILDER = Actor(role="builder", principal="test-builder")
 SHA_A = "a" * 40

@@ -14,7 +14,8 @@ import tempfile  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
-from loopbus.workers.gates.signing import Signer, load_or_create  # noqa: E402
+
+from workers.gates.signing import Signer, load_or_create  # noqa: E402
 
 
 @pytest.fixture

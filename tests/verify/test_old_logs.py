@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from loopbus.schemas import decode_event, encode_event
-from loopbus.schemas.reviews import ReviewVerdict
-from loopbus.schemas.slices import RunEntryCompleted
 from slice_helpers import SYSTEM
+
+from schemas import decode_event, encode_event
+from schemas.reviews import ReviewVerdict
+from schemas.slices import RunEntryCompleted
 
 
 def _stored_without(event: object, field: str) -> bytes:

@@ -6,14 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from loopbus.projections import ratchet
-from loopbus.schemas import Actor
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.ratchet import GateProposed
-from loopbus.schemas.verify import AcceptanceCheck, VerifierEnvelope, VerifyBrief, WaveVerified
-from loopbus.workers.agents.verify_config import parse
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.verifier.answer import recorded
+
+from projections import ratchet
+from schemas import Actor
+from schemas.ids import new_id
+from schemas.ratchet import GateProposed
+from schemas.verify import AcceptanceCheck, VerifierEnvelope, VerifyBrief, WaveVerified
+from workers.agents.verify_config import parse
+from workers.errors import ConfigError
+from workers.verifier.answer import recorded
 
 SYSTEM = Actor(role="system", principal="verifier")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

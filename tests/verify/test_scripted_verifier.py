@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import msgspec
-from loopbus.schemas.verify import VerifierEnvelope
+
+from schemas.verify import VerifierEnvelope
 
 
 def run(tmp_path: Path, brief: dict[str, object]) -> VerifierEnvelope:

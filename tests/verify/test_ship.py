@@ -6,22 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loopbus.projections import gates, ship, trunk_green, verify
-from loopbus.projections.ship import ShipRules
-from loopbus.projections.slices import SlicesState
-from loopbus.projections.trunk_green import TrunkGates
-from loopbus.schemas import Actor, FindingRaised, Outcome, UnitTransitioned, new_id
-from loopbus.schemas.charter import Charter, CharterCriterion, Objective
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.reviews import ReviewVerdict, VerdictAccepted
-from loopbus.schemas.scores import AxisScore
-from loopbus.schemas.slices import BootResult, SliceClosed
-from loopbus.schemas.targets import PlanTarget
-from loopbus.schemas.verify import VERIFY_CRITERION, WaveVerified
-from loopbus.workers.agents.verify_config import parse
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.verifier.brief import verify_brief
 from slice_helpers import (
     SYSTEM,
     PureDispatcher,
@@ -31,6 +15,23 @@ from slice_helpers import (
     registration,
     unit,
 )
+
+from projections import gates, ship, trunk_green, verify
+from projections.ship import ShipRules
+from projections.slices import SlicesState
+from projections.trunk_green import TrunkGates
+from schemas import Actor, FindingRaised, Outcome, UnitTransitioned, new_id
+from schemas.charter import Charter, CharterCriterion, Objective
+from schemas.lifecycle import FindingDismissed
+from schemas.reviews import ReviewVerdict, VerdictAccepted
+from schemas.scores import AxisScore
+from schemas.slices import BootResult, SliceClosed
+from schemas.targets import PlanTarget
+from schemas.verify import VERIFY_CRITERION, WaveVerified
+from workers.agents.verify_config import parse
+from workers.errors import ConfigError
+from workers.gates.signing import Signer
+from workers.verifier.brief import verify_brief
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 
@@ -406,8 +407,8 @@ def test_an_answer_the_log_would_refuse_is_recorded_as_the_waves_error() -> None
     ever: the wave is recorded unverified, with why."""
     from datetime import UTC, datetime
 
-    from loopbus.schemas.verify import AcceptanceCheck, VerifierEnvelope, VerifyBrief
-    from loopbus.workers.verifier.answer import recorded
+    from schemas.verify import AcceptanceCheck, VerifierEnvelope, VerifyBrief
+    from workers.verifier.answer import recorded
 
     brief = VerifyBrief(project=P, slice="S1", wave=0, units=["A"])
     huge = VerifierEnvelope(checks=[AcceptanceCheck(id="c", command="x" * 2_000_000, passed=True)])
@@ -419,7 +420,7 @@ def test_an_answer_the_log_would_refuse_is_recorded_as_the_waves_error() -> None
 def test_ship_is_one_table_read_by_two_readers() -> None:
     """The draft-PR command and SHIP's floors live in one [ship] table: each reader takes
     its keys and lets the other's through, and a key neither knows is still refused."""
-    from loopbus.workers.shipper.config import parse as parse_ship_command
+    from workers.shipper.config import parse as parse_ship_command
 
     text = '[ship]\ncommand = "open-pr"\nenv = ["GH_TOKEN"]\nmax_unit_lines = 300\n'
     text += "[ship.floors]\ncorrectness = 9\n"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from loopbus.schemas.verify import SliceShipJudged, WaveVerified
 from slice_helpers import SYSTEM
 
 from loopbus.timeline import Timeline
+from schemas.verify import SliceShipJudged, WaveVerified
 
 
 def test_ship_lines_say_shipped_or_the_first_reasons() -> None:

@@ -14,17 +14,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from loopbus.bus import Bus, read
-from loopbus.schemas import (
-    Event,
-    FindingRaised,
-    new_id,
-    project_subjects,
-)
-from loopbus.schemas.lifecycle import FindingDismissed
-from loopbus.schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
-from loopbus.schemas.verify import SliceShipJudged, VerifyBrief, WaveVerified
-from loopbus.workers.gates.signing import Signer
 from slice_helpers import PLANNER, SYSTEM, commit, of_type, plan, unit
 from verifykit import (
     FULL_MARKS,
@@ -35,6 +24,18 @@ from verifykit import (
     until,
     verify_repo,
 )
+
+from bus import Bus, read
+from schemas import (
+    Event,
+    FindingRaised,
+    new_id,
+    project_subjects,
+)
+from schemas.lifecycle import FindingDismissed
+from schemas.slices import PlanSubmission, SliceClosed, UnitDispatched
+from schemas.verify import SliceShipJudged, VerifyBrief, WaveVerified
+from workers.gates.signing import Signer
 
 MARKERS = ("BUILDER-SUMMARY-MARK", "DIFF-MARK", "REVIEW-MARK")
 """Texts only builders, diffs and reviews carry: none may reach the verifier's brief."""

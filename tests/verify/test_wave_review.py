@@ -11,15 +11,16 @@ from typing import Any
 
 import msgspec
 from dulwich.repo import Repo
-from loopbus.bus import Bus
-from loopbus.schemas import FindingRaised, FindingResolved
-from loopbus.schemas.merges import TrunkAdvanced
-from loopbus.schemas.slices import PlanSubmission, UnitDispatched
-from loopbus.schemas.verify import SliceShipJudged
-from loopbus.schemas.wave_review import FLOOR_AXES, UnitReReviewed, WaveReviewed
-from loopbus.workers.gates.signing import Signer
 from slice_helpers import PLANNER, SYSTEM, commit, make_repo, of_type, plan, unit
 from verifykit import finished, green_trunk, loop, until
+
+from bus import Bus
+from schemas import FindingRaised, FindingResolved
+from schemas.merges import TrunkAdvanced
+from schemas.slices import PlanSubmission, UnitDispatched
+from schemas.verify import SliceShipJudged
+from schemas.wave_review import FLOOR_AXES, UnitReReviewed, WaveReviewed
+from workers.gates.signing import Signer
 
 REVIEWER_SCRIPT = r"""
 import json, sys

@@ -17,21 +17,22 @@ from typing import Any
 
 import msgspec
 from kernelkit import running
-from loopbus.bus import Bus, read
-from loopbus.projections.ship import ShipRules
-from loopbus.schemas import Actor, Event, Outcome, UnitTransitioned, new_id, project_subjects
-from loopbus.schemas.reports import CommitReport
-from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict, VerdictAccepted
-from loopbus.schemas.scores import AxisScore
-from loopbus.schemas.targets import PlanTarget
-from loopbus.workers.agents import config as agent_config
-from loopbus.workers.agents.verify_config import parse_verify_text
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.verifier.daemon import Verifier
 from slice_helpers import BUILDER, SYSTEM, make_repo
+
+from bus import Bus, read
+from projections.ship import ShipRules
+from schemas import Actor, Event, Outcome, UnitTransitioned, new_id, project_subjects
+from schemas.reports import CommitReport
+from schemas.reviews import ReviewFinding, ReviewVerdict, VerdictAccepted
+from schemas.scores import AxisScore
+from schemas.targets import PlanTarget
+from workers.agents import config as agent_config
+from workers.agents.verify_config import parse_verify_text
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.repo import ProjectRepo
+from workers.gates.signing import Signer
+from workers.kernel import Kernel
+from workers.verifier.daemon import Verifier
 
 REVIEWER = Actor(role="reviewer", principal="r1")
 

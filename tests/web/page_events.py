@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import (
+from projections.claims import Move, transition_event
+from schemas import (
     Actor,
     Event,
     FindingRaised,
@@ -12,7 +12,7 @@ from loopbus.schemas import (
     new_id,
     parse_target,
 )
-from loopbus.schemas.slices import (
+from schemas.slices import (
     PlannedUnit,
     PlanSubmission,
     SliceBudgets,

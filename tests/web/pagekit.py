@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from loopbus.bus import free_port
+
+from bus import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

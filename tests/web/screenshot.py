@@ -19,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from loopbus.bus import EmbeddedServer, connect, ensure_log, free_port
-from loopbus.projections.claims import Move, transition_event
-from loopbus.schemas import Block, Event, Outcome, new_id
 from page_events import SYSTEM, accepted_plan, finding
 from pagekit import CHROMEDRIVER, CHROMIUM, start_page
+
+from bus import EmbeddedServer, connect, ensure_log, free_port
+from projections.claims import Move, transition_event
+from schemas import Block, Event, Outcome, new_id
 
 PROJECT = "demo"
 UNITS = [("B", []), ("A", []), ("C", ["A"]), ("D", ["C"]), ("E", ["B"]), ("F", ["B"])]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, Event, UnitPlanned
 from page_events import finding
 from pagekit import PageServer, click, elapsed, wait_until
 from selenium.webdriver.common.by import By
+
+from bus import Bus
+from schemas import Actor, Event, UnitPlanned
 
 UNITS = 10_000
 FINDINGS = 100_000

@@ -8,11 +8,12 @@ import sys
 import time
 from typing import Any
 
-from loopbus.bus import Bus
 from page_events import accepted_plan, finding, halted
 from pagekit import PageServer, choose, click, elapsed, look, wait_until
 from plannerview import CYCLE, planner_events
 from selenium.webdriver.common.by import By
+
+from bus import Bus
 
 
 def open_page(browser: Any, server: PageServer, query: str = "") -> None:

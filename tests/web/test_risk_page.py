@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
-from loopbus.bus import Bus
-from loopbus.schemas import Actor, UnitPlanned
-from loopbus.schemas.slices import (
+from pagekit import PageServer
+
+from bus import Bus
+from schemas import Actor, UnitPlanned
+from schemas.slices import (
     BootResult,
     CommandRun,
     NotRun,
@@ -18,7 +20,6 @@ from loopbus.schemas.slices import (
     SlicePlanAccepted,
     UnitDispatched,
 )
-from pagekit import PageServer
 
 SYSTEM = Actor(role="system", principal="tests")
 PLANNER = Actor(role="planner", principal="planner-1")

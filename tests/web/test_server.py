@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 
-from loopbus.bus import Bus, Views
-from loopbus.schemas import Actor
-from loopbus.schemas.leases import LeaseTaken
 from page_events import accepted_plan, finding, halted
 from pagekit import PageServer, start_page
 from plannerview import CYCLE, fold_with_projector, planner_events
+
+from bus import Bus, Views
+from schemas import Actor
+from schemas.leases import LeaseTaken
 
 
 def test_the_page_is_read_only_and_ships_its_own_assets(page_server: PageServer):
@@ -64,7 +65,7 @@ async def test_the_page_shows_what_status_shows(
     await bus.publish_many(events)
     last = await bus.stream_last_seq()
     projector = subprocess.Popen(
-        [sys.executable, "-m", "loopbus.workers.projector", "--nats-url", nats_url],
+        [sys.executable, "-m", "workers.projector", "--nats-url", nats_url],
         stderr=subprocess.DEVNULL,
     )
     try:

@@ -1,7 +1,7 @@
 """The finding an agent run's sandbox breach becomes, for every agent role. Pure.
 
 An executor names the limits it saw a command hit (``timeout``, ``cpu``, ``memory``,
-``processes``: :attr:`~loopbus.workers.agents.sandbox.SandboxResult.breaches`). That is
+``processes``: :attr:`~workers.agents.sandbox.SandboxResult.breaches`). That is
 the executor's observation, never the agent's word, so what the command prints cannot
 hide it. Each daemon that runs an agent (builder, reviewer, investigator) publishes one
 ``sandbox-breach`` finding per run that hit a limit, in the same batch as what the run's
@@ -17,11 +17,12 @@ from datetime import datetime
 from typing import Literal
 
 import msgspec
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.schemas import Actor, Event, FindingRaised
-from loopbus.schemas.findings import FindingClass, Producer
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
+
+from projections.intents import Intent, Publish, PublishBatch
+from schemas import Actor, Event, FindingRaised
+from schemas.findings import FindingClass, Producer
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
 
 CLASS: FindingClass = "sandbox-breach"
 CRITERION = "agent-limits"

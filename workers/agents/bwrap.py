@@ -17,9 +17,9 @@ import os
 import sys
 from pathlib import Path
 
-from loopbus.workers.agents.environment import outermost
-from loopbus.workers.agents.sandbox import SandboxSpec
-from loopbus.workers.agents.uids import LAUNCHER
+from workers.agents.environment import outermost
+from workers.agents.sandbox import SandboxSpec
+from workers.agents.uids import LAUNCHER
 
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 PROBE_TIMEOUT_S = 30

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from loopbus.workers.agents.sandbox import Breach
+from workers.agents.sandbox import Breach
 
 MEMORY = "memory"
 PIDS = "pids"

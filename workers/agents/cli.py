@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from loopbus.schemas.project_config import TRUNK_ENV as TRUNK_ENV
-from loopbus.workers.agents import config as agent_config
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.cli import Body, kernel_body
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.kernel import Daemon
-from loopbus.workers.runtime import DaemonContext
+
+from schemas.project_config import TRUNK_ENV as TRUNK_ENV
+from workers.agents import config as agent_config
+from workers.agents.config import RepoConfig
+from workers.cli import Body, kernel_body
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.kernel import Daemon
+from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

@@ -1,7 +1,7 @@
 """What an external agent's command (reviewer, investigator, builder) did, its words, and
 the bare subprocess ``[agents] sandbox = "none"`` runs it in.
 
-Every agent command goes through :func:`loopbus.workers.agents.runner.run_agent`, which
+Every agent command goes through :func:`workers.agents.runner.run_agent`, which
 runs it in a sandbox; :func:`run_command` here is only the unsandboxed run the operator
 chose with ``sandbox = "none"``. The command is split into words like a POSIX shell would
 (no shell runs it), gets one document on stdin, runs in its own process group so a

@@ -54,19 +54,20 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loopbus.projections.convergence import (
+
+from projections.convergence import (
     DEFAULT_BLOCKING,
     DEFAULT_CEILING,
     DEFAULT_STALL,
     SEVERITY_RANK,
 )
-from loopbus.schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
-from loopbus.schemas.ids import is_token
-from loopbus.schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
-from loopbus.workers.agents.sandbox_config import AgentsConfig, parse_agents
-from loopbus.workers.agents.tables import check_table, command_line, seconds
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.repository import commit_at, config_at, open_repo, trunk_commit
+from schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
+from schemas.ids import is_token
+from schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode
+from workers.agents.sandbox_config import AgentsConfig, parse_agents
+from workers.agents.tables import check_table, command_line, seconds
+from workers.errors import CONFIG_FILE, ConfigError, RepoError
+from workers.repository import commit_at, config_at, open_repo, trunk_commit
 
 REVIEW_KEYS = (
     "command",

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
-from loopbus.workers.agents.fence import Fence, FenceError, resolve
-from loopbus.workers.agents.labels import (
+
+from workers.agents.fence import Fence, FenceError, resolve
+from workers.agents.labels import (
     AGENT_LABEL,
     DAEMON_LABEL,
     FENCE_LABEL,
@@ -47,9 +48,9 @@ from loopbus.workers.agents.labels import (
     WORKTREE_LABEL,
     daemon_id,
 )
-from loopbus.workers.agents.lending import Owner, hand_tree, owner_of, take_back
-from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
-from loopbus.workers.gates.executors import OUTPUT_CAP, docker_reachable
+from workers.agents.lending import Owner, hand_tree, owner_of, take_back
+from workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
+from workers.gates.executors import OUTPUT_CAP, docker_reachable
 
 if TYPE_CHECKING:
     import aiodocker

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-from loopbus.workers.agents.fence import FenceError, remove_fence
-from loopbus.workers.agents.labels import (
+
+from workers.agents.fence import FenceError, remove_fence
+from workers.agents.labels import (
     AGENT_LABEL,
     DAEMON_LABEL,
     FENCE_LABEL,
@@ -27,7 +28,7 @@ from loopbus.workers.agents.labels import (
     WORKTREE_LABEL,
     is_orphan,
 )
-from loopbus.workers.agents.lending import Owner, take_back
+from workers.agents.lending import Owner, take_back
 
 if TYPE_CHECKING:
     import aiodocker

@@ -23,7 +23,7 @@ from pathlib import Path
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
 """The only variables an agent inherits from the daemon (``PATH`` after the interpreters)."""
 
-PACKAGES = ("loopbus", "loopbus.bus", "loopbus.projections", "loopbus.schemas", "loopbus.workers")
+PACKAGES = ("loopbus", "bus", "projections", "schemas", "workers")
 """loopbus's packages: an editable install maps each to its own folder of a checkout."""
 
 PLACEHOLDER_TMP = "/tmp"

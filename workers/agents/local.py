@@ -58,12 +58,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from loopbus.workers.agents import cgroups, streams, uids
-from loopbus.workers.agents.bwrap import Bubblewrap
-from loopbus.workers.agents.cgroups import RunGroup
-from loopbus.workers.agents.lending import Owner, hand_tree, owner_of, take_back
-from loopbus.workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
-from loopbus.workers.agents.uids import DEFAULT_UIDS, LAUNCHER, LOCK_DIR, Lease, NoFreeUid
+
+from workers.agents import cgroups, streams, uids
+from workers.agents.bwrap import Bubblewrap
+from workers.agents.cgroups import RunGroup
+from workers.agents.lending import Owner, hand_tree, owner_of, take_back
+from workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
+from workers.agents.uids import DEFAULT_UIDS, LAUNCHER, LOCK_DIR, Lease, NoFreeUid
 
 log = structlog.get_logger()
 

@@ -19,21 +19,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import structlog
-from loopbus.workers.agents import container_sweep
-from loopbus.workers.agents.command import CommandResult, run_command
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.container import ContainerExecutor
-from loopbus.workers.agents.environment import (
+
+from workers.agents import container_sweep
+from workers.agents.command import CommandResult, run_command
+from workers.agents.config import RepoConfig
+from workers.agents.container import ContainerExecutor
+from workers.agents.environment import (
     agent_env,
     interpreter_paths,
     loopbus_paths,
     outermost,
 )
-from loopbus.workers.agents.local import LocalExecutor
-from loopbus.workers.agents.sandbox import SandboxExecutor, SandboxResult, SandboxSpec
-from loopbus.workers.agents.sandbox_config import AgentsConfig
-from loopbus.workers.agents.workspace import remove
-from loopbus.workers.gates.environment import interpreter_dir
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import SandboxExecutor, SandboxResult, SandboxSpec
+from workers.agents.sandbox_config import AgentsConfig
+from workers.agents.workspace import remove
+from workers.gates.environment import interpreter_dir
 
 log = structlog.get_logger()
 

@@ -24,10 +24,11 @@ import re
 from typing import Any
 
 import msgspec
-from loopbus.workers.agents.sandbox import Limits
-from loopbus.workers.agents.tables import check_table, seconds
-from loopbus.workers.agents.uids import DEFAULT_UIDS
-from loopbus.workers.errors import ConfigError
+
+from workers.agents.sandbox import Limits
+from workers.agents.tables import check_table, seconds
+from workers.agents.uids import DEFAULT_UIDS
+from workers.errors import ConfigError
 
 AGENTS_KEYS = (
     "executor",

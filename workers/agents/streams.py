@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from loopbus.workers.gates.executors import OUTPUT_CAP
+from workers.gates.executors import OUTPUT_CAP
 
 T = TypeVar("T")
 EXIT_POLL_S = 0.05

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
-from loopbus.workers.errors import ConfigError
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from workers.errors import ConfigError
 
 
 def check_table(table: Any, name: str, allowed: tuple[str, ...]) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.kernel import Kernel, World, standing
+from projections.intents import Intent
+from schemas import FindingRaised
+from schemas.targets import RecordTarget
+from workers.agents.config import RepoConfig
+from workers.kernel import Kernel, World, standing
 
 CRITERION = "agents-unsandboxed"
 TARGET = RecordTarget(id="loopbus.toml:agents.sandbox")

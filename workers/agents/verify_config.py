@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loopbus.projections.ship import ShipRules
-from loopbus.schemas.scores import AXES, DEFAULT_FLOORS
-from loopbus.workers.agents.config import INVESTIGATOR_KEYS, config_text
-from loopbus.workers.agents.tables import check_table, command_line, seconds
-from loopbus.workers.errors import ConfigError
+
+from projections.ship import ShipRules
+from schemas.scores import AXES, DEFAULT_FLOORS
+from workers.agents.config import INVESTIGATOR_KEYS, config_text
+from workers.agents.tables import check_table, command_line, seconds
+from workers.errors import ConfigError
 
 VERIFY_KEYS = (*INVESTIGATOR_KEYS, "propose_gates")
 """A command and its timeout, as the investigator has, and whether passing checks are

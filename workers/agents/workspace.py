@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from loopbus.workers.repository import checkout, tree_of
+from workers.repository import checkout, tree_of
 
 NOBODY = 65534
 """Owner of the copy when the daemon is root: an agent (an unprivileged uid of its own,

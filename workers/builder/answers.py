@@ -23,24 +23,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopbus.projections.convergence import HALT_RUNG, tactic
-from loopbus.projections.intents import Intent, PublishBatch
-from loopbus.schemas import Actor, Event, FindingRaised
-from loopbus.schemas.builds import BuildEnvelope, NovelDecision
-from loopbus.schemas.decisions import (
+from projections.convergence import HALT_RUNG, tactic
+from projections.intents import Intent, PublishBatch
+from schemas import Actor, Event, FindingRaised
+from schemas.builds import BuildEnvelope, NovelDecision
+from schemas.decisions import (
     STATED_WEIGHT,
     DecisionRecorded,
     DecisionRequested,
     option_ids,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import BlockedReport, CommitReport, GaveUpReport
-from loopbus.schemas.reviews import RoundUnchanged, RungPromoted
-from loopbus.schemas.slices import UsageReport
-from loopbus.schemas.targets import DecisionTarget, RecordTarget
-from loopbus.workers.agents.breaches import AgentRun
-from loopbus.workers.agents.config import BuildConfig
-from loopbus.workers.builder.autonomy import Classified, classify, may_pick_alone
+from schemas.ids import answer_id
+from schemas.reports import BlockedReport, CommitReport, GaveUpReport
+from schemas.reviews import RoundUnchanged, RungPromoted
+from schemas.slices import UsageReport
+from schemas.targets import DecisionTarget, RecordTarget
+from workers.agents.breaches import AgentRun
+from workers.agents.config import BuildConfig
+from workers.builder.autonomy import Classified, classify, may_pick_alone
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from loopbus.schemas.builds import AUTONOMY_CLASSES, AutonomyClass, NovelDecision, stated_class
+from schemas.builds import AUTONOMY_CLASSES, AutonomyClass, NovelDecision, stated_class
 
 IRREVERSIBLE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (what, re.compile(pattern, re.IGNORECASE))

@@ -1,4 +1,4 @@
-"""Command line of the builder daemon: ``python -m loopbus.workers.builder --repo PATH``."""
+"""Command line of the builder daemon: ``python -m workers.builder --repo PATH``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from loopbus.workers.agents.cli import add_repo, load_configs
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.leases.capacity import jobs_arg
-from loopbus.workers.runtime import DaemonContext
+
+from workers.agents.cli import add_repo, load_configs
+from workers.cli import Body, daemon_parser, main_for
+from workers.kernel import Kernel
+from workers.leases.capacity import jobs_arg
+from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.builder.daemon import Builder
+        from workers.builder.daemon import Builder
 
         if not 0 < args.lease_ttl <= 86400:
             parser.error(f"--lease-ttl {args.lease_ttl}: give seconds above 0, at most 86400")

@@ -1,9 +1,9 @@
 """A conflict round: the unit's head merged with trunk, for the builder to finish.
 
 When the merger finds that a unit's head does not merge onto trunk (a ``merge.conflicted``
-fact: :class:`loopbus.projections.builds.Collision`), the unit's next round starts from
+fact: :class:`projections.builds.Collision`), the unit's next round starts from
 the merge of trunk's head into the unit's head, made here with the merger's own driver
-(:mod:`loopbus.workers.entity_merge`, every path routed to it as the merger does):
+(:mod:`workers.entity_merge`, every path routed to it as the merger does):
 
 * what the driver combined is in the worktree, combined;
 * each file it could not combine holds conflict markers around what collided
@@ -32,17 +32,18 @@ from pathlib import Path
 from dulwich.merge import Merger, recursive_merge
 from dulwich.objects import Blob, ObjectID
 from dulwich.repo import Repo
-from loopbus.schemas import FindingResolved
-from loopbus.schemas.builds import BriefConflict, BriefConflictFile, BriefConflictRegion
-from loopbus.workers.builder import gitdir
-from loopbus.workers.builder.answers import Round
-from loopbus.workers.entity_merge import (
+
+from schemas import FindingResolved
+from schemas.builds import BriefConflict, BriefConflictFile, BriefConflictRegion
+from workers.builder import gitdir
+from workers.builder.answers import Round
+from workers.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,
 )
-from loopbus.workers.history import merge_bases
-from loopbus.workers.repository import commit_at, open_repo
+from workers.history import merge_bases
+from workers.repository import commit_at, open_repo
 
 MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
 

@@ -7,8 +7,8 @@ effect, ``build``:
    ``<tmp>/loopbus-build-<random>/tree`` (the dispatch base, then the unit's head): outside
    the data directory (0700, the daemon's alone), and in a folder of its own only the
    round's uid is lent, so no other round's agent can list or write it;
-2. write the brief (:class:`loopbus.schemas.builds.Brief`) to the command's stdin and run
-   it in the worktree through the agent runner (:mod:`loopbus.workers.agents.runner`): a
+2. write the brief (:class:`schemas.builds.Brief`) to the command's stdin and run
+   it in the worktree through the agent runner (:mod:`workers.agents.runner`): a
    sandbox, a scrubbed environment (no NATS address, no credentials), everything it
    started killed past the timeout; the daemon (never the agent) keeps a heartbeat for the
    unit in the heartbeat bucket for as long as it runs;
@@ -37,26 +37,27 @@ from typing import Any, assert_never
 
 import msgspec
 import structlog
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.projections import builds, convergence, decisions, findings, leases, lessons, units
-from loopbus.projections.intents import Intent, PublishBatch
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
-from loopbus.schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
-from loopbus.workers.agents import unsandboxed
-from loopbus.workers.agents.breaches import breach_finding
-from loopbus.workers.agents.command import CommandResult, argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import remove, workdir
-from loopbus.workers.builder import answers, conflict, worktree
-from loopbus.workers.builder.criteria import criterion_text
-from loopbus.workers.builder.decide import decide
-from loopbus.workers.builder.effects import BuilderEffect, BuildRound
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.kernel.lease_holding import answered_under_lease
-from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.repository import open_repo, trunk_commit
+
+from bus import HEARTBEAT_BUCKET, Bus
+from projections import builds, convergence, decisions, findings, leases, lessons, units
+from projections.intents import Intent, PublishBatch
+from schemas import Actor, Event
+from schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
+from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
+from workers.agents import unsandboxed
+from workers.agents.breaches import breach_finding
+from workers.agents.command import CommandResult, argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.workspace import remove, workdir
+from workers.builder import answers, conflict, worktree
+from workers.builder.criteria import criterion_text
+from workers.builder.decide import decide
+from workers.builder.effects import BuilderEffect, BuildRound
+from workers.kernel import Daemon, Kernel, World
+from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.decide import Policy, holder_name, leased
+from workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 

@@ -7,18 +7,18 @@ For every unit the builds projection knows, in order:
   ladder is spent);
 * an operator's choice for a decision that waits on the operator becomes the recorded
   decision (a fact; the operator's claim alone changes nothing; a choice from any other
-  role is never one, see :data:`loopbus.projections.builds.CHOOSERS`). An answer to a
+  role is never one, see :data:`projections.builds.CHOOSERS`). An answer to a
   decision a reviewer escalated supersedes the auto pick it re-opened;
 * a unit blocked on a decision that is now recorded is unblocked, and the decision's
   finding resolved; one the builder blocked on a sibling unit is unblocked once the
   sibling is done;
 * a dispatched unit nobody started is started (the builder principal's claim);
-* a working unit that owes a round (see :mod:`loopbus.projections.builds`) gets one: the
+* a working unit that owes a round (see :mod:`projections.builds`) gets one: the
   ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger;
   when its head collided with trunk, the effect names the conflict (the shell merges
   trunk into the head for the round: :mod:`.conflict`). Its brief carries the decisions
   in force that bear on the unit (its own, and the project's whose files or criteria it
-  shares, by :func:`loopbus.projections.decisions.bearing_on`), and those superseded
+  shares, by :func:`projections.decisions.bearing_on`), and those superseded
   since its last round.
 """
 
@@ -26,22 +26,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections import convergence as conv
-from loopbus.projections import decisions as decisions_fold
-from loopbus.projections import lessons as lessons_fold
-from loopbus.projections.builds import CHOOSERS, BuildsState, UnitBuild
-from loopbus.projections.claims import Move
-from loopbus.projections.findings import FindingsState, open_findings
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.units import UnitsState, UnitView
-from loopbus.schemas import Actor, FindingResolved, Outcome
-from loopbus.schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
-from loopbus.schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import StartedReport, UnblockedReport
-from loopbus.workers.agents.config import BuildConfig
-from loopbus.workers.builder.effects import BuildRound
-from loopbus.workers.kernel import World
+from projections import convergence as conv
+from projections import decisions as decisions_fold
+from projections import lessons as lessons_fold
+from projections.builds import CHOOSERS, BuildsState, UnitBuild
+from projections.claims import Move
+from projections.findings import FindingsState, open_findings
+from projections.intents import Intent, Publish, PublishBatch
+from projections.units import UnitsState, UnitView
+from schemas import Actor, FindingResolved, Outcome
+from schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
+from schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
+from schemas.ids import answer_id
+from schemas.reports import StartedReport, UnblockedReport
+from workers.agents.config import BuildConfig
+from workers.builder.effects import BuildRound
+from workers.kernel import World
 
 REPEATS_TO_HALT = 3
 

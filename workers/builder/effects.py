@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections.intents import Effect
+from projections.intents import Effect
 
 BUILD = "build"
 """The key prefix of :class:`BuildRound`."""

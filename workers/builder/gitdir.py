@@ -28,7 +28,8 @@ from dulwich.object_store import MemoryObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
-from loopbus.workers.repository import commit_at, open_repo
+
+from workers.repository import commit_at, open_repo
 
 Side = tuple[int, str] | None
 """A path's (mode, blob id) on one side of a merge; ``None``: absent there."""

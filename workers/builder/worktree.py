@@ -24,10 +24,11 @@ from pathlib import Path
 
 from dulwich.ignore import IgnoreFilter, read_ignore_patterns
 from dulwich.objects import Blob, Commit, ObjectID, Tree
-from loopbus.workers.builder import gitdir
-from loopbus.workers.errors import RepoError
-from loopbus.workers.history import ref_name
-from loopbus.workers.repository import commit_at, open_repo, unit_branch
+
+from workers.builder import gitdir
+from workers.errors import RepoError
+from workers.history import ref_name
+from workers.repository import commit_at, open_repo, unit_branch
 
 ALWAYS_IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"})
 """Never part of a unit's commit, whatever the project's ``.gitignore`` says."""
@@ -107,7 +108,7 @@ def commit_worktree(
 
 def changed_paths(repo: Path, old: str, new: str) -> list[str]:
     """Files that differ between two commits (added, removed or modified)."""
-    from loopbus.workers.repository import files_changed
+    from workers.repository import files_changed
 
     return files_changed(repo, old, new)
 

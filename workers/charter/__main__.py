@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.charter --nats-url URL``."""
+"""``python -m workers.charter --nats-url URL``."""
 
-from loopbus.workers.charter.cli import main
+from workers.charter.cli import main
 
 raise SystemExit(main())

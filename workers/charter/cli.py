@@ -1,15 +1,15 @@
-"""Command line of the charter daemon: ``python -m loopbus.workers.charter --nats-url URL``."""
+"""Command line of the charter daemon: ``python -m workers.charter --nats-url URL``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.agents.cli import add_repo, load_configs
-from loopbus.workers.charter.daemon import DEFAULT_TICK_S, CharterDaemon
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import DaemonContext
+from workers.agents.cli import add_repo, load_configs
+from workers.charter.daemon import DEFAULT_TICK_S, CharterDaemon
+from workers.cli import Body, daemon_parser, main_for
+from workers.kernel import Kernel
+from workers.runtime import DaemonContext
 
 
 def main(argv: Sequence[str] | None = None) -> int:

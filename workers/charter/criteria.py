@@ -25,13 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import msgspec
-from loopbus.projections.gates import GatesState
-from loopbus.projections.merges import Tested
-from loopbus.schemas.charter import Charter, CharterCriterion
-from loopbus.schemas.criterion_source import DIGEST_PREFIX, source_digest
-from loopbus.schemas.merges import CheckVerdict
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import parse_config
+
+from projections.gates import GatesState
+from projections.merges import Tested
+from schemas.charter import Charter, CharterCriterion
+from schemas.criterion_source import DIGEST_PREFIX, source_digest
+from schemas.merges import CheckVerdict
+from workers.errors import ConfigError
+from workers.gates.config import parse_config
 
 PASSED = "passed"
 PENDING = "pending-"

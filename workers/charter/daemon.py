@@ -1,7 +1,7 @@
 """The charter daemon's shell: the folds it keeps, how often it looks at the clock, and
 what it reads from git.
 
-Everything it does is publishing what :func:`loopbus.workers.charter.decide.decide`
+Everything it does is publishing what :func:`workers.charter.decide.decide`
 decides; time-based steps (check-in, finalizing, the wall clock's end) are decided at
 least every ``tick_s`` seconds. The clock is the kernel's, so a test injects its own. For
 a project whose repository it is given (``configs``), it reads criterion tests and
@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import assert_never
 
 import structlog
-from loopbus.projections import charter, gates, merges
-from loopbus.projections.intents import Intent
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.charter.decide import Options, decide
-from loopbus.workers.charter.effects import CharterEffect, ReadCriteria
-from loopbus.workers.charter.reading import read, reading_key
-from loopbus.workers.kernel import Daemon, Kernel, World
+
+from projections import charter, gates, merges
+from projections.intents import Intent
+from workers.agents.config import RepoConfig
+from workers.charter.decide import Options, decide
+from workers.charter.effects import CharterEffect, ReadCriteria
+from workers.charter.reading import read, reading_key
+from workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
 

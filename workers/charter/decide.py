@@ -32,15 +32,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from loopbus.projections import charter as charter_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import merges as merges_fold
-from loopbus.projections.charter import RunView, open_slices
-from loopbus.projections.gates import GatesState
-from loopbus.projections.intents import Intent
-from loopbus.projections.merges import MergesState
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.charter import (
+from projections import charter as charter_fold
+from projections import gates as gates_fold
+from projections import merges as merges_fold
+from projections.charter import RunView, open_slices
+from projections.gates import GatesState
+from projections.intents import Intent
+from projections.merges import MergesState
+from schemas import FindingRaised
+from schemas.charter import (
     CharterApprove,
     CharterApproved,
     EndReason,
@@ -50,12 +50,12 @@ from loopbus.schemas.charter import (
     RunEnded,
     RunFinalizing,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.charter.criteria import approval_pins, check_digest, check_pins, judge
-from loopbus.workers.charter.effects import ReadCriteria
-from loopbus.workers.charter.reading import Reading, reading_key
-from loopbus.workers.kernel import World
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
+from workers.charter.criteria import approval_pins, check_digest, check_pins, judge
+from workers.charter.effects import ReadCriteria
+from workers.charter.reading import Reading, reading_key
+from workers.kernel import World
 
 F = TypeVar("F", RunCheckedIn, RunCriteriaPinned, RunCriteriaChecked, RunFinalizing, RunEnded)
 

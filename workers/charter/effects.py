@@ -7,8 +7,8 @@ read once while the reading is kept.
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
-from loopbus.workers.charter.reading import reading_key
+from projections.intents import Effect
+from workers.charter.reading import reading_key
 
 
 class ReadCriteria(Effect, frozen=True, tag="charter.read_criteria.v1"):

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopbus.schemas.criterion_source import body_digest, split_nodeid
-from loopbus.workers import repository
-from loopbus.workers.errors import CONFIG_FILE
+from schemas.criterion_source import body_digest, split_nodeid
+from workers import repository
+from workers.errors import CONFIG_FILE
 
 READING = "charter-read"
 """The effect action, and the prefix of the ``outside`` key a reading is kept under."""

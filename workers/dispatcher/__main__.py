@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.dispatcher --nats-url URL [--repo PATH] [--capacity N]``."""
+"""``python -m workers.dispatcher --nats-url URL [--repo PATH] [--capacity N]``."""
 
-from loopbus.workers.dispatcher.cli import main
+from workers.dispatcher.cli import main
 
 raise SystemExit(main())

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopbus.projections import charter, slices
-from loopbus.projections.charter import RunView
-from loopbus.projections.contract_landing import Pending, Refusal
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.planning import validate
-from loopbus.projections.slices import (
+from projections import charter, slices
+from projections.charter import RunView
+from projections.contract_landing import Pending, Refusal
+from projections.intents import Intent, Publish
+from projections.planning import validate
+from projections.slices import (
     MISALIGNED_EVIDENCE_KEY,
     REFUSAL_EVIDENCE_KEY,
     Misaligned,
@@ -25,17 +25,17 @@ from loopbus.projections.slices import (
     SliceView,
     Submission,
 )
-from loopbus.schemas import FindingRaised, FindingResolved
-from loopbus.schemas.findings import Producer
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import (
+from schemas import FindingRaised, FindingResolved
+from schemas.findings import Producer
+from schemas.ids import answer_id
+from schemas.slices import (
     MisalignmentRouted,
     Route,
     SlicePlanAccepted,
     SlicePlanDiscarded,
 )
-from loopbus.schemas.targets import PlanTarget, RecordTarget
-from loopbus.workers.kernel import World
+from schemas.targets import PlanTarget, RecordTarget
+from workers.kernel import World
 
 REFUSER: Producer = "standards"
 """The producer of every refusal the dispatcher raises: the machinery's own voice. A

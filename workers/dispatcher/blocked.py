@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopbus.projections import blocking
-from loopbus.projections.blocking import Blocked, BlockingState
-from loopbus.projections.decisions import DecisionsState
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import FindingResolved
-from loopbus.schemas.decisions import BlockedRouted
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import SlicePlanDiscarded
-from loopbus.workers.kernel import World
+from projections import blocking
+from projections.blocking import Blocked, BlockingState
+from projections.decisions import DecisionsState
+from projections.intents import Intent, Publish
+from projections.slices import SlicesState
+from schemas import FindingResolved
+from schemas.decisions import BlockedRouted
+from schemas.ids import answer_id
+from schemas.slices import SlicePlanDiscarded
+from workers.kernel import World
 
 
 def steps(world: World) -> Iterator[Intent]:

@@ -10,16 +10,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from loopbus.workers.agents.verify_config import ship_rules
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.dispatcher.daemon import Dispatcher
-from loopbus.workers.dispatcher.decide import DEFAULT_CAPACITY
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, WorkerError
-from loopbus.workers.gates.key_names import KEY_DIR_ENV
-from loopbus.workers.gates.signing import load_existing, load_or_create
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import DaemonContext
+
+from workers.agents.verify_config import ship_rules
+from workers.cli import Body, daemon_parser, main_for
+from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.decide import DEFAULT_CAPACITY
+from workers.dispatcher.repo import ProjectRepo
+from workers.errors import CONFIG_FILE, ConfigError, WorkerError
+from workers.gates.key_names import KEY_DIR_ENV
+from workers.gates.signing import load_existing, load_or_create
+from workers.kernel import Kernel
+from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

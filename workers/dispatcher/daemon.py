@@ -1,7 +1,7 @@
 """The dispatcher: turns plan claims into facts and runs each accepted slice wave by wave.
 
 A daemon on the kernel. It folds the ``slices`` and ``units`` projections; its decision
-(:func:`loopbus.workers.dispatcher.decide.decide`, pure) answers plan submissions, routes
+(:func:`workers.dispatcher.decide.decide`, pure) answers plan submissions, routes
 the operator's misaligned findings, plans units, tries a failed unit again along the
 ladder while its slice's budget allows (:mod:`.retries`), holds the dependents of a failed
 unit, completes run-record entries, dispatches units up to ``capacity`` and closes settled
@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
 import structlog
-from loopbus.bus import Bus
-from loopbus.projections import (
+
+from bus import Bus
+from projections import (
     blocking,
     charter,
     contract_landing,
@@ -31,14 +32,14 @@ from loopbus.projections import (
     shipping,
     slices,
 )
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import units as units_fold
-from loopbus.projections import verify as verify_fold
-from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.intents import Intent
-from loopbus.projections.ship import ShipRules
-from loopbus.workers.dispatcher import retries
-from loopbus.workers.dispatcher.decide import (
+from projections import gates as gates_fold
+from projections import units as units_fold
+from projections import verify as verify_fold
+from projections import wave_review as wave_fold
+from projections.intents import Intent
+from projections.ship import ShipRules
+from workers.dispatcher import retries
+from workers.dispatcher.decide import (
     DEFAULT_CAPACITY,
     Options,
     TrunkRead,
@@ -46,18 +47,18 @@ from loopbus.workers.dispatcher.decide import (
     decide,
     reads_name,
 )
-from loopbus.workers.dispatcher.effects import (
+from workers.dispatcher.effects import (
     Boot,
     DispatcherEffect,
     ReadCriteria,
     ReadTrunk,
     ReadUnit,
 )
-from loopbus.workers.dispatcher.repo import ProjectRepo
-from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.kernel import Daemon, Kernel, World
+from workers.dispatcher.repo import ProjectRepo
+from workers.errors import WorkerError
+from workers.gates.runner import GateRunner
+from workers.gates.signing import Signer
+from workers.kernel import Daemon, Kernel, World
 
 log = structlog.get_logger()
 

@@ -7,7 +7,7 @@ For a project that changed it
 * answers each retryable failure of a dispatched unit with a retry decision, and moves a
   unit whose retry was granted back to work (:mod:`.retries`);
 * holds the undispatched dependents of a failed, halted or lost unit, transitively, with
-  :func:`loopbus.projections.claims.hold` (BLOCKED awaiting-dependency naming it), each
+  :func:`projections.claims.hold` (BLOCKED awaiting-dependency naming it), each
   conditional on the unit's subject;
 * boots trunk for every slice whose units are all settled (an :class:`Effect`: the
   ``boot`` check run through the gate runner), so that the close can name the result;
@@ -18,15 +18,15 @@ For a project that changed it
   route (or refuse) the oldest open misaligned finding; resolve, route or re-slice for a
   ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
   dispatched while it is open); then what
-  :func:`loopbus.projections.slices.next_actions` asks for — complete a run-record entry,
+  :func:`projections.slices.next_actions` asks for — complete a run-record entry,
   dispatch a unit, close a slice with its boot result;
 * with a ``[verify] command``, holds a later wave's dispatches while a merged wave awaits
   the verifier, and a slice's close while a wave does or a verifier finding is open
-  (:mod:`loopbus.projections.verify`); and judges SHIP for each closed slice
-  (:class:`loopbus.schemas.verify.SliceShipJudged`, :mod:`loopbus.projections.ship`).
+  (:mod:`projections.verify`); and judges SHIP for each closed slice
+  (:class:`schemas.verify.SliceShipJudged`, :mod:`projections.ship`).
 
 No unit is dispatched while the project's charter holds dispatch
-(:func:`loopbus.projections.charter.dispatch_hold`: a charter awaits approval, or its run
+(:func:`projections.charter.dispatch_hold`: a charter awaits approval, or its run
 ended); plans are still answered and units planned meanwhile.
 
 One step at a time keeps the facts in order (A is dispatched before B) and lets each step
@@ -45,7 +45,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopbus.projections import (
+from projections import (
     blocking,
     charter,
     claims,
@@ -55,8 +55,8 @@ from loopbus.projections import (
     shipping,
     slices,
 )
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.slices import (
+from projections.intents import Intent, Publish
+from projections.slices import (
     Action,
     BlockDependent,
     Close,
@@ -69,21 +69,21 @@ from loopbus.projections.slices import (
     SliceView,
     Submission,
 )
-from loopbus.projections.units import UnitsState
-from loopbus.schemas import UnitPlanned
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import BootResult, SliceClosed, UnitDispatched
-from loopbus.workers.dispatcher import answers, blocked, post_merge, retries
-from loopbus.workers.dispatcher.answers import Criteria
-from loopbus.workers.dispatcher.effects import (
+from projections.units import UnitsState
+from schemas import UnitPlanned
+from schemas.ids import answer_id
+from schemas.slices import BootResult, SliceClosed, UnitDispatched
+from workers.dispatcher import answers, blocked, post_merge, retries
+from workers.dispatcher.answers import Criteria
+from workers.dispatcher.effects import (
     Boot,
     DispatcherEffect,
     ReadCriteria,
     ReadTrunk,
     ReadUnit,
 )
-from loopbus.workers.dispatcher.record import UnitReads, completion
-from loopbus.workers.kernel import World
+from workers.dispatcher.record import UnitReads, completion
+from workers.kernel import World
 
 DEFAULT_CAPACITY = 8
 
@@ -253,7 +253,7 @@ def plan_units(world: World, view: SliceView, unit_ids: list[str]) -> list[Inten
 
 def hold(world: World, view: SliceView, action: BlockDependent) -> list[Intent]:
     """Hold ``action.unit`` awaiting the failed ``action.failed``, as the transition table
-    allows (:func:`loopbus.projections.claims.hold`); nothing while the unit is not planned
+    allows (:func:`projections.claims.hold`); nothing while the unit is not planned
     on the log yet, or when the table refuses the hold."""
     units: UnitsState = world.state("units")
     unit = units.units.get(action.unit)

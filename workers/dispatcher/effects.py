@@ -12,7 +12,7 @@ made once while it is kept.
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
+from projections.intents import Effect
 
 CRITERIA = "criteria"
 TRUNK = "trunk"

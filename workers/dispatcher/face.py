@@ -4,6 +4,6 @@
 an operator sees the refusal at once instead of as a finding later.
 """
 
-from loopbus.workers.dispatcher.answers import claim_problems
+from workers.dispatcher.answers import claim_problems
 
 __all__ = ["claim_problems"]

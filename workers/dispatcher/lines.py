@@ -12,8 +12,9 @@ from pathlib import Path
 
 from dulwich.diff_tree import tree_changes
 from dulwich.objects import Blob, Commit
-from loopbus.workers.errors import RepoError
-from loopbus.workers.repository import open_repo
+
+from workers.errors import RepoError
+from workers.repository import open_repo
 
 
 def lines_changed(path: Path, base: str, head: str) -> int:

@@ -3,21 +3,21 @@ Pure: over the ``slices``, ``verify``, ``wave_review`` and ``gates`` folds.
 
 With a ``[verify] command`` or ``[review] wave = true`` the next wave and the close wait
 (:func:`verification_holds`); once a slice closed, SHIP is judged
-(:func:`ship_judged`, :mod:`loopbus.projections.ship`).
+(:func:`ship_judged`, :mod:`projections.ship`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import gates, ship, slices
-from loopbus.projections import verify as verify_fold
-from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.slices import Action, Close, Dispatch, SlicesState, SliceView
-from loopbus.projections.trunk_green import TrunkGates
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.verify import SliceShipJudged
-from loopbus.workers.kernel import World
+from projections import gates, ship, slices
+from projections import verify as verify_fold
+from projections import wave_review as wave_fold
+from projections.slices import Action, Close, Dispatch, SlicesState, SliceView
+from projections.trunk_green import TrunkGates
+from schemas.ids import answer_id
+from schemas.verify import SliceShipJudged
+from workers.kernel import World
 
 
 def verify_state(world: World) -> verify_fold.VerifyState:
@@ -80,7 +80,7 @@ def unit_lines(state: SlicesState, view: SliceView) -> dict[str, int | None]:
 def ship_judged(
     world: World, rules: ship.ShipRules, state: SlicesState, view: SliceView
 ) -> SliceShipJudged:
-    """SHIP for a closed slice (:mod:`loopbus.projections.ship`)."""
+    """SHIP for a closed slice (:mod:`projections.ship`)."""
     waves = wave_state(world)
     trunk = TrunkGates(
         gates=world.states.get(gates.FOLD.name) or gates.initial(), trees=waves.trees

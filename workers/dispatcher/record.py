@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from loopbus.projections.slices import Complete, SliceUnit, SliceView
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import CommandRun, NotRun, RunEntryCompleted
-from loopbus.workers.kernel import World
+from projections.slices import Complete, SliceUnit, SliceView
+from schemas.ids import answer_id
+from schemas.slices import CommandRun, NotRun, RunEntryCompleted
+from workers.kernel import World
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """The dispatcher's shell on a project's repository: trunk, what trunk declares, a unit's
 reads, and the increment's boot check.
 
-Reading goes through :mod:`loopbus.workers.repository` (commits, trees) and
-:mod:`loopbus.workers.gates.declared` (the configuration a commit carries), from the trunk
+Reading goes through :mod:`workers.repository` (commits, trees) and
+:mod:`workers.gates.declared` (the configuration a commit carries), from the trunk
 commit itself, never from a working tree, so the pending criteria a plan is checked
 against are the ones trunk declares. The boot check is the ``[[check]]`` whose id is
-``boot``; it is run by the gate runner (:class:`loopbus.workers.gates.runner.GateRunner`)
+``boot``; it is run by the gate runner (:class:`workers.gates.runner.GateRunner`)
 on the trunk commit exactly as any check is — in a fresh checkout, with the executor its
 ``image`` asks for, judged by its ``parser``, signed, recorded and cached — and its three
 outcomes are kept apart: pass, fail, and error for anything that could not be established
@@ -21,15 +21,15 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.schemas.slices import BootResult
-from loopbus.workers import repository
-from loopbus.workers.dispatcher.answers import Criteria
-from loopbus.workers.dispatcher.lines import lines_changed
-from loopbus.workers.dispatcher.record import UnitReads
-from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.declared import config_at, pending_criteria
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.repository import CommitInfo
+from schemas.slices import BootResult
+from workers import repository
+from workers.dispatcher.answers import Criteria
+from workers.dispatcher.lines import lines_changed
+from workers.dispatcher.record import UnitReads
+from workers.errors import WorkerError
+from workers.gates.declared import config_at, pending_criteria
+from workers.gates.runner import GateRunner
+from workers.repository import CommitInfo
 
 BOOT_CHECK = "boot"
 """The id of the check in ``loopbus.toml`` that starts the software and probes it."""
@@ -43,7 +43,7 @@ class ProjectRepo:
     trunk: str = "HEAD"
 
     def trunk_commit(self) -> CommitInfo:
-        """Trunk's commit; :class:`loopbus.workers.errors.RepoError` when unreadable."""
+        """Trunk's commit; :class:`workers.errors.RepoError` when unreadable."""
         return repository.resolve(self.path, self.trunk)
 
     def criteria(self) -> Criteria:

@@ -1,10 +1,10 @@
 """A failed unit tried again along the escalation ladder. Pure: over the folds, no I/O.
 
 When a dispatched unit fails in a way a retry may answer
-(:data:`loopbus.projections.slices.RETRYABLE_ENDINGS`: its builder gave up, or the
+(:data:`projections.slices.RETRYABLE_ENDINGS`: its builder gave up, or the
 progress test stopped it at oversight ``full``), the dispatcher answers the failure with a
 ``unit.retry_decided.v1`` fact, and nothing else of the slice moves past the unit until it
-has (:func:`loopbus.projections.slices.awaiting_retry`):
+has (:func:`projections.slices.awaiting_retry`):
 
 * **retried** on the next rung when the unit's rung is below the last one (4) and the
   slice's budget allows it: no ceiling budget of the slice is breached (gate suite wall
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopbus.projections import budgets, claims
-from loopbus.projections import convergence as conv
-from loopbus.projections.intents import Intent
-from loopbus.projections.slices import Retry, Revive, SliceView
-from loopbus.projections.units import UnitsState
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import RetryDecided
-from loopbus.workers.kernel import World
+from projections import budgets, claims
+from projections import convergence as conv
+from projections.intents import Intent
+from projections.slices import Retry, Revive, SliceView
+from projections.units import UnitsState
+from schemas.ids import answer_id
+from schemas.slices import RetryDecided
+from workers.kernel import World
 
 FOLDS = (budgets.FOLD, conv.FOLD)
 """What the retry decision reads beyond the dispatcher's own folds."""

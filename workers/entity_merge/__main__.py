@@ -1,4 +1,4 @@
-"""``python -m loopbus.workers.entity_merge BASE OURS THEIRS PATH`` — the git driver."""
+"""``python -m workers.entity_merge BASE OURS THEIRS PATH`` — the git driver."""
 
 import sys
 

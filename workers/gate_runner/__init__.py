@@ -1,3 +1,3 @@
 """The gate-runner daemon: runs a unit's gate suite when the unit submits a commit, and
-watches trunk. ``python -m loopbus.workers.gate_runner`` runs it; the machinery it runs
-checks with is the library :mod:`loopbus.workers.gates`."""
+watches trunk. ``python -m workers.gate_runner`` runs it; the machinery it runs
+checks with is the library :mod:`workers.gates`."""

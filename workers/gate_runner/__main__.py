@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.gate_runner --repo PATH --nats-url URL``: run the gate runner."""
+"""``python -m workers.gate_runner --repo PATH --nats-url URL``: run the gate runner."""
 
-from loopbus.workers.gate_runner.cli import main
+from workers.gate_runner.cli import main
 
 raise SystemExit(main())

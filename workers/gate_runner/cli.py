@@ -1,4 +1,4 @@
-"""Command line of the gate-runner daemon: ``python -m loopbus.workers.gate_runner``."""
+"""Command line of the gate-runner daemon: ``python -m workers.gate_runner``."""
 
 from __future__ import annotations
 
@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from loopbus.workers import repository
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.errors import GateError, WorkerError
-from loopbus.workers.gate_runner.daemon import GateRunnerDaemon
-from loopbus.workers.gate_runner.shared import SharedGateRunner
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import load_existing, load_or_create
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.kernel.lease_flights import Flights
-from loopbus.workers.leases.capacity import jobs_arg
-from loopbus.workers.leases.decide import holder_name
-from loopbus.workers.runtime import DaemonContext
+
+from workers import repository
+from workers.cli import Body, daemon_parser, main_for
+from workers.errors import GateError, WorkerError
+from workers.gate_runner.daemon import GateRunnerDaemon
+from workers.gate_runner.shared import SharedGateRunner
+from workers.gates.config import parse_config
+from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
+from workers.gates.runner import GateRunner
+from workers.gates.signing import load_existing, load_or_create
+from workers.kernel import Kernel
+from workers.kernel.lease_flights import Flights
+from workers.leases.capacity import jobs_arg
+from workers.leases.decide import holder_name
+from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

@@ -3,13 +3,13 @@
 A daemon on the kernel. It serves one project (the ``[project] id`` of the repository's
 ``HEAD`` config, or ``--project``) and answers every ask — a unit's accepted commit, or a
 :class:`GateRunRequested` from anyone (the merger asks for trunk candidates this way when
-it does not call :class:`loopbus.workers.gates.runner.GateRunner` itself) — with a signed
+it does not call :class:`workers.gates.runner.GateRunner` itself) — with a signed
 :class:`GateSuiteCompleted` whose ``cause`` is the asking event's id. It also raises one
 finding for every gate event the ``gates`` projection refused (a missing, unknown or forged
 signature), asks for the gates of each new commit the trunk ref points at, and keeps a
-standing finding open while this host runs checks unfenced (:mod:`loopbus.workers.gates.unfenced`).
+standing finding open while this host runs checks unfenced (:mod:`workers.gates.unfenced`).
 
-The decision (:mod:`loopbus.workers.gate_runner.decide`) is pure; this module is its
+The decision (:mod:`workers.gate_runner.decide`) is pure; this module is its
 shell: the effect that runs a suite through the gates library (which signs it, answers
 from the cache, and returns the batches that record it: the kernel publishes them), and
 the sensor that watches trunk. Restart-safe without a
@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from typing import assert_never
 
 import structlog
-from loopbus.bus import BusError
-from loopbus.projections import findings, leases, ratchet
-from loopbus.projections.intents import Intent
-from loopbus.schemas import Event
-from loopbus.schemas.ids import new_id
-from loopbus.schemas.ratchet import CATALOGUE, GateMoved
-from loopbus.schemas.subjects import (
+
+from bus import BusError
+from projections import findings, leases, ratchet
+from projections.intents import Intent
+from schemas import Event
+from schemas.ids import new_id
+from schemas.ratchet import CATALOGUE, GateMoved
+from schemas.subjects import (
     charter_approved_subjects,
     finding_subjects,
     gate_request_subjects,
@@ -41,16 +42,16 @@ from loopbus.schemas.subjects import (
     slice_subjects,
     unit_subjects,
 )
-from loopbus.workers import repository
-from loopbus.workers.errors import GateError, WorkerError
-from loopbus.workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
-from loopbus.workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
-from loopbus.workers.gates import unfenced
-from loopbus.workers.gates.runner import GateRunner, SuiteResult
-from loopbus.workers.gates.unitgate import gate_unit
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.kernel.lease_holding import answered_under_lease
-from loopbus.workers.leases.decide import Policy, holder_name
+from workers import repository
+from workers.errors import GateError, WorkerError
+from workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
+from workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
+from workers.gates import unfenced
+from workers.gates.runner import GateRunner, SuiteResult
+from workers.gates.unitgate import gate_unit
+from workers.kernel import Daemon, Kernel, World
+from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.decide import Policy, holder_name
 
 log = structlog.get_logger()
 

@@ -14,19 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import msgspec
-from loopbus.projections import gates, ratchet
-from loopbus.projections.base import Fold
-from loopbus.projections.intents import Intent, Publish
-from loopbus.schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
-from loopbus.schemas.charter import CharterApproved
-from loopbus.schemas.gates import GateRunRequested, GateSuiteCompleted
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.gate_runner.effects import RUN, Job, RunSuite
-from loopbus.workers.gates.unitgate import UnitScope
-from loopbus.workers.kernel import World
-from loopbus.workers.leases.decide import Item, Policy, claim
+
+from projections import gates, ratchet
+from projections.base import Fold
+from projections.intents import Intent, Publish
+from schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
+from schemas.charter import CharterApproved
+from schemas.gates import GateRunRequested, GateSuiteCompleted
+from schemas.ids import answer_id
+from schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
+from schemas.targets import RecordTarget
+from workers.gate_runner.effects import RUN, Job, RunSuite
+from workers.gates.unitgate import UnitScope
+from workers.kernel import World
+from workers.leases.decide import Item, Policy, claim
 
 TRUNK = "gate_runner.trunk"
 """The observation of the trunk sensor (a :class:`TrunkSeen`)."""
@@ -136,7 +137,7 @@ def decide(world: World, jobs: int, lease: Policy | None = None) -> list[Intent]
     """Report every refused gate event once; ask for trunk's new commit; run up to ``jobs``
     suites at once, oldest ask first. With a lease ``Policy`` (replicas of the runner
     share the project), an ask is run only under this replica's lease on it, so each ask
-    is run by one replica (see :mod:`loopbus.workers.leases`)."""
+    is run by one replica (see :mod:`workers.leases`)."""
     work: GateWork = world.state(FOLD.name)
     intents: list[Intent] = [
         Publish(refusal_finding(world, refusal))

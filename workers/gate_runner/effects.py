@@ -7,10 +7,11 @@ the ask it answers, so asking again while it runs, or after a restart, runs it o
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections.intents import Effect
-from loopbus.projections.ratchet import Advisory
-from loopbus.schemas.gates import RunReason
-from loopbus.workers.gates.unitgate import UnitScope
+
+from projections.intents import Effect
+from projections.ratchet import Advisory
+from schemas.gates import RunReason
+from workers.gates.unitgate import UnitScope
 
 RUN = "run-suite"
 """The key prefix of :class:`RunSuite` (the decision counts the suites in flight by it)."""

@@ -1,16 +1,16 @@
 """A gate runner whose check runs are shared with the project's other runners: a check on
 a tree and configuration already running on another runner is awaited, not run again
-(:mod:`loopbus.workers.kernel.lease_flights`)."""
+(:mod:`workers.kernel.lease_flights`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from loopbus.schemas.gates import cache_key
-from loopbus.workers import repository
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.runner import CheckRun, GateRunner
-from loopbus.workers.kernel.lease_flights import Flights
+from schemas.gates import cache_key
+from workers import repository
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.runner import CheckRun, GateRunner
+from workers.kernel.lease_flights import Flights
 
 
 class SharedGateRunner(GateRunner):

@@ -4,12 +4,12 @@ cache, signed results, parsers and capability profiles.
 The gate-runner daemon, the merger (trunk gates), the dispatcher (boot) and ``loopbus
 gate`` all run checks through this package::
 
-    from loopbus.workers.gates import GateRunner, load_or_create
+    from workers.gates import GateRunner, load_or_create
     runner = GateRunner(bus, repo_path, load_or_create(data_dir))
     suite = await runner.run_commit(candidate_sha, reason="trunk")
     if suite.green: ...                       # every check passed (cached or run now)
 
-Names are imported lazily: the profile probes (``python -m loopbus.workers.gates.probes``)
+Names are imported lazily: the profile probes (``python -m workers.gates.probes``)
 run inside checks and must start fast, without loading NATS, dulwich or cryptography.
 """
 
@@ -19,11 +19,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "CheckRun": "loopbus.workers.gates.runner",
-    "GateRunner": "loopbus.workers.gates.runner",
-    "SuiteResult": "loopbus.workers.gates.runner",
-    "Signer": "loopbus.workers.gates.signing",
-    "load_or_create": "loopbus.workers.gates.signing",
+    "CheckRun": "workers.gates.runner",
+    "GateRunner": "workers.gates.runner",
+    "SuiteResult": "workers.gates.runner",
+    "Signer": "workers.gates.signing",
+    "load_or_create": "workers.gates.signing",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -32,5 +32,5 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'loopbus.workers.gates' has no attribute {name!r}")
+        raise AttributeError(f"module 'workers.gates' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

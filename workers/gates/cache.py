@@ -22,15 +22,16 @@ import asyncio
 from dataclasses import dataclass
 
 import structlog
-from loopbus.bus import PROJECTION_BUCKET, Bucket, Bus, KeyChanged, read
-from loopbus.projections import gates as gates_projection
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.gates import (
+
+from bus import PROJECTION_BUCKET, Bucket, Bus, KeyChanged, read
+from projections import gates as gates_projection
+from schemas import Event, FindingRaised
+from schemas.gates import (
     GateResultRecorded,
     GateRunnerKeyRegistered,
     cache_key_digest,
 )
-from loopbus.schemas.subjects import finding_subjects, gate_subjects
+from schemas.subjects import finding_subjects, gate_subjects
 
 log = structlog.get_logger()
 
@@ -154,7 +155,7 @@ class GateCache:
 
     async def fetch(self, seq: int, key: str | None = None) -> CachedResult | None:
         """The result stored at ``seq`` with its findings, verified; ``None`` if it is not one."""
-        from loopbus.schemas import decode_event
+        from schemas import decode_event
 
         _subject, data = await self.bus.get(seq)
         result = decode_event(data)

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.project_config import PARSER_NAMES
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, WeakensProfile
-from loopbus.workers.gates.meta import DEFAULT_RULE, MetaRule, parse_meta
+
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.project_config import PARSER_NAMES
+from workers.errors import CONFIG_FILE, ConfigError, WeakensProfile
+from workers.gates.meta import DEFAULT_RULE, MetaRule, parse_meta
 
 DEFAULT_TIMEOUT_S = 600.0
 RUNNER_SEMANTICS = "loopbus-gate-runner/1"
@@ -131,7 +132,7 @@ class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> ProjectConfig:
     """Parse and validate a ``loopbus.toml``; raise :class:`ConfigError` on the first mistake."""
-    from loopbus.workers.gates.profiles import load_profiles  # profiles reuse this module
+    from workers.gates.profiles import load_profiles  # profiles reuse this module
 
     try:
         doc = tomllib.loads(text)

@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.projections.contract_plan import node_parts
-from loopbus.schemas.contract import ContractChanges, NewCheck
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.trunkconfig import ConfigChange, config_changes
+from projections.contract_plan import node_parts
+from schemas.contract import ContractChanges, NewCheck
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.gates.config import parse_config
+from workers.gates.trunkconfig import ConfigChange, config_changes
 
 PROPOSABLE_TABLES = ("build", "review", "plan")
 """The tables an operator's proposal may change (no unit may)."""
@@ -268,7 +268,7 @@ def proposal_refusals(adopted: str, new: str) -> list[str]:
     """Why an operator's proposed ``loopbus.toml`` may not replace the adopted one: it may
     change ``[build]``, ``[review]`` and ``[plan]`` and add what a contract may add;
     loosening or editing a check still goes through the ratchet."""
-    from loopbus.workers.agents.config import parse as parse_agents_config
+    from workers.agents.config import parse as parse_agents_config
 
     try:
         parse_config(new)

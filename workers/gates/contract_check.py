@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from loopbus.projections.contract_plan import repository_problems
-from loopbus.schemas.slices import SlicePlan
-from loopbus.workers.agents.cli import TRUNK_ENV
-from loopbus.workers.errors import ConfigError, RepoError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.contract import contract_refusals, new_config
-from loopbus.workers.repository import blob_at, commit_at, open_repo, trunk_commit
+from projections.contract_plan import repository_problems
+from schemas.slices import SlicePlan
+from workers.agents.cli import TRUNK_ENV
+from workers.errors import ConfigError, RepoError
+from workers.gates.config import parse_config
+from workers.gates.contract import contract_refusals, new_config
+from workers.repository import blob_at, commit_at, open_repo, trunk_commit
 
 
 def trunk_reader(repo: Path, at: str | None = None) -> Callable[[str], str | None]:

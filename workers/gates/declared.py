@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.gates.config import ProjectConfig, parse_config
-from loopbus.workers.repository import CommitInfo
+
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.gates.config import ProjectConfig, parse_config
+from workers.repository import CommitInfo
 
 log = structlog.get_logger()
 

@@ -8,8 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from loopbus.workers.gates.executors import Executor
-from loopbus.workers.gates.parsers import REPORT_NAME
+from workers.gates.executors import Executor
+from workers.gates.parsers import REPORT_NAME
 
 PASSED_ENV = ("LANG", "LC_ALL", "TZ")
 """The only variables a check inherits from the runner's own environment (plus PATH)."""

@@ -10,15 +10,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers import repository
-from loopbus.workers.errors import RepoError
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.environment import interpreter_dir, pytest_env, scrubbed_env
-from loopbus.workers.gates.executors import Executor, RunOutput, RunSpec, docker_reachable
-from loopbus.workers.gates.parsers import parse
-from loopbus.workers.gates.results import error_verdict
-from loopbus.workers.gates.testinfra import InfraFile, infra_files
-from loopbus.workers.gates.verdicts import Verdict
+from workers import repository
+from workers.errors import RepoError
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.environment import interpreter_dir, pytest_env, scrubbed_env
+from workers.gates.executors import Executor, RunOutput, RunSpec, docker_reachable
+from workers.gates.parsers import parse
+from workers.gates.results import error_verdict
+from workers.gates.testinfra import InfraFile, infra_files
+from workers.gates.verdicts import Verdict
 
 
 async def execute(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from loopbus.schemas.gates import Cost
+from schemas.gates import Cost
 
 WRAPPER = Path(__file__).with_name("wrap.py")
 PLUGIN_DIR = Path(__file__).with_name("pytest_plugin")

@@ -5,14 +5,14 @@ command gets and nothing more of the host.
 :class:`FencedExecutor` is the gate runner's default executor wherever the local executor
 can make a sandbox (a root daemon, or bubblewrap): it runs ``wrap.py`` (which starts the
 check and writes its exit status and cost) through
-:class:`~loopbus.workers.agents.local.LocalExecutor`, with the checkout as the worktree, the
+:class:`~workers.agents.local.LocalExecutor`, with the checkout as the worktree, the
 run's report folder writable, loopbus's and the project's interpreters read-only, and no
 network. The data directory, the runner's signing key, the credentials, other checkouts
 and the shared repository do not exist for it. The checkout and the report folder are at
 their host paths inside, so the parsers read the run exactly as they read an unfenced one.
 
 Where no sandbox can be made, the gate runner falls back to
-:class:`~loopbus.workers.gates.executors.SubprocessExecutor` and logs why, as it always ran
+:class:`~workers.gates.executors.SubprocessExecutor` and logs why, as it always ran
 checks before (docs/security.md says what that leaves open).
 """
 
@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from loopbus.workers.agents.environment import interpreter_paths, loopbus_paths
-from loopbus.workers.agents.local import LocalExecutor
-from loopbus.workers.agents.sandbox import Limits, SandboxSpec
-from loopbus.workers.gates.executors import (
+from workers.agents.environment import interpreter_paths, loopbus_paths
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import Limits, SandboxSpec
+from workers.gates.executors import (
     PLUGIN_DIR,
     WRAPPER,
     PathRole,

@@ -21,7 +21,8 @@ import itertools
 from typing import Any, Literal
 
 import msgspec
-from loopbus.workers.errors import ConfigError
+
+from workers.errors import ConfigError
 
 TierAction = Literal["review", "advisory"]
 META_KEYS = ("proxies", "false_positive", "false_negative", "tiers")

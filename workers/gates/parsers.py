@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.executors import RunOutput
-from loopbus.workers.gates.pending import judge_pytest
-from loopbus.workers.gates.verdicts import Finding, Verdict
+from schemas.targets import CheckTarget, CodeTarget
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.executors import RunOutput
+from workers.gates.pending import judge_pytest
+from workers.gates.verdicts import Finding, Verdict
 
 REPORT_NAME = "pytest-report.json"
 """The plugin's report file, in the run's private scratch folder."""

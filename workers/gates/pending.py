@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopbus.schemas.gates import GateOutcome
-from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.verdicts import Finding, Verdict
+from schemas.gates import GateOutcome
+from schemas.targets import CheckTarget, CodeTarget
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.verdicts import Finding, Verdict
 
 EXIT_STATUS = {
     2: "pytest was interrupted",

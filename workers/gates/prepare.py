@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.schemas.targets import CodeTarget
-from loopbus.workers import repository
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig, parse_config
-from loopbus.workers.gates.trunkconfig import judged_config
-from loopbus.workers.gates.verdicts import Finding
+from schemas.targets import CodeTarget
+from workers import repository
+from workers.errors import CONFIG_FILE, ConfigError, RepoError
+from workers.gates.config import CheckSpec, ProjectConfig, parse_config
+from workers.gates.trunkconfig import judged_config
+from workers.gates.verdicts import Finding
 
 Prepared = tuple[
     repository.CommitInfo, repository.CommitInfo | None, ProjectConfig, list[CheckSpec]
@@ -46,7 +46,7 @@ def prepare(
     criteria: Sequence[str],
     checks: Sequence[str],
 ) -> Prepared | Unjudgeable:
-    """See :meth:`loopbus.workers.gates.runner.GateRunner.evaluate` for ``trunk``, ``judge``
+    """See :meth:`workers.gates.runner.GateRunner.evaluate` for ``trunk``, ``judge``
     and ``criteria``; ``project``: the one project the runner serves (``None``: any)."""
     try:
         info = repository.resolve(repo, commit)

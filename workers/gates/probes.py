@@ -1,6 +1,6 @@
 """Small deterministic probes the shipped capability profiles run as checks.
 
-``python -P -m loopbus.workers.gates.probes NAME [options] [-- COMMAND ...]``; exit 0 when
+``python -P -m workers.gates.probes NAME [options] [-- COMMAND ...]``; exit 0 when
 the property holds, 1 when it does not (with one line per reason on stdout), 2 on a usage
 mistake. ``-P`` keeps the checked-out project from shadowing this module. Standard library
 only, so a probe measures the project and not loopbus.
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args:
         cut = args.index("--")
         args, command = args[:cut], args[cut + 1 :]
-    parser = argparse.ArgumentParser(prog="python -P -m loopbus.workers.gates.probes")
+    parser = argparse.ArgumentParser(prog="python -P -m workers.gates.probes")
     sub = parser.add_subparsers(dest="probe", required=True)
     sub.add_parser("cli-help", help="the CLI after -- (or found) answers --help")
     sub.add_parser("usage-error", help="the CLI after -- (or found) refuses an unknown option")

@@ -17,7 +17,7 @@ Each shipped profile is a TOML file under ``workers/gates/profiles/``::
     command = "{command} --help"
 
 A project may add checks next to a profile's, never replace one: a project check whose id
-is a profile check's is refused (see :class:`loopbus.workers.errors.WeakensProfile`).
+is a profile check's is refused (see :class:`workers.errors.WeakensProfile`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import CheckSpec, parse_check_table
+from workers.errors import ConfigError
+from workers.gates.config import CheckSpec, parse_check_table
 
 DEFAULT_REVIEW_EVERY = 50
 DEFAULT_DISMISSED_ACROSS = 3
@@ -219,7 +219,7 @@ def load_profiles() -> Mapping[str, Profile]:
     """Every shipped profile by capability name; checks shared by two profiles must agree."""
     found: dict[str, Profile] = {}
     owners: dict[str, tuple[str, dict[str, Any]]] = {}
-    folder = resources.files("loopbus.workers.gates") / "profiles"
+    folder = resources.files("workers.gates") / "profiles"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
             continue

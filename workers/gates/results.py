@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopbus.projections.intents import Intent, PublishBatch
-from loopbus.schemas import Actor, Event, FindingRaised
-from loopbus.schemas.findings import FindingClass
-from loopbus.schemas.gates import (
+from projections.intents import Intent, PublishBatch
+from schemas import Actor, Event, FindingRaised
+from schemas.findings import FindingClass
+from schemas.gates import (
     GateOutcome,
     GateResultRecorded,
     GateSuiteCompleted,
@@ -23,13 +23,13 @@ from loopbus.schemas.gates import (
     SuiteEntry,
     worst,
 )
-from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers import repository
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.gates.testinfra import Comparison, InfraFile
-from loopbus.workers.gates.verdicts import Finding, Verdict
+from schemas.targets import CheckTarget, CodeTarget
+from workers import repository
+from workers.errors import ConfigError
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.signing import Signer
+from workers.gates.testinfra import Comparison, InfraFile
+from workers.gates.verdicts import Finding, Verdict
 
 MAX_FINDINGS = 500
 """Findings published per result; past it, one summary finding stands for the rest (an

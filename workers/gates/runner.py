@@ -29,31 +29,32 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import Bus
-from loopbus.projections.ratchet import Advisory
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.findings import FindingClass
-from loopbus.schemas.gates import (
+
+from bus import Bus
+from projections.ratchet import Advisory
+from schemas import Actor, Event
+from schemas.findings import FindingClass
+from schemas.gates import (
     SUITE_CRITERION,
     RunReason,
     cache_key,
     cache_key_digest,
 )
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers import repository
-from loopbus.workers.gates import trunkside
-from loopbus.workers.gates.cache import GateCache
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig
-from loopbus.workers.gates.execute import execute
-from loopbus.workers.gates.executors import (
+from schemas.targets import RecordTarget
+from workers import repository
+from workers.gates import trunkside
+from workers.gates.cache import GateCache
+from workers.gates.config import CheckSpec, ProjectConfig
+from workers.gates.execute import execute
+from workers.gates.executors import (
     ContainerExecutor,
     Executor,
     RunOutput,
     SubprocessExecutor,
 )
-from loopbus.workers.gates.fenced import FencedExecutor
-from loopbus.workers.gates.prepare import Prepared, Unjudgeable, prepare
-from loopbus.workers.gates.results import (
+from workers.gates.fenced import FencedExecutor
+from workers.gates.prepare import Prepared, Unjudgeable, prepare
+from workers.gates.results import (
     CheckRun,
     SuiteResult,
     failed_suite_fact,
@@ -62,9 +63,9 @@ from loopbus.workers.gates.results import (
     result_facts,
     suite_fact,
 )
-from loopbus.workers.gates.signing import Signer
-from loopbus.workers.gates.verdicts import Finding, Verdict
-from loopbus.workers.kernel.oneshot import publish_batches
+from workers.gates.signing import Signer
+from workers.gates.verdicts import Finding, Verdict
+from workers.kernel.oneshot import publish_batches
 
 log = structlog.get_logger()
 
@@ -187,7 +188,7 @@ class GateRunner:
         the suite (see :mod:`.testinfra`).
 
         ``judge``: the text of the ``loopbus.toml`` that judges (the adopted configuration,
-        see :mod:`loopbus.schemas.adoption`), in place of ``trunk``'s own file; with
+        see :mod:`schemas.adoption`), in place of ``trunk``'s own file; with
         ``trunk`` the candidate still adds only the allowed edits and must still run every
         test ``trunk`` runs (under ``judge``). Without ``trunk`` the commit's own file
         counts for nothing: ``judge`` alone configures the run.

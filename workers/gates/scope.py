@@ -25,8 +25,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.workers.errors import CONFIG_FILE
-from loopbus.workers.gates.trunkconfig import config_changes, refused
+from workers.errors import CONFIG_FILE
+from workers.gates.trunkconfig import config_changes, refused
 
 PYTEST_INI_SECTIONS = {"setup.cfg": ("tool:pytest",), "tox.ini": ("pytest",)}
 

@@ -22,11 +22,12 @@ from typing import TypeVar
 import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from loopbus.bus.private import private_dir
-from loopbus.schemas import Actor
-from loopbus.schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
-from loopbus.workers.errors import GateError
-from loopbus.workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
+
+from bus.private import private_dir
+from schemas import Actor
+from schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_bytes
+from workers.errors import GateError
+from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from loopbus.workers.errors import ConfigError
-from loopbus.workers.gates.config import ProjectConfig, parse_config
+
+from workers.errors import ConfigError
+from workers.gates.config import ProjectConfig, parse_config
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def _project_changes(old: Any, new: Any) -> list[ConfigChange]:
 
 
 def _param_changes(old: dict[str, Any], new: dict[str, Any]) -> list[ConfigChange]:
-    from loopbus.workers.gates.profiles import load_profiles
+    from workers.gates.profiles import load_profiles
 
     profiles = load_profiles()
     before, after = old.get("capability", {}), new.get("capability", {})

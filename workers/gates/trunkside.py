@@ -9,13 +9,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.targets import CheckTarget, CodeTarget
-from loopbus.workers import repository
-from loopbus.workers.gates.config import CheckSpec, ProjectConfig, parse_config
-from loopbus.workers.gates.execute import changed_infra
-from loopbus.workers.gates.results import MAX_FINDINGS, CheckRun, finding_event
-from loopbus.workers.gates.testinfra import (
+from schemas import Actor, FindingRaised
+from schemas.targets import CheckTarget, CodeTarget
+from workers import repository
+from workers.gates.config import CheckSpec, ProjectConfig, parse_config
+from workers.gates.execute import changed_infra
+from workers.gates.results import MAX_FINDINGS, CheckRun, finding_event
+from workers.gates.testinfra import (
     COMPARED,
     Comparison,
     InfraFile,
@@ -24,8 +24,8 @@ from loopbus.workers.gates.testinfra import (
     describe,
     outcome_changes,
 )
-from loopbus.workers.gates.trunkconfig import vanished_tests
-from loopbus.workers.gates.verdicts import Finding, Verdict
+from workers.gates.trunkconfig import vanished_tests
+from workers.gates.verdicts import Finding, Verdict
 
 SwappedRun = Callable[
     [ProjectConfig, CheckSpec, repository.CommitInfo, str, Sequence[str]], Awaitable[Verdict]

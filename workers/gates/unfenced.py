@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import World, standing
+from projections.intents import Intent
+from schemas import FindingRaised
+from schemas.targets import RecordTarget
+from workers.kernel import World, standing
 
 CRITERION = "checks-unfenced"
 TARGET = RecordTarget(id="gates:fence")

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers import repository
-from loopbus.workers.errors import CONFIG_FILE, RepoError
-from loopbus.workers.gates.runner import GateRunner, SuiteResult
-from loopbus.workers.gates.scope import Breach, breaches
-from loopbus.workers.gates.verdicts import Finding
+from schemas.targets import RecordTarget
+from workers import repository
+from workers.errors import CONFIG_FILE, RepoError
+from workers.gates.runner import GateRunner, SuiteResult
+from workers.gates.scope import Breach, breaches
+from workers.gates.verdicts import Finding
 
 SCOPE_CRITERION = "unit-scope"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopbus.schemas.findings import Severity
-from loopbus.schemas.gates import GateOutcome
-from loopbus.schemas.targets import Target
+from schemas.findings import Severity
+from schemas.gates import GateOutcome
+from schemas.targets import Target
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.integrity --nats-url URL``: run the integrity daemon."""
+"""``python -m workers.integrity --nats-url URL``: run the integrity daemon."""
 
-from loopbus.workers.integrity.cli import main
+from workers.integrity.cli import main
 
 raise SystemExit(main())

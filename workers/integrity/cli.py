@@ -1,4 +1,4 @@
-"""Command line of the integrity daemon: ``python -m loopbus.workers.integrity``."""
+"""Command line of the integrity daemon: ``python -m workers.integrity``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
-from loopbus.workers.integrity.daemon import Integrity
-from loopbus.workers.integrity.violations import ServerLogWatch
-from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.runtime import DaemonContext
+from workers.cli import Body, daemon_parser, kernel_body, main_for
+from workers.integrity.daemon import Integrity
+from workers.integrity.violations import ServerLogWatch
+from workers.kernel.daemon import system_actor
+from workers.runtime import DaemonContext
 
 
 def main(argv: Sequence[str] | None = None) -> int:

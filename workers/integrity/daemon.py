@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import integrity
-from loopbus.projections.integrity import EVIDENCE_KEY, Forgery
-from loopbus.projections.intents import Intent, Publish
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import Daemon, World
+from projections import integrity
+from projections.integrity import EVIDENCE_KEY, Forgery
+from projections.intents import Intent, Publish
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.targets import RecordTarget
+from workers.kernel import Daemon, World
 
 SALT = "forgery"
 

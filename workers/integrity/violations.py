@@ -31,13 +31,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-from loopbus.bus import HEARTBEAT_BUCKET, Bus
-from loopbus.bus.creds import all_credentials
-from loopbus.bus.private import write_private
-from loopbus.schemas import Actor, Event, FindingRaised
-from loopbus.schemas.ids import fixed_id, is_token
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel.oneshot import publish_batches
+
+from bus import HEARTBEAT_BUCKET, Bus
+from bus.creds import all_credentials
+from bus.private import write_private
+from schemas import Actor, Event, FindingRaised
+from schemas.ids import fixed_id, is_token
+from schemas.targets import RecordTarget
+from workers.kernel.oneshot import publish_batches
 
 log = structlog.get_logger()
 

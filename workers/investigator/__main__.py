@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.investigator --nats-url URL --repo PATH``: run the investigator."""
+"""``python -m workers.investigator --nats-url URL --repo PATH``: run the investigator."""
 
-from loopbus.workers.investigator.cli import main
+from workers.investigator.cli import main
 
 raise SystemExit(main())

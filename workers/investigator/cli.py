@@ -1,13 +1,13 @@
-"""Command line of the investigator daemon: ``python -m loopbus.workers.investigator``."""
+"""Command line of the investigator daemon: ``python -m workers.investigator``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.agents.cli import add_repo, load_configs, serving_body
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.leases.capacity import add_lease_options
+from workers.agents.cli import add_repo, load_configs, serving_body
+from workers.cli import Body, daemon_parser, main_for
+from workers.leases.capacity import add_lease_options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_lease_options(parser, "investigations", jobs=4, ttl_s=60.0)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.investigator.daemon import Investigator
+        from workers.investigator.daemon import Investigator
 
         configs = load_configs(parser, args.repo)
         investigator = Investigator(configs, lease_ttl_s=args.lease_ttl, jobs=args.jobs)

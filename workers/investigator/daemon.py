@@ -11,7 +11,7 @@ directory, also named by ``LOOPBUS_REPO``): the files, never the shared reposito
 ``.git``. Its own worktree is an empty folder.
 
 A limit the sandbox saw the command hit is a ``sandbox-breach`` finding, published with
-the completion (:mod:`loopbus.workers.agents.breaches`).
+the completion (:mod:`workers.agents.breaches`).
 
 A request with no completion on the log when the daemon starts is run again: stopping
 the daemon kills the command, and the one investigation of a trigger is the one that
@@ -27,27 +27,28 @@ from typing import assert_never
 
 import msgspec
 import structlog
-from loopbus.projections import findings, leases
-from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Intent
-from loopbus.schemas import Actor, utcnow
-from loopbus.workers.agents import unsandboxed
-from loopbus.workers.agents.breaches import AgentRun, with_breach
-from loopbus.workers.agents.command import CommandResult, argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.investigator.decide import (
+
+from projections import findings, leases
+from projections import investigations as inv
+from projections.intents import Intent
+from schemas import Actor, utcnow
+from workers.agents import unsandboxed
+from workers.agents.breaches import AgentRun, with_breach
+from workers.agents.command import CommandResult, argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.workspace import read_only_copy, remove, workdir
+from workers.investigator.decide import (
     completion,
     decide,
     document,
     parse_report,
 )
-from loopbus.workers.investigator.effects import Investigate, InvestigatorEffect
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.kernel.lease_holding import answered_under_lease
-from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.repository import open_repo, trunk_commit
+from workers.investigator.effects import Investigate, InvestigatorEffect
+from workers.kernel import Daemon, Kernel, World
+from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.decide import Policy, holder_name, leased
+from workers.repository import open_repo, trunk_commit
 
 log = structlog.get_logger()
 

@@ -16,19 +16,20 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Intent, PublishBatch, PublishIf
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.ratchet import GateProposed
-from loopbus.schemas.reviews import (
+
+from projections import investigations as inv
+from projections.intents import Intent, PublishBatch, PublishIf
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.ratchet import GateProposed
+from schemas.reviews import (
     InvestigationCompleted,
     InvestigationReport,
     InvestigationRequested,
 )
-from loopbus.schemas.targets import RecordTarget, Target
-from loopbus.workers.investigator.effects import Investigate
-from loopbus.workers.kernel import World
+from schemas.targets import RecordTarget, Target
+from workers.investigator.effects import Investigate
+from workers.kernel import World
 
 OWNERS = {"unit-failed": "operator", "trunk-red": "planner", "gate-error": "standards"}
 """Who an investigation's finding is routed to, by trigger kind: a unit failing twice is

@@ -6,8 +6,8 @@ is the request's id, so a request is investigated once per process however often
 
 from __future__ import annotations
 
-from loopbus.projections import investigations as inv
-from loopbus.projections.intents import Effect
+from projections import investigations as inv
+from projections.intents import Effect
 
 INVESTIGATE = "investigate"
 """The key prefix of :class:`Investigate`."""

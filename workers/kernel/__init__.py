@@ -19,9 +19,9 @@ again for that project. Crash policy, in one place:
 See docs/extending.md for a complete daemon in a few dozen lines.
 """
 
-from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
-from loopbus.workers.kernel.daemon import Daemon, World
-from loopbus.workers.kernel.kernel import Kernel
+from projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from workers.kernel.daemon import Daemon, World
+from workers.kernel.kernel import Kernel
 
 __all__ = [
     "Daemon",

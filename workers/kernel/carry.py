@@ -2,7 +2,7 @@
 
 Split from :mod:`.kernel` (the loop that follows, folds and decides) along the seam the
 loop already had: everything here starts from a list of intents. :class:`Carrying` is
-the half of :class:`~loopbus.workers.kernel.kernel.Kernel` that publishes (in order,
+the half of :class:`~workers.kernel.kernel.Kernel` that publishes (in order,
 stopping at the first publish that fails or loses a race), sets the barrier that makes
 the next decision wait for its own events, and runs effects once per key.
 """
@@ -14,12 +14,13 @@ from collections import deque
 from collections.abc import Sequence
 
 import structlog
-from loopbus.bus import Bus, BusError, TransitionConflict
-from loopbus.projections.claims import transition_event
-from loopbus.projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
-from loopbus.schemas import Event, subject_of
-from loopbus.schemas.subjects import matches_any
-from loopbus.workers.kernel.daemon import Daemon
+
+from bus import Bus, BusError, TransitionConflict
+from projections.claims import transition_event
+from projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from schemas import Event, subject_of
+from schemas.subjects import matches_any
+from workers.kernel.daemon import Daemon
 
 log = structlog.get_logger()
 

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from loopbus.bus import Record
-from loopbus.projections import Fold, FoldFailure, apply_guarded
-from loopbus.projections.claims import Move
-from loopbus.projections.intents import Intent, MoveUnit, PublishIf
-from loopbus.schemas import Actor, Event, subject_of
-from loopbus.schemas.subjects import serving, unit_subject
+from bus import Record
+from projections import Fold, FoldFailure, apply_guarded
+from projections.claims import Move
+from projections.intents import Intent, MoveUnit, PublishIf
+from schemas import Actor, Event, subject_of
+from schemas.subjects import serving, unit_subject
 
 if TYPE_CHECKING:
-    from loopbus.workers.kernel.kernel import Kernel
+    from workers.kernel.kernel import Kernel
 
 
 def system_actor(name: str) -> Actor:
@@ -125,7 +125,7 @@ class Daemon:
         (what it would publish: the kernel publishes it, as it publishes a decision's).
 
         A daemon that asks for effects declares them as tagged subclasses of
-        :class:`~loopbus.projections.intents.Effect`, takes their union here, and writes
+        :class:`~projections.intents.Effect`, takes their union here, and writes
         this as one ``match`` ending in ``case _: assert_never(effect)`` (typed ``Any``
         here so that each daemon narrows it to its own union)."""
         raise NotImplementedError(f"{type(self).__name__} asked for effect {effect!r}")

@@ -19,16 +19,17 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from loopbus.bus import Bus, Record, read
-from loopbus.projections import FoldFailure
-from loopbus.projections.intents import Effect, Intent
-from loopbus.schemas import Event, utcnow
-from loopbus.schemas.limits import bounded
-from loopbus.schemas.quarantine import fold_quarantine_record, is_quarantine_subject
-from loopbus.schemas.subjects import parse_subject
-from loopbus.workers.kernel.carry import Carrying
-from loopbus.workers.kernel.daemon import Daemon, World
-from loopbus.workers.runtime import Progress, cancel_all, raise_if_cancelled
+
+from bus import Bus, Record, read
+from projections import FoldFailure
+from projections.intents import Effect, Intent
+from schemas import Event, utcnow
+from schemas.limits import bounded
+from schemas.quarantine import fold_quarantine_record, is_quarantine_subject
+from schemas.subjects import parse_subject
+from workers.kernel.carry import Carrying
+from workers.kernel.daemon import Daemon, World
+from workers.runtime import Progress, cancel_all, raise_if_cancelled
 
 log = structlog.get_logger()
 

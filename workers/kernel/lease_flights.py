@@ -25,13 +25,14 @@ from datetime import timedelta
 from typing import TypeVar
 
 import structlog
-from loopbus.bus import Bus, TransitionConflict
-from loopbus.schemas import Actor, decode_event, utcnow
-from loopbus.schemas.gates import cache_key_digest
-from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
-from loopbus.schemas.subjects import lease_subject
-from loopbus.workers.kernel.lease_holding import holding
-from loopbus.workers.leases.decide import Held
+
+from bus import Bus, TransitionConflict
+from schemas import Actor, decode_event, utcnow
+from schemas.gates import cache_key_digest
+from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
+from schemas.subjects import lease_subject
+from workers.kernel.lease_holding import holding
+from workers.leases.decide import Held
 
 log = structlog.get_logger()
 

@@ -1,6 +1,6 @@
 """Holding a lease while its work runs: renew it, stop the work if it was lost, release it.
 
-The shell half of leasing (the pure half is :mod:`loopbus.workers.leases.decide`); in the
+The shell half of leasing (the pure half is :mod:`workers.leases.decide`); in the
 kernel package because renewing and releasing publish, and only the kernel publishes. Each
 renewal and the release are published conditionally on the item's lease subject, at the
 sequence of this holder's own last lease event there: a renewal that finds the subject
@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 import structlog
-from loopbus.bus import Bus, BusError, TransitionConflict
-from loopbus.projections.intents import Effect, Intent, PublishIf
-from loopbus.schemas import Actor
-from loopbus.schemas.leases import LeaseReleased, LeaseRenewed, Released
-from loopbus.workers.leases.decide import Held
+
+from bus import Bus, BusError, TransitionConflict
+from projections.intents import Effect, Intent, PublishIf
+from schemas import Actor
+from schemas.leases import LeaseReleased, LeaseRenewed, Released
+from workers.leases.decide import Held
 
 log = structlog.get_logger()
 

@@ -3,7 +3,7 @@ the unit, decide, publish once), or the batches a library returned.
 
 For commands and tests that stand in for a daemon (an operator's halt, a merger in a
 test): the same rules as the kernel — the transition is built by
-:func:`loopbus.projections.claims.transition_event` and published conditionally on the
+:func:`projections.claims.transition_event` and published conditionally on the
 unit subject's sequence as it was read, and a lost race is read and decided again.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from loopbus.bus import Bus, TransitionConflict, read
-from loopbus.projections.claims import Refusal, Verdict, transition_event
-from loopbus.projections.units import UnitsState, UnitView
-from loopbus.projections.units import apply as units_apply
-from loopbus.projections.units import initial as units_initial
-from loopbus.schemas import Actor, Event, UnitTransitioned
-from loopbus.schemas.ids import answer_id, new_id
-from loopbus.schemas.subjects import unit_subject, unit_subjects
+from bus import Bus, TransitionConflict, read
+from projections.claims import Refusal, Verdict, transition_event
+from projections.units import UnitsState, UnitView
+from projections.units import apply as units_apply
+from projections.units import initial as units_initial
+from schemas import Actor, Event, UnitTransitioned
+from schemas.ids import answer_id, new_id
+from schemas.subjects import unit_subject, unit_subjects
 
 
 async def read_units(bus: Bus, project: str) -> tuple[UnitsState, dict[str, int]]:
@@ -42,7 +42,7 @@ async def transition_unit(
     salt: str,
     attempts: int = 5,
 ) -> UnitTransitioned | Refusal:
-    """Apply a system decision (one of :mod:`loopbus.projections.claims`' functions) to one
+    """Apply a system decision (one of :mod:`projections.claims`' functions) to one
     unit. The event id derives from the move's ``cause`` and ``salt``, so repeating the
     call after a crash stores nothing twice. Raises ``LookupError`` for an unknown unit and
     ``TransitionConflict`` when ``attempts`` races were all lost."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from loopbus.projections.findings import FindingsState, open_findings
-from loopbus.projections.intents import Intent
-from loopbus.schemas import FindingRaised, FindingResolved
-from loopbus.workers.kernel.daemon import World
+from projections.findings import FindingsState, open_findings
+from projections.intents import Intent
+from schemas import FindingRaised, FindingResolved
+from workers.kernel.daemon import World
 
 
 def keep(

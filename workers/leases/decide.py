@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import msgspec
-from loopbus.projections import leases
-from loopbus.projections.intents import Effect, Intent, PublishIf
-from loopbus.schemas import Actor
-from loopbus.schemas.ids import fixed_id, new_id
-from loopbus.schemas.leases import LeaseTaken, Work
-from loopbus.schemas.subjects import lease_subject
-from loopbus.workers.kernel import World
+
+from projections import leases
+from projections.intents import Effect, Intent, PublishIf
+from schemas import Actor
+from schemas.ids import fixed_id, new_id
+from schemas.leases import LeaseTaken, Work
+from schemas.subjects import lease_subject
+from workers.kernel import World
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.lessons --nats-url URL``: run the lessons daemon."""
+"""``python -m workers.lessons --nats-url URL``: run the lessons daemon."""
 
-from loopbus.workers.lessons.cli import main
+from workers.lessons.cli import main
 
 raise SystemExit(main())

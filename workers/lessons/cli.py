@@ -1,4 +1,4 @@
-"""Command line of the lessons daemon: ``python -m loopbus.workers.lessons``."""
+"""Command line of the lessons daemon: ``python -m workers.lessons``."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.schemas.ratchet import CATALOGUE
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
-from loopbus.workers.lessons.daemon import Lessons
+from schemas.ratchet import CATALOGUE
+from workers.cli import Body, daemon_parser, kernel_body, main_for
+from workers.lessons.daemon import Lessons
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from dulwich.objects import ObjectID
 from dulwich.refs import Ref
-from loopbus.schemas.lessons import KeptBranch
-from loopbus.workers import history, repository
-from loopbus.workers.errors import WorkerError
+
+from schemas.lessons import KeptBranch
+from workers import history, repository
+from workers.errors import WorkerError
 
 
 def unit_branch(project: str, unit: str) -> str:

@@ -12,17 +12,17 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.projections import lessons, lessons_across, ratchet
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.lessons import LESSON_GATE_PREFIX
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
-from loopbus.schemas.ratchet import CATALOGUE, GateProposed
-from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.lessons import closeout
-from loopbus.workers.lessons.decide import decide
-from loopbus.workers.lessons.effects import CLOSEOUT, CloseOut, LessonsEffect
+from projections import lessons, lessons_across, ratchet
+from projections.intents import Intent, Publish
+from projections.lessons import LESSON_GATE_PREFIX
+from schemas import Actor, Event
+from schemas.ids import answer_id
+from schemas.lessons import LessonsRecorded, SliceClosedOut
+from schemas.ratchet import CATALOGUE, GateProposed
+from workers.kernel import Daemon, World
+from workers.lessons import closeout
+from workers.lessons.decide import decide
+from workers.lessons.effects import CLOSEOUT, CloseOut, LessonsEffect
 
 
 class Lessons(Daemon):

@@ -9,15 +9,15 @@ stores it once.
 
 from __future__ import annotations
 
-from loopbus.projections import lessons, lessons_across, ratchet
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.lessons import LessonsState, Recurrence
-from loopbus.projections.lessons_across import AcrossState
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.lessons import LessonsRecorded, SliceClosedOut
-from loopbus.schemas.ratchet import CATALOGUE, GateProposed
-from loopbus.workers.kernel import World
-from loopbus.workers.lessons.effects import CLOSEOUT, CloseOut
+from projections import lessons, lessons_across, ratchet
+from projections.intents import Intent, Publish
+from projections.lessons import LessonsState, Recurrence
+from projections.lessons_across import AcrossState
+from schemas.ids import answer_id
+from schemas.lessons import LessonsRecorded, SliceClosedOut
+from schemas.ratchet import CATALOGUE, GateProposed
+from workers.kernel import World
+from workers.lessons.effects import CLOSEOUT, CloseOut
 
 
 def decide(world: World, *, has_repo: bool, aggregate: str = CATALOGUE) -> list[Intent]:

@@ -6,7 +6,7 @@ removes their checkouts; keyed by the slice, so a slice is closed out once.
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
+from projections.intents import Effect
 
 CLOSEOUT = "closeout"
 """The key prefix of :class:`CloseOut`."""

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.merger --nats-url URL --repo PATH [--trunk main]``: the merger."""
+"""``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``: the merger."""
 
-from loopbus.workers.merger.cli import main
+from workers.merger.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Adopting the configuration that judges trunk (see :mod:`loopbus.schemas.adoption`).
+"""Adopting the configuration that judges trunk (see :mod:`schemas.adoption`).
 
 Three ways a ``config.adopted`` fact is made, and nothing else makes one:
 
@@ -32,27 +32,28 @@ from pathlib import Path
 import msgspec
 import structlog
 from dulwich.objects import Blob
-from loopbus.bus import Bus, read
-from loopbus.projections.intents import Intent, Publish, PublishIf
-from loopbus.projections.merges import AdoptClaim, Adoption
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.adoption import (
+
+from bus import Bus, read
+from projections.intents import Intent, Publish, PublishIf
+from projections.merges import AdoptClaim, Adoption
+from schemas import Actor, FindingRaised
+from schemas.adoption import (
     ADOPTED_SUBJECT,
     FULL_SHA,
     AdoptionWhy,
     ConfigAdopted,
     config_digest,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import MAX_TEXT_CHARS
-from loopbus.schemas.merges import FailingTest
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.errors import CONFIG_FILE, ConfigError, RepoError
-from loopbus.workers.gates.trunkconfig import config_changes
-from loopbus.workers.kernel.oneshot import publish_first
-from loopbus.workers.merger.config import parse_merge_config
-from loopbus.workers.merger.gates import TrunkVerdict
-from loopbus.workers.repository import changed_config, resolve
+from schemas.ids import answer_id
+from schemas.limits import MAX_TEXT_CHARS
+from schemas.merges import FailingTest
+from schemas.targets import RecordTarget
+from workers.errors import CONFIG_FILE, ConfigError, RepoError
+from workers.gates.trunkconfig import config_changes
+from workers.kernel.oneshot import publish_first
+from workers.merger.config import parse_merge_config
+from workers.merger.gates import TrunkVerdict
+from workers.repository import changed_config, resolve
 
 log = structlog.get_logger()
 

@@ -10,16 +10,17 @@ is needed for, oldest first, one at a time.
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections import merges as merges_fold
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.merges import Approval, MergesState
-from loopbus.projections.units import UnitsState, UnitView
-from loopbus.schemas import Event
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.merges import MergeQueued
-from loopbus.workers.kernel import World
-from loopbus.workers.merger import evidence, facts
-from loopbus.workers.merger.facts import Author
+
+from projections import merges as merges_fold
+from projections.intents import Intent, Publish, PublishBatch
+from projections.merges import Approval, MergesState
+from projections.units import UnitsState, UnitView
+from schemas import Event
+from schemas.ids import answer_id
+from schemas.merges import MergeQueued
+from workers.kernel import World
+from workers.merger import evidence, facts
+from workers.merger.facts import Author
 
 REPORT_APPROVER_ROLES = frozenset({"operator"})
 """Who may approve with a report: an operator. A reviewer approves through its verdict,

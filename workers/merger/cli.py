@@ -1,5 +1,5 @@
 """Command line of the merger daemon:
-``python -m loopbus.workers.merger --nats-url URL --repo PATH [--trunk main]``."""
+``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.errors import RepoError
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.merger.config import project_of
-from loopbus.workers.merger.daemon import POLL_S, make_merger
-from loopbus.workers.runtime import DaemonContext
+
+from workers.cli import Body, daemon_parser, main_for
+from workers.errors import RepoError
+from workers.kernel import Kernel
+from workers.merger.config import project_of
+from workers.merger.daemon import POLL_S, make_merger
+from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 

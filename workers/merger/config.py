@@ -18,12 +18,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.schemas.ids import is_token
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.trunkconfig import ConfigChange, config_changes, judged_config, refused
-from loopbus.workers.history import read_ref
-from loopbus.workers.repository import resolve
+from schemas.ids import is_token
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.gates.config import parse_config
+from workers.gates.trunkconfig import ConfigChange, config_changes, judged_config, refused
+from workers.history import read_ref
+from workers.repository import resolve
 
 MERGE_KEYS = ("trunk_only",)
 
@@ -44,7 +44,7 @@ class MergeConfig:
 
 def parse_merge_config(text: str) -> MergeConfig:
     """Parse a whole ``loopbus.toml`` (its checks through the gate runner's parser) and the
-    ``[merge]`` table; raise :class:`~loopbus.workers.errors.ConfigError` naming the field."""
+    ``[merge]`` table; raise :class:`~workers.errors.ConfigError` naming the field."""
     config = parse_config(text)
     doc = tomllib.loads(text)
     table = doc.get("merge", {})
@@ -93,12 +93,12 @@ def candidate_gating(
 
     The candidate is judged with trunk's configuration plus the edits a unit may make
     (``criteria`` cleared from ``pending``, checks added; see
-    :mod:`loopbus.workers.gates.trunkconfig`): so it runs every check of that configuration
+    :mod:`workers.gates.trunkconfig`): so it runs every check of that configuration
     but the ones *trunk's* ``[merge]`` table keeps for trunk, and every other edit it makes
     is listed in ``refused`` (it would become trunk's configuration if it landed).
 
-    Raises :class:`~loopbus.workers.errors.ConfigError` (trunk's file is missing or invalid,
-    the candidate's is not TOML) or :class:`~loopbus.workers.errors.RepoError`.
+    Raises :class:`~workers.errors.ConfigError` (trunk's file is missing or invalid,
+    the candidate's is not TOML) or :class:`~workers.errors.RepoError`.
     """
     ours = judge if judge is not None else resolve(path, trunk).config_text
     if ours is None:

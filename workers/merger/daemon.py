@@ -27,31 +27,32 @@ from pathlib import Path
 from typing import Any, assert_never
 
 import structlog
-from loopbus.bus import Bus, Record
-from loopbus.projections import FoldFailure, contract_landing
-from loopbus.projections import builds as builds_fold
-from loopbus.projections import merges as merges_fold
-from loopbus.projections import units as units_fold
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.merges import Adoption, Advance, QueueEntry, Tested
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.merges import (
+
+from bus import Bus, Record
+from projections import FoldFailure, contract_landing
+from projections import builds as builds_fold
+from projections import merges as merges_fold
+from projections import units as units_fold
+from projections.intents import Intent, Publish, PublishBatch
+from projections.merges import Adoption, Advance, QueueEntry, Tested
+from schemas import Actor, Event
+from schemas.merges import (
     CandidateTested,
 )
-from loopbus.workers import history, repository
-from loopbus.workers.errors import ConfigError, RepoError, WorkerError
-from loopbus.workers.gates.runner import GateRunner
-from loopbus.workers.gates.signing import load_or_create
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.kernel.daemon import system_actor
-from loopbus.workers.merger import adoption, effects, facts, gitops, landing_commit
-from loopbus.workers.merger.decide import Policy, decide
-from loopbus.workers.merger.effects import MergerEffect
-from loopbus.workers.merger.facts import RedCase
-from loopbus.workers.merger.gates import RunnerTrunkGates, TrunkGates
-from loopbus.workers.merger.queue import Pipeline
-from loopbus.workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
-from loopbus.workers.merger.story import note
+from workers import history, repository
+from workers.errors import ConfigError, RepoError, WorkerError
+from workers.gates.runner import GateRunner
+from workers.gates.signing import load_or_create
+from workers.kernel import Daemon, Kernel, World
+from workers.kernel.daemon import system_actor
+from workers.merger import adoption, effects, facts, gitops, landing_commit
+from workers.merger.decide import Policy, decide
+from workers.merger.effects import MergerEffect
+from workers.merger.facts import RedCase
+from workers.merger.gates import RunnerTrunkGates, TrunkGates
+from workers.merger.queue import Pipeline
+from workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
+from workers.merger.story import note
 
 log = structlog.get_logger()
 
@@ -385,7 +386,7 @@ def make_merger(
     data_dir: Path = Path(".loopbus"),
     window: int = 3,
 ) -> Merger:
-    """The daemon as ``python -m loopbus.workers.merger`` runs it: trunk gates through the
+    """The daemon as ``python -m workers.merger`` runs it: trunk gates through the
     gate runner, its results signed with the merger's own key."""
     signer = load_or_create(data_dir, RUNNER_NAME)
     actor = system_actor(Merger.name)

@@ -19,14 +19,14 @@ before it asks again, so steps happen one at a time, in this order of priority:
    record it; green moves trunk to exactly that commit, red returns the unit with a
    trunk-red (or contract-wrong) finding, a conflict returns it with the hunks. A queued
    unit with an auto-picked decision no second principal has seen yet
-   (:func:`~loopbus.projections.builds.unseen_picks`) is passed over until one has.
+   (:func:`~projections.builds.unseen_picks`) is passed over until one has.
 
 Steps 1 and 2 need the log alone (:mod:`.approvals`). Steps 3 to 5 wait while an effect
 of the merger is under way (trunk has one writer, and it does one thing at a time).
 Whatever needs the repository — running the gates, merging, moving the ref, reading the
 sibling diff — is an effect (:mod:`.effects`) the shell carries out (``daemon.py``); unit
-transitions are :func:`~loopbus.projections.claims.merged` and
-:func:`~loopbus.projections.claims.returned` moves.
+transitions are :func:`~projections.claims.merged` and
+:func:`~projections.claims.returned` moves.
 """
 
 from __future__ import annotations
@@ -35,17 +35,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
-from loopbus.projections.builds import BuildsState, unseen_picks
-from loopbus.projections.claims import Refusal, Verdict, merged, returned
-from loopbus.projections.intents import Intent
-from loopbus.projections.merges import Adoption, MergesState, QueueEntry, Tested
-from loopbus.projections.units import UnitsState, UnitView
-from loopbus.schemas import Event
-from loopbus.schemas.ids import answer_id
-from loopbus.workers.kernel import World
-from loopbus.workers.merger import adoption, facts, landing
-from loopbus.workers.merger.approvals import answer, author, promote, publish
-from loopbus.workers.merger.effects import (
+
+from projections.builds import BuildsState, unseen_picks
+from projections.claims import Refusal, Verdict, merged, returned
+from projections.intents import Intent
+from projections.merges import Adoption, MergesState, QueueEntry, Tested
+from projections.units import UnitsState, UnitView
+from schemas import Event
+from schemas.ids import answer_id
+from workers.kernel import World
+from workers.merger import adoption, facts, landing
+from workers.merger.approvals import answer, author, promote, publish
+from workers.merger.effects import (
     Adopt,
     AdoptFirst,
     CheckTrunk,
@@ -55,9 +56,9 @@ from loopbus.workers.merger.effects import (
     Revert,
     Stack,
 )
-from loopbus.workers.merger.facts import Author, RedCase
-from loopbus.workers.merger.recovery import recover, revert_case, undone
-from loopbus.workers.merger.seen import (
+from workers.merger.facts import Author, RedCase
+from workers.merger.recovery import recover, revert_case, undone
+from workers.merger.seen import (
     PIPELINE,
     TRUNK,
     CandidateView,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopbus.projections import contract_landing as landing_fold
-from loopbus.projections.intents import Effect
-from loopbus.projections.merges import AdoptClaim, Adoption, Advance, QueueEntry, Tested
-from loopbus.schemas.merges import CandidateTested
-from loopbus.workers.merger.facts import RedCase
+from projections import contract_landing as landing_fold
+from projections.intents import Effect
+from projections.merges import AdoptClaim, Adoption, Advance, QueueEntry, Tested
+from schemas.merges import CandidateTested
+from workers.merger.facts import RedCase
 
 # -- trunk ------------------------------------------------------------------------------------
 

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from loopbus.projections.merges import RedRecord
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
-from loopbus.schemas.merges import CheckVerdict, FailingTest, MergeStage
-from loopbus.schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
-from loopbus.workers.history import Siblings
-from loopbus.workers.merger.gitops import ConflictFile
+
+from projections.merges import RedRecord
+from schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
+from schemas.merges import CheckVerdict, FailingTest, MergeStage
+from schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
+from workers.history import Siblings
+from workers.merger.gitops import ConflictFile
 
 TRUNK_CRITERION = "trunk-green"
 CONTRACT_CRITERION = "contract"

@@ -5,7 +5,7 @@ own rule, so a restarted merger finds it adopted); ``loopbus repo check`` reads 
 ``[merge]`` table as the merger will.
 """
 
-from loopbus.workers.merger.adoption import adopt_on_first_start, adopted_on_log, operator
-from loopbus.workers.merger.config import parse_merge_config
+from workers.merger.adoption import adopt_on_first_start, adopted_on_log, operator
+from workers.merger.config import parse_merge_config
 
 __all__ = ["adopt_on_first_start", "adopted_on_log", "operator", "parse_merge_config"]

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from loopbus.projections import gate_findings
-from loopbus.projections import merges as merges_fold
-from loopbus.projections.gate_findings import GateFindings
-from loopbus.projections.merges import Advance, QueueEntry, RedRecord, Tested
-from loopbus.schemas import Actor, Event, FindingRaised, FindingResolved
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.merges import (
+from projections import gate_findings
+from projections import merges as merges_fold
+from projections.gate_findings import GateFindings
+from projections.merges import Advance, QueueEntry, RedRecord, Tested
+from schemas import Actor, Event, FindingRaised, FindingResolved
+from schemas.ids import answer_id
+from schemas.merges import (
     CandidateTested,
     CheckVerdict,
     FailingTest,
@@ -25,11 +25,11 @@ from loopbus.schemas.merges import (
     MergeReverted,
     TrunkAdvanced,
 )
-from loopbus.workers.history import DIFF_CAP, Siblings
-from loopbus.workers.merger import evidence
-from loopbus.workers.merger.gates import TrunkVerdict
-from loopbus.workers.merger.gitops import MergeAttempt
-from loopbus.workers.merger.seen import CAUSE, REVERTS, UNIT
+from workers.history import DIFF_CAP, Siblings
+from workers.merger import evidence
+from workers.merger.gates import TrunkVerdict
+from workers.merger.gitops import MergeAttempt
+from workers.merger.seen import CAUSE, REVERTS, UNIT
 
 ERROR_CAP = 2000
 

@@ -2,7 +2,7 @@
 
 The merger depends only on :class:`TrunkGates`. :class:`RunnerTrunkGates` is the one
 implementation: it calls the gate runner's own suite code path
-(:meth:`loopbus.workers.gates.runner.GateRunner.run_commit`, reason ``trunk``), so every
+(:meth:`workers.gates.runner.GateRunner.run_commit`, reason ``trunk``), so every
 result is published as a signed ``GateResultRecorded`` and served from the shared,
 content-addressed cache. A candidate's tree is exactly the tree trunk moves to, so trunk's
 own run finds every candidate check in the cache and runs only the trunk-only ones.
@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from loopbus.schemas import FindingRaised, format_target
-from loopbus.schemas.adoption import config_digest
-from loopbus.schemas.gates import GateOutcome, worst
-from loopbus.schemas.merges import CheckVerdict, FailingTest
-from loopbus.workers.gates.runner import CheckRun, GateRunner, SuiteResult
-from loopbus.workers.gates.trunkconfig import ConfigChange
+from schemas import FindingRaised, format_target
+from schemas.adoption import config_digest
+from schemas.gates import GateOutcome, worst
+from schemas.merges import CheckVerdict, FailingTest
+from workers.gates.runner import CheckRun, GateRunner, SuiteResult
+from workers.gates.trunkconfig import ConfigChange
 
 MESSAGE_CAP = 500
 DETAIL_CAP = 1500

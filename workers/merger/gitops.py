@@ -2,7 +2,7 @@
 
 Merging a unit's head into trunk, writing merge, revert and restore commits, and moving the
 trunk ref with a compare-and-swap; the evidence of a conflict is gathered with the merge.
-Reading (refs, trailers, the sibling diff, merge bases) is :mod:`loopbus.workers.repository`'s.
+Reading (refs, trailers, the sibling diff, merge bases) is :mod:`workers.repository`'s.
 
 Every file merge goes through the tree-sitter entity merge driver: it is registered in
 dulwich's process-wide merge-driver registry and every path is routed to it (the
@@ -27,14 +27,15 @@ from dulwich.merge import Merger, recursive_merge
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
-from loopbus.workers.entity_merge import (
+
+from workers.entity_merge import (
     entity_merge_attributes,
     merge_file,
     register_merge_driver,
 )
-from loopbus.workers.errors import RepoError
-from loopbus.workers.history import merge_bases, ref_name
-from loopbus.workers.repository import commit_of, open_repo
+from workers.errors import RepoError
+from workers.history import merge_bases, ref_name
+from workers.repository import commit_of, open_repo
 
 log = structlog.get_logger()
 

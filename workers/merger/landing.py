@@ -4,7 +4,7 @@ The merger is trunk's only writer, so both land through it, as one system commit
 of a trunk gated green under the adopted configuration (and, for a contract, only once
 trunk has been green at all):
 
-* a **contract** (:mod:`loopbus.schemas.contract`): each criterion's test written into its
+* a **contract** (:mod:`schemas.contract`): each criterion's test written into its
   file, its node id added to a ``pending`` list (one entry per line), each check added;
   trailer ``Loopbus-Contract: <slice>``;
 * an approved **proposal**: the proposed ``loopbus.toml``; trailer ``Loopbus-Proposal``.
@@ -26,30 +26,31 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from loopbus.projections import contract_landing as fold
-from loopbus.projections.contract_landing import (
+
+from projections import contract_landing as fold
+from projections.contract_landing import (
     CONTRACT_EVIDENCE,
     PROPOSAL_EVIDENCE,
     Approval,
     ContractState,
 )
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.merges import MergesState
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.contract import (
+from projections.intents import Intent, Publish
+from projections.merges import MergesState
+from schemas import Actor, FindingRaised
+from schemas.contract import (
     CONTRACT_TRAILER,
     PROPOSAL_TRAILER,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import PlanTarget, RecordTarget
-from loopbus.workers.kernel import World
-from loopbus.workers.merger.effects import (
+from schemas.ids import answer_id
+from schemas.targets import PlanTarget, RecordTarget
+from workers.kernel import World
+from workers.merger.effects import (
     LandContract,
     LandProposal,
     RecordContract,
     RecordProposal,
 )
-from loopbus.workers.merger.seen import CAUSE, TrunkSeen
+from workers.merger.seen import CAUSE, TrunkSeen
 
 CONFIG_ROLES = frozenset({"operator"})
 """Who may propose or approve a configuration change: an operator, never an agent."""

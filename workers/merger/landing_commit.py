@@ -15,31 +15,32 @@ from pathlib import Path
 import structlog
 from dulwich.object_store import commit_tree_changes
 from dulwich.objects import Blob, ObjectID
-from loopbus.projections.contract_landing import (
+
+from projections.contract_landing import (
     Approval,
     Pending,
     Proposal,
 )
-from loopbus.projections.contract_plan import node_parts, repository_problems, text_problems
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.merges import Adoption
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.contract import (
+from projections.contract_plan import node_parts, repository_problems, text_problems
+from projections.intents import Intent, Publish, PublishBatch
+from projections.merges import Adoption
+from schemas import Actor, Event
+from schemas.contract import (
     CONTRACT_TRAILER,
     PROPOSAL_TRAILER,
     ConfigLanded,
     ContractLanded,
 )
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.slices import SlicePlan
-from loopbus.workers import repository
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.gates.config import parse_config
-from loopbus.workers.gates.contract import contract_files, contract_refusals, proposal_refusals
-from loopbus.workers.merger import gitops
-from loopbus.workers.merger.adoption import Adoptable
-from loopbus.workers.merger.landing import refusal
-from loopbus.workers.merger.seen import CAUSE
+from schemas.ids import answer_id
+from schemas.slices import SlicePlan
+from workers import repository
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.gates.config import parse_config
+from workers.gates.contract import contract_files, contract_refusals, proposal_refusals
+from workers.merger import gitops
+from workers.merger.adoption import Adoptable
+from workers.merger.landing import refusal
+from workers.merger.seen import CAUSE
 
 log = structlog.get_logger()
 

@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from loopbus.projections.merges import QueueEntry
-from loopbus.schemas.adoption import config_digest
-from loopbus.schemas.merges import FailingTest
-from loopbus.workers.errors import WorkerError
-from loopbus.workers.merger import gitops
-from loopbus.workers.merger.config import candidate_gating
-from loopbus.workers.merger.gates import TrunkGates, TrunkVerdict, config_refused
-from loopbus.workers.merger.seen import (
+
+from projections.merges import QueueEntry
+from schemas.adoption import config_digest
+from schemas.merges import FailingTest
+from workers.errors import WorkerError
+from workers.merger import gitops
+from workers.merger.config import candidate_gating
+from workers.merger.gates import TrunkGates, TrunkVerdict, config_refused
+from workers.merger.seen import (
     CandidateView,
     Key,
     PipelineView,
@@ -39,7 +40,7 @@ from loopbus.workers.merger.seen import (
     merge_message,
     request_of,
 )
-from loopbus.workers.repository import resolve
+from workers.repository import resolve
 
 log = structlog.get_logger()
 

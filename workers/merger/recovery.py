@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopbus.projections.intents import Intent
-from loopbus.projections.merges import Adoption, Advance, Tested
-from loopbus.workers.merger import landing
-from loopbus.workers.merger.effects import RecordAdvance, RecordOutsideRevert, RecordRevert
-from loopbus.workers.merger.facts import RedCase
-from loopbus.workers.merger.seen import CAUSE, QUEUED, REVERTS, TrunkSeen
+from projections.intents import Intent
+from projections.merges import Adoption, Advance, Tested
+from workers.merger import landing
+from workers.merger.effects import RecordAdvance, RecordOutsideRevert, RecordRevert
+from workers.merger.facts import RedCase
+from workers.merger.seen import CAUSE, QUEUED, REVERTS, TrunkSeen
 
 if TYPE_CHECKING:
-    from loopbus.workers.merger.decide import Step
+    from workers.merger.decide import Step
 
 
 def recover(step: Step, seen: TrunkSeen) -> list[Intent]:

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopbus.projections.merges import QueueEntry
-from loopbus.workers import history, repository
-from loopbus.workers.merger.gates import TrunkVerdict
-from loopbus.workers.merger.gitops import MergeAttempt
+from projections.merges import QueueEntry
+from workers import history, repository
+from workers.merger.gates import TrunkVerdict
+from workers.merger.gitops import MergeAttempt
 
 TRUNK = "trunk"
 PIPELINE = "pipeline"

@@ -4,8 +4,9 @@ its fold, in the order they happened."""
 from __future__ import annotations
 
 import structlog
-from loopbus.schemas import Event, FindingRaised, UnitTransitioned
-from loopbus.schemas.merges import CandidateTested, MergeConflicted, MergeQueued, TrunkAdvanced
+
+from schemas import Event, FindingRaised, UnitTransitioned
+from schemas.merges import CandidateTested, MergeConflicted, MergeQueued, TrunkAdvanced
 
 log = structlog.get_logger()
 

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.planner --nats-url URL --repo PATH``: run the planner."""
+"""``python -m workers.planner --nats-url URL --repo PATH``: run the planner."""
 
-from loopbus.workers.planner.cli import main
+from workers.planner.cli import main
 
 raise SystemExit(main())

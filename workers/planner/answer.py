@@ -11,18 +11,19 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from loopbus.projections.charter_pins import contract_pin_problems
-from loopbus.projections.errors import PlanInvalid
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.planner import submission_id
-from loopbus.projections.planning import parse_plan, validate
-from loopbus.schemas import Actor, Event, InvalidEvent, decode_event, encode_event
-from loopbus.schemas.charter import Charter
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import bounded, oversize
-from loopbus.schemas.planning import PlanAttemptRefused, PlannerEnvelope, PlanProposed
-from loopbus.schemas.slices import PlanSubmission, SlicePlan
-from loopbus.workers.planner.effects import PlanSlice
+
+from projections.charter_pins import contract_pin_problems
+from projections.errors import PlanInvalid
+from projections.intents import Intent, Publish, PublishBatch
+from projections.planner import submission_id
+from projections.planning import parse_plan, validate
+from schemas import Actor, Event, InvalidEvent, decode_event, encode_event
+from schemas.charter import Charter
+from schemas.ids import answer_id
+from schemas.limits import bounded, oversize
+from schemas.planning import PlanAttemptRefused, PlannerEnvelope, PlanProposed
+from schemas.slices import PlanSubmission, SlicePlan
+from workers.planner.effects import PlanSlice
 
 PRINCIPAL = "planner"
 """The principal the daemon submits the planner's plans under (role ``planner``): the

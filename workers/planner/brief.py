@@ -7,16 +7,17 @@ and pending criteria). Pure: no I/O, no clock.
 from __future__ import annotations
 
 import msgspec
-from loopbus.projections import charter as charter_fold
-from loopbus.projections import decisions as decisions_fold
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import lessons as lessons_fold
-from loopbus.projections import planner as planner_fold
-from loopbus.projections import slices as slices_fold
-from loopbus.projections.planner import PlannerState
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas.planning import BriefDecision, BriefFinding, BriefSlice, PlanBrief
-from loopbus.workers.kernel import World
+
+from projections import charter as charter_fold
+from projections import decisions as decisions_fold
+from projections import findings as findings_fold
+from projections import lessons as lessons_fold
+from projections import planner as planner_fold
+from projections import slices as slices_fold
+from projections.planner import PlannerState
+from projections.slices import SlicesState
+from schemas.planning import BriefDecision, BriefFinding, BriefSlice, PlanBrief
+from workers.kernel import World
 
 PLANNER_ROLE_CLASSES = frozenset({"blocked-by-fact", "contract-wrong"})
 """Finding classes that are the planner's to answer whoever owns them."""

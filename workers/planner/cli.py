@@ -1,12 +1,12 @@
-"""Command line of the planner daemon: ``python -m loopbus.workers.planner``."""
+"""Command line of the planner daemon: ``python -m workers.planner``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.agents.cli import add_repo, load_configs, serving_body
-from loopbus.workers.cli import Body, daemon_parser, main_for
+from workers.agents.cli import add_repo, load_configs, serving_body
+from workers.cli import Body, daemon_parser, main_for
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -14,7 +14,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.planner.daemon import Planner
+        from workers.planner.daemon import Planner
 
         planner = Planner(load_configs(parser, args.repo))
         return serving_body(planner, "no project configures [plan] command")

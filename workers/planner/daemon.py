@@ -25,29 +25,30 @@ from typing import Any, assert_never
 import msgspec
 import structlog
 from dulwich.objects import Tree
-from loopbus.projections.intents import Intent, Publish
-from loopbus.schemas import Actor, utcnow
-from loopbus.schemas.charter import Charter
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import bounded
-from loopbus.schemas.planning import (
+
+from projections.intents import Intent, Publish
+from schemas import Actor, utcnow
+from schemas.charter import Charter
+from schemas.ids import answer_id
+from schemas.limits import bounded
+from schemas.planning import (
     ReconFindings,
     ReconRecorded,
     TreeEntry,
 )
-from loopbus.schemas.slices import SlicePlan
-from loopbus.workers.agents.command import CommandResult, argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.errors import ConfigError, WorkerError
-from loopbus.workers.gates.contract_check import repo_contract_problems
-from loopbus.workers.gates.declared import config_at, pending_criteria
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
-from loopbus.workers.planner.decide import FOLDS, Options, decide, trunk_key
-from loopbus.workers.planner.effects import PlannerEffect, PlanSlice, Reconnoitre
-from loopbus.workers.repository import open_repo, resolve, trunk_commit
+from schemas.slices import SlicePlan
+from workers.agents.command import CommandResult, argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.workspace import read_only_copy, remove, workdir
+from workers.errors import ConfigError, WorkerError
+from workers.gates.contract_check import repo_contract_problems
+from workers.gates.declared import config_at, pending_criteria
+from workers.kernel import Daemon, Kernel, World
+from workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
+from workers.planner.decide import FOLDS, Options, decide, trunk_key
+from workers.planner.effects import PlannerEffect, PlanSlice, Reconnoitre
+from workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
 

@@ -17,23 +17,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import msgspec
-from loopbus.projections import charter as charter_fold
-from loopbus.projections import decisions as decisions_fold
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import lessons as lessons_fold
-from loopbus.projections import planner as planner_fold
-from loopbus.projections import slices as slices_fold
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.planner import PlannerState, Proposal
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.planning import CAPPED, GAVE_UP, SKELETON_REVIEW, ReconBrief
-from loopbus.schemas.targets import PlanTarget, RecordTarget
-from loopbus.workers.kernel import World
-from loopbus.workers.planner.answer import submission
-from loopbus.workers.planner.brief import invalidation, plan_brief
-from loopbus.workers.planner.effects import PlanSlice, Reconnoitre
+
+from projections import charter as charter_fold
+from projections import decisions as decisions_fold
+from projections import findings as findings_fold
+from projections import lessons as lessons_fold
+from projections import planner as planner_fold
+from projections import slices as slices_fold
+from projections.intents import Intent, Publish
+from projections.planner import PlannerState, Proposal
+from projections.slices import SlicesState
+from schemas import FindingRaised
+from schemas.ids import answer_id
+from schemas.planning import CAPPED, GAVE_UP, SKELETON_REVIEW, ReconBrief
+from schemas.targets import PlanTarget, RecordTarget
+from workers.kernel import World
+from workers.planner.answer import submission
+from workers.planner.brief import invalidation, plan_brief
+from workers.planner.effects import PlanSlice, Reconnoitre
 
 FOLDS = (
     charter_fold.FOLD,

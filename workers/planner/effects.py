@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
-from loopbus.schemas.charter import Autonomy
-from loopbus.schemas.planning import PlanBrief, ReconBrief
+from projections.intents import Effect
+from schemas.charter import Autonomy
+from schemas.planning import PlanBrief, ReconBrief
 
 PLAN = "plan"
 """The key prefix of :class:`PlanSlice`."""

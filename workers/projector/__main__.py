@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.projector --nats-url URL``: run the projector daemon."""
+"""``python -m workers.projector --nats-url URL``: run the projector daemon."""
 
-from loopbus.workers.projector.cli import main
+from workers.projector.cli import main
 
 raise SystemExit(main())

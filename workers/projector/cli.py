@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.projector.daemon import GAP_S, INTERVAL_S, ProjectorDaemon
-from loopbus.workers.runtime import DaemonContext
+from workers.cli import Body, daemon_parser, main_for
+from workers.kernel import Kernel
+from workers.projector.daemon import GAP_S, INTERVAL_S, ProjectorDaemon
+from workers.runtime import DaemonContext
 
 
 def main(argv: Sequence[str] | None = None) -> int:

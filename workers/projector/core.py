@@ -4,8 +4,8 @@ It keeps one state per (project, projection) with the last stream sequence folde
 folds each record into the states of its project (each fold under the kernel's rule: one
 that raises skips that event), and *flushes*: encodes — at once, so the values describe
 one moment — every value the folds may have changed since the last flush (see
-:mod:`loopbus.workers.projector.tracking`), and writes the ones that really changed, then
-the checkpoint (see :mod:`loopbus.bus.views`). It remembers a digest of every value it
+:mod:`workers.projector.tracking`), and writes the ones that really changed, then
+the checkpoint (see :mod:`bus.views`). It remembers a digest of every value it
 wrote, so a flush costs what changed, never the size of the state.
 
 On start it restores every state from the values the checkpoint covers and resumes after
@@ -22,9 +22,10 @@ from typing import Any
 
 import msgspec
 import structlog
-from loopbus.bus import Record, Views, ViewUnreadable
-from loopbus.bus.view_assemble import Stored, assemble
-from loopbus.bus.view_layout import (
+
+from bus import Record, Views, ViewUnreadable
+from bus.view_assemble import Stored, assemble
+from bus.view_layout import (
     VIEW_PREFIX,
     Coll,
     Node,
@@ -39,9 +40,9 @@ from loopbus.bus.view_layout import (
     token,
     view_prefix,
 )
-from loopbus.bus.views import RECENT_KEY, Checkpoint, Write
-from loopbus.projections import FOLDS, Fold, FoldFailure, apply_guarded
-from loopbus.workers.projector.tracking import Marks, adopt
+from bus.views import RECENT_KEY, Checkpoint, Write
+from projections import FOLDS, Fold, FoldFailure, apply_guarded
+from workers.projector.tracking import Marks, adopt
 
 log = structlog.get_logger()
 

@@ -1,7 +1,7 @@
 """The projector daemon: folds the log into every projection and keeps KV live.
 
 A daemon on the kernel like every other, with a fold step of its own (the
-:class:`~loopbus.workers.projector.core.Projector`) and a flusher beside it instead of a
+:class:`~workers.projector.core.Projector`) and a flusher beside it instead of a
 decision. The flusher writes what has been folded whenever the reader has caught up with
 the log (``pending == 0``) and, while it is behind, at least every ``interval`` seconds —
 never more often than every ``gap`` seconds, so a steady stream of events is written in
@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import structlog
-from loopbus.bus import Bus, BusError, Record, Views
-from loopbus.projections import FoldFailure
-from loopbus.projections.intents import Intent, PublishIf
-from loopbus.schemas import Actor, MessageQuarantined
-from loopbus.schemas.quarantine import is_quarantine_subject, quarantine_record
-from loopbus.workers.kernel import Daemon, Kernel
-from loopbus.workers.projector.core import RECENT_EVERY_S, Projector
+
+from bus import Bus, BusError, Record, Views
+from projections import FoldFailure
+from projections.intents import Intent, PublishIf
+from schemas import Actor, MessageQuarantined
+from schemas.quarantine import is_quarantine_subject, quarantine_record
+from workers.kernel import Daemon, Kernel
+from workers.projector.core import RECENT_EVERY_S, Projector
 
 log = structlog.get_logger()
 

@@ -1,7 +1,7 @@
 """Knowing what a fold changed without encoding the whole state: recording collections.
 
 The projector hands each fold a state whose collections (the dicts and lists the view
-layout cuts out, see :mod:`loopbus.bus.view_layout`) are :class:`TrackedDict` and
+layout cuts out, see :mod:`bus.view_layout`) are :class:`TrackedDict` and
 :class:`TrackedList`: a ``dict`` and a ``list`` in every respect, which also note the path
 of every entry a fold reads or writes. A fold can only change an entry it has fetched
 (``state.units[u]``, ``.get``, ``.setdefault``, iteration), so what was fetched is all a
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, SupportsIndex
 
-from loopbus.bus.view_layout import CHUNK_ITEMS, Coll, Node, Path
+from bus.view_layout import CHUNK_ITEMS, Coll, Node, Path
 
 
 class Marks:

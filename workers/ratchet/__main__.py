@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.ratchet --nats-url URL``: run the ratchet daemon."""
+"""``python -m workers.ratchet --nats-url URL``: run the ratchet daemon."""
 
-from loopbus.workers.ratchet.cli import main
+from workers.ratchet.cli import main
 
 raise SystemExit(main())

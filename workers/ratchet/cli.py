@@ -1,4 +1,4 @@
-"""Command line of the ratchet daemon: ``python -m loopbus.workers.ratchet``."""
+"""Command line of the ratchet daemon: ``python -m workers.ratchet``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.schemas.ratchet import CATALOGUE
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
-from loopbus.workers.ratchet.daemon import Ratchet
-from loopbus.workers.ratchet.policy import policy_for
+from schemas.ratchet import CATALOGUE
+from workers.cli import Body, daemon_parser, kernel_body, main_for
+from workers.ratchet.daemon import Ratchet
+from workers.ratchet.policy import policy_for
 
 
 def main(argv: Sequence[str] | None = None) -> int:

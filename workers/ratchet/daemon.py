@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import blocking, decisions, lifecycle, ratchet
-from loopbus.projections.intents import Intent
-from loopbus.schemas import Actor, Event
-from loopbus.schemas.slices import SlicePlanAccepted
-from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.ratchet import decisions as decision_claims
-from loopbus.workers.ratchet import lifecycle as finding_claims
-from loopbus.workers.ratchet import moves
-from loopbus.workers.ratchet.policy import Policy
+from projections import blocking, decisions, lifecycle, ratchet
+from projections.intents import Intent
+from schemas import Actor, Event
+from schemas.slices import SlicePlanAccepted
+from workers.kernel import Daemon, World
+from workers.ratchet import decisions as decision_claims
+from workers.ratchet import lifecycle as finding_claims
+from workers.ratchet import moves
+from workers.ratchet.policy import Policy
 
 
 class Ratchet(Daemon):

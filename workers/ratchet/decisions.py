@@ -17,15 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import msgspec
-from loopbus.projections import blocking, decisions
-from loopbus.projections.blocking import BlockingState
-from loopbus.projections.decisions import ANSWERS_CLAIM, Decision, DecisionsState
-from loopbus.projections.intents import Intent, Publish
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import DecisionTarget, RecordTarget
-from loopbus.workers.kernel import World
+
+from projections import blocking, decisions
+from projections.blocking import BlockingState
+from projections.decisions import ANSWERS_CLAIM, Decision, DecisionsState
+from projections.intents import Intent, Publish
+from schemas import FindingRaised
+from schemas.decisions import DecisionRecorded
+from schemas.ids import answer_id
+from schemas.targets import DecisionTarget, RecordTarget
+from workers.kernel import World
 
 RECORD_SALT = "decision-record"
 STALE_SALT = "decision-stale"

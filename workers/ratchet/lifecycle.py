@@ -8,15 +8,15 @@ is refused with a ``refused-transition`` finding naming the claim.
 
 from __future__ import annotations
 
-from loopbus.projections import lifecycle
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.lifecycle import LifecycleState
-from loopbus.schemas import Actor, FindingRaised, FindingResolved
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
-from loopbus.schemas.ratchet import GateMoveClaim
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.kernel import World
+from projections import lifecycle
+from projections.intents import Intent, Publish
+from projections.lifecycle import LifecycleState
+from schemas import Actor, FindingRaised, FindingResolved
+from schemas.ids import answer_id
+from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
+from schemas.ratchet import GateMoveClaim
+from schemas.targets import RecordTarget
+from workers.kernel import World
 
 SALT = "finding-lifecycle"
 

@@ -3,7 +3,7 @@
 Three sources of moves, all pure over the folded world:
 
 * a :class:`GateMoveClaim` from anyone, judged by
-  :func:`loopbus.projections.ratchet.settle`: a :class:`GateMoved` with the
+  :func:`projections.ratchet.settle`: a :class:`GateMoved` with the
   :class:`DecisionRecorded` of the settlement (one atomic batch), or a refusal naming the
   authority it needs and, for a loosening, the dismissal evidence that would justify it;
 * the meta rule per gate and project: a tier reached by the gate's false-positive share
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections import lifecycle, ratchet
-from loopbus.projections.intents import Intent, PublishBatch
-from loopbus.projections.lifecycle import GateTally, LifecycleState
-from loopbus.projections.ratchet import RatchetState, Refused
-from loopbus.schemas import FindingRaised
-from loopbus.schemas.decisions import DecisionRecorded
-from loopbus.schemas.findings import Severity
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.ratchet import (
+from projections import lifecycle, ratchet
+from projections.intents import Intent, PublishBatch
+from projections.lifecycle import GateTally, LifecycleState
+from projections.ratchet import RatchetState, Refused
+from schemas import FindingRaised
+from schemas.decisions import DecisionRecorded
+from schemas.findings import Severity
+from schemas.ids import answer_id
+from schemas.ratchet import (
     CADENCE_MOVES,
     GateMoveClaim,
     GateMoved,
@@ -35,12 +35,12 @@ from loopbus.schemas.ratchet import (
     GateState,
     Scope,
 )
-from loopbus.schemas.targets import CheckTarget, ProfileTarget
-from loopbus.workers.gates.meta import Tier, reached
-from loopbus.workers.gates.profiles import DEFAULT_REVIEW_EVERY
-from loopbus.workers.kernel import World
-from loopbus.workers.ratchet.lifecycle import refusal
-from loopbus.workers.ratchet.policy import Policy
+from schemas.targets import CheckTarget, ProfileTarget
+from workers.gates.meta import Tier, reached
+from workers.gates.profiles import DEFAULT_REVIEW_EVERY
+from workers.kernel import World
+from workers.ratchet.lifecycle import refusal
+from workers.ratchet.policy import Policy
 
 STANDING_OBJECTIVE = "ratchet"
 """The objective every settlement serves: the rules change only by their authority."""

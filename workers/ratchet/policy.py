@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopbus.schemas.ratchet import CATALOGUE
-from loopbus.workers.gates.config import ProjectConfig
-from loopbus.workers.gates.declared import declared_checks
-from loopbus.workers.gates.meta import DEFAULT_RULE, MetaRule
-from loopbus.workers.gates.profiles import load_profiles
+from schemas.ratchet import CATALOGUE
+from workers.gates.config import ProjectConfig
+from workers.gates.declared import declared_checks
+from workers.gates.meta import DEFAULT_RULE, MetaRule
+from workers.gates.profiles import load_profiles
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def policy_for(repo: Path | None, catalogue: str, catalogue_operators: list[str]
     checks: dict[str, dict[str, ConfiguredCheck]] = {}
     declared = declared_checks(repo)
     if declared.project is not None and repo is not None:
-        from loopbus.workers.gates.config import parse_config
+        from workers.gates.config import parse_config
 
         config = parse_config((repo / "loopbus.toml").read_text())
         checks[config.project] = from_config(config)

@@ -1,13 +1,13 @@
-"""Command line of the reviewer daemon: ``python -m loopbus.workers.reviewer --repo PATH``."""
+"""Command line of the reviewer daemon: ``python -m workers.reviewer --repo PATH``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.agents.cli import add_repo, load_configs, serving_body
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.leases.capacity import add_lease_options
+from workers.agents.cli import add_repo, load_configs, serving_body
+from workers.cli import Body, daemon_parser, main_for
+from workers.leases.capacity import add_lease_options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_lease_options(parser, "reviews", jobs=4, ttl_s=60.0)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.reviewer.daemon import Reviewer
+        from workers.reviewer.daemon import Reviewer
 
         configs = load_configs(parser, args.repo)
         reviewer = Reviewer(configs, lease_ttl_s=args.lease_ttl, jobs=args.jobs)

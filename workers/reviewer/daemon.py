@@ -13,7 +13,7 @@ carries out its two effects:
   ``long`` mode picked alone on stdin, and turn what it printed into the assigned
   reviewer's verdict claim, or into a reviewer failure; a limit the sandbox saw the
   command hit is a ``sandbox-breach`` finding in the same batch
-  (:mod:`loopbus.workers.agents.breaches`).
+  (:mod:`workers.agents.breaches`).
 
 A review runs in the background (one per open request); stopping the daemon kills the
 command with everything it started, and the next daemon runs the request again.
@@ -28,7 +28,8 @@ from typing import assert_never
 
 import msgspec
 import structlog
-from loopbus.projections import (
+
+from projections import (
     builds,
     charter,
     convergence,
@@ -39,24 +40,24 @@ from loopbus.projections import (
     reviews,
     units,
 )
-from loopbus.projections.intents import Intent
-from loopbus.projections.reviews import RequestView
-from loopbus.schemas import Actor, utcnow
-from loopbus.workers.agents import unsandboxed
-from loopbus.workers.agents.breaches import AgentRun, with_breach
-from loopbus.workers.agents.command import argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.kernel.lease_holding import answered_under_lease
-from loopbus.workers.leases.decide import Policy, holder_name, leased
-from loopbus.workers.repository import unit_change
-from loopbus.workers.reviewer import decide as policy
-from loopbus.workers.reviewer import verdicts
-from loopbus.workers.reviewer.diff import parse_unified_diff
-from loopbus.workers.reviewer.effects import ReadChange, ReviewerEffect, RunReview
-from loopbus.workers.reviewer.scene import CHANGES, Change
+from projections.intents import Intent
+from projections.reviews import RequestView
+from schemas import Actor, utcnow
+from workers.agents import unsandboxed
+from workers.agents.breaches import AgentRun, with_breach
+from workers.agents.command import argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.workspace import read_only_copy, remove, workdir
+from workers.kernel import Daemon, Kernel, World
+from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.decide import Policy, holder_name, leased
+from workers.repository import unit_change
+from workers.reviewer import decide as policy
+from workers.reviewer import verdicts
+from workers.reviewer.diff import parse_unified_diff
+from workers.reviewer.effects import ReadChange, ReviewerEffect, RunReview
+from workers.reviewer.scene import CHANGES, Change
 
 log = structlog.get_logger()
 

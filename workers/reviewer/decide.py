@@ -26,25 +26,26 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
-from loopbus.projections import lessons
-from loopbus.projections import reviews as rv
-from loopbus.projections.builds import AutoPick
-from loopbus.projections.claims import Move, References, Verdict, escalate, halt, returned
-from loopbus.projections.findings import open_findings
-from loopbus.projections.gates import GatesState, suite_for
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.units import UnitView
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import ReviewRequested, ReviewVerdict
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.kernel import World
-from loopbus.workers.reviewer.effects import ReadChange, RunReview
-from loopbus.workers.reviewer.escalations import escalate_problem, review_input
-from loopbus.workers.reviewer.facts import refusal, unreviewable
-from loopbus.workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
-from loopbus.workers.reviewer.rounds import Round, accept, close_round, gate_round
-from loopbus.workers.reviewer.scene import Change, Scene
-from loopbus.workers.reviewer.verdicts import consistency_problem
+
+from projections import lessons
+from projections import reviews as rv
+from projections.builds import AutoPick
+from projections.claims import Move, References, Verdict, escalate, halt, returned
+from projections.findings import open_findings
+from projections.gates import GatesState, suite_for
+from projections.intents import Intent, Publish, PublishBatch
+from projections.units import UnitView
+from schemas.ids import answer_id
+from schemas.reviews import ReviewRequested, ReviewVerdict
+from workers.agents.config import RepoConfig
+from workers.kernel import World
+from workers.reviewer.effects import ReadChange, RunReview
+from workers.reviewer.escalations import escalate_problem, review_input
+from workers.reviewer.facts import refusal, unreviewable
+from workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
+from workers.reviewer.rounds import Round, accept, close_round, gate_round
+from workers.reviewer.scene import Change, Scene
+from workers.reviewer.verdicts import consistency_problem
 
 TRANSITION_SALT = "review-transition"
 

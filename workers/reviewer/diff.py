@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from loopbus.schemas.reviews import SubtractionMode
-from loopbus.schemas.targets import CodeTarget, Target
+from schemas.reviews import SubtractionMode
+from schemas.targets import CodeTarget, Target
 
 FileStatus = Literal["added", "modified", "deleted", "renamed"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbus.projections import reviews as rv
-from loopbus.projections.intents import Effect
+from projections import reviews as rv
+from projections.intents import Effect
 
 READ_CHANGE = "change"
 """The key prefix of :class:`ReadChange`."""

@@ -1,7 +1,7 @@
 """A reviewer sends auto-picked decisions to the operator. Pure: no I/O, no clock.
 
 Every decision ``long`` mode picked alone is in the input of the unit's next review
-(:func:`loopbus.projections.builds.review_input`). The assigned reviewer may name any of
+(:func:`projections.builds.review_input`). The assigned reviewer may name any of
 them in its verdict's ``escalate``; the system then, in the batch that accepts the verdict:
 
 * accepts it as ``reject`` whatever it claimed, so no head built on a decision the
@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import builds
-from loopbus.projections import reviews as rv
-from loopbus.schemas import Event, FindingRaised
-from loopbus.schemas.decisions import DecisionRequested
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import ReviewVerdict
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.reviewer.scene import Scene
+from projections import builds
+from projections import reviews as rv
+from schemas import Event, FindingRaised
+from schemas.decisions import DecisionRequested
+from schemas.ids import answer_id
+from schemas.reviews import ReviewVerdict
+from schemas.targets import RecordTarget
+from workers.reviewer.scene import Scene
 
 CRITERION = "decision-escalated"
 

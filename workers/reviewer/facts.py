@@ -7,15 +7,15 @@ once.
 
 from __future__ import annotations
 
-from loopbus.projections import convergence as conv
-from loopbus.projections import reviews as rv
-from loopbus.projections.findings import PROJECT_SCOPE, key_text
-from loopbus.schemas import FindingRaised, format_target
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import ReviewVerdict, VerdictRefused
-from loopbus.schemas.targets import CodeTarget, RecordTarget, Target
-from loopbus.workers.reviewer.guards import Violation
-from loopbus.workers.reviewer.scene import Scene
+from projections import convergence as conv
+from projections import reviews as rv
+from projections.findings import PROJECT_SCOPE, key_text
+from schemas import FindingRaised, format_target
+from schemas.ids import answer_id
+from schemas.reviews import ReviewVerdict, VerdictRefused
+from schemas.targets import CodeTarget, RecordTarget, Target
+from workers.reviewer.guards import Violation
+from workers.reviewer.scene import Scene
 
 
 def refusal(

@@ -6,8 +6,8 @@ Three things are not defects to repair but the gates doing their job:
 * an edit to a frozen artifact: an acceptance-criteria test file, ``loopbus.toml``
   (which holds the gate configuration and the pending list), or a path the project lists
   under ``[review] frozen``. The edits to ``loopbus.toml`` a unit may make are those of
-  :mod:`loopbus.workers.gates.trunkconfig` (clearing its own pending markers, adding a
-  check). The gate runner's scope guard (:mod:`loopbus.workers.gates.scope`) refuses the
+  :mod:`workers.gates.trunkconfig` (clearing its own pending markers, adding a
+  check). The gate runner's scope guard (:mod:`workers.gates.scope`) refuses the
   same edits for every unit before it is gated, whether or not a reviewer is configured;
   this guard stays as the reviewer's own second look;
 * a security finding of high or critical severity (its criterion or class names security).
@@ -19,10 +19,10 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopbus.workers.errors import CONFIG_FILE, ConfigError
-from loopbus.workers.gates.secrets import SECRET_PATTERNS
-from loopbus.workers.gates.trunkconfig import config_changes, refused
-from loopbus.workers.reviewer.diff import Diff, normalise_path
+from workers.errors import CONFIG_FILE, ConfigError
+from workers.gates.secrets import SECRET_PATTERNS
+from workers.gates.trunkconfig import config_changes, refused
+from workers.reviewer.diff import Diff, normalise_path
 
 SECURITY_SEVERITIES = frozenset({"high", "critical"})
 

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from loopbus.projections import convergence as conv
-from loopbus.projections import reviews as rv
-from loopbus.projections.findings import FindingsState, key_text, open_findings
-from loopbus.schemas import Event, FindingRaised, FindingResolved, format_target
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import (
+from projections import convergence as conv
+from projections import reviews as rv
+from projections.findings import FindingsState, key_text, open_findings
+from schemas import Event, FindingRaised, FindingResolved, format_target
+from schemas.ids import answer_id
+from schemas.reviews import (
     Decision,
     FindingSubtracted,
     ReviewFinding,
@@ -28,13 +28,13 @@ from loopbus.schemas.reviews import (
     RungPromoted,
     VerdictAccepted,
 )
-from loopbus.schemas.targets import CodeTarget, Target
-from loopbus.workers.reviewer.diff import subtraction_reason
-from loopbus.workers.reviewer.escalations import escalation
-from loopbus.workers.reviewer.facts import finding_key, halt_finding, open_id, stop_finding
-from loopbus.workers.reviewer.guards import Violation, criteria_files, is_security_finding
-from loopbus.workers.reviewer.scene import Change, Scene
-from loopbus.workers.reviewer.verdicts import review_finding_key
+from schemas.targets import CodeTarget, Target
+from workers.reviewer.diff import subtraction_reason
+from workers.reviewer.escalations import escalation
+from workers.reviewer.facts import finding_key, halt_finding, open_id, stop_finding
+from workers.reviewer.guards import Violation, criteria_files, is_security_finding
+from workers.reviewer.scene import Change, Scene
+from workers.reviewer.verdicts import review_finding_key
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from loopbus.projections import convergence as conv
-from loopbus.projections import reviews as rv
-from loopbus.projections.charter import RunView
-from loopbus.projections.findings import FindingsState
-from loopbus.projections.gates import GatesState
-from loopbus.projections.units import UnitsState
-from loopbus.schemas import Actor
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.kernel import World
-from loopbus.workers.reviewer.diff import Diff
-from loopbus.workers.reviewer.effects import ReadChange
+from projections import convergence as conv
+from projections import reviews as rv
+from projections.charter import RunView
+from projections.findings import FindingsState
+from projections.gates import GatesState
+from projections.units import UnitsState
+from schemas import Actor
+from workers.agents.config import RepoConfig
+from workers.kernel import World
+from workers.reviewer.diff import Diff
+from workers.reviewer.effects import ReadChange
 
 CHANGES = "changes"
 """The observation the shell reports diffs under: ``{(project, head, hint): Change | str}``

@@ -13,16 +13,17 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.convergence import is_blocking
-from loopbus.projections.findings import key_text
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.projections.reviews import RequestView
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reviews import ReviewFinding, ReviewVerdict, VerdictDocument, VerdictRefused
-from loopbus.schemas.targets import CodeTarget, RecordTarget, format_target
-from loopbus.workers.agents.command import CommandResult
-from loopbus.workers.reviewer.diff import normalise_path
+
+from projections.convergence import is_blocking
+from projections.findings import key_text
+from projections.intents import Intent, Publish, PublishBatch
+from projections.reviews import RequestView
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.reviews import ReviewFinding, ReviewVerdict, VerdictDocument, VerdictRefused
+from schemas.targets import CodeTarget, RecordTarget, format_target
+from workers.agents.command import CommandResult
+from workers.reviewer.diff import normalise_path
 
 OUTPUT_LIMIT = 1 << 20  # a verdict larger than 1 MiB is not a verdict
 

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.shipper``: run the shipper daemon."""
+"""``python -m workers.shipper``: run the shipper daemon."""
 
-from loopbus.workers.shipper.cli import main
+from workers.shipper.cli import main
 
 raise SystemExit(main())

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.workers.errors import RepoError
+from workers.errors import RepoError
 
 
 def branch_name(slice_id: str) -> str:

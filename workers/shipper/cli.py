@@ -1,4 +1,4 @@
-"""Command line of the shipper daemon: ``python -m loopbus.workers.shipper --repo PATH``."""
+"""Command line of the shipper daemon: ``python -m workers.shipper --repo PATH``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers.agents.cli import serving_body
-from loopbus.workers.cli import Body, daemon_parser, main_for
+from workers.agents.cli import serving_body
+from workers.cli import Body, daemon_parser, main_for
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,10 +24,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.agents.config import config_text
-        from loopbus.workers.agents.config import parse as parse_repo
-        from loopbus.workers.shipper import config
-        from loopbus.workers.shipper.daemon import Shipper, ShipRepo
+        from workers.agents.config import config_text
+        from workers.agents.config import parse as parse_repo
+        from workers.shipper import config
+        from workers.shipper.daemon import Shipper, ShipRepo
 
         repos: dict[str, ShipRepo] = {}
         if args.repo is not None:

@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from loopbus.workers.errors import ConfigError
+from workers.errors import ConfigError
 
 DEFAULT_TIMEOUT_S = 300.0
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

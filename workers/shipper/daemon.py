@@ -6,7 +6,7 @@ decision (:mod:`.decide`, pure) asks for three effects, carried out here:
 * ``scan`` — :func:`.scan.scan` the commits new on trunk; publish one finding per
   credential (criterion ``no-secrets-in-trunk``, owner operator, critical) atomically with
   the :class:`TrunkScanned` that answers the scan. The dispatcher starts no unit while such
-  a finding is open (:func:`loopbus.projections.shipping.hold`).
+  a finding is open (:func:`projections.shipping.hold`).
 * ``bundle`` — :func:`.bundle.make`: branch, annotated tag, PR description, ``git bundle``;
   publish :class:`SliceBundled`.
 * ``ship`` — run ``[ship] command`` with the gates' command runner (a process group in the
@@ -29,20 +29,21 @@ from pathlib import Path
 from typing import assert_never
 
 import structlog
-from loopbus.projections import risk, shipping, slices, verify
-from loopbus.projections.intents import Intent, Publish, PublishBatch
-from loopbus.schemas import Actor, FindingRaised, utcnow
-from loopbus.schemas.ids import answer_id, fixed_id
-from loopbus.schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
-from loopbus.schemas.targets import PlanTarget, RecordTarget
-from loopbus.workers.errors import WorkerError
-from loopbus.workers.gates.executors import RunSpec, SubprocessExecutor
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.shipper import bundle
-from loopbus.workers.shipper.decide import Options, decide
-from loopbus.workers.shipper.describe import description
-from loopbus.workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperEffect
-from loopbus.workers.shipper.scan import Scan, scan
+
+from projections import risk, shipping, slices, verify
+from projections.intents import Intent, Publish, PublishBatch
+from schemas import Actor, FindingRaised, utcnow
+from schemas.ids import answer_id, fixed_id
+from schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
+from schemas.targets import PlanTarget, RecordTarget
+from workers.errors import WorkerError
+from workers.gates.executors import RunSpec, SubprocessExecutor
+from workers.kernel import Daemon, Kernel, World
+from workers.shipper import bundle
+from workers.shipper.decide import Options, decide
+from workers.shipper.describe import description
+from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperEffect
+from workers.shipper.scan import Scan, scan
 
 log = structlog.get_logger()
 
@@ -227,8 +228,8 @@ class Shipper(Daemon):
 
 
 def _configured_reads(repo: ShipRepo) -> Mapping[str, Sequence[str]] | None:
-    from loopbus.workers import repository
-    from loopbus.workers.gates.declared import config_at
+    from workers import repository
+    from workers.gates.declared import config_at
 
     try:
         config = config_at(repository.resolve(repo.path, repo.trunk))

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopbus.projections import risk, shipping, slices, verify
-from loopbus.projections.intents import Intent
-from loopbus.projections.risk import RiskState
-from loopbus.projections.shipping import ShippingState
-from loopbus.projections.slices import SlicesState, SliceView
-from loopbus.projections.verify import VerifyState
-from loopbus.workers.kernel import World
-from loopbus.workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle
+from projections import risk, shipping, slices, verify
+from projections.intents import Intent
+from projections.risk import RiskState
+from projections.shipping import ShippingState
+from projections.slices import SlicesState, SliceView
+from projections.verify import VerifyState
+from workers.kernel import World
+from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle
 
 
 @dataclass(frozen=True)

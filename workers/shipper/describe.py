@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from loopbus.projections import risk
-from loopbus.projections.risk import RiskState
-from loopbus.projections.shipping import ShippingState
-from loopbus.projections.slices import SlicesState
+from projections import risk
+from projections.risk import RiskState
+from projections.shipping import ShippingState
+from projections.slices import SlicesState
 
 
 def description(

@@ -8,11 +8,11 @@
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
-from loopbus.projections.risk import RiskState
-from loopbus.projections.shipping import ShippingState
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas.ship import SliceBundled
+from projections.intents import Effect
+from projections.risk import RiskState
+from projections.shipping import ShippingState
+from projections.slices import SlicesState
+from schemas.ship import SliceBundled
 
 
 class ScanTrunk(Effect, frozen=True, tag="shipper.scan_trunk.v1"):

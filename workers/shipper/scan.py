@@ -12,8 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopbus.workers.errors import RepoError
-from loopbus.workers.gates.secrets import secret_in
+from workers.errors import RepoError
+from workers.gates.secrets import secret_in
 
 MESSAGE = "(commit message)"
 """The path a leak in a commit's message is reported at."""

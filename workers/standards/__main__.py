@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.standards --nats-url URL``: run the standards daemon."""
+"""``python -m workers.standards --nats-url URL``: run the standards daemon."""
 
-from loopbus.workers.standards.cli import main
+from workers.standards.cli import main
 
 raise SystemExit(main())

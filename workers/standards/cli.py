@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
-from loopbus.workers.standards.daemon import Standards
+from workers.cli import Body, daemon_parser, kernel_body, main_for
+from workers.standards.daemon import Standards
 
 
 def main(argv: Sequence[str] | None = None) -> int:

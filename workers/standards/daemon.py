@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopbus.projections import budgets
-from loopbus.projections.budgets import Breach
-from loopbus.projections.intents import Intent
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.targets import BudgetTarget
-from loopbus.workers.kernel import Daemon, World
+from projections import budgets
+from projections.budgets import Breach
+from projections.intents import Intent
+from schemas import Actor, FindingRaised
+from schemas.targets import BudgetTarget
+from workers.kernel import Daemon, World
 
 _UNITS = {
     "gate_wall_clock": "s",

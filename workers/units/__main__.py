@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.units --nats-url URL``: run the units daemon."""
+"""``python -m workers.units --nats-url URL``: run the units daemon."""
 
-from loopbus.workers.units.cli import main
+from workers.units.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Command line of the units daemon: ``python -m loopbus.workers.units --nats-url URL``."""
+"""Command line of the units daemon: ``python -m workers.units --nats-url URL``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers.cli import Body, daemon_parser, kernel_body, main_for
-from loopbus.workers.units.daemon import make_units
+from workers.cli import Body, daemon_parser, kernel_body, main_for
+from workers.units.daemon import make_units
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,21 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.projections import contract
-from loopbus.projections import findings as findings_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import reviews as reviews_fold
-from loopbus.projections import units as units_fold
-from loopbus.projections.claims import Move, References, Refusal, Verdict, decide, gates, verb
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
-from loopbus.schemas import Actor, FindingRaised, FindingResolved, Producer
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import UnitReport
-from loopbus.schemas.targets import RecordTarget
-from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
-from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.units.settled import no_longer_raised
+from projections import contract
+from projections import findings as findings_fold
+from projections import gates as gates_fold
+from projections import reviews as reviews_fold
+from projections import units as units_fold
+from projections.claims import Move, References, Refusal, Verdict, decide, gates, verb
+from projections.intents import Intent, Publish
+from projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
+from schemas import Actor, FindingRaised, FindingResolved, Producer
+from schemas.ids import answer_id
+from schemas.reports import UnitReport
+from schemas.targets import RecordTarget
+from workers.gates.declared import DeclaredChecks, declared_checks
+from workers.kernel import Daemon, World
+from workers.units.settled import no_longer_raised
 
 ANSWER_SALT = "answer"
 GATES_SALT = "gates"
@@ -223,5 +223,5 @@ def contract_finding(world: World, view: UnitView, found: contract.Contract) -> 
 
 
 def make_units(repo: Path | None, projects: Sequence[str] = ()) -> Units:
-    """The daemon as ``python -m loopbus.workers.units`` runs it."""
+    """The daemon as ``python -m workers.units`` runs it."""
     return Units(projects=projects, checks=declared_checks(repo))

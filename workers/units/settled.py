@@ -25,16 +25,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from loopbus.projections import contract as contract_fold
-from loopbus.projections import gates as gates_fold
-from loopbus.projections import reviews as reviews_fold
-from loopbus.projections.findings import FindingsState, OpenFinding, key_text, open_findings
-from loopbus.projections.reviews import BESIDE_CHECKS
-from loopbus.projections.units import UnitView
-from loopbus.schemas import Actor, FindingResolved
-from loopbus.schemas.gates import SuiteEntry
-from loopbus.schemas.ids import answer_id
-from loopbus.workers.gates.scope import criteria_files
+from projections import contract as contract_fold
+from projections import gates as gates_fold
+from projections import reviews as reviews_fold
+from projections.findings import FindingsState, OpenFinding, key_text, open_findings
+from projections.reviews import BESIDE_CHECKS
+from projections.units import UnitView
+from schemas import Actor, FindingResolved
+from schemas.gates import SuiteEntry
+from schemas.ids import answer_id
+from workers.gates.scope import criteria_files
 
 SALT = "no-longer-raised"
 

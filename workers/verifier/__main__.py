@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.verifier --nats-url URL --repo PATH``: run the verifier."""
+"""``python -m workers.verifier --nats-url URL --repo PATH``: run the verifier."""
 
-from loopbus.workers.verifier.cli import main
+from workers.verifier.cli import main
 
 raise SystemExit(main())

@@ -9,13 +9,14 @@ import re
 from datetime import datetime
 
 import msgspec
-from loopbus.projections.intents import PublishBatch
-from loopbus.schemas import Actor, FindingRaised, InvalidEvent, decode_event, encode_event
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import bounded, oversize
-from loopbus.schemas.ratchet import GateProposed
-from loopbus.schemas.targets import PlanTarget
-from loopbus.schemas.verify import (
+
+from projections.intents import PublishBatch
+from schemas import Actor, FindingRaised, InvalidEvent, decode_event, encode_event
+from schemas.ids import answer_id
+from schemas.limits import bounded, oversize
+from schemas.ratchet import GateProposed
+from schemas.targets import PlanTarget
+from schemas.verify import (
     VERIFY_CRITERION,
     VerifierEnvelope,
     VerifierFinding,

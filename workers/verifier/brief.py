@@ -9,10 +9,10 @@ field that could carry them. The shell adds trunk's commit and its boot command.
 
 from __future__ import annotations
 
-from loopbus.projections.slices import SliceView
-from loopbus.projections.verify import wave_units
-from loopbus.schemas.charter import Charter
-from loopbus.schemas.verify import BriefCriterion, BriefObjective, VerifyBrief
+from projections.slices import SliceView
+from projections.verify import wave_units
+from schemas.charter import Charter
+from schemas.verify import BriefCriterion, BriefObjective, VerifyBrief
 
 
 def verify_brief(project: str, view: SliceView, wave: int, charter: Charter | None) -> VerifyBrief:

@@ -1,4 +1,4 @@
-"""Command line of the verifier daemon: ``python -m loopbus.workers.verifier``."""
+"""Command line of the verifier daemon: ``python -m workers.verifier``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.workers.agents import config as agent_config
-from loopbus.workers.agents.cli import TRUNK_ENV, add_repo, load_configs, serving_body
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.errors import ConfigError
+from workers.agents import config as agent_config
+from workers.agents.cli import TRUNK_ENV, add_repo, load_configs, serving_body
+from workers.cli import Body, daemon_parser, main_for
+from workers.errors import ConfigError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,8 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from loopbus.workers.agents.verify_config import parse_verify_text
-        from loopbus.workers.verifier.daemon import Verifier
+        from workers.agents.verify_config import parse_verify_text
+        from workers.verifier.daemon import Verifier
 
         configs = load_configs(parser, args.repo)
         trunk = os.environ.get(TRUNK_ENV) or None

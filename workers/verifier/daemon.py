@@ -19,24 +19,25 @@ from typing import assert_never
 
 import msgspec
 import structlog
-from loopbus.projections.intents import Intent
-from loopbus.schemas import utcnow
-from loopbus.schemas.reviews import VerdictDocument
-from loopbus.schemas.verify import BriefBoot, VerifierEnvelope, VerifyBrief
-from loopbus.schemas.wave_review import Trigger
-from loopbus.workers.agents.command import argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.verify_config import VerifyConfig
-from loopbus.workers.agents.workspace import make_writable, read_only_copy, remove, workdir
-from loopbus.workers.gates.declared import config_at
-from loopbus.workers.kernel import Daemon, World
-from loopbus.workers.repository import resolve
-from loopbus.workers.verifier import wave
-from loopbus.workers.verifier.answer import parse_envelope, recorded
-from loopbus.workers.verifier.decide import FOLDS, decide
-from loopbus.workers.verifier.effects import ReReviewUnit, ReviewWave, VerifierEffect, VerifyWave
-from loopbus.workers.verifier.wave_shell import run_review, unit_document, wave_document
+
+from projections.intents import Intent
+from schemas import utcnow
+from schemas.reviews import VerdictDocument
+from schemas.verify import BriefBoot, VerifierEnvelope, VerifyBrief
+from schemas.wave_review import Trigger
+from workers.agents.command import argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.verify_config import VerifyConfig
+from workers.agents.workspace import make_writable, read_only_copy, remove, workdir
+from workers.gates.declared import config_at
+from workers.kernel import Daemon, World
+from workers.repository import resolve
+from workers.verifier import wave
+from workers.verifier.answer import parse_envelope, recorded
+from workers.verifier.decide import FOLDS, decide
+from workers.verifier.effects import ReReviewUnit, ReviewWave, VerifierEffect, VerifyWave
+from workers.verifier.wave_shell import run_review, unit_document, wave_document
 
 log = structlog.get_logger()
 

@@ -1,22 +1,22 @@
 """The verifier daemon's decision. Pure: no I/O, no clock.
 
 For each open slice of a project with a ``[verify] command``, the first merged wave not yet
-verified (:func:`loopbus.projections.verify.to_verify`) becomes one effect: run the
+verified (:func:`projections.verify.to_verify`) becomes one effect: run the
 command on trunk with the wave's code-cold brief (:mod:`.brief`). The dispatcher holds the
 next wave and the close meanwhile, so trunk is the wave's end when the effect reads it.
 """
 
 from __future__ import annotations
 
-from loopbus.projections import charter as charter_fold
-from loopbus.projections import slices as slices_fold
-from loopbus.projections import verify as verify_fold
-from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.intents import Intent
-from loopbus.projections.slices import SlicesState
-from loopbus.workers.kernel import World
-from loopbus.workers.verifier.brief import verify_brief
-from loopbus.workers.verifier.effects import VerifyWave
+from projections import charter as charter_fold
+from projections import slices as slices_fold
+from projections import verify as verify_fold
+from projections import wave_review as wave_fold
+from projections.intents import Intent
+from projections.slices import SlicesState
+from workers.kernel import World
+from workers.verifier.brief import verify_brief
+from workers.verifier.effects import VerifyWave
 
 FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD, wave_fold.FOLD)
 """What the verifier daemon folds (the charter for its objectives and criteria words)."""

@@ -9,10 +9,10 @@ Each key names the accepted plan and the wave (and the unit), so each runs once 
 
 from __future__ import annotations
 
-from loopbus.projections.intents import Effect
-from loopbus.projections.wave_review import WaveToReview
-from loopbus.schemas.verify import VerifyBrief
-from loopbus.schemas.wave_review import WaveReviewed
+from projections.intents import Effect
+from projections.wave_review import WaveToReview
+from schemas.verify import VerifyBrief
+from schemas.wave_review import WaveReviewed
 
 VERIFY = "verify-wave"
 """The key prefix of :class:`VerifyWave`."""

@@ -11,25 +11,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from loopbus.projections import slices as slices_fold
-from loopbus.projections import wave_review as wave_fold
-from loopbus.projections.convergence import SEVERITY_RANK
-from loopbus.projections.intents import Effect, Intent, PublishBatch
-from loopbus.projections.slices import SlicesState
-from loopbus.schemas import Actor, FindingRaised, FindingResolved
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.limits import bounded
-from loopbus.schemas.reviews import VerdictDocument
-from loopbus.schemas.targets import CodeTarget
-from loopbus.schemas.wave_review import (
+from projections import slices as slices_fold
+from projections import wave_review as wave_fold
+from projections.convergence import SEVERITY_RANK
+from projections.intents import Effect, Intent, PublishBatch
+from projections.slices import SlicesState
+from schemas import Actor, FindingRaised, FindingResolved
+from schemas.ids import answer_id
+from schemas.limits import bounded
+from schemas.reviews import VerdictDocument
+from schemas.targets import CodeTarget
+from schemas.wave_review import (
     WAVE_REVIEW_CRITERION,
     Trigger,
     UnitReReviewed,
     WaveReviewed,
 )
-from loopbus.workers.kernel import World
-from loopbus.workers.verifier.answer import unrecordable
-from loopbus.workers.verifier.effects import ReReviewUnit, ReviewWave
+from workers.kernel import World
+from workers.verifier.answer import unrecordable
+from workers.verifier.effects import ReReviewUnit, ReviewWave
 
 
 def decide(world: World) -> list[Intent]:

@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loopbus.projections import wave_triggers
-from loopbus.projections.wave_review import WaveToReview
-from loopbus.schemas.reviews import VerdictDocument
-from loopbus.schemas.wave_review import Trigger
-from loopbus.workers.agents.command import argv_of
-from loopbus.workers.agents.config import RepoConfig
-from loopbus.workers.agents.runner import run_agent
-from loopbus.workers.agents.workspace import read_only_copy, remove, workdir
-from loopbus.workers.history import diff_commits
-from loopbus.workers.repository import files_changed
-from loopbus.workers.verifier.effects import ReReviewUnit
+
+from projections import wave_triggers
+from projections.wave_review import WaveToReview
+from schemas.reviews import VerdictDocument
+from schemas.wave_review import Trigger
+from workers.agents.command import argv_of
+from workers.agents.config import RepoConfig
+from workers.agents.runner import run_agent
+from workers.agents.workspace import read_only_copy, remove, workdir
+from workers.history import diff_commits
+from workers.repository import files_changed
+from workers.verifier.effects import ReReviewUnit
 
 _verdict = msgspec.json.Decoder(VerdictDocument)
 

@@ -1,5 +1,5 @@
-"""``python -m loopbus.workers.watchdog --nats-url URL``: run the watchdog daemon."""
+"""``python -m workers.watchdog --nats-url URL``: run the watchdog daemon."""
 
-from loopbus.workers.watchdog.cli import main
+from workers.watchdog.cli import main
 
 raise SystemExit(main())

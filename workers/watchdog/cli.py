@@ -1,4 +1,4 @@
-"""Command line of the watchdog: ``python -m loopbus.workers.watchdog --nats-url URL``."""
+"""Command line of the watchdog: ``python -m workers.watchdog --nats-url URL``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.schemas.errors import InvalidValue
-from loopbus.workers.cli import Body, daemon_parser, main_for
-from loopbus.workers.kernel import Kernel
-from loopbus.workers.runtime import DaemonContext
-from loopbus.workers.watchdog.daemon import make_watchdog
-from loopbus.workers.watchdog.limits import parse_limits
+from schemas.errors import InvalidValue
+from workers.cli import Body, daemon_parser, main_for
+from workers.kernel import Kernel
+from workers.runtime import DaemonContext
+from workers.watchdog.daemon import make_watchdog
+from workers.watchdog.limits import parse_limits
 
 
 def main(argv: Sequence[str] | None = None) -> int:

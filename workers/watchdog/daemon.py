@@ -25,19 +25,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopbus.bus import Bus
-from loopbus.projections import units as units_fold
-from loopbus.projections.claims import lapse
-from loopbus.projections.intents import Intent, Publish
-from loopbus.projections.units import WAIT_BUDGET_CLASS, UnitsState, UnitView
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
-from loopbus.workers.gates.declared import DeclaredChecks, declared_checks
-from loopbus.workers.kernel import Daemon, Kernel, World
-from loopbus.workers.watchdog.heartbeats import Heartbeats
-from loopbus.workers.watchdog.holders import counted_beat, foreign_beat_findings
-from loopbus.workers.watchdog.limits import Limits
+from bus import Bus
+from projections import units as units_fold
+from projections.claims import lapse
+from projections.intents import Intent, Publish
+from projections.units import WAIT_BUDGET_CLASS, UnitsState, UnitView
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.targets import BudgetTarget, CheckTarget, RecordTarget, Target
+from workers.gates.declared import DeclaredChecks, declared_checks
+from workers.kernel import Daemon, Kernel, World
+from workers.watchdog.heartbeats import Heartbeats
+from workers.watchdog.holders import counted_beat, foreign_beat_findings
+from workers.watchdog.limits import Limits
 
 LOST_SALT = "lost"
 WAIT_SALT = "wait-budget"
@@ -181,5 +181,5 @@ def tick_for(limits: Limits) -> float:
 def make_watchdog(
     bus: Bus, limits: Limits, *, repo: Path | None = None, projects: Sequence[str] = ()
 ) -> Watchdog:
-    """The daemon as ``python -m loopbus.workers.watchdog`` runs it."""
+    """The daemon as ``python -m workers.watchdog`` runs it."""
     return Watchdog(bus, limits, checks=declared_checks(repo), projects=projects)

@@ -20,9 +20,10 @@ from types import MappingProxyType
 
 import msgspec
 import structlog
-from loopbus.bus import HEARTBEAT_BUCKET, Bus, KvEntry
-from loopbus.schemas import Actor
-from loopbus.schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
+
+from bus import HEARTBEAT_BUCKET, Bus, KvEntry
+from schemas import Actor
+from schemas.reports import decode_heartbeat, heartbeat_key, split_heartbeat_key
 
 log = structlog.get_logger()
 

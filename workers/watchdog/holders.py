@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from loopbus.projections.units import FOREIGN_BEAT_CLASS, FOREIGN_BEAT_CRITERION, UnitView
-from loopbus.schemas import Actor, FindingRaised
-from loopbus.schemas.ids import answer_id
-from loopbus.schemas.reports import heartbeat_key
-from loopbus.schemas.targets import RecordTarget
+from projections.units import FOREIGN_BEAT_CLASS, FOREIGN_BEAT_CRITERION, UnitView
+from schemas import Actor, FindingRaised
+from schemas.ids import answer_id
+from schemas.reports import heartbeat_key
+from schemas.targets import RecordTarget
 
 JUDGED_STATES = frozenset({"working", "blocked"})
 """A beat is judged only once the unit has started: before the watchdog has folded a

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from loopbus.schemas import BLOCK_REASONS
-from loopbus.schemas.durations import parse_duration
-from loopbus.schemas.errors import InvalidValue
-from loopbus.schemas.ids import is_token
+from schemas import BLOCK_REASONS
+from schemas.durations import parse_duration
+from schemas.errors import InvalidValue
+from schemas.ids import is_token
 
 DEFAULT_LAPSE_S = 300.0
 DEFAULT_WAIT_BUDGET_S = 1800.0
