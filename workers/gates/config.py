@@ -1,9 +1,8 @@
 """``loopbus.toml``: a project's gate configuration, parsed and validated.
 
-The file lives at the root of the repository and is read from the commit being gated (not
-from whatever is checked out), so a commit's gates, its ``pending`` list included, are the
-ones that commit declares. Every mistake is one :class:`ConfigError` line naming the
-field, the value and the fix. See ``docs/gates.md`` for the format.
+It is read from the commit being gated, not the checkout, so a commit's gates (``pending``
+included) are the ones that commit declares. Every mistake is one :class:`ConfigError` line
+naming the field, the value and the fix. See ``docs/gates.md`` for the format.
 """
 
 from __future__ import annotations
