@@ -65,6 +65,9 @@ class DaemonContext:
     name: str
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     last_seq: int = 0  # what the health beacon reports as progress
+    project_lease_s: float | None = None
+    """Share projects with the daemon's other replicas under leases of this lifetime
+    (``--project-lease``); ``None``: act on every project (one replica only)."""
 
     def note_progress(self, seq: int) -> None:
         self.last_seq = seq
@@ -90,6 +93,8 @@ async def run_daemon(
     nats_url: str,
     creds: Credential | None = None,
     tls_ca: Path | None = None,
+    *,
+    project_lease_s: float | None = None,
 ) -> int:
     """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
     (130 when the stop was Ctrl-C's SIGINT).
@@ -104,7 +109,7 @@ async def run_daemon(
     except BusError:
         await bus.close()
         raise
-    ctx = DaemonContext(bus=bus, name=name)
+    ctx = DaemonContext(bus=bus, name=name, project_lease_s=project_lease_s)
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []
 

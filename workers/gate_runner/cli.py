@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from workers import repository
-from workers.cli import Body, daemon_parser, main_for
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.errors import GateError, WorkerError
 from workers.gate_runner.daemon import GateRunnerDaemon
 from workers.gate_runner.shared import SharedGateRunner
@@ -21,7 +21,6 @@ from workers.gates.config import parse_config
 from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 from workers.gates.runner import GateRunner
 from workers.gates.signing import load_existing, load_or_create
-from workers.kernel import Kernel
 from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import jobs_arg
 from workers.leases.decide import holder_name
@@ -72,7 +71,7 @@ async def run(
         lease_ttl_s=lease_ttl_s,
         holder=holder,
     )
-    await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+    await make_kernel(ctx, daemon).run(ctx.stop)
 
 
 async def idle(ctx: DaemonContext) -> None:
