@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -83,8 +84,12 @@ class Beacon(msgspec.Struct):
     last_seq: int
 
 
-def health_key(name: str) -> str:
-    return f"health.{name}"
+def health_key(name: str, host: str | None = None) -> str:
+    """The beacon of daemon ``name``: the latest of any replica, or (``host``) the one of
+    the replica on that host, so each of several replicas is checked on its own."""
+    if host is None:
+        return f"health.{name}"
+    return f"health.{name}.{re.sub(r'[^A-Za-z0-9_-]', '_', host)}"
 
 
 async def run_daemon(
@@ -149,17 +154,22 @@ async def _beat(ctx: DaemonContext) -> None:
     while not ctx.stop.is_set():
         beacon = Beacon(ctx.name, os.getpid(), host, time.time(), ctx.last_seq)
         with contextlib.suppress(BusError):  # a missed beat is what the check detects
-            await beacons.put(health_key(ctx.name), msgspec.json.encode(beacon))
+            data = msgspec.json.encode(beacon)
+            await beacons.put(health_key(ctx.name), data)
+            await beacons.put(health_key(ctx.name, host), data)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(HEALTH_INTERVAL_S):
                 await ctx.stop.wait()
 
 
-async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
-    """The daemon's beacon when it is fresher than ``stale_s``, else ``None``."""
+async def check_health(
+    bus: Bus, name: str, stale_s: float = HEALTH_STALE_S, *, host: str | None = None
+) -> Beacon | None:
+    """The daemon's beacon (of its replica on ``host``, when given) when it is fresher
+    than ``stale_s``, else ``None``."""
     beacons = await bus.bucket(WORKER_BUCKET)
     try:
-        entry = await beacons.get(health_key(name))
+        entry = await beacons.get(health_key(name, host))
     except BusError:
         return None
     if entry is None:

@@ -74,9 +74,18 @@ async def run(
     await make_kernel(ctx, daemon).run(ctx.stop)
 
 
-async def idle(ctx: DaemonContext) -> None:
-    """Without a repository there is nothing to gate: say so once, stay up until stopped."""
-    log.warning("gate.idle", reason="no --repo or LOOPBUS_REPO: no repository to gate")
+async def idle(ctx: DaemonContext, data_dir: Path | None, runner_name: str) -> None:
+    """Without a repository there is nothing to gate: say so once, stay up until stopped.
+
+    The key is made all the same, so a replica started idle (a compose service scaled
+    before any repository is served) has a runner id of its own from the start, which an
+    operator can read and compare with its siblings'."""
+    signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
+    log.warning(
+        "gate.idle",
+        reason="no --repo or LOOPBUS_REPO: no repository to gate",
+        runner=signer.runner,
+    )
     await ctx.stop.wait()
 
 
@@ -129,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def make_body(args: argparse.Namespace) -> Body:
         if args.repo is None:
-            return idle
+            return lambda ctx: idle(ctx, args.data_dir, args.runner_name)
         if args.jobs < 1:
             parser.error(f"--jobs {args.jobs}: give 1 or more")
         if not 0 < args.lease_ttl <= 86400:
