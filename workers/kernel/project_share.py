@@ -39,6 +39,8 @@ from workers.leases.share import Seen, Step, plan
 log = structlog.get_logger()
 
 ROUNDS_PER_TTL = 3
+FORGET_AFTER_TTLS = 10
+"""A member line this many lease lifetimes old is deleted (every restart leaves one)."""
 
 
 class Member(msgspec.Struct):
@@ -115,8 +117,12 @@ class ProjectShare:
                 member = msgspec.json.decode(entry.value, type=Member)
             except msgspec.DecodeError:
                 continue
-            if time.time() - member.at <= self.ttl_s:
+            age = time.time() - member.at
+            if age <= self.ttl_s:
                 found.append(member.holder)
+            elif age > FORGET_AFTER_TTLS * self.ttl_s:  # a killed replica's line: tidy it
+                with contextlib.suppress(BusError):
+                    await bucket.delete(key)
         return found
 
     async def leave(self) -> None:
