@@ -3,10 +3,13 @@ one replica publishes in a round."""
 
 from __future__ import annotations
 
+import argparse
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from workers.cli import project_lease_arg
 from workers.leases.share import Seen, Step, owner, plan
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -29,6 +32,7 @@ def test_a_new_member_takes_only_projects_from_the_others_and_about_its_share() 
 
 
 def test_removing_a_member_moves_only_its_projects() -> None:
+    """A replica gone: its projects go to the others, no other project moves."""
     before = {p: owner(p, ["a", "b", "c"]) for p in PROJECTS}
     after = {p: owner(p, ["a", "b"]) for p in PROJECTS}
     assert [p for p in PROJECTS if before[p] != after[p]] == [
@@ -54,6 +58,7 @@ def mine_and_theirs(me: str, other: str) -> tuple[str, str]:
     ],
 )
 def test_a_project_this_replica_owns(seen: Seen, expected: str | None) -> None:
+    """What a replica does with a project it should hold, by the project's last lease."""
     ours, _theirs = mine_and_theirs("a", "b")
     steps = plan({ours: seen}, ["a", "b"], "a", NOW)
     assert [s.action for s in steps] == ([expected] if expected else [])
@@ -70,5 +75,21 @@ def test_a_held_project_another_member_now_owns_is_released_and_not_taken_back()
 
 
 def test_alone_a_replica_takes_every_project() -> None:
+    """With no other live member, every free project is this replica's."""
     steps = plan({p: Seen() for p in PROJECTS[:5]}, [], "a", NOW)
     assert [s.action for s in steps] == ["take"] * 5
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        pytest.param("1", "1: give seconds from 3 to 86400", id="too-short-to-renew-thrice"),
+        pytest.param("soon", "'soon': give seconds", id="not-a-number"),
+        pytest.param("100000", "100000: give seconds from 3", id="over-a-day"),
+    ],
+)
+def test_a_bad_project_lease_is_one_line_naming_value_and_fix(text: str, said: str) -> None:
+    """--project-lease refuses what cannot be renewed three times, or is not seconds."""
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(said)):
+        project_lease_arg(text)
+    assert project_lease_arg("30") == 30.0
