@@ -33,7 +33,7 @@ from bus import WORKER_BUCKET, Bus, BusError, TransitionConflict
 from schemas import Actor, decode_event, utcnow
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from schemas.subjects import lease_subject
-from workers.leases.decide import holder_name, item_token
+from workers.leases.names import holder_name, item_token
 from workers.leases.share import Seen, Step, plan
 
 log = structlog.get_logger()
