@@ -148,8 +148,9 @@ async def until_answered(bus: Bus, projects: list[str], pings: set[str]) -> list
 async def test_replicas_share_projects_answer_once_and_take_over_a_killed_ones(
     bus: Bus, project: str, replicas: list[Replica]
 ) -> None:
-    """Both replicas hold projects, every ping is answered once, and after one is killed
-    the other takes its projects (naming it as lapsed) and answers all of them."""
+    """Both replicas hold projects, every ping is answered once, after one is killed the
+    other takes its projects (naming it as lapsed) and answers all of them, and a clean
+    stop releases every project it holds."""
     projects = [f"{project}p{n}" for n in range(PROJECTS)]
     a, b = replicas
     for replica in replicas:
@@ -187,3 +188,8 @@ async def test_replicas_share_projects_answer_once_and_take_over_a_killed_ones(
     counts = answers(events)
     assert set(counts.values()) == {1}, {k: n for k, n in counts.items() if n > 1}
     assert len(counts) == 3 * PROJECTS
+
+    # A clean stop hands every project on at once: released, not left to lapse.
+    b.stop()
+    held = current_holders(await events_of(bus, projects))
+    assert set(held) == set(projects) and set(held.values()) == {None}, held
