@@ -43,7 +43,7 @@ from projections.planning import (
     unclaimed_extras,
     validate,
 )
-from projections.slices import REFUSAL_EVIDENCE_KEY, Submission
+from projections.slice_asks import REFUSAL_EVIDENCE_KEY, Submission
 from schemas import Actor, FindingRaised, project_subjects, subject_of
 from schemas.ids import is_token
 from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted

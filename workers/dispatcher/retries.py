@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from projections import budgets, claims
 from projections import convergence as conv
 from projections.intents import Intent
-from projections.slices import Retry, Revive, SliceView
+from projections.slice_dispatch import Retry, Revive
+from projections.slices import SliceView
 from projections.units import UnitsState
 from schemas.ids import answer_id
 from schemas.slices import RetryDecided
