@@ -99,10 +99,6 @@ NOT_YET_FOLDED: dict[object, set[str]] = {
         "projections/claims.py CLAIMANT_ROLES",
         "loopbus/commands/report_args.py CLAIMANTS",
     },
-    ("cache_hit_rate", "gate_wall_clock", "rework_rounds", "tokens_per_unit", "wait"): {
-        "schemas/slices.py BUDGET_NAMES",
-        "projections/planning.py _BUDGET_KEYS",
-    },
 }
 """An entry whose duplicate is gone must be removed (the test says so)."""
 
