@@ -60,7 +60,10 @@ COINCIDENCES: dict[object, tuple[str, set[str]]] = {
     ),
     "trunk_gate": (
         "a producer's name (a checked Literal) as two modules use it",
-        {"projections/contract_landing.py MERGER_PRODUCER", "projections/merges.py TRUNK_PRODUCER"},
+        {
+            "projections/contract_landing.py MERGER_PRODUCER",
+            "projections/merge_trunk.py TRUNK_PRODUCER",
+        },
     ),
     ("export", "import"): (
         "two different lists of the entity merge",
