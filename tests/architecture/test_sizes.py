@@ -40,7 +40,6 @@ SIZED = ("workers", "projections")
 NOT_YET: dict[str, str] = {
     # Over the limit today and being edited on other branches right now; split once they
     # land (slices: fold / validate; planning: parse / validate; merges: fold / queries).
-    "projections/convergence.py": "a few lines over; edited alongside the reviews work",
 }
 """Modules allowed over :data:`MODULE_LINES` for now, each with why; the list only
 shrinks (a module back under the limit must leave it)."""
