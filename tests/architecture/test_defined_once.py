@@ -171,7 +171,8 @@ def test_producer_kinds_are_the_schemas() -> None:
     assert report.SYSTEM_PRODUCERS is SYSTEM_PRODUCERS
     assert report.PRODUCER_ROLES is PRODUCER_ROLES
     assert SYSTEM_PRODUCERS | PRODUCER_ROLES.keys() == set(PRODUCERS)
-    assert {"gate_runner", "trunk_gate", "meta_rule"} == SYSTEM_PRODUCERS
+    # Which producers are the system's is pinned by docs/events.md, which names them
+    # (tests/docs/test_extending_files.py), so a new producer touches no test.
     # Role names are producer names too; a list holding a system producer is a producer list.
     producer_lists = [
         place
