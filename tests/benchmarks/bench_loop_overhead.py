@@ -12,7 +12,9 @@ marker at once, a reviewer that approves at once). Measured from the log of this
 * the part of it spent in gates: every gate result recorded for the unit's commits and
   for its merge (unit suite, merge candidate, trunk), summed per unit;
 * the raw baseline, measured in the same run: the project's check command run directly on
-  the final trunk's files, with no loopbus, once per gate run a unit needed;
+  the project's files, with no loopbus, best of three before the slice (its first trunk)
+  and three after it (its final trunk), so a load spike at one end of the run does not
+  make the ratio look better than it is;
 * where the rest goes (agents, gates, queueing, daemons and git) and the count of gate runs
   per unit by stage, from the log's own facts (:mod:`loop_breakdown`).
 
@@ -253,13 +255,14 @@ def main() -> int:
     try:
         agents = 'sandbox = "none"\n' if args.sandbox == "none" else ""
         repo = project(root, args.units, agents)
+        raw_before = raw_check(repo)
         started = time.perf_counter()
         events = asyncio.run(
             run_slice(root, repo, args.units, args.timeout, args.jobs, args.capacity)
         )
         wall = time.perf_counter() - started
         porcelain.reset(str(repo), "hard", b"refs/heads/main")
-        raw = raw_check(repo)
+        raw = min(raw_before, raw_check(repo))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     total, gates, runs = measure(events)
