@@ -76,8 +76,8 @@ def register(sub: Any) -> None:
         "--capacity",
         type=capacity_arg,
         default=None,
-        help="units the dispatcher keeps in flight at once (default: "
-        "$LOOPBUS_CAPACITY, else the dispatcher's own)",
+        help="units the dispatcher keeps in flight at once: a number, or 'auto' for this "
+        "machine's cores (default: $LOOPBUS_CAPACITY, else auto)",
     )
     web = parser.add_argument_group("operator page")
     add_web_options(web, prefix="web-")

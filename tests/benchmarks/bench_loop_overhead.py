@@ -1,6 +1,7 @@
 """The loop's own overhead per unit: a slice of N units with an instant builder and reviewer.
 
     python tests/benchmarks/bench_loop_overhead.py [--units 20] [--timeout 900]
+        [--jobs N] [--capacity N]
 
 A generated project of N modules, each with one pending criterion test, is run through
 every daemon exactly as ``loopbus demo`` runs one (embedded server, ``Supervisor``, the
@@ -11,13 +12,21 @@ marker at once, a reviewer that approves at once). Measured from the log of this
 * the part of it spent in gates: every gate result recorded for the unit's commits and
   for its merge (unit suite, merge candidate, trunk), summed per unit;
 * the raw baseline, measured in the same run: the project's check command run directly on
-  the final trunk's files, with no loopbus, once per gate run a unit needed.
+  the project's files, with no loopbus, best of three before the slice (its first trunk)
+  and three after it (its final trunk), so a load spike at one end of the run does not
+  make the ratio look better than it is;
+* where the rest goes (agents, gates, queueing, daemons and git) and the count of gate runs
+  per unit by stage, from the log's own facts (:mod:`loop_breakdown`).
+
+``--jobs`` and ``--capacity`` pass ``loopbus up --jobs`` and ``--capacity`` (default: what
+``up`` gives, this machine's cores for both).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import subprocess
@@ -28,6 +37,7 @@ from pathlib import Path
 
 from dulwich import porcelain
 from dulwich.repo import Repo
+from loop_breakdown import breakdown, report
 
 from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
@@ -103,7 +113,14 @@ def project(root: Path, units: int, agents: str = "") -> Path:
     return repo_dir
 
 
-async def run_slice(root: Path, repo: Path, units: int, timeout: float) -> list[Event]:
+async def run_slice(
+    root: Path,
+    repo: Path,
+    units: int,
+    timeout: float,
+    jobs: int | None = None,
+    capacity: int | None = None,
+) -> list[Event]:
     server = EmbeddedServer(root / "data", port=free_port(), auth=None)
     await server.start()
     bus = await connect(server.url, name="bench")
@@ -114,6 +131,8 @@ async def run_slice(root: Path, repo: Path, units: int, timeout: float) -> list[
             heartbeat_lapse=DEFAULT_HEARTBEAT_LAPSE,
             repo=repo,
             trunk="main",
+            jobs=jobs,
+            capacity=capacity,
         )
     )
     running = asyncio.create_task(supervisor.run())
@@ -226,17 +245,24 @@ def main() -> int:
         default="auto",
         help='"none" runs the agents unsandboxed ([agents] sandbox = "none"), for comparison',
     )
+    parser.add_argument("--jobs", type=int, default=None, help="loopbus up --jobs")
+    parser.add_argument("--capacity", type=int, default=None, help="loopbus up --capacity")
     args = parser.parse_args()
     configure_logging("error")
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at start (1/5/15 min): {load}")
     root = Path(tempfile.mkdtemp(prefix="loopbus-bench-"))
     try:
         agents = 'sandbox = "none"\n' if args.sandbox == "none" else ""
         repo = project(root, args.units, agents)
+        raw_before = raw_check(repo)
         started = time.perf_counter()
-        events = asyncio.run(run_slice(root, repo, args.units, args.timeout))
+        events = asyncio.run(
+            run_slice(root, repo, args.units, args.timeout, args.jobs, args.capacity)
+        )
         wall = time.perf_counter() - started
         porcelain.reset(str(repo), "hard", b"refs/heads/main")
-        raw = raw_check(repo)
+        raw = min(raw_before, raw_check(repo))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     total, gates, runs = measure(events)
@@ -278,6 +304,10 @@ def main() -> int:
         f"{median(gates.values()) / (raw * median(runs.values())):.2f}x the raw runs; "
         f"dispatch -> DONE is {median(total.values()) / raw:.1f}x one raw run"
     )
+    for line in report(breakdown(events)):
+        print(line)
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at the end (1/5/15 min): {load}")
     return 0
 
 

@@ -14,11 +14,11 @@ import structlog
 from workers.agents.verify_config import ship_rules
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.dispatcher.daemon import Dispatcher
-from workers.dispatcher.decide import DEFAULT_CAPACITY
 from workers.dispatcher.repo import ProjectRepo
 from workers.errors import CONFIG_FILE, ConfigError, WorkerError
 from workers.gates.key_names import KEY_DIR_ENV
 from workers.gates.signing import load_existing, load_or_create
+from workers.leases.capacity import capacity_arg
 from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -53,9 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--capacity",
-        type=int,
-        default=int(os.environ.get("LOOPBUS_CAPACITY", DEFAULT_CAPACITY)),
-        help="most units running at once per project (default: %(default)s)",
+        type=capacity_arg,
+        default=os.environ.get("LOOPBUS_CAPACITY", "auto"),
+        help="most units running at once per project: a number, or 'auto' for this "
+        "machine's cores (default: $LOOPBUS_CAPACITY, else auto)",
     )
     parser.add_argument(
         "--project",

@@ -16,10 +16,10 @@ from workers import repository
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.errors import GateError, WorkerError
 from workers.gate_runner.daemon import GateRunnerDaemon
-from workers.gate_runner.shared import SharedGateRunner
 from workers.gates.config import parse_config
 from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 from workers.gates.runner import GateRunner
+from workers.gates.shared import SharedGateRunner
 from workers.gates.signing import load_existing, load_or_create
 from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import jobs_arg
@@ -113,9 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--jobs",
         type=jobs_arg,
-        default=2,
+        default="auto",
         help="suites and checks run at once: a number, or 'auto' for this machine's cores "
-        "(default 2)",
+        "(default auto)",
     )
     parser.add_argument(
         "--lease-ttl",

@@ -15,42 +15,76 @@ A run's result is published by its runner's kernel after the suite it belongs to
 so the lease is released ``done`` a moment before the result is on the log: a waiter that
 finds the lease released ``done`` keeps looking the result up for up to the lease's
 lifetime before it runs the check itself.
+
+A waiter does not poll: it follows the project's gate results and the lease's subject and
+looks again when something lands there (the result it waits for, a renewal, the release).
+A slow sweep (``sweep_s``) stays for what no event announces: a lease that lapses because
+its holder died.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import TypeVar
 
 import structlog
 
-from bus import Bus, TransitionConflict
+from bus import Bus, TransitionConflict, read
 from schemas import Actor, decode_event, utcnow
 from schemas.gates import cache_key_digest
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
-from schemas.subjects import lease_subject
+from schemas.subjects import gate_subjects, lease_subject
 from workers.kernel.lease_holding import holding
 from workers.leases.decide import Held
 
 log = structlog.get_logger()
 
 T = TypeVar("T")
-POLL_S = 0.25
+SWEEP_S = 2.0
+
+
+class Arrivals:
+    """Wakes a waiter whenever a record lands on ``subjects`` after ``after`` (the log is
+    followed by a task of its own until :meth:`close`); :meth:`wait` returns at the next
+    arrival, or after ``timeout`` at the latest."""
+
+    def __init__(self, bus: Bus, subjects: Sequence[str], after: int) -> None:
+        self.arrived = asyncio.Event()
+        self.task = asyncio.create_task(self._follow(bus, subjects, after))
+
+    async def _follow(self, bus: Bus, subjects: Sequence[str], after: int) -> None:
+        try:
+            async for _record in read(bus, subjects=subjects, start_seq=after + 1, follow=True):
+                self.arrived.set()
+        except Exception as exc:  # the sweep still wakes the waiter: slower, never stuck
+            log.warning("gate.flight_watch_failed", error=repr(exc))
+
+    async def wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.arrived.wait()
+        self.arrived.clear()  # what lands from here on wakes the next wait
+
+    async def close(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
 
 
 class Flights:
     """Check runs leased across runners (see the module docstring)."""
 
     def __init__(
-        self, bus: Bus, actor: Actor, holder: str, ttl_s: float, *, poll_s: float = POLL_S
+        self, bus: Bus, actor: Actor, holder: str, ttl_s: float, *, sweep_s: float = SWEEP_S
     ) -> None:
         self.bus = bus
         self.actor = actor
         self.holder = holder
         self.ttl_s = ttl_s
-        self.poll_s = poll_s
+        self.sweep_s = sweep_s
         self.waited = 0
         """Check runs this runner awaited on another runner (the benchmark reads it)."""
 
@@ -66,42 +100,52 @@ class Flights:
         item = cache_key_digest(f"{project}|{key}")[:32]
         subject = lease_subject(project, "check", item)
         since = await self.bus.stream_last_seq()
-        counted = False
-        while True:
-            seq = await self.bus.last_subject_seq(subject)
-            holder = await self._live_holder(seq) if seq else None
-            if holder is not None and holder != self.holder:
-                if not counted:
-                    counted, self.waited = True, self.waited + 1
-                    log.info("gate.check_in_flight", key=key, holder=holder)
-                found = await shared(since)
-                if found is not None:
-                    return found
-                await asyncio.sleep(self.poll_s)
-                continue
-            if counted:  # the run we waited on ended meanwhile: its result, if it left one
-                found = await self._result_of_done(seq, since, shared)
-                if found is not None:
-                    return found
-            taking = LeaseTaken(
-                project=project,
-                actor=self.actor,
-                work="check",
-                item=item,
-                holder=self.holder,
-                ttl_s=self.ttl_s,
-                what=key.split("|", 1)[0],
-                lapsed=await self._lapsed(seq),
-            )
-            try:
-                ack = await self.bus.publish_transition(taking, seq)
-            except TransitionConflict:
-                continue  # another runner took it first: wait on it
-            held = Held(project, "check", item, self.holder, self.ttl_s, ack.seq)
-            return await holding(self.bus, self.actor, held, run())
+        arrivals: Arrivals | None = None  # started at the first wait: most runs never wait
+        try:
+            while True:
+                seq = await self.bus.last_subject_seq(subject)
+                holder = await self._live_holder(seq) if seq else None
+                if holder is not None and holder != self.holder:
+                    if arrivals is None:
+                        self.waited += 1
+                        log.info("gate.check_in_flight", key=key, holder=holder)
+                        watched = [*gate_subjects(project), subject]
+                        arrivals = Arrivals(self.bus, watched, since)
+                    found = await shared(since)
+                    if found is not None:
+                        return found
+                    await arrivals.wait(self.sweep_s)
+                    continue
+                if arrivals is not None:  # the run we waited on ended: its result, if any
+                    found = await self._result_of_done(seq, since, shared, arrivals)
+                    if found is not None:
+                        return found
+                taking = LeaseTaken(
+                    project=project,
+                    actor=self.actor,
+                    work="check",
+                    item=item,
+                    holder=self.holder,
+                    ttl_s=self.ttl_s,
+                    what=key.split("|", 1)[0],
+                    lapsed=await self._lapsed(seq),
+                )
+                try:
+                    ack = await self.bus.publish_transition(taking, seq)
+                except TransitionConflict:
+                    continue  # another runner took it first: wait on it
+                held = Held(project, "check", item, self.holder, self.ttl_s, ack.seq)
+                return await holding(self.bus, self.actor, held, run())
+        finally:
+            if arrivals is not None:
+                await arrivals.close()
 
     async def _result_of_done(
-        self, seq: int, since: int, shared: Callable[[int], Awaitable[T | None]]
+        self,
+        seq: int,
+        since: int,
+        shared: Callable[[int], Awaitable[T | None]],
+        arrivals: Arrivals,
     ) -> T | None:
         """The result of the run just ended: looked up once, and while the lease's last
         event is a ``done`` release (its result follows it), for up to ``ttl_s``."""
@@ -112,9 +156,10 @@ class Flights:
         event = decode_event(data)
         if not (isinstance(event, LeaseReleased) and event.how == "done"):
             return None
-        deadline = asyncio.get_running_loop().time() + self.ttl_s
-        while asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(self.poll_s)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ttl_s
+        while loop.time() < deadline:
+            await arrivals.wait(min(self.sweep_s, max(deadline - loop.time(), 0.0)))
             found = await shared(since)
             if found is not None:
                 return found

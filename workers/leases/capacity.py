@@ -38,13 +38,19 @@ def jobs_arg(text: str) -> int:
 
 
 def capacity_arg(text: str) -> int:
-    """A count of 1 or more, for argparse (``--capacity``)."""
+    """A count of 1 or more, or ``auto`` (the cores here: a unit in flight past its agent
+    holds a gate suite, so more units than cores only wait for gate slots), for argparse
+    (``--capacity``)."""
+    if text.strip().lower() == "auto":
+        return cores()
     try:
         count = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of 1 or more") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a number of 1 or more, or 'auto'"
+        ) from None
     if count < 1:
-        raise argparse.ArgumentTypeError(f"{count}: give 1 or more")
+        raise argparse.ArgumentTypeError(f"{count}: give 1 or more, or 'auto'")
     return count
 
 

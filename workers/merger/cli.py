@@ -11,13 +11,26 @@ from pathlib import Path
 
 import structlog
 
+from bus import Bus
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.errors import RepoError
+from workers.gates.shared import SharedGateRunner
+from workers.gates.signing import load_or_create
+from workers.kernel.daemon import system_actor
+from workers.kernel.lease_flights import Flights
+from workers.leases.capacity import cores
+from workers.leases.decide import holder_name
 from workers.merger.config import project_of
-from workers.merger.daemon import POLL_S, make_merger
+from workers.merger.daemon import POLL_S, Merger
+from workers.merger.gates import RunnerTrunkGates
 from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
+
+FLIGHT_TTL_S = 30.0
+"""How long the merger's lease on a check it runs lives unrenewed (the gate runner's)."""
+RUNNER_NAME = "merger"
+"""The gate-runner key the merger signs its trunk gate results with (under the data dir)."""
 
 
 def merger_body(
@@ -98,3 +111,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     return main_for("merger", parser, make_body, argv)
+
+
+def make_merger(
+    bus: Bus,
+    repo: Path,
+    project: str,
+    *,
+    trunk: str = "main",
+    data_dir: Path = Path(".loopbus"),
+    window: int = 3,
+) -> Merger:
+    """The daemon as ``python -m workers.merger`` runs it: trunk gates through the
+    gate runner, its results signed with the merger's own key, each check run shared with
+    the gate runners of the project (one run of a tree and configuration, whoever asks),
+    as many at once as this machine has cores."""
+    signer = load_or_create(data_dir, RUNNER_NAME)
+    actor = system_actor(Merger.name)
+    flights = Flights(bus, actor, holder_name(actor), FLIGHT_TTL_S)
+    runner = SharedGateRunner(
+        bus, repo, signer, flights=flights, principal=actor.principal, project=project,
+        jobs=cores(),
+    )  # fmt: skip
+    return Merger(
+        repo, project=project, gates=RunnerTrunkGates(runner), trunk=trunk, actor=actor,
+        window=window,
+    )  # fmt: skip

@@ -28,7 +28,7 @@ from typing import Any, assert_never
 
 import structlog
 
-from bus import Bus, Record
+from bus import Record
 from projections import FoldFailure, contract_landing
 from projections import builds as builds_fold
 from projections import merges as merges_fold
@@ -42,15 +42,12 @@ from schemas.merges import (
 )
 from workers import history, repository
 from workers.errors import ConfigError, RepoError, WorkerError
-from workers.gates.runner import GateRunner
-from workers.gates.signing import load_or_create
 from workers.kernel import Daemon, Kernel, World
-from workers.kernel.daemon import system_actor
 from workers.merger import adoption, effects, facts, gitops, landing_commit
 from workers.merger.decide import Policy, decide
 from workers.merger.effects import MergerEffect
 from workers.merger.facts import RedCase
-from workers.merger.gates import RunnerTrunkGates, TrunkGates
+from workers.merger.gates import TrunkGates
 from workers.merger.queue import Pipeline
 from workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
 from workers.merger.story import note
@@ -58,8 +55,6 @@ from workers.merger.story import note
 log = structlog.get_logger()
 
 POLL_S = 2.0
-RUNNER_NAME = "merger"
-"""The gate-runner key the merger signs its trunk gate results with (under the data dir)."""
 
 
 class Merger(Daemon):
@@ -376,23 +371,3 @@ class Merger(Daemon):
             author=author,
         )
         return [PublishBatch(tuple(events))]
-
-
-def make_merger(
-    bus: Bus,
-    repo: Path,
-    project: str,
-    *,
-    trunk: str = "main",
-    data_dir: Path = Path(".loopbus"),
-    window: int = 3,
-) -> Merger:
-    """The daemon as ``python -m workers.merger`` runs it: trunk gates through the
-    gate runner, its results signed with the merger's own key."""
-    signer = load_or_create(data_dir, RUNNER_NAME)
-    actor = system_actor(Merger.name)
-    runner = GateRunner(bus, repo, signer, principal=actor.principal, project=project)
-    return Merger(
-        repo, project=project, gates=RunnerTrunkGates(runner), trunk=trunk, actor=actor,
-        window=window,
-    )  # fmt: skip

@@ -1,6 +1,9 @@
 """A gate runner whose check runs are shared with the project's other runners: a check on
 a tree and configuration already running on another runner is awaited, not run again
-(:mod:`workers.kernel.lease_flights`)."""
+(:mod:`workers.kernel.lease_flights`). The gate-runner daemon's replicas share them, and so
+does the merger's trunk runner: trunk's first commit is asked for by both at once (the
+gate runner's trunk sensor and the merger's first trunk check), and a candidate the merger
+tests may be a tree a unit's suite is running."""
 
 from __future__ import annotations
 
