@@ -53,6 +53,7 @@ from workers.merger.gates import RunnerTrunkGates, TrunkGates
 from workers.merger.queue import Pipeline
 from workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
 from workers.merger.story import note
+from workers.remote import Mirror, mirror_of
 
 log = structlog.get_logger()
 
@@ -77,6 +78,7 @@ class Merger(Daemon):
         actor: Actor | None = None,
         window: int = 3,
         poll_s: float = POLL_S,
+        remote: Mirror | None = None,
     ) -> None:
         super().__init__(projects=[project], actor=actor)
         self.repo = Path(repo)
@@ -86,6 +88,8 @@ class Merger(Daemon):
         self.poll_s = poll_s
         self.tick_s = poll_s  # an effect that could not be done now is tried again
         self.pipeline = Pipeline(repo=self.repo, trunk=trunk, gates=gates)
+        self.remote = remote
+        """The repository's remote when ``repo`` is a mirror: trunk moves there first."""
         self.kernel: Kernel | None = None
         self.seen: TrunkSeen | None = None
         self.ref_lock = asyncio.Lock()
@@ -196,9 +200,16 @@ class Merger(Daemon):
             self.kernel.observe(PIPELINE, self.pipeline.view(), project=self.project)
 
     async def _move(self, old: str, new: str) -> bool:
-        """Move trunk from ``old`` to ``new`` (compare-and-swap) and report where it is."""
+        """Move trunk from ``old`` to ``new`` (compare-and-swap) and report where it is.
+
+        With a remote the swap is a push naming ``old``: of two mergers only one moves it;
+        the other fetches, sees the winner's trunk, and its decision starts again from it
+        (every candidate is stacked anew on the trunk it sees, and re-tested)."""
         async with self.ref_lock:
-            moved = await asyncio.to_thread(gitops.move, self.repo, self.trunk, old, new)
+            if self.remote is not None:
+                moved = await asyncio.to_thread(self.remote.advance, self.trunk, old, new)
+            else:
+                moved = await asyncio.to_thread(gitops.move, self.repo, self.trunk, old, new)
             await self._look()
         return moved
 
@@ -393,5 +404,5 @@ def make_merger(
     runner = GateRunner(bus, repo, signer, principal=actor.principal, project=project)
     return Merger(
         repo, project=project, gates=RunnerTrunkGates(runner), trunk=trunk, actor=actor,
-        window=window,
+        window=window, remote=mirror_of(repo),
     )  # fmt: skip
