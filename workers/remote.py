@@ -176,6 +176,17 @@ class Mirror:
                 raise RepoError(f"the remote refused {branch}: {rejected}")
             self._git("update-ref", ref, commit)
 
+    def delete_branch(self, branch: str, head: str) -> bool:
+        """Delete the remote's ``branch`` only if it still holds ``head``: True when gone."""
+        ref = f"refs/heads/{branch}"
+        with self._lock:
+            rejected = self._push(f":{ref}", lease=f"{ref}:{head}")
+            if rejected:
+                self._fetch()
+                return False
+            self._git("update-ref", "-d", ref, check=False)
+            return True
+
     def advance(self, branch: str, old: str | None, new: str) -> bool:
         """Move the remote's ``branch`` from ``old`` (``None``: it must not exist) to
         ``new``, only if it still holds ``old``: True when it moved. A lost race
