@@ -53,7 +53,6 @@ from workers.merger.gates import RunnerTrunkGates, TrunkGates
 from workers.merger.queue import Pipeline
 from workers.merger.seen import PIPELINE, TRUNK, TrunkSeen, look_at, merge_message
 from workers.merger.story import note
-from workers.remote import Mirror, mirror_of
 
 log = structlog.get_logger()
 
@@ -78,7 +77,6 @@ class Merger(Daemon):
         actor: Actor | None = None,
         window: int = 3,
         poll_s: float = POLL_S,
-        remote: Mirror | None = None,
     ) -> None:
         super().__init__(projects=[project], actor=actor)
         self.repo = Path(repo)
@@ -88,8 +86,6 @@ class Merger(Daemon):
         self.poll_s = poll_s
         self.tick_s = poll_s  # an effect that could not be done now is tried again
         self.pipeline = Pipeline(repo=self.repo, trunk=trunk, gates=gates)
-        self.remote = remote
-        """The repository's remote when ``repo`` is a mirror: trunk moves there first."""
         self.kernel: Kernel | None = None
         self.seen: TrunkSeen | None = None
         self.ref_lock = asyncio.Lock()
@@ -200,16 +196,11 @@ class Merger(Daemon):
             self.kernel.observe(PIPELINE, self.pipeline.view(), project=self.project)
 
     async def _move(self, old: str, new: str) -> bool:
-        """Move trunk from ``old`` to ``new`` (compare-and-swap) and report where it is.
-
-        With a remote the swap is a push naming ``old``: of two mergers only one moves it;
-        the other fetches, sees the winner's trunk, and its decision starts again from it
-        (every candidate is stacked anew on the trunk it sees, and re-tested)."""
+        """Move trunk from ``old`` to ``new`` (compare-and-swap, on the remote when the repo
+        is its mirror: a lost race is seen, re-stacked and re-tested on the winner's trunk)
+        and report where it is."""
         async with self.ref_lock:
-            if self.remote is not None:
-                moved = await asyncio.to_thread(self.remote.advance, self.trunk, old, new)
-            else:
-                moved = await asyncio.to_thread(gitops.move, self.repo, self.trunk, old, new)
+            moved = await asyncio.to_thread(gitops.move, self.repo, self.trunk, old, new)
             await self._look()
         return moved
 
@@ -404,5 +395,5 @@ def make_merger(
     runner = GateRunner(bus, repo, signer, principal=actor.principal, project=project)
     return Merger(
         repo, project=project, gates=RunnerTrunkGates(runner), trunk=trunk, actor=actor,
-        window=window, remote=mirror_of(repo),
+        window=window,
     )  # fmt: skip
