@@ -279,5 +279,10 @@ def _run(argv: list[str], url: str, *, check: bool = True) -> subprocess.Complet
 
 
 def _last(stderr: str) -> str:
+    """git's own reason: its first ``fatal:``/``error:`` line (the advice after it is
+    generic), else its last line."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
     return lines[-1] if lines else "no message"

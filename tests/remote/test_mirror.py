@@ -124,19 +124,23 @@ def test_a_unit_branch_is_pushed_and_deleted_only_at_the_head_named(
     assert not a.holds("loopbus/p/U1")
 
 
-@pytest.mark.parametrize(
-    ("value", "said"),
-    [
-        ("ftp://host/repo.git", "the scheme 'ftp' is not served"),
-        ("file:///nowhere/at/all.git", "cannot be mirrored"),
-    ],
-)
-def test_a_daemon_given_a_bad_repo_url_exits_with_one_line(
-    tmp_path: Path, value: str, said: str
+BAD = [
+    ("ftp://host/repo.git", "the scheme 'ftp' is not served"),
+    ("file:///nowhere/at/all.git", "does not appear to be a git repository"),
+]
+DAEMON = [sys.executable, "-P", "-m", "workers.merger", "--nats-url", "nats://127.0.0.1:9"]
+UP = [str(Path(sys.executable).with_name("loopbus")), "up"]
+
+
+@pytest.mark.parametrize(("value", "said"), BAD)
+@pytest.mark.parametrize("command", [DAEMON, UP], ids=["daemon", "up"])
+def test_a_bad_or_unreachable_repo_url_is_one_line_and_exit_2(
+    tmp_path: Path, command: list[str], value: str, said: str
 ) -> None:
-    argv = ["--repo", value, "--mirror-dir", str(tmp_path / "m")]
+    where = ["--mirror-dir", str(tmp_path / "m")] if command is DAEMON else []
+    where += ["--data-dir", str(tmp_path / "data")]
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "workers.merger", *argv, "--nats-url", "nats://127.0.0.1:9"],
+        [*command, "--repo", value, *where],
         capture_output=True,
         text=True,
         timeout=60,
