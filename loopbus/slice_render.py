@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from projections import budgets as budgets_fold
+from projections import slice_asks, slice_dispatch
 from projections import slices as slices_fold
 from projections.planning import Schedule
 
@@ -40,11 +41,11 @@ def render_slices(
     state: slices_fold.SlicesState, sizes: Mapping[str, int] | None = None
 ) -> list[str]:
     if not state.slices:
-        pending = len(slices_fold.pending_submissions(state))
+        pending = len(slice_asks.pending_submissions(state))
         return [f"slices: none accepted ({pending} submissions awaiting an answer)"]
     lines = [f"slices: {(sizes or {}).get('slices', len(state.slices))}"]
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
-        group = slices_fold.current_group(view)
+        group = slice_dispatch.current_group(view)
         if view.status == "closed" and view.boot is not None:
             where = f"closed {_when(view.closed_at)}, boot {view.boot.outcome}"
         elif view.status == "discarded":
@@ -55,7 +56,7 @@ def render_slices(
             where = f"current {group_label(group[0], group[1], len(view.waves[group[0]]))}"
         routes = f"; misaligned routed: {', '.join(view.routes)}" if view.routes else ""
         lines.append(f"  {view.slice}: {where}{routes}")
-        waits = slices_fold.waiting_on(view)
+        waits = slice_dispatch.waiting_on(view)
         for unit_id in view.order:
             unit = view.units.get(unit_id)
             if unit is None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import msgspec
 
 from projections.base import Fold
-from projections.convergence import HALT_RUNG
+from projections.round_rules import HALT_RUNG
 from schemas import Event, UnitTransitioned
 from schemas.builds import AutonomyClass, Confidence
 from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested

@@ -1,4 +1,5 @@
-"""The ``merges`` projection: approvals to answer, the merge queue, trunk, and trunk-red history.
+"""The ``merges`` projection: approvals to answer, the merge queue, trunk, and trunk-red history
+(the trunk side's steps and queries are :mod:`projections.merge_trunk`).
 
 Everything the merger daemon needs to act, and to resume after a restart, is here:
 
@@ -32,9 +33,10 @@ from typing import Any
 
 import msgspec
 
-from projections import gate_findings
+from projections import gate_findings, merge_trunk
 from projections.base import Fold
 from projections.gate_findings import GateFindings
+from projections.merge_trunk import Advance, RedRecord, Tested, TrunkView
 from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
 from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from schemas.authority import REFUSAL_CLASS
@@ -43,8 +45,6 @@ from schemas.lifecycle import FindingDismissed
 from schemas.merges import (
     ApproveReport,
     CandidateTested,
-    CheckVerdict,
-    FailingTest,
     MergeConflicted,
     MergeQueued,
     MergeReverted,
@@ -53,10 +53,6 @@ from schemas.merges import (
 )
 from schemas.reports import CommitReport
 from schemas.reviews import VerdictAccepted
-
-TRUNK_RED_CLASS = "trunk-red"
-CONTRACT_WRONG_CLASS = "contract-wrong"
-TRUNK_PRODUCER = "trunk_gate"
 
 
 class Approval(msgspec.Struct, kw_only=True):
@@ -69,25 +65,6 @@ class Approval(msgspec.Struct, kw_only=True):
     role: str
     via: str
     at: datetime
-
-
-class Tested(msgspec.Struct, kw_only=True):
-    """A trunk gate run as the log recorded it (a ``CandidateTested``)."""
-
-    id: str
-    candidate: str
-    tree: str
-    base: str | None
-    outcome: str
-    checks: list[CheckVerdict] = []
-    failing: list[FailingTest] = []
-    config: str = ""
-    """The digest of the adopted configuration the run was judged with (empty: before
-    adoptions existed): a result judged with another configuration does not count."""
-
-    @property
-    def green(self) -> bool:
-        return self.outcome == "pass"
 
 
 class Adoption(msgspec.Struct, kw_only=True):
@@ -127,57 +104,6 @@ class QueueEntry(msgspec.Struct, kw_only=True):
     """The latest decisive candidate test (it sat directly on the trunk of its time)."""
     conflicted: str | None = None
     """The ``MergeConflicted`` id, once the head collided with trunk."""
-
-
-class Advance(msgspec.Struct, kw_only=True):
-    """The latest merge that reached trunk, until it is done or reverted."""
-
-    id: str
-    unit: str
-    commit: str
-    merge: str
-    tree: str
-    previous: str
-    at: datetime
-    reverted: str | None = None
-    done: bool = False
-    """The unit was marked done (trunk green after it merged)."""
-    returned: bool = False
-    """The unit moved after the revert (the merger returns it to work)."""
-
-
-class TrunkView(msgspec.Struct, kw_only=True):
-    """Trunk as the merger last recorded it.
-
-    ``moved_by`` is the ``TrunkAdvanced`` / ``MergeReverted`` id that put it at ``commit``
-    (``None`` when the merger found it there: first sight, or an outside push). ``checked``
-    is the trunk gates' verdict on ``commit`` (``None`` until they ran).
-    """
-
-    commit: str | None = None
-    tree: str | None = None
-    moved_by: str | None = None
-    checked: Tested | None = None
-    green_commit: str | None = None
-    green_tree: str | None = None
-    red_notice: str | None = None
-    """The trunk commit the operator was told is red with no green trunk to go back to."""
-    red_findings: list[str] = []
-    """Those notices still open: resolved once trunk is checked green."""
-    recheck: str | None = None
-    """The latest operator request to gate trunk again (``trunk.recheck``)."""
-    rechecked: str | None = None
-    """The request the latest trunk run answered."""
-
-
-class RedRecord(msgspec.Struct, kw_only=True):
-    """An open trunk-red finding sent to a unit's author."""
-
-    finding: str
-    unit: str
-    interface: list[str]
-    stage: str
-    at: datetime
 
 
 class MergesState(msgspec.Struct):
@@ -259,60 +185,23 @@ def apply(state: MergesState, event: Event) -> MergesState:
             _tested(state, event)
             gate_findings.judged(state.gate_findings, event)
         case TrunkAdvanced():
-            state.merged += 1
             state.queue = [e for e in state.queue if e.unit != event.unit]
-            trunk = state.trunk
-            state.trunk = TrunkView(
-                commit=event.merge,
-                tree=event.tree,
-                moved_by=event.id,
-                green_commit=trunk.green_commit,
-                green_tree=trunk.green_tree,
-            )
-            state.last_advance = Advance(
-                id=event.id,
-                unit=event.unit,
-                commit=event.commit,
-                merge=event.merge,
-                tree=event.tree,
-                previous=event.previous,
-                at=event.at,
-            )
+            merge_trunk.advanced(state, event)
         case MergeReverted():
-            state.reverted += 1
-            trunk = state.trunk
-            state.trunk = TrunkView(
-                commit=event.revert,
-                tree=event.tree,
-                moved_by=event.id,
-                green_commit=trunk.green_commit,
-                green_tree=trunk.green_tree,
-            )
-            if state.last_advance is not None and state.last_advance.merge == event.merge:
-                state.last_advance.reverted = event.id
+            merge_trunk.reverted(state, event)
         case ContractLanded() | ConfigLanded():
-            # The merger's own commit of a contract or an approved proposal: trunk moved
-            # by the system (gated as its own move, never as an outside push).
-            trunk = state.trunk
-            state.trunk = TrunkView(
-                commit=event.commit,
-                tree=event.tree,
-                moved_by=event.id,
-                green_commit=trunk.green_commit,
-                green_tree=trunk.green_tree,
-                recheck=trunk.recheck,
-                rechecked=trunk.rechecked,
-            )
+            merge_trunk.landed(state, event)
         case MergeConflicted():
             state.conflicted += 1
             for entry in state.queue:
                 if entry.queued == event.cause:
                     entry.conflicted = event.id
         case FindingRaised():
-            _finding(state, event)
+            _refusal(state, event)
+            merge_trunk.finding(state, event)
             gate_findings.raised(state.gate_findings, event)
         case FindingResolved() | FindingDismissed():
-            _resolved(state, event.finding)
+            merge_trunk.resolved(state, event.finding)
         case TrunkRecheck() if event.actor.role in ("operator", "system"):
             state.trunk.recheck = event.id
         case ConfigAdopt():
@@ -368,39 +257,13 @@ def _transitioned(state: MergesState, event: UnitTransitioned) -> None:
 
 def _tested(state: MergesState, event: CandidateTested) -> None:
     state.tested += 1
-    tested = Tested(
-        id=event.id,
-        candidate=event.candidate,
-        tree=event.tree,
-        base=event.base,
-        outcome=event.outcome,
-        checks=list(event.checks),
-        failing=list(event.failing),
-        config=event.config,
-    )
-    if event.stage == "candidate":
-        for entry in state.queue:
-            if entry.queued == event.cause:
-                entry.tested = tested
+    tested = merge_trunk.tested_of(event)
+    if event.stage != "candidate":
+        merge_trunk.checked(state, event, tested)
         return
-    trunk = state.trunk
-    if trunk.commit != event.candidate:  # trunk found somewhere the merger did not put it
-        trunk = state.trunk = TrunkView(
-            commit=event.candidate,
-            tree=event.tree,
-            moved_by=None,
-            green_commit=trunk.green_commit,
-            green_tree=trunk.green_tree,
-            red_notice=trunk.red_notice,
-            red_findings=trunk.red_findings,
-            recheck=trunk.recheck,
-            rechecked=trunk.rechecked,
-        )
-    trunk.checked = tested
-    if event.cause is not None and event.cause == trunk.recheck:
-        trunk.rechecked = event.cause
-    if tested.green:
-        trunk.green_commit, trunk.green_tree = event.candidate, event.tree
+    for entry in state.queue:
+        if entry.queued == event.cause:
+            entry.tested = tested
 
 
 def _answer(state: MergesState, approval: str | None) -> bool:
@@ -418,53 +281,20 @@ def occurrence(state: MergesState, approval: str) -> int:
     return state.answers.get(approval, 0)
 
 
-def _finding(state: MergesState, event: FindingRaised) -> None:
+def _refusal(state: MergesState, event: FindingRaised) -> None:
+    """A refusal answers what it names: a commit report, an approval, an adopt claim."""
+    if event.cls != REFUSAL_CLASS:
+        return
     evidence: dict[str, Any] = event.evidence
-    if event.cls == REFUSAL_CLASS:
-        report = evidence.get("report")
-        if isinstance(report, str):
-            state.commit_reports.pop(report, None)
-        approval = evidence.get("approval")
-        if isinstance(approval, str) and _answer(state, approval):
-            state.refused += 1
-        claim = evidence.get("claim")
-        if isinstance(claim, str):
-            state.adopt_claims = [c for c in state.adopt_claims if c.id != claim]
-        return
-    if event.producer != TRUNK_PRODUCER:
-        return
-    if event.cls == TRUNK_RED_CLASS and event.unit is not None:
-        interface = evidence.get("interface")
-        state.reds.setdefault(event.unit, []).append(
-            RedRecord(
-                finding=event.id,
-                unit=event.unit,
-                interface=[str(t) for t in interface] if isinstance(interface, list) else [],
-                stage=str(evidence.get("stage", "")),
-                at=event.at,
-            )
-        )
-    elif event.cls == TRUNK_RED_CLASS and evidence.get("trunk_red_without_green"):
-        state.trunk.red_notice = str(evidence.get("trunk", ""))
-        state.trunk.red_findings.append(event.id)
-    elif event.cls == CONTRACT_WRONG_CLASS:
-        promoted = evidence.get("promoted_from")
-        if isinstance(promoted, list):
-            state.promoted += 1
-            for finding in promoted:
-                _resolved(state, str(finding))
-
-
-def _resolved(state: MergesState, finding: str) -> None:
-    gate_findings.closed(state.gate_findings, finding)
-    if finding in state.trunk.red_findings:
-        state.trunk.red_findings = [f for f in state.trunk.red_findings if f != finding]
-    for unit, records in list(state.reds.items()):
-        kept = [r for r in records if r.finding != finding]
-        if kept:
-            state.reds[unit] = kept
-        else:
-            del state.reds[unit]
+    report = evidence.get("report")
+    if isinstance(report, str):
+        state.commit_reports.pop(report, None)
+    approval = evidence.get("approval")
+    if isinstance(approval, str) and _answer(state, approval):
+        state.refused += 1
+    claim = evidence.get("claim")
+    if isinstance(claim, str):
+        state.adopt_claims = [c for c in state.adopt_claims if c.id != claim]
 
 
 FOLD = Fold(name="merges", state_type=MergesState, initial=initial, apply=apply)
@@ -478,24 +308,8 @@ def authors(state: MergesState, unit: str) -> list[str]:
     return list(state.authors.get(unit, []))
 
 
-def open_reds(state: MergesState, unit: str) -> list[RedRecord]:
-    """Trunk-red findings sent to ``unit``'s author that are still open, oldest first."""
-    return list(state.reds.get(unit, []))
-
-
-def same_interface(record: RedRecord, interface: list[str]) -> list[str]:
-    """The failing tests ``interface`` shares with an earlier red (empty: a different one)."""
-    return sorted(set(record.interface) & set(interface))
-
-
 def entry_of(state: MergesState, unit: str) -> QueueEntry | None:
     for entry in state.queue:
         if entry.unit == unit:
             return entry
     return None
-
-
-def trunk_settled(state: MergesState) -> bool:
-    """True when trunk's gates ran on the commit trunk is at and it was green."""
-    checked = state.trunk.checked
-    return checked is not None and checked.green and checked.candidate == state.trunk.commit

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from projections import trunk_green, verify, wave_review
-from projections.slices import SliceView, settled_summary
+from projections.slice_dispatch import settled_summary
+from projections.slices import SliceView
 from projections.trunk_green import TrunkGates
 from projections.verify import VerifyState
 from projections.wave_review import WaveReviewState

@@ -2,20 +2,15 @@
 
 Per slice it keeps the plan, its waves and dispatch order (from
 :mod:`projections.planning`),
-every unit's latest state, its dispatches and their completions. The queries answer what
-the dispatcher does next (:func:`next_actions`), what the run is waiting on
-(:func:`waiting_on`), the current wave, and the run record (:func:`record_entries`).
+every unit's latest state, its dispatches and their completions, and the run record
+(:func:`record_entries`). What is settled and what the dispatcher does next are the dispatch
+rules over this state (:mod:`projections.slice_dispatch`).
 
 Gate outcomes enter the run record only as facts: a ``GateResultRecorded`` or
 ``GateSuiteCompleted`` is folded when the ``gates`` projection would accept it — published
 by the system and signed by a registered runner key whose signature verifies
 (:func:`projections.gates.judge`, applied to the key registrations seen so far in log
 order). An unsigned or forged outcome is not shown as a command that ran.
-
-Settled means a unit will not move again in this slice: it is terminal (done, failed,
-lost — a halt is a failure ended by ``halted``) and no retry is owed to it, or it was never
-dispatched and one of its transitive blockers ended without being done. The TERMINAL
-barrier waits for settled, never for success.
 
 A dispatched unit that failed in a way a retry may answer (:data:`RETRYABLE_ENDINGS`: the
 builder gave up, the progress test stopped it) *awaits its retry* until the dispatcher
@@ -32,9 +27,10 @@ from typing import Literal
 
 import msgspec
 
-from projections import gates
+from projections import gates, slice_asks
 from projections.base import Fold
 from projections.planning import schedule
+from projections.slice_asks import Misaligned, Submission
 from schemas import (
     TERMINAL_STATES,
     Block,
@@ -63,14 +59,6 @@ from schemas.slices import (
     UnitDispatched,
     UsageReport,
 )
-
-REFUSAL_EVIDENCE_KEY = "submission"
-"""A refusal finding names the submission it refuses under this evidence key."""
-
-MISALIGNED_EVIDENCE_KEY = "misaligned"
-"""A finding that refuses to route a misaligned finding names it under this key."""
-
-FAILED_ENDINGS = frozenset({"failed", "lost"})
 
 RETRYABLE_ENDINGS = frozenset({"gave-up", "progress-test"})
 """What a FAILED unit's outcome names when a retry on the next rung may answer it: the
@@ -125,24 +113,6 @@ def awaiting_retry(unit: SliceUnit) -> bool:
     return unit.state == "failed" and unit.retry in ("awaiting", "granted")
 
 
-class Submission(msgspec.Struct, kw_only=True):
-    """A submitted plan and the answer it got (``pending`` until the system answers)."""
-
-    id: str
-    slice: str
-    plan: SlicePlan
-    at: datetime
-    role: str = "planner"
-    status: Literal["pending", "accepted", "refused"] = "pending"
-    problems: list[str] = []
-    refusal: str | None = None
-    """The finding that refused it (``status`` refused)."""
-    answered_by: str | None = None
-    """A plan for the same slice accepted after the refusal: the refusal is moot."""
-    refusal_closed: bool = False
-    """The refusal finding was resolved or dismissed (by the dispatcher or anyone)."""
-
-
 class SliceView(msgspec.Struct, kw_only=True):
     """An accepted slice: its plan, schedule, units, and how it ended."""
 
@@ -179,20 +149,6 @@ class RecordEntry(msgspec.Struct, kw_only=True):
     "not retried: …")."""
 
 
-class Misaligned(msgspec.Struct, kw_only=True):
-    """A ``misaligned`` finding, who raised it, and, once decided, where it was routed (or
-    ``"refused"``). Only one raised by role ``operator`` as producer ``operator`` is routed;
-    :func:`is_operators` tells."""
-
-    finding: str
-    slice: str | None
-    criteria: list[str]
-    at: datetime
-    role: str = ""
-    producer: str = ""
-    route: str | None = None
-
-
 class SlicesState(msgspec.Struct, kw_only=True):
     slices: dict[str, SliceView] = {}
     unit_slice: dict[str, str] = {}
@@ -213,15 +169,7 @@ def initial() -> SlicesState:
 def apply(state: SlicesState, event: Event) -> SlicesState:
     match event:
         case PlanSubmission():
-            if event.id in state.submissions:  # a re-stored copy: already answered or queued
-                return state
-            state.submissions[event.id] = Submission(
-                id=event.id,
-                slice=event.plan.slice,
-                plan=event.plan,
-                at=event.at,
-                role=event.actor.role,
-            )
+            slice_asks.submitted(state, event)
         case SlicePlanAccepted():
             _accept(state, event)
         case UnitDispatched():
@@ -250,11 +198,9 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
                 if event.route == "re-slice":
                     view.resliced_by = event.finding
         case FindingRaised():
-            _finding(state, event)
+            slice_asks.finding(state, event)
         case FindingResolved() | FindingDismissed():
-            refused = state.submissions.get(state.refusals.get(event.finding, ""))
-            if refused is not None:
-                refused.refusal_closed = True
+            slice_asks.finding_closed(state, event.finding)
         case UnitPlanned():
             unit = _unit(state, event.unit)
             if unit is not None and state.unit_slice.get(event.unit) == event.slice:
@@ -283,13 +229,7 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
 
 def _accept(state: SlicesState, event: SlicePlanAccepted) -> None:
     plan = event.plan
-    submission = state.submissions.get(event.cause)
-    if submission is not None:
-        submission.status = "accepted"
-    for refused in state.submissions.values():
-        # A plan accepted for the slice answers every earlier refusal of that slice.
-        if refused.slice == plan.slice and refused.refusal and refused.answered_by is None:
-            refused.answered_by = event.id
+    slice_asks.accepted(state, event)
     sched = schedule(plan)
     where = sched.position()
     view = SliceView(
@@ -396,35 +336,6 @@ def _completed(state: SlicesState, event: RunEntryCompleted) -> None:
             break
 
 
-def _finding(state: SlicesState, event: FindingRaised) -> None:
-    if event.cls == "misaligned":
-        state.misaligned[event.id] = Misaligned(
-            finding=event.id,
-            slice=event.slice,
-            criteria=misaligned_criteria(event),
-            at=event.at,
-            role=event.actor.role,
-            producer=event.producer,
-        )
-        return
-    if event.actor.role != "system":
-        return
-    unroutable = event.evidence.get(MISALIGNED_EVIDENCE_KEY)
-    if isinstance(unroutable, str) and unroutable in state.misaligned:
-        state.misaligned[unroutable].route = "refused"
-        return
-    submission_id = event.evidence.get(REFUSAL_EVIDENCE_KEY)
-    if isinstance(submission_id, str):
-        submission = state.submissions.get(submission_id)
-        if submission is not None and submission.status == "pending":
-            submission.status = "refused"
-            submission.refusal = event.id
-            state.refusals[event.id] = submission.id
-            problems = event.evidence.get("problems")
-            if isinstance(problems, list):
-                submission.problems = [str(p) for p in problems]
-
-
 def _claim(state: SlicesState, event: Event) -> None:
     """A builder's report about a dispatched unit, other than "started" or token usage,
     is the unit handing something back."""
@@ -479,304 +390,12 @@ def _gate_suite(state: SlicesState, event: GateSuiteCompleted) -> None:
         )
 
 
-def misaligned_criteria(finding: FindingRaised) -> list[str]:
-    """The criteria a misaligned finding names: ``criterion`` and ``evidence["criteria"]``.
-
-    The evidence may be a list or one comma-separated string (as ``loopbus report finding
-    --evidence criteria=a,b`` sends it).
-    """
-    named: list[str] = [finding.criterion] if finding.criterion else []
-    raw = finding.evidence.get("criteria")
-    if isinstance(raw, str):
-        named.extend(part.strip() for part in raw.split(","))
-    elif isinstance(raw, list):
-        named.extend(str(part).strip() for part in raw)
-    return [c for c in dict.fromkeys(named) if c]
-
-
 FOLD = Fold(name="slices", state_type=SlicesState, initial=initial, apply=apply)
-
-
-# -- queries ----------------------------------------------------------------------------
-
-
-def failed_blocker(view: SliceView, unit_id: str) -> str | None:
-    """The unit that ended without being done and that ``unit_id`` waits on, transitively.
-
-    ``None`` while every blocker is done or may still be. When several failed, the first
-    reached through ``blocked_by`` in plan order is named, so the answer never varies.
-    """
-    seen: set[str] = set()
-    stack = list(reversed(view.units[unit_id].blocked_by))
-    while stack:
-        blocker_id = stack.pop()
-        if blocker_id in seen or blocker_id not in view.units:
-            continue
-        seen.add(blocker_id)
-        blocker = view.units[blocker_id]
-        if blocker.state in FAILED_ENDINGS and not awaiting_retry(blocker):
-            return blocker_id
-        if blocker.state != "done":
-            stack.extend(reversed(blocker.blocked_by))
-    return None
-
-
-def is_settled(view: SliceView, unit_id: str) -> bool:
-    """Terminal, or never dispatched and doomed by a failed blocker."""
-    unit = view.units[unit_id]
-    if unit.state in TERMINAL_STATES:
-        return not awaiting_retry(unit)
-    return not unit.dispatches and failed_blocker(view, unit_id) is not None
-
-
-def current_group(view: SliceView) -> tuple[int, int] | None:
-    """(wave, sub-wave) the slice is in: the first group with a unit not yet settled."""
-    for w, wave in enumerate(view.waves):
-        for s, group in enumerate(wave):
-            if not all(is_settled(view, unit_id) for unit_id in group):
-                return (w, s)
-    return None
-
-
-def running(state: SlicesState) -> list[str]:
-    """Units dispatched and not yet terminal (or awaiting a retry), in every slice: what
-    holds capacity."""
-    return [
-        unit.unit
-        for view in state.slices.values()
-        for unit in view.units.values()
-        if unit.dispatches and (unit.state not in TERMINAL_STATES or awaiting_retry(unit))
-    ]
-
-
-class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
-    slice: str
-    unit: str
-    wave: int
-    sub_wave: int
-    position: int
-    attempt: int
-
-
-class BlockDependent(msgspec.Struct, frozen=True, kw_only=True):
-    slice: str
-    unit: str
-    failed: str
-
-
-class Complete(msgspec.Struct, frozen=True, kw_only=True):
-    slice: str
-    unit: str
-    dispatch: str
-
-
-class Close(msgspec.Struct, frozen=True, kw_only=True):
-    slice: str
-
-
-class PlanUnits(msgspec.Struct, frozen=True, kw_only=True):
-    slice: str
-    units: list[str]
-
-
-class Retry(msgspec.Struct, frozen=True, kw_only=True):
-    """Answer the retryable failure ``failure`` of ``unit``: retry it, or say why not."""
-
-    slice: str
-    unit: str
-    failure: str
-
-
-class Revive(msgspec.Struct, frozen=True, kw_only=True):
-    """Move ``unit`` back to work, as the retry decision ``decision`` granted."""
-
-    slice: str
-    unit: str
-    decision: str
-
-
-Action = PlanUnits | Retry | Revive | BlockDependent | Complete | Dispatch | Close
-
-
-def next_actions(
-    state: SlicesState, capacity: int, stopped: frozenset[str] = frozenset()
-) -> list[Action]:
-    """What the dispatcher should publish now, in this order.
-
-    ``UnitPlanned`` for accepted units not yet planned on the log (after a crash between
-    the acceptance and its units); the retry decisions owed to failed units and the moves
-    back to work they granted; blocks for undispatched dependents of a failed unit;
-    completions of the run-record
-    entries of units that reached the barrier; dispatches of the current group's next units
-    in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
-    close for each open slice whose units are all settled and whose entries are complete.
-    Units in ``stopped`` (reached by an open blocked-by-fact finding) are not dispatched.
-    """
-    actions: list[Action] = []
-    free = capacity - len(running(state))
-    for view in sorted(state.slices.values(), key=lambda v: v.rank):
-        if view.status == "discarded":
-            actions.extend(_completions(view))
-            continue
-        if view.status != "open":
-            continue
-        # A unit another slice's plan holds is that slice's to plan: its UnitPlanned here
-        # would never count (the fold files it under its owner), so it is never asked for.
-        unplanned = [
-            u.id
-            for u in view.plan.units
-            if not view.units[u.id].planned and state.unit_slice.get(u.id) == view.slice
-        ]
-        if unplanned:
-            actions.append(PlanUnits(slice=view.slice, units=unplanned))
-        actions.extend(_retries(view))
-        for unit_id in view.order:
-            unit = view.units[unit_id]
-            if unit.dispatches or unit.state in TERMINAL_STATES:
-                continue
-            failed = failed_blocker(view, unit_id)
-            if failed is None:
-                continue
-            if unit.block is None or unit.block.subject != failed:
-                actions.append(BlockDependent(slice=view.slice, unit=unit_id, failed=failed))
-        completions = _completions(view)
-        actions.extend(completions)
-        group = current_group(view)
-        if group is None:
-            if not completions:
-                actions.append(Close(slice=view.slice))
-            continue
-        wave, sub_wave = group
-        for unit_id in view.waves[wave][sub_wave]:
-            unit = view.units[unit_id]
-            if free <= 0:
-                break
-            if unit.dispatches or unit.state is not None or unit_id in stopped:
-                continue
-            if failed_blocker(view, unit_id) is not None:
-                continue
-            if any(view.units[b].state != "done" for b in unit.blocked_by if b in view.units):
-                continue
-            actions.append(
-                Dispatch(
-                    slice=view.slice,
-                    unit=unit_id,
-                    wave=wave,
-                    sub_wave=sub_wave,
-                    position=unit.position,
-                    attempt=len(unit.dispatches) + 1,
-                )
-            )
-            free -= 1
-    return actions
-
-
-def _retries(view: SliceView) -> list[Retry | Revive]:
-    out: list[Retry | Revive] = []
-    for unit_id in view.order:
-        unit = view.units[unit_id]
-        if unit.state != "failed" or unit.failure is None:
-            continue
-        if unit.retry == "awaiting":
-            out.append(Retry(slice=view.slice, unit=unit_id, failure=unit.failure))
-        elif unit.retry == "granted" and unit.retry_decision is not None:
-            out.append(Revive(slice=view.slice, unit=unit_id, decision=unit.retry_decision))
-    return out
-
-
-def _completions(view: SliceView) -> list[Complete]:
-    # A discarded slice's units are never retried: their entries complete as they ended.
-    retrying = view.status != "discarded"
-    return [
-        Complete(slice=view.slice, unit=unit.unit, dispatch=unit.dispatches[-1])
-        for unit_id in view.order
-        if (unit := view.units[unit_id]).dispatches
-        and unit.state in TERMINAL_STATES
-        and not (retrying and awaiting_retry(unit))
-        and unit.dispatches[-1] not in unit.completed
-    ]
-
-
-def settled_summary(view: SliceView) -> dict[str, list[str]]:
-    """Units by how they ended: done, failed, lost, and blocked (never dispatched)."""
-    out: dict[str, list[str]] = {"done": [], "failed": [], "lost": [], "blocked": []}
-    for unit_id in view.order:
-        unit = view.units[unit_id]
-        if unit.state in TERMINAL_STATES:
-            out[str(unit.state)].append(unit_id)
-        elif is_settled(view, unit_id):
-            out["blocked"].append(unit_id)
-    return out
-
-
-def waiting_on(view: SliceView) -> dict[str, str]:
-    """unit -> what it is waiting on right now, in plain words (empty once terminal)."""
-    group = current_group(view)
-    out: dict[str, str] = {}
-    for unit_id in view.order:
-        unit = view.units[unit_id]
-        if awaiting_retry(unit):
-            out[unit_id] = "the dispatcher's retry decision"
-            continue
-        if unit.state in TERMINAL_STATES:
-            out[unit_id] = ""
-            continue
-        failed = failed_blocker(view, unit_id)
-        if unit.state == "blocked" and unit.block is not None:
-            out[unit_id] = f"{unit.block.reason} {unit.block.subject}"
-        elif failed is not None and not unit.dispatches:
-            out[unit_id] = f"awaiting-dependency {failed} (ended {view.units[failed].state})"
-        elif unit.dispatches:
-            out[unit_id] = "its builder" if unit.state else "its builder to start"
-        elif view.status != "open":
-            out[unit_id] = f"nothing: slice {view.status}"
-        elif group is not None and (unit.wave, unit.sub_wave) > group:
-            pending = [b for b in unit.blocked_by if view.units[b].state != "done"]
-            out[unit_id] = (
-                f"dependencies {', '.join(pending)}"
-                if pending
-                else f"wave {group[0]}.{group[1]} to reach the barrier"
-            )
-        else:
-            out[unit_id] = "capacity"
-    return out
 
 
 def record_entries(state: SlicesState, slice_id: str | None = None) -> list[RecordEntry]:
     """The run record: one entry per unit per dispatch, in dispatch order."""
     return [e for e in state.record if slice_id is None or e.slice == slice_id]
-
-
-def pending_submissions(state: SlicesState) -> list[Submission]:
-    """Submissions the system has not answered yet, oldest first."""
-    return sorted(
-        (s for s in state.submissions.values() if s.status == "pending"), key=lambda s: s.id
-    )
-
-
-def answered_refusals(state: SlicesState) -> list[Submission]:
-    """Refused submissions whose slice has since had a plan accepted and whose refusal
-    finding is still open: the dispatcher resolves each, oldest first."""
-    return sorted(
-        (
-            s
-            for s in state.submissions.values()
-            if s.refusal is not None and s.answered_by is not None and not s.refusal_closed
-        ),
-        key=lambda s: s.id,
-    )
-
-
-def is_operators(misaligned: Misaligned) -> bool:
-    """True when the operator raised it (role and producer ``operator``): the only
-    misaligned findings the system routes. Anyone else's is refused, never acted on."""
-    return misaligned.role == "operator" and misaligned.producer == "operator"
-
-
-def open_misaligned(state: SlicesState) -> list[Misaligned]:
-    return sorted(
-        (m for m in state.misaligned.values() if m.route is None), key=lambda m: m.finding
-    )
 
 
 def pending_discards(state: SlicesState) -> list[SliceView]:

@@ -19,7 +19,8 @@ import msgspec
 
 from projections.base import Fold
 from projections.lifecycle import Status, settled_as
-from projections.slices import SliceView, is_settled
+from projections.slice_dispatch import is_settled
+from projections.slices import SliceView
 from schemas import Event, FindingRaised, FindingResolved
 from schemas.lifecycle import FindingDismissed, FindingReopened
 from schemas.reviews import ReviewVerdict, VerdictAccepted

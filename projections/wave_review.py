@@ -5,6 +5,13 @@ and which of its findings are open. Pure.
 With wave review on (``[review] wave = true``), the dispatcher holds the next wave while a
 merged wave awaits its review (:func:`dispatch_held`) and the slice's close while a review
 or a re-review is owed or a wave-review finding is open (:func:`close_held`).
+
+A finding counts as the wave review's only when the ``WaveReviewed`` fact the verifier
+wrote lists it (the verifier publishes its findings and that fact in one batch, findings
+first): the reviewer daemon re-raises a unit reviewer's findings as the system with the
+criterion and evidence the agent chose, so a finding's shape alone would let any unit
+reviewer hold a slice's close or stand against its SHIP. Its wave is the review's, not
+what the finding's evidence says.
 """
 
 from __future__ import annotations
@@ -45,6 +52,10 @@ class WaveReviewState(msgspec.Struct, kw_only=True):
     rereviewed: dict[str, UnitReReviewed] = {}
     """``accepted:wave:unit`` -> the re-review of a re-opened unit."""
     findings: dict[str, WaveFinding] = {}
+    """The findings a wave review listed, by id."""
+    candidates: dict[str, WaveFinding] = {}
+    """Findings shaped like a wave review's that no review has listed (yet): they hold
+    nothing."""
     merged: int = 0
     trees: dict[str, str] = {}
     """merge commit -> its tree (what trunk's gate suite was run on)."""
@@ -63,7 +74,8 @@ def apply(state: WaveReviewState, event: Event) -> WaveReviewState:
             )
             state.trees[event.merge] = event.tree
         case WaveReviewed():
-            state.reviewed.setdefault(wave_key(event.accepted, event.wave), event)
+            if state.reviewed.setdefault(wave_key(event.accepted, event.wave), event) is event:
+                _listed(state, event)
         case UnitReReviewed():
             key = f"{wave_key(event.accepted, event.wave)}:{event.unit}"
             state.rereviewed.setdefault(key, event)
@@ -73,17 +85,17 @@ def apply(state: WaveReviewState, event: Event) -> WaveReviewState:
             and event.criterion == WAVE_REVIEW_CRITERION
             and isinstance(event.evidence.get("accepted"), str)
         ):
-            wave = event.evidence.get("wave")
-            state.findings.setdefault(
-                event.id,
-                WaveFinding(
-                    id=event.id,
-                    accepted=str(event.evidence["accepted"]),
-                    wave=wave if isinstance(wave, int) else 0,
-                    unit=event.unit,
-                    message=event.message,
-                ),
-            )
+            if event.id not in state.findings:
+                state.candidates.setdefault(
+                    event.id,
+                    WaveFinding(
+                        id=event.id,
+                        accepted=str(event.evidence["accepted"]),
+                        wave=0,
+                        unit=event.unit,
+                        message=event.message,
+                    ),
+                )
         # Only the system settles a finding (the ratchet daemon answering an operator's
         # claim): the same facts from any other credential are forgeries and change nothing.
         case FindingResolved() | FindingDismissed() | FindingReopened() if (
@@ -93,6 +105,15 @@ def apply(state: WaveReviewState, event: Event) -> WaveReviewState:
         case _:
             pass
     return state
+
+
+def _listed(state: WaveReviewState, review: WaveReviewed) -> None:
+    """The review's own findings start to count, on the review's plan and wave."""
+    for finding in review.findings:
+        found = state.candidates.pop(finding, None)
+        if found is not None:
+            found.accepted, found.wave = review.accepted, review.wave
+            state.findings[finding] = found
 
 
 FOLD = Fold(name="wave_review", state_type=WaveReviewState, initial=initial, apply=apply)

@@ -1,7 +1,7 @@
 """Findings: the one channel every producer writes to.
 
-A finding is raised by one of seven producers, is about a typed target, and is keyed for
-convergence on ``(target, severity, criterion)``.
+A finding is raised by one of the producers (:data:`Producer`), is about a typed target,
+and is keyed for convergence on ``(target, severity, criterion)``.
 """
 
 from __future__ import annotations

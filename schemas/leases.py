@@ -22,11 +22,13 @@ import msgspec
 from schemas.envelope import EventBase
 from schemas.ids import Token
 
-Work = Literal["gate", "check", "build", "review", "investigation"]
+Work = Literal["gate", "check", "build", "review", "investigation", "project"]
 """The kinds of work item replicas split: a gate-run ask, one check's run on one tree and
-configuration (its cache key), a builder round, a review, an investigation."""
+configuration (its cache key), a builder round, a review, an investigation, or a whole
+project (``project``: the item is a daemon's name, and its holder is the one replica of
+that daemon that acts on the project; see :mod:`workers.leases.share`)."""
 
-WORKS: tuple[Work, ...] = ("gate", "check", "build", "review", "investigation")
+WORKS: tuple[Work, ...] = ("gate", "check", "build", "review", "investigation", "project")
 
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
 

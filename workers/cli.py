@@ -24,6 +24,9 @@ from workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_d
 
 Body = Callable[[DaemonContext], Awaitable[None]]
 
+PROJECT_LEASE_ENV = "LOOPBUS_PROJECT_LEASE"
+MIN_PROJECT_LEASE_S = 3.0
+
 
 def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
@@ -46,7 +49,35 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
     add_mirror_options(parser)
+    parser.add_argument(
+        "--project-lease",
+        type=project_lease_arg,
+        default=os.environ.get(PROJECT_LEASE_ENV) or None,
+        metavar="SECONDS",
+        help="run as one of several replicas: each project is acted on by the one replica "
+        "holding its lease, which lapses SECONDS after its holder stops renewing it "
+        f"(default: ${PROJECT_LEASE_ENV}; unset: act on every project, so run one replica)",
+    )
     return parser
+
+
+def project_lease_arg(text: str) -> float:
+    """Seconds of a project lease, at least 3 (renewed every third), at most a day."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, such as 30") from None
+    if not MIN_PROJECT_LEASE_S <= seconds <= 86400:
+        raise argparse.ArgumentTypeError(
+            f"{seconds:g}: give seconds from {MIN_PROJECT_LEASE_S:g} to 86400, such as 30"
+        )
+    return seconds
+
+
+def make_kernel(ctx: DaemonContext, daemon: Daemon) -> Kernel:
+    """The kernel of a daemon run from the command line: its progress feeds the health
+    beacon, and it shares projects when the replica was started with a project lease."""
+    return Kernel(ctx.bus, daemon, on_record=ctx.note_progress, share_ttl_s=ctx.project_lease_s)
 
 
 def kernel_body(make_daemon: Callable[[], Daemon]) -> Body:
@@ -54,8 +85,7 @@ def kernel_body(make_daemon: Callable[[], Daemon]) -> Body:
 
     async def body(ctx: DaemonContext) -> None:
         daemon = make_daemon()
-        kernel = Kernel(ctx.bus, daemon, on_record=ctx.note_progress)
-        await kernel.run(ctx.stop)
+        await make_kernel(ctx, daemon).run(ctx.stop)
 
     return body
 
@@ -90,7 +120,10 @@ def main_for(
         body = fetching(body, mirrors, args.fetch_every)
     try:
         creds = load_credential(Path(args.creds)) if args.creds else None
-        return asyncio.run(run_daemon(name, body, args.nats_url, creds, args.tls_ca))
+        lease = getattr(args, "project_lease", None)
+        return asyncio.run(
+            run_daemon(name, body, args.nats_url, creds, args.tls_ca, project_lease_s=lease)
+        )
     except BusError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed

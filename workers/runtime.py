@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -65,6 +66,9 @@ class DaemonContext:
     name: str
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     last_seq: int = 0  # what the health beacon reports as progress
+    project_lease_s: float | None = None
+    """Share projects with the daemon's other replicas under leases of this lifetime
+    (``--project-lease``); ``None``: act on every project (one replica only)."""
 
     def note_progress(self, seq: int) -> None:
         self.last_seq = seq
@@ -80,8 +84,12 @@ class Beacon(msgspec.Struct):
     last_seq: int
 
 
-def health_key(name: str) -> str:
-    return f"health.{name}"
+def health_key(name: str, host: str | None = None) -> str:
+    """The beacon of daemon ``name``: the latest of any replica, or (``host``) the one of
+    the replica on that host, so each of several replicas is checked on its own."""
+    if host is None:
+        return f"health.{name}"
+    return f"health.{name}.{re.sub(r'[^A-Za-z0-9_-]', '_', host)}"
 
 
 async def run_daemon(
@@ -90,6 +98,8 @@ async def run_daemon(
     nats_url: str,
     creds: Credential | None = None,
     tls_ca: Path | None = None,
+    *,
+    project_lease_s: float | None = None,
 ) -> int:
     """Run ``body`` until it returns or SIGTERM/SIGINT arrives; exit code 0 on a clean stop
     (130 when the stop was Ctrl-C's SIGINT).
@@ -104,7 +114,7 @@ async def run_daemon(
     except BusError:
         await bus.close()
         raise
-    ctx = DaemonContext(bus=bus, name=name)
+    ctx = DaemonContext(bus=bus, name=name, project_lease_s=project_lease_s)
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []
 
@@ -144,17 +154,22 @@ async def _beat(ctx: DaemonContext) -> None:
     while not ctx.stop.is_set():
         beacon = Beacon(ctx.name, os.getpid(), host, time.time(), ctx.last_seq)
         with contextlib.suppress(BusError):  # a missed beat is what the check detects
-            await beacons.put(health_key(ctx.name), msgspec.json.encode(beacon))
+            data = msgspec.json.encode(beacon)
+            await beacons.put(health_key(ctx.name), data)
+            await beacons.put(health_key(ctx.name, host), data)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(HEALTH_INTERVAL_S):
                 await ctx.stop.wait()
 
 
-async def check_health(bus: Bus, name: str, stale_s: float = HEALTH_STALE_S) -> Beacon | None:
-    """The daemon's beacon when it is fresher than ``stale_s``, else ``None``."""
+async def check_health(
+    bus: Bus, name: str, stale_s: float = HEALTH_STALE_S, *, host: str | None = None
+) -> Beacon | None:
+    """The daemon's beacon (of its replica on ``host``, when given) when it is fresher
+    than ``stale_s``, else ``None``."""
     beacons = await bus.bucket(WORKER_BUCKET)
     try:
-        entry = await beacons.get(health_key(name))
+        entry = await beacons.get(health_key(name, host))
     except BusError:
         return None
     if entry is None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from . import cluster, forge, netstate, secret_files
+from . import cluster, forge, netstate, replicas, secret_files
 from .base_image import ensure_base, from_image, labelled_here
 from .engine import Engine, ensure_engine, stop_dockerd
 from .findings import Client, host_loopbus, open_targets, publish, read_log, read_status
@@ -100,7 +100,7 @@ class Check:
 
     def execute(self) -> None:
         ensure_engine(self.engine, self.args.install, self.workdir, self.log)
-        stack = Stack(ROOT, self.log)
+        stack = Stack(ROOT, self.log, replicas.SCALE)
         stack.preflight()
         self.stack = stack
         base = from_image(ROOT / "Dockerfile")
@@ -125,6 +125,7 @@ class Check:
         )
         client = self.client(stack)
         self.first_findings(client, stack)
+        self.scaled(client, stack)
         self.forged_fact(client)
         outcome = run_outage(stack, client, self.args.outage, self.args.timeout)
         self.report_outage(outcome)
@@ -192,6 +193,20 @@ class Check:
             "finding from the host and from a container",
             f"seq {sent[0].seq} and {sent[1].seq}, both in tail and status after "
             f"{time.monotonic() - started:.1f} s",
+        )
+
+    def scaled(self, client: Client, stack: Stack) -> None:
+        """Every replica of a scaled service healthy on its own beacon; each gate runner
+        with its own key; the project held by one replica of a daemon sharing projects."""
+        for service in sorted(stack.scale):
+            hosts = replicas.healthy_hosts(stack, client, service)
+            self.figure(f"{service} replicas", f"{len(hosts)} healthy, each on its own beacon")
+        ids = replicas.runner_ids(stack)
+        self.figure("gate-runner keys", f"{len(ids)} of their own: {', '.join(ids)}")
+        held = replicas.shared_project(client, min(self.args.timeout, 120.0))
+        self.figure(
+            f"project held by one {replicas.SHARING} replica of {stack.replicas(replicas.SHARING)}",
+            f"{held.holder} ({held.takings} taking(s), {held.handovers} handover(s))",
         )
 
     def forged_fact(self, client: Client) -> None:

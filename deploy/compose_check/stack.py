@@ -30,9 +30,11 @@ class Service:
 
 
 class Stack:
-    def __init__(self, root: Path, log: Path):
+    def __init__(self, root: Path, log: Path, scale: dict[str, int] | None = None):
         self.root = root
         self.log = log
+        self.scale = dict(scale or {})
+        """Service -> replicas it runs (``up --scale``); every other service runs one."""
         self.config = self._config()
         self.project = str(self.config["name"])
         self.services = {
@@ -94,7 +96,12 @@ class Stack:
         return int(run(argv, timeout=120).stdout)
 
     def up(self) -> None:
-        run(self.compose("up", "-d", "--no-build"), log=self.log, cwd=self.root, timeout=300)
+        scaled = [f"--scale={name}={count}" for name, count in sorted(self.scale.items())]
+        argv = self.compose("up", "-d", "--no-build", *scaled)
+        run(argv, log=self.log, cwd=self.root, timeout=300)
+
+    def replicas(self, service: str) -> int:
+        return self.scale.get(service, 1)
 
     def down(self) -> None:
         run(self.compose("down", "-v", "--remove-orphans"), log=self.log, cwd=self.root)
@@ -106,39 +113,58 @@ class Stack:
     def start(self, service: str) -> None:
         run(self.compose("start", service), log=self.log, cwd=self.root)
 
-    def exec(self, service: str, *argv: str) -> list[str]:
-        """The argv that runs ``argv`` inside ``service``'s running container."""
-        return self.compose("exec", "-T", service, *argv)
+    def exec(self, service: str, *argv: str, index: int = 1) -> list[str]:
+        """The argv that runs ``argv`` inside ``service``'s running container (its replica
+        number ``index`` when scaled)."""
+        return self.compose("exec", "-T", f"--index={index}", service, *argv)
 
     # -- looking -------------------------------------------------------------------------
 
-    def ps(self) -> dict[str, dict[str, Any]]:
+    def ps(self) -> dict[str, list[dict[str, Any]]]:
+        """Service -> its containers' rows (one per replica)."""
         out = run(self.compose("ps", "-a", "--format", "json"), cwd=self.root).stdout.strip()
         rows = json.loads(out) if out.startswith("[") else [json.loads(x) for x in out.splitlines()]
-        return {row["Service"]: row for row in rows}
+        by_service: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_service.setdefault(row["Service"], []).append(row)
+        return by_service
 
     def unready(self, only: set[str] | None = None) -> dict[str, str]:
-        """Services not yet up (service -> what it is doing); a dead one raises."""
-        rows = self.ps()
+        """Services not yet up, every replica of each (service -> what it is doing); a dead
+        one raises."""
+        by_service = self.ps()
         waiting = {}
         for name, service in self.services.items():
             if only is not None and name not in only:
                 continue
-            row = rows.get(name)
-            state = (row or {}).get("State", "absent")
-            if service.one_shot and not service.healthcheck:
-                if state == "exited" and row and int(row.get("ExitCode", 1)) != 0:
-                    raise CheckFailed(f"{name} exited {row['ExitCode']}")
-                if state != "exited":
-                    waiting[name] = state
-            elif state != "running" or (
-                service.healthcheck and (row or {}).get("Health") != "healthy"
-            ):
-                if row and row.get("Health") == "unhealthy":
-                    said = self.health_output(str(row.get("ID") or row.get("Name")))
-                    raise CheckFailed(f"{name} is unhealthy: {row.get('Status')}; {said}")
-                waiting[name] = f"{state}/{(row or {}).get('Health') or '-'}"
+            rows = by_service.get(name, [])
+            if len(rows) < self.replicas(name):
+                waiting[name] = f"{len(rows)} of {self.replicas(name)} replicas"
+                continue
+            for number, row in enumerate(rows, 1):
+                label = name if len(rows) == 1 else f"{name}#{number}"
+                self._judge(label, service, row, waiting)
         return waiting
+
+    def _judge(
+        self, name: str, service: Service, row: dict[str, Any], waiting: dict[str, str]
+    ) -> None:
+        """Note in ``waiting`` what one container is doing if it is not up yet."""
+        state = row.get("State", "absent")
+        if service.one_shot and not service.healthcheck:
+            if state == "exited" and int(row.get("ExitCode", 1)) != 0:
+                raise CheckFailed(f"{name} exited {row['ExitCode']}")
+            if state != "exited":
+                waiting[name] = state
+        elif state != "running" or (service.healthcheck and row.get("Health") != "healthy"):
+            if row.get("Health") == "unhealthy":
+                # Not fatal yet: a daemon restarts (unless-stopped), and with a scaled stack
+                # on two busy cores a healthcheck can time out once; at the deadline the
+                # check fails with what the last healthcheck said.
+                said = self.health_output(str(row.get("ID") or row.get("Name")))
+                waiting[name] = f"unhealthy ({row.get('Status')}; {said})"
+                return
+            waiting[name] = f"{state}/{row.get('Health') or '-'}"
 
     def wait_ready(self, timeout: float, only: set[str] | None = None) -> float:
         """Wait until every service (or ``only``) is up; the seconds it took."""
@@ -168,7 +194,10 @@ class Stack:
         ids = run(self.compose("ps", "-a", "-q"), cwd=self.root).stdout.split()
         fmt = '{{index .Config.Labels "com.docker.compose.service"}} {{.RestartCount}}'
         out = run(["docker", "inspect", "--format", fmt, *ids]).stdout if ids else ""
-        return {name: int(count) for name, count in (line.split() for line in out.splitlines())}
+        counts: dict[str, int] = {}  # a scaled service: its replicas' restarts together
+        for name, count in (line.split() for line in out.splitlines()):
+            counts[name] = counts.get(name, 0) + int(count)
+        return counts
 
     def save_logs(self, path: Path) -> None:
         run(self.compose("logs", "--no-color", "--timestamps"), log=path, check=False)

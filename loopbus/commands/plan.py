@@ -36,14 +36,9 @@ from loopbus.settings import Connection, connection
 from loopbus.slice_render import render_schedule
 from projections import slices
 from projections.errors import PlanInvalid
-from projections.planning import (
-    parse_plan,
-    plan_format,
-    schedule,
-    unclaimed_extras,
-    validate,
-)
-from projections.slices import REFUSAL_EVIDENCE_KEY, Submission
+from projections.plan_parse import parse_plan, plan_format
+from projections.planning import schedule, unclaimed_extras, validate
+from projections.slice_asks import REFUSAL_EVIDENCE_KEY, Submission
 from schemas import Actor, FindingRaised, project_subjects, subject_of
 from schemas.ids import is_token
 from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted

@@ -1,7 +1,7 @@
 """``loopbus report …``: claims. Agents and operators speak only through reports.
 
 ``report finding`` raises a finding as a reviewer, builder, standards role or operator. The
-producers that are system daemons (gate_runner, trunk_gate, meta_rule) are refused here:
+producers that are system daemons (``schemas.authority.SYSTEM_PRODUCERS``) are refused here:
 their findings are facts, and only the daemon that established them publishes them.
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import sys
 from typing import Any
 
@@ -25,6 +26,11 @@ def register(sub: Any) -> None:
     health = sub.add_parser("health", help="exit 0 when a daemon's beacon is fresh")
     add_connection(health)
     offer(health.add_argument("name", help=", ".join(names)), names)
+    health.add_argument(
+        "--here",
+        action="store_true",
+        help="check the replica on this host (a container's own), not any replica",
+    )
     health.set_defaults(handler=run_health)
 
 
@@ -47,11 +53,13 @@ def run_health(args: argparse.Namespace) -> int:
     async def check() -> int:
         bus = await connection(args).open()
         try:
-            beacon = await check_health(bus, args.name)
+            host = socket.gethostname() if args.here else None
+            beacon = await check_health(bus, args.name, host=host)
         finally:
             await bus.close()
         if beacon is None:
-            print(f"{args.name}: no fresh health beacon", file=sys.stderr)
+            where = f" from its replica on {socket.gethostname()}" if args.here else ""
+            print(f"{args.name}: no fresh health beacon{where}", file=sys.stderr)
             return 1
         print(f"{args.name}: healthy (pid {beacon.pid} on {beacon.host}, seq {beacon.last_seq})")
         return 0

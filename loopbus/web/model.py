@@ -20,7 +20,7 @@ from loopbus.planner_render import planner_doc, planner_lines
 from loopbus.units_status import waiting
 from projections import budgets as budgets_fold
 from projections import findings as findings_fold
-from projections import risk, to_builtins
+from projections import risk, slice_dispatch, to_builtins
 from projections import slices as slices_fold
 from projections.charter import RunView
 from projections.convergence import ConvergenceState
@@ -91,7 +91,7 @@ def slices_doc(
 
 
 def _slice(view: slices_fold.SliceView, units: UnitsState, unit_limit: int) -> dict[str, Any]:
-    group = slices_fold.current_group(view)
+    group = slice_dispatch.current_group(view)
     if view.status == "closed":
         where = f"closed, boot {view.boot.outcome}" if view.boot else "closed"
     elif view.status == "discarded":
@@ -100,7 +100,7 @@ def _slice(view: slices_fold.SliceView, units: UnitsState, unit_limit: int) -> d
         where = "every unit settled; booting the increment"
     else:
         where = f"current wave {group[0]}.{group[1]}"
-    waits = slices_fold.waiting_on(view)
+    waits = slice_dispatch.waiting_on(view)
     budget = unit_limit
     waves: list[list[list[dict[str, Any]]]] = []
     for wave in view.waves:

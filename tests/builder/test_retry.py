@@ -16,7 +16,7 @@ from reviewkit import GitRepo
 from bus import Bus, connect
 from loopbus.review_status import print_unit
 from loopbus.slice_render import render_record
-from projections import FOLDS, convergence, slices
+from projections import FOLDS, convergence, slice_dispatch
 from schemas import Actor, Event, UnitTransitioned
 from schemas.reports import CommitReport, GaveUpReport
 from schemas.slices import (
@@ -145,4 +145,4 @@ async def test_a_spent_budget_leaves_the_unit_failed_and_the_record_says_why(
     folded = states(events)
     record = "\n".join(render_record(folded["slices"]))
     assert "- not retried: the builder gave up on rung 1 (repair)" in record
-    assert slices.settled_summary(folded["slices"].slices["S1"])["failed"] == ["U1"]
+    assert slice_dispatch.settled_summary(folded["slices"].slices["S1"])["failed"] == ["U1"]

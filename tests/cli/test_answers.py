@@ -19,7 +19,7 @@ from loopbus.answers import wait_for_answer
 from loopbus.commands import decide, plan, unit_reports
 from loopbus.commands.finding import _answer
 from projections.lifecycle import ANSWERS_CLAIM
-from projections.slices import REFUSAL_EVIDENCE_KEY
+from projections.slice_asks import REFUSAL_EVIDENCE_KEY
 from schemas import Actor, Block, FindingRaised, UnitTransitioned, parse_target
 from schemas.decisions import DecisionChoice, DecisionRecorded, ObjectiveDeclared
 from schemas.ids import new_id

@@ -14,7 +14,8 @@ import pytest
 
 from projections import contract_plan
 from projections.errors import PlanInvalid
-from projections.planning import parse_plan, parse_plan_text, unclaimed_extras, validate
+from projections.plan_parse import parse_plan, parse_plan_text
+from projections.planning import unclaimed_extras, validate
 from schemas import Actor, decode_event, encode_event
 from schemas.contract import ContractChanges, NewCheck, NewCriterion
 from schemas.slices import PlannedUnit, PlanSubmission, SlicePlan

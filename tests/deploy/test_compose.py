@@ -209,12 +209,26 @@ def test_every_daemon_has_a_service_with_healthcheck_and_restart_policy(
     assert check[0] == "CMD" and check[1] == "loopbus"
     args = cli(check[2:])
     assert (args.command, args.name) == ("health", daemon)
+    assert args.here, "a scaled replica must be judged on its own beacon, not a sibling's"
     assert cluster_servers(args.nats_url) == [(n, CLIENT_PORT) for n in NODES]
     assert svc["depends_on"] == {"provision": {"condition": "service_completed_successfully"}}
     # One image, built once by the provision service, never pulled from a registry.
     assert svc["image"] == services["provision"]["image"] and svc["pull_policy"] == "never"
     assert "build" not in svc and services["provision"]["build"] == "."
     assert (ROOT / "Dockerfile").is_file()
+
+
+def test_each_gate_runner_replica_keeps_a_signing_key_of_its_own(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """The runner's key folder is an anonymous volume (one per container), never a named
+    one that `--scale gate-runner=3` would hand to every replica."""
+    svc = services["gate-runner"]
+    args = svc["command"]
+    data_dir = args[args.index("--data-dir") + 1]
+    # The short syntax: "PATH" alone is an anonymous volume, "NAME:PATH" a named one.
+    mounts = [v for v in svc["volumes"] if v.rsplit(":", 1)[-1] == data_dir]
+    assert mounts == [data_dir], mounts
 
 
 def test_each_service_gets_only_its_own_credential(services: dict[str, dict[str, Any]]) -> None:
@@ -245,8 +259,10 @@ def test_each_service_gets_only_its_own_credential(services: dict[str, dict[str,
     assert all(url.startswith("tls://") for url in args.nats_url.split(","))
     for name in DAEMON_NAMES:
         assert services[name]["secrets"] == ["loopbus_system", "loopbus_ca"], name
+        shared = {"LOOPBUS_PROJECT_LEASE": "30"}  # replicas share projects (docs/deploy.md)
         assert (
-            services[name]["environment"] == {"LOOPBUS_CREDS": "/run/secrets/loopbus_system"} | ca
+            services[name]["environment"]
+            == {"LOOPBUS_CREDS": "/run/secrets/loopbus_system"} | ca | shared
         )
 
 

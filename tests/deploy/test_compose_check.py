@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compose_check import forge, jsz, secret_files
+from compose_check import forge, jsz, replicas, secret_files
 from compose_check.base_image import STAND_INS, apt_mirror, from_image
 from compose_check.findings import ACK, Attempt, Client, tally
 from compose_check.netstate import parse_save
@@ -282,3 +282,28 @@ def test_the_checks_first_finding_opens_its_project_and_the_rest_follow_it(
     assert "--new" not in later
     done = publish_here(later)
     assert done.returncode == 0 and ACK.search(done.stdout), done.stderr
+
+
+def lease(kind: str, holder: str, item: str = "standards") -> dict[str, Any]:
+    return {"kind": f"lease.{kind}.v1", "work": "project", "item": item, "holder": holder}
+
+
+def test_the_project_holder_is_the_last_taker_and_a_release_frees_it() -> None:
+    """A handover (release, then a taking) counts once; another daemon's leases are not
+    read; a project whose last lease event is a release is held by nobody."""
+    events = [
+        lease("taken", "a"),
+        lease("renewed", "a"),
+        lease("released", "a"),
+        lease("taken", "b"),
+        lease("taken", "z", item="units"),
+    ]
+    assert replicas.holding(events, "standards") == replicas.Holding("b", 2, 1)
+    assert replicas.holding(events[:3], "standards") is None
+    assert replicas.holding([], "standards") is None
+
+
+def test_a_replicas_health_line_names_its_host() -> None:
+    """What `loopbus health NAME --here` prints is what the scaled check reads."""
+    found = replicas.HEALTHY.search("units: healthy (pid 7 on 3f2a9c1b, seq 42)\n")
+    assert found is not None and found.group(2) == "3f2a9c1b"

@@ -62,12 +62,9 @@ def _register_validators() -> None:
         pass
     else:
         TOML_VALIDATORS["# loopbus.toml"] = lambda text, _tmp: load_config_text(text)
-    try:
-        from projections.planning import parse_plan_text  # type: ignore[attr-defined]
-    except ImportError:
-        pass
-    else:
-        TOML_VALIDATORS["# plan.toml"] = lambda text, _tmp: parse_plan_text(text, "plan.toml")
+    from projections.plan_parse import parse_plan_text
+
+    TOML_VALIDATORS["# plan.toml"] = lambda text, _tmp: parse_plan_text(text, "plan.toml")
     from loopbus.charter_file import parse_charter
 
     TOML_VALIDATORS["# charter.toml"] = lambda text, _tmp: parse_charter(text, "charter.toml")

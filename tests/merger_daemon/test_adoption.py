@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from merger_scene import Scene, base_files, make_trunk
 
-from projections import merges as merges_fold
+from projections import merge_trunk
 from schemas import Actor, FindingRaised
 from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
 from schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
@@ -44,7 +44,7 @@ async def adopt_as_up(scene: Scene, trunk: str) -> ConfigAdopted:
     return fact
 
 
-def checked_at(scene: Scene, commit: str) -> merges_fold.Tested | None:
+def checked_at(scene: Scene, commit: str) -> merge_trunk.Tested | None:
     checked = scene.merges.trunk.checked
     return checked if checked is not None and checked.candidate == commit else None
 

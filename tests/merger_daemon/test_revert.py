@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from merger_scene import CENTS_EXTENSION, SYSTEM, Scene, make_collision, make_trunk
 
-from projections import merges as merges_fold
+from projections import merge_trunk
 from projections.transitions import audit
 from schemas import Actor, FindingRaised, FindingResolved, Outcome, UnitTransitioned
 from schemas.merges import CandidateTested, MergeReverted, TrunkAdvanced
@@ -125,7 +125,7 @@ async def test_outside_push_that_turns_trunk_red_is_reverted(scene: Scene) -> No
     broken = scene.repo.commit(base, {"app.py": "def total(items):\n    return 0\n"}, "oops")
     scene.repo.set_trunk(broken)
     await scene.until(
-        lambda: scene.merges.reverted == 1 and merges_fold.trunk_settled(scene.merges)
+        lambda: scene.merges.reverted == 1 and merge_trunk.trunk_settled(scene.merges)
     )
 
     [reverted] = await scene.events(MergeReverted)
@@ -166,7 +166,7 @@ async def test_a_push_that_sets_the_check_to_true_is_judged_with_trunks_config(
     await scene.bus.publish(forged)
     scene.repo.set_trunk(pushed)
     await scene.until(
-        lambda: scene.merges.reverted == 1 and merges_fold.trunk_settled(scene.merges)
+        lambda: scene.merges.reverted == 1 and merge_trunk.trunk_settled(scene.merges)
     )
     [reverted] = await scene.events(MergeReverted)
     assert reverted.merge == pushed and scene.repo.tree(reverted.revert) == scene.repo.tree(base)

@@ -521,7 +521,7 @@ def test_a_contract_writing_a_charter_pinned_file_otherwise_is_refused() -> None
     criterion."""
     from loopbus.charter_file import parse_charter
     from loopbus.scaffold import CHARTER_TOML, SLICE_2_TOML
-    from projections.planning import parse_plan
+    from projections.plan_parse import parse_plan
 
     charter = parse_charter(CHARTER_TOML)
     plan = parse_plan(SLICE_2_TOML)

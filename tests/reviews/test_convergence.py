@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections import convergence as conv
+from projections import round_rules
 from schemas import Actor, Outcome, UnitTransitioned
 from schemas.reviews import RoundClosed, RungPromoted
 from schemas.slices import RetryDecided
@@ -28,11 +29,11 @@ class Round:
     passed: bool = False
 
 
-def facts(r: Round) -> conv.RoundFacts:
-    return conv.RoundFacts(
+def facts(r: Round) -> round_rules.RoundFacts:
+    return round_rules.RoundFacts(
         keys=frozenset(r.keys),
         blocking=frozenset(k for k, b in r.keys.items() if b),
-        signature=conv.failure_signature(r.checks, r.keys),
+        signature=round_rules.failure_signature(r.checks, r.keys),
         diff_digest="d",
         passed=r.passed,
         tree=r.tree,
@@ -40,8 +41,8 @@ def facts(r: Round) -> conv.RoundFacts:
     )
 
 
-def verdict(earlier: list[Round], current: Round, stall: int = conv.DEFAULT_STALL) -> str:
-    return conv.classify([facts(r) for r in earlier], facts(current), stall)
+def verdict(earlier: list[Round], current: Round, stall: int = round_rules.DEFAULT_STALL) -> str:
+    return round_rules.classify([facts(r) for r in earlier], facts(current), stall)
 
 
 GATE_RED = Round({"check:tests|high|gate-fail": True}, source="gate", tree="t1")
@@ -128,9 +129,9 @@ def test_the_stall_window_is_a_setting() -> None:
 def test_judge_says_why() -> None:
     """The reason names the key raised again, or the round whose tree came back."""
     earlier = [Round({"A": True}, tree="t1"), Round({"B": True}, tree="t2")]
-    _, why = conv.judge([facts(r) for r in earlier], facts(Round({"A": True}, tree="t3")))
+    _, why = round_rules.judge([facts(r) for r in earlier], facts(Round({"A": True}, tree="t3")))
     assert "raised again" in why and "A" in why
-    _, why = conv.judge([facts(r) for r in earlier], facts(Round({"C": True}, tree="t1")))
+    _, why = round_rules.judge([facts(r) for r in earlier], facts(Round({"C": True}, tree="t1")))
     assert "returns to round 1" in why
 
 
@@ -222,7 +223,7 @@ def run(rounds: list[Round], ceiling: int, stall: int) -> list[tuple[str, str, s
     rung = 1
     for number, r in enumerate(rounds, start=1):
         earlier = [facts(e) for e in rounds[: number - 1]]
-        decision = conv.decide(
+        decision = round_rules.decide(
             earlier, facts(r), round_no=number, rung=rung, ceiling=ceiling, stall=stall
         )
         rung = decision.rung
@@ -279,14 +280,14 @@ def test_round_sequences_agree_with_the_definitions(
 def test_a_red_gate_then_an_unrelated_rejection_goes_on_on_the_same_rung() -> None:
     """Round 1 red at its gate, round 2 (the gate fixed) rejected for something else:
     converging, sent back on rung 1, neither stopped nor promoted."""
-    decision = conv.decide([facts(GATE_RED)], facts(REJECTED), round_no=2, rung=1)
+    decision = round_rules.decide([facts(GATE_RED)], facts(REJECTED), round_no=2, rung=1)
     assert (decision.convergence, decision.action, decision.rung) == ("converging", "continue", 1)
 
 
 def test_identical_signature_promotes_and_never_stops() -> None:
     """The same failure twice (even on a new tree) climbs a rung instead of stopping."""
     first, again = Round({"A": True}, tree="t1"), Round({"A": True}, tree="t2")
-    decision = conv.decide([facts(first)], facts(again), round_no=2, rung=1)
+    decision = round_rules.decide([facts(first)], facts(again), round_no=2, rung=1)
     assert (decision.action, decision.rung) == ("promoted", 2)
     assert "identical failure signature" in decision.why
 
@@ -294,7 +295,7 @@ def test_identical_signature_promotes_and_never_stops() -> None:
 def test_identical_tree_promotes_even_when_the_findings_moved() -> None:
     """The same tree twice is a finished rung, whatever the reviewer said about it."""
     first, again = Round({"A": True}, tree="t1"), Round({"B": True}, tree="t1")
-    decision = conv.decide([facts(first)], facts(again), round_no=2, rung=2)
+    decision = round_rules.decide([facts(first)], facts(again), round_no=2, rung=2)
     assert (decision.action, decision.rung) == ("promoted", 3)
     assert "identical tree" in decision.why
 
@@ -302,7 +303,7 @@ def test_identical_tree_promotes_even_when_the_findings_moved() -> None:
 def test_a_thrashing_round_stops_on_the_progress_test_and_says_why() -> None:
     """A key resolved in round 2 back in round 3: stopped by the progress test, the key named."""
     earlier = [facts(Round({"A": True}, tree="t1")), facts(Round({"B": True}, tree="t2"))]
-    decision = conv.decide(earlier, facts(Round({"A": True}, tree="t3")), round_no=3, rung=1)
+    decision = round_rules.decide(earlier, facts(Round({"A": True}, tree="t3")), round_no=3, rung=1)
     assert (decision.convergence, decision.action, decision.ended_by) == (
         "thrashing",
         "stopped",
@@ -316,7 +317,7 @@ def test_the_ladder_halts_only_when_spent() -> None:
     same = facts(Round({"A": True}, tree="t1"))
     rung, actions = 1, []
     for number in range(2, 6):
-        decision = conv.decide([same], same, round_no=number, rung=rung)
+        decision = round_rules.decide([same], same, round_no=number, rung=rung)
         rung = decision.rung
         actions.append((decision.action, rung))
     assert actions == [("promoted", 2), ("promoted", 3), ("promoted", 4), ("halted", 5)]
@@ -325,7 +326,7 @@ def test_the_ladder_halts_only_when_spent() -> None:
 def test_ceiling_ends_a_converging_unit_and_says_so() -> None:
     """At the ceiling a still-converging unit stops, and the ending names the ceiling."""
     earlier = [facts(Round({"A": True, "B": True}, tree="t1"))]
-    decision = conv.decide(earlier, facts(Round({"A": True}, tree="t2")), round_no=6, rung=1)
+    decision = round_rules.decide(earlier, facts(Round({"A": True}, tree="t2")), round_no=6, rung=1)
     assert (decision.convergence, decision.action, decision.ended_by) == (
         "converging",
         "stopped",
@@ -335,11 +336,11 @@ def test_ceiling_ends_a_converging_unit_and_says_so() -> None:
 
 def test_a_halt_skips_the_ladder() -> None:
     """A halt condition lands on rung 5 at once, from any rung, in the first round too."""
-    current = conv.RoundFacts(
+    current = round_rules.RoundFacts(
         keys=frozenset(), blocking=frozenset(), signature="s", diff_digest="d", passed=False,
         halt="secret in diff",
     )  # fmt: skip
-    decision = conv.decide([], current, round_no=1, rung=1)
+    decision = round_rules.decide([], current, round_no=1, rung=1)
     assert (decision.action, decision.ended_by, decision.rung) == ("halted", "halted", 5)
 
 

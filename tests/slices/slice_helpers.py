@@ -12,8 +12,8 @@ from dulwich import porcelain
 from dulwich.repo import Repo
 
 from bus import Bus, read
-from projections import slices
-from projections.slices import (
+from projections import slice_dispatch, slices
+from projections.slice_dispatch import (
     BlockDependent,
     Close,
     Complete,
@@ -21,8 +21,8 @@ from projections.slices import (
     PlanUnits,
     Retry,
     Revive,
-    SlicesState,
 )
+from projections.slices import SlicesState
 from schemas import (
     Actor,
     Block,
@@ -208,7 +208,7 @@ class PureDispatcher:
         """Run next_actions to a fixpoint; return every action taken."""
         taken: list[Any] = []
         while True:
-            actions = slices.next_actions(self.state, self.capacity)
+            actions = slice_dispatch.next_actions(self.state, self.capacity)
             if not actions:
                 return taken
             for action in actions:
@@ -278,7 +278,7 @@ class PureDispatcher:
                     )
                 ]  # fmt: skip
             case Close():
-                summary = slices.settled_summary(view)
+                summary = slice_dispatch.settled_summary(view)
                 return [
                     SliceClosed(
                         project=p,

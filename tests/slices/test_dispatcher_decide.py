@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from slice_helpers import PLANNER, SYSTEM, accepted, plan, transition, unit
 
-from projections import slices, transitions
+from projections import slice_dispatch, slices, transitions
 from projections.intents import Effect, Intent, MoveUnit, Publish, PublishIf
 from schemas import Event, FindingResolved, UnitPlanned, subject_of
 from schemas.slices import (
@@ -127,8 +127,8 @@ def test_a_hold_the_table_refuses_is_never_published() -> None:
     events.append(transition(P, "C", "working", by="started"))
     events.append(transition(P, "A", "failed", by="halted", ended_by="halted"))
     assert any(
-        isinstance(a, slices.BlockDependent)
-        for a in slices.next_actions(slices.FOLD.fold(events), 8)
+        isinstance(a, slice_dispatch.BlockDependent)
+        for a in slice_dispatch.next_actions(slices.FOLD.fold(events), 8)
     )
     assert [i for i in decide(world(events), NO_REPO) if isinstance(i, MoveUnit)] == []
 

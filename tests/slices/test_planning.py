@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.errors import PlanInvalid
+from projections.plan_parse import parse_plan
 from projections.planning import (
     files_overlap,
     find_cycles,
-    parse_plan,
     schedule,
     validate,
 )

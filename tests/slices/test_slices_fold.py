@@ -22,8 +22,8 @@ from slice_helpers import (
     unit,
 )
 
-from projections import slices
-from projections.slices import BlockDependent, Close, Dispatch
+from projections import slice_asks, slice_dispatch, slices
+from projections.slice_dispatch import BlockDependent, Close, Dispatch
 from schemas import FindingRaised
 from schemas.gates import GateSuiteCompleted
 from schemas.reports import CommitReport, StartedReport
@@ -70,7 +70,8 @@ def test_a_unit_another_slice_holds_is_not_planned_again_and_again() -> None:
     for event in [*accepted(P, first)[:2], *accepted(P, second)[:2]]:
         slices.apply(state, event)
     assert state.unit_slice["B"] == "S2"
-    planning = [a for a in slices.next_actions(state, 8) if isinstance(a, slices.PlanUnits)]
+    actions = slice_dispatch.next_actions(state, 8)
+    planning = [a for a in actions if isinstance(a, slice_dispatch.PlanUnits)]
     assert {(a.slice, tuple(a.units)) for a in planning} == {("S1", ("A",)), ("S2", ("B",))}
 
 
@@ -97,7 +98,7 @@ def test_barrier_waits_for_terminal_not_success() -> None:
     d.apply(transition(P, "K", "lost", by="heartbeat-lapse"))
     actions = d.step()
     assert [a for a in actions if isinstance(a, Close)] == [Close(slice="S1")]
-    summary = slices.settled_summary(view)
+    summary = slice_dispatch.settled_summary(view)
     assert summary == {
         "done": ["B", "G", "H", "I", "J"],
         "failed": ["A"],
@@ -116,10 +117,11 @@ def test_a_retryable_failure_holds_its_place_until_the_retry_decision() -> None:
     failed = transition(P, "A", "failed", by="gave-up")
     d.apply(failed)
     view = d.state.slices["S1"]
-    assert slices.awaiting_retry(view.units["A"]) and not slices.is_settled(view, "A")
-    assert slices.failed_blocker(view, "C") is None and slices.running(d.state) == ["A"]
-    actions = slices.next_actions(d.state, 8)
-    assert actions == [slices.Retry(slice="S1", unit="A", failure=failed.id)]
+    assert slices.awaiting_retry(view.units["A"]) and not slice_dispatch.is_settled(view, "A")
+    assert slice_dispatch.failed_blocker(view, "C") is None
+    assert slice_dispatch.running(d.state) == ["A"]
+    actions = slice_dispatch.next_actions(d.state, 8)
+    assert actions == [slice_dispatch.Retry(slice="S1", unit="A", failure=failed.id)]
     taken = d.step()
     assert [type(a).__name__ for a in taken] == ["Retry", "Revive"]
     assert view.units["A"].state == "working" and view.units["A"].retry == ""
@@ -150,7 +152,7 @@ def test_only_retryable_failures_await_a_retry(ended_by: str, awaits: bool) -> N
     d.apply(transition(P, "A", "failed", by="halted", ended_by=ended_by))
     view = d.state.slices["S1"]
     assert slices.awaiting_retry(view.units["A"]) is awaits
-    assert slices.is_settled(view, "A") is not awaits
+    assert slice_dispatch.is_settled(view, "A") is not awaits
 
 
 def test_a_refused_retry_settles_the_unit_and_the_record_says_why() -> None:
@@ -177,7 +179,7 @@ def test_capacity_bounds_running_units_across_slices() -> None:
     d.apply(transition(P, "U1", "done", by="merged"))
     d.step()
     assert d.dispatched() == ["U0", "U1", "U2", "U3"]
-    assert len(slices.running(d.state)) == 3
+    assert len(slice_dispatch.running(d.state)) == 3
 
 
 def test_sub_waves_run_one_after_another() -> None:
@@ -281,9 +283,9 @@ def test_refusal_and_acceptance_answer_submissions() -> None:
     state = slices.initial()
     events = accepted(P, plan("S1", unit("U1")))
     slices.apply(state, events[0])
-    assert [s.id for s in slices.pending_submissions(state)] == [events[0].id]
+    assert [s.id for s in slice_asks.pending_submissions(state)] == [events[0].id]
     slices.apply(state, events[1])
-    assert slices.pending_submissions(state) == []
+    assert slice_asks.pending_submissions(state) == []
     other = accepted(P, plan("S2", unit("V1")))[0]
     slices.apply(state, other)
     refusal = FindingRaised(
@@ -308,7 +310,7 @@ def test_a_re_stored_submission_does_not_reopen_its_answer() -> None:
     submission, acceptance = accepted(P, plan("S1", unit("U1")))[:2]
     for event in (submission, acceptance, submission):
         slices.apply(state, event)
-    assert slices.pending_submissions(state) == []
+    assert slice_asks.pending_submissions(state) == []
     assert state.submissions[submission.id].status == "accepted"
 
 
@@ -325,7 +327,7 @@ def test_misaligned_criteria_from_field_and_evidence() -> None:
         message="not what I asked for",
         evidence={"criteria": "t::b, t::a"},
     )
-    assert slices.misaligned_criteria(finding) == ["t::a", "t::b"]
+    assert slice_asks.misaligned_criteria(finding) == ["t::a", "t::b"]
 
 
 @st.composite
@@ -353,7 +355,7 @@ def test_a_run_always_settles_and_replays_identically(
     d.apply(*accepted(P, p))
     for ended in range(100):
         d.step()
-        running = slices.running(d.state)
+        running = slice_dispatch.running(d.state)
         view = d.state.slices["S"]
         owned = [view.units[u].files for u in running]
         assert not any(set(a) & set(b) for i, a in enumerate(owned) for b in owned[i + 1 :])
@@ -365,10 +367,10 @@ def test_a_run_always_settles_and_replays_identically(
     view = d.state.slices["S"]
     assert view.status == "closed"
     for u in p.units:
-        failed = slices.failed_blocker(view, u.id)
+        failed = slice_dispatch.failed_blocker(view, u.id)
         if failed is not None:
             assert u.id not in d.dispatched()
     replay = PureDispatcher(P, capacity=capacity)
     replay.apply(*d.log)
     assert replay.state == d.state
-    assert slices.next_actions(replay.state, capacity) == []
+    assert slice_dispatch.next_actions(replay.state, capacity) == []

@@ -55,12 +55,7 @@ from typing import Any
 
 import msgspec
 
-from projections.convergence import (
-    DEFAULT_BLOCKING,
-    DEFAULT_CEILING,
-    DEFAULT_STALL,
-    SEVERITY_RANK,
-)
+from projections.round_rules import DEFAULT_BLOCKING, DEFAULT_CEILING, DEFAULT_STALL, SEVERITY_RANK
 from schemas.builds import AUTONOMY_CLASSES, BUILD_MODES, AutonomyClass, BuildMode
 from schemas.ids import is_token
 from schemas.reviews import OVERSIGHT_LEVELS, SUBTRACTION_MODES, Oversight, SubtractionMode

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from projections.convergence import HALT_RUNG, tactic
 from projections.intents import Intent, PublishBatch
+from projections.round_rules import HALT_RUNG, tactic
 from schemas import Actor, Event, FindingRaised
 from schemas.builds import BuildEnvelope, NovelDecision
 from schemas.decisions import (

@@ -9,8 +9,7 @@ from pathlib import Path
 import structlog
 
 from workers.agents.cli import add_repo, load_configs
-from workers.cli import Body, daemon_parser, main_for
-from workers.kernel import Kernel
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.leases.capacity import jobs_arg
 from workers.runtime import DaemonContext
 
@@ -65,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log.info("builder.idle", reason="no project configures [build] command")
                 await ctx.stop.wait()
                 return
-            await Kernel(ctx.bus, builder, on_record=ctx.note_progress).run(ctx.stop)
+            await make_kernel(ctx, builder).run(ctx.stop)
 
         return body
 

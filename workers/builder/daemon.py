@@ -71,6 +71,8 @@ class Builder(Daemon):
     """Run builder rounds for the projects in ``configs`` (those with a build command)."""
 
     name = "builder"
+    # Its replicas split rounds by item leases, not by projects.
+    shares_projects = False
     folds = (
         units.FOLD,
         findings.FOLD,

@@ -29,6 +29,7 @@ from typing import Any
 from projections import convergence as conv
 from projections import decisions as decisions_fold
 from projections import lessons as lessons_fold
+from projections import round_rules
 from projections.builds import CHOOSERS, BuildsState, UnitBuild
 from projections.claims import Move
 from projections.findings import FindingsState, open_findings
@@ -71,8 +72,8 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
         return [_halt(world, view, why, "decision-repeated", answer_id(seed, "halt"))]
     if build.spent is not None and view.state in ("working", "blocked"):
         why = (
-            f"the builder changed nothing on rung {conv.LAST_RUNG} "
-            f"({conv.tactic(conv.LAST_RUNG)}), the last: the ladder is spent"
+            f"the builder changed nothing on rung {round_rules.LAST_RUNG} "
+            f"({round_rules.tactic(round_rules.LAST_RUNG)}), the last: the ladder is spent"
         )
         return [_halt(world, view, why, "halted", answer_id(build.spent, "halt"))]
     intents: list[Intent] = []
@@ -191,7 +192,7 @@ def _round(
             for f in open_findings(findings, build.unit)
         ],
         "rung": rung,
-        "tactic": f"{conv.tactic(rung)}: {conv.ask(rung)}",
+        "tactic": f"{round_rules.tactic(rung)}: {round_rules.ask(rung)}",
         "decisions": in_force(world, build, view),
         "superseded": superseded(world, build, view),
         "lessons": lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 
 from workers.agents.cli import add_repo, load_configs
 from workers.charter.daemon import DEFAULT_TICK_S, CharterDaemon
-from workers.cli import Body, daemon_parser, main_for
-from workers.kernel import Kernel
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.runtime import DaemonContext
 
 
@@ -40,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         async def body(ctx: DaemonContext) -> None:
             daemon = CharterDaemon(projects=args.project, tick_s=args.tick, configs=configs)
-            await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+            await make_kernel(ctx, daemon).run(ctx.stop)
 
         return body
 

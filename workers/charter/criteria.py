@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from projections.gates import GatesState
-from projections.merges import Tested
+from projections.merge_trunk import Tested
 from schemas.charter import Charter, CharterCriterion
 from schemas.criterion_source import DIGEST_PREFIX, source_digest
 from schemas.merges import CheckVerdict

@@ -17,14 +17,14 @@ from projections.charter import RunView
 from projections.contract_landing import Pending, Refusal
 from projections.intents import Intent, Publish
 from projections.planning import validate
-from projections.slices import (
+from projections.slice_asks import (
     MISALIGNED_EVIDENCE_KEY,
     REFUSAL_EVIDENCE_KEY,
     Misaligned,
-    SlicesState,
-    SliceView,
     Submission,
+    is_operators,
 )
+from projections.slices import SlicesState, SliceView
 from schemas import FindingRaised, FindingResolved
 from schemas.findings import Producer
 from schemas.ids import answer_id
@@ -217,7 +217,7 @@ def route_misaligned(world: World, state: SlicesState, misaligned: Misaligned) -
 
 def _route(state: SlicesState, misaligned: Misaligned) -> _Routed | str:
     """Where the finding goes, or why it cannot be routed."""
-    if not slices.is_operators(misaligned):
+    if not is_operators(misaligned):
         return (
             f"raised by role {misaligned.role!r} as producer {misaligned.producer!r}; only "
             "the operator's misaligned findings (role and producer operator) are routed"

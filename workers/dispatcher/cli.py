@@ -12,14 +12,13 @@ from pathlib import Path
 import structlog
 
 from workers.agents.verify_config import ship_rules
-from workers.cli import Body, daemon_parser, main_for
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.dispatcher.daemon import Dispatcher
 from workers.dispatcher.decide import DEFAULT_CAPACITY
 from workers.dispatcher.repo import ProjectRepo
 from workers.errors import CONFIG_FILE, ConfigError, WorkerError
 from workers.gates.key_names import KEY_DIR_ENV
 from workers.gates.signing import load_existing, load_or_create
-from workers.kernel import Kernel
 from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
@@ -88,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 projects=args.project,
                 ship=rules,
             )
-            await Kernel(ctx.bus, dispatcher, on_record=ctx.note_progress).run(ctx.stop)
+            await make_kernel(ctx, dispatcher).run(ctx.stop)
 
         return body
 

@@ -18,7 +18,7 @@ For a project that changed it
   route (or refuse) the oldest open misaligned finding; resolve, route or re-slice for a
   ``blocked-by-fact`` finding (:mod:`.blocked`; the units such a finding reaches are not
   dispatched while it is open); then what
-  :func:`projections.slices.next_actions` asks for — complete a run-record entry,
+  :func:`projections.slice_dispatch.next_actions` asks for — complete a run-record entry,
   dispatch a unit, close a slice with its boot result;
 * with a ``[verify] command``, holds a later wave's dispatches while a merged wave awaits
   the verifier, and a slice's close while a wave does or a verifier finding is open
@@ -53,10 +53,13 @@ from projections import (
     decisions,
     ship,
     shipping,
+    slice_asks,
+    slice_dispatch,
     slices,
 )
 from projections.intents import Intent, Publish
-from projections.slices import (
+from projections.slice_asks import Submission
+from projections.slice_dispatch import (
     Action,
     BlockDependent,
     Close,
@@ -65,10 +68,8 @@ from projections.slices import (
     PlanUnits,
     Retry,
     Revive,
-    SlicesState,
-    SliceView,
-    Submission,
 )
+from projections.slices import SlicesState, SliceView
 from projections.units import UnitsState
 from schemas import UnitPlanned
 from schemas.ids import answer_id
@@ -125,7 +126,7 @@ def decide(world: World, options: Options) -> list[Intent]:
     stopped = blocking.stopped(
         world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
     )
-    actions = slices.next_actions(state, options.capacity, frozenset(stopped))
+    actions = slice_dispatch.next_actions(state, options.capacity, frozenset(stopped))
     # A slice whose plan brings contract changes starts no unit until the merger has
     # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that holds
     # its criteria, pending and frozen.
@@ -171,11 +172,11 @@ def _steps(
             yield answers.contract_discard(world, held_slice, pending)
     for finding, refusal in contract_landing.answered_refusals(contract_state(world)):
         yield Publish(answers.contract_refusal_answered(world, finding, refusal))
-    for submission in slices.pending_submissions(state):
+    for submission in slice_asks.pending_submissions(state):
         yield answer(world, options, state, submission)
-    for refused in slices.answered_refusals(state):
+    for refused in slice_asks.answered_refusals(state):
         yield Publish(answers.refusal_answered(world, refused))
-    for misaligned in slices.open_misaligned(state):
+    for misaligned in slice_asks.open_misaligned(state):
         yield answers.route_misaligned(world, state, misaligned)
     yield from blocked.steps(world)
     for view in post_merge.unjudged(world, state):
@@ -329,7 +330,7 @@ def boot_result(world: World, options: Options, view: SliceView) -> BootResult |
 
 
 def close(world: World, view: SliceView, boot: BootResult) -> Intent:
-    summary = slices.settled_summary(view)
+    summary = slice_dispatch.settled_summary(view)
     closed = SliceClosed(
         id=answer_id(view.accepted, "slice-closed"),
         project=world.project,

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from projections import gates, ship, slices
 from projections import verify as verify_fold
 from projections import wave_review as wave_fold
-from projections.slices import Action, Close, Dispatch, SlicesState, SliceView
+from projections.slice_dispatch import Action, Close, Dispatch
+from projections.slices import SlicesState, SliceView
 from projections.trunk_green import TrunkGates
 from schemas.ids import answer_id
 from schemas.verify import SliceShipJudged

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from projections.slices import Complete, SliceUnit, SliceView
+from projections.slice_dispatch import Complete
+from projections.slices import SliceUnit, SliceView
 from schemas.ids import answer_id
 from schemas.slices import CommandRun, NotRun, RunEntryCompleted
 from workers.kernel import World

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from projections import budgets, claims
+from projections import budgets, claims, round_rules
 from projections import convergence as conv
 from projections.intents import Intent
-from projections.slices import Retry, Revive, SliceView
+from projections.slice_dispatch import Retry, Revive
+from projections.slices import SliceView
 from projections.units import UnitsState
 from schemas.ids import answer_id
 from schemas.slices import RetryDecided
@@ -51,8 +52,10 @@ def judge(
 ) -> Verdict:
     """Retry ``unit`` (failed with ``ended_by`` on ``rung``) on the next rung, or why not."""
     what = ENDINGS.get(ended_by, f"it ended {ended_by}")
-    said = f"{what} on rung {rung} ({conv.tactic(rung)})" + (f": {summary}" if summary else "")
-    if rung >= conv.LAST_RUNG:
+    said = f"{what} on rung {rung} ({round_rules.tactic(rung)})" + (
+        f": {summary}" if summary else ""
+    )
+    if rung >= round_rules.LAST_RUNG:
         return Verdict(False, rung, f"{said}; the ladder is spent (rung {rung} is the last)")
     spent = _budget_spent(use, unit)
     if spent is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from workers import repository
-from workers.cli import Body, daemon_parser, main_for
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.errors import GateError, WorkerError
 from workers.gate_runner.daemon import GateRunnerDaemon
 from workers.gate_runner.shared import SharedGateRunner
@@ -21,7 +21,6 @@ from workers.gates.config import parse_config
 from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 from workers.gates.runner import GateRunner
 from workers.gates.signing import load_existing, load_or_create
-from workers.kernel import Kernel
 from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import jobs_arg
 from workers.leases.decide import holder_name
@@ -72,12 +71,21 @@ async def run(
         lease_ttl_s=lease_ttl_s,
         holder=holder,
     )
-    await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+    await make_kernel(ctx, daemon).run(ctx.stop)
 
 
-async def idle(ctx: DaemonContext) -> None:
-    """Without a repository there is nothing to gate: say so once, stay up until stopped."""
-    log.warning("gate.idle", reason="no --repo or LOOPBUS_REPO: no repository to gate")
+async def idle(ctx: DaemonContext, data_dir: Path | None, runner_name: str) -> None:
+    """Without a repository there is nothing to gate: say so once, stay up until stopped.
+
+    The key is made all the same, so a replica started idle (a compose service scaled
+    before any repository is served) has a runner id of its own from the start, which an
+    operator can read and compare with its siblings'."""
+    signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
+    log.warning(
+        "gate.idle",
+        reason="no --repo or LOOPBUS_REPO: no repository to gate",
+        runner=signer.runner,
+    )
     await ctx.stop.wait()
 
 
@@ -130,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def make_body(args: argparse.Namespace) -> Body:
         if args.repo is None:
-            return idle
+            return lambda ctx: idle(ctx, args.data_dir, args.runner_name)
         if args.jobs < 1:
             parser.error(f"--jobs {args.jobs}: give 1 or more")
         if not 0 < args.lease_ttl <= 86400:

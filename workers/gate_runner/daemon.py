@@ -63,6 +63,8 @@ class GateRunnerDaemon(Daemon):
     """Keeps every ask of one project answered, and trunk gated."""
 
     name = "gate-runner"
+    # Its replicas split asks and check runs by item leases, not by projects.
+    shares_projects = False
     folds = (FOLD, ratchet.FOLD, findings.FOLD, leases.FOLD)
 
     def __init__(

@@ -57,6 +57,8 @@ class Investigator(Daemon):
     """Investigate the second failure of anything, for the projects in ``configs``."""
 
     name = "investigator"
+    # Its replicas split investigations by item leases, not by projects.
+    shares_projects = False
     folds = (inv.FOLD, findings.FOLD, leases.FOLD)
 
     def __init__(

@@ -111,7 +111,7 @@ def completion(
         "at": now,
         "project": project,
         "actor": actor,
-        "producer": "meta_rule",  # the second-failure rule; the seven producers are closed
+        "producer": "meta_rule",  # the second-failure rule; the producers are closed
         "unit": view.unit,
     }
     if isinstance(answer, str):

@@ -83,6 +83,10 @@ class Daemon:
     acts_during_replay: ClassVar[bool] = False
     """Decide while the log's history is still being folded (the projector flushes its
     views as it goes); every other daemon decides only once it has caught up."""
+    shares_projects: ClassVar[bool] = True
+    """Replicas of this daemon split the projects, each acting on the ones it holds (when
+    run with a project lease, ``--project-lease``). False for a daemon whose replicas all
+    run everywhere: a pure reader, or one whose replicas split work items by leases."""
 
     def __init__(self, *, projects: Sequence[str] = (), actor: Actor | None = None) -> None:
         self.projects = tuple(projects)

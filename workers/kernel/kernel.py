@@ -12,6 +12,7 @@ what it answers, so a repeat is de-duplicated by the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,9 +30,13 @@ from schemas.quarantine import fold_quarantine_record, is_quarantine_subject
 from schemas.subjects import parse_subject
 from workers.kernel.carry import Carrying
 from workers.kernel.daemon import Daemon, World
+from workers.kernel.project_share import ProjectShare
 from workers.runtime import Progress, cancel_all, raise_if_cancelled
 
 log = structlog.get_logger()
+
+LEAVE_WAIT_S = 5.0
+"""How long a stopping replica spends releasing its projects (what is left lapses)."""
 
 YIELD_EVERY = 64
 """Records folded in a row before the reader lets the daemon's other tasks run."""
@@ -53,6 +58,7 @@ class Kernel(Carrying):
         clock: Callable[[], datetime] = utcnow,
         on_record: Callable[[int], None] | None = None,
         start_seq: int = 1,
+        share_ttl_s: float | None = None,
     ) -> None:
         self.bus = bus
         self.daemon = daemon
@@ -96,6 +102,12 @@ class Kernel(Carrying):
         self._next_tick: float | None = None
         self.sensors: list[asyncio.Task[Any]] = []
         self._changed = asyncio.Event()
+        self.share: ProjectShare | None = None
+        """Set when this replica shares projects with the daemon's other replicas: it then
+        decides only for the projects it holds (``share_ttl_s``: their lease lifetime)."""
+        if share_ttl_s is not None and daemon.shares_projects:
+            self.share = ProjectShare(bus, daemon.name, daemon.actor, share_ttl_s, clock=clock)
+            self.share.gained = self._gained
 
     # -- what tests and peers read ------------------------------------------------------
 
@@ -166,6 +178,8 @@ class Kernel(Carrying):
         """Follow, fold and act until ``stop`` is set; re-raises what stopped the daemon."""
         stop = stop or asyncio.Event()
         await self.daemon.start(self)
+        if self.share is not None:
+            self.spawn(self.share.run(self._known_projects), f"{self.daemon.name}-share")
         reader = asyncio.create_task(self.follow(), name=f"{self.daemon.name}-reader")
         actor = asyncio.create_task(self._act(), name=f"{self.daemon.name}-actor")
         stopper = asyncio.create_task(stop.wait(), name=f"{self.daemon.name}-stop")
@@ -178,7 +192,22 @@ class Kernel(Carrying):
                     raise RuntimeError(f"{task.get_name()} ended on its own")
         finally:
             await cancel_all([reader, actor, stopper, *self.sensors, *self.running.values()])
+            if self.share is not None:  # hand the projects over now, not after a lapse
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(LEAVE_WAIT_S):
+                        await self.share.leave()
             await self.daemon.close()
+
+    def _known_projects(self) -> list[str]:
+        return [project for project in self.states if project != "_unknown"]
+
+    def _gained(self, project: str, seq: int) -> None:
+        """This replica took ``project`` at ``seq``: decide for it once that taking is
+        folded, so every event the previous holder published before it let go (its
+        release precedes our taking on the log) is in the state decided on."""
+        self.barrier[project] = max(self.barrier.get(project, 0), seq)
+        self.dirty.add(project)
+        self.wake.set()
 
     async def follow(self) -> None:
         """Fold the log for ever (the reader half of :meth:`run`; a test may run it alone
@@ -310,6 +339,8 @@ class Kernel(Carrying):
             if any(waiting == project for waiting, _ in self.results):
                 continue  # an effect's answer is not carried out yet: decide after it
             self.dirty.discard(project)
+            if self.share is not None and not self.share.holds(project, self.clock()):
+                continue  # another replica acts on it; decided here once taken (_gained)
             await self.act_on(project)
 
     async def act_on(self, project: str, *, now: datetime | None = None) -> list[Event]:

@@ -12,8 +12,6 @@ others take the rest.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -22,11 +20,12 @@ import msgspec
 
 from projections import leases
 from projections.intents import Effect, Intent, PublishIf
-from schemas import Actor
-from schemas.ids import fixed_id, new_id
+from schemas.ids import fixed_id
 from schemas.leases import LeaseTaken, Work
 from schemas.subjects import lease_subject
 from workers.kernel import World
+from workers.leases.names import holder_name as holder_name
+from workers.leases.names import item_token as item_token
 
 
 @dataclass(frozen=True)
@@ -64,17 +63,6 @@ class Held:
 
 
 E = TypeVar("E", bound=Effect)
-
-
-def holder_name(actor: Actor) -> str:
-    """This process's name as a lease holder: its principal, pid and a random tail (two
-    replicas on one host share a principal; a restarted one must not pass for the old)."""
-    return f"{actor.principal}:{os.getpid()}:{new_id()[-6:]}"
-
-
-def item_token(key: str) -> str:
-    """A subject token for any item key (an effect key may hold ``:`` and be long)."""
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import assert_never
 
 from projections import lessons, lessons_across, ratchet
 from projections.intents import Intent, Publish
@@ -58,7 +59,14 @@ class Lessons(Daemon):
         return decide(world, has_repo=self.repo is not None, aggregate=self.aggregate)
 
     async def perform(self, effect: LessonsEffect) -> Sequence[Intent]:
-        assert isinstance(effect, CloseOut) and self.repo is not None
+        match effect:
+            case CloseOut():
+                return await self._close_out(effect)
+            case _:
+                assert_never(effect)
+
+    async def _close_out(self, effect: CloseOut) -> Sequence[Intent]:
+        assert self.repo is not None  # decide asks for a close-out only with a repository
         slice_id, closed = effect.slice, effect.closed
         hygiene = await asyncio.to_thread(
             closeout.close_out,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from projections import merge_trunk
 from projections import merges as merges_fold
 from projections.intents import Intent, Publish, PublishBatch
 from projections.merges import Approval, MergesState
@@ -42,7 +43,7 @@ def author(world: World, merges: MergesState, units: UnitsState, unit: str) -> A
         unit=unit,
         slice=view.slice if view is not None and view.slice else None,
         authors=tuple(merges_fold.authors(merges, unit)),
-        open_reds=tuple(merges_fold.open_reds(merges, unit)),
+        open_reds=tuple(merge_trunk.open_reds(merges, unit)),
     )
 
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import structlog
 
-from workers.cli import Body, daemon_parser, main_for
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.errors import RepoError
-from workers.kernel import Kernel
 from workers.merger.config import project_of
 from workers.merger.daemon import POLL_S, make_merger
 from workers.runtime import DaemonContext
@@ -38,7 +37,7 @@ def merger_body(
         daemon = await asyncio.to_thread(
             make_merger, ctx.bus, repo, found, trunk=trunk, data_dir=data_dir, window=window
         )
-        await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+        await make_kernel(ctx, daemon).run(ctx.stop)
 
     return body
 

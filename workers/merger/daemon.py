@@ -34,7 +34,8 @@ from projections import builds as builds_fold
 from projections import merges as merges_fold
 from projections import units as units_fold
 from projections.intents import Intent, Publish, PublishBatch
-from projections.merges import Adoption, Advance, QueueEntry, Tested
+from projections.merge_trunk import Advance, Tested
+from projections.merges import Adoption, QueueEntry
 from schemas import Actor, Event
 from schemas.merges import (
     CandidateTested,

@@ -39,7 +39,8 @@ import msgspec
 from projections.builds import BuildsState, unseen_picks
 from projections.claims import Refusal, Verdict, merged, returned
 from projections.intents import Intent
-from projections.merges import Adoption, MergesState, QueueEntry, Tested
+from projections.merge_trunk import Tested
+from projections.merges import Adoption, MergesState, QueueEntry
 from projections.units import UnitsState, UnitView
 from schemas import Event
 from schemas.ids import answer_id

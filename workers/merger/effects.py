@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from projections import contract_landing as landing_fold
 from projections.intents import Effect
-from projections.merges import AdoptClaim, Adoption, Advance, QueueEntry, Tested
+from projections.merge_trunk import Advance, Tested
+from projections.merges import AdoptClaim, Adoption, QueueEntry
 from schemas.merges import CandidateTested
 from workers.merger.facts import RedCase
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from projections.merges import RedRecord
+from projections.merge_trunk import RedRecord
 from schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
 from schemas.merges import CheckVerdict, FailingTest, MergeStage
 from schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target

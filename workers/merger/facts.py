@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from projections import gate_findings
-from projections import merges as merges_fold
+from projections import gate_findings, merge_trunk
 from projections.gate_findings import GateFindings
-from projections.merges import Advance, QueueEntry, RedRecord, Tested
+from projections.merge_trunk import Advance, RedRecord, Tested
+from projections.merges import QueueEntry
 from schemas import Actor, Event, FindingRaised, FindingResolved
 from schemas.ids import answer_id
 from schemas.merges import (
@@ -88,7 +88,7 @@ def red_findings(case: RedCase, siblings: Siblings) -> tuple[list[Event], str]:
     who = case.who
     failing = list(case.failing)
     interface = evidence.interface_of(failing)
-    overlapping = [r for r in who.open_reds if merges_fold.same_interface(r, interface)]
+    overlapping = [r for r in who.open_reds if merge_trunk.same_interface(r, interface)]
     if overlapping:
         promotion = evidence.contract_wrong(
             id=answer_id(case.cause, "promote"),

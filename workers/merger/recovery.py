@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from projections.intents import Intent
-from projections.merges import Adoption, Advance, Tested
+from projections.merge_trunk import Advance, Tested
+from projections.merges import Adoption
 from workers.merger import landing
 from workers.merger.effects import RecordAdvance, RecordOutsideRevert, RecordRevert
 from workers.merger.facts import RedCase

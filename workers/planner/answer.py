@@ -15,8 +15,9 @@ import msgspec
 from projections.charter_pins import contract_pin_problems
 from projections.errors import PlanInvalid
 from projections.intents import Intent, Publish, PublishBatch
+from projections.plan_parse import parse_plan
 from projections.planner import submission_id
-from projections.planning import parse_plan, validate
+from projections.planning import validate
 from schemas import Actor, Event, InvalidEvent, decode_event, encode_event
 from schemas.charter import Charter
 from schemas.ids import answer_id

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from workers.cli import Body, daemon_parser, main_for
-from workers.kernel import Kernel
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.projector.daemon import GAP_S, INTERVAL_S, ProjectorDaemon
 from workers.runtime import DaemonContext
 
@@ -30,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         async def body(ctx: DaemonContext) -> None:
             daemon = ProjectorDaemon(ctx.bus, interval=args.interval, gap=args.gap)
-            await Kernel(ctx.bus, daemon, on_record=ctx.note_progress).run(ctx.stop)
+            await make_kernel(ctx, daemon).run(ctx.stop)
 
         return body
 

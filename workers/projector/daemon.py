@@ -52,6 +52,8 @@ class ProjectorDaemon(Daemon):
     """The projector as a daemon: fold with :class:`Projector`, flush beside the kernel."""
 
     name = "projector"
+    # Every replica may write the views: a view is a fold of the log, the same from any.
+    shares_projects = False
     acts_during_replay = True
 
     def __init__(

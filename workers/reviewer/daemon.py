@@ -70,6 +70,8 @@ class Reviewer(Daemon):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
+    # Its replicas split reviews by item leases, not by projects.
+    shares_projects = False
     # The charter fold: its test criteria are frozen artifacts (violations() in decide);
     # the lessons fold: the lessons in force go into the reviewer's document.
     folds = (

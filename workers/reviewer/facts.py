@@ -7,8 +7,8 @@ once.
 
 from __future__ import annotations
 
-from projections import convergence as conv
 from projections import reviews as rv
+from projections import round_rules
 from projections.findings import PROJECT_SCOPE, key_text
 from schemas import FindingRaised, format_target
 from schemas.ids import answer_id
@@ -125,9 +125,9 @@ def stop_finding(
     scene: Scene,
     unit: str,
     round_no: int,
-    decision: conv.RoundDecision,
-    previous: conv.RoundFacts | None,
-    current: conv.RoundFacts,
+    decision: round_rules.RoundDecision,
+    previous: round_rules.RoundFacts | None,
+    current: round_rules.RoundFacts,
     cause: str,
 ) -> FindingRaised:
     """The finding a stopped unit waits on: the verdict and both rounds' sets."""

@@ -16,6 +16,7 @@ from typing import Literal
 
 from projections import convergence as conv
 from projections import reviews as rv
+from projections import round_rules
 from projections.findings import FindingsState, key_text, open_findings
 from schemas import Event, FindingRaised, FindingResolved, format_target
 from schemas.ids import answer_id
@@ -77,7 +78,7 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
         ]
     facts = _facts(closing, halts)
     review = scene.config.review
-    decision = conv.decide(
+    decision = round_rules.decide(
         earlier, facts, round_no=round_no, rung=rung, ceiling=review.ceiling, stall=review.stall
     )
     events: list[Event] = [*closing.extra, *halts]
@@ -122,7 +123,7 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
                 unit=unit,
                 from_rung=rung,
                 to_rung=decision.rung,
-                tactic=conv.tactic(decision.rung),
+                tactic=round_rules.tactic(decision.rung),
                 why=decision.why,
                 round=round_no,
                 cause=closed.id,
@@ -131,14 +132,14 @@ def close_round(scene: Scene, closing: Round) -> list[Event]:
     return events
 
 
-def _facts(closing: Round, halts: Sequence[FindingRaised]) -> conv.RoundFacts:
+def _facts(closing: Round, halts: Sequence[FindingRaised]) -> round_rules.RoundFacts:
     keys = set(closing.keys) | {finding_key(f) for f in halts}
     blocking = set(closing.blocking) | {finding_key(f) for f in halts}
     reason = "; ".join(f"{v.kind}: {v.path} ({v.detail})" for v in closing.halt)
-    return conv.RoundFacts(
+    return round_rules.RoundFacts(
         keys=frozenset(keys),
         blocking=frozenset(blocking),
-        signature=conv.failure_signature(closing.failing, sorted(keys)),
+        signature=round_rules.failure_signature(closing.failing, sorted(keys)),
         diff_digest=closing.change.diff.digest,
         passed=closing.passed and not closing.halt,
         halt=f"halted at once: {reason}" if reason else None,
@@ -173,7 +174,11 @@ def accept(
     keys = sorted({review_finding_key(f) for f in found.kept})
     threshold = scene.config.review.blocking
     blocking = sorted(
-        {review_finding_key(f) for f in found.kept if conv.is_blocking(f.severity, threshold)}
+        {
+            review_finding_key(f)
+            for f in found.kept
+            if round_rules.is_blocking(f.severity, threshold)
+        }
     )
     decision: Decision = "approve" if not blocking and found.halt is None else "reject"
     if escalating:
@@ -334,7 +339,7 @@ def gate_round(
             continue
         key = key_text(beside.target, beside.severity, beside.criterion)
         found.keys.add(key)
-        if conv.is_blocking(beside.severity, scene.config.review.blocking):
+        if round_rules.is_blocking(beside.severity, scene.config.review.blocking):
             found.blocking.add(key)
     halt: Sequence[Violation] = violations
     if not halt and found.security:
@@ -393,7 +398,7 @@ def _gate_findings(
         kept += 1
         key = key_text(finding.target, finding.severity, finding.criterion)
         found.keys.add(key)
-        if conv.is_blocking(finding.severity, scene.config.review.blocking):
+        if round_rules.is_blocking(finding.severity, scene.config.review.blocking):
             found.blocking.add(key)
         if found.security is None and is_security_finding(
             finding.severity, finding.criterion, finding.cls

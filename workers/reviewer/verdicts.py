@@ -14,10 +14,10 @@ from datetime import datetime
 
 import msgspec
 
-from projections.convergence import is_blocking
 from projections.findings import key_text
 from projections.intents import Intent, Publish, PublishBatch
 from projections.reviews import RequestView
+from projections.round_rules import is_blocking
 from schemas import Actor, FindingRaised
 from schemas.ids import answer_id
 from schemas.reviews import ReviewFinding, ReviewVerdict, VerdictDocument, VerdictRefused

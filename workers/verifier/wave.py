@@ -13,8 +13,8 @@ from typing import Any
 
 from projections import slices as slices_fold
 from projections import wave_review as wave_fold
-from projections.convergence import SEVERITY_RANK
 from projections.intents import Effect, Intent, PublishBatch
+from projections.round_rules import SEVERITY_RANK
 from projections.slices import SlicesState
 from schemas import Actor, FindingRaised, FindingResolved
 from schemas.ids import answer_id

@@ -6,8 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from schemas.errors import InvalidValue
-from workers.cli import Body, daemon_parser, main_for
-from workers.kernel import Kernel
+from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.runtime import DaemonContext
 from workers.watchdog.daemon import make_watchdog
 from workers.watchdog.limits import parse_limits
@@ -56,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         async def body(ctx: DaemonContext) -> None:
             dog = make_watchdog(ctx.bus, limits, repo=args.repo, projects=args.project)
-            await Kernel(ctx.bus, dog, on_record=ctx.note_progress).run(ctx.stop)
+            await make_kernel(ctx, dog).run(ctx.stop)
 
         return body
 
