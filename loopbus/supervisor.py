@@ -34,7 +34,10 @@ class UpSettings:
     nats_url: str
     data_dir: Path
     heartbeat_lapse: str
-    repo: Path | None = None
+    repo: Path | str | None = None
+    """A path every daemon reads in place, or a URL each mirrors under ``mirror_dir``."""
+    mirror_dir: Path | None = None
+    """Set with a URL ``repo``: daemon NAME mirrors it in ``mirror_dir/NAME``."""
     web_host: str = "127.0.0.1"
     web_port: int | None = None
     """Port of the operator page; ``None``: no page."""
@@ -181,8 +184,15 @@ class Supervisor:
             "--nats-url",
             self.settings.nats_url,
             *self._creds(spec),
-            *spec.args(self.settings),
+            *self._mirror(spec, spec.args(self.settings)),
         ]
+
+    def _mirror(self, spec: DaemonSpec, args: list[str]) -> list[str]:
+        """``args``, plus a mirror folder of the daemon's own when it reads a URL repo."""
+        root = self.settings.mirror_dir
+        if root is None or "--repo" not in args:
+            return args
+        return [*args, "--mirror-dir", str(root / spec.name)]
 
     def _creds(self, spec: DaemonSpec) -> list[str]:
         creds = self.settings.creds

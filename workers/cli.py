@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from bus.connection import DEFAULT_URL, NATS_URL_ENV
 from bus.creds import CREDS_ENV, load_credential
 from bus.tls import TLS_CA_ENV
 from workers.kernel import Daemon, Kernel
+from workers.remote import Mirror
+from workers.repo_args import add_mirror_options, keep_fresh, resolve
 from workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
 
 Body = Callable[[DaemonContext], Awaitable[None]]
@@ -45,6 +48,7 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         help=f"the CA to trust for a tls:// server (default: {TLS_CA_ENV})",
     )
     parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
+    add_mirror_options(parser)
     parser.add_argument(
         "--project-lease",
         type=project_lease_arg,
@@ -86,6 +90,21 @@ def kernel_body(make_daemon: Callable[[], Daemon]) -> Body:
     return body
 
 
+def fetching(body: Body, mirrors: list[Mirror], every: float) -> Body:
+    """``body`` with its mirrors fetched every ``every`` seconds while it runs."""
+
+    async def run(ctx: DaemonContext) -> None:
+        fetcher = asyncio.create_task(keep_fresh(mirrors, every, ctx.stop))
+        try:
+            await body(ctx)
+        finally:
+            fetcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fetcher
+
+    return run
+
+
 def main_for(
     name: str,
     parser: argparse.ArgumentParser,
@@ -95,7 +114,10 @@ def main_for(
     """Parse arguments, configure logging (entry point only), run the daemon."""
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
+    mirrors = resolve(parser, args, name)  # a --repo URL: from here on, the mirror's folder
     body = make_body(args)
+    if mirrors:
+        body = fetching(body, mirrors, args.fetch_every)
     try:
         creds = load_credential(Path(args.creds)) if args.creds else None
         lease = getattr(args, "project_lease", None)

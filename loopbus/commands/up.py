@@ -21,6 +21,7 @@ from bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from bus.embedded import free_port
 from bus.history import RECORD_FILE, HistoryMissing, record, require_log
 from bus.private import private_dir, private_umask, tighten
+from loopbus import up_repo
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.repo_check import RepoSetup, check_repo
 from loopbus.settings import (
@@ -56,11 +57,13 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
     check_port(args.web_port, "--web-port")
-    if args.repo is not None and not args.repo.is_dir():
-        raise UsageError(f"--repo {str(args.repo)!r} is not a directory")
-    if args.trunk is not None and args.repo is None:
+    source = up_repo.source_of(args.repo)
+    args.source = source
+    if args.trunk is not None and source is None:
         raise UsageError("--trunk names a branch of --repo: pass --repo PATH too")
-    args.setup = check_repo(args.repo.resolve(), args.trunk) if args.repo is not None else None
+    args.setup = None  # a URL is mirrored, and checked, once the data dir is made
+    if source is not None and source.url is None:
+        args.setup = check_repo(up_repo.local_copy(source, args.data_dir), args.trunk)
     if args.data_dir.is_dir() and args.data_dir.stat().st_mode & stat.S_ISVTX:
         raise UsageError(
             f"--data-dir {str(args.data_dir)!r} is a shared folder (sticky bit, like /tmp); "
@@ -75,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
             f"--data-dir {str(args.data_dir)!r} cannot be used ({exc.strerror}); "
             "pass a directory you can write to"
         ) from exc
+    if source is not None and source.url is not None:
+        args.setup = check_repo(up_repo.local_copy(source, args.data_dir), args.trunk)
     configure_logging(os.environ.get("LOOPBUS_LOG_LEVEL", "warning"))
     with hold_data_dir(args.data_dir):
         return asyncio.run(_up(args))
@@ -163,7 +168,8 @@ async def _up(args: argparse.Namespace) -> int:
             nats_url=url,
             data_dir=data_dir,
             heartbeat_lapse=args.heartbeat_lapse,
-            repo=args.repo.resolve() if args.repo else None,
+            repo=up_repo.daemon_repo(args.source),
+            mirror_dir=data_dir / up_repo.MIRRORS if args.source and args.source.url else None,
             web_host=args.web_host,
             web_port=None if args.no_web else web_port(args.web_host, args.web_port),
             creds=system.path if system is not None else None,

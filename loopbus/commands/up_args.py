@@ -46,7 +46,10 @@ def register(sub: Any) -> None:
         help="a working unit silent this long is LOST (default %(default)s)",
     )
     parser.add_argument(
-        "--repo", type=Path, default=None, help="the target repository daemons work on"
+        "--repo",
+        default=None,
+        help="the target repository daemons work on: a path, or a file://, ssh:// or https:// "
+        "URL each daemon mirrors for itself under DATA_DIR/mirrors",
     )
     parser.add_argument(
         "--trunk",

@@ -124,6 +124,7 @@ SHARED_WORKER_LIBRARIES = frozenset(
         "agents",
         "entity_merge",
         "leases",
+        "remote",
     }
 )
 """What a daemon package may import from workers/: the libraries every daemon shares."""

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from workers.remote import fetch_missing
 from workers.repository import checkout, tree_of
 
 NOBODY = 65534
@@ -36,6 +37,7 @@ def remove(path: Path) -> None:
 
 def read_only_copy(repo: str | Path, head: str, dest: Path) -> int:
     """Check ``head`` out under ``dest`` and make every file and folder read-only."""
+    fetch_missing(repo, head)  # a head pushed since this mirror's last fetch
     written = checkout(Path(repo), tree_of(Path(repo), head), dest)
     as_root = os.geteuid() == 0
     for root, dirs, files in os.walk(dest, topdown=False):

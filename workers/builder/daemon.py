@@ -57,7 +57,8 @@ from workers.builder.effects import BuilderEffect, BuildRound
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
 from workers.leases.decide import Policy, holder_name, leased
-from workers.repository import open_repo, trunk_commit
+from workers.remote import fetch_missing, publish_branch
+from workers.repository import commit_at, open_repo, trunk_commit
 
 log = structlog.get_logger()
 
@@ -191,6 +192,7 @@ class Builder(Daemon):
                     ref=branch,
                     merged=merged.trunk if merged is not None else None,
                 )
+                await asyncio.to_thread(_publish, repo, branch, sha or start)
         finally:
             await asyncio.to_thread(remove, folder)
         log.info("build.answered", unit=unit, status=outcome.status, sha=sha)
@@ -284,11 +286,20 @@ def _collision(
 def _prepare(
     repo: Path, start: str, where: Path, branch: str, merged: conflict.Merged | None
 ) -> None:
+    fetch_missing(repo, start)  # the base may be newer than this machine's last fetch
     if merged is None:
         worktree.prepare(repo, start, where, branch=branch)
     else:
         worktree.fresh(where)
         conflict.prepare(repo, merged, where, branch=branch)
+
+
+def _publish(repo: Path, branch: str, commit: str) -> None:
+    """The unit's branch on the remote before its answer names it (a local repository
+    already has it): the reviewer and the merger read it from their own mirrors."""
+    with open_repo(repo) as opened:
+        full = commit_at(opened, commit).id.decode()
+    publish_branch(repo, branch, full)
 
 
 def _unresolved(

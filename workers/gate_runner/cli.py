@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser("gate_runner", "Run a repository's gates when the log asks.")
     parser.add_argument(
         "--repo",
-        type=Path,
+        type=str,
         default=os.environ.get("LOOPBUS_REPO"),
         help="the target repository (default: $LOOPBUS_REPO)",
     )

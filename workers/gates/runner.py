@@ -21,6 +21,7 @@ Public API: ``suite = await GateRunner(bus, repo_path, signer).run_commit(sha)``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from schemas.gates import (
 )
 from schemas.targets import RecordTarget
 from workers import repository
+from workers.errors import RepoError
 from workers.gates import trunkside
 from workers.gates.cache import GateCache
 from workers.gates.config import CheckSpec, ProjectConfig
@@ -66,6 +68,7 @@ from workers.gates.results import (
 from workers.gates.signing import Signer
 from workers.gates.verdicts import Finding, Verdict
 from workers.kernel.oneshot import publish_batches
+from workers.remote import fetch_missing
 
 log = structlog.get_logger()
 
@@ -252,6 +255,8 @@ class GateRunner:
     ) -> SuiteResult | Prepared:
         """What :func:`.prepare.prepare` finds, or the error suite when it cannot."""
         unit, reason, cause, started = how
+        with contextlib.suppress(RepoError):  # unreachable: judged on what was fetched
+            await asyncio.to_thread(fetch_missing, self.repo, commit or "HEAD", trunk or "")
         found = await asyncio.to_thread(
             prepare, self.repo, self.project, commit, trunk, judge, criteria, checks
         )

@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lessons", "Record a closed slice's lessons, draft recurring ones as gates, close out."
     )
     parser.add_argument(
-        "--repo", type=Path, default=None, help="repository whose unit branches closeout collapses"
+        "--repo", type=str, default=None, help="repository whose unit branches closeout collapses"
     )
     parser.add_argument("--trunk", default="main", help="trunk branch (%(default)s)")
     parser.add_argument(

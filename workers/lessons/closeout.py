@@ -19,7 +19,7 @@ from dulwich.objects import ObjectID
 from dulwich.refs import Ref
 
 from schemas.lessons import KeptBranch
-from workers import history, repository
+from workers import history, remote, repository
 from workers.errors import WorkerError
 
 
@@ -97,13 +97,22 @@ def close_out(
         if why is not None:
             hygiene.kept.append(KeptBranch(branch=branch, why=why))
             continue
-        if _git(repo, "update-ref", "-d", f"refs/heads/{branch}", head).returncode != 0:
+        if not _delete(repo, branch, head):
             hygiene.kept.append(KeptBranch(branch=branch, why="it moved while closing out"))
             continue
         hygiene.deleted.append(branch)
     hygiene.branches = _count_branches(repo, project)
     hygiene.worktrees = len([p for p, _ in worktrees(repo) if _under(p, units_dir)])
     return hygiene
+
+
+def _delete(repo: Path, branch: str, head: str) -> bool:
+    """Compare-and-delete ``branch`` at ``head``: on the remote when ``repo`` mirrors one
+    (the mirror follows), else in ``repo`` itself. False: it moved meanwhile."""
+    mirror = remote.mirror_of(repo)
+    if mirror is not None:
+        return mirror.delete_branch(branch, head)
+    return _git(repo, "update-ref", "-d", f"refs/heads/{branch}", head).returncode == 0
 
 
 def _count_branches(repo: Path, project: str) -> int:

@@ -1,5 +1,5 @@
 """Command line of the merger daemon:
-``python -m workers.merger --nats-url URL --repo PATH [--trunk main]``."""
+``python -m workers.merger --nats-url URL --repo PATH|URL [--trunk main]``."""
 
 from __future__ import annotations
 
@@ -76,9 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--repo",
-        type=Path,
+        type=str,
         default=None,
-        help="the repository whose trunk the merger owns (without it the daemon idles)",
+        help="the repository whose trunk the merger owns: a path, or a file://, ssh:// or "
+        "https:// URL, mirrored under --mirror-dir (without it the daemon idles)",
     )
     parser.add_argument("--trunk", default="main", help="the trunk branch (default %(default)s)")
     parser.add_argument(

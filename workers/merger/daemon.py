@@ -192,7 +192,9 @@ class Merger(Daemon):
             self.kernel.observe(PIPELINE, self.pipeline.view(), project=self.project)
 
     async def _move(self, old: str, new: str) -> bool:
-        """Move trunk from ``old`` to ``new`` (compare-and-swap) and report where it is."""
+        """Move trunk from ``old`` to ``new`` (compare-and-swap, on the remote when the repo
+        is its mirror: a lost race is seen, re-stacked and re-tested on the winner's trunk)
+        and report where it is."""
         async with self.ref_lock:
             moved = await asyncio.to_thread(gitops.move, self.repo, self.trunk, old, new)
             await self._look()

@@ -35,6 +35,7 @@ from workers.entity_merge import (
 )
 from workers.errors import RepoError
 from workers.history import merge_bases, ref_name
+from workers.remote import mirror_of
 from workers.repository import commit_of, open_repo
 
 log = structlog.get_logger()
@@ -153,7 +154,12 @@ def move(path: Path, trunk: str, old: str | None, new: str) -> bool:
 
     When trunk is the branch checked out in a working tree, the tree follows (see
     :func:`follow_checkout`), so ``git status`` never shows the merge as phantom reverts.
+    When ``path`` mirrors a remote, the swap is a push naming ``old`` (two mergers cannot
+    both move it; the loser's mirror is fetched, so its next look sees the winner's trunk).
     """
+    mirror = mirror_of(path)
+    if mirror is not None:
+        return mirror.advance(trunk, old, new)
     with open_repo(path) as repo:
         name = ref_name(trunk)
         note = b"loopbus merger: " + new.encode()[:12]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from schemas.ratchet import CATALOGUE
 from workers.cli import Body, daemon_parser, kernel_body, main_for
@@ -17,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ratchet", "Turn finding, gate and decision claims into facts; run the meta rule."
     )
     parser.add_argument(
-        "--repo", type=Path, default=None, help="repository whose loopbus.toml names the checks"
+        "--repo", type=str, default=None, help="repository whose loopbus.toml names the checks"
     )
     parser.add_argument(
         "--catalogue", default=CATALOGUE, help="the project profile moves live on (%(default)s)"

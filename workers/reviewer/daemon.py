@@ -52,6 +52,7 @@ from workers.agents.workspace import read_only_copy, remove, workdir
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
 from workers.leases.decide import Policy, holder_name, leased
+from workers.remote import fetch_missing
 from workers.repository import unit_change
 from workers.reviewer import decide as policy
 from workers.reviewer import verdicts
@@ -150,6 +151,7 @@ class Reviewer(Daemon):
         cached = self.changes.get((config.project, head, hint or ""))
         if isinstance(cached, Change):
             return cached
+        await asyncio.to_thread(fetch_missing, config.repo, head)  # pushed since our fetch
         raw = await asyncio.to_thread(
             unit_change, config.repo, head, dispatched=hint, trunk=config.review.trunk
         )

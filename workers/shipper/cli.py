@@ -15,7 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser(
         "shipper", "Scan trunk's history for credentials; bundle closed slices as PRs."
     )
-    parser.add_argument("--repo", type=Path, default=None, help="the project's repository")
+    parser.add_argument("--repo", type=str, default=None, help="the project's repository")
     parser.add_argument(
         "--trunk", default=None, help="trunk's ref (default: $LOOPBUS_TRUNK, else HEAD)"
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from workers.cli import Body, daemon_parser, kernel_body, main_for
 from workers.units.daemon import make_units
@@ -14,7 +13,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser("units", "Turn unit reports (claims) into transitions or findings.")
     parser.add_argument(
         "--repo",
-        type=Path,
+        type=str,
         default=None,
         help="target repository: its loopbus.toml names the checks awaiting-gate may name",
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from schemas.errors import InvalidValue
 from workers.cli import Body, daemon_parser, main_for, make_kernel
@@ -35,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--repo",
-        type=Path,
+        type=str,
         default=None,
         help="target repository: its loopbus.toml says which checks are a profile's "
         "(owned by standards)",
