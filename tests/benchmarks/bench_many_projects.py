@@ -271,22 +271,25 @@ async def watch(
     raise RuntimeError("the log ended")
 
 
-def fold_times(events: list[Event]) -> tuple[float, float, float]:
-    """(mean, first tenth's mean, last tenth's mean) seconds per event through every fold."""
+def fold_times(events: list[Event]) -> tuple[float, float, float, dict[str, float]]:
+    """(mean, first tenth's mean, last tenth's mean) seconds per event through every fold,
+    and each fold's share of the total."""
     states: dict[str, dict[str, object]] = {}
     times: list[float] = []
+    per_fold = dict.fromkeys((fold.name for fold in FOLDS), 0.0)
     for event in events:
         state = states.setdefault(event.project, initial_states())
         began = time.perf_counter()
         for fold in FOLDS:
+            start = time.perf_counter()
             state[fold.name], _ = apply_guarded(fold, state[fold.name], event)
+            per_fold[fold.name] += time.perf_counter() - start
         times.append(time.perf_counter() - began)
     tenth = max(1, len(times) // 10)
-    return (
-        statistics.fmean(times),
-        statistics.fmean(times[:tenth]),
-        statistics.fmean(times[-tenth:]),
-    )
+    mean = statistics.fmean
+    total = sum(per_fold.values()) or 1.0
+    shares = {name: spent / total for name, spent in per_fold.items()}
+    return mean(times), mean(times[:tenth]), mean(times[-tenth:]), shares
 
 
 def status_time(url: str, project: str, rounds: int = 3) -> float:
@@ -401,7 +404,7 @@ def report(
     counted = [e for e in events if e.at.timestamp() >= first]
     span = max(e.at.timestamp() for e in counted) - first
     rate = len(counted) / span
-    mean, head, last = fold_times(events)
+    mean, head, last, shares = fold_times(events)
     per_unit, last_dispatch, last_done = timings(events)
     unit_median = statistics.median(per_unit.values())
     tail = last_done - last_dispatch
@@ -420,6 +423,8 @@ def report(
         f"{head * 1e3:.3f} ms, last tenth {last * 1e3:.3f} ms, ratio {last / head:.2f} "
         "(budget <= 2)"
     )
+    top = sorted(shares.items(), key=lambda item: -item[1])[:4]
+    print("folds taking the most of it: " + ", ".join(f"{n} {v:.0%}" for n, v in top))
     for kind in sorted(kinds):
         values = [v for n, v in peaks.items() if n.split("/")[0] == kind]
         print(
