@@ -155,20 +155,35 @@ def daemon_commands(url: str, data: Path, repos: dict[str, Path]) -> dict[str, l
     return commands
 
 
-def spawn(commands: dict[str, list[str]], logs: Path) -> dict[str, subprocess.Popen[bytes]]:
-    logs.mkdir(parents=True, exist_ok=True)
-    children = {}
-    for name, command in commands.items():
-        with open(logs / f"{name.replace('/', '.')}.log", "ab") as sink:
-            children[name] = subprocess.Popen(
-                command,
+class Fleet:
+    """The run's daemons; one that exits is started again, as ``loopbus up`` does, and
+    counted (a daemon may exit under heavy load: a connect or a publish timing out)."""
+
+    def __init__(self, commands: dict[str, list[str]], logs: Path) -> None:
+        self.commands = commands
+        self.logs = logs
+        self.restarts: dict[str, list[int]] = {}
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        logs.mkdir(parents=True, exist_ok=True)
+        for name in commands:
+            self.spawn(name)
+
+    def spawn(self, name: str) -> None:
+        with open(self.logs / f"{name.replace('/', '.')}.log", "ab") as sink:
+            self.children[name] = subprocess.Popen(
+                self.commands[name],
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=sink,
                 env=os.environ | {"LOOPBUS_TRUNK": "main"},
                 start_new_session=True,
             )
-    return children
+
+    def revive(self) -> None:
+        for name, child in list(self.children.items()):
+            if child.poll() is not None:
+                self.restarts.setdefault(name, []).append(child.returncode)
+                self.spawn(name)
 
 
 def stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -201,15 +216,13 @@ def connections(cluster: LocalCluster) -> int:
     return total
 
 
-async def started(cluster: LocalCluster, children: dict[str, subprocess.Popen[bytes]]) -> float:
+async def started(cluster: LocalCluster, fleet: Fleet) -> float:
     """Wait until every daemon is connected (so its start-up is not timed as the loop's):
     seconds waited."""
     began = time.perf_counter()
     before = await asyncio.to_thread(connections, cluster)
-    while await asyncio.to_thread(connections, cluster) < before + len(children):
-        for name, child in children.items():
-            if child.poll() is not None:
-                raise RuntimeError(f"daemon {name} exited with {child.returncode}")
+    while await asyncio.to_thread(connections, cluster) < before + len(fleet.children):
+        fleet.revive()
         await asyncio.sleep(0.5)
     await asyncio.sleep(2)  # their first read of the log (empty for them) and subscriptions
     return time.perf_counter() - began
@@ -246,7 +259,7 @@ async def raw_rate(bus: Bus, count: int) -> float:
 async def watch(
     bus: Bus,
     projects: list[str],
-    children: dict[str, subprocess.Popen[bytes]],
+    fleet: Fleet,
     peaks: dict[str, float],
 ) -> list[Event]:
     """The bench projects' events until every project's slice is closed; RSS sampled."""
@@ -257,10 +270,9 @@ async def watch(
     async for record in read(bus, subjects=subjects, follow=True):
         if time.monotonic() - last_sample > 2:
             last_sample = time.monotonic()
-            for name, child in children.items():
+            fleet.revive()
+            for name, child in fleet.children.items():
                 peaks[name] = max(peaks.get(name, 0.0), rss_mib(child.pid))
-                if child.poll() is not None:
-                    raise RuntimeError(f"daemon {name} exited with {child.returncode}")
         if record.event is None:
             continue
         events.append(record.event)
@@ -347,7 +359,7 @@ async def run(root: Path, args: argparse.Namespace) -> int:
     cluster = LocalCluster(root / "cluster", auth=False)  # who publishes is not measured
     (root / "cluster").mkdir()
     cluster.start()
-    children: dict[str, subprocess.Popen[bytes]] = {}
+    fleet: Fleet | None = None
     try:
         for name in cluster.nodes:
             await cluster.healthy(name)
@@ -364,25 +376,28 @@ async def run(root: Path, args: argparse.Namespace) -> int:
         commands = daemon_commands(cluster.url, root / "data", repos)
         if args.capacity is not None:
             commands["dispatcher"] += ["--capacity", str(args.capacity)]
-        children = spawn(commands, root / "logs")
-        print(f"{len(children)} daemons connected after {await started(cluster, children):.1f} s")
+        fleet = Fleet(commands, root / "logs")
+        waited = await started(cluster, fleet)
+        print(f"{len(fleet.children)} daemons connected after {waited:.1f} s")
         load_start = os.getloadavg()
         for project in names:
             await bus.publish(plan(project, args.units))
         peaks: dict[str, float] = {}
         began = time.perf_counter()
-        events = await asyncio.wait_for(watch(bus, names, children, peaks), args.timeout)
+        events = await asyncio.wait_for(watch(bus, names, fleet, peaks), args.timeout)
         wall = time.perf_counter() - began
         load_end = os.getloadavg()
-        for name, child in children.items():
+        for name, child in fleet.children.items():
             peaks[name] = max(peaks.get(name, 0.0), rss_mib(child.pid))
         status_big = await asyncio.to_thread(status_time, cluster.url, names[0])
         status_one = await asyncio.to_thread(status_time, cluster.url, ONE)
         await bus.close()
     finally:
-        stop(children)
+        if fleet is not None:
+            stop(fleet.children)
         cluster.stop()
     report(args, events, raw, wall, peaks, status_big, status_one, (load_start, load_end))
+    print(f"daemons started again after exiting (name: exit codes): {fleet.restarts or 'none'}")
     closed = [e for e in events if isinstance(e, SliceClosed)]
     return 0 if sum(len(c.done) for c in closed) == args.projects * args.units else 1
 
@@ -457,10 +472,12 @@ def main() -> int:
     args = parser.parse_args()
     configure_logging("error")
     root = Path(tempfile.mkdtemp(prefix="loopbus-many-"))
+    code = 2  # an exception: the folder is kept for its logs
     try:
-        return asyncio.run(run(root, args))
+        code = asyncio.run(run(root, args))
+        return code
     finally:
-        if args.keep:
+        if args.keep or code != 0:
             print(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
