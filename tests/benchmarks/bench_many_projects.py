@@ -261,9 +261,10 @@ async def watch(
     projects: list[str],
     fleet: Fleet,
     peaks: dict[str, float],
-) -> list[Event]:
-    """The bench projects' events until every project's slice is closed; RSS sampled."""
-    events: list[Event] = []
+    events: list[Event],
+) -> None:
+    """The bench projects' events into ``events`` until every project's slice is closed;
+    RSS sampled meanwhile."""
     open_ = set(projects)
     subjects = [project_subjects(p) for p in projects]
     last_sample = 0.0
@@ -279,7 +280,7 @@ async def watch(
         if isinstance(record.event, SliceClosed):
             open_.discard(record.event.project)
             if not open_:
-                return events
+                return
     raise RuntimeError("the log ended")
 
 
@@ -384,7 +385,11 @@ async def run(root: Path, args: argparse.Namespace) -> int:
             await bus.publish(plan(project, args.units))
         peaks: dict[str, float] = {}
         began = time.perf_counter()
-        events = await asyncio.wait_for(watch(bus, names, fleet, peaks), args.timeout)
+        events: list[Event] = []
+        try:
+            await asyncio.wait_for(watch(bus, names, fleet, peaks, events), args.timeout)
+        except TimeoutError:  # the figures so far are still reported, with what is left
+            print(f"NOT FINISHED within --timeout {args.timeout:.0f} s")
         wall = time.perf_counter() - began
         load_end = os.getloadavg()
         for name, child in fleet.children.items():
@@ -400,6 +405,17 @@ async def run(root: Path, args: argparse.Namespace) -> int:
     print(f"daemons started again after exiting (name: exit codes): {fleet.restarts or 'none'}")
     closed = [e for e in events if isinstance(e, SliceClosed)]
     return 0 if sum(len(c.done) for c in closed) == args.projects * args.units else 1
+
+
+def unfinished(events: list[Event]) -> list[str]:
+    """project/unit of every unit dispatched and never done."""
+    dispatched = {f"{e.project}/{e.unit}" for e in events if isinstance(e, UnitDispatched)}
+    done = {
+        f"{e.project}/{e.unit}"
+        for e in events
+        if isinstance(e, UnitTransitioned) and e.state == "done"
+    }
+    return sorted(dispatched - done)
 
 
 def report(
@@ -427,6 +443,9 @@ def report(
     print(f"size run: {args.projects} projects x {args.units} units (capacity {args.capacity})")
     print(f"load average at start {loads[0]}, at end {loads[1]}")
     print(f"units done {done} of {args.projects * args.units}; slices closed {len(closed)}")
+    left = unfinished(events)
+    if left:
+        print(f"dispatched and not done ({len(left)}): {', '.join(left[:20])}")
     print(f"wall from first plan to last slice closed: {wall:.1f} s")
     print(f"raw publish (one at a time, acked) to the cluster: {raw:.0f} events/s")
     print(
