@@ -93,6 +93,11 @@ class Bucket:
             return int(await self._kv.create(key, value))
         except nats.js.errors.KeyWrongLastSequenceError as exc:
             raise KeyChanged(self.name, key) from exc
+        except nats.js.errors.KeyNotFoundError as exc:
+            # nats-py answers a lost create race by reading the key back; on a cluster that
+            # read may reach a replica the winner's write has not reached yet. The key
+            # exists all the same: the race was lost, as above (seen on R3 under load).
+            raise KeyChanged(self.name, key) from exc
         except (TimeoutError, nats.errors.Error) as exc:
             raise BusError(f"writing {self.name}/{key} failed: {exc!r}") from exc
 
