@@ -45,18 +45,24 @@ def render_slices(
         return [f"slices: none accepted ({pending} submissions awaiting an answer)"]
     lines = [f"slices: {(sizes or {}).get('slices', len(state.slices))}"]
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
-        group = slice_dispatch.current_group(view)
+        # status reads a page of units (--limit): the wave and the waits are judged over the
+        # whole slice, so with some units unread they are not judged at all.
+        read = sum(1 for unit_id in view.order if unit_id in view.units)
+        whole = read == len(view.order)
+        group = slice_dispatch.current_group(view) if whole else None
         if view.status == "closed" and view.boot is not None:
             where = f"closed {_when(view.closed_at)}, boot {view.boot.outcome}"
         elif view.status == "discarded":
             where = "discarded (re-slice)"
+        elif not whole:
+            where = f"current wave not known: {read} of {len(view.order)} units read (--limit 0)"
         elif group is None:
             where = "every unit settled; booting the increment"
         else:
             where = f"current {group_label(group[0], group[1], len(view.waves[group[0]]))}"
         routes = f"; misaligned routed: {', '.join(view.routes)}" if view.routes else ""
         lines.append(f"  {view.slice}: {where}{routes}")
-        waits = slice_dispatch.waiting_on(view)
+        waits = slice_dispatch.waiting_on(view) if whole else {}
         for unit_id in view.order:
             unit = view.units.get(unit_id)
             if unit is None:

@@ -313,6 +313,21 @@ def test_status_renders_current_wave_waits_and_budgets() -> None:
     assert "rework_rounds: 0 / <= 1" in shown and "gate_wall_clock: - / <= 30.0s" in shown
 
 
+def test_status_of_a_slice_read_in_part_says_so_rather_than_failing() -> None:
+    """status reads at most --limit units; a slice with more than that (a 1,000-unit slice
+    at the default 100) was a KeyError from the wave judgement. Now the units read are
+    shown, and the wave is said to be unknown."""
+    d = PureDispatcher("p")
+    d.apply(*accepted("p", plan("S1", unit("A"), unit("B"), unit("C", "A"))))
+    d.step()
+    (view,) = d.state.slices.values()
+    del view.units["C"]  # as a page of two units reads it
+    lines = render_slices(d.state)
+    assert "  S1: current wave not known: 2 of 3 units read (--limit 0)" in lines
+    assert "    A [wave 0] dispatched" in lines
+    assert not any(line.startswith("    C ") for line in lines)
+
+
 def test_check_warns_of_a_missing_boot_check_and_refuses_a_bad_agent_table(
     tmp_path: Path,
 ) -> None:
