@@ -7,6 +7,10 @@ a taking of a held item names the holder it takes over from. A released lease le
 state (its item is finished, or free for anyone); the counters and the last lapses stay,
 for ``status``. Whether a lease is live depends on the time, so the fold keeps when it was
 last taken or renewed, and :func:`live` is asked with the caller's clock.
+
+A taking may carry a deadline (``deadline_s`` after it): a lease past its deadline is not
+live even while its holder still renews it, so a holder that is alive but stuck (renewing,
+never finishing) loses the item like a dead one; :func:`overrunning` says which.
 """
 
 from __future__ import annotations
@@ -31,10 +35,26 @@ class Lease(msgspec.Struct):
     renewed: datetime
     what: str = ""
     takings: int = 1
+    deadline_s: float | None = None
 
     @property
     def until(self) -> datetime:
         return self.renewed + timedelta(seconds=self.ttl_s)
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the holder must have given the item up (``None``: never)."""
+        if self.deadline_s is None:
+            return None
+        return self.since + timedelta(seconds=self.deadline_s)
+
+
+class Overrun(msgspec.Struct):
+    """``holder`` gave ``item`` up at ``at`` because its work ran past the deadline."""
+
+    holder: str
+    at: datetime
+    ttl_s: float
 
 
 class Lapse(msgspec.Struct):
@@ -59,6 +79,10 @@ class LeasesState(msgspec.Struct):
     """The last :data:`RECENT_LAPSES` lapses, oldest first."""
     by_holder: dict[str, int] = {}
     """Holder -> items it finished (released ``done``): how the work was split."""
+    overran: dict[str, int] = {}
+    """Work kind -> leases given up (``overran``) or taken over past their deadline."""
+    overruns: dict[str, Overrun] = {}
+    """``<work>.<item>`` -> the last holder that overran it, until another takes it."""
 
 
 def initial() -> LeasesState:
@@ -84,6 +108,11 @@ def apply(state: LeasesState, event: Event) -> LeasesState:
                 state.released[event.work] = state.released.get(event.work, 0) + 1
                 if event.how == "done":
                     state.by_holder[event.holder] = state.by_holder.get(event.holder, 0) + 1
+                    state.overruns.pop(key(event.work, event.item), None)
+                if event.how == "overran":
+                    state.overran[event.work] = state.overran.get(event.work, 0) + 1
+                    overrun = Overrun(event.holder, event.at, lease.ttl_s)
+                    state.overruns[key(event.work, event.item)] = overrun
     return state
 
 
@@ -100,8 +129,14 @@ def _taken(state: LeasesState, event: LeaseTaken) -> None:
         renewed=event.at,
         what=event.what,
         takings=(held.takings + 1) if held is not None else 1,
+        deadline_s=event.deadline_s,
     )
     state.taken[event.work] = state.taken.get(event.work, 0) + 1
+    gone = state.overruns.get(key(event.work, event.item))
+    if gone is not None and gone.holder != event.holder:
+        del state.overruns[key(event.work, event.item)]  # another replica has it now
+    if held is not None and overrunning(held, event.at):
+        state.overran[event.work] = state.overran.get(event.work, 0) + 1
     if held is not None and event.lapsed is not None:
         state.lapsed[event.work] = state.lapsed.get(event.work, 0) + 1
         lapse = Lapse(event.work, event.item, event.lapsed, event.holder, event.at, event.what)
@@ -113,8 +148,25 @@ def lease_of(state: LeasesState, work: str, item: str) -> Lease | None:
 
 
 def live(lease: Lease | None, now: datetime) -> bool:
-    """True while ``lease`` is held and not past its time."""
-    return lease is not None and now < lease.until
+    """True while ``lease`` is held, renewed in time and not past its deadline."""
+    return lease is not None and now < lease.until and not overrunning(lease, now)
+
+
+def overrunning(lease: Lease, now: datetime) -> bool:
+    """True when ``lease`` is past its deadline: its holder should have given the item up
+    (and, if it still renews, is stuck); any replica may take the item over."""
+    deadline = lease.deadline
+    return deadline is not None and now >= deadline
+
+
+def left_by(state: LeasesState, work: str, item: str, holder: str, now: datetime) -> bool:
+    """True while ``holder`` must leave ``item`` to the other replicas: it overran the
+    item less than one lease lifetime ago (another replica, if any is up, takes it first;
+    after that it may try again itself, so a lone replica still gets the work done)."""
+    gone = state.overruns.get(key(work, item))
+    if gone is None or gone.holder != holder:
+        return False
+    return now < gone.at + timedelta(seconds=gone.ttl_s)
 
 
 def holders(state: LeasesState, now: datetime) -> dict[str, list[Lease]]:

@@ -15,6 +15,7 @@ nor release one.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
@@ -32,17 +33,25 @@ WORKS: tuple[Work, ...] = ("gate", "check", "build", "review", "investigation", 
 
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
 
-Released = Literal["done", "given-up", "lost"]
+Released = Literal["done", "given-up", "lost", "overran"]
 """How a holder let a lease go: the work ended (``done``), the holder stopped before it
-ended (``given-up``: another replica may take it at once), or a renewal found the lease
-already taken over (``lost``: said for the record only)."""
+ended (``given-up``: another replica may take it at once), a renewal found the lease
+already taken over (``lost``: said for the record only), or the work was still running at
+the lease's deadline and was cancelled (``overran``: another replica takes it; the one
+that overran leaves it to the others for one lease lifetime)."""
 
 
 class LeaseTaken(EventBase, frozen=True, kw_only=True, tag="lease.taken.v1"):
     """``holder`` (one daemon process) took ``item`` for ``ttl_s`` seconds.
 
     ``lapsed`` names the previous holder when its lease ran out unrenewed (it stopped or
-    died mid-item) and this taking is the takeover."""
+    died mid-item) and this taking is the takeover.
+
+    ``deadline_s``: the holder gives the item up this many seconds after this taking,
+    renewed or not (derived from the work's own time limits, plus a margin), so a holder
+    that is alive but stuck cannot keep the item for ever; past it, another replica may
+    take the item over even while renewals still arrive. ``None`` (every taking written
+    before deadlines existed): no deadline."""
 
     work: Work
     item: Token
@@ -51,18 +60,22 @@ class LeaseTaken(EventBase, frozen=True, kw_only=True, tag="lease.taken.v1"):
     what: str = ""
     """A short human description of the item (a commit and unit, a unit and round)."""
     lapsed: str | None = None
+    deadline_s: Seconds | None = None
 
     def subject_suffix(self) -> str:
         return f"lease.{self.work}.{self.item}"
 
 
 class LeaseRenewed(EventBase, frozen=True, kw_only=True, tag="lease.renewed.v1"):
-    """``holder`` still works on ``item``: its lease lives ``ttl_s`` more seconds."""
+    """``holder`` still works on ``item``: its lease lives ``ttl_s`` more seconds, but not
+    past ``deadline`` (the taking's, repeated so a reader of the last event alone sees it;
+    the fold keeps the taking's)."""
 
     work: Work
     item: Token
     holder: str
     ttl_s: Seconds
+    deadline: datetime | None = None
 
     def subject_suffix(self) -> str:
         return f"lease.{self.work}.{self.item}"

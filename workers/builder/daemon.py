@@ -56,6 +56,7 @@ from workers.builder.decide import decide
 from workers.builder.effects import BuilderEffect, BuildRound
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.deadlines import per_project
 from workers.leases.decide import Policy, holder_name, leased
 from workers.remote import fetch_missing, publish_branch
 from workers.repository import commit_at, open_repo, trunk_commit
@@ -102,7 +103,9 @@ class Builder(Daemon):
         self.heartbeat_s = heartbeat_s
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the rounds, each run by one of them
-            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            # A round runs its command at most twice (retried once), each within build.timeout.
+            deadlines = per_project((p, 2 * c.build.timeout_s) for p, c in served.items())
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:

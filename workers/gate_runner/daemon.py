@@ -20,6 +20,7 @@ findings and trunk requests carry ids derived from what they answer.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import assert_never
 
@@ -44,6 +45,7 @@ from schemas.subjects import (
 )
 from workers import repository
 from workers.errors import GateError, WorkerError
+from workers.gate_runner.deadline import suite_deadline
 from workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
 from workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
 from workers.gates import unfenced
@@ -179,6 +181,12 @@ class GateRunnerDaemon(Daemon):
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _bound(self, config_text: str | None) -> None:
+        """Every gate run taken from here on is given up past trunk's suite deadline."""
+        deadline = suite_deadline(config_text)
+        if self.lease is not None and deadline is not None:
+            self.lease = dataclasses.replace(self.lease, deadlines={self.project: deadline})
+
     async def watch_trunk(self, kernel: Kernel, ref: str) -> None:
         """Report each new commit ``ref`` points at (an advance by the merger, a revert, or
         an outside push); the decision asks for its gates unless a suite or an ask exists."""
@@ -191,6 +199,7 @@ class GateRunnerDaemon(Daemon):
             else:
                 if info.commit != seen:
                     seen = info.commit
+                    self._bound(info.config_text)
                     log.info("gate.trunk_moved", commit=info.commit)
                     kernel.observe(TRUNK, TrunkSeen(info.commit, new_id()), project=self.project)
             await asyncio.sleep(self.trunk_poll_s)

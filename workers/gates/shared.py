@@ -15,6 +15,9 @@ from workers.gates.config import CheckSpec, ProjectConfig
 from workers.gates.runner import CheckRun, GateRunner
 from workers.kernel.lease_flights import Flights
 
+CHECK_MARGIN_S = 60.0
+"""Beyond a check's own timeout: checking out the tree, waiting for a slot, the verdict."""
+
 
 class SharedGateRunner(GateRunner):
     """:class:`GateRunner` with each check's run leased across runners."""
@@ -31,6 +34,7 @@ class SharedGateRunner(GateRunner):
         inputs: str,
         config_sha: str,
         unit: str | None,
+        slotted: bool = False,
     ) -> CheckRun:
         key = cache_key(spec.id, inputs, config_sha)
         cache = await self.cache(config.project)
@@ -43,6 +47,10 @@ class SharedGateRunner(GateRunner):
 
         def run() -> Any:
             parent = super(SharedGateRunner, self)._run_fresh
-            return parent(config, spec, info, inputs, config_sha, unit)
+            return parent(config, spec, info, inputs, config_sha, unit, slotted=True)
 
-        return await self.flights.once(config.project, key, shared, run)
+        # The slot first, then the lease: a lease taken while queueing for a slot would
+        # count the queue against the check's deadline (and overrun under load).
+        deadline = spec.timeout_s + CHECK_MARGIN_S
+        async with self._slots:
+            return await self.flights.once(config.project, key, shared, run, deadline_s=deadline)

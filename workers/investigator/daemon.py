@@ -47,6 +47,7 @@ from workers.investigator.decide import (
 from workers.investigator.effects import Investigate, InvestigatorEffect
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.deadlines import per_project
 from workers.leases.decide import Policy, holder_name, leased
 from workers.repository import open_repo, trunk_commit
 
@@ -75,7 +76,9 @@ class Investigator(Daemon):
         self.kernel: Kernel | None = None
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the investigations, each run once
-            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            # An investigation is one agent run within investigator.timeout.
+            deadlines = per_project((p, c.investigator.timeout_s) for p, c in served.items())
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:

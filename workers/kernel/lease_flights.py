@@ -7,8 +7,9 @@ check. Before running a check, a runner takes the lease of its cache key
 (``lease.check.<digest>``, a conditional publish as for every lease). A runner that finds
 that lease live under another holder waits: it looks the result up in the cache until a
 result newer than its wait appears (the other run's) and uses it, or until the lease is
-released or lapses without one (the run erred, or its runner died), and then takes the
-lease and runs the check itself. So a check is run twice only when the first run left no
+released or lapses without one (the run erred, or its runner died), or runs past the
+deadline its taking gives (its runner is stuck), and then takes the lease and runs the
+check itself. So a check is run twice only when the first run left no
 result to share.
 
 A run's result is published by its runner's kernel after the suite it belongs to returns,
@@ -94,9 +95,13 @@ class Flights:
         key: str,
         shared: Callable[[int], Awaitable[T | None]],
         run: Callable[[], Awaitable[T]],
+        *,
+        deadline_s: float | None = None,
     ) -> T:
         """``run()`` under the lease of ``key``, unless another runner holds it live: then
-        the result ``shared(since)`` finds (one stored after stream sequence ``since``)."""
+        the result ``shared(since)`` finds (one stored after stream sequence ``since``).
+        ``deadline_s``: the run is given up that long after the taking (the check's own
+        timeout plus a margin), and a waiter takes over a run past its deadline."""
         item = cache_key_digest(f"{project}|{key}")[:32]
         subject = lease_subject(project, "check", item)
         since = await self.bus.stream_last_seq()
@@ -129,12 +134,14 @@ class Flights:
                     ttl_s=self.ttl_s,
                     what=key.split("|", 1)[0],
                     lapsed=await self._lapsed(seq),
+                    deadline_s=deadline_s,
                 )
                 try:
                     ack = await self.bus.publish_transition(taking, seq)
                 except TransitionConflict:
                     continue  # another runner took it first: wait on it
-                held = Held(project, "check", item, self.holder, self.ttl_s, ack.seq)
+                until = None if deadline_s is None else taking.at + timedelta(seconds=deadline_s)
+                held = Held(project, "check", item, self.holder, self.ttl_s, ack.seq, until)
                 return await holding(self.bus, self.actor, held, run())
         finally:
             if arrivals is not None:
@@ -175,8 +182,18 @@ class Flights:
         return None
 
     async def _live_holder(self, seq: int) -> str | None:
+        """The holder of the lease whose last event is at ``seq``, while it is renewed in
+        time and not past its deadline: a holder that keeps renewing a run past its
+        deadline is stuck, and waiting on it would leave this suite stuck too."""
         last = await self._last(seq)
-        if last is None or utcnow() >= last.at + timedelta(seconds=last.ttl_s):
+        now = utcnow()
+        if last is None or now >= last.at + timedelta(seconds=last.ttl_s):
+            return None
+        deadline = last.deadline if isinstance(last, LeaseRenewed) else None
+        if isinstance(last, LeaseTaken) and last.deadline_s is not None:
+            deadline = last.at + timedelta(seconds=last.deadline_s)
+        if deadline is not None and now >= deadline:
+            log.warning("gate.flight_overran", holder=last.holder, deadline=str(deadline))
             return None
         return last.holder
 

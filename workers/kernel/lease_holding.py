@@ -7,7 +7,9 @@ sequence of this holder's own last lease event there: a renewal that finds the s
 moved means another replica took the item over (this one was too slow to renew, or
 paused), so the work is cancelled at once rather than finished a second time. A process
 killed mid-item renews nothing; its lease runs out ``ttl_s`` after the last renewal and
-another replica takes the item.
+another replica takes the item. A process alive but stuck would renew for ever, so a held
+item has a deadline (``Held.deadline``, on the log with the taking): there the holder stops
+renewing, cancels the work and releases the item ``overran``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import structlog
 
 from bus import Bus, BusError, TransitionConflict
 from projections.intents import Effect, Intent, PublishIf
-from schemas import Actor
+from schemas import Actor, utcnow
 from schemas.leases import LeaseReleased, LeaseRenewed, Released
 from workers.leases.decide import Held
 
@@ -34,14 +36,23 @@ RENEWALS_PER_TTL = 3
 RELEASE_WAIT_S = 2.0
 
 
+CANCEL_WAIT_S = 5.0
+"""How long a cancelled work may take to end before the holder lets the item go anyway."""
+
+
 class LeaseLost(Exception):
     """Another replica took the item over while this one worked on it."""
 
 
+class LeaseOverran(Exception):
+    """The work ran past the lease's deadline: cancelled, and the item released."""
+
+
 async def holding(bus: Bus, actor: Actor, held: Held, work: Awaitable[T]) -> T:
     """Run ``work`` under ``held``: renewed every ``ttl_s / 3``; released ``done`` when it
-    returns, ``given-up`` when it raises or is cancelled. Raises :class:`LeaseLost` (the
-    work cancelled) when a renewal finds the item taken over. For work whose result is
+    returns, ``given-up`` when it raises or is cancelled, ``overran`` when it still runs at
+    ``held.deadline`` (cancelled; raises :class:`LeaseOverran`). Raises :class:`LeaseLost`
+    (the work cancelled) when a renewal finds the item taken over. For work whose result is
     on the log when it returns (a gate suite)."""
     result, last = await held_until_answered(bus, actor, held, work)
     await _release(bus, actor, held, last, "done")
@@ -62,43 +73,64 @@ async def held_until_answered(
     bus: Bus, actor: Actor, held: Held, work: Awaitable[T]
 ) -> tuple[T, int]:
     """Like :func:`holding`, but a lease whose work returned is not released: returns the
-    result and the sequence of the last lease event (for :func:`release`)."""
+    result and the sequence of the last lease event (for :func:`release`). Raises
+    :class:`LeaseOverran` (the work cancelled, the lease released ``overran``) when the
+    work is still running at ``held.deadline``."""
     seq = [held.seq]
-    lost = asyncio.Event()
     task = asyncio.ensure_future(work)
-    renewing = asyncio.create_task(_renew(bus, actor, held, seq, task, lost))
+    renewing = asyncio.create_task(_renew(bus, actor, held, seq))
     how: Released = "given-up"
     try:
-        result = await task
-        how = "done"
-        return result, seq[0]
-    except asyncio.CancelledError:
-        if lost.is_set():
-            how = "lost"
-            raise LeaseLost(f"lease of {held.work} item {held.item} was taken over") from None
-        raise
+        # Not ``await task``: a stuck work may never end, not even when cancelled.
+        await asyncio.wait({task, renewing}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            result = task.result()  # its exception, if it raised, goes to the caller
+            how = "done"
+            return result, seq[0]
+        ended = renewing.result()
+        how = ended
+        await _cancel(task, held)
+        if ended == "lost":
+            raise LeaseLost(f"lease of {held.work} item {held.item} was taken over")
+        log.warning("lease.overran", work=held.work, item=held.item, holder=held.holder, seq=seq[0])
+        raise LeaseOverran(f"{held.work} item {held.item} ran past its deadline {held.deadline}")
     finally:
-        renewing.cancel()
-        with contextlib.suppress(asyncio.CancelledError, LeaseLost):
-            await renewing
+        if not renewing.done():
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
         if not task.done():
             task.cancel()
-        if how == "given-up":
+        if how in ("given-up", "overran"):
             # Shielded: a daemon stopping mid-item still hands the item on at once.
             await asyncio.shield(_release(bus, actor, held, seq[0], how))
 
 
-async def _renew(
-    bus: Bus,
-    actor: Actor,
-    held: Held,
-    seq: list[int],
-    task: asyncio.Future[T],
-    lost: asyncio.Event,
-) -> None:
+async def _cancel(task: asyncio.Future[T], held: Held) -> None:
+    """Cancel ``task`` and give it ``CANCEL_WAIT_S`` to end: one that ignores the
+    cancellation is left behind (logged) rather than waited on."""
+    task.cancel()
+    done, _pending = await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+    if not done:
+        log.warning("lease.work_not_cancelled", work=held.work, item=held.item)
+    elif not task.cancelled() and task.exception() is not None:
+        log.info("lease.work_ended", work=held.work, error=repr(task.exception()))
+
+
+async def _renew(bus: Bus, actor: Actor, held: Held, seq: list[int]) -> Released:
+    """Renew ``held`` every ``ttl_s / 3`` until its deadline (``overran``) or until a
+    renewal finds it taken over (``lost``)."""
     every = held.ttl_s / RENEWALS_PER_TTL
+    loop = asyncio.get_running_loop()
+    stop: float | None = None
+    if held.deadline is not None:
+        stop = loop.time() + (held.deadline - utcnow()).total_seconds()
     while True:
-        await asyncio.sleep(every)
+        if stop is not None and loop.time() >= stop:
+            return "overran"
+        await asyncio.sleep(every if stop is None else max(min(every, stop - loop.time()), 0))
+        if stop is not None and loop.time() >= stop:
+            return "overran"  # no renewal past the deadline: it would claim time it lacks
         renewal = LeaseRenewed(
             project=held.project,
             actor=actor,
@@ -106,14 +138,13 @@ async def _renew(
             item=held.item,
             holder=held.holder,
             ttl_s=held.ttl_s,
+            deadline=held.deadline,
         )
         try:
             ack = await bus.publish_transition(renewal, seq[0])
         except TransitionConflict:
             log.warning("lease.lost", work=held.work, item=held.item, holder=held.holder)
-            lost.set()
-            task.cancel()
-            raise LeaseLost(held.item) from None
+            return "lost"
         except BusError as exc:  # the next renewal may get through before the lease lapses
             log.warning("lease.renew_failed", work=held.work, item=held.item, error=str(exc))
             continue
@@ -150,6 +181,6 @@ async def answered_under_lease(
         return list(await work)
     try:
         answer, seq = await held_until_answered(bus, actor, held, work)
-    except LeaseLost:
+    except (LeaseLost, LeaseOverran):
         return []
     return [*answer, release(actor, held, seq)]

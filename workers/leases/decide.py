@@ -8,12 +8,18 @@ has free slots. An item another replica holds live is left to it; one whose leas
 unrenewed (its holder stopped or died mid-item) is taken over, the taking naming the
 lapsed holder. A replica therefore never takes more than ``slots`` items at once, and the
 others take the rest.
+
+Each taking carries the project's deadline from the policy (``deadlines``): the holder
+gives the item up by then, and past it any replica takes the item over even while its
+holder still renews (a stuck holder). A replica that gave an item up as overran leaves
+it to the others for one lease lifetime.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVar
 
 import msgspec
@@ -36,6 +42,8 @@ class Policy:
     holder: str
     ttl_s: float
     slots: int
+    deadlines: Mapping[str, float] = field(default_factory=dict)
+    """Project -> seconds an item may be held from its taking (none: no deadline)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class Held:
     holder: str
     ttl_s: float
     seq: int
+    deadline: datetime | None = None
+    """When the holder stops renewing and cancels the work (``None``: never)."""
 
 
 E = TypeVar("E", bound=Effect)
@@ -76,6 +86,8 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
         key = wanted.effect.key
         if key in world.running or key in world.failed:
             continue
+        if leases.left_by(state, wanted.work, wanted.item, policy.holder, world.now):
+            continue  # it overran here: another replica's turn first
         lease = leases.lease_of(state, wanted.work, wanted.item)
         subject = lease_subject(world.project, wanted.work, wanted.item)
         seq = world.seqs.get(subject, 0)
@@ -83,7 +95,15 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
         if mine and leases.live(lease, world.now):
             if free <= 0:
                 continue  # held, but every slot is busy: it waits (renewed by nobody)
-            held = Held(world.project, wanted.work, wanted.item, policy.holder, policy.ttl_s, seq)
+            held = Held(
+                world.project,
+                wanted.work,
+                wanted.item,
+                policy.holder,
+                policy.ttl_s,
+                seq,
+                lease.deadline if lease is not None else None,
+            )
             intents.append(msgspec.structs.replace(wanted.effect, lease=held))
             free -= 1
             continue
@@ -103,6 +123,7 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
             ttl_s=policy.ttl_s,
             what=wanted.what,
             lapsed=lease.holder if lease is not None else None,
+            deadline_s=policy.deadlines.get(world.project),
         )
         intents.append(PublishIf(taking, seq))
         free -= 1

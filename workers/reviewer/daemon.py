@@ -51,6 +51,7 @@ from workers.agents.runner import run_agent
 from workers.agents.workspace import read_only_copy, remove, workdir
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
+from workers.leases.deadlines import per_project
 from workers.leases.decide import Policy, holder_name, leased
 from workers.remote import fetch_missing
 from workers.repository import unit_change
@@ -101,7 +102,9 @@ class Reviewer(Daemon):
         self.kernel: Kernel | None = None
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the reviews, each run once
-            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1))
+            # A review is one agent run within review.timeout.
+            deadlines = per_project((p, c.review.timeout_s) for p, c in served.items())
+            self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
     async def start(self, kernel: Kernel) -> None:
