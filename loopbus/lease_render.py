@@ -1,5 +1,5 @@
 """``status``'s lines for the ``leases`` projection: who holds which work item now, how
-the work was split between replicas, and the recent lapses."""
+the work was split between replicas, the recent lapses, and any holder past its deadline."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def render_leases(
     counts = ", ".join(
         f"{w} {state.taken.get(w, 0)} taken, {state.released.get(w, 0)} released, "
         f"{state.lapsed.get(w, 0)} lapsed"
+        + (f", {state.overran[w]} overran" if state.overran.get(w) else "")
         for w in works
     )
     held = leases_fold.holders(state, now)
@@ -28,13 +29,23 @@ def render_leases(
     ]
     for holder, leases in sorted(held.items()):
         items = ", ".join(
-            f"{lease.work} {lease.what or lease.item} ({_seconds(lease.until - now)} s left)"
+            f"{lease.work} {lease.what or lease.item} ({_left(lease, now)})"
             for lease in leases[:SHOWN]
         )
         more = f", … {len(leases) - SHOWN} more" if len(leases) > SHOWN else ""
         lines.append(f"  {holder} holds {items}{more}")
     overdue = [held for held in state.leases.values() if not leases_fold.live(held, now)]
     for lease in overdue[:SHOWN]:
+        deadline = lease.deadline
+        if deadline is not None and leases_fold.overrunning(lease, now):
+            # Still renewed past its deadline means a holder alive but stuck.
+            renewing = " and still renewing" if now < lease.until else ""
+            lines.append(
+                f"  {lease.work} {lease.what or lease.item}: {lease.holder} is "
+                f"{_seconds(now - deadline)} s past its deadline{renewing} (overrunning), "
+                "free for another replica"
+            )
+            continue
         lines.append(
             f"  {lease.work} {lease.what or lease.item}: {lease.holder}'s lease ran out "
             f"{_seconds(now - lease.until)} s ago, free for another replica"
@@ -48,6 +59,13 @@ def render_leases(
             f"{lapse.holder}, taken over by {lapse.by}"
         )
     return lines
+
+
+def _left(lease: leases_fold.Lease, now: datetime) -> str:
+    left = f"{_seconds(lease.until - now)} s left"
+    if lease.deadline is None:
+        return left
+    return f"{left}, deadline in {_seconds(lease.deadline - now)} s"
 
 
 def _seconds(span: timedelta) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from test_claim import ME, SYSTEM, T0, items, taken, world
 
+from loopbus.lease_render import render_leases
 from projections import leases
 from projections.intents import PublishIf
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
@@ -96,3 +97,16 @@ def test_a_suite_deadline_is_twice_its_checks_timeouts_plus_the_margin() -> None
     assert suite_deadline(text) == 2 * (30 + 45) + MARGIN_S
     assert suite_deadline("not toml [") is None
     assert suite_deadline(None) is None
+
+
+def test_status_shows_the_deadline_and_an_overrunning_holder_still_renewing() -> None:
+    within = leases.FOLD.fold(stuck(90))  # type: ignore[arg-type]
+    lines = render_leases(within, now=T0 + timedelta(seconds=95))
+    assert any("other holds gate a (25 s left, deadline in 5 s)" in line for line in lines)
+    past = leases.FOLD.fold(stuck(120))  # type: ignore[arg-type]
+    lines = render_leases(past, now=T0 + timedelta(seconds=125))
+    assert lines[0].startswith("leases: 0 live")
+    assert any(
+        "gate a: other is 25 s past its deadline and still renewing (overrunning)" in line
+        for line in lines
+    )
