@@ -8,18 +8,20 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from gate_repos import GitRepo
+from gate_repos import GitRepo, config
 from kernelkit import running
 from logkit import of, wait_log
-from replicas import commits, doubled
+from replicas import commits, doubled, sleeping_check
 
 from bus import Bus
 from schemas import Actor, Event
 from schemas.gates import GateRunRequested, GateSuiteCompleted
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from workers.gate_runner.daemon import GateRunnerDaemon
+from workers.gate_runner.deadline import suite_deadline
 from workers.gates.runner import GateRunner, SuiteResult
 from workers.gates.signing import load_or_create
+from workers.leases.deadlines import MARGIN_S
 
 ASKER = Actor(role="system", principal="tests")
 
@@ -71,3 +73,17 @@ async def test_a_stuck_holder_gives_the_ask_up_and_the_other_answers_it(
     assert all((r.at - first.at).total_seconds() <= 4 for r in renewals)
     assert [e.cause for e in of(GateSuiteCompleted, events)] == [ask.id]
     assert doubled(events) == {}
+
+
+async def test_a_gate_runner_takes_each_ask_with_trunks_suite_deadline(
+    bus: Bus, project: str, tmp_path: Path
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    commits(repo, project, 1, seconds=0.1)
+    runner = GateRunner(bus, repo.path, load_or_create(tmp_path / "a", "a"))
+    made = GateRunnerDaemon(runner, project, jobs=1, trunk="HEAD", lease_ttl_s=10)
+    async with running(bus, made):
+        events = await wait_log(bus, project, lambda es: bool(of(LeaseTaken, es)), 30)
+    text = config(project, sleeping_check(0.1))  # what commits() wrote at trunk
+    assert {t.deadline_s for t in of(LeaseTaken, events)} == {suite_deadline(text)}
+    assert suite_deadline(text) == 2 * 120 + MARGIN_S  # replicas.sleeping_check's timeout

@@ -20,6 +20,7 @@ findings and trunk requests carry ids derived from what they answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 from typing import assert_never
@@ -120,6 +121,10 @@ class GateRunnerDaemon(Daemon):
         await self.runner.cache(self.project)  # its key goes on the log with the first suite
         fence = unfenced.Fence(await self.runner.fence_problem())
         kernel.observe(unfenced.FENCE, fence, project=self.project)
+        if self.trunk is not None:  # the first asks taken are bounded too
+            with contextlib.suppress(WorkerError):  # the trunk watch says it, every poll
+                info = await asyncio.to_thread(repository.resolve, self.runner.repo, self.trunk)
+                self._bound(info.config_text)
         if self.trunk is not None and self.trunk_poll_s > 0:
             kernel.spawn(self.watch_trunk(kernel, self.trunk), "trunk")
 
