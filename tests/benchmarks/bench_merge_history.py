@@ -14,7 +14,8 @@ the maintainers committed (identical, equivalent: only formatting or entity orde
 or different) and checked for a wrong merge (merge_history/checks.py): a parse failure,
 a duplicate top-level declaration, import or export neither side had, or a name one
 side deleted and the other changed. `--dump DIR` writes each different result with its
-inputs for reading; merge_history/verdicts.toml holds the verdicts of that reading.
+inputs for reading (`--unread`: only those with no current verdict);
+merge_history/verdicts.toml holds the verdicts of that reading.
 
 The repositories repos.toml marks `held_out` are reported in a table of their own: the
 driver is never tuned on them, so their figures say how it does on history it has not
@@ -285,6 +286,11 @@ def main() -> int:
         help="time each tool this many times per file, keep the best",
     )
     parser.add_argument("--dump", type=Path, help="write each different result here")
+    parser.add_argument(
+        "--unread",
+        action="store_true",
+        help="with --dump, write only results with no current verdict in --verdicts",
+    )
     parser.add_argument("--list-wrong", action="store_true", help="print each wrong case")
     parser.add_argument(
         "--list-changed", action="store_true", help="print each case old and new disagree on"
@@ -371,7 +377,8 @@ def main() -> int:
                     elif said:
                         row["new read"] += 1
                         row["new wrong read"] += said == "wrong"
-                    if args.dump is not None:
+                    current = said and seen == hashlib.sha1(merged).hexdigest()
+                    if args.dump is not None and not (args.unread and current):
                         dumped += 1
                         _dump(args.dump, case, data, merged, dumped)
             if args.list_changed and outcomes["new"] != outcomes["old"]:

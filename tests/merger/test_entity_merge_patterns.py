@@ -129,6 +129,8 @@ GIT_CASES = [
     "typescript-name-added-to-a-dropped-module",
     "go-same-line-added-twice",
     "javascript-member-moved-and-deleted",
+    "go-method-added-to-a-type-the-other-side-deleted",
+    "go-one-new-type-with-two-method-sets",
 ]
 
 

@@ -224,6 +224,31 @@ def _member_moved_and_deleted() -> list[Pattern]:
     ]
 
 
+def _go_methods_of_a_gone_type() -> list[Pattern]:
+    # Found reading the real-history corpus (cortex, thanos): Go methods sit outside
+    # their type, so only Go has these two.
+    plain = b"package p\n\nfunc F() int { return 2 }\n"
+    base = plain.replace(
+        b"\nfunc F", b"\ntype T struct{}\n\nfunc (t *T) A() int { return 1 }\n\nfunc F"
+    )
+    return [
+        Pattern(
+            "go-method-added-to-a-type-the-other-side-deleted",
+            "m.go",
+            base,
+            plain,
+            base + b"\nfunc (t *T) B() int { return 3 }\n",
+        ),
+        Pattern(
+            "go-one-new-type-with-two-method-sets",
+            "m.go",
+            plain,
+            plain + b"\ntype W struct{ x int }\n\nfunc (w *W) Append() int { return w.x }\n",
+            plain + b"\ntype W struct{ x int }\n\nfunc (w *W) Add() int { return w.x }\n",
+        ),
+    ]
+
+
 PATTERNS: list[Pattern] = [
     *_py_imports(),
     *_es_imports("javascript", "js"),
@@ -232,4 +257,5 @@ PATTERNS: list[Pattern] = [
     *_same_line_added(),
     *_one_statement_changed(),
     *_member_moved_and_deleted(),
+    *_go_methods_of_a_gone_type(),
 ]

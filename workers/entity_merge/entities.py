@@ -15,7 +15,7 @@ hold nothing but whitespace and comments and never carry code along with them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 
 from tree_sitter import Node
@@ -206,18 +206,10 @@ def _entity(
     occurrence = seen.get(ident, 0)
     seen[ident] = occurrence + 1
     text = _join(lines, chunk.first, chunk.last + 1)
-    entity = Entity(
-        kind=kind,
-        name=name,
-        parent=shown_parent,
-        owner=owner,
-        occurrence=occurrence,
-        node_type=node.type,
-        gap=_join(lines, gap_start, chunk.first),
-        text=text,
-    )
+    gap = _join(lines, gap_start, chunk.first)
+    fields = (kind, name, shown_parent, owner, occurrence, node.type, gap, text)
     if info is None or info.body is None:
-        return entity
+        return Entity(*fields)
     qualified = f"{shown_parent}.{name}" if shown_parent else name
     body_node = info.body
 
@@ -236,7 +228,9 @@ def _entity(
             footer=_join(lines, inner_stop, chunk.last + 1),
         )
 
-    return replace(entity, expand=cache(expand))
+    # Built once with its expander (not copied with `replace`, which cost more than
+    # the rest of this function on files of many containers).
+    return Entity(*fields, expand=cache(expand))
 
 
 def _inside(

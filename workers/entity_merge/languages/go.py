@@ -147,10 +147,52 @@ def _receiver_type(node: Node) -> str:
     return ""
 
 
+def _types_and_methods(root: Node) -> tuple[set[str], dict[str, set[str]]]:
+    """The type names a file declares at top level, and its methods by receiver type."""
+    types: set[str] = set()
+    methods: dict[str, set[str]] = {}
+    for child in root.named_children:
+        if child.type == "method_declaration":
+            name = node_text(child.child_by_field_name("name"))
+            methods.setdefault(_receiver_type(child), set()).add(name)
+        elif child.type == "type_declaration":
+            stack = list(child.named_children)
+            while stack:
+                current = stack.pop()
+                if current.type in ("type_spec", "type_alias"):
+                    types.add(node_text(current.child_by_field_name("name")))
+                elif current.type not in _SPEC_KIND:
+                    stack.extend(current.named_children)
+    return types, methods
+
+
+def collides(base: Node, ours: Node, theirs: Node, merged: Node) -> str | None:
+    """Methods the merge keeps of a type one side deleted, or of one new type both wrote.
+
+    A Go method sits outside its type, so the entity merge sees a method one side added
+    and a type the other side deleted (with all its methods) as unrelated: the method
+    would survive on a type that is gone. Likewise both sides adding one new type, each
+    with methods the other lacks, is one thing written twice (an adapter for two
+    versions of an interface), and the union of both method sets is neither.
+    """
+    (bt, _), (ot, om), (tt, tm), (mt, mm) = map(_types_and_methods, (base, ours, theirs, merged))
+    for name in sorted(bt - mt):
+        kept = mm.get(name)
+        for types, methods, side in ((ot, om, "ours"), (tt, tm, "theirs")):
+            if kept and name not in types and not methods.get(name):
+                return f"keeps methods of {name}, a type {side} deleted with all its methods"
+    for name in sorted((ot & tt & mt) - bt):
+        mine, yours = om.get(name, set()), tm.get(name, set())
+        if mine - yours and yours - mine:
+            return f"both sides added type {name}, with different methods"
+    return None
+
+
 SPEC = LanguageSpec(
     name="go",
     extensions=(".go",),
     grammar=tree_sitter_go.language,
     classify=classify,
     binds=binds,
+    collides=collides,
 )
