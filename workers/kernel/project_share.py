@@ -25,6 +25,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from typing import assert_never
 
 import msgspec
 import structlog
@@ -188,6 +189,8 @@ class ProjectShare:
                     holder=self.holder,
                     how="given-up",
                 )
+            case _:
+                assert_never(step.action)
         try:
             ack = await self.bus.publish_transition(event, step.seq)
         except TransitionConflict:
