@@ -19,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FACE = "face"
-DAEMONS = frozenset(p.parent.name for p in (ROOT / "workers").glob("*/daemon.py"))
+DAEMONS = frozenset(p.parent.name for p in (ROOT / "workers").glob("*/daemon.py")) - {"kernel"}
+"""Every daemon's package; the kernel has a daemon.py (the base every daemon builds on) but
+is a shared library, which the front may use (docs/extending.md says so too)."""
 
 
 def imports(source: str, filename: str) -> Iterator[tuple[int, str]]:

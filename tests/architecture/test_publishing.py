@@ -18,12 +18,25 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("schemas", "projections", "workers")
 """The system side (bus/ itself, where publishing is defined, is the transport)."""
 KERNEL = ROOT / "workers" / "kernel"
-PUBLISHING = frozenset({"publish", "publish_atomic", "publish_transition"})
-"""The bus's methods that append to the log."""
+PUBLISHING = frozenset(
+    {"publish", "publish_atomic", "publish_transition", "publish_many"}
+    | {"publish_batches", "publish_first", "transition_unit"}
+)
+"""The bus's methods that append to the log, and the kernel's one-shot publishing
+(``workers/kernel/oneshot``): a call to it from outside the kernel is a
+module publishing by itself rather than handing intents to a daemon's kernel."""
 
-NOT_YET: dict[str, str] = {}
-"""Modules allowed to publish around the kernel, each with why (none today: keep it so).
-The test fails when a module not listed publishes, or a listed one no longer does."""
+NOT_YET: dict[str, str] = {
+    "workers/gates/runner.py": "GateRunner.record publishes a suite's batches through the "
+    "one-shot; the merger's trunk and candidate gates and the dispatcher's boot check call "
+    "it from their shells, which should return the batches as intents instead",
+    "workers/integrity/violations.py": "the server-refusal watcher runs outside any "
+    "daemon's loop and moves its offset only once its findings are stored",
+    "workers/merger/adoption.py": "loopbus up's first adoption of trunk runs before any "
+    "daemon's loop",
+}
+"""Modules that publish around a daemon's kernel, each with why. The test fails when a
+module not listed publishes, or a listed one no longer does."""
 
 
 def publishing_calls(source: str, filename: str) -> Iterator[int]:
@@ -49,13 +62,16 @@ def publishing_calls(source: str, filename: str) -> Iterator[int]:
 
 def publishers() -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
+    scanned = 0
     for folder in SCANNED:
         for path in sorted((ROOT / folder).rglob("*.py")):
+            scanned += 1
             if path.is_relative_to(KERNEL):
                 continue
             lines = list(publishing_calls(path.read_text(), str(path)))
             if lines:
                 found[str(path.relative_to(ROOT))] = lines
+    assert scanned > 300, f"only {scanned} modules scanned: was a folder moved?"
     return found
 
 
@@ -83,5 +99,7 @@ def test_the_scan_finds_a_planted_publish() -> None:
         "    asyncio.ensure_future(self.bus.publish(event))\n"
         "    await sink.publish(event)\n"
         "    return [publish(world, event), step.publish(event)]\n"
+        "    await self.bus.publish_many(events)\n"
+        "    await publish_batches(self.bus, batches)\n"
     )
-    assert sorted(publishing_calls(rogue, "rogue.py")) == [2, 3, 4, 5, 6]
+    assert sorted(publishing_calls(rogue, "rogue.py")) == [2, 3, 4, 5, 6, 8, 9]

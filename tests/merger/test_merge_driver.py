@@ -323,18 +323,22 @@ def test_run_git_driver_rejects_bad_arguments_with_one_line_and_exit_2(
     "module",
     [
         pytest.param("workers.entity_merge", id="shared-library"),
-        pytest.param("workers.merger.entity_merge", id="old-name-in-git-configs"),
+        pytest.param("workers.merger.entity_merge", id="its-name-inside-the-merger"),
     ],
 )
-def test_module_entry_point_runs_the_git_driver(module: str) -> None:
-    """`python -m workers.entity_merge` is the driver, exit codes included; so is
-    its name from before it became a shared library, which git configurations hold."""
+def test_module_entry_point_runs_the_git_driver(module: str, tmp_path: Path) -> None:
+    """`python -P -m workers.entity_merge` is the driver, exit codes included, even run in
+    a repository holding a `workers/` package of its own (git runs the driver in the
+    repository's root; the decoy raises if imported)."""
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "workers" / "__init__.py").write_text("raise SystemExit('decoy imported')\n")
     done = subprocess.run(
-        [sys.executable, "-m", module],
+        [sys.executable, "-P", "-m", module],
         capture_output=True,
+        cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
         check=False,
         timeout=60,
     )
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(b"loopbus merge-driver: expected 4 or 5 arguments")
