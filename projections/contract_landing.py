@@ -23,6 +23,7 @@ import msgspec
 
 from projections.base import Fold
 from schemas import Event, FindingRaised, FindingResolved
+from schemas.authority import REFUSAL_CLASS
 from schemas.contract import (
     ConfigApprove,
     ConfigLanded,
@@ -198,7 +199,7 @@ def _merger_refusal(event: FindingRaised) -> bool:
     operator's proposal (see ``authority.refused_claim``)."""
     return (
         event.actor.role == "system"
-        and event.cls == "refused-transition"
+        and event.cls == REFUSAL_CLASS
         and event.producer == MERGER_PRODUCER
     )
 

@@ -39,7 +39,7 @@ from projections.gate_findings import GateFindings
 from projections.merge_trunk import Advance, RedRecord, Tested, TrunkView
 from schemas import Event, FindingRaised, FindingResolved, UnitTransitioned
 from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
-from schemas.authority import REFUSAL_CLASS
+from schemas.authority import ANSWERS_CLAIM, REFUSAL_CLASS
 from schemas.contract import ConfigLanded, ContractLanded
 from schemas.lifecycle import FindingDismissed
 from schemas.merges import (
@@ -292,7 +292,7 @@ def _refusal(state: MergesState, event: FindingRaised) -> None:
     approval = evidence.get("approval")
     if isinstance(approval, str) and _answer(state, approval):
         state.refused += 1
-    claim = evidence.get("claim")
+    claim = evidence.get(ANSWERS_CLAIM)
     if isinstance(claim, str):
         state.adopt_claims = [c for c in state.adopt_claims if c.id != claim]
 

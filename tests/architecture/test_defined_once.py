@@ -224,3 +224,33 @@ def test_the_cli_waits_for_answers_in_one_place() -> None:
     unexpected = {path: lines for path, lines in following.items() if path not in FOLLOWERS}
     assert unexpected == {}, "wait through loopbus.answers.await_answer"
     assert set(following) == set(FOLLOWERS), "a follower is gone: drop it from FOLLOWERS"
+
+
+LITERAL_RULES = {"refused-transition": {"schemas/authority.py", "schemas/findings.py"}}
+"""Values whose binding is one rule (``REFUSAL_CLASS``), with the modules that define them
+(the binding itself, and the finding classes' Literal): anywhere else the value is written
+through the name, so a change of the rule cannot miss a copy."""
+
+
+def literal_copies(source: str, filename: str, value: str) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source, filename))
+        if isinstance(node, ast.Constant) and node.value == value
+    ]
+
+
+def test_a_rule_is_written_through_its_name() -> None:
+    """The refusal class was bound once but written out in eleven modules: the test saw
+    bindings, not copies."""
+    copies = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for value, homes in LITERAL_RULES.items()
+        for folder in PACKAGES
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in homes
+        for line in literal_copies(path.read_text(), str(path), value)
+    }
+    assert copies == set(), "write these through schemas.authority.REFUSAL_CLASS"
+    planted = 'finding = FindingRaised(cls="refused-transition")\n'
+    assert literal_copies(planted, "rogue.py", "refused-transition") == [1]

@@ -40,6 +40,7 @@ from projections.gates import GatesState
 from projections.intents import Intent
 from projections.merges import MergesState
 from schemas import FindingRaised
+from schemas.authority import ANSWERS_CLAIM, REFUSAL_CLASS
 from schemas.charter import (
     CharterApprove,
     CharterApproved,
@@ -137,9 +138,9 @@ def refusal(world: World, claim: CharterApprove, code: str, message: str) -> Fin
         target=RecordTarget(id=claim.id),
         severity="medium",
         criterion=code,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"charter approval refused: {message}",
-        evidence={"claim": claim.id, "claimant": claim.actor.principal, "code": code},
+        evidence={ANSWERS_CLAIM: claim.id, "claimant": claim.actor.principal, "code": code},
         owner="operator",
     )
 

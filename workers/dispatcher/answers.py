@@ -26,6 +26,7 @@ from projections.slice_asks import (
 )
 from projections.slices import SlicesState, SliceView
 from schemas import FindingRaised, FindingResolved
+from schemas.authority import REFUSAL_CLASS
 from schemas.findings import Producer
 from schemas.ids import answer_id
 from schemas.slices import (
@@ -133,7 +134,7 @@ def plan_answer(
             target=PlanTarget(slice=plan.slice),
             severity="high",
             criterion="plan-valid",
-            cls="refused-transition",
+            cls=REFUSAL_CLASS,
             message=f"plan for slice {plan.slice} refused: {problems[0]}{more}",
             evidence={REFUSAL_EVIDENCE_KEY: submission.id, "problems": problems},
             slice=plan.slice,
@@ -273,7 +274,7 @@ def unroutable(world: World, misaligned: Misaligned, why: str) -> FindingRaised:
         target=RecordTarget(id=misaligned.finding),
         severity="medium",
         criterion="misaligned-route",
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"misaligned finding {misaligned.finding} cannot be routed: {why}",
         evidence={MISALIGNED_EVIDENCE_KEY: misaligned.finding},
         slice=misaligned.slice,

@@ -19,6 +19,7 @@ from projections import gates, ratchet
 from projections.base import Fold
 from projections.intents import Intent, Publish
 from schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
+from schemas.authority import REFUSAL_CLASS
 from schemas.charter import CharterApproved
 from schemas.gates import GateRunRequested, GateSuiteCompleted
 from schemas.ids import answer_id
@@ -200,7 +201,7 @@ def refusal_finding(world: World, refusal: gates.Refusal) -> FindingRaised:
         target=RecordTarget(id=refusal.event),
         severity="high",
         criterion=gates.REFUSAL_CRITERION,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"gate event {refusal.event} ({what}, runner {refusal.runner!r}) refused: "
         f"{refusal.reason}",
         evidence={"refused": refusal.event, "kind": refusal.kind, "reason": refusal.reason},

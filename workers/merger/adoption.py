@@ -44,6 +44,7 @@ from schemas.adoption import (
     ConfigAdopted,
     config_digest,
 )
+from schemas.authority import ANSWERS_CLAIM, REFUSAL_CLASS
 from schemas.ids import answer_id
 from schemas.limits import MAX_TEXT_CHARS
 from schemas.merges import FailingTest
@@ -222,10 +223,10 @@ def refusal(
         target=RecordTarget(id=claim.id),
         severity="high" if code == "adopter-role" else "medium",
         criterion=code,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"configuration adoption refused: {message}",
         evidence={
-            "claim": claim.id,
+            ANSWERS_CLAIM: claim.id,
             "claimant": f"{claim.role}:{claim.principal}",
             "commit": claim.commit,
             "code": code,

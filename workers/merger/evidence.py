@@ -19,6 +19,7 @@ import msgspec
 
 from projections.merge_trunk import RedRecord
 from schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
+from schemas.authority import REFUSAL_CLASS
 from schemas.merges import CheckVerdict, FailingTest, MergeStage
 from schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
 from workers.history import Siblings
@@ -258,7 +259,7 @@ def refused_approval(
         target=RecordTarget(id=approval),
         severity=severity,
         criterion=code,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"approval refused: {message}",
         evidence={
             "report": approval,

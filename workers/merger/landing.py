@@ -37,6 +37,7 @@ from projections.contract_landing import (
 from projections.intents import Intent, Publish
 from projections.merges import MergesState
 from schemas import Actor, FindingRaised
+from schemas.authority import REFUSAL_CLASS
 from schemas.contract import (
     CONTRACT_TRAILER,
     PROPOSAL_TRAILER,
@@ -205,7 +206,7 @@ def refusal(
         target=PlanTarget(slice=slice_id) if slice_id else RecordTarget(id=claim),
         severity="high" if code.endswith("-role") else "medium",
         criterion=code,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=(
             f"contract of slice {slice_id} refused: {message}"
             if slice_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import structlog
 
-from schemas import Event, FindingRaised, UnitTransitioned
+from schemas import Event, FindingRaised, UnitTransitioned, authority
 from schemas.merges import CandidateTested, MergeConflicted, MergeQueued, TrunkAdvanced
 
 log = structlog.get_logger()
@@ -41,7 +41,7 @@ def note(event: Event) -> None:
             log.info("merger.trunk_advanced", unit=event.unit, merge=event.merge)
         case MergeConflicted():
             log.info("merger.conflicted", unit=event.unit, paths=event.paths)
-        case FindingRaised(cls="refused-transition"):
+        case FindingRaised(cls=authority.REFUSAL_CLASS):
             log.info("merger.approval_refused", unit=event.unit, code=event.criterion)
         case FindingRaised(cls="contract-wrong"):
             log.info("merger.promoted", unit=event.unit, finding=event.id)

@@ -23,6 +23,7 @@ from projections.blocking import BlockingState
 from projections.decisions import ANSWERS_CLAIM, Decision, DecisionsState
 from projections.intents import Intent, Publish
 from schemas import FindingRaised
+from schemas.authority import REFUSAL_CLASS
 from schemas.decisions import DecisionRecorded
 from schemas.ids import answer_id
 from schemas.targets import DecisionTarget, RecordTarget
@@ -82,7 +83,7 @@ def _finding(world: World, claim: DecisionRecorded, problem: str) -> FindingRais
         target=RecordTarget(id=claim.id),
         severity="medium",
         criterion="refused-claim",
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"refused: {problem}",
         evidence={ANSWERS_CLAIM: claim.id, "claimant": who(claim)},
         owner="operator",

@@ -12,6 +12,7 @@ from projections import lifecycle
 from projections.intents import Intent, Publish
 from projections.lifecycle import LifecycleState
 from schemas import Actor, FindingRaised, FindingResolved
+from schemas.authority import REFUSAL_CLASS
 from schemas.ids import answer_id
 from schemas.lifecycle import FindingClaim, FindingDismissed, FindingReopened
 from schemas.ratchet import GateMoveClaim
@@ -99,7 +100,7 @@ def refusal(
         target=RecordTarget(id=claim_id),
         severity="medium",
         criterion="refused-claim",
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"refused: {problem}",
         evidence={lifecycle.ANSWERS_CLAIM: claim_id, "claimant": f"{actor.role}:{actor.principal}"},
         owner="operator",

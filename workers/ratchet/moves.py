@@ -24,6 +24,7 @@ from projections.intents import Intent, PublishBatch
 from projections.lifecycle import GateTally, LifecycleState
 from projections.ratchet import RatchetState, Refused
 from schemas import FindingRaised
+from schemas.authority import ANSWERS_CLAIM
 from schemas.decisions import DecisionRecorded
 from schemas.findings import Severity
 from schemas.ids import answer_id
@@ -130,7 +131,7 @@ def _answer(
             (refusal(world, claim, verdict.reason, answer_id(claim.id, "ratchet")),)
         )
     by = f"{claim.actor.role}:{claim.actor.principal}"
-    evidence: dict[str, Any] = {"claim": claim.id, "why": claim.why}
+    evidence: dict[str, Any] = {ANSWERS_CLAIM: claim.id, "why": claim.why}
     if claim.check:
         evidence["check"] = claim.check
     if claim.defect:

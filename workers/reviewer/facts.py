@@ -11,6 +11,7 @@ from projections import reviews as rv
 from projections import round_rules
 from projections.findings import PROJECT_SCOPE, key_text
 from schemas import FindingRaised, format_target
+from schemas.authority import REFUSAL_CLASS
 from schemas.ids import answer_id
 from schemas.reviews import ReviewVerdict, VerdictRefused
 from schemas.targets import CodeTarget, RecordTarget, Target
@@ -32,7 +33,7 @@ def refusal(
         target=RecordTarget(id=claim.id),
         severity="high",
         criterion=criterion,
-        cls="refused-transition",
+        cls=REFUSAL_CLASS,
         message=f"verdict {claim.id} by {claim.actor.principal} refused: {reason}",
         evidence={"verdict": claim.id, "request": claim.request, "reason": reason},
         unit=claim.unit,
