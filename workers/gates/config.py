@@ -105,7 +105,8 @@ class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def cache_salt(self) -> str:
-        """The salt of every cache key: another interpreter measures something else."""
+        """The project's part of every cache key's salt (the runner adds the interpreter's
+        bytes and its fence: :mod:`workers.gates.host_key`)."""
         return f"{self.salt}|python={self.python}" if self.python else self.salt
 
     def check(self, check_id: str) -> CheckSpec:

@@ -55,6 +55,7 @@ from workers.gates.executors import (
     SubprocessExecutor,
 )
 from workers.gates.fenced import FencedExecutor
+from workers.gates.host_key import host_salt
 from workers.gates.prepare import Prepared, Unjudgeable, prepare
 from workers.gates.results import (
     CheckRun,
@@ -372,7 +373,9 @@ class GateRunner:
     ) -> CheckRun:
         """One check on one commit: from the cache, from a run in flight, or run now."""
         inputs = await asyncio.to_thread(repository.inputs_digest, self.repo, info.tree, spec.reads)
-        config_sha = spec.config_sha(config.cache_salt)
+        fenced = await self.fence_problem() is None
+        salt = await asyncio.to_thread(host_salt, config, spec, fenced=fenced)
+        config_sha = spec.config_sha(salt)
         key = cache_key(spec.id, inputs, config_sha)
         cache = await self.cache(config.project)
         if not force:
