@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("leases", "gate_runner", "builder")
-sys.path[:0] = [str(ROOT)] + [str(ROOT / "tests" / f) for f in HELPERS]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")] + [str(ROOT / "tests" / f) for f in HELPERS]
 
 from builderkit import ScriptedBuilder, dispatch, running, setup  # noqa: E402
 from gate_repos import GitRepo  # noqa: E402

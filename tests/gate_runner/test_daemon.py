@@ -4,14 +4,12 @@ suites, raises a finding for each refused result, and after SIGKILL answers noth
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from daemon_process import DaemonProcess
 from gate_repos import GitRepo, config
 
 from bus import Bus, read
@@ -25,44 +23,11 @@ OK_CHECK = (
 )
 
 
-class Daemon:
+class Daemon(DaemonProcess):
     def __init__(self, repo: Path, url: str, data: Path, log: Path, trunk_poll: float = 0):
-        self.args = [
-            sys.executable,
-            "-m",
-            "workers.gate_runner",
-            "--repo",
-            str(repo),
-            "--nats-url",
-            url,
-            "--data-dir",
-            str(data),
-            "--jobs",
-            "1",
-            "--trunk-poll",
-            str(trunk_poll),
-        ]
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as sink:
-            self.process = subprocess.Popen(
-                self.args, stdout=sink, stderr=sink, start_new_session=True
-            )
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        args = [sys.executable, "-m", "workers.gate_runner", "--repo", str(repo)]
+        args += ["--nats-url", url, "--data-dir", str(data), "--jobs", "1"]
+        super().__init__([*args, "--trunk-poll", str(trunk_poll)], log, stop_wait_s=15)
 
 
 @pytest.fixture

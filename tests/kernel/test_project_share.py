@@ -9,15 +9,13 @@ given twice is two events on the log rather than one de-duplicated one.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from daemon_process import DaemonProcess
 
 from bus import Bus, read
 from schemas import Actor, Event, FindingRaised, project_subjects
@@ -31,54 +29,14 @@ PROJECTS = 12  # two replicas each own some of 12 projects but for a 1 in 2,048 
 ASKER = Actor(role="system", principal="tests")
 
 
-class Replica:
+class Replica(DaemonProcess):
     def __init__(self, name: str, url: str, home: Path) -> None:
-        self.log = home / f"{name}.log"
-        self.args = [
-            sys.executable,
-            "-P",
-            str(SCRIPT),
-            "--nats-url",
-            url,
-            "--project-lease",
-            str(LEASE_S),
-        ]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as sink:
-            self.process = subprocess.Popen(
-                self.args,
-                stdout=sink,
-                stderr=sink,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
+        args = [sys.executable, "-P", str(SCRIPT), "--nats-url", url]
+        super().__init__([*args, "--project-lease", str(LEASE_S)], home / f"{name}.log")
 
     def ready(self) -> bool:
         assert self.process is not None and self.process.poll() is None, self.tail()
-        return self.log.exists() and b"daemon.caught_up" in self.log.read_bytes()
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+        return super().ready()
 
 
 @pytest.fixture

@@ -3,13 +3,11 @@ the gate-scale benchmark (a plain module: the conftest puts this folder on sys.p
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+from daemon_process import DaemonProcess
 from gate_repos import GitRepo, config
 
 from schemas import Event
@@ -35,15 +33,14 @@ def commits(repo: GitRepo, project: str, count: int, seconds: float) -> list[str
     return made
 
 
-class Runner:
+class Runner(DaemonProcess):
     """One ``loopbus worker gate-runner`` process with a key of its own."""
 
     def __init__(
         self, name: str, repo: Path, url: str, home: Path, *, jobs: int = 1, lease_ttl: float = 30
     ) -> None:
         self.name = name
-        self.log = home / f"{name}.log"
-        self.args = [
+        args = [
             sys.executable,
             "-m",
             "loopbus.cli",
@@ -64,43 +61,7 @@ class Runner:
             "--lease-ttl",
             str(lease_ttl),
         ]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as sink:
-            self.process = subprocess.Popen(
-                self.args,
-                stdout=sink,
-                stderr=sink,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def ready(self) -> bool:
-        """It has read the log to its end (and decides from now on)."""
-        return self.log.exists() and b"daemon.caught_up" in self.log.read_bytes()
-
-    def kill(self) -> None:
-        """SIGKILL the runner and everything it started (a check mid-run too)."""
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+        super().__init__(args, home / f"{name}.log")
 
 
 def answered(events: list[Event], asks: set[str]) -> bool:
