@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
-from test_daemon import OK_CHECK, all_events, answers, wait_for
+from test_gate_daemon import OK_CHECK, all_events, answers, wait_for
 
 from bus import Bus
 from loopbus.render import render_findings
