@@ -22,12 +22,14 @@ Intents are data so that a decision can be tested without a server and replayed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import TypeAlias, TypeVar
 
 import msgspec
 
 from projections.claims import Move
 from schemas import Event, UnitTransitioned
+from schemas.leases import Work
 
 
 def _not_a_transition(events: tuple[Event, ...]) -> None:
@@ -85,6 +87,22 @@ class MoveUnit:
     expected: int
 
 
+class Held(msgspec.Struct, frozen=True):
+    """What the shell needs to renew and release a lease: the item and the sequence of
+    the last lease event it saw on the item's subject. Set on an effect by the lease layer
+    (:func:`workers.leases.decide.claim`); a Struct beside :class:`Effect` so that an
+    effect's every field is typed data (tests/architecture/test_effect_types.py)."""
+
+    project: str
+    work: Work
+    item: str
+    holder: str
+    ttl_s: float
+    seq: int
+    deadline: datetime | None = None
+    """When the holder stops renewing and cancels the work (``None``: never)."""
+
+
 class Effect(msgspec.Struct, frozen=True, kw_only=True, tag_field="effect"):
     """Work for the daemon's shell: the base of every daemon's effects.
 
@@ -98,10 +116,10 @@ class Effect(msgspec.Struct, frozen=True, kw_only=True, tag_field="effect"):
     """
 
     project: str
-    lease: Any = None
+    lease: Held | None = None
     """The lease this replica holds on the effect's work item, set by the lease layer
-    (``workers.leases.decide.claim``: a ``Held``) when replicas split the work; ``None`` when
-    the work is not leased. Not part of ``key``: the item is the same, leased or not."""
+    (``workers.leases.decide.claim``) when replicas split the work; ``None`` when the work
+    is not leased. Not part of ``key``: the item is the same, leased or not."""
 
     @property
     def key(self) -> str:
@@ -113,5 +131,18 @@ class Effect(msgspec.Struct, frozen=True, kw_only=True, tag_field="effect"):
         return str(self.__struct_config__.tag)
 
 
+E = TypeVar("E", bound=Effect)
+"""A daemon's effects: the union of the tagged :class:`Effect` subclasses it asks for
+(``typing.Never`` for a daemon that asks for none)."""
+
+Publishing = Publish | PublishBatch | PublishIf | MoveUnit
+"""The intents the kernel carries out itself: what every daemon may return."""
+
+IntentOf: TypeAlias = Publish | PublishBatch | PublishIf | MoveUnit | E
+"""What a daemon whose effects are ``E`` may ask for: publishing, and its own effects only.
+``workers.kernel.Daemon[E]`` types ``decide`` and ``perform`` with it, so a decision that
+returns another daemon's effect is a mypy error, not a surprise at run time."""
+
 Intent = Publish | PublishBatch | PublishIf | MoveUnit | Effect
-"""Everything a decision can ask for."""
+"""Everything a decision can ask for, whichever daemon's (the kernel's carrying code is
+generic over ``E`` instead; this is for code that handles any daemon's intents)."""

@@ -12,11 +12,13 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from bus import BusError
 from bus.connection import DEFAULT_URL, NATS_URL_ENV
 from bus.creds import CREDS_ENV, load_credential
 from bus.tls import TLS_CA_ENV
+from projections.intents import E
 from workers.kernel import Daemon, Kernel
 from workers.remote import Mirror
 from workers.repo_args import add_mirror_options, keep_fresh, resolve
@@ -74,13 +76,13 @@ def project_lease_arg(text: str) -> float:
     return seconds
 
 
-def make_kernel(ctx: DaemonContext, daemon: Daemon) -> Kernel:
+def make_kernel(ctx: DaemonContext, daemon: Daemon[E]) -> Kernel[E]:
     """The kernel of a daemon run from the command line: its progress feeds the health
     beacon, and it shares projects when the replica was started with a project lease."""
     return Kernel(ctx.bus, daemon, on_record=ctx.note_progress, share_ttl_s=ctx.project_lease_s)
 
 
-def kernel_body(make_daemon: Callable[[], Daemon]) -> Body:
+def kernel_body(make_daemon: Callable[[], Daemon[Any]]) -> Body:
     """The body of a daemon written on the kernel: build it, run it until stopped."""
 
     async def body(ctx: DaemonContext) -> None:

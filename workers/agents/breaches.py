@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch, Publishing
 from schemas import Actor, Event, FindingRaised
 from schemas.findings import FindingClass, Producer
 from schemas.ids import answer_id
@@ -91,8 +91,8 @@ def breach_finding(
 
 
 def with_breach(
-    intent: Intent, run: AgentRun, breaches: Sequence[str], executor: str, at: datetime
-) -> Intent:
+    intent: Publishing, run: AgentRun, breaches: Sequence[str], executor: str, at: datetime
+) -> Publishing:
     """``intent`` (a publish) with the run's breach finding first in the same batch; as it
     is when the run hit no limit."""
     if not breaches:

@@ -7,6 +7,7 @@ import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -60,7 +61,7 @@ def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[
     return configs
 
 
-def serving_body(daemon: Daemon, idle: str) -> Body:
+def serving_body(daemon: Daemon[Any], idle: str) -> Body:
     """Run ``daemon`` on the kernel; when it serves no project, idle until stopped (logging
     ``<name>.idle`` with the reason ``idle``) rather than follow every project's log."""
     if daemon.projects:

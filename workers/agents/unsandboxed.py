@@ -12,8 +12,9 @@ says ``none`` sees it raised again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from projections.intents import Intent
+from projections.intents import Publishing
 from schemas import FindingRaised
 from schemas.targets import RecordTarget
 from workers.agents.config import RepoConfig
@@ -23,7 +24,7 @@ CRITERION = "agents-unsandboxed"
 TARGET = RecordTarget(id="loopbus.toml:agents.sandbox")
 
 
-def decide(world: World, config: RepoConfig) -> Sequence[Intent]:
+def decide(world: World, config: RepoConfig) -> Sequence[Publishing]:
     """The standing finding's one move for ``world.project``, if any (needs the
     ``findings`` fold)."""
     return standing.keep(
@@ -35,7 +36,7 @@ def decide(world: World, config: RepoConfig) -> Sequence[Intent]:
     )
 
 
-def wake(kernel: Kernel, configs: Mapping[str, RepoConfig]) -> None:
+def wake(kernel: Kernel[Any], configs: Mapping[str, RepoConfig]) -> None:
     """At start, decide for every project whose agents run unsandboxed, even one whose
     log is still empty (the kernel otherwise decides for a project once it has events)."""
     for project, config in configs.items():

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from projections.intents import Intent, PublishBatch
+from projections.intents import PublishBatch, Publishing
 from projections.round_rules import HALT_RUNG, tactic
 from schemas import Actor, Event, FindingRaised
 from schemas.builds import BuildEnvelope, NovelDecision
@@ -102,7 +102,7 @@ def gave_up(round_: Round, why: str) -> GaveUpReport:
     )
 
 
-def failed_twice(round_: Round, first: str, second: str) -> Intent:
+def failed_twice(round_: Round, first: str, second: str) -> Publishing:
     """The retry failed too: both problems on the log, then the unit gives up."""
     events: tuple[Event, ...] = (
         problem_finding(round_, first, salt="problem-1"),
@@ -119,7 +119,7 @@ def answered(
     *,
     sha: str | None,
     first_problem: str | None = None,
-) -> list[Intent]:
+) -> list[Publishing]:
     """The intents a valid envelope warrants (``sha``: the commit the adapter made)."""
     events: list[Event] = []
     if first_problem is not None:

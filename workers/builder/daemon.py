@@ -40,7 +40,7 @@ import structlog
 
 from bus import HEARTBEAT_BUCKET, Bus
 from projections import builds, convergence, decisions, findings, leases, lessons, units
-from projections.intents import Intent, PublishBatch
+from projections.intents import PublishBatch
 from schemas import Actor, Event
 from schemas.builds import Brief, BriefCriterion, BuildEnvelope, decode_envelope
 from schemas.reports import HeartbeatReport, encode_heartbeat, heartbeat_key
@@ -53,7 +53,7 @@ from workers.agents.workspace import remove, workdir
 from workers.builder import answers, conflict, worktree
 from workers.builder.criteria import criterion_text
 from workers.builder.decide import decide
-from workers.builder.effects import BuilderEffect, BuildRound
+from workers.builder.effects import BuilderEffect, BuilderIntent, BuildRound
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
 from workers.leases.deadlines import per_project
@@ -68,7 +68,7 @@ JOBS = 8
 """Rounds one leasing replica runs at once (each an agent command)."""
 
 
-class Builder(Daemon):
+class Builder(Daemon[BuilderEffect]):
     """Run builder rounds for the projects in ``configs`` (those with a build command)."""
 
     name = "builder"
@@ -108,10 +108,10 @@ class Builder(Daemon):
             self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[BuilderEffect]) -> None:
         unsandboxed.wake(kernel, self.configs)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[BuilderIntent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
@@ -120,7 +120,7 @@ class Builder(Daemon):
             return intents
         return leased(world, intents, BuildRound, "build", self.lease, _round_of)
 
-    async def perform(self, effect: BuilderEffect) -> Sequence[Intent]:
+    async def perform(self, effect: BuilderEffect) -> Sequence[BuilderIntent]:
         match effect:
             case BuildRound():
                 # Under a lease, the round's release follows its answer (free once stored).
@@ -129,7 +129,7 @@ class Builder(Daemon):
             case _:
                 assert_never(effect)
 
-    async def build_round(self, config: RepoConfig, args: BuildRound) -> list[Intent]:
+    async def build_round(self, config: RepoConfig, args: BuildRound) -> list[BuilderIntent]:
         """One round: worktree, command (retried once), commit, answer."""
         skeleton = dict(args.brief)
         unit = skeleton["unit"]
@@ -261,7 +261,7 @@ def _round_of(effect: BuildRound) -> str:
     return f"unit {brief['unit']} round {brief['round']}"
 
 
-def _published(events: list[Event]) -> list[Intent]:
+def _published(events: list[Event]) -> list[BuilderIntent]:
     return [PublishBatch(tuple(events))] if events else []
 
 

@@ -33,7 +33,7 @@ from projections import round_rules
 from projections.builds import CHOOSERS, BuildsState, UnitBuild
 from projections.claims import Move
 from projections.findings import FindingsState, open_findings
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch
 from projections.units import UnitsState, UnitView
 from schemas import Actor, FindingResolved, Outcome
 from schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
@@ -41,17 +41,17 @@ from schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
 from schemas.ids import answer_id
 from schemas.reports import StartedReport, UnblockedReport
 from workers.agents.config import BuildConfig
-from workers.builder.effects import BuildRound
+from workers.builder.effects import BuilderIntent, BuildRound
 from workers.kernel import World
 
 REPEATS_TO_HALT = 3
 
 
-def decide(world: World, config: BuildConfig) -> list[Intent]:
+def decide(world: World, config: BuildConfig) -> list[BuilderIntent]:
     """Everything the world warrants for the project's units (see the module docstring)."""
     builds: BuildsState = world.state("builds")
     units: UnitsState = world.state("units")
-    intents: list[Intent] = []
+    intents: list[BuilderIntent] = []
     for unit, build in builds.units.items():
         view = units.units.get(unit)
         if view is None or view.state in ("done", "failed", "lost"):
@@ -60,7 +60,9 @@ def decide(world: World, config: BuildConfig) -> list[Intent]:
     return intents
 
 
-def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitView) -> list[Intent]:
+def _for_unit(
+    world: World, config: BuildConfig, build: UnitBuild, view: UnitView
+) -> list[BuilderIntent]:
     builder = Actor(role="builder", principal=config.principal(build.unit))
     repeated = sorted(d for d, times in build.asked.items() if times >= REPEATS_TO_HALT)
     if repeated and view.state in ("working", "blocked"):
@@ -76,7 +78,7 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
             f"({round_rules.tactic(round_rules.LAST_RUNG)}), the last: the ladder is spent"
         )
         return [_halt(world, view, why, "halted", answer_id(build.spent, "halt"))]
-    intents: list[Intent] = []
+    intents: list[BuilderIntent] = []
     for choice in build.choices:
         asked = build.awaiting.get(choice.decision_id)
         if asked is None or choice.choose not in option_ids(asked.options):
@@ -140,7 +142,7 @@ def _for_unit(world: World, config: BuildConfig, build: UnitBuild, view: UnitVie
     return []
 
 
-def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) -> Intent:
+def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) -> BuilderIntent:
     outcome = Outcome(summary=why, ended_by=ended_by)
     assert view.state is not None
     move = Move(view.unit, view.state, "failed", "halted", outcome=outcome, commit=view.head)
@@ -149,7 +151,7 @@ def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) 
 
 def _unblock(
     world: World, builder: Actor, build: UnitBuild, view: UnitView, finding: str
-) -> Intent:
+) -> BuilderIntent:
     seed = view.block_id or finding
     resolved = FindingResolved(
         id=answer_id(seed, "decided"),

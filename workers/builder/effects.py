@@ -7,9 +7,9 @@ trigger however often the decision asks for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
-from projections.intents import Effect
+from projections.intents import Effect, IntentOf
 
 BUILD = "build"
 """The key prefix of :class:`BuildRound`."""
@@ -36,3 +36,6 @@ class BuildRound(Effect, frozen=True, tag="builder.build_round.v1"):
 
 BuilderEffect = BuildRound
 """Every effect the builder asks for."""
+
+BuilderIntent: TypeAlias = IntentOf[BuilderEffect]
+"""What the builder may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -18,10 +18,9 @@ from typing import assert_never
 import structlog
 
 from projections import charter, gates, merges
-from projections.intents import Intent
 from workers.agents.config import RepoConfig
 from workers.charter.decide import Options, decide
-from workers.charter.effects import CharterEffect, ReadCriteria
+from workers.charter.effects import CharterEffect, CharterIntent, ReadCriteria
 from workers.charter.reading import read, reading_key
 from workers.kernel import Daemon, Kernel, World
 
@@ -32,7 +31,7 @@ KEEP_READINGS = 8
 """Readings kept per project: the decision only asks about the latest trunk commits."""
 
 
-class CharterDaemon(Daemon):
+class CharterDaemon(Daemon[CharterEffect]):
     """Charters approved, criteria pinned and judged on trunk, run budgets kept."""
 
     name = "charter"
@@ -50,27 +49,27 @@ class CharterDaemon(Daemon):
         self.tick_s = tick_s
         self.options = options or Options()
         self.configs = dict(configs or {})
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[CharterEffect] | None = None
         self.readings: dict[str, list[str]] = {}
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[CharterEffect]) -> None:
         self.kernel = kernel
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[CharterIntent]:
         options = self.options
         reads = world.project in self.configs
         if reads != options.reads_repo:
             options = Options(options.check_in, options.finalize, reads_repo=reads)
         return decide(world, options)
 
-    async def perform(self, effect: CharterEffect) -> Sequence[Intent]:
+    async def perform(self, effect: CharterEffect) -> Sequence[CharterIntent]:
         match effect:
             case ReadCriteria():
                 return await self._read(effect)
             case _:
                 assert_never(effect)
 
-    async def _read(self, effect: ReadCriteria) -> Sequence[Intent]:
+    async def _read(self, effect: ReadCriteria) -> Sequence[CharterIntent]:
         config = self.configs[effect.project]
         commit = effect.commit
         reading = await asyncio.to_thread(

@@ -37,7 +37,6 @@ from projections import gates as gates_fold
 from projections import merges as merges_fold
 from projections.charter import RunView, open_slices
 from projections.gates import GatesState
-from projections.intents import Intent
 from projections.merges import MergesState
 from schemas import FindingRaised
 from schemas.authority import ANSWERS_CLAIM, REFUSAL_CLASS
@@ -54,7 +53,7 @@ from schemas.charter import (
 from schemas.ids import answer_id
 from schemas.targets import RecordTarget
 from workers.charter.criteria import approval_pins, check_digest, check_pins, judge
-from workers.charter.effects import ReadCriteria
+from workers.charter.effects import CharterIntent, ReadCriteria
 from workers.charter.reading import Reading, reading_key
 from workers.kernel import World
 
@@ -77,7 +76,7 @@ class Options:
 DEFAULTS = Options()
 
 
-def decide(world: World, options: Options = DEFAULTS) -> Sequence[Intent]:
+def decide(world: World, options: Options = DEFAULTS) -> Sequence[CharterIntent]:
     view: RunView = world.state(charter_fold.FOLD.name)
     for claim in view.approvals.values():
         return [world.publish_if(answer_approval(world, view, claim))]

@@ -7,7 +7,9 @@ read once while the reading is kept.
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 from workers.charter.reading import reading_key
 
 
@@ -24,3 +26,6 @@ class ReadCriteria(Effect, frozen=True, tag="charter.read_criteria.v1"):
 
 CharterEffect = ReadCriteria
 """Every effect the charter daemon asks for."""
+
+CharterIntent: TypeAlias = IntentOf[CharterEffect]
+"""What the charter may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from projections import charter, slices
 from projections.charter import RunView
 from projections.contract_landing import Pending, Refusal
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.planning import validate
 from projections.slice_asks import (
     MISALIGNED_EVIDENCE_KEY,
@@ -111,7 +111,7 @@ def charter_problems(world: World, submission: Submission) -> list[str]:
 
 def plan_answer(
     world: World, state: SlicesState, submission: Submission, criteria: Criteria
-) -> Intent:
+) -> Publishing:
     """Accept the plan (conditionally on its slice subject) or refuse it listing every
     problem. The criteria check is never skipped: criteria that cannot be read refuse the
     plan, and the rest of the check still runs so the refusal lists everything at once."""
@@ -192,7 +192,7 @@ class _Routed:
     merged: list[str]
 
 
-def route_misaligned(world: World, state: SlicesState, misaligned: Misaligned) -> Intent:
+def route_misaligned(world: World, state: SlicesState, misaligned: Misaligned) -> Publishing:
     """Route an open misaligned finding where the units its criteria reach say (no reached
     unit merged: a re-slice of the plan it names; some merged: a contract change), or
     refuse it saying why; never to an author."""
@@ -282,7 +282,7 @@ def unroutable(world: World, misaligned: Misaligned, why: str) -> FindingRaised:
     )
 
 
-def discard(world: World, state: SlicesState, view: SliceView) -> Intent:
+def discard(world: World, state: SlicesState, view: SliceView) -> Publishing:
     """Discard the plan a misaligned finding was routed to re-slice (the route's sequel)."""
     finding = view.resliced_by
     assert finding is not None  # pending_discards lists only routed slices
@@ -301,7 +301,7 @@ def discard(world: World, state: SlicesState, view: SliceView) -> Intent:
     return world.publish_if(discarded)
 
 
-def contract_discard(world: World, view: SliceView, pending: Pending) -> Intent:
+def contract_discard(world: World, view: SliceView, pending: Pending) -> Publishing:
     """Discard a plan whose contract the merger refused: its units could never start (they
     would be judged by criteria trunk does not hold), so the slice is planned again, the
     refusal finding carrying the reasons to the planner."""

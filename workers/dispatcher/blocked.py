@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from projections import blocking
 from projections.blocking import Blocked, BlockingState
 from projections.decisions import DecisionsState
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.slices import SlicesState
 from schemas import FindingResolved
 from schemas.decisions import BlockedRouted
@@ -24,7 +24,7 @@ from schemas.slices import SlicePlanDiscarded
 from workers.kernel import World
 
 
-def steps(world: World) -> Iterator[Intent]:
+def steps(world: World) -> Iterator[Publishing]:
     """Every step the blocked-by-fact findings warrant, first first."""
     state: BlockingState = world.state(blocking.FOLD.name)
     slices: SlicesState = world.state("slices")

@@ -36,7 +36,6 @@ from projections import gates as gates_fold
 from projections import units as units_fold
 from projections import verify as verify_fold
 from projections import wave_review as wave_fold
-from projections.intents import Intent
 from projections.ship import ShipRules
 from workers.dispatcher import retries
 from workers.dispatcher.decide import (
@@ -50,6 +49,7 @@ from workers.dispatcher.decide import (
 from workers.dispatcher.effects import (
     Boot,
     DispatcherEffect,
+    DispatcherIntent,
     ReadCriteria,
     ReadTrunk,
     ReadUnit,
@@ -67,7 +67,7 @@ READINGS_KEPT = 32
 only the latest few can still be wanted)."""
 
 
-class Dispatcher(Daemon):
+class Dispatcher(Daemon[DispatcherEffect]):
     """Plans become facts, slices run wave by wave, increments boot."""
 
     name = "dispatcher"
@@ -106,15 +106,15 @@ class Dispatcher(Daemon):
         )
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[DispatcherEffect] | None = None
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[DispatcherEffect]) -> None:
         self.kernel = kernel  # effects report what they read through it
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[DispatcherIntent]:
         return decide(world, self.options)
 
-    async def perform(self, effect: DispatcherEffect) -> Sequence[Intent]:
+    async def perform(self, effect: DispatcherEffect) -> Sequence[DispatcherIntent]:
         repo = self.repos[effect.project]
         reading: Any
         match effect:

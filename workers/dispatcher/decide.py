@@ -57,7 +57,7 @@ from projections import (
     slice_dispatch,
     slices,
 )
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from projections.slice_asks import Submission
 from projections.slice_dispatch import (
     Action,
@@ -79,6 +79,7 @@ from workers.dispatcher.answers import Criteria
 from workers.dispatcher.effects import (
     Boot,
     DispatcherEffect,
+    DispatcherIntent,
     ReadCriteria,
     ReadTrunk,
     ReadUnit,
@@ -120,7 +121,7 @@ def boot_name(project: str, accepted: str) -> str:
     return f"dispatcher.boot.{project}.{accepted}"
 
 
-def decide(world: World, options: Options) -> list[Intent]:
+def decide(world: World, options: Options) -> list[DispatcherIntent]:
     """The intents the project's state warrants now (see the module's docstring)."""
     state: SlicesState = world.state("slices")
     stopped = blocking.stopped(
@@ -139,7 +140,7 @@ def decide(world: World, options: Options) -> list[Intent]:
     rules = options.rules(world.project)
     if rules.verify or rules.wave_review:
         actions = post_merge.verification_holds(world, state, actions, rules)
-    intents: list[Intent] = []
+    intents: list[DispatcherIntent] = []
     for action in actions:
         view = state.slices[action.slice]
         match action:
@@ -158,7 +159,7 @@ def decide(world: World, options: Options) -> list[Intent]:
 
 def _steps(
     world: World, options: Options, state: SlicesState, actions: Sequence[Action]
-) -> Iterator[Intent]:
+) -> Iterator[DispatcherIntent]:
     """Every step the state warrants, first first (the caller takes one)."""
     for view in slices.pending_discards(state):
         yield answers.discard(world, state, view)
@@ -217,7 +218,9 @@ def reading(world: World, key: str) -> Any:
     return world.outside.get(reads_name(world.project), {}).get(key)
 
 
-def answer(world: World, options: Options, state: SlicesState, submission: Submission) -> Intent:
+def answer(
+    world: World, options: Options, state: SlicesState, submission: Submission
+) -> DispatcherIntent:
     """Answer a plan submission (trunk's pending criteria read first when there is a
     repository; without one the plan is refused, since they cannot be read)."""
     criteria = answers.no_repository(world.project)
@@ -230,7 +233,7 @@ def answer(world: World, options: Options, state: SlicesState, submission: Submi
     return answers.plan_answer(world, state, submission, criteria)
 
 
-def plan_units(world: World, view: SliceView, unit_ids: list[str]) -> list[Intent]:
+def plan_units(world: World, view: SliceView, unit_ids: list[str]) -> list[DispatcherIntent]:
     by_id = {unit.id: unit for unit in view.plan.units}
     return [
         Publish(
@@ -252,7 +255,7 @@ def plan_units(world: World, view: SliceView, unit_ids: list[str]) -> list[Inten
     ]
 
 
-def hold(world: World, view: SliceView, action: BlockDependent) -> list[Intent]:
+def hold(world: World, view: SliceView, action: BlockDependent) -> list[DispatcherIntent]:
     """Hold ``action.unit`` awaiting the failed ``action.failed``, as the transition table
     allows (:func:`projections.claims.hold`); nothing while the unit is not planned
     on the log yet, or when the table refuses the hold."""
@@ -267,7 +270,7 @@ def hold(world: World, view: SliceView, action: BlockDependent) -> list[Intent]:
     return [world.move(move, answer_id(cause or view.accepted, f"hold:{action.unit}"))]
 
 
-def dispatch(world: World, options: Options, view: SliceView, action: Dispatch) -> Intent:
+def dispatch(world: World, options: Options, view: SliceView, action: Dispatch) -> DispatcherIntent:
     """Dispatch a unit against trunk's commit (read first when there is a repository)."""
     read = ReadTrunk(
         project=world.project, accepted=view.accepted, unit=action.unit, attempt=action.attempt
@@ -299,7 +302,7 @@ def dispatch(world: World, options: Options, view: SliceView, action: Dispatch) 
     return world.publish_if(event)
 
 
-def complete(world: World, options: Options, view: SliceView, action: Complete) -> Intent:
+def complete(world: World, options: Options, view: SliceView, action: Complete) -> DispatcherIntent:
     """Complete a unit's run-record entry (its configured commands and changed files read
     first when there is a repository and a head to read them at)."""
     unit = view.units[action.unit]
@@ -329,7 +332,7 @@ def boot_result(world: World, options: Options, view: SliceView) -> BootResult |
     return found
 
 
-def close(world: World, view: SliceView, boot: BootResult) -> Intent:
+def close(world: World, view: SliceView, boot: BootResult) -> DispatcherIntent:
     summary = slice_dispatch.settled_summary(view)
     closed = SliceClosed(
         id=answer_id(view.accepted, "slice-closed"),

@@ -12,7 +12,9 @@ made once while it is kept.
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 
 CRITERIA = "criteria"
 TRUNK = "trunk"
@@ -68,3 +70,6 @@ class Boot(Effect, frozen=True, tag="dispatcher.boot.v1"):
 
 DispatcherEffect = ReadCriteria | ReadTrunk | ReadUnit | Boot
 """Every effect the dispatcher asks for."""
+
+DispatcherIntent: TypeAlias = IntentOf[DispatcherEffect]
+"""What the dispatcher may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from projections import budgets, claims, round_rules
 from projections import convergence as conv
-from projections.intents import Intent
+from projections.intents import Publishing
 from projections.slice_dispatch import Retry, Revive
 from projections.slices import SliceView
 from projections.units import UnitsState
@@ -87,7 +87,7 @@ def _budget_left(use: budgets.SliceUse | None, unit: str) -> str:
     return f"the slice's budget allows it (rework {used} of {limit})"
 
 
-def decision(world: World, view: SliceView, action: Retry) -> Intent:
+def decision(world: World, view: SliceView, action: Retry) -> Publishing:
     """The retry decision for ``action.failure``, conditional on the slice subject."""
     unit = view.units[action.unit]
     history = conv.unit_view(world.state(conv.FOLD.name), action.unit)
@@ -112,7 +112,7 @@ def decision(world: World, view: SliceView, action: Retry) -> Intent:
     return world.publish_if(event)
 
 
-def revive(world: World, action: Revive) -> list[Intent]:
+def revive(world: World, action: Revive) -> list[Publishing]:
     """Move the unit back to work as its retry decision granted (the transition table's
     ``failed -> working`` by ``retried``); nothing when the unit has moved since."""
     units: UnitsState = world.state("units")

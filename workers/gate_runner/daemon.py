@@ -29,7 +29,6 @@ import structlog
 
 from bus import BusError
 from projections import findings, leases, ratchet
-from projections.intents import Intent
 from schemas import Event
 from schemas.ids import new_id
 from schemas.ratchet import CATALOGUE, GateMoved
@@ -48,7 +47,7 @@ from workers import repository
 from workers.errors import GateError, WorkerError
 from workers.gate_runner.deadline import suite_deadline
 from workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
-from workers.gate_runner.effects import GateRunnerEffect, Job, RunSuite
+from workers.gate_runner.effects import GateRunnerEffect, GateRunnerIntent, Job, RunSuite
 from workers.gates import unfenced
 from workers.gates.runner import GateRunner, SuiteResult
 from workers.gates.unitgate import gate_unit
@@ -62,7 +61,7 @@ RETRIES = 3
 RETRY_FIRST_S = 1.0
 
 
-class GateRunnerDaemon(Daemon):
+class GateRunnerDaemon(Daemon[GateRunnerEffect]):
     """Keeps every ask of one project answered, and trunk gated."""
 
     name = "gate-runner"
@@ -94,7 +93,7 @@ class GateRunnerDaemon(Daemon):
         self.jobs = max(jobs, 1)
         self.trunk = trunk
         self.trunk_poll_s = trunk_poll_s
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[GateRunnerEffect] | None = None
 
     def subjects(self) -> list[str]:
         p = self.project
@@ -116,7 +115,7 @@ class GateRunnerDaemon(Daemon):
         decides whether its checks block here."""
         return (self.project,) if isinstance(event, GateMoved) else ()
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[GateRunnerEffect]) -> None:
         self.kernel = kernel
         await self.runner.cache(self.project)  # its key goes on the log with the first suite
         fence = unfenced.Fence(await self.runner.fence_problem())
@@ -128,10 +127,10 @@ class GateRunnerDaemon(Daemon):
         if self.trunk is not None and self.trunk_poll_s > 0:
             kernel.spawn(self.watch_trunk(kernel, self.trunk), "trunk")
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[GateRunnerIntent]:
         return [*decide(world, self.jobs, self.lease), *unfenced.decide(world)]
 
-    async def perform(self, effect: GateRunnerEffect) -> Sequence[Intent]:
+    async def perform(self, effect: GateRunnerEffect) -> Sequence[GateRunnerIntent]:
         match effect:
             case RunSuite(job=job, advisory=advisory):
                 # Under a lease, released after the suite's facts (the item is free again
@@ -141,7 +140,9 @@ class GateRunnerDaemon(Daemon):
             case _:
                 assert_never(effect)
 
-    async def _run_suite(self, job: Job, advisory: ratchet.Advisory | None) -> Sequence[Intent]:
+    async def _run_suite(
+        self, job: Job, advisory: ratchet.Advisory | None
+    ) -> Sequence[GateRunnerIntent]:
         """The suite's batches, for the kernel to publish: it decides again for the project
         only once it has folded them back (its barrier), so the ask is not run twice."""
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
@@ -192,7 +193,7 @@ class GateRunnerDaemon(Daemon):
         if self.lease is not None and deadline is not None:
             self.lease = dataclasses.replace(self.lease, deadlines={self.project: deadline})
 
-    async def watch_trunk(self, kernel: Kernel, ref: str) -> None:
+    async def watch_trunk(self, kernel: Kernel[GateRunnerEffect], ref: str) -> None:
         """Report each new commit ``ref`` points at (an advance by the merger, a revert, or
         an outside push); the decision asks for its gates unless a suite or an ask exists."""
         seen: str | None = None

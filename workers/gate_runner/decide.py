@@ -17,7 +17,7 @@ import msgspec
 
 from projections import gates, ratchet
 from projections.base import Fold
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from schemas import Event, FindingRaised, UnitPlanned, UnitTransitioned
 from schemas.authority import REFUSAL_CLASS
 from schemas.charter import CharterApproved
@@ -25,7 +25,7 @@ from schemas.gates import GateRunRequested, GateSuiteCompleted
 from schemas.ids import answer_id
 from schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
 from schemas.targets import RecordTarget
-from workers.gate_runner.effects import RUN, Job, RunSuite
+from workers.gate_runner.effects import RUN, GateRunnerIntent, Job, RunSuite
 from workers.gates.unitgate import UnitScope
 from workers.kernel import World
 from workers.leases.decide import Item, Policy, claim
@@ -134,13 +134,13 @@ class TrunkSeen:
     ask: str
 
 
-def decide(world: World, jobs: int, lease: Policy | None = None) -> list[Intent]:
+def decide(world: World, jobs: int, lease: Policy | None = None) -> list[GateRunnerIntent]:
     """Report every refused gate event once; ask for trunk's new commit; run up to ``jobs``
     suites at once, oldest ask first. With a lease ``Policy`` (replicas of the runner
     share the project), an ask is run only under this replica's lease on it, so each ask
     is run by one replica (see :mod:`workers.leases`)."""
     work: GateWork = world.state(FOLD.name)
-    intents: list[Intent] = [
+    intents: list[GateRunnerIntent] = [
         Publish(refusal_finding(world, refusal))
         for refusal in gates.unreported_refusals(work.gates)
     ]

@@ -6,9 +6,11 @@ the ask it answers, so asking again while it runs, or after a restart, runs it o
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import msgspec
 
-from projections.intents import Effect
+from projections.intents import Effect, IntentOf
 from projections.ratchet import Advisory
 from schemas.gates import RunReason
 from workers.gates.unitgate import UnitScope
@@ -43,3 +45,6 @@ class RunSuite(Effect, frozen=True, tag="gate_runner.run_suite.v1"):
 
 GateRunnerEffect = RunSuite
 """Every effect the gate runner asks for (one today; a union as soon as there are two)."""
+
+GateRunnerIntent: TypeAlias = IntentOf[GateRunnerEffect]
+"""What the gate runner may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.intents import Intent, PublishBatch
+from projections.intents import PublishBatch, Publishing
 from schemas import Actor, Event, FindingRaised
 from schemas.findings import FindingClass
 from schemas.gates import (
@@ -81,7 +81,7 @@ class SuiteResult:
     with the findings beside it. The runner publishes none of it (see :meth:`intents`)."""
 
     @property
-    def intents(self) -> list[Intent]:
+    def intents(self) -> list[Publishing]:
         """The batches as intents, for a daemon's shell to hand to its kernel."""
         return [PublishBatch(batch) for batch in self.batches if batch]
 

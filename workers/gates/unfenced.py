@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from projections.intents import Intent
+from projections.intents import Publishing
 from schemas import FindingRaised
 from schemas.targets import RecordTarget
 from workers.kernel import World, standing
@@ -39,7 +39,7 @@ class Fence:
     problem: str | None
 
 
-def decide(world: World) -> Sequence[Intent]:
+def decide(world: World) -> Sequence[Publishing]:
     """The standing finding's one move for ``world.project``, if any (needs the
     ``findings`` fold and the :data:`FENCE` observation; nothing before the probe)."""
     fence: Fence | None = world.outside.get(FENCE)

@@ -8,10 +8,11 @@ derived from the forged event, so a restart, or two integrity daemons, raise it 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Never
 
 from projections import integrity
 from projections.integrity import EVIDENCE_KEY, Forgery
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from schemas import Actor, FindingRaised
 from schemas.ids import answer_id
 from schemas.targets import RecordTarget
@@ -42,13 +43,13 @@ def forgery_finding(project: str, forgery: Forgery, actor: Actor) -> FindingRais
     )
 
 
-class Integrity(Daemon):
+class Integrity(Daemon[Never]):
     """Report each forgery once."""
 
     name = "integrity"
     folds = (integrity.FOLD,)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[Publishing]:
         state: integrity.IntegrityState = world.state("integrity")
         return [
             Publish(forgery_finding(world.project, forgery, world.actor))

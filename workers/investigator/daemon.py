@@ -30,7 +30,6 @@ import structlog
 
 from projections import findings, leases
 from projections import investigations as inv
-from projections.intents import Intent
 from schemas import Actor, utcnow
 from workers.agents import unsandboxed
 from workers.agents.breaches import AgentRun, with_breach
@@ -44,7 +43,7 @@ from workers.investigator.decide import (
     document,
     parse_report,
 )
-from workers.investigator.effects import Investigate, InvestigatorEffect
+from workers.investigator.effects import Investigate, InvestigatorEffect, InvestigatorIntent
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
 from workers.leases.deadlines import per_project
@@ -54,7 +53,7 @@ from workers.repository import open_repo, trunk_commit
 log = structlog.get_logger()
 
 
-class Investigator(Daemon):
+class Investigator(Daemon[InvestigatorEffect]):
     """Investigate the second failure of anything, for the projects in ``configs``."""
 
     name = "investigator"
@@ -73,7 +72,7 @@ class Investigator(Daemon):
         served = {p: c for p, c in configs.items() if c.investigator.command}
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[InvestigatorEffect] | None = None
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the investigations, each run once
             # An investigation is one agent run within investigator.timeout.
@@ -81,11 +80,11 @@ class Investigator(Daemon):
             self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[InvestigatorEffect]) -> None:
         self.kernel = kernel
         unsandboxed.wake(kernel, self.configs)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[InvestigatorIntent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
@@ -94,19 +93,19 @@ class Investigator(Daemon):
             return intents
         return leased(world, intents, Investigate, "investigation", self.lease, _trigger_of)
 
-    async def perform(self, effect: InvestigatorEffect) -> Sequence[Intent]:
+    async def perform(self, effect: InvestigatorEffect) -> Sequence[InvestigatorIntent]:
         match effect:
             case Investigate(view=view):
                 assert self.kernel is not None
 
-                async def work() -> list[Intent]:
+                async def work() -> list[InvestigatorIntent]:
                     return [await self.investigate(self.configs[effect.project], view)]
 
                 return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
             case _:
                 assert_never(effect)
 
-    async def investigate(self, config: RepoConfig, view: inv.TriggerView) -> Intent:
+    async def investigate(self, config: RepoConfig, view: inv.TriggerView) -> InvestigatorIntent:
         """Run the investigator command on the trigger's evidence; its answer as intents."""
         assert config.investigator.command is not None
         timeout_s = config.investigator.timeout_s

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from projections import investigations as inv
-from projections.intents import Intent, PublishBatch, PublishIf
+from projections.intents import PublishBatch, PublishIf
 from schemas import Actor, FindingRaised
 from schemas.ids import answer_id
 from schemas.ratchet import GateProposed
@@ -28,7 +28,7 @@ from schemas.reviews import (
     InvestigationRequested,
 )
 from schemas.targets import RecordTarget, Target
-from workers.investigator.effects import Investigate
+from workers.investigator.effects import Investigate, InvestigatorIntent
 from workers.kernel import World
 
 OWNERS = {"unit-failed": "operator", "trunk-red": "planner", "gate-error": "standards"}
@@ -39,11 +39,11 @@ planning, and a gate erroring twice is the machinery's (standards)."""
 _report = msgspec.json.Decoder(InvestigationReport)
 
 
-def decide(world: World) -> list[Intent]:
+def decide(world: World) -> list[InvestigatorIntent]:
     """Request every trigger due (each on its own empty subject) and run every request
     that has no completion yet."""
     state: inv.InvestigationsState = world.state("investigations")
-    intents: list[Intent] = []
+    intents: list[InvestigatorIntent] = []
     for view in inv.due(state):
         request = InvestigationRequested(
             id=answer_id(view.failures[-1], f"investigation:{view.trigger}"),

@@ -6,8 +6,10 @@ is the request's id, so a request is investigated once per process however often
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from projections import investigations as inv
-from projections.intents import Effect
+from projections.intents import Effect, IntentOf
 
 INVESTIGATE = "investigate"
 """The key prefix of :class:`Investigate`."""
@@ -26,3 +28,6 @@ class Investigate(Effect, frozen=True, tag="investigator.investigate.v1"):
 
 InvestigatorEffect = Investigate
 """Every effect the investigator asks for."""
+
+InvestigatorIntent: TypeAlias = IntentOf[InvestigatorEffect]
+"""What the investigator may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -19,7 +19,16 @@ again for that project. Crash policy, in one place:
 See docs/extending.md for a complete daemon in a few dozen lines.
 """
 
-from projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from projections.intents import (
+    Effect,
+    Intent,
+    IntentOf,
+    MoveUnit,
+    Publish,
+    PublishBatch,
+    PublishIf,
+    Publishing,
+)
 from workers.kernel.daemon import Daemon, World
 from workers.kernel.kernel import Kernel
 
@@ -27,10 +36,12 @@ __all__ = [
     "Daemon",
     "Effect",
     "Intent",
+    "IntentOf",
     "Kernel",
     "MoveUnit",
     "Publish",
     "PublishBatch",
     "PublishIf",
+    "Publishing",
     "World",
 ]

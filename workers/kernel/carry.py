@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
+from typing import Generic
 
 import structlog
 
 from bus import Bus, BusError, TransitionConflict
 from projections.claims import transition_event
-from projections.intents import Effect, Intent, MoveUnit, Publish, PublishBatch, PublishIf
+from projections.intents import E, IntentOf, MoveUnit, Publish, PublishBatch, PublishIf
 from schemas import Event, subject_of
 from schemas.subjects import matches_any
 from workers.kernel.daemon import Daemon
@@ -28,12 +29,12 @@ RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 5.0
 
 
-class Carrying:
+class Carrying(Generic[E]):
     """Publishing intents and running effects, for :class:`.kernel.Kernel` (whose
-    ``__init__`` sets every attribute declared here)."""
+    ``__init__`` sets every attribute declared here); ``E``: the daemon's effects."""
 
     bus: Bus
-    daemon: Daemon
+    daemon: Daemon[E]
     subjects: list[str]
     seqs: dict[str, int]
     folded: int
@@ -42,8 +43,8 @@ class Carrying:
     repeated: int
     running: dict[str, asyncio.Task[None]]
     failed: set[str]
-    idle: dict[str, tuple[int, Effect]]
-    results: deque[tuple[str, Sequence[Intent]]]
+    idle: dict[str, tuple[int, E]]
+    results: deque[tuple[str, Sequence[IntentOf[E]]]]
     records: deque[Event]
     published: int
     wake: asyncio.Event
@@ -69,14 +70,14 @@ class Carrying:
 
     # -- carrying intents out -----------------------------------------------------------
 
-    async def _carry_out(self, project: str, intents: Sequence[Intent]) -> list[Event]:
+    async def _carry_out(self, project: str, intents: Sequence[IntentOf[E]]) -> list[Event]:
         """Publish in order; stop at the first publish that fails or loses a race."""
         published, _rest = await self._carry_out_rest(project, intents)
         return published
 
     async def _carry_out_rest(
-        self, project: str, intents: Sequence[Intent]
-    ) -> tuple[list[Event], Sequence[Intent]]:
+        self, project: str, intents: Sequence[IntentOf[E]]
+    ) -> tuple[list[Event], Sequence[IntentOf[E]]]:
         """Like :meth:`_carry_out`; also returns what a failed publish left undone."""
         published: list[Event] = []
         for index, intent in enumerate(intents):
@@ -95,7 +96,7 @@ class Carrying:
         self._retry_s = 0.0
         return published, ()
 
-    async def _one(self, intent: Intent) -> list[Event]:
+    async def _one(self, intent: IntentOf[E]) -> list[Event]:
         events: list[Event]
         match intent:
             case Publish(event=event):
@@ -111,7 +112,7 @@ class Carrying:
             case MoveUnit(project=project, move=move, event_id=event_id, expected=expected):
                 fact = transition_event(move, project, self.daemon.actor, event_id)
                 events, acks = [fact], [await self.bus.publish_transition(fact, expected)]
-            case Effect():
+            case _:  # the daemon's own effect (E): everything else is matched above
                 self._start(intent)
                 return []
         for event, ack in zip(events, acks, strict=True):
@@ -161,7 +162,7 @@ class Carrying:
 
     # -- effects --------------------------------------------------------------------------
 
-    def _start(self, effect: Effect) -> None:
+    def _start(self, effect: E) -> None:
         if effect.key in self.running or effect.key in self.failed:
             return
         if self.idle.get(effect.key) == (self.folded, effect):
@@ -169,8 +170,8 @@ class Carrying:
         task = asyncio.create_task(self._perform(effect), name=f"effect:{effect.key}")
         self.running[effect.key] = task
 
-    async def _perform(self, effect: Effect) -> None:
-        intents: Sequence[Intent] = ()
+    async def _perform(self, effect: E) -> None:
+        intents: Sequence[IntentOf[E]] = ()
         try:
             intents = await self.daemon.perform(effect)
         except asyncio.CancelledError:

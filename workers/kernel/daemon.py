@@ -15,12 +15,12 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from bus import Record
 from projections import Fold, FoldFailure, apply_guarded
 from projections.claims import Move
-from projections.intents import Intent, MoveUnit, PublishIf
+from projections.intents import E, IntentOf, MoveUnit, PublishIf
 from schemas import Actor, Event, subject_of
 from schemas.subjects import serving, unit_subject
 
@@ -73,8 +73,13 @@ class World:
         return MoveUnit(self.project, move, event_id, self.unit_seq(move.unit))
 
 
-class Daemon:
-    """A daemon's policy (``decide``) and shell (``perform``, ``start``, ``close``)."""
+class Daemon(Generic[E]):
+    """A daemon's policy (``decide``) and shell (``perform``, ``start``, ``close``).
+
+    ``E`` is the union of the effects it asks for (``typing.Never``: none), declared in
+    its ``effects.py``; ``decide`` and ``perform`` return ``IntentOf[E]``, so mypy rejects
+    a decision that asks for another daemon's effect and a ``perform`` that misses one
+    (tests/architecture/test_effect_types.py holds both)."""
 
     name: ClassVar[str] = "daemon"
     folds: tuple[Fold[Any], ...] = ()
@@ -115,26 +120,26 @@ class Daemon:
         declared a capability. None by default."""
         return ()
 
-    def undecodable(self, record: Record) -> Sequence[Intent]:
+    def undecodable(self, record: Record) -> Sequence[IntentOf[E]]:
         """What a record that does not decode warrants (nothing: the projector quarantines
         it, every other daemon skips it)."""
         return ()
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[IntentOf[E]]:
         """Pure: the intents the world warrants for ``world.project`` (none by default)."""
         return ()
 
-    async def perform(self, effect: Any) -> Sequence[Intent]:
+    async def perform(self, effect: E) -> Sequence[IntentOf[E]]:
         """Carry out an effect ``decide`` asked for; return the intents its result warrants
         (what it would publish: the kernel publishes it, as it publishes a decision's).
 
         A daemon that asks for effects declares them as tagged subclasses of
-        :class:`~projections.intents.Effect`, takes their union here, and writes
-        this as one ``match`` ending in ``case _: assert_never(effect)`` (typed ``Any``
-        here so that each daemon narrows it to its own union)."""
+        :class:`~projections.intents.Effect`, subclasses ``Daemon[ThatUnion]``, and writes
+        this as one ``match`` ending in ``case _: assert_never(effect)``: a case missed is
+        then a mypy error."""
         raise NotImplementedError(f"{type(self).__name__} asked for effect {effect!r}")
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[E]) -> None:
         """Start the shell's sensors (with ``kernel.spawn``) before the log is followed."""
 
     async def close(self) -> None:

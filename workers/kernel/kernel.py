@@ -23,7 +23,7 @@ import structlog
 
 from bus import Bus, Record, read
 from projections import FoldFailure
-from projections.intents import Effect, Intent
+from projections.intents import E, IntentOf
 from schemas import Event, utcnow
 from schemas.limits import bounded
 from schemas.quarantine import fold_quarantine_record, is_quarantine_subject
@@ -47,13 +47,13 @@ def parse_project(subject: str) -> str:
     return parsed.project if parsed is not None else "_unknown"
 
 
-class Kernel(Carrying):
-    """Runs one :class:`Daemon` against the log until stopped."""
+class Kernel(Carrying[E]):
+    """Runs one :class:`Daemon` against the log until stopped (``E``: its effects)."""
 
     def __init__(
         self,
         bus: Bus,
-        daemon: Daemon,
+        daemon: Daemon[E],
         *,
         clock: Callable[[], datetime] = utcnow,
         on_record: Callable[[int], None] | None = None,
@@ -79,11 +79,11 @@ class Kernel(Carrying):
         answer (each one logged)."""
         self.running: dict[str, asyncio.Task[None]] = {}
         self.failed: set[str] = set()
-        self.idle: dict[str, tuple[int, Effect]] = {}
+        self.idle: dict[str, tuple[int, E]] = {}
         """Effects that warranted nothing, with the sequence folded when they ended: asked
         for again before anything new is folded (or the next tick), they would only
         repeat themselves, so they wait."""
-        self.results: deque[tuple[str, Sequence[Intent]]] = deque()
+        self.results: deque[tuple[str, Sequence[IntentOf[E]]]] = deque()
         self.records: deque[Event] = deque()
         """Facts to put on the log once each (a fold that skipped an event): published
         conditionally on an empty subject, so a second daemon, or a restart, stores none."""

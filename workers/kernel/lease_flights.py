@@ -34,12 +34,12 @@ from typing import TypeVar
 import structlog
 
 from bus import Bus, TransitionConflict, read
+from projections.intents import Held
 from schemas import Actor, decode_event, utcnow
 from schemas.gates import cache_key_digest
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from schemas.subjects import gate_subjects, lease_subject
 from workers.kernel.lease_holding import holding
-from workers.leases.decide import Held
 
 log = structlog.get_logger()
 

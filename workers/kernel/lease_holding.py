@@ -22,14 +22,14 @@ from typing import TypeVar
 import structlog
 
 from bus import Bus, BusError, TransitionConflict
-from projections.intents import Effect, Intent, PublishIf
+from projections.intents import Effect, Held, Intent, PublishIf
 from schemas import Actor, utcnow
 from schemas.leases import LeaseReleased, LeaseRenewed, Released
-from workers.leases.decide import Held
 
 log = structlog.get_logger()
 
 T = TypeVar("T")
+Asked = TypeVar("Asked", bound=Intent)
 
 RENEWALS_PER_TTL = 3
 """Renewals per lease lifetime: two can be lost (a slow bus) before the lease lapses."""
@@ -170,8 +170,8 @@ async def _release(bus: Bus, actor: Actor, held: Held, seq: int, how: Released) 
 
 
 async def answered_under_lease(
-    bus: Bus, actor: Actor, effect: Effect, work: Awaitable[Sequence[Intent]]
-) -> list[Intent]:
+    bus: Bus, actor: Actor, effect: Effect, work: Awaitable[Sequence[Asked]]
+) -> list[Asked | PublishIf]:
     """The intents ``work`` answers ``effect`` with, run under the effect's lease when it
     has one (``effect.lease``), its release put after them; nothing when the lease
     was lost (another replica does the work now). For a daemon whose work answers with

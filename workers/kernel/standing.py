@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from projections.findings import FindingsState, open_findings
-from projections.intents import Intent
+from projections.intents import Publishing
 from schemas import FindingRaised, FindingResolved
 from workers.kernel.daemon import World
 
@@ -27,7 +27,7 @@ def keep(
     holds: bool,
     raised: Callable[[], FindingRaised],
     why_resolved: str,
-) -> Sequence[Intent]:
+) -> Sequence[Publishing]:
     """Raise ``raised()`` while ``holds`` and no ``criterion`` finding is open; resolve the
     open one with ``why_resolved`` once it does not (needs the ``findings`` fold)."""
     state: FindingsState = world.state("findings")

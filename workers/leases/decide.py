@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
 from projections import leases
-from projections.intents import Effect, Intent, PublishIf
+from projections.intents import E, Intent, IntentOf, PublishIf
+from projections.intents import Held as Held  # named here too, where lease readers look
 from schemas.ids import fixed_id
 from schemas.leases import LeaseTaken, Work
 from schemas.subjects import lease_subject
@@ -46,41 +46,26 @@ class Policy:
     """Project -> seconds an item may be held from its taking (none: no deadline)."""
 
 
+Asked = TypeVar("Asked", bound=Intent)
+
+
 @dataclass(frozen=True)
-class Item:
+class Item(Generic[E]):
     """One work item a decision wants done: its lease token, a short description, and
     the effect that does it."""
 
     work: Work
     item: str
     what: str
-    effect: Effect
+    effect: E
 
 
-@dataclass(frozen=True)
-class Held:
-    """What the shell needs to renew and release a lease: the item and the sequence of
-    the last lease event it saw on the item's subject."""
-
-    project: str
-    work: Work
-    item: str
-    holder: str
-    ttl_s: float
-    seq: int
-    deadline: datetime | None = None
-    """When the holder stops renewing and cancels the work (``None``: never)."""
-
-
-E = TypeVar("E", bound=Effect)
-
-
-def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
+def claim(world: World, items: Sequence[Item[E]], policy: Policy) -> list[IntentOf[E]]:
     """The effects of held items, and the takings of free or lapsed ones (see module)."""
     state: leases.LeasesState = world.state(leases.FOLD.name)
     keys = {i.effect.key for i in items}
     free = policy.slots - sum(1 for key in world.running if key in keys)
-    intents: list[Intent] = []
+    intents: list[IntentOf[E]] = []
     ms = int(world.now.timestamp() * 1000)
     for wanted in items:
         key = wanted.effect.key
@@ -96,13 +81,13 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
             if free <= 0:
                 continue  # held, but every slot is busy: it waits (renewed by nobody)
             held = Held(
-                world.project,
-                wanted.work,
-                wanted.item,
-                policy.holder,
-                policy.ttl_s,
-                seq,
-                lease.deadline if lease is not None else None,
+                project=world.project,
+                work=wanted.work,
+                item=wanted.item,
+                holder=policy.holder,
+                ttl_s=policy.ttl_s,
+                seq=seq,
+                deadline=lease.deadline if lease is not None else None,
             )
             intents.append(msgspec.structs.replace(wanted.effect, lease=held))
             free -= 1
@@ -132,17 +117,18 @@ def claim(world: World, items: list[Item], policy: Policy) -> list[Intent]:
 
 def leased(
     world: World,
-    intents: Sequence[Intent],
+    intents: Sequence[Asked],
     kind: type[E],
     work: Work,
     policy: Policy,
     what: Callable[[E], str],
-) -> list[Intent]:
+) -> list[Asked | IntentOf[E]]:
     """``intents`` with every effect of type ``kind`` put under a lease (its item named by
     its key): the effects this replica holds, the takings of free items, nothing for the
-    items another replica holds."""
-    kept: list[Intent] = []
-    items: list[Item] = []
+    items another replica holds. (``kind`` is one of the effects in ``Asked``, so the result
+    is ``Asked``'s intents again.)"""
+    kept: list[Asked | IntentOf[E]] = []
+    items: list[Item[E]] = []
     for intent in intents:
         if isinstance(intent, kind):
             items.append(Item(work, item_token(intent.key), what(intent), intent))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import assert_never
 
 from projections import lessons, lessons_across, ratchet
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from projections.lessons import LESSON_GATE_PREFIX
 from schemas import Actor, Event
 from schemas.ids import answer_id
@@ -23,10 +23,10 @@ from schemas.ratchet import CATALOGUE, GateProposed
 from workers.kernel import Daemon, World
 from workers.lessons import closeout
 from workers.lessons.decide import decide
-from workers.lessons.effects import CLOSEOUT, CloseOut, LessonsEffect
+from workers.lessons.effects import CLOSEOUT, CloseOut, LessonsEffect, LessonsIntent
 
 
-class Lessons(Daemon):
+class Lessons(Daemon[LessonsEffect]):
     name = "lessons"
     folds = (lessons.FOLD, ratchet.FOLD, lessons_across.FOLD)
 
@@ -55,17 +55,17 @@ class Lessons(Daemon):
             return (self.aggregate,)
         return ()
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[LessonsIntent]:
         return decide(world, has_repo=self.repo is not None, aggregate=self.aggregate)
 
-    async def perform(self, effect: LessonsEffect) -> Sequence[Intent]:
+    async def perform(self, effect: LessonsEffect) -> Sequence[LessonsIntent]:
         match effect:
             case CloseOut():
                 return await self._close_out(effect)
             case _:
                 assert_never(effect)
 
-    async def _close_out(self, effect: CloseOut) -> Sequence[Intent]:
+    async def _close_out(self, effect: CloseOut) -> Sequence[LessonsIntent]:
         assert self.repo is not None  # decide asks for a close-out only with a repository
         slice_id, closed = effect.slice, effect.closed
         hygiene = await asyncio.to_thread(

@@ -10,22 +10,22 @@ stores it once.
 from __future__ import annotations
 
 from projections import lessons, lessons_across, ratchet
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from projections.lessons import LessonsState, Recurrence
 from projections.lessons_across import AcrossState
 from schemas.ids import answer_id
 from schemas.lessons import LessonsRecorded, SliceClosedOut
 from schemas.ratchet import CATALOGUE, GateProposed
 from workers.kernel import World
-from workers.lessons.effects import CLOSEOUT, CloseOut
+from workers.lessons.effects import CLOSEOUT, CloseOut, LessonsIntent
 
 
-def decide(world: World, *, has_repo: bool, aggregate: str = CATALOGUE) -> list[Intent]:
+def decide(world: World, *, has_repo: bool, aggregate: str = CATALOGUE) -> list[LessonsIntent]:
     if world.project == aggregate:
         return across(world)
     state: LessonsState = world.state(lessons.FOLD.name)
     gates: ratchet.RatchetState = world.state(ratchet.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[LessonsIntent] = []
     for slice_id, due in lessons.due(state):
         intents.append(
             Publish(
@@ -80,11 +80,11 @@ def proposal(world: World, cls: str, gate: str, found: Recurrence) -> GatePropos
     )
 
 
-def across(world: World) -> list[Intent]:
+def across(world: World) -> list[LessonsIntent]:
     """On the aggregate: a class recorded in several projects drafts its gate in each one
     where it does not recur on its own."""
     state: AcrossState = world.state(lessons_across.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[LessonsIntent] = []
     for cls, project, seen in lessons_across.to_draft(state):
         latest = seen.latest
         assert latest is not None

@@ -6,7 +6,9 @@ removes their checkouts; keyed by the slice, so a slice is closed out once.
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 
 CLOSEOUT = "closeout"
 """The key prefix of :class:`CloseOut`."""
@@ -26,3 +28,6 @@ class CloseOut(Effect, frozen=True, tag="lessons.close_out.v1"):
 
 LessonsEffect = CloseOut
 """Every effect the lessons daemon asks for (one today)."""
+
+LessonsIntent: TypeAlias = IntentOf[LessonsEffect]
+"""What the lessons may ask for (``decide``, ``perform``): publishing, and its own effects."""

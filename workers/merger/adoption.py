@@ -34,7 +34,7 @@ import structlog
 from dulwich.objects import Blob
 
 from bus import Bus, read
-from projections.intents import Intent, Publish, PublishIf
+from projections.intents import Publish, PublishIf, Publishing
 from projections.merges import AdoptClaim, Adoption
 from schemas import Actor, FindingRaised
 from schemas.adoption import (
@@ -296,7 +296,7 @@ def tampered(verdict: TrunkVerdict, touched: list[str]) -> TrunkVerdict:
     return dataclasses.replace(verdict, outcome="fail", failing=[changed, *verdict.failing])
 
 
-async def adopt_first(repo: Path, project: str, actor: Actor, ref: str) -> Sequence[Intent]:
+async def adopt_first(repo: Path, project: str, actor: Actor, ref: str) -> Sequence[Publishing]:
     """No adoption on the log (a merger started without ``loopbus up``): trunk's file,
     as on a first start; published only while the adoption subject is empty."""
     try:
@@ -309,7 +309,7 @@ async def adopt_first(repo: Path, project: str, actor: Actor, ref: str) -> Seque
     return [PublishIf(fact, 0)]
 
 
-async def adopt(repo: Path, project: str, actor: Actor, claim: AdoptClaim) -> Sequence[Intent]:
+async def adopt(repo: Path, project: str, actor: Actor, claim: AdoptClaim) -> Sequence[Publishing]:
     """An operator's ``config.adopt``: the file of the commit it names, or a refusal
     saying why it cannot be adopted."""
     try:

@@ -13,7 +13,7 @@ import msgspec
 
 from projections import merge_trunk
 from projections import merges as merges_fold
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch, Publishing
 from projections.merges import Approval, MergesState
 from projections.units import UnitsState, UnitView
 from schemas import Event
@@ -28,7 +28,7 @@ REPORT_APPROVER_ROLES = frozenset({"operator"})
 which the reviewer daemon accepts (a fact); an approve report from an agent is refused."""
 
 
-def publish(world: World, *events: Event) -> Intent:
+def publish(world: World, *events: Event) -> Publishing:
     """Publish ``events`` (atomically when several), stamped with the decision's time."""
     stamped = tuple(msgspec.structs.replace(e, at=world.now) for e in events)
     return Publish(stamped[0]) if len(stamped) == 1 else PublishBatch(stamped)
@@ -47,7 +47,7 @@ def author(world: World, merges: MergesState, units: UnitsState, unit: str) -> A
     )
 
 
-def answer(world: World, merges: MergesState, units: UnitsState) -> Intent | None:
+def answer(world: World, merges: MergesState, units: UnitsState) -> Publishing | None:
     """The answer to the oldest approval that can be answered (``None``: none waits)."""
     for approval in merges.approvals:
         try:
@@ -145,7 +145,7 @@ def refuse(
     return None
 
 
-def promote(world: World, merges: MergesState, units: UnitsState) -> Intent | None:
+def promote(world: World, merges: MergesState, units: UnitsState) -> Publishing | None:
     """A unit that failed with trunk-red findings open: planning owns them now."""
     for unit, records in merges.reds.items():
         view = units.units.get(unit)

@@ -33,7 +33,7 @@ from projections import FoldFailure, contract_landing
 from projections import builds as builds_fold
 from projections import merges as merges_fold
 from projections import units as units_fold
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch
 from projections.merge_trunk import Advance, Tested
 from projections.merges import Adoption, QueueEntry
 from schemas import Actor, Event
@@ -45,7 +45,7 @@ from workers.errors import ConfigError, RepoError, WorkerError
 from workers.kernel import Daemon, Kernel, World
 from workers.merger import adoption, effects, facts, gitops, landing_commit
 from workers.merger.decide import Policy, decide
-from workers.merger.effects import MergerEffect
+from workers.merger.effects import MergerEffect, MergerIntent
 from workers.merger.facts import RedCase
 from workers.merger.gates import TrunkGates
 from workers.merger.queue import Pipeline
@@ -57,7 +57,7 @@ log = structlog.get_logger()
 POLL_S = 2.0
 
 
-class Merger(Daemon):
+class Merger(Daemon[MergerEffect]):
     """One project's merge queue and trunk, in one repository."""
 
     name = "merger"
@@ -82,7 +82,7 @@ class Merger(Daemon):
         self.poll_s = poll_s
         self.tick_s = poll_s  # an effect that could not be done now is tried again
         self.pipeline = Pipeline(repo=self.repo, trunk=trunk, gates=gates)
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[MergerEffect] | None = None
         self.seen: TrunkSeen | None = None
         self.ref_lock = asyncio.Lock()
         """Held while the trunk ref is read and reported, or moved and reported, so that a
@@ -90,12 +90,12 @@ class Merger(Daemon):
 
     # -- the kernel's side ------------------------------------------------------------------
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[MergerEffect]) -> None:
         self.kernel = kernel
         self.pipeline.on_change = self._report_pipeline
         kernel.spawn(self._watch(kernel), "merger-trunk")
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[MergerIntent]:
         return decide(world, self.policy)
 
     def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
@@ -104,14 +104,14 @@ class Merger(Daemon):
             note(record.event)
         return failures
 
-    async def perform(self, effect: MergerEffect) -> Sequence[Intent]:
+    async def perform(self, effect: MergerEffect) -> Sequence[MergerIntent]:
         try:
             return await self._perform(effect)
         except WorkerError as exc:  # the repository or the gates cannot do it now
             log.warning("merger.effect_failed", action=effect.action, error=str(exc))
             return ()  # asked for again on the next tick (or when the log moves)
 
-    async def _perform(self, effect: MergerEffect) -> Sequence[Intent]:
+    async def _perform(self, effect: MergerEffect) -> Sequence[MergerIntent]:
         project, actor, repo = self.project, self.actor, self.repo
         match effect:
             case effects.CheckTrunk():
@@ -162,7 +162,7 @@ class Merger(Daemon):
 
     # -- sensors ---------------------------------------------------------------------------
 
-    async def _watch(self, kernel: Kernel) -> None:
+    async def _watch(self, kernel: Kernel[MergerEffect]) -> None:
         """Report the trunk ref once the log is folded, then whenever it changes."""
         await kernel.reached_end.wait()
         first = True
@@ -202,7 +202,7 @@ class Merger(Daemon):
 
     # -- effects ---------------------------------------------------------------------------
 
-    async def _check_trunk(self, effect: effects.CheckTrunk) -> Sequence[Intent]:
+    async def _check_trunk(self, effect: effects.CheckTrunk) -> Sequence[MergerIntent]:
         """Run every check on trunk as it is now (``force``: past the cache) with the
         adopted configuration ``judge``, and record the verdict. A trunk the merger did not
         move (``reference``: the last green trunk, else the adopted commit) must also run
@@ -227,7 +227,7 @@ class Merger(Daemon):
         )
         return [Publish(tested)]
 
-    async def _stack(self, effect: effects.Stack) -> Sequence[Intent]:
+    async def _stack(self, effect: effects.Stack) -> Sequence[MergerIntent]:
         """Stack the entries on the trunk commit, judged with the adopted configuration;
         the pipeline reports what it holds."""
         try:
@@ -238,7 +238,7 @@ class Merger(Daemon):
 
     async def _land(
         self, entry: QueueEntry, tested: Tested, trunk: str, adopted: Adoption
-    ) -> Sequence[Intent]:
+    ) -> Sequence[MergerIntent]:
         """Move trunk to the candidate tested green on it; the advance is recorded next."""
         if not await asyncio.to_thread(history.has_commit, self.repo, tested.candidate):
             # The tested commit is gone (the repository was replaced): merge again; the same
@@ -262,7 +262,7 @@ class Merger(Daemon):
 
     async def _record_advance(
         self, entry: QueueEntry, tested: Tested, adopted: Adoption
-    ) -> Sequence[Intent]:
+    ) -> Sequence[MergerIntent]:
         """The advance, with the adoption of the unit's allowed edit to ``loopbus.toml``
         when it made one (one atomic batch: trunk never holds a file nobody adopted)."""
         advance = facts.advanced(self.project, self.actor, self.trunk, entry, tested)
@@ -281,7 +281,7 @@ class Merger(Daemon):
         log.info("merger.config_adopted", why="merge", unit=entry.unit, digest=adopted_now.digest)
         return [PublishBatch((advance, adopted_now))]
 
-    async def _revert(self, effect: effects.Revert) -> Sequence[Intent]:
+    async def _revert(self, effect: effects.Revert) -> Sequence[MergerIntent]:
         """Undo a merge that turned trunk red, move trunk there, record it with the finding."""
         ref, advance, case = effect.ref, effect.advance, effect.case
         green_tree, restore = effect.green_tree, effect.restore
@@ -299,7 +299,7 @@ class Merger(Daemon):
 
     async def _restore(
         self, ref: str, checked: Tested, green_tree: str, green: str | None
-    ) -> Sequence[Intent]:
+    ) -> Sequence[MergerIntent]:
         """Trunk was pushed red: a commit on top back to the last green tree, recorded."""
         diff = await self._diff(green, ref)
         message = facts.restore_message(self.trunk, ref, checked)
@@ -309,14 +309,14 @@ class Merger(Daemon):
         log.warning("merger.outside_push_reverted", pushed=ref, revert=commit)
         return await self._outside(ref, checked, commit, green_tree, diff)
 
-    async def _record_red(self, tested: CandidateTested, case: RedCase) -> Sequence[Intent]:
+    async def _record_red(self, tested: CandidateTested, case: RedCase) -> Sequence[MergerIntent]:
         """The head's candidate is red: its result, with the finding about its siblings."""
         events, _finding = facts.red_findings(case, await self._siblings(case))
         return [PublishBatch((tested, *events))]
 
     async def _record_revert(
         self, case: RedCase, advance: Advance, tree: str, restore: Adoption | None = None
-    ) -> Sequence[Intent]:
+    ) -> Sequence[MergerIntent]:
         """A revert the merger made but did not record before it stopped."""
         siblings = await self._siblings(case)
         events = facts.unit_reverted(case, siblings, advance, self.trunk, tree)
@@ -333,7 +333,9 @@ class Merger(Daemon):
         )
         return [fact]
 
-    async def _record_outside_revert(self, effect: effects.RecordOutsideRevert) -> Sequence[Intent]:
+    async def _record_outside_revert(
+        self, effect: effects.RecordOutsideRevert
+    ) -> Sequence[MergerIntent]:
         """A restore the merger made but did not record before it stopped."""
         diff = await self._diff(effect.green, effect.pushed)
         return await self._outside(effect.pushed, effect.checked, effect.commit, effect.tree, diff)
@@ -356,7 +358,7 @@ class Merger(Daemon):
 
     async def _outside(
         self, pushed: str, checked: Tested, commit: str, tree: str, diff: str
-    ) -> Sequence[Intent]:
+    ) -> Sequence[MergerIntent]:
         try:
             author = await asyncio.to_thread(repository.author_of, self.repo, pushed)
         except RepoError:

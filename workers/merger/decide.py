@@ -38,7 +38,6 @@ import msgspec
 
 from projections.builds import BuildsState, unseen_picks
 from projections.claims import Refusal, Verdict, merged, returned
-from projections.intents import Intent
 from projections.merge_trunk import Tested
 from projections.merges import Adoption, MergesState, QueueEntry
 from projections.units import UnitsState, UnitView
@@ -52,6 +51,7 @@ from workers.merger.effects import (
     AdoptFirst,
     CheckTrunk,
     Land,
+    MergerIntent,
     RecordRed,
     Restore,
     Revert,
@@ -92,11 +92,11 @@ class Step:
     def author(self, unit: str) -> Author:
         return author(self.world, self.merges, self.units, unit)
 
-    def publish(self, *events: Event) -> Intent:
+    def publish(self, *events: Event) -> MergerIntent:
         return publish(self.world, *events)
 
 
-def decide(world: World, policy: Policy) -> list[Intent]:
+def decide(world: World, policy: Policy) -> list[MergerIntent]:
     """The merger's next step for ``world.project`` (none: wait for something to change)."""
     merges: MergesState = world.state("merges")
     units: UnitsState = world.state("units")
@@ -115,7 +115,7 @@ def decide(world: World, policy: Policy) -> list[Intent]:
 # -- trunk ----------------------------------------------------------------------------------
 
 
-def trunk(step: Step) -> list[Intent]:
+def trunk(step: Step) -> list[MergerIntent]:
     """Keep trunk honest, then move the queue (only on a trunk gated green)."""
     seen: TrunkSeen | None = step.world.outside.get(TRUNK)
     if seen is None:
@@ -206,7 +206,7 @@ def judged_by(step: Step, ours: bool) -> tuple[Adoption, str | None]:
     return adopted, reference
 
 
-def adoption_claim(step: Step) -> Intent | None:
+def adoption_claim(step: Step) -> MergerIntent | None:
     """Answer the oldest ``config.adopt`` claim: an agent's (or one naming no full sha) is
     refused at once; an operator's is the shell's, which reads the commit's file."""
     for claim in step.merges.adopt_claims:
@@ -218,7 +218,7 @@ def adoption_claim(step: Step) -> Intent | None:
     return None
 
 
-def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
+def settle(step: Step, ref: str, checked: Tested) -> list[MergerIntent] | None:
     """After a merge reached trunk and trunk's gates ran: DONE when green, else revert.
     ``None``: nothing to settle (or the unit cannot move), go on."""
     advance = step.merges.last_advance
@@ -249,7 +249,7 @@ def settle(step: Step, ref: str, checked: Tested) -> list[Intent] | None:
     ]
 
 
-def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
+def red_trunk(step: Step, ref: str, checked: Tested) -> list[MergerIntent]:
     """Trunk is red and no merge of ours is to blame: go back to the last green trunk,
     or, with none known, tell the operator once and hold the queue."""
     view = step.merges.trunk
@@ -274,7 +274,7 @@ def red_trunk(step: Step, ref: str, checked: Tested) -> list[Intent]:
 # -- the queue ------------------------------------------------------------------------------
 
 
-def move_queue(step: Step, trunk_commit: str) -> list[Intent]:
+def move_queue(step: Step, trunk_commit: str) -> list[MergerIntent]:
     builds: BuildsState = step.world.state("builds")
     # A unit with an auto-picked decision no second principal has seen waits in the queue
     # (docs/decisions.md): the others go past it.
@@ -335,7 +335,7 @@ def criteria_of(units: UnitsState, unit: str) -> list[str]:
     return list(view.criteria) if view is not None else []
 
 
-def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Intent]:
+def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[MergerIntent]:
     """Record the result of the queue's head, tested directly on trunk (or its conflict)."""
     base = first.key[0]
     if not first.attempt.clean:
@@ -366,7 +366,7 @@ def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Inte
 # -- unit moves -----------------------------------------------------------------------------
 
 
-def move(step: Step, unit: str, make: Callable[[UnitView], Verdict]) -> list[Intent] | None:
+def move(step: Step, unit: str, make: Callable[[UnitView], Verdict]) -> list[MergerIntent] | None:
     """The unit transition ``make`` warrants; ``None`` when the unit cannot move."""
     view = step.units.units.get(unit)
     if view is None:

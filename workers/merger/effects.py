@@ -8,9 +8,10 @@ the same state, runs once. The shell (:mod:`.daemon`) performs them in one ``mat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
 from projections import contract_landing as landing_fold
-from projections.intents import Effect
+from projections.intents import Effect, IntentOf
 from projections.merge_trunk import Advance, Tested
 from projections.merges import AdoptClaim, Adoption, QueueEntry
 from schemas.merges import CandidateTested
@@ -241,3 +242,6 @@ MergerEffect = (
     | RecordProposal
 )
 """Every effect the merger asks for."""
+
+MergerIntent: TypeAlias = IntentOf[MergerEffect]
+"""What the merger may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -34,7 +34,7 @@ from projections.contract_landing import (
     Approval,
     ContractState,
 )
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.merges import MergesState
 from schemas import Actor, FindingRaised
 from schemas.authority import REFUSAL_CLASS
@@ -74,7 +74,7 @@ def adoption_pending(state: ContractState, merges: MergesState) -> bool:
     return wanted is not None and (adopted is None or adopted.digest != wanted)
 
 
-def claim_answer(world: World, state: ContractState) -> Intent | None:
+def claim_answer(world: World, state: ContractState) -> Publishing | None:
     """Refuse, at once, a proposal or approval that no repository could make good: one
     from a role other than operator, an approval of an unknown, refused or landed
     proposal."""

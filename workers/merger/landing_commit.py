@@ -22,7 +22,7 @@ from projections.contract_landing import (
     Proposal,
 )
 from projections.contract_plan import node_parts, repository_problems, text_problems
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch, Publishing
 from projections.merges import Adoption
 from schemas import Actor, Event
 from schemas.contract import (
@@ -222,7 +222,7 @@ async def land_contract(
     pending: Pending,
     trunk: str,
     adopted: Adoption,
-) -> Sequence[Intent]:
+) -> Sequence[Publishing]:
     """Write the contract commit on ``trunk``, move trunk to it, record and adopt it; or
     refuse the contract with a finding naming why."""
     files, refused = await asyncio.to_thread(prepare_contract, path, trunk, pending, adopted)
@@ -278,7 +278,7 @@ async def land_proposal(
     proposal: Proposal,
     trunk: str,
     adopted: Adoption,
-) -> Sequence[Intent]:
+) -> Sequence[Publishing]:
     """Write the proposed ``loopbus.toml`` on ``trunk``, move trunk, record and adopt it;
     or refuse the approval with a finding naming why."""
     refused = proposal_refusals(adopted.text, proposal.text)
@@ -319,13 +319,13 @@ def _written(path: Path, commit: str) -> Written:
 
 async def record_contract(
     project: str, actor: Actor, path: Path, pending: Pending, commit: str, previous: str
-) -> Sequence[Intent]:
+) -> Sequence[Publishing]:
     written = await asyncio.to_thread(_written, path, commit)
     return [PublishBatch(contract_facts(project, actor, pending, written, previous))]
 
 
 async def record_proposal(
     project: str, actor: Actor, path: Path, approval: Approval, commit: str, previous: str
-) -> Sequence[Intent]:
+) -> Sequence[Publishing]:
     written = await asyncio.to_thread(_written, path, commit)
     return [PublishBatch(proposal_facts(project, actor, approval, written, previous))]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections.intents import Intent
 from projections.merge_trunk import Advance, Tested
 from projections.merges import Adoption
 from workers.merger import landing
-from workers.merger.effects import RecordAdvance, RecordOutsideRevert, RecordRevert
+from workers.merger.effects import MergerIntent, RecordAdvance, RecordOutsideRevert, RecordRevert
 from workers.merger.facts import RedCase
 from workers.merger.seen import CAUSE, QUEUED, REVERTS, TrunkSeen
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from workers.merger.decide import Step
 
 
-def recover(step: Step, seen: TrunkSeen) -> list[Intent]:
+def recover(step: Step, seen: TrunkSeen) -> list[MergerIntent]:
     """Trunk is at a commit the log does not have: if the merger wrote it and moved trunk
     there before it could record it, record it now. Nothing: it is not the merger's."""
     if not seen.exists:

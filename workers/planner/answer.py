@@ -14,7 +14,7 @@ import msgspec
 
 from projections.charter_pins import contract_pin_problems
 from projections.errors import PlanInvalid
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch, Publishing
 from projections.plan_parse import parse_plan
 from projections.planner import submission_id
 from projections.planning import validate
@@ -117,7 +117,7 @@ def answer(
     *,
     actor: Actor,
     now: datetime,
-) -> Intent:
+) -> Publishing:
     """What the try becomes: refused with its problems, or proposed (and, at full
     autonomy, submitted in the same atomic batch)."""
     brief = args.brief

@@ -26,7 +26,7 @@ import msgspec
 import structlog
 from dulwich.objects import Tree
 
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from schemas import Actor, utcnow
 from schemas.charter import Charter
 from schemas.ids import answer_id
@@ -47,7 +47,7 @@ from workers.gates.declared import config_at, pending_criteria
 from workers.kernel import Daemon, Kernel, World
 from workers.planner.answer import answer, parse_answer, plan_problems, unrecordable
 from workers.planner.decide import FOLDS, Options, decide, trunk_key
-from workers.planner.effects import PlannerEffect, PlanSlice, Reconnoitre
+from workers.planner.effects import PlannerEffect, PlannerIntent, PlanSlice, Reconnoitre
 from workers.repository import open_repo, resolve, trunk_commit
 
 log = structlog.get_logger()
@@ -64,7 +64,7 @@ TRUNK_POLL_S = 1.0
 _recon = msgspec.json.Decoder(ReconFindings)
 
 
-class Planner(Daemon):
+class Planner(Daemon[PlannerEffect]):
     """Plan the next slice of a running charter, for the projects in ``configs``."""
 
     name = "planner"
@@ -82,10 +82,10 @@ class Planner(Daemon):
         self.configs = served
         self.poll_s = poll_s
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[PlannerEffect]) -> None:
         kernel.spawn(self._watch_trunk(kernel), "planner-trunk")
 
-    async def _watch_trunk(self, kernel: Kernel) -> None:
+    async def _watch_trunk(self, kernel: Kernel[PlannerEffect]) -> None:
         """Observe each project's trunk head when it moves (the decision compares it with
         the commit the charter's criteria were last checked on)."""
         while True:
@@ -95,7 +95,7 @@ class Planner(Daemon):
                     kernel.observe(trunk_key(project), head, project=project)
             await asyncio.sleep(self.poll_s)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[PlannerIntent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
@@ -107,7 +107,7 @@ class Planner(Daemon):
         )
         return decide(world, options)
 
-    async def perform(self, effect: PlannerEffect) -> Sequence[Intent]:
+    async def perform(self, effect: PlannerEffect) -> Sequence[PlannerIntent]:
         config = self.configs[effect.project]
         match effect:
             case PlanSlice():
@@ -117,7 +117,7 @@ class Planner(Daemon):
             case _:
                 assert_never(effect)
 
-    async def plan(self, config: RepoConfig, args: PlanSlice) -> Intent:
+    async def plan(self, config: RepoConfig, args: PlanSlice) -> PlannerIntent:
         """Ask the planner for the slice of ``args.brief``; its answer as intents."""
         assert config.plan.command is not None
         brief = args.brief
@@ -173,7 +173,7 @@ class Planner(Daemon):
         log.info("plan.refused", slice=brief.slice, attempt=brief.attempt, problems=problems)
         return answer(config.project, args, problems, actor=self.actor, now=utcnow())
 
-    async def recon(self, config: RepoConfig, args: Reconnoitre) -> Intent:
+    async def recon(self, config: RepoConfig, args: Reconnoitre) -> PlannerIntent:
         """Run reconnaissance; its findings document recorded on the log (or why not)."""
         assert config.recon.command is not None
         brief = args.brief

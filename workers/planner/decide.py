@@ -24,7 +24,7 @@ from projections import findings as findings_fold
 from projections import lessons as lessons_fold
 from projections import planner as planner_fold
 from projections import slices as slices_fold
-from projections.intents import Intent, Publish
+from projections.intents import Publish
 from projections.planner import PlannerState, Proposal
 from projections.slices import SlicesState
 from schemas import FindingRaised
@@ -34,7 +34,7 @@ from schemas.targets import PlanTarget, RecordTarget
 from workers.kernel import World
 from workers.planner.answer import submission
 from workers.planner.brief import invalidation, plan_brief
-from workers.planner.effects import PlanSlice, Reconnoitre
+from workers.planner.effects import PlannerIntent, PlanSlice, Reconnoitre
 
 FOLDS = (
     charter_fold.FOLD,
@@ -67,14 +67,14 @@ def trunk_key(project: str) -> str:
 # -- the decision ---------------------------------------------------------------------------
 
 
-def decide(world: World, options: Options) -> list[Intent]:
+def decide(world: World, options: Options) -> list[PlannerIntent]:
     run = world.state(charter_fold.FOLD.name)
     state: PlannerState = world.state(planner_fold.FOLD.name)
     slices: SlicesState = world.state(slices_fold.FOLD.name)
     if run.charter is None or not charter_fold.planning_allowed(run) or not state.basis:
         return []
     charter = run.charter
-    intents: list[Intent] = list(skeleton_reviews(world, state, slices))
+    intents: list[PlannerIntent] = list(skeleton_reviews(world, state, slices))
     if planner_fold.capped(state):
         return intents  # the run's allowance is spent until the operator closes the finding
     if options.recon and (
@@ -139,9 +139,9 @@ def awaiting_skeleton(state: PlannerState, slices: SlicesState) -> bool:
     )
 
 
-def skeleton_reviews(world: World, state: PlannerState, slices: SlicesState) -> list[Intent]:
+def skeleton_reviews(world: World, state: PlannerState, slices: SlicesState) -> list[PlannerIntent]:
     """One finding per closed skeleton slice, asking the operator to review it."""
-    out: list[Intent] = []
+    out: list[PlannerIntent] = []
     for slice_id, view in sorted(slices.slices.items()):
         if view.status != "closed" or not view.plan.skeleton:
             continue
@@ -171,7 +171,7 @@ def skeleton_reviews(world: World, state: PlannerState, slices: SlicesState) -> 
     return out
 
 
-def submit(world: World, proposal: Proposal) -> list[Intent]:
+def submit(world: World, proposal: Proposal) -> list[PlannerIntent]:
     """The submission of a proposal, once it may go (full autonomy, or approved)."""
     if proposal.submitted or (proposal.autonomy != "full" and proposal.approved is None):
         return []

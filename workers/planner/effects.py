@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 from schemas.charter import Autonomy
 from schemas.planning import PlanBrief, ReconBrief
 
@@ -51,3 +53,6 @@ class Reconnoitre(Effect, frozen=True, tag="planner.reconnoitre.v1"):
 
 PlannerEffect = PlanSlice | Reconnoitre
 """Every effect the planner asks for."""
+
+PlannerIntent: TypeAlias = IntentOf[PlannerEffect]
+"""What the planner may ask for (``decide``, ``perform``): publishing, and its own effects."""

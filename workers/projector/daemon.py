@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Never
 
 import structlog
 
 from bus import Bus, BusError, Record, Views
 from projections import FoldFailure
-from projections.intents import Intent, PublishIf
+from projections.intents import PublishIf, Publishing
 from schemas import Actor, MessageQuarantined
 from schemas.quarantine import is_quarantine_subject, quarantine_record
 from workers.kernel import Daemon, Kernel
@@ -48,7 +48,7 @@ def quarantine_of(record: Record, actor: Actor) -> MessageQuarantined | None:
     return quarantine_record(record.subject, record.seq, record.data, record.error, actor)
 
 
-class ProjectorDaemon(Daemon):
+class ProjectorDaemon(Daemon[Never]):
     """The projector as a daemon: fold with :class:`Projector`, flush beside the kernel."""
 
     name = "projector"
@@ -70,14 +70,14 @@ class ProjectorDaemon(Daemon):
         self.interval = interval
         self.gap = gap
         self.core: Projector | None = None
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[Never] | None = None
         self.at_end = False
         self.folded = 0
         self.flushes = 0
         self._wake = asyncio.Event()
         self._moved = asyncio.Event()
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[Never]) -> None:
         self.kernel = kernel
         self.core = await Projector.open(self.views or await Views.open(self.bus))
         kernel.start_seq = self.core.resume_from
@@ -90,7 +90,7 @@ class ProjectorDaemon(Daemon):
         self._note(record)
         return failures
 
-    def undecodable(self, record: Record) -> Sequence[Intent]:
+    def undecodable(self, record: Record) -> Sequence[Publishing]:
         self._note(record)
         quarantine = quarantine_of(record, self.actor)
         if quarantine is None:

@@ -13,9 +13,10 @@ carries an id derived from what it answers, so a restart or a second daemon stor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Never
 
 from projections import blocking, decisions, lifecycle, ratchet
-from projections.intents import Intent
+from projections.intents import Publishing
 from schemas import Actor, Event
 from schemas.slices import SlicePlanAccepted
 from workers.kernel import Daemon, World
@@ -25,7 +26,7 @@ from workers.ratchet import moves
 from workers.ratchet.policy import Policy
 
 
-class Ratchet(Daemon):
+class Ratchet(Daemon[Never]):
     name = "ratchet"
     folds = (lifecycle.FOLD, ratchet.FOLD, decisions.FOLD, blocking.FOLD)
 
@@ -42,7 +43,7 @@ class Ratchet(Daemon):
             return (self.policy.catalogue,)  # a project's doubt of a profile: the catalogue's
         return ()
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[Publishing]:
         return [
             *finding_claims.decide(world),
             *moves.decide_claims(world, self.policy),

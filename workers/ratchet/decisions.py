@@ -21,7 +21,7 @@ import msgspec
 from projections import blocking, decisions
 from projections.blocking import BlockingState
 from projections.decisions import ANSWERS_CLAIM, Decision, DecisionsState
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from schemas import FindingRaised
 from schemas.authority import REFUSAL_CLASS
 from schemas.decisions import DecisionRecorded
@@ -38,7 +38,7 @@ def record_id(claim_id: str) -> str:
     return answer_id(claim_id, RECORD_SALT)
 
 
-def decide(world: World) -> list[Intent]:
+def decide(world: World) -> list[Publishing]:
     state: DecisionsState = world.state(decisions.FOLD.name)
     blocked: BlockingState = world.state(blocking.FOLD.name)
     return [
@@ -48,7 +48,7 @@ def decide(world: World) -> list[Intent]:
     ]
 
 
-def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Intent:
+def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Publishing:
     problem = None
     prior = state.decisions.get(claim.supersedes or "")
     if claim.actor.role != "operator":
@@ -90,7 +90,7 @@ def _finding(world: World, claim: DecisionRecorded, problem: str) -> FindingRais
     )
 
 
-def no_objective(world: World, state: DecisionsState) -> Iterator[Intent]:
+def no_objective(world: World, state: DecisionsState) -> Iterator[Publishing]:
     """A finding for every operator's decision in force that cites no live objective."""
     for decision in decisions.in_force(state):
         record = decision.record
@@ -122,7 +122,7 @@ def no_objective(world: World, state: DecisionsState) -> Iterator[Intent]:
         )
 
 
-def stale(world: World, state: DecisionsState, blocked: BlockingState) -> Iterator[Intent]:
+def stale(world: World, state: DecisionsState, blocked: BlockingState) -> Iterator[Publishing]:
     """A ``decision-stale`` finding for each fact that invalidates a decision."""
     for decision in state.decisions.values():
         fact = decision.superseded_by

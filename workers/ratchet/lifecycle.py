@@ -9,7 +9,7 @@ is refused with a ``refused-transition`` finding naming the claim.
 from __future__ import annotations
 
 from projections import lifecycle
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.lifecycle import LifecycleState
 from schemas import Actor, FindingRaised, FindingResolved
 from schemas.authority import REFUSAL_CLASS
@@ -22,12 +22,12 @@ from workers.kernel import World
 SALT = "finding-lifecycle"
 
 
-def decide(world: World) -> list[Intent]:
+def decide(world: World) -> list[Publishing]:
     state: LifecycleState = world.state(lifecycle.FOLD.name)
     return [answer(world, claim, state) for claim in state.pending.values()]
 
 
-def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Intent:
+def answer(world: World, claim: FindingClaim, state: LifecycleState) -> Publishing:
     by = f"{claim.actor.role}:{claim.actor.principal}"
     event_id = answer_id(claim.id, SALT)
     life = state.findings.get(claim.finding)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections import lifecycle, ratchet
-from projections.intents import Intent, PublishBatch
+from projections.intents import PublishBatch, Publishing
 from projections.lifecycle import GateTally, LifecycleState
 from projections.ratchet import RatchetState, Refused
 from schemas import FindingRaised
@@ -88,7 +88,7 @@ def cadence_problem(state: RatchetState, policy: Policy, claim: GateMoveClaim) -
     return None
 
 
-def decide_claims(world: World, policy: Policy) -> list[Intent]:
+def decide_claims(world: World, policy: Policy) -> list[Publishing]:
     """An answer to the oldest pending claim of each gate. One per gate per decision: the
     next is judged once this answer is folded (two claims judged against the same state
     could both pass, and together make a move neither could, e.g. two cadence "lowers"
@@ -96,7 +96,7 @@ def decide_claims(world: World, policy: Policy) -> list[Intent]:
     state: RatchetState = world.state(ratchet.FOLD.name)
     tallies = lifecycle.tallies(world.state(lifecycle.FOLD.name))
     answered: set[tuple[str, str]] = set()
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     for claim in state.pending.values():
         if (claim.scope, claim.gate) in answered:
             continue
@@ -111,7 +111,7 @@ def _answer(
     state: RatchetState,
     tallies: dict[str, GateTally],
     claim: GateMoveClaim,
-) -> Intent:
+) -> Publishing:
     wrong_way = cadence_problem(state, policy, claim)
     if wrong_way is not None:
         return PublishBatch((refusal(world, claim, wrong_way, answer_id(claim.id, "ratchet")),))
@@ -204,11 +204,11 @@ def _moved(
     return PublishBatch((*extra, decision, moved))
 
 
-def decide_meta(world: World, policy: Policy) -> list[Intent]:
+def decide_meta(world: World, policy: Policy) -> list[Publishing]:
     """One meta-finding per gate and tier reached (and the gate's review move)."""
     state: RatchetState = world.state(ratchet.FOLD.name)
     life: LifecycleState = world.state(lifecycle.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     for check, tally in sorted(lifecycle.tallies(life).items()):
         configured = policy.configured(world.project).get(check)
         if configured is None:
@@ -232,7 +232,7 @@ def _meta(
     tally: GateTally,
     tier: Tier,
     finding_id: str,
-) -> Intent:
+) -> Publishing:
     profile = policy.profile_of(world.project, check)
     owner = "standards" if profile else "operator"
     finding = FindingRaised(
@@ -283,12 +283,12 @@ def _meta(
     )
 
 
-def decide_reviews(world: World, policy: Policy) -> list[Intent]:
+def decide_reviews(world: World, policy: Policy) -> list[Publishing]:
     """On the catalogue: a review for each profile whose declaring slices reached its N."""
     if world.project != policy.catalogue:
         return []
     state: RatchetState = world.state(ratchet.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     for name, shipped in sorted(policy.review_every.items()):
         every = ratchet.cadence(state, name, shipped)
         source = ratchet.current(state, "profile", name) or "Profile"
@@ -317,13 +317,13 @@ def decide_reviews(world: World, policy: Policy) -> list[Intent]:
     return intents
 
 
-def decide_doubts(world: World, policy: Policy) -> list[Intent]:
+def decide_doubts(world: World, policy: Policy) -> list[Publishing]:
     """On the catalogue: a meta-finding for each profile whose checks the meta rule of
     ``dismissed_across`` projects doubted since its last review, and its review move."""
     if world.project != policy.catalogue:
         return []
     state: RatchetState = world.state(ratchet.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     for name, doubt in sorted(state.doubts.items()):
         across = policy.dismissed_across.get(name)
         if across is None or len(doubt.projects) < across:

@@ -40,7 +40,6 @@ from projections import (
     reviews,
     units,
 )
-from projections.intents import Intent
 from projections.reviews import RequestView
 from schemas import Actor, utcnow
 from workers.agents import unsandboxed
@@ -58,7 +57,7 @@ from workers.repository import unit_change
 from workers.reviewer import decide as policy
 from workers.reviewer import verdicts
 from workers.reviewer.diff import parse_unified_diff
-from workers.reviewer.effects import ReadChange, ReviewerEffect, RunReview
+from workers.reviewer.effects import ReadChange, ReviewerEffect, ReviewerIntent, RunReview
 from workers.reviewer.scene import CHANGES, Change
 
 log = structlog.get_logger()
@@ -67,7 +66,7 @@ KEPT_CHANGES = 256
 """Diffs kept for the decision; the oldest are forgotten (and read again if needed)."""
 
 
-class Reviewer(Daemon):
+class Reviewer(Daemon[ReviewerEffect]):
     """Review ready heads and close rounds for the projects in ``configs``."""
 
     name = "reviewer"
@@ -99,7 +98,7 @@ class Reviewer(Daemon):
         super().__init__(projects=tuple(served), actor=actor)
         self.configs = served
         self.changes: OrderedDict[tuple[str, str, str], Change | str] = OrderedDict()
-        self.kernel: Kernel | None = None
+        self.kernel: Kernel[ReviewerEffect] | None = None
         self.lease: Policy | None = None
         if lease_ttl_s is not None:  # replicas split the reviews, each run once
             # A review is one agent run within review.timeout.
@@ -107,11 +106,11 @@ class Reviewer(Daemon):
             self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[ReviewerEffect]) -> None:
         self.kernel = kernel
         unsandboxed.wake(kernel, self.configs)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[ReviewerIntent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
@@ -120,7 +119,7 @@ class Reviewer(Daemon):
             return intents
         return leased(world, intents, RunReview, "review", self.lease, _review_of)
 
-    async def perform(self, effect: ReviewerEffect) -> Sequence[Intent]:
+    async def perform(self, effect: ReviewerEffect) -> Sequence[ReviewerIntent]:
         config = self.configs[effect.project]
         match effect:
             case ReadChange(head=head, hint=hint):
@@ -129,7 +128,7 @@ class Reviewer(Daemon):
             case RunReview(request=request):
                 assert self.kernel is not None
 
-                async def work() -> list[Intent]:
+                async def work() -> list[ReviewerIntent]:
                     return [await self.review(config, request, effect)]
 
                 return await answered_under_lease(self.kernel.bus, self.actor, effect, work())
@@ -176,7 +175,9 @@ class Reviewer(Daemon):
 
     # -- running the reviewer command --------------------------------------------------------
 
-    async def review(self, config: RepoConfig, request: RequestView, args: RunReview) -> Intent:
+    async def review(
+        self, config: RepoConfig, request: RequestView, args: RunReview
+    ) -> ReviewerIntent:
         """Run the reviewer on a read-only copy of the head; its verdict, or a failure."""
         assert config.review.command is not None
         change = await self.change(config, request.head, request.base)
@@ -233,7 +234,7 @@ class Reviewer(Daemon):
         )
         return with_breach(answer, run, result.breaches, result.executor, now)
 
-    def _failed(self, config: RepoConfig, request: RequestView, reason: str) -> Intent:
+    def _failed(self, config: RepoConfig, request: RequestView, reason: str) -> ReviewerIntent:
         log.warning("review.failed", unit=request.unit, reason=reason)
         return verdicts.reviewer_failed(
             config.project, request, reason, b"", actor=self.actor, now=utcnow()

@@ -33,13 +33,13 @@ from projections.builds import AutoPick
 from projections.claims import Move, References, Verdict, escalate, halt, returned
 from projections.findings import open_findings
 from projections.gates import GatesState, suite_for
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch
 from projections.units import UnitView
 from schemas.ids import answer_id
 from schemas.reviews import ReviewRequested, ReviewVerdict
 from workers.agents.config import RepoConfig
 from workers.kernel import World
-from workers.reviewer.effects import ReadChange, RunReview
+from workers.reviewer.effects import ReadChange, ReviewerIntent, RunReview
 from workers.reviewer.escalations import escalate_problem, review_input
 from workers.reviewer.facts import refusal, unreviewable
 from workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
@@ -50,7 +50,7 @@ from workers.reviewer.verdicts import consistency_problem
 TRANSITION_SALT = "review-transition"
 
 
-def decide(world: World, config: RepoConfig) -> list[Intent]:
+def decide(world: World, config: RepoConfig) -> list[ReviewerIntent]:
     """The intents the project's state warrants now (see the module's docstring)."""
     scene = Scene(world, config)
     for intents in _owed(scene):
@@ -59,7 +59,7 @@ def decide(world: World, config: RepoConfig) -> list[Intent]:
     return [run_review(scene, request) for request in rv.requests_to_run(scene.reviews)]
 
 
-def _owed(scene: Scene) -> Iterator[list[Intent]]:
+def _owed(scene: Scene) -> Iterator[list[ReviewerIntent]]:
     reviews = scene.reviews
     for action_id, action in reviews.pending.items():
         yield transition(scene, action_id, action)
@@ -75,7 +75,7 @@ def _owed(scene: Scene) -> Iterator[list[Intent]]:
 # -- 1. the unit transition a fact owes ----------------------------------------------------
 
 
-def transition(scene: Scene, action_id: str, action: rv.PendingAction) -> list[Intent]:
+def transition(scene: Scene, action_id: str, action: rv.PendingAction) -> list[ReviewerIntent]:
     view = scene.units.units.get(action.unit)
     if view is None or view.state is None:
         return []
@@ -108,7 +108,7 @@ def owed_move(
 # -- 2. judging a verdict claim -------------------------------------------------------------
 
 
-def judge(scene: Scene, claim: ReviewVerdict) -> list[Intent]:
+def judge(scene: Scene, claim: ReviewVerdict) -> list[ReviewerIntent]:
     request = scene.reviews.requests.get(claim.request)
     change: Change | None = None
     if request is not None and request.unit == claim.unit:
@@ -167,7 +167,7 @@ def _claim_problem(
 # -- 3. a red gate suite is a round too -------------------------------------------------------
 
 
-def gate_suite(scene: Scene, suite_id: str, suite: rv.FailedSuite) -> list[Intent]:
+def gate_suite(scene: Scene, suite_id: str, suite: rv.FailedSuite) -> list[ReviewerIntent]:
     view = scene.units.units.get(suite.unit)
     if suite_id in scene.gates.refused or view is None or view.state not in ("working", "blocked"):
         # an unverified suite measured nothing; a unit that is over has nothing to converge
@@ -198,7 +198,7 @@ def owes_request(state: rv.ReviewsState, view: UnitView) -> bool:
     )
 
 
-def request(scene: Scene, view: UnitView) -> list[Intent]:
+def request(scene: Scene, view: UnitView) -> list[ReviewerIntent]:
     unit, cause = view.unit, str(view.last_event)
     if view.head is None:
         why = "the unit is ready but names no head commit to review"

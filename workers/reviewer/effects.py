@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from projections import reviews as rv
-from projections.intents import Effect
+from projections.intents import Effect, IntentOf
 
 READ_CHANGE = "change"
 """The key prefix of :class:`ReadChange`."""
@@ -47,3 +47,6 @@ class RunReview(Effect, frozen=True, tag="reviewer.run_review.v1"):
 
 ReviewerEffect = ReadChange | RunReview
 """Every effect the reviewer asks for."""
+
+ReviewerIntent: TypeAlias = IntentOf[ReviewerEffect]
+"""What the reviewer may ask for (``decide``, ``perform``): publishing, and its own effects."""

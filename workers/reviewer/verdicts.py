@@ -15,7 +15,7 @@ from datetime import datetime
 import msgspec
 
 from projections.findings import key_text
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch, Publishing
 from projections.reviews import RequestView
 from projections.round_rules import is_blocking
 from schemas import Actor, FindingRaised
@@ -93,7 +93,7 @@ def answer(
     roots: Sequence[str],
     actor: Actor,
     now: datetime,
-) -> Intent:
+) -> Publishing:
     """What the reviewer's run warrants: its verdict as the assigned reviewer's claim, or a
     reviewer failure."""
     failure = result.failure(timeout_s)

@@ -31,7 +31,7 @@ from typing import assert_never
 import structlog
 
 from projections import risk, shipping, slices, verify
-from projections.intents import Intent, Publish, PublishBatch
+from projections.intents import Publish, PublishBatch
 from schemas import Actor, FindingRaised, utcnow
 from schemas.ids import answer_id, fixed_id
 from schemas.ship import SECRET_CRITERION, ShipCommandRan, SliceBundled, TrunkScanned
@@ -42,7 +42,7 @@ from workers.kernel import Daemon, Kernel, World
 from workers.shipper import bundle
 from workers.shipper.decide import Options, decide
 from workers.shipper.describe import description
-from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperEffect
+from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperEffect, ShipperIntent
 from workers.shipper.scan import Scan, scan
 
 log = structlog.get_logger()
@@ -64,7 +64,7 @@ class ShipRepo:
     """Variables of the daemon's environment passed to the command (``[ship] env``)."""
 
 
-class Shipper(Daemon):
+class Shipper(Daemon[ShipperEffect]):
     name = "shipper"
     folds = (slices.FOLD, risk.FOLD, shipping.FOLD, verify.FOLD)
 
@@ -72,19 +72,19 @@ class Shipper(Daemon):
         super().__init__(projects=tuple(repos), actor=actor)
         self.repos = dict(repos)
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[ShipperEffect]) -> None:
         # Decide at start for every project, even one whose log is empty: trunk's history
         # is scanned before anything moves it.
         for project in self.repos:
             kernel.observe("shipper.started", True, project=project)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[ShipperIntent]:
         repo = self.repos.get(world.project)
         if repo is None:
             return ()
         return decide(world, Options(command=repo.command))
 
-    async def perform(self, effect: ShipperEffect) -> Sequence[Intent]:
+    async def perform(self, effect: ShipperEffect) -> Sequence[ShipperIntent]:
         repo = self.repos[effect.project]
         match effect:
             case ScanTrunk(tips=tips, seed=seed, moves=moves):
@@ -98,7 +98,9 @@ class Shipper(Daemon):
             case _:
                 assert_never(effect)
 
-    def _scanned(self, project: str, repo: ShipRepo, found: Scan, moves: int, seed: str) -> Intent:
+    def _scanned(
+        self, project: str, repo: ShipRepo, found: Scan, moves: int, seed: str
+    ) -> ShipperIntent:
         now = utcnow()
         findings = [
             FindingRaised(
@@ -132,7 +134,7 @@ class Shipper(Daemon):
         log.info("trunk.scanned", project=project, commits=found.commits, leaks=len(findings))
         return PublishBatch((*findings, scanned))
 
-    async def _bundle(self, effect: BundleSlice, repo: ShipRepo) -> Intent:
+    async def _bundle(self, effect: BundleSlice, repo: ShipRepo) -> ShipperIntent:
         slice_id = effect.slice
         checks = await asyncio.to_thread(_configured_reads, repo)
         text = description(effect.views, effect.risk, effect.shipping, slice_id, checks)
@@ -163,7 +165,7 @@ class Shipper(Daemon):
             )
         )
 
-    def _refused(self, project: str, slice_id: str, cause: str, why: str) -> Intent:
+    def _refused(self, project: str, slice_id: str, cause: str, why: str) -> ShipperIntent:
         return Publish(
             FindingRaised(
                 id=answer_id(cause, "ship-refused"),
@@ -180,7 +182,7 @@ class Shipper(Daemon):
             )
         )
 
-    async def _ship(self, project: str, repo: ShipRepo, bundled: SliceBundled) -> Intent:
+    async def _ship(self, project: str, repo: ShipRepo, bundled: SliceBundled) -> ShipperIntent:
         assert repo.command is not None
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from projections import risk, shipping, slices, verify
-from projections.intents import Intent
 from projections.risk import RiskState
 from projections.shipping import ShippingState
 from projections.slices import SlicesState, SliceView
 from projections.verify import VerifyState
 from workers.kernel import World
-from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle
+from workers.shipper.effects import BundleSlice, ScanTrunk, ShipBundle, ShipperIntent
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ def ready_to_ship(view: SliceView, checked: VerifyState) -> bool:
     return view.status == "closed" and judged is not None and judged.shipped
 
 
-def decide(world: World, options: Options) -> list[Intent]:
+def decide(world: World, options: Options) -> list[ShipperIntent]:
     ship: ShippingState = world.state(shipping.FOLD.name)
     views: SlicesState = world.state(slices.FOLD.name)
     state: RiskState = world.state(risk.FOLD.name)
@@ -47,7 +46,7 @@ def decide(world: World, options: Options) -> list[Intent]:
         ]
     if shipping.hold(ship):
         return []
-    intents: list[Intent] = []
+    intents: list[ShipperIntent] = []
     for slice_id, view in views.slices.items():
         if not ready_to_ship(view, checked):
             continue

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 from projections.risk import RiskState
 from projections.shipping import ShippingState
 from projections.slices import SlicesState
@@ -56,3 +58,6 @@ class ShipBundle(Effect, frozen=True, tag="shipper.ship_bundle.v1"):
 
 ShipperEffect = ScanTrunk | BundleSlice | ShipBundle
 """Every effect the shipper asks for."""
+
+ShipperIntent: TypeAlias = IntentOf[ShipperEffect]
+"""What the shipper may ask for (``decide``, ``perform``): publishing, and its own effects."""

@@ -13,10 +13,11 @@ sequence of ``finding.standards``, so two daemons from the same view cannot both
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Never
 
 from projections import budgets
 from projections.budgets import Breach
-from projections.intents import Intent
+from projections.intents import Publishing
 from schemas import Actor, FindingRaised
 from schemas.targets import BudgetTarget
 from workers.kernel import Daemon, World
@@ -60,13 +61,13 @@ def breach_finding(project: str, breach: Breach, actor: Actor) -> FindingRaised:
     )
 
 
-class Standards(Daemon):
+class Standards(Daemon[Never]):
     """Raise the first breach not raised yet; the next one once that one is folded."""
 
     name = "standards"
     folds = (budgets.FOLD,)
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[Publishing]:
         # One at a time: every finding is conditional on the same subject, so a second one
         # decided from the same view would only lose the race to the first.
         for breach in budgets.breaches(world.state("budgets")):

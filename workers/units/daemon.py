@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Never
 
 from projections import contract
 from projections import findings as findings_fold
@@ -23,7 +24,7 @@ from projections import gates as gates_fold
 from projections import reviews as reviews_fold
 from projections import units as units_fold
 from projections.claims import Move, References, Refusal, Verdict, decide, gates, verb
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
 from schemas import Actor, FindingRaised, FindingResolved, Producer
 from schemas.ids import answer_id
@@ -87,7 +88,7 @@ def judge(units: UnitsState, report: UnitReport, refs: References) -> Verdict:
         )
 
 
-class Units(Daemon):
+class Units(Daemon[Never]):
     """Answer claims; keep readiness in step with verified gate suites."""
 
     name = "units"
@@ -103,14 +104,14 @@ class Units(Daemon):
         super().__init__(projects=projects, actor=actor)
         self.checks = checks or DeclaredChecks()
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[Publishing]:
         units: UnitsState = world.state("units")
         refs = References.from_states(
             world.state("findings"),
             world.state("gates"),
             extra_checks=self.checks.for_project(world.project),
         )
-        intents: list[Intent] = []
+        intents: list[Publishing] = []
         answering: set[str] = set()
         for unit, claims in units.claims.items():
             report = claims[0]
@@ -138,14 +139,14 @@ def answer_salt(occurrence: int) -> str:
     return ANSWER_SALT if occurrence == 0 else f"{ANSWER_SALT}#{occurrence}"
 
 
-def ready_intents(world: World, units: UnitsState, unit: str) -> list[Intent]:
+def ready_intents(world: World, units: UnitsState, unit: str) -> list[Publishing]:
     """The ready move for ``unit``'s head, and the finding when its contract does not hold."""
     gates_state: gates_fold.GatesState = world.state("gates")
     found = contract_for(units, unit, gates_state)
     if found is None:
         return []
     view, contract = units.units[unit], found
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     if contract.suite_passed and not contract.holds and view.contract_noted != contract.suite:
         intents.append(Publish(contract_finding(world, view, contract)))
     move = ready_move(units, unit, gates_state)

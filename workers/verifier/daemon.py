@@ -20,7 +20,6 @@ from typing import assert_never
 import msgspec
 import structlog
 
-from projections.intents import Intent
 from schemas import utcnow
 from schemas.reviews import VerdictDocument
 from schemas.verify import BriefBoot, VerifierEnvelope, VerifyBrief
@@ -36,13 +35,19 @@ from workers.repository import resolve
 from workers.verifier import wave
 from workers.verifier.answer import parse_envelope, recorded
 from workers.verifier.decide import FOLDS, decide
-from workers.verifier.effects import ReReviewUnit, ReviewWave, VerifierEffect, VerifyWave
+from workers.verifier.effects import (
+    ReReviewUnit,
+    ReviewWave,
+    VerifierEffect,
+    VerifierIntent,
+    VerifyWave,
+)
 from workers.verifier.wave_shell import run_review, unit_document, wave_document
 
 log = structlog.get_logger()
 
 
-class Verifier(Daemon):
+class Verifier(Daemon[VerifierEffect]):
     """Verify each merged wave code-cold, for the projects in ``configs``."""
 
     name = "verifier"
@@ -60,18 +65,18 @@ class Verifier(Daemon):
         super().__init__(projects=tuple(served))
         self.configs = served
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[VerifierIntent]:
         config = self.configs.get(world.project)
         if config is None:
             return ()
-        intents: list[Intent] = []
+        intents: list[VerifierIntent] = []
         if self.verify[world.project].command:
             intents.extend(decide(world))
         if config.review.wave and config.review.command:
             intents.extend(wave.decide(world))
         return intents
 
-    async def perform(self, effect: VerifierEffect) -> Sequence[Intent]:
+    async def perform(self, effect: VerifierEffect) -> Sequence[VerifierIntent]:
         match effect:
             case ReviewWave():
                 return [await self._wave_review(effect)]
@@ -82,7 +87,7 @@ class Verifier(Daemon):
             case _:
                 assert_never(effect)
 
-    async def _verify(self, effect: VerifyWave) -> Intent:
+    async def _verify(self, effect: VerifyWave) -> VerifierIntent:
         config, verify = self.configs[effect.project], self.verify[effect.project]
         brief = effect.brief
         answer: VerifierEnvelope | str
@@ -104,7 +109,7 @@ class Verifier(Daemon):
         log.info("verify.recorded", slice=brief.slice, wave=brief.wave, facts=len(batch.events))
         return batch
 
-    async def _wave_review(self, effect: ReviewWave) -> Intent:
+    async def _wave_review(self, effect: ReviewWave) -> VerifierIntent:
         config, args = self.configs[effect.project], effect
         owed = args.owed
         axes: list[str] = []
@@ -132,7 +137,7 @@ class Verifier(Daemon):
             now=utcnow(),
         )
 
-    async def _rereview(self, effect: ReReviewUnit) -> Intent:
+    async def _rereview(self, effect: ReReviewUnit) -> VerifierIntent:
         config, args = self.configs[effect.project], effect
         answer: VerdictDocument | str
         if not args.merge:

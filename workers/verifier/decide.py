@@ -12,21 +12,20 @@ from projections import charter as charter_fold
 from projections import slices as slices_fold
 from projections import verify as verify_fold
 from projections import wave_review as wave_fold
-from projections.intents import Intent
 from projections.slices import SlicesState
 from workers.kernel import World
 from workers.verifier.brief import verify_brief
-from workers.verifier.effects import VerifyWave
+from workers.verifier.effects import VerifierIntent, VerifyWave
 
 FOLDS = (slices_fold.FOLD, verify_fold.FOLD, charter_fold.FOLD, wave_fold.FOLD)
 """What the verifier daemon folds (the charter for its objectives and criteria words)."""
 
 
-def decide(world: World) -> list[Intent]:
+def decide(world: World) -> list[VerifierIntent]:
     slices: SlicesState = world.state(slices_fold.FOLD.name)
     checked: verify_fold.VerifyState = world.state(verify_fold.FOLD.name)
     charter = world.state(charter_fold.FOLD.name).charter
-    intents: list[Intent] = []
+    intents: list[VerifierIntent] = []
     for view in sorted(slices.slices.values(), key=lambda v: v.rank):
         wave = verify_fold.to_verify(checked, view)
         if wave is None:

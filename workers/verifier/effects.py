@@ -9,7 +9,9 @@ Each key names the accepted plan and the wave (and the unit), so each runs once 
 
 from __future__ import annotations
 
-from projections.intents import Effect
+from typing import TypeAlias
+
+from projections.intents import Effect, IntentOf
 from projections.wave_review import WaveToReview
 from schemas.verify import VerifyBrief
 from schemas.wave_review import WaveReviewed
@@ -67,3 +69,6 @@ class ReReviewUnit(Effect, frozen=True, tag="verifier.rereview_unit.v1"):
 
 VerifierEffect = VerifyWave | ReviewWave | ReReviewUnit
 """Every effect the verifier daemon asks for."""
+
+VerifierIntent: TypeAlias = IntentOf[VerifierEffect]
+"""What the verifier may ask for (``decide``, ``perform``): publishing, and its own effects."""

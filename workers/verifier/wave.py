@@ -13,7 +13,7 @@ from typing import Any
 
 from projections import slices as slices_fold
 from projections import wave_review as wave_fold
-from projections.intents import Effect, Intent, PublishBatch
+from projections.intents import Effect, PublishBatch
 from projections.round_rules import SEVERITY_RANK
 from projections.slices import SlicesState
 from schemas import Actor, FindingRaised, FindingResolved
@@ -29,13 +29,13 @@ from schemas.wave_review import (
 )
 from workers.kernel import World
 from workers.verifier.answer import unrecordable
-from workers.verifier.effects import ReReviewUnit, ReviewWave
+from workers.verifier.effects import ReReviewUnit, ReviewWave, VerifierIntent
 
 
-def decide(world: World) -> list[Intent]:
+def decide(world: World) -> list[VerifierIntent]:
     slices: SlicesState = world.state(slices_fold.FOLD.name)
     state: wave_fold.WaveReviewState = world.state(wave_fold.FOLD.name)
-    intents: list[Intent] = []
+    intents: list[VerifierIntent] = []
     for view in sorted(slices.slices.values(), key=lambda v: v.rank):
         if view.status != "open":
             continue

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Never
 
 from bus import Bus
 from projections import units as units_fold
 from projections.claims import lapse
-from projections.intents import Intent, Publish
+from projections.intents import Publish, Publishing
 from projections.units import WAIT_BUDGET_CLASS, UnitsState, UnitView
 from schemas import Actor, FindingRaised
 from schemas.ids import answer_id
@@ -98,10 +99,10 @@ def wait_budget_finding(
 
 def sweep(
     world: World, limits: Limits, checks: DeclaredChecks, heartbeats: Heartbeats | None
-) -> list[Intent]:
+) -> list[Publishing]:
     """Pure: LOST for every lapsed working unit, a finding for every wait past its budget
     and for every beater that does not hold the unit it beats for, as of ``world.now``."""
-    intents: list[Intent] = []
+    intents: list[Publishing] = []
     units: UnitsState = world.state("units")
     for view in units.units.values():
         beats = heartbeats.beaters(world.project, view.unit) if heartbeats else {}
@@ -130,7 +131,7 @@ def sweep(
     return intents
 
 
-class Watchdog(Daemon):
+class Watchdog(Daemon[Never]):
     """Sweeps on a tick; heartbeats come from the heartbeat bucket (a sensor)."""
 
     name = "watchdog"
@@ -151,14 +152,14 @@ class Watchdog(Daemon):
         self.heartbeats = Heartbeats(bus, self.projects)
         self.tick_s = tick_for(self.limits)
 
-    async def start(self, kernel: Kernel) -> None:
+    async def start(self, kernel: Kernel[Never]) -> None:
         # Every heartbeat is loaded before the first sweep; a feed that dies stops the
         # daemon (to be restarted), because sweeping on a dead feed marks live units LOST.
         await self.heartbeats.load()
         for index in range(self.heartbeats.feeds):
             kernel.spawn(self.heartbeats.follow(index), f"heartbeats-{index}")
 
-    def decide(self, world: World) -> Sequence[Intent]:
+    def decide(self, world: World) -> Sequence[Publishing]:
         return sweep(world, self.limits, self.checks, self.heartbeats)
 
 
