@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, assert_never
+from typing import assert_never
 
 import msgspec
 import structlog
@@ -53,7 +53,7 @@ from workers.agents.workspace import remove, workdir
 from workers.builder import answers, conflict, worktree
 from workers.builder.criteria import criterion_text
 from workers.builder.decide import decide
-from workers.builder.effects import BuilderEffect, BuilderIntent, BuildRound
+from workers.builder.effects import BuilderEffect, BuilderIntent, BuildRound, RoundBrief
 from workers.kernel import Daemon, Kernel, World
 from workers.kernel.lease_holding import answered_under_lease
 from workers.leases.deadlines import per_project
@@ -131,21 +131,23 @@ class Builder(Daemon[BuilderEffect]):
 
     async def build_round(self, config: RepoConfig, args: BuildRound) -> list[BuilderIntent]:
         """One round: worktree, command (retried once), commit, answer."""
-        skeleton = dict(args.brief)
-        unit = skeleton["unit"]
+        skeleton = args.brief
+        unit = skeleton.unit
         repo = Path(config.repo)
         builder = Actor(role="builder", principal=args.principal)
         round_ = answers.Round(
             project=config.project,
             unit=unit,
-            slice=skeleton["slice"],
+            slice=skeleton.slice,
             trigger=args.trigger,
             system=self.actor,
             builder=builder,
-            number=skeleton["round"],
-            rung=skeleton["rung"],
+            number=skeleton.round,
+            rung=skeleton.rung,
         )
-        start = skeleton.pop("start") or await asyncio.to_thread(_trunk, repo, config)
+        start = skeleton.start
+        if not start:  # neither a head nor a dispatch base on the log: trunk's head
+            start = await asyncio.to_thread(_trunk, repo, config)
         brief = await asyncio.to_thread(_brief, repo, start, skeleton)
         brief, merged = await asyncio.to_thread(_collision, repo, config, brief, args)
         branch = worktree.branch(config.project, unit)
@@ -257,8 +259,7 @@ class Builder(Daemon[BuilderEffect]):
 
 
 def _round_of(effect: BuildRound) -> str:
-    brief = effect.brief
-    return f"unit {brief['unit']} round {brief['round']}"
+    return f"unit {effect.unit} round {effect.brief.round}"
 
 
 def _published(events: list[Event]) -> list[BuilderIntent]:
@@ -280,9 +281,9 @@ def _collision(
     """For a round on a head that collided with trunk: trunk's head merged into it, and
     the brief that says so (see :mod:`.conflict`)."""
     collision = args.conflict
-    if not collision:
+    if collision is None:
         return brief, None
-    merged = conflict.merge(repo, brief.base, _trunk(repo, config), finding=collision["finding"])
+    merged = conflict.merge(repo, brief.base, _trunk(repo, config), finding=collision.finding)
     return msgspec.structs.replace(brief, conflict=merged.brief()), merged
 
 
@@ -322,19 +323,33 @@ def _trunk(repo: Path, config: RepoConfig) -> str:
         return str(trunk_commit(opened, config.review.trunk).id.decode())
 
 
-def _brief(repo: Path, start: str, skeleton: dict[str, Any]) -> Brief:
+def _brief(repo: Path, start: str, skeleton: RoundBrief) -> Brief:
     """The brief: the decision's skeleton plus what only the repository knows (the
     criteria's test text and the design document, both at the round's start)."""
     criteria = [
         BriefCriterion(test=test, text=criterion_text(worktree.read_file, repo, start, test))
-        for test in skeleton.pop("criteria")
+        for test in skeleton.criteria
     ]
-    design_ref = skeleton.get("design_ref")
+    design_ref = skeleton.design_ref
     design = worktree.read_file(repo, start, design_ref) if design_ref else ""
-    return msgspec.convert(
-        {**skeleton, "criteria": criteria, "design": design, "base": start},
-        Brief,
-        from_attributes=True,
+    return Brief(
+        project=skeleton.project,
+        slice=skeleton.slice,
+        unit=skeleton.unit,
+        title=skeleton.title,
+        files=list(skeleton.files),
+        criteria=criteria,
+        design_ref=design_ref,
+        design=design,
+        base=start,
+        round=skeleton.round,
+        findings=list(skeleton.findings),
+        rung=skeleton.rung,
+        tactic=skeleton.tactic,
+        decisions=list(skeleton.decisions),
+        superseded=list(skeleton.superseded),
+        lessons=list(skeleton.lessons),
+        problem=skeleton.problem,
     )
 
 

@@ -24,8 +24,6 @@ For every unit the builds projection knows, in order:
 
 from __future__ import annotations
 
-from typing import Any
-
 from projections import convergence as conv
 from projections import decisions as decisions_fold
 from projections import lessons as lessons_fold
@@ -41,7 +39,7 @@ from schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
 from schemas.ids import answer_id
 from schemas.reports import StartedReport, UnblockedReport
 from workers.agents.config import BuildConfig
-from workers.builder.effects import BuilderIntent, BuildRound
+from workers.builder.effects import BuilderIntent, BuildRound, Collision, RoundBrief
 from workers.kernel import World
 
 REPEATS_TO_HALT = 3
@@ -173,17 +171,17 @@ def _round(
     convergence: conv.ConvergenceState = world.state("convergence")
     unit_conv = convergence.units.get(build.unit)
     rung = unit_conv.rung if unit_conv is not None else 1
-    brief: dict[str, Any] = {
-        "project": world.project,
-        "slice": build.slice or view.slice,
-        "unit": build.unit,
-        "title": view.title,
-        "files": list(view.files),
-        "criteria": list(view.criteria),
-        "design_ref": build.design_ref,
-        "start": view.head or build.base,
-        "round": build.rounds + 1,
-        "findings": [
+    brief = RoundBrief(
+        project=world.project,
+        slice=build.slice or view.slice,
+        unit=build.unit,
+        title=view.title,
+        files=list(view.files),
+        criteria=list(view.criteria),
+        design_ref=build.design_ref,
+        start=view.head or build.base,
+        round=build.rounds + 1,
+        findings=[
             BriefFinding(
                 id=f.id,
                 target=f.target,
@@ -193,13 +191,13 @@ def _round(
             )
             for f in open_findings(findings, build.unit)
         ],
-        "rung": rung,
-        "tactic": f"{round_rules.tactic(rung)}: {round_rules.ask(rung)}",
-        "decisions": in_force(world, build, view),
-        "superseded": superseded(world, build, view),
-        "lessons": lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),
-        "problem": build.note,
-    }
+        rung=rung,
+        tactic=f"{round_rules.tactic(rung)}: {round_rules.ask(rung)}",
+        decisions=in_force(world, build, view),
+        superseded=superseded(world, build, view),
+        lessons=lessons_fold.in_force(world.state(lessons_fold.FOLD.name)),
+        problem=build.note,
+    )
     assert build.trigger is not None  # a round is owed only to a trigger (owes_round)
     return BuildRound(
         project=world.project,
@@ -212,12 +210,12 @@ def _round(
     )
 
 
-def _collision(build: UnitBuild, view: UnitView) -> dict[str, str] | None:
+def _collision(build: UnitBuild, view: UnitView) -> Collision | None:
     """The merge conflict this round resolves: the one of the head it starts from."""
     collision = build.collision
     if collision is None or collision.head != (view.head or build.base):
         return None
-    return {"finding": collision.finding, "trunk": collision.trunk, "head": collision.head}
+    return Collision(finding=collision.finding, trunk=collision.trunk, head=collision.head)
 
 
 def in_force(world: World, build: UnitBuild, view: UnitView) -> list[BriefDecision]:

@@ -7,27 +7,64 @@ trigger however often the decision asks for it.
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import TypeAlias
+
+import msgspec
 
 from projections.intents import Effect, IntentOf
+from schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
 
 BUILD = "build"
 """The key prefix of :class:`BuildRound`."""
 
 
-class BuildRound(Effect, frozen=True, tag="builder.build_round.v1"):
-    """One round for ``brief["unit"]`` as builder ``principal``, answering ``trigger``.
+class RoundBrief(msgspec.Struct, frozen=True, kw_only=True):
+    """The brief's skeleton as the decision reads it from the folds: a
+    :class:`schemas.builds.Brief` but for what git says at ``start`` (the criteria's test
+    text, the design document), which the shell adds. A Struct, not a dict, so that a key
+    misspelt by the decision or the shell is a type error, not a missing field at run time."""
 
-    ``brief``: the brief's skeleton as the decision read it from the folds (the shell adds
-    what git says: the start commit's tree); ``asked``: the questions asked of the unit so
-    far; ``conflict``: the trunk collision this round resolves (``finding``, ``head``)."""
+    project: str
+    slice: str
+    unit: str
+    title: str = ""
+    files: list[str] = []
+    criteria: list[str] = []
+    """The criteria's pytest node ids (the shell reads each one's text)."""
+    design_ref: str | None = None
+    start: str | None = None
+    """The commit the round starts from (``None``: trunk's, read by the shell)."""
+    round: int = 1
+    findings: list[BriefFinding] = []
+    rung: int = 0
+    tactic: str = ""
+    decisions: list[BriefDecision] = []
+    superseded: list[BriefSuperseded] = []
+    lessons: list[str] = []
+    problem: str = ""
+
+
+class Collision(msgspec.Struct, frozen=True, kw_only=True):
+    """The trunk collision a round resolves: the ``merge.conflicted`` finding, trunk's
+    head it collided with, and the unit's head."""
+
+    finding: str
+    trunk: str
+    head: str
+
+
+class BuildRound(Effect, frozen=True, tag="builder.build_round.v1"):
+    """One round for ``unit`` as builder ``principal``, answering ``trigger``.
+
+    ``asked``: how often each question was asked of the unit so far; ``conflict``: the
+    trunk collision this round resolves."""
 
     unit: str
-    brief: dict[str, Any]
+    brief: RoundBrief
     principal: str
     trigger: str
     asked: dict[str, int]
-    conflict: dict[str, str] | None = None
+    conflict: Collision | None = None
 
     @property
     def key(self) -> str:

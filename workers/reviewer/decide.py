@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import msgspec
 
@@ -39,7 +38,13 @@ from schemas.ids import answer_id
 from schemas.reviews import ReviewRequested, ReviewVerdict
 from workers.agents.config import RepoConfig
 from workers.kernel import World
-from workers.reviewer.effects import ReadChange, ReviewerIntent, RunReview
+from workers.reviewer.effects import (
+    GateResult,
+    PickedDecision,
+    ReadChange,
+    ReviewerIntent,
+    RunReview,
+)
 from workers.reviewer.escalations import escalate_problem, review_input
 from workers.reviewer.facts import refusal, unreviewable
 from workers.reviewer.guards import Violation, find_frozen_edits, find_secrets
@@ -300,20 +305,20 @@ def run_review(scene: Scene, request: rv.RequestView) -> RunReview:
     )
 
 
-def auto_pick_document(pick: AutoPick) -> dict[str, Any]:
+def auto_pick_document(pick: AutoPick) -> PickedDecision:
     """One auto-picked decision as the reviewer reads it (``escalate`` names its id)."""
-    return {
-        "decision_id": pick.decision_id,
-        "question": pick.question,
-        "options": list(pick.options),
-        "chosen": pick.chosen,
-        "class": pick.autonomy,
-        "confidence": pick.stated_confidence,
-        "rationale": pick.rationale,
-    }
+    return PickedDecision(
+        decision_id=pick.decision_id,
+        question=pick.question,
+        options=list(pick.options),
+        chosen=pick.chosen,
+        autonomy=pick.autonomy,
+        confidence=pick.stated_confidence,
+        rationale=pick.rationale,
+    )
 
 
-def gate_results(gates: GatesState, head: str) -> list[dict[str, Any]]:
+def gate_results(gates: GatesState, head: str) -> list[GateResult]:
     """The verified gate results cached for ``head``: what the reviewer reads instead of
     running anything."""
     suite = suite_for(gates, head)
@@ -324,13 +329,13 @@ def gate_results(gates: GatesState, head: str) -> list[dict[str, Any]]:
     for item in suite.checks:
         cached = by_result.get(item.result)
         out.append(
-            {
-                "check": item.check,
-                "outcome": item.outcome,
-                "cached": item.cached,
-                "duration_s": item.duration_s,
-                "summary": cached.summary if cached is not None else "",
-                "findings": item.findings,
-            }
+            GateResult(
+                check=item.check,
+                outcome=item.outcome,
+                cached=item.cached,
+                duration_s=item.duration_s,
+                summary=cached.summary if cached is not None else "",
+                findings=item.findings,
+            )
         )
     return out
