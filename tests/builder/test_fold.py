@@ -91,11 +91,7 @@ def test_a_merge_conflict_of_the_head_makes_its_next_round_a_conflict_round() ->
         trunk="c" * 40,  # type: ignore[attr-defined]
     )
     view = UNITS.fold(events)  # type: ignore[arg-type]
-    assert _collision(state.units["U"], view.units["U"]) == {
-        "finding": "F1",
-        "trunk": "c" * 40,
-        "head": HEAD,
-    }
+    assert _collision(state.units["U"], view.units["U"]) == state.units["U"].collision
     later = conflicted(head="d" * 40)
     assert _collision(FOLD.fold([later], state).units["U"], view.units["U"]) is None
 

@@ -24,11 +24,13 @@ For every unit the builds projection knows, in order:
 
 from __future__ import annotations
 
+import msgspec
+
 from projections import convergence as conv
 from projections import decisions as decisions_fold
 from projections import lessons as lessons_fold
 from projections import round_rules
-from projections.builds import CHOOSERS, BuildsState, UnitBuild
+from projections.builds import CHOOSERS, BuildsState, Collision, UnitBuild
 from projections.claims import Move
 from projections.findings import FindingsState, open_findings
 from projections.intents import Publish, PublishBatch
@@ -39,7 +41,7 @@ from schemas.decisions import STATED_WEIGHT, DecisionRecorded, option_ids
 from schemas.ids import answer_id
 from schemas.reports import StartedReport, UnblockedReport
 from workers.agents.config import BuildConfig
-from workers.builder.effects import BuilderIntent, BuildRound, Collision, RoundBrief
+from workers.builder.effects import BuilderIntent, BuildRound, RoundBrief
 from workers.kernel import World
 
 REPEATS_TO_HALT = 3
@@ -215,7 +217,7 @@ def _collision(build: UnitBuild, view: UnitView) -> Collision | None:
     collision = build.collision
     if collision is None or collision.head != (view.head or build.base):
         return None
-    return Collision(finding=collision.finding, trunk=collision.trunk, head=collision.head)
+    return msgspec.structs.replace(collision)  # a copy: the fold keeps its own
 
 
 def in_force(world: World, build: UnitBuild, view: UnitView) -> list[BriefDecision]:

@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 import msgspec
 
+from projections.builds import Collision
 from projections.intents import Effect, IntentOf
 from schemas.builds import BriefDecision, BriefFinding, BriefSuperseded
 
@@ -44,20 +45,11 @@ class RoundBrief(msgspec.Struct, frozen=True, kw_only=True):
     problem: str = ""
 
 
-class Collision(msgspec.Struct, frozen=True, kw_only=True):
-    """The trunk collision a round resolves: the ``merge.conflicted`` finding, trunk's
-    head it collided with, and the unit's head."""
-
-    finding: str
-    trunk: str
-    head: str
-
-
 class BuildRound(Effect, frozen=True, tag="builder.build_round.v1"):
     """One round for ``unit`` as builder ``principal``, answering ``trigger``.
 
     ``asked``: how often each question was asked of the unit so far; ``conflict``: the
-    trunk collision this round resolves."""
+    trunk collision this round resolves (a copy: the fold keeps its own)."""
 
     unit: str
     brief: RoundBrief
