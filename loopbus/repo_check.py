@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopbus.errors import UsageError
+from schemas.project_config import BOOT_CHECK
 from workers.agents import config as agent_config
 from workers.errors import CONFIG_FILE, ConfigError, RepoError
 from workers.gates.config import ProjectConfig, parse_config
 from workers.gates.environment import interpreter_dir
 from workers.merger.face import parse_merge_config
 from workers.repository import commit_at, open_repo, resolve
-
-BOOT_CHECK = "boot"
-"""The check a slice's increment must pass to close (workers/dispatcher/repo.py)."""
 
 
 def config_warnings(config: ProjectConfig, source: str) -> list[str]:

@@ -32,6 +32,7 @@ from schemas import (
     UnitState,
     UnitTransitioned,
 )
+from schemas.authority import UNIT_CLAIMANTS
 from schemas.ids import is_token
 from schemas.reports import (
     CAPACITY_BUDGETS,
@@ -45,8 +46,8 @@ from schemas.reports import (
 )
 from schemas.units import SUBJECT_KINDS, TransitionBy
 
-CLAIMANT_ROLES = frozenset({"builder", "operator"})
-"""Who may report on a unit: its builder, or an operator speaking for it."""
+CLAIMANT_ROLES = frozenset(UNIT_CLAIMANTS)
+"""Who may report on a unit (:data:`schemas.authority.UNIT_CLAIMANTS`)."""
 
 SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 

@@ -11,9 +11,9 @@ import msgspec
 
 from projections.base import Fold
 from schemas import Event, FindingRaised
+from schemas.authority import FORGERY_CLASS as FORGERY_CLASS
 from schemas.authority import forgery_reason, standing
 
-FORGERY_CLASS = "forgery"
 EVIDENCE_KEY = "forged"
 """The evidence key of a forgery finding that names the forged event's id."""
 

@@ -38,6 +38,7 @@ from schemas import (
     UnitState,
     UnitTransitioned,
 )
+from schemas.authority import FORGERY_CLASS
 from schemas.authority import REFUSAL_CLASS as REFUSAL_CLASS
 from schemas.reports import (
     BlockedReport,
@@ -56,7 +57,7 @@ CONTRACT_CLASS: Final = "contract-unmet"
 WAIT_BUDGET_CLASS: Final = "wait-budget"
 """The finding class of a block past its budget; ``evidence["block"]`` is the block's id."""
 
-FOREIGN_BEAT_CLASS: Final = "forgery"
+FOREIGN_BEAT_CLASS: Final = FORGERY_CLASS
 FOREIGN_BEAT_CRITERION: Final = "heartbeat-not-holder"
 """A heartbeat for a unit from anyone but its holder: the watchdog's ``forgery`` finding
 with this criterion; ``evidence["unit"]`` and ``evidence["beater"]`` (``role:principal``)."""

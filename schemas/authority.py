@@ -85,6 +85,11 @@ SYSTEM_PRODUCERS: frozenset[Producer] = frozenset(PRODUCERS) - PRODUCER_ROLES.ke
 """The producers that are system daemons: their findings are facts only they publish."""
 
 
+UNIT_CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
+"""Who may report on a unit: its builder, or an operator speaking for it (the unit fold
+reads no report from another role; ``loopbus unit`` offers only these)."""
+
+
 CLAIM_ROLES: dict[str, frozenset[str]] = {
     "decision.choice.v1": frozenset({"operator"}),
     "plan.approve.v1": frozenset({"operator"}),
@@ -150,6 +155,10 @@ def forgery_reason(event: Event) -> str:
         return f"{who} published {event.kind}, a claim only {' or '.join(sorted(roles))} makes"
     return f"{who} published {event.kind}, a fact only the system publishes"
 
+
+FORGERY_CLASS: Final = "forgery"
+"""The class of the finding that names a forger: the integrity daemon's (a forged event,
+``evidence["forged"]``) and the watchdog's (a heartbeat from anyone but the unit's holder)."""
 
 REFUSAL_CLASS: Final = "refused-transition"
 """The class of the system's findings that refuse a claim (or a transition)."""

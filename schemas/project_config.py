@@ -13,6 +13,11 @@ CONFIG_FILE = "loopbus.toml"
 TRUNK_ENV = "LOOPBUS_TRUNK"
 """Set by ``loopbus up`` for every daemon it starts: the one branch that is trunk."""
 
+BOOT_CHECK = "boot"
+"""The id of the check in ``loopbus.toml`` that starts the software and probes it: a
+slice's increment must pass it to close (the dispatcher runs it; ``loopbus repo check``
+warns when it is missing)."""
+
 PARSER_NAMES: tuple[str, ...] = ("pytest", "ruff", "exit-code")
 """How a gate check's output may be read (a check's ``parser``); each has one reader in
 the gate library (``workers/gates/parsers.py``), and a test keeps the two equal."""

@@ -45,6 +45,7 @@ from schemas.slices import PlanSubmission, SlicePlan, SlicePlanAccepted
 from schemas.subjects import slice_subjects
 from workers.agents.cli import TRUNK_ENV
 from workers.agents.config import config_text
+from workers.dispatcher.face import NAME as DISPATCHER
 from workers.dispatcher.face import claim_problems
 from workers.errors import WorkerError
 from workers.gates.contract_check import repo_contract_problems
@@ -53,7 +54,6 @@ from workers.runtime import check_health
 
 _json = msgspec.json.Encoder()
 
-DISPATCHER = "dispatcher"
 """The daemon name the dispatcher's health beacon is kept under (``loopbus health``)."""
 
 

@@ -15,6 +15,7 @@ from loopbus.commands import deferred
 from loopbus.completion import offer
 from loopbus.known import add_new
 from loopbus.settings import add_connection, add_project
+from schemas.authority import UNIT_CLAIMANTS
 from schemas.envelope import Role
 from schemas.findings import FINDING_CLASSES, PRODUCERS, SEVERITIES
 from schemas.units import BLOCK_REASONS, SUBJECT_KINDS
@@ -68,7 +69,7 @@ def add_claimant(parser: argparse.ArgumentParser) -> None:
     )
 
 
-CLAIMANTS: tuple[Role, ...] = ("builder", "operator")
+CLAIMANTS: tuple[Role, ...] = UNIT_CLAIMANTS
 
 _HELP = {
     "started": "claim the unit has started (after it was dispatched)",

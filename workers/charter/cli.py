@@ -43,4 +43,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("charter", parser, make_body, argv)
+    return main_for(CharterDaemon.name, parser, make_body, argv)

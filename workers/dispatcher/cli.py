@@ -14,6 +14,7 @@ import structlog
 from workers.agents.verify_config import ship_rules
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.dispatcher.daemon import Dispatcher
+from workers.dispatcher.name import NAME
 from workers.dispatcher.repo import ProjectRepo
 from workers.errors import CONFIG_FILE, ConfigError, WorkerError
 from workers.gates.key_names import KEY_DIR_ENV
@@ -23,13 +24,10 @@ from workers.runtime import DaemonContext
 
 log = structlog.get_logger()
 
-RUNNER_NAME = "dispatcher"
-"""The gate-runner key (under ``--data-dir``) the dispatcher signs boot results with."""
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser(
-        "dispatcher", "Validate slice plans, dispatch units wave by wave, boot increments."
+        NAME, "Validate slice plans, dispatch units wave by wave, boot increments."
     )
     parser.add_argument(
         "--repo",
@@ -74,12 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
         try:  # a key that cannot be read is one line and exit 2, before connecting
-            load_existing(args.data_dir, RUNNER_NAME)  # a new key waits for the bus
+            load_existing(args.data_dir, NAME)  # a new key waits for the bus
         except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
 
         async def body(ctx: DaemonContext) -> None:
-            signer = await asyncio.to_thread(load_or_create, args.data_dir, RUNNER_NAME)
+            signer = await asyncio.to_thread(load_or_create, args.data_dir, NAME)
             dispatcher = Dispatcher(
                 ctx.bus,
                 repos=repos,
@@ -92,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("dispatcher", parser, make_body, argv)
+    return main_for(NAME, parser, make_body, argv)
 
 
 def parse_repos(values: Sequence[str], trunk: str) -> dict[str, ProjectRepo]:

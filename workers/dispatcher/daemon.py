@@ -54,6 +54,7 @@ from workers.dispatcher.effects import (
     ReadTrunk,
     ReadUnit,
 )
+from workers.dispatcher.name import NAME
 from workers.dispatcher.repo import ProjectRepo
 from workers.errors import WorkerError
 from workers.gates.runner import GateRunner
@@ -70,7 +71,7 @@ only the latest few can still be wanted)."""
 class Dispatcher(Daemon[DispatcherEffect]):
     """Plans become facts, slices run wave by wave, increments boot."""
 
-    name = "dispatcher"
+    name = NAME
     folds = (
         slices.FOLD,
         units_fold.FOLD,

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from projections.intents import Effect, IntentOf
+from schemas.project_config import BOOT_CHECK
 
 CRITERIA = "criteria"
 TRUNK = "trunk"
 UNIT_READS = "unit-reads"
-BOOT = "boot"
 
 
 class ReadCriteria(Effect, frozen=True, tag="dispatcher.read_criteria.v1"):
@@ -65,7 +65,7 @@ class Boot(Effect, frozen=True, tag="dispatcher.boot.v1"):
 
     @property
     def key(self) -> str:
-        return f"{self.project}:{BOOT}:{self.accepted}"
+        return f"{self.project}:{BOOT_CHECK}:{self.accepted}"
 
 
 DispatcherEffect = ReadCriteria | ReadTrunk | ReadUnit | Boot

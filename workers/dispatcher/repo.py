@@ -21,6 +21,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.project_config import BOOT_CHECK
 from schemas.slices import BootResult
 from workers import repository
 from workers.dispatcher.answers import Criteria
@@ -30,9 +31,6 @@ from workers.errors import WorkerError
 from workers.gates.declared import config_at, pending_criteria
 from workers.gates.runner import GateRunner
 from workers.repository import CommitInfo
-
-BOOT_CHECK = "boot"
-"""The id of the check in ``loopbus.toml`` that starts the software and probes it."""
 
 
 @dataclass(frozen=True)

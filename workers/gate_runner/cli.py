@@ -160,4 +160,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             lease_ttl_s=args.lease_ttl,
         )
 
-    return main_for("gate-runner", parser, make_body, argv)
+    return main_for(GateRunnerDaemon.name, parser, make_body, argv)

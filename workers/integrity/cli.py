@@ -49,4 +49,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("integrity", parser, make_body, argv)
+    return main_for(Integrity.name, parser, make_body, argv)

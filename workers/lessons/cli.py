@@ -42,4 +42,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
 
-    return main_for("lessons", parser, make_body, argv)
+    return main_for(Lessons.name, parser, make_body, argv)

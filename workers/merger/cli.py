@@ -21,7 +21,7 @@ from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import cores
 from workers.leases.decide import holder_name
 from workers.merger.config import project_of
-from workers.merger.daemon import POLL_S, Merger
+from workers.merger.daemon import NAME, POLL_S, Merger
 from workers.merger.gates import RunnerTrunkGates
 from workers.runtime import DaemonContext
 
@@ -29,8 +29,6 @@ log = structlog.get_logger()
 
 FLIGHT_TTL_S = 30.0
 """How long the merger's lease on a check it runs lives unrenewed (the gate runner's)."""
-RUNNER_NAME = "merger"
-"""The gate-runner key the merger signs its trunk gate results with (under the data dir)."""
 
 
 def merger_body(
@@ -72,7 +70,7 @@ async def wait_for_project(stop: asyncio.Event, repo: Path, trunk: str) -> str |
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser(
-        "merger", "Merge approved units into trunk, keeping trunk green (the only trunk writer)."
+        NAME, "Merge approved units into trunk, keeping trunk green (the only trunk writer)."
     )
     parser.add_argument(
         "--repo",
@@ -111,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             window=args.window,
         )
 
-    return main_for("merger", parser, make_body, argv)
+    return main_for(NAME, parser, make_body, argv)
 
 
 def make_merger(
@@ -127,7 +125,7 @@ def make_merger(
     gate runner, its results signed with the merger's own key, each check run shared with
     the gate runners of the project (one run of a tree and configuration, whoever asks),
     as many at once as this machine has cores."""
-    signer = load_or_create(data_dir, RUNNER_NAME)
+    signer = load_or_create(data_dir, NAME)  # the key is named after the daemon
     actor = system_actor(Merger.name)
     flights = Flights(bus, actor, holder_name(actor), FLIGHT_TTL_S)
     runner = SharedGateRunner(

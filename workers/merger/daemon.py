@@ -57,10 +57,15 @@ log = structlog.get_logger()
 POLL_S = 2.0
 
 
+NAME = "merger"
+"""The name the merger runs under: its kernel's, its health beacon's and its gate-runner
+key's (it signs its trunk gate results with it)."""
+
+
 class Merger(Daemon[MergerEffect]):
     """One project's merge queue and trunk, in one repository."""
 
-    name = "merger"
+    name = NAME
     folds = (units_fold.FOLD, merges_fold.FOLD, builds_fold.FOLD, contract_landing.FOLD)
 
     def __init__(

@@ -33,4 +33,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("projector", parser, make_body, argv)
+    return main_for(ProjectorDaemon.name, parser, make_body, argv)

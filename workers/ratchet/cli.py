@@ -33,4 +33,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy = policy_for(args.repo, args.catalogue, args.catalogue_operator)
         return kernel_body(lambda: Ratchet(policy))
 
-    return main_for("ratchet", parser, make_body, argv)
+    return main_for(Ratchet.name, parser, make_body, argv)

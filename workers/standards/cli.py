@@ -21,4 +21,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         return kernel_body(lambda: Standards(projects=args.project))
 
-    return main_for("standards", parser, make_body, argv)
+    return main_for(Standards.name, parser, make_body, argv)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from workers.cli import Body, daemon_parser, kernel_body, main_for
-from workers.units.daemon import make_units
+from workers.units.daemon import Units, make_units
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,4 +28,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         return kernel_body(lambda: make_units(args.repo, args.project))
 
-    return main_for("units", parser, make_body, argv)
+    return main_for(Units.name, parser, make_body, argv)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from schemas.errors import InvalidValue
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.runtime import DaemonContext
-from workers.watchdog.daemon import make_watchdog
+from workers.watchdog.daemon import Watchdog, make_watchdog
 from workers.watchdog.limits import parse_limits
 
 
@@ -59,4 +59,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("watchdog", parser, make_body, argv)
+    return main_for(Watchdog.name, parser, make_body, argv)
