@@ -29,6 +29,7 @@ from workers.errors import ConfigError, WorkerError
 from workers.gates.config import ProjectConfig, parse_config
 from workers.gates.runner import CheckRun, GateRunner, SuiteResult
 from workers.gates.signing import key_path, load_or_create
+from workers.kernel.oneshot import carry_out
 from workers.repository import CONFIG_FILE, resolve
 from workers.runtime import configure_logging
 
@@ -99,9 +100,12 @@ async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
         ticking = asyncio.create_task(progress.tick())
         try:
             with progress.shown():
-                return await runner.run_commit(
+                suite = await runner.evaluate(
                     args.commit, checks=args.check, reason="manual", force=args.force
                 )
+            # A command runs outside any daemon: the kernel's one-shot carries out what a
+            # daemon's kernel would (the results, then the suite naming them).
+            return suite.stored(await carry_out(bus, suite.intents))
         finally:
             ticking.cancel()
     finally:

@@ -18,18 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("schemas", "projections", "workers")
 """The system side (bus/ itself, where publishing is defined, is the transport)."""
 KERNEL = ROOT / "workers" / "kernel"
-PUBLISHING = frozenset(
-    {"publish", "publish_atomic", "publish_transition", "publish_many"}
-    | {"publish_batches", "publish_first", "transition_unit"}
+ONESHOT = frozenset({"carry_out", "transition_unit"})
+"""The kernel's one-shot publishing (``workers/kernel/oneshot``), for callers outside any
+daemon's loop."""
+PUBLISHING = (
+    frozenset({"publish", "publish_atomic", "publish_transition", "publish_many"}) | ONESHOT
 )
-"""The bus's methods that append to the log, and the kernel's one-shot publishing
-(``workers/kernel/oneshot``): a call to it from outside the kernel is a
-module publishing by itself rather than handing intents to a daemon's kernel."""
+"""The bus's methods that append to the log, and the one-shot: a call to either from
+outside the kernel is a module publishing by itself rather than handing intents to a
+daemon's kernel."""
 
 NOT_YET: dict[str, str] = {
-    "workers/gates/runner.py": "GateRunner.record publishes a suite's batches through the "
-    "one-shot; the merger's trunk and candidate gates and the dispatcher's boot check call "
-    "it from their shells, which should return the batches as intents instead",
     "workers/integrity/violations.py": "the server-refusal watcher runs outside any "
     "daemon's loop and moves its offset only once its findings are stored",
     "workers/merger/adoption.py": "loopbus up's first adoption of trunk runs before any "
@@ -100,6 +99,64 @@ def test_the_scan_finds_a_planted_publish() -> None:
         "    await sink.publish(event)\n"
         "    return [publish(world, event), step.publish(event)]\n"
         "    await self.bus.publish_many(events)\n"
-        "    await publish_batches(self.bus, batches)\n"
+        "    await carry_out(self.bus, intents)\n"
     )
     assert sorted(publishing_calls(rogue, "rogue.py")) == [2, 3, 4, 5, 6, 8, 9]
+
+
+def oneshot_calls(source: str, filename: str) -> Iterator[int]:
+    """Lines of ``source`` that call the one-shot, when the module defines a daemon's
+    ``perform`` (a method of that name): a daemon's shell hands its intents back to its own
+    kernel, and a one-shot call beside it would put facts on the log out of that kernel's
+    order (a verdict ahead of the gate results it names)."""
+    tree = ast.parse(source, filename)
+    shells = [
+        node
+        for cls in ast.walk(tree)
+        if isinstance(cls, ast.ClassDef)
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "perform"
+    ]
+    if not shells:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ONESHOT:
+                yield node.lineno
+
+
+def test_no_daemon_shell_calls_the_one_shot() -> None:
+    """A module defining a daemon's ``perform`` never calls the one-shot, not even one that
+    ``NOT_YET`` excuses: its shell returns intents to its kernel."""
+    found: dict[str, list[int]] = {}
+    shells = 0
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.is_relative_to(KERNEL):
+                continue
+            source = path.read_text()
+            shells += "def perform(" in source
+            lines = list(oneshot_calls(source, str(path)))
+            if lines:
+                found[str(path.relative_to(ROOT))] = lines
+    assert shells >= 10, f"only {shells} daemon shells found: was perform renamed?"
+    assert found == {}, "return the intents from perform: the daemon's kernel publishes them"
+
+
+def test_the_shell_scan_finds_a_planted_one_shot_call() -> None:
+    """The shell scan is not blind: a daemon's module that carries intents out by itself, or
+    moves a unit through the one-shot, is found; a module with no ``perform`` (a command)
+    is left to the publishing scan."""
+    shell = (
+        "class Rogue(Daemon):\n"
+        "    async def perform(self, effect):\n"
+        "        return []\n"
+        "async def helper(bus, intents):\n"
+        "    await oneshot.carry_out(bus, intents)\n"
+        "    await transition_unit(bus, 'p', 'u', decide, actor=a, salt='s')\n"
+    )
+    assert list(oneshot_calls(shell, "rogue.py")) == [5, 6]
+    command = "async def run(bus, intents):\n    await carry_out(bus, intents)\n"
+    assert list(oneshot_calls(command, "command.py")) == []

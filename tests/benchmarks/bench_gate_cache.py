@@ -6,9 +6,9 @@ N units whose merge results share one tree running that suite once.
 Everything is measured in this one run against one embedded nats-server:
 
 * raw: ``python -m pytest -q`` on a checkout of the same tree, started directly (no loopbus);
-* loopbus run: ``GateRunner.run_commit(force=True)``: checkout, the same pytest with the
+* loopbus run: ``GateRunner.evaluate(force=True)`` recorded: checkout, the same pytest with the
   reporting plugin, parse, sign, atomic publish of the result;
-* loopbus hit: ``GateRunner.run_commit()`` answered from the cache (index get, read back
+* loopbus hit: ``GateRunner.evaluate()`` answered from the cache (index get, read back
   the result, verify its signature);
 * N units: N commits with different histories but one tree, gated concurrently (as N
   merge candidates would be) and then again one after another.
@@ -28,8 +28,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "gate_runner"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from gate_repos import GitRepo  # noqa: E402
+from gatekit import run_commit  # noqa: E402
 
 from bus import EmbeddedServer, connect, ensure_log, free_port  # noqa: E402
 from workers import repository  # noqa: E402
@@ -93,14 +95,14 @@ async def main(tests: int, units: int, repeat: int) -> None:
         for _ in range(repeat):  # interleaved, so drift on a shared machine hits both alike
             raw.append(raw_pytest(repo.path, tree))
             started = time.perf_counter()
-            suite = await runner.run_commit(commit, force=True)
+            suite = await run_commit(runner, commit, force=True)
             runs.append(time.perf_counter() - started)
             assert suite.outcome == "pass" and not suite.checks[0].cached, suite.checks[0].result
         assert suite.checks[0].result.summary == f"{tests} passed"
         hits = []
         for _ in range(max(repeat * 10, 20)):
             started = time.perf_counter()
-            suite = await runner.run_commit(commit)
+            suite = await run_commit(runner, commit)
             hits.append(time.perf_counter() - started)
             assert suite.checks[0].cached
         raw_s, run_s, hit_s = (statistics.median(x) for x in (raw, runs, hits))
@@ -112,12 +114,12 @@ async def main(tests: int, units: int, repeat: int) -> None:
         assert len({repo.tree_of(m) for m in merges}) == 1
         before = runner.executions
         started = time.perf_counter()
-        suites = await asyncio.gather(*(runner.run_commit(m, reason="trunk") for m in merges))
+        suites = await asyncio.gather(*(run_commit(runner, m, reason="trunk") for m in merges))
         together_s = time.perf_counter() - started
         ran_together = runner.executions - before
         started = time.perf_counter()
         for m in merges:
-            await runner.run_commit(m, reason="trunk")
+            await run_commit(runner, m, reason="trunk")
         again_s = time.perf_counter() - started
         ran_total = runner.executions - before
         fresh = sum(not s.checks[0].cached for s in suites)

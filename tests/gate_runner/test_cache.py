@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 
 from bus import Bus, read
 from projections import gates as gates_projection
@@ -43,13 +44,13 @@ async def test_same_tree_same_config_is_a_hit_without_running(
     repo = git("repo")
     commit = repo.commit(project_files(project, exit_check("ok") + exit_check("bad", 3)))
     runner = make_runner(repo)
-    first = await runner.run_commit(commit)
+    first = await run_commit(runner, commit)
     assert runner.executions == 2
     assert [(c.check, c.outcome, c.cached) for c in first.checks] == [
         ("ok", "pass", False),
         ("bad", "fail", False),
     ]
-    second = await runner.run_commit(commit)
+    second = await run_commit(runner, commit)
     assert runner.executions == 2
     assert [(c.check, c.outcome, c.cached) for c in second.checks] == [
         ("ok", "pass", True),
@@ -69,8 +70,8 @@ async def test_other_commit_with_the_same_tree_is_a_hit(
     other = repo.commit(files, parent=first, message="same tree, new commit")
     assert repo.tree_of(first) == repo.tree_of(other)
     runner = make_runner(repo)
-    await runner.run_commit(first)
-    hit = await runner.run_commit(other)
+    await run_commit(runner, first)
+    hit = await run_commit(runner, other)
     assert hit.check("ok").cached and runner.executions == 1
     assert hit.commit == other
 
@@ -81,8 +82,8 @@ async def test_tree_change_is_a_miss(
     """Any change to the tree changes the key, so the check runs again."""
     repo = git("repo")
     runner = make_runner(repo)
-    await runner.run_commit(repo.commit(project_files(project, exit_check("ok"))))
-    changed = await runner.run_commit(repo.change(README="changed\n"))
+    await run_commit(runner, repo.commit(project_files(project, exit_check("ok"))))
+    changed = await run_commit(runner, repo.change(README="changed\n"))
     assert not changed.check("ok").cached and runner.executions == 2
 
 
@@ -92,9 +93,9 @@ async def test_config_change_is_a_miss(
     """Changing the check's configuration (here its timeout) runs it again on the same files."""
     repo = git("repo")
     runner = make_runner(repo)
-    await runner.run_commit(repo.commit(project_files(project, exit_check("ok"))))
+    await run_commit(runner, repo.commit(project_files(project, exit_check("ok"))))
     toml = repo.files["loopbus.toml"].replace("timeout = 30", "timeout = 31")
-    changed = await runner.run_commit(repo.change(loopbus_DOT_toml=toml))
+    changed = await run_commit(runner, repo.change(loopbus_DOT_toml=toml))
     assert not changed.check("ok").cached and runner.executions == 2
 
 
@@ -105,8 +106,8 @@ async def test_errors_are_never_cached(
     repo = git("repo")
     commit = repo.commit(project_files(project, GHOST))
     runner = make_runner(repo)
-    first = await runner.run_commit(commit)
-    second = await runner.run_commit(commit)
+    first = await run_commit(runner, commit)
+    second = await run_commit(runner, commit)
     assert [first.outcome, second.outcome] == ["error", "error"]
     assert not second.check("ghost").cached and runner.executions == 2
     assert "could not start" in second.check("ghost").result.error
@@ -119,10 +120,10 @@ async def test_salt_invalidates_the_whole_project_cache(
     repo = git("repo")
     runner = make_runner(repo)
     checks = exit_check("a") + exit_check("b")
-    await runner.run_commit(repo.commit(project_files(project, checks)))
-    salted = await runner.run_commit(repo.commit(project_files(project, checks, salt="v2")))
+    await run_commit(runner, repo.commit(project_files(project, checks)))
+    salted = await run_commit(runner, repo.commit(project_files(project, checks, salt="v2")))
     assert [c.cached for c in salted.checks] == [False, False]
-    again = await runner.run_commit(repo.commit(project_files(project, checks, salt="v2")))
+    again = await run_commit(runner, repo.commit(project_files(project, checks, salt="v2")))
     assert [c.cached for c in again.checks] == [True, True] and runner.executions == 4
 
 
@@ -133,10 +134,10 @@ async def test_a_check_reading_some_files_ignores_changes_elsewhere(
     repo = git("repo")
     runner = make_runner(repo)
     checks = exit_check("src-only", 0, 'reads = ["src/"]\n')
-    await runner.run_commit(repo.commit(project_files(project, checks, **{"src/a.py": "x = 1\n"})))
-    elsewhere = await runner.run_commit(repo.change(README="other\n"))
+    await run_commit(runner, repo.commit(project_files(project, checks, **{"src/a.py": "x = 1\n"})))
+    elsewhere = await run_commit(runner, repo.change(README="other\n"))
     assert elsewhere.check("src-only").cached
-    inside = await runner.run_commit(repo.change(src__a_DOT_py="x = 2\n"))
+    inside = await run_commit(runner, repo.change(src__a_DOT_py="x = 2\n"))
     assert not inside.check("src-only").cached
     assert inside.check("src-only").result.inputs.startswith("reads:")
 
@@ -149,7 +150,7 @@ async def test_concurrent_asks_for_one_key_run_once(
     files = project_files(project, exit_check("ok"))
     commits = [repo.commit(files, message=f"unit {n}") for n in range(4)]
     runner = make_runner(repo)
-    suites = await asyncio.gather(*(runner.run_commit(c) for c in commits))
+    suites = await asyncio.gather(*(run_commit(runner, c) for c in commits))
     assert runner.executions == 1
     assert len({s.check("ok").result.id for s in suites}) == 1
     assert sum(not s.check("ok").cached for s in suites) == 1
@@ -165,9 +166,9 @@ async def test_cache_is_shared_between_runners_on_one_bus(
     """A result recorded by one runner (another key, another process) is a hit for the next."""
     repo = git("repo")
     commit = repo.commit(project_files(project, exit_check("ok")))
-    await make_runner(repo).run_commit(commit)
+    await run_commit(make_runner(repo), commit)
     other = GateRunner(bus, repo.path, load_or_create(tmp_path / "other-data", "other"))
-    hit = await other.run_commit(commit)
+    hit = await run_commit(other, commit)
     assert hit.check("ok").cached and other.executions == 0
 
 
@@ -182,11 +183,11 @@ async def test_index_answers_what_a_fold_of_the_log_answers(
     repo = git("repo")
     runner = make_runner(repo)
     checks = exit_check("a") + exit_check("b", 1) + GHOST.replace('"ghost"', '"c"')
-    await runner.run_commit(repo.commit(project_files(project, checks)))
-    await runner.run_commit(repo.change(README="two\n"))
+    await run_commit(runner, repo.commit(project_files(project, checks)))
+    await run_commit(runner, repo.change(README="two\n"))
     # A result published without indexing, as if its runner died right after publishing:
     cache = await runner.cache(project)
-    orphan_source = (await runner.run_commit(repo.change(README="three\n"))).check("a").result
+    orphan_source = (await run_commit(runner, repo.change(README="three\n"))).check("a").result
     orphan = runner.signer.sign(
         msgspec.structs.replace(orphan_source, id=new_id(), tree="f" * 40, inputs="f" * 40)
     )
@@ -226,8 +227,8 @@ async def test_stored_findings_come_back_with_a_hit(
     )
     commit = repo.commit(project_files(project, checks, **{"a.py": "import os\nimport sys\n"}))
     runner = make_runner(repo)
-    ran = (await runner.run_commit(commit)).check("lint")
-    hit = (await runner.run_commit(commit)).check("lint")
+    ran = (await run_commit(runner, commit)).check("lint")
+    hit = (await run_commit(runner, commit)).check("lint")
     assert hit.cached and len(hit.findings) == 2
     assert [f.id for f in hit.findings] == [f.id for f in ran.findings] == hit.result.findings
     _subject, data = await bus.get(hit.seq or 0)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, config, pytest_project
+from gatekit import record, run_commit
 
 from bus import Bus, read
 from projections import gates as gates_fold
@@ -83,8 +84,8 @@ async def commit_and_gate(
     for event in (moved,) if again else (planned, started, moved):
         await bus.publish(event)
     scope = UnitScope(files=files, criteria=(CRITERION,), all_criteria=(CRITERION,), base=base)
-    suite = await runner.record(
-        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    suite = await record(
+        runner, await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
     )
     events = await log(bus, project)
     return suite, units_fold.FOLD.fold(events), gates_fold.FOLD.fold(events)
@@ -215,9 +216,9 @@ async def test_the_candidates_own_config_does_not_judge_it(
     runner = make_runner(repo, project=project)
     loose = config(project, '\n[[check]]\nid = "t"\ncommand = "true"\n')
     head = repo.commit({"loopbus.toml": loose, "a.py": "x = 2\n"})
-    judged = await runner.run_commit(head, trunk=base)
+    judged = await run_commit(runner, head, trunk=base)
     assert judged.outcome == "fail"
-    own = await runner.run_commit(head)
+    own = await run_commit(runner, head)
     assert own.outcome == "pass"  # the same commit under its own config: what it hoped for
     assert isinstance(judged.suite, GateSuiteCompleted)
 
@@ -234,9 +235,9 @@ async def test_a_pass_cached_under_the_candidates_own_config_does_not_answer_for
     runner = make_runner(repo, project=project)
     loose = config(project, '\n[[check]]\nid = "t"\ncommand = "true"\n')
     head = repo.commit({"loopbus.toml": loose, "a.py": "x = 2\n"})
-    own = await runner.run_commit(head)
+    own = await run_commit(runner, head)
     assert own.outcome == "pass"
-    judged = await runner.run_commit(head, trunk=base)
+    judged = await run_commit(runner, head, trunk=base)
     assert judged.outcome == "fail"
     assert not judged.check("t").cached
 

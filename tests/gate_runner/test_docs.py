@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from gate_repos import CALC_STUB, TEST_CALC, TEST_CRITERIA, GitRepo
+from gatekit import run_commit
 
 from workers.errors import ConfigError
 from workers.gates.config import parse_config
@@ -82,7 +83,7 @@ async def test_first_example_runs_green_on_a_real_project(
             "tests/test_criteria.py": TEST_CRITERIA,
         }
     )
-    suite = await make_runner(repo).run_commit(commit)
+    suite = await run_commit(make_runner(repo), commit)
     assert [(c.check, c.outcome) for c in suite.checks] == [
         ("cli-help", "pass"),
         ("cli-usage-error", "pass"),

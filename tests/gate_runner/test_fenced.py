@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 
 from workers.gates.fenced import FencedExecutor, _only_plain_files
 from workers.gates.runner import GateRunner
@@ -50,7 +51,7 @@ async def _probe(
     checks = f'\n[[check]]\nid = "probe"\ncommand = "{command}"\nparser = "exit-code"\n'
     repo.commit({"loopbus.toml": config(project, checks), "probe.py": PROBE})
     runner = make_runner(repo, fenced=fenced)
-    run = (await runner.run_commit()).check("probe")
+    run = (await run_commit(runner)).check("probe")
     return run.outcome
 
 

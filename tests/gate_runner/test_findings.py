@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gate_repos import LINT_CHECK, GitRepo, config, pytest_project
+from gatekit import run_commit
 
 from bus import Bus, read
 from schemas import FindingRaised, GateResultRecorded
@@ -33,7 +34,7 @@ async def test_pytest_failure_points_at_the_failing_line(
             "tests/test_criteria.py": USES_HELPER,
         },
     )
-    run = (await make_runner(repo).run_commit(repo.commit(files), checks=["tests"])).check("tests")
+    run = (await run_commit(make_runner(repo), repo.commit(files), checks=["tests"])).check("tests")
     assert run.outcome == "fail"
     (finding,) = run.findings
     assert finding.target == CodeTarget(path="tests/helpers.py", start=2, end=2)
@@ -52,7 +53,7 @@ async def test_ruff_findings_carry_paths_and_line_ranges(
         "pkg/unsorted.py": "import sys\nimport os\n\nprint(sys, os)\n",
         "pkg/unused.py": "\n\nimport json\n",
     }
-    run = (await make_runner(repo).run_commit(repo.commit(files))).check("lint")
+    run = (await run_commit(make_runner(repo), repo.commit(files))).check("lint")
     assert run.outcome == "fail"
     targets = sorted(((f.target, f.evidence["code"]) for f in run.findings), key=repr)
     assert targets == [
@@ -69,7 +70,7 @@ async def test_result_and_findings_are_one_atomic_batch(
     and carry the unit they were raised for."""
     repo = git("repo")
     files = {"loopbus.toml": config(project, LINT_CHECK), "a.py": "import os\nimport sys\n"}
-    run = (await make_runner(repo).run_commit(repo.commit(files), unit="U1", reason="unit")).check(
+    run = (await run_commit(make_runner(repo), repo.commit(files), unit="U1", reason="unit")).check(
         "lint"
     )
     assert run.seq is not None and len(run.findings) == 2
@@ -97,8 +98,8 @@ async def test_a_cached_red_result_reraises_its_findings_for_a_new_unit(
     repo = git("repo")
     commit = repo.commit({"loopbus.toml": config(project, LINT_CHECK), "a.py": "import os\n"})
     runner = make_runner(repo)
-    await runner.run_commit(commit, unit="U1", reason="unit")
-    second = await runner.run_commit(commit, unit="U2", reason="unit")
+    await run_commit(runner, commit, unit="U1", reason="unit")
+    second = await run_commit(runner, commit, unit="U2", reason="unit")
     assert second.check("lint").cached
     copies = [
         r.event

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 from test_fenced import _sandbox_or_skip
 
 from workers.gates.config import parse_config
@@ -60,13 +61,13 @@ async def test_another_interpreter_at_the_same_path_runs_again(
         {"loopbus.toml": config(project, CHECK, extra_project=f'python = "{python}"')}
     )
     first = make_runner(repo, fenced=False)
-    assert (await first.run_commit(commit)).check("ok").cached is False
+    assert (await run_commit(first, commit)).check("ok").cached is False
     same = make_runner(repo, fenced=False)
-    assert (await same.run_commit(commit)).check("ok").cached is True
+    assert (await run_commit(same, commit)).check("ok").cached is True
     assert same.executions == 0
     interpreter(python, "3.12")
     other = make_runner(repo, fenced=False)
-    assert (await other.run_commit(commit)).check("ok").cached is False
+    assert (await run_commit(other, commit)).check("ok").cached is False
     assert other.executions == 1
 
 
@@ -77,10 +78,10 @@ async def test_an_unfenced_result_does_not_answer_a_fenced_runner(
     repo = git("repo")
     commit = repo.commit({"loopbus.toml": config(project, CHECK)})
     loose = make_runner(repo, fenced=False)
-    assert (await loose.run_commit(commit)).check("ok").cached is False
+    assert (await run_commit(loose, commit)).check("ok").cached is False
     fenced = make_runner(repo)
-    assert (await fenced.run_commit(commit)).check("ok").cached is False
+    assert (await run_commit(fenced, commit)).check("ok").cached is False
     assert fenced.executions == 1
     again = make_runner(repo)
-    assert (await again.run_commit(commit)).check("ok").cached is True
+    assert (await run_commit(again, commit)).check("ok").cached is True
     assert again.executions == 0

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, GitRepo, pytest_project
+from gatekit import record
 from kernelkit import running
 
 from bus import Bus, read
@@ -73,8 +74,8 @@ async def round_on(
         )  # fmt: skip
     await bus.publish(moved)
     scope = UnitScope(files=OWNED, criteria=(PENDING_ID,), all_criteria=(PENDING_ID,), base=base)
-    return await runner.record(
-        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    return await record(
+        runner, await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
     )
 
 

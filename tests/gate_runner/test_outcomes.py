@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from gate_repos import CALC_DONE, PENDING_ID, PYTEST_CHECK, GitRepo, config, pytest_project
+from gatekit import run_commit
 
 from bus import Bus, read
 from schemas import FindingRaised, format_target
@@ -93,7 +94,7 @@ async def test_outcome_of_a_run(
     runner = await _one(
         git, make_runner, project, check("c", command, parser), **{"a.py": "x = 1\n"}
     )
-    run = (await runner.run_commit()).check("c")
+    run = (await run_commit(runner)).check("c")
     assert run.outcome == outcome
     shown = run.result.error or run.result.summary
     if outcome != "pass":
@@ -122,7 +123,7 @@ async def test_timeout_is_an_error_and_kills_the_whole_process_group(
     )
     checks = check("slow", "python hang.py").replace("timeout = 30", "timeout = 2")
     runner = await _one(git, make_runner, project, checks, fenced=False, **{"hang.py": script})
-    run = (await runner.run_commit()).check("slow")
+    run = (await run_commit(runner)).check("slow")
     assert run.outcome == "error"
     assert "timed out after 2s" in run.result.error
     grandchild = int(pid_file.read_text())
@@ -155,7 +156,7 @@ async def test_environment_is_scrubbed(
     )
     checks = check("env", "python probe.py", extra='env = { GREETING = "hi" }\n')
     runner = await _one(git, make_runner, project, checks, **{"probe.py": probe})
-    run = (await runner.run_commit()).check("env")
+    run = (await run_commit(runner)).check("env")
     assert run.outcome == "pass", run.findings
 
 
@@ -185,7 +186,7 @@ async def test_runs_never_see_a_sibling_checkout(
     # The plain executor (no sandbox here): the sandboxed run, which sees no other folder
     # of the host at all, is tests/gate_runner/test_fenced.py's.
     runner = make_runner(repo, fenced=False)
-    suites = await asyncio.gather(runner.run_commit(a), runner.run_commit(b))
+    suites = await asyncio.gather(run_commit(runner, a), run_commit(runner, b))
     assert [s.outcome for s in suites] == ["pass", "pass"], [s.checks[0].findings for s in suites]
     cwds = {(tmp_path / f"{n}.cwd").read_text() for n in ("a.txt", "b.txt")}
     assert len(cwds) == 2
@@ -200,7 +201,7 @@ async def test_cost_and_duration_are_recorded(
     """A subprocess run records wall-clock duration and the CPU time of its process tree."""
     burn = "python -c 'sum(i * i for i in range(3_000_000))'"
     runner = await _one(git, make_runner, project, check("burn", burn))
-    result = (await runner.run_commit()).check("burn").result
+    result = (await run_commit(runner)).check("burn").result
     assert result.duration_s > 0 and result.executor == "subprocess"
     assert result.cost is not None and result.cost.cpu_s is not None and result.cost.cpu_s > 0
     assert result.cost.max_rss_kb is not None and result.cost.max_rss_kb > 0
@@ -214,7 +215,7 @@ async def test_image_without_a_docker_engine_is_an_error(
         pytest.skip(f"a Docker engine is configured here ({docker_configured()})")
     checks = check("boxed", "python -c 'pass'", extra='image = "python:3.12-slim"\n')
     runner = await _one(git, make_runner, project, checks)
-    run = (await runner.run_commit()).check("boxed")
+    run = (await run_commit(runner)).check("boxed")
     assert run.outcome == "error"
     assert "python:3.12-slim" in run.result.error and "no Docker engine" in run.result.error
     assert runner.executions == 0
@@ -237,7 +238,7 @@ async def test_container_executor_runs_a_check_in_its_image(
     probe = "import os\nassert os.getcwd() == '/work' and os.path.exists('marker')\n"
     checks = check("boxed", "python3 probe.py", extra=f'image = "{image}"\n')
     runner = await _one(git, make_runner, project, checks, **{"probe.py": probe, "marker": "x"})
-    run = (await runner.run_commit()).check("boxed")
+    run = (await run_commit(runner)).check("boxed")
     assert run.outcome == "pass" and run.result.executor == "container"
 
 
@@ -285,7 +286,7 @@ async def test_a_suite_that_cannot_run_is_an_error_on_the_log(
         checks = check("c", "python -c 'pass'").replace(GOOD, parser_line)
         files["loopbus.toml"] = config(project, checks)
     repo.commit(files)
-    suite = await make_runner(repo, project=project).run_commit(commit)
+    suite = await run_commit(make_runner(repo, project=project), commit)
     assert suite.outcome == "error" and needle in suite.error
     assert suite.suite is not None and suite.suite.error == suite.error
     events = [r.event async for r in read(bus, subjects=[f"loop.{project}.>"])]
@@ -366,7 +367,7 @@ async def test_a_pytest_run_that_ran_nothing_is_an_error(
     repo.commit(
         {**pytest_project(project, pending, **files), "loopbus.toml": config(project, checks)}
     )
-    run = (await make_runner(repo).run_commit(checks=["tests"])).check("tests")
+    run = (await run_commit(make_runner(repo), checks=["tests"])).check("tests")
     assert run.outcome == outcome, run.result.summary + " | " + run.result.error
     if outcome == "pass":
         assert needle == run.result.summary and run.findings == []

@@ -11,6 +11,7 @@ from gate_repos import (
     GitRepo,
     pytest_project,
 )
+from gatekit import run_commit
 
 from schemas.targets import CodeTarget
 from workers.gates.runner import GateRunner
@@ -73,7 +74,7 @@ async def test_pending_case(
     """Each way a pending test can end has exactly one outcome."""
     repo = git("repo")
     commit = repo.commit({**pytest_project(project), **files})
-    suite = await make_runner(repo).run_commit(commit, checks=["tests"])
+    suite = await run_commit(make_runner(repo), commit, checks=["tests"])
     run = suite.check("tests")
     assert run.outcome == outcome, run.result.summary + run.result.error
     if needle is None:
@@ -91,7 +92,7 @@ async def test_passing_pending_test_points_at_its_marker_and_clearing_it_is_gree
     repo = git("repo")
     runner = make_runner(repo)
     implemented = repo.commit({**pytest_project(project), "calc.py": CALC_DONE})
-    red = (await runner.run_commit(implemented, checks=["tests"])).check("tests")
+    red = (await run_commit(runner, implemented, checks=["tests"])).check("tests")
     assert red.outcome == "fail"
     (finding,) = red.findings
     text = repo.files["loopbus.toml"].splitlines()
@@ -99,7 +100,7 @@ async def test_passing_pending_test_points_at_its_marker_and_clearing_it_is_gree
     assert finding.target == CodeTarget(path="loopbus.toml", start=line, end=line)
     assert finding.criterion == "tests" and finding.producer == "gate_runner"
     cleared = repo.commit({**pytest_project(project, pending=()), "calc.py": CALC_DONE})
-    green = (await runner.run_commit(cleared, checks=["tests"])).check("tests")
+    green = (await run_commit(runner, cleared, checks=["tests"])).check("tests")
     assert green.outcome == "pass" and not green.cached
 
 
@@ -110,7 +111,7 @@ async def test_pending_id_naming_no_test_is_a_config_error(
     repo = git("repo")
     missing = "tests/test_criteria.py::test_no_such_criterion"
     commit = repo.commit(pytest_project(project, pending=(PENDING_ID, missing)))
-    run = (await make_runner(repo).run_commit(commit, checks=["tests"])).check("tests")
+    run = (await run_commit(make_runner(repo), commit, checks=["tests"])).check("tests")
     assert run.outcome == "error"
     assert "names no test" in run.result.error
     (finding,) = [f for f in run.findings if missing in f.message]
@@ -125,7 +126,7 @@ async def test_pending_test_that_times_out_is_red(
     slow = "import time\n\n\ndef test_total_is_sum():\n    time.sleep(60)\n    assert False\n"
     files = pytest_project(project, **{CRIT: slow})
     files["loopbus.toml"] = files["loopbus.toml"].replace("timeout = 120", "timeout = 3")
-    run = (await make_runner(repo).run_commit(repo.commit(files), checks=["tests"])).check("tests")
+    run = (await run_commit(make_runner(repo), repo.commit(files), checks=["tests"])).check("tests")
     assert run.outcome == "error"
     assert "timed out after 3s" in run.result.error
 
@@ -137,7 +138,7 @@ async def test_ordinary_failure_is_red_even_with_pending_green(
     repo = git("repo")
     broken = "from calc import total\n\n\ndef test_empty():\n    assert total([]) == 1\n"
     commit = repo.commit(pytest_project(project, **{"tests/test_calc.py": broken}))
-    run = (await make_runner(repo).run_commit(commit, checks=["tests"])).check("tests")
+    run = (await run_commit(make_runner(repo), commit, checks=["tests"])).check("tests")
     assert run.outcome == "fail"
     (finding,) = run.findings
     assert finding.target == CodeTarget(path="tests/test_calc.py", start=5, end=5)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from gate_repos import GitRepo
+from gatekit import run_commit
 
 from workers.gates.runner import GateRunner
 
@@ -130,11 +131,11 @@ async def test_profile_checks_pass_on_sound_projects_and_fail_on_unsound_ones(
     toml = f'[project]\nid = "{project}"\ncapabilities = ["{capability}"]\n{params}'
     repo = git("repo")
     runner = make_runner(repo)
-    sound = await runner.run_commit(repo.commit({"loopbus.toml": toml, **good}))
+    sound = await run_commit(runner, repo.commit({"loopbus.toml": toml, **good}))
     assert sound.outcome == "pass", [
         (c.check, [f.message for f in c.findings]) for c in sound.checks
     ]
-    unsound = await runner.run_commit(repo.commit({"loopbus.toml": toml, **bad}))
+    unsound = await run_commit(runner, repo.commit({"loopbus.toml": toml, **bad}))
     failed = {c.check for c in unsound.checks if c.outcome == "fail"}
     assert failed == red, [(c.check, c.outcome, c.result.error) for c in unsound.checks]
     assert all(c.outcome != "error" for c in unsound.checks)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 
 from workers.errors import ConfigError
 from workers.gates.config import parse_config
@@ -45,7 +46,7 @@ async def test_checks_run_with_the_project_interpreter(
     extra = f'python = "{python}"' if named else ""
     repo = git("repo")
     repo.commit({"loopbus.toml": config(project, PROBE, extra_project=extra)})
-    run = (await make_runner(repo).run_commit()).check("which")
+    run = (await run_commit(make_runner(repo))).check("which")
     assert run.outcome == ("pass" if named else "fail")
 
 
@@ -57,7 +58,7 @@ async def test_a_missing_interpreter_is_an_error_saying_so(
     repo = git("repo")
     extra = 'python = "/no/such/venv/bin/python"'
     repo.commit({"loopbus.toml": config(project, PROBE, extra_project=extra)})
-    run = (await make_runner(repo).run_commit()).check("which")
+    run = (await run_commit(make_runner(repo))).check("which")
     assert run.outcome == "error"
     assert "/no/such/venv/bin/python" in run.result.error
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 
 from projections import ratchet
 from schemas import Actor, UnitTransitioned
@@ -39,11 +40,11 @@ async def test_a_drafted_gate_runs_and_reports_but_does_not_block(
     repo.commit({"loopbus.toml": config(project, FAILING + PASSING)})
     runner = make_runner(repo)
     advisory = ratchet.advisory(ratchet.FOLD.fold([drafted(project, "memo")]))
-    suite = await runner.run_commit(advisory=advisory)
+    suite = await run_commit(runner, advisory=advisory)
     assert suite.check("memo").outcome == "fail"
     assert suite.outcome == "pass" and suite.suite is not None
     assert suite.suite.advisory == ["memo"]
-    blocked = await runner.run_commit(force=True)
+    blocked = await run_commit(runner, force=True)
     assert blocked.outcome == "fail" and blocked.suite is not None
     assert blocked.suite.advisory == []
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gate_repos import GitRepo, config
+from gatekit import record, run_commit
 
 from bus import Bus
 from schemas import new_id
@@ -66,7 +67,7 @@ async def gate_the_unit(runner: GateRunner, path: Path_) -> None:
     suite = await gate_unit(
         runner, path.head, unit="u1", cause=new_id(), scope=path.scope, trunk=None
     )
-    await runner.record(suite)
+    await record(runner, suite)
     assert suite.outcome == "pass"
 
 
@@ -137,6 +138,8 @@ async def test_the_merger_and_the_gate_runner_asking_at_once_run_a_check_once(
         )
 
     gate_runner, merger = shared("gate-runner"), shared("merger")
-    first, second = await asyncio.gather(gate_runner.run_commit(commit), merger.run_commit(commit))
+    first, second = await asyncio.gather(
+        run_commit(gate_runner, commit), run_commit(merger, commit)
+    )
     assert first.green and second.green
     assert gate_runner.executions + merger.executions == 1

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from gate_repos import GitRepo, config
+from gatekit import run_commit
 
 from bus import Bus
 from projections import gates
@@ -261,7 +262,7 @@ async def test_forged_pass_on_the_log_is_not_served(
     fresh = await GateCache(bus, project).open()
     assert await fresh.lookup(forged.cache_key) is None
     assert forged.id in fresh.state.refused
-    run = (await runner.run_commit(commit)).check("c")
+    run = (await run_commit(runner, commit)).check("c")
     assert run.outcome == "fail" and not run.cached and runner.executions == 1
     assert cache.state.keys
 

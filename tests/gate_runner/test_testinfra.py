@@ -18,6 +18,7 @@ from gate_repos import (
     config,
     pytest_project,
 )
+from gatekit import record, run_commit
 
 from bus import Bus, read
 from projections import gates as gates_fold
@@ -121,8 +122,8 @@ async def gate_as_unit(
         )
     await bus.publish(moved)
     scope = UnitScope(files=files, criteria=(CRITERION,), all_criteria=(CRITERION,), base=base)
-    suite = await runner.record(
-        await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
+    suite = await record(
+        runner, await gate_unit(runner, head, unit="U1", cause=moved.id, scope=scope, trunk=base)
     )
     return suite, await log(bus, project)
 
@@ -203,7 +204,7 @@ async def test_a_plugin_loaded_through_pytest_settings_that_flips_failures_is_fo
             "loopbus.toml": cleared(project),
         }
     )
-    suite = await runner.run_commit(head, trunk=base, criteria=[CRITERION], reason="trunk")
+    suite = await run_commit(runner, head, trunk=base, criteria=[CRITERION], reason="trunk")
     assert suite.check("tests").outcome == "pass"
     assert suite.outcome == "fail"
     (finding,) = rewritten(await log(bus, project))
@@ -242,7 +243,7 @@ async def test_an_exit_code_check_that_passes_only_with_the_candidates_conftest_
     base = repo.commit(files)
     runner = make_runner(repo, project=project)
     head = repo.commit({**files, "calc.py": CALC_BREAKS_EMPTY, "tests/conftest.py": FLIP_FAILURES})
-    suite = await runner.run_commit(head, trunk=base, reason="trunk")
+    suite = await run_commit(runner, head, trunk=base, reason="trunk")
     assert suite.check("suite").outcome == "pass"
     assert suite.outcome == "fail"
     (finding,) = rewritten(await log(bus, project))

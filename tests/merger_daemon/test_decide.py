@@ -9,7 +9,7 @@ from typing import Any
 from projections import builds as builds_fold
 from projections import merges as merges_fold
 from projections import units as units_fold
-from projections.intents import Intent, MoveUnit, Publish
+from projections.intents import Intent, MoveUnit, Publish, PublishBatch
 from projections.merges import QueueEntry
 from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
 from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
@@ -19,6 +19,7 @@ from schemas.ids import answer_id
 from schemas.merges import ApproveReport, CandidateTested, MergeQueued
 from schemas.reports import CommitReport
 from schemas.slices import UnitDispatched
+from schemas.targets import RecordTarget
 from workers.kernel import World
 from workers.merger import facts
 from workers.merger.decide import Policy, decide
@@ -304,3 +305,23 @@ def test_a_merge_found_on_trunk_by_its_trailers_is_recorded_then_settled() -> No
     assert isinstance(done, MoveUnit)
     assert (done.move.state, done.move.by, done.move.unit) == ("done", "merged", "U1")
     assert done.move.cause == events[-1].id  # the trunk run that stayed green
+
+
+def test_a_head_result_lists_the_gate_results_it_names_before_itself() -> None:
+    """The candidate's records (unpublished: the gate library publishes nothing) come first
+    in the decision's intents, green or red, so the kernel, publishing in order and
+    stopping at the first failure, never stores the verdict without them."""
+    approval = ApproveReport(project=P, actor=BOB, unit="U1", head=HEAD)
+    events = [*ready_unit(), approval, queued(approval), green_trunk()]
+    recorded = FindingRaised(
+        project=P, actor=MERGER, producer="gate_runner", target=RecordTarget(id="commit:x"),
+        severity="low", message="a result's finding", criterion="tests",
+    )  # fmt: skip
+    records = (PublishBatch((recorded,)),)
+    for outcome, last in (("pass", Publish), ("fail", RecordRed)):
+        verdict = TrunkVerdict(
+            commit=MERGE, tree=TREE, outcome=outcome, config=DIGEST, records=records
+        )
+        intents = decide(world(events, **_stacked(events, verdict)), Policy())
+        assert [type(i) for i in intents] == [PublishBatch, last], outcome
+        assert intents[0] == records[0]

@@ -690,6 +690,9 @@ async def test_boot_runs_through_the_gate_runner_signed_and_cached(
     booted = results[first.boot.result]  # type: ignore[index]
     assert booted.check == "boot" and booted.commit == trunk and booted.outcome == "pass"
     assert booted.runner == signer.runner
+    # The Boot effect returned the result's records to the dispatcher's kernel, which
+    # published them before deciding again: the close names a result already on the log.
+    assert events.index(booted) < events.index(first)
     state = gates.FOLD.fold(events)
     assert gates.judge(state, booted) is None and state.refused == {}
     assert first.boot.cached is False and first.boot.outcome == "pass"

@@ -126,10 +126,13 @@ class Dispatcher(Daemon[DispatcherEffect]):
             case ReadUnit(base=base, head=head):
                 reading = await asyncio.to_thread(repo.unit_reads, base, head)
             case Boot(accepted=accepted):
-                result = await repo.boot(self._runner(effect.project, repo))
-                log.info("slice.booted", project=effect.project, outcome=result.outcome)
-                self._observe(boot_name(effect.project, accepted), effect.project, result)
-                return ()
+                booted = await repo.boot(self._runner(effect.project, repo))
+                outcome = booted.result.outcome
+                log.info("slice.booted", project=effect.project, outcome=outcome)
+                self._observe(boot_name(effect.project, accepted), effect.project, booted.result)
+                # The kernel publishes these before it decides for the project again, so
+                # the close that names the boot result comes after it on the log.
+                return booted.records
             case _:
                 assert_never(effect)
         self._remember(effect.project, effect.key, reading)

@@ -21,6 +21,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from projections.intents import PublishBatch
 from schemas.project_config import BOOT_CHECK
 from schemas.slices import BootResult
 from workers import repository
@@ -31,6 +32,14 @@ from workers.errors import WorkerError
 from workers.gates.declared import config_at, pending_criteria
 from workers.gates.runner import GateRunner
 from workers.repository import CommitInfo
+
+
+@dataclass(frozen=True)
+class Booted:
+    """A boot check's result, and the intents that record its run (unpublished)."""
+
+    result: BootResult
+    records: tuple[PublishBatch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,50 +82,56 @@ class ProjectRepo:
     def resolve(self, commit: str) -> CommitInfo:
         return repository.resolve(self.path, commit)
 
-    async def boot(self, runner: GateRunner | None) -> BootResult:
+    async def boot(self, runner: GateRunner | None) -> Booted:
         """Run the boot check on the trunk commit through the gate runner; never raises.
 
         The run is the gate runner's like any other check's — its ``image`` picks the
-        executor, its ``parser`` judges the run, the result is signed and recorded on the log
-        and answered from the gate cache when trunk's inputs have not changed — so the
-        close can name the signed result. What cannot be established is error, including
-        having no ``runner`` (no key to sign with) for a boot check that exists.
+        executor, its ``parser`` judges the run, the result is signed and answered from the
+        gate cache when trunk's inputs have not changed — so the close can name the signed
+        result; the intents that record it come back with it, for the dispatcher's kernel
+        to publish before any close can name it. What cannot be established is error,
+        including having no ``runner`` (no key to sign with) for a boot check that exists.
         """
         try:
             info = await asyncio.to_thread(self.trunk_commit)
         except WorkerError as exc:
-            return BootResult(outcome="error", detail=str(exc))
+            return Booted(BootResult(outcome="error", detail=str(exc)))
         try:
             spec = config_at(info).check(BOOT_CHECK)
         except WorkerError as exc:
-            return BootResult(
-                outcome="error",
-                commit=info.commit,
-                detail=f"no boot check to run on trunk: {exc}",
+            return Booted(
+                BootResult(
+                    outcome="error",
+                    commit=info.commit,
+                    detail=f"no boot check to run on trunk: {exc}",
+                )
             )
         if runner is None:
-            return BootResult(
-                outcome="error",
-                command=spec.command,
-                commit=info.commit,
-                detail="the dispatcher has no gate-runner key to sign the boot result with; "
-                "run it with --data-dir",
+            return Booted(
+                BootResult(
+                    outcome="error",
+                    command=spec.command,
+                    commit=info.commit,
+                    detail="the dispatcher has no gate-runner key to sign the boot result "
+                    "with; run it with --data-dir",
+                )
             )
-        suite = await runner.run_commit(info.commit, checks=[BOOT_CHECK], reason="trunk")
+        suite = await runner.evaluate(info.commit, checks=[BOOT_CHECK], reason="trunk")
         if not suite.checks:
-            return BootResult(
+            failed = BootResult(
                 outcome="error",
                 command=spec.command,
                 commit=info.commit,
                 detail=f"the boot check could not be run: {suite.error}",
             )
+            return Booted(failed, suite.intents)
         run = suite.check(BOOT_CHECK)
         result = run.result
         tail = ""
         if run.outcome != "pass":
             tails = [f.evidence.get("output_tail") for f in run.findings]
             tail = next((t for t in tails if isinstance(t, str) and t.strip()), "")[-1000:]
-        return BootResult(
+        booted = BootResult(
             outcome=run.outcome,
             command=spec.command,
             commit=info.commit,
@@ -126,3 +141,4 @@ class ProjectRepo:
             result=result.id,
             cached=run.cached,
         )
+        return Booted(booted, suite.intents)

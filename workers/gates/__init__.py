@@ -6,8 +6,9 @@ gate`` all run checks through this package::
 
     from workers.gates import GateRunner, load_or_create
     runner = GateRunner(bus, repo_path, load_or_create(data_dir))
-    suite = await runner.run_commit(candidate_sha, reason="trunk")
+    suite = await runner.evaluate(candidate_sha, reason="trunk")
     if suite.green: ...                       # every check passed (cached or run now)
+    return [*suite.intents, verdict]          # a shell: its kernel records them, in order
 
 Names are imported lazily: the profile probes (``python -m workers.gates.probes``)
 run inside checks and must start fast, without loading NATS, dulwich or cryptography.

@@ -2,17 +2,18 @@
 
 Built here, published elsewhere: a fresh check's findings and signed result form one
 atomic batch, the signed suite fact another (with the findings raised beside the checks).
-:class:`SuiteResult.batches` lists them in order; the runner never publishes them itself.
+:class:`SuiteResult.batches` lists them in order and :attr:`SuiteResult.intents` hands
+them to a kernel; the runner never publishes them itself.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.intents import PublishBatch, Publishing
+from projections.intents import PublishBatch
 from schemas import Actor, Event, FindingRaised
 from schemas.findings import FindingClass
 from schemas.gates import (
@@ -81,9 +82,20 @@ class SuiteResult:
     with the findings beside it. The runner publishes none of it (see :meth:`intents`)."""
 
     @property
-    def intents(self) -> list[Publishing]:
-        """The batches as intents, for a daemon's shell to hand to its kernel."""
-        return [PublishBatch(batch) for batch in self.batches if batch]
+    def intents(self) -> tuple[PublishBatch, ...]:
+        """The batches as intents, in order, for a daemon's shell to hand to its kernel
+        (or a command to :func:`workers.kernel.oneshot.carry_out`). A fact that names the
+        suite or its results goes after them in the same list: the kernel publishes in
+        order and stops at the first failure, so it never reaches the log first."""
+        return tuple(PublishBatch(batch) for batch in self.batches if batch)
+
+    def stored(self, seqs: Mapping[str, int]) -> SuiteResult:
+        """Note where each fresh result was stored (``seqs``: by event id, as
+        :func:`~workers.kernel.oneshot.carry_out` returns them)."""
+        for run in self.checks:
+            if run.record and run.seq is None:
+                run.seq = seqs.get(run.result.id)
+        return self
 
     @property
     def green(self) -> bool:

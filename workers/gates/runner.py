@@ -7,15 +7,16 @@ otherwise check the tree out into a private temporary folder, run the command th
 executor, parse the output into a verdict, sign the result and return it with its findings
 as one batch to publish atomically. Concurrent asks for the same key in one process share
 one run. Finally a signed :class:`GateSuiteCompleted` records what the suite came to and
-what it answered. The library publishes nothing itself: :meth:`GateRunner.evaluate`
-returns the batches (a daemon hands them to its kernel), :meth:`GateRunner.run_commit`
-publishes them through the kernel's one-shot publishing (a command, the merger).
+what it answered. The library publishes nothing: :meth:`GateRunner.evaluate` returns the
+suite with the intents that record it, which a daemon's shell returns to its kernel (the
+gate runner's, the merger's, the dispatcher's) and a command outside any daemon hands to
+:func:`workers.kernel.oneshot.carry_out`, the kernel's own publishing.
 Judged against a trunk commit, a candidate that changes what runs its tests (a conftest,
 pytest settings, a plugin) also has its tests run with trunk's versions of those files.
 
-Public API: ``suite = await GateRunner(bus, repo_path, signer).run_commit(sha)`` (or
-``evaluate``, then hand ``suite.intents`` to a kernel); ``suite.green``, ``suite.outcome``,
-``suite.checks[i].cached``, ``suite.checks[i].findings``.
+Public API: ``suite = await GateRunner(bus, repo_path, signer).evaluate(sha)``, then hand
+``suite.intents`` to a kernel (in order: a fact naming a result must come after them);
+``suite.green``, ``suite.outcome``, ``suite.checks[i].cached``, ``suite.checks[i].findings``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import structlog
@@ -68,7 +68,6 @@ from workers.gates.results import (
 )
 from workers.gates.signing import Signer
 from workers.gates.verdicts import Finding, Verdict
-from workers.kernel.oneshot import publish_batches
 from workers.remote import fetch_missing
 
 log = structlog.get_logger()
@@ -81,7 +80,8 @@ __all__ = ["CheckRun", "GateRunner", "SuiteResult"]
 
 
 class GateRunner:
-    """Runs gates for commits of one repository, publishing to ``bus`` as ``signer``."""
+    """Runs gates for commits of one repository, signing as ``signer``; ``bus`` is where it
+    reads the gate cache (it publishes nothing)."""
 
     def __init__(
         self,
@@ -148,22 +148,7 @@ class GateRunner:
         registration = cache.unregistered(self.signer.registration(project, self.actor))
         return [] if registration is None else [(registration,)]
 
-    async def record(self, suite: SuiteResult) -> SuiteResult:
-        """Publish what ``suite`` records, for a caller outside a daemon's loop (a command,
-        the merger's pipeline): through the kernel's one-shot publishing, so the library
-        never appends to the log itself. Fills in each fresh check's sequence."""
-        seqs = await publish_batches(self.bus, suite.batches)
-        stored = dict(zip((b[-1].id for b in suite.batches if b), seqs, strict=True))
-        for run in suite.checks:
-            if run.record and run.seq is None:
-                run.seq = stored.get(run.result.id)
-        return suite
-
     # -- the suite -----------------------------------------------------------------------
-
-    async def run_commit(self, commit: str | None = None, **how: Any) -> SuiteResult:
-        """:meth:`evaluate`, then :meth:`record` (for callers outside a daemon's loop)."""
-        return await self.record(await self.evaluate(commit, **how))
 
     async def evaluate(
         self,
@@ -228,7 +213,7 @@ class GateRunner:
         )
         cache = await self.cache(config.project)
         reraised = reraise(self.actor, runs, unit, config.project)
-        fresh = [run.record for run in [*trunk_runs.values(), *runs] if run.record]
+        fresh = _records([*trunk_runs.values(), *runs])
         last: tuple[Event, ...] = (*reraised, *beside, suite)
         batches = [*await self._key(config.project), *fresh, last]
         cache.observe(suite)
@@ -386,14 +371,11 @@ class GateRunner:
                 )
             mine = self._recent.get(cache_key_digest(f"{config.project}|{key}"))
             if mine is not None:
-                return CheckRun(spec.id, mine.outcome, True, mine.result, mine.findings, mine.seq)
+                return _borrowed(spec.id, mine)
         flight_key = cache_key_digest(f"{config.project}|{key}|{force}")
         running = self._inflight.get(flight_key)
         if running is not None:
-            shared = await asyncio.shield(running)
-            return CheckRun(
-                spec.id, shared.outcome, True, shared.result, shared.findings, shared.seq
-            )
+            return _borrowed(spec.id, await asyncio.shield(running))
         future: asyncio.Future[CheckRun] = asyncio.get_running_loop().create_future()
         self._inflight[flight_key] = future
         try:
@@ -448,3 +430,17 @@ class GateRunner:
         return CheckRun(
             spec.id, verdict.outcome, False, result, findings, None, (*findings, result)
         )
+
+
+def _records(runs: Sequence[CheckRun]) -> list[tuple[Event, ...]]:
+    """Each run's record, once: trunk's run of a check may be the candidate's own, borrowed."""
+    return list({run.result.id: run.record for run in runs if run.record}.values())
+
+
+def _borrowed(check: str, run: CheckRun) -> CheckRun:
+    """Another suite's run of the same check, answering this one (cached: nothing ran for
+    it). Its record goes along: the cache did not answer, so the log may not hold it yet,
+    and the suite that ran it may never be published (a merger's candidate dropped from
+    the stack), while a verdict naming this suite must never reach the log without it. The
+    log stores a repeat once (same event ids)."""
+    return CheckRun(check, run.outcome, True, run.result, run.findings, run.seq, run.record)

@@ -35,10 +35,11 @@ import structlog
 from bus import HEARTBEAT_BUCKET, Bus
 from bus.creds import all_credentials
 from bus.private import write_private
-from schemas import Actor, Event, FindingRaised
+from projections.intents import Publish
+from schemas import Actor, FindingRaised
 from schemas.ids import fixed_id, is_token
 from schemas.targets import RecordTarget
-from workers.kernel.oneshot import publish_batches
+from workers.kernel.oneshot import carry_out
 
 log = structlog.get_logger()
 
@@ -164,7 +165,7 @@ class ServerLogWatch:
             handle.seek(offset)
             chunk = handle.read(size - offset)
         complete = chunk[: chunk.rfind(b"\n") + 1]
-        found: list[tuple[Event, ...]] = []
+        found: list[Publish] = []
         for raw in complete.decode(errors="replace").splitlines():
             violation = parse(raw)
             if violation is None:
@@ -173,11 +174,11 @@ class ServerLogWatch:
             beat = violation.subject.startswith(BEAT_SUBJECTS)
             if beat and (who, violation.subject) in self.named_beats:
                 continue
-            found.append((finding(violation, who, self.actor),))
+            found.append(Publish(finding(violation, who, self.actor)))
             if beat:
                 self.named_beats.add((who, violation.subject))
             log.warning("server.refused_publish", subject=violation.subject, credential=who)
-        await publish_batches(self.bus, found)  # the offset moves only once they are stored
+        await carry_out(self.bus, found)  # the offset moves only once they are stored
         offset += len(complete)
         write_private(self.offset_file, str(offset))
         return offset

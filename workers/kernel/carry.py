@@ -12,14 +12,23 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
-from typing import Generic
+from typing import Generic, assert_never
 
 import structlog
 
-from bus import Bus, BusError, TransitionConflict
+from bus import Ack, Bus, BusError, TransitionConflict
 from projections.claims import transition_event
-from projections.intents import E, IntentOf, MoveUnit, Publish, PublishBatch, PublishIf
-from schemas import Event, subject_of
+from projections.intents import (
+    E,
+    Effect,
+    IntentOf,
+    MoveUnit,
+    Publish,
+    PublishBatch,
+    PublishIf,
+    Publishing,
+)
+from schemas import Actor, Event, subject_of
 from schemas.subjects import matches_any
 from workers.kernel.daemon import Daemon
 
@@ -27,6 +36,32 @@ log = structlog.get_logger()
 
 RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 5.0
+
+
+async def publish_intent(
+    bus: Bus, intent: Publishing, actor: Actor | None
+) -> list[tuple[Event, Ack]]:
+    """Append what one intent says, and where each event was stored: the one code path by
+    which an intent reaches the log, a daemon's kernel's and the one-shot's
+    (:func:`workers.kernel.oneshot.carry_out`) alike. ``actor``: who a unit move is by
+    (a ``TypeError`` without one: a transition names who made it)."""
+    match intent:
+        case Publish(event=event):
+            return [(event, await bus.publish(event))]
+        case PublishBatch(events=batch):
+            if len(batch) == 1:
+                return [(batch[0], await bus.publish(batch[0]))]
+            acks = await bus.publish_atomic(list(batch))
+            return list(zip(batch, acks, strict=True))
+        case PublishIf(event=event, expected=expected):
+            return [(event, await bus.publish_transition(event, expected))]
+        case MoveUnit(project=project, move=move, event_id=event_id, expected=expected):
+            if actor is None:
+                raise TypeError(f"moving unit {move.unit} needs the actor it is made by")
+            fact = transition_event(move, project, actor, event_id)
+            return [(fact, await bus.publish_transition(fact, expected))]
+        case _:
+            assert_never(intent)
 
 
 class Carrying(Generic[E]):
@@ -97,27 +132,13 @@ class Carrying(Generic[E]):
         return published, ()
 
     async def _one(self, intent: IntentOf[E]) -> list[Event]:
-        events: list[Event]
-        match intent:
-            case Publish(event=event):
-                events, acks = [event], [await self.bus.publish(event)]
-            case PublishBatch(events=batch):
-                events = list(batch)
-                if len(events) == 1:
-                    acks = [await self.bus.publish(events[0])]
-                else:
-                    acks = await self.bus.publish_atomic(events)
-            case PublishIf(event=event, expected=expected):
-                events, acks = [event], [await self.bus.publish_transition(event, expected)]
-            case MoveUnit(project=project, move=move, event_id=event_id, expected=expected):
-                fact = transition_event(move, project, self.daemon.actor, event_id)
-                events, acks = [fact], [await self.bus.publish_transition(fact, expected)]
-            case _:  # the daemon's own effect (E): everything else is matched above
-                self._start(intent)
-                return []
-        for event, ack in zip(events, acks, strict=True):
+        if isinstance(intent, Effect):
+            self._start(intent)
+            return []
+        stored = await publish_intent(self.bus, intent, self.daemon.actor)
+        for event, ack in stored:
             self._published(event, ack.seq, ack.duplicate)
-        return events
+        return [event for event, _ack in stored]
 
     def _published(self, event: Event, seq: int, duplicate: bool = False) -> None:
         """Decide for this project again only once the event is folded back (when we follow

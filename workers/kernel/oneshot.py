@@ -1,5 +1,5 @@
 """Publishing outside a daemon's loop, by the kernel's rules: one system transition (read
-the unit, decide, publish once), or the batches a library returned.
+the unit, decide, publish once), or the intents a library returned (:func:`carry_out`).
 
 For commands and tests that stand in for a daemon (an operator's halt, a merger in a
 test): the same rules as the kernel — the transition is built by
@@ -13,12 +13,14 @@ from collections.abc import Callable, Sequence
 
 from bus import Bus, TransitionConflict, read
 from projections.claims import Refusal, Verdict, transition_event
+from projections.intents import Effect, Intent
 from projections.units import UnitsState, UnitView
 from projections.units import apply as units_apply
 from projections.units import initial as units_initial
-from schemas import Actor, Event, UnitTransitioned
+from schemas import Actor, UnitTransitioned
 from schemas.ids import answer_id, new_id
 from schemas.subjects import unit_subject, unit_subjects
+from workers.kernel.carry import publish_intent
 
 
 async def read_units(bus: Bus, project: str) -> tuple[UnitsState, dict[str, int]]:
@@ -66,28 +68,23 @@ async def transition_unit(
     raise TransitionConflict(unit_subject(project, unit), -1)
 
 
-async def publish_batches(bus: Bus, batches: Sequence[Sequence[Event]]) -> list[int]:
-    """Publish ``batches`` in order, each atomically (a reader sees all of it or none), for
-    a caller outside a daemon's loop (a command, a library run by one); returns the stream
-    sequence of each batch's last event. A daemon returns the same batches as intents
-    (``PublishBatch``) and its kernel publishes them."""
-    seqs: list[int] = []
-    for batch in batches:
-        if not batch:
-            continue
-        if len(batch) == 1:
-            acks = [await bus.publish(batch[0])]
-        else:
-            acks = await bus.publish_atomic(list(batch))
-        seqs.append(acks[-1].seq)
-    return seqs
+async def carry_out(
+    bus: Bus, intents: Sequence[Intent], *, actor: Actor | None = None
+) -> dict[str, int]:
+    """Carry ``intents`` out in order as a daemon's kernel does, through the kernel's own
+    :func:`~workers.kernel.carry.publish_intent`, for a caller outside any daemon's loop (a
+    command, ``loopbus up``, the integrity watcher): a library returns the same intents to
+    either. Returns where each stored event is, by event id.
 
-
-async def publish_first(bus: Bus, event: Event) -> bool:
-    """Publish ``event`` only while its subject is empty (the first of racing callers wins,
-    as a daemon's ``PublishIf(event, 0)``); False when the subject already held one."""
-    try:
-        await bus.publish_transition(event, 0)
-    except TransitionConflict:
-        return False
-    return True
+    Stops at the first intent that fails, as the kernel does, raising what it raised
+    (:class:`~bus.TransitionConflict` for a ``PublishIf`` or ``MoveUnit`` whose subject
+    moved, :class:`~bus.BusError`) with everything before it stored, so a fact never
+    reaches the log ahead of one it was listed after. An effect is refused (``TypeError``):
+    there is no shell here to perform it; so is a unit move without ``actor``."""
+    stored: dict[str, int] = {}
+    for intent in intents:
+        if isinstance(intent, Effect):
+            raise TypeError(f"{intent.action}: an effect needs a daemon's shell to perform it")
+        for event, ack in await publish_intent(bus, intent, actor):
+            stored[event.id] = ack.seq
+    return stored

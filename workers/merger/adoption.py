@@ -33,7 +33,7 @@ import msgspec
 import structlog
 from dulwich.objects import Blob
 
-from bus import Bus, read
+from bus import Bus, TransitionConflict, read
 from projections.intents import Publish, PublishIf, Publishing
 from projections.merges import AdoptClaim, Adoption
 from schemas import Actor, FindingRaised
@@ -51,7 +51,7 @@ from schemas.merges import FailingTest
 from schemas.targets import RecordTarget
 from workers.errors import CONFIG_FILE, ConfigError, RepoError
 from workers.gates.trunkconfig import config_changes
-from workers.kernel.oneshot import publish_first
+from workers.kernel.oneshot import carry_out
 from workers.merger.config import parse_merge_config
 from workers.merger.gates import TrunkVerdict
 from workers.repository import changed_config, resolve
@@ -153,7 +153,9 @@ async def adopt_on_first_start(
         return None
     found = await asyncio.to_thread(read_adoptable, repo, trunk, project)
     fact = found.fact(project, actor, why="first-start", by=by, note="loopbus up started")
-    if not await publish_first(bus, fact):
+    try:
+        await carry_out(bus, [PublishIf(fact, 0)])
+    except TransitionConflict:
         return None  # another start adopted first
     return fact
 

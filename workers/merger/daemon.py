@@ -209,9 +209,10 @@ class Merger(Daemon[MergerEffect]):
 
     async def _check_trunk(self, effect: effects.CheckTrunk) -> Sequence[MergerIntent]:
         """Run every check on trunk as it is now (``force``: past the cache) with the
-        adopted configuration ``judge``, and record the verdict. A trunk the merger did not
-        move (``reference``: the last green trunk, else the adopted commit) must also run
-        the reference's tests, and is red when it changes the gate configuration."""
+        adopted configuration ``judge``, and record the results, then the verdict. A trunk
+        the merger did not move (``reference``: the last green trunk, else the adopted
+        commit) must also run the reference's tests, and is red when it changes the gate
+        configuration."""
         ref, judge, reference = effect.ref, effect.judge, effect.reference
         unit, head, cause, force = effect.unit, effect.head, effect.cause, effect.force
         outside = reference is not None
@@ -230,7 +231,9 @@ class Merger(Daemon[MergerEffect]):
         tested = facts.trunk_tested(
             self.project, self.actor, verdict, ref=ref, tree=tree, unit=unit, head=head, cause=cause
         )
-        return [Publish(tested)]
+        # The results first: the kernel stops at the first publish that fails, so a trunk
+        # verdict never reaches the log ahead of the results it names.
+        return [*verdict.records, Publish(tested)]
 
     async def _stack(self, effect: effects.Stack) -> Sequence[MergerIntent]:
         """Stack the entries on the trunk commit, judged with the adopted configuration;

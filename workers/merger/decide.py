@@ -346,8 +346,10 @@ def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Merg
     tested = facts.candidate_tested(
         world.project, world.actor, head, first.attempt, verdict, base=base, ahead=first.ahead
     )
+    # The gate results the verdict names go first: the kernel publishes in order and stops
+    # at the first failure, so the verdict never reaches the log ahead of them.
     if verdict.green:
-        return [step.publish(tested)]
+        return [*verdict.records, step.publish(tested)]
     case = RedCase(
         who=step.author(head.unit),
         stage="candidate",
@@ -360,7 +362,7 @@ def head_result(step: Step, head: QueueEntry, first: CandidateView) -> list[Merg
         cause=tested.id,
     )
     tested = msgspec.structs.replace(tested, at=world.now)
-    return [RecordRed(project=world.project, tested=tested, case=case)]
+    return [*verdict.records, RecordRed(project=world.project, tested=tested, case=case)]
 
 
 # -- unit moves -----------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 The merger depends only on :class:`TrunkGates`. :class:`RunnerTrunkGates` is the one
 implementation: it calls the gate runner's own suite code path
-(:meth:`workers.gates.runner.GateRunner.run_commit`, reason ``trunk``), so every
-result is published as a signed ``GateResultRecorded`` and served from the shared,
-content-addressed cache. A candidate's tree is exactly the tree trunk moves to, so trunk's
-own run finds every candidate check in the cache and runs only the trunk-only ones.
+(:meth:`workers.gates.runner.GateRunner.evaluate`, reason ``trunk``), and the verdict
+carries the intents that record every result as a signed ``GateResultRecorded``
+(``TrunkVerdict.records``): the merger's kernel publishes them, ahead of the verdict that
+names them, and the shared, content-addressed cache serves them from then on. A
+candidate's tree is exactly the tree trunk moves to, so trunk's own run finds every
+candidate check in the cache and runs only the trunk-only ones.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from projections.intents import PublishBatch
 from schemas import FindingRaised, format_target
 from schemas.adoption import config_digest
 from schemas.gates import GateOutcome, worst
@@ -41,6 +44,9 @@ class TrunkVerdict:
     suite: str | None = None
     config: str = ""
     """The digest of the adopted configuration the run was judged with."""
+    records: tuple[PublishBatch, ...] = ()
+    """What records the suite (fresh results, their findings, the suite fact), unpublished:
+    listed before the fact that names them, which must never reach the log first."""
 
     @property
     def green(self) -> bool:
@@ -91,7 +97,7 @@ class RunnerTrunkGates:
     ) -> TrunkVerdict:
         if Path(repo).resolve() != self.runner.repo.resolve():
             raise ValueError(f"this gate runner serves {self.runner.repo}, not {repo}")
-        suite = await self.runner.run_commit(
+        suite = await self.runner.evaluate(
             commit,
             checks=checks,
             reason="trunk",
@@ -123,6 +129,7 @@ def verdict_of(suite: SuiteResult, commit: str) -> TrunkVerdict:
         failing=failing,
         error=suite.error,
         suite=suite.suite.id if suite.suite is not None else None,
+        records=suite.intents,
     )
 
 
