@@ -90,6 +90,9 @@ class Merger(Daemon):
 
     # -- the kernel's side ------------------------------------------------------------------
 
+    def repo_for(self, project: str) -> Path | None:
+        return self.repo if project == self.project else None
+
     async def start(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.pipeline.on_change = self._report_pipeline
