@@ -100,6 +100,17 @@ async def test_a_commit_pushed_elsewhere_is_fetched_before_its_event_is_folded(
         (missing, False),
     ]
 
+    # A daemon started later replays all of it on a mirror of its own with one fetch: the
+    # first record's fetch began after every record was stored, so it covers them all, the
+    # commit the remote never had among them.
+    later = mirror_at(remote.as_uri(), tmp_path / "later")
+    later.ensure()
+    replayed = Probe(project, later)
+    async with running(bus, replayed) as kernel:
+        await kernel.until(lambda: len(replayed.seen) == 5, WAIT_S)
+        assert kernel.ref_fetch.fetches == 1
+    assert replayed.seen == probe.seen
+
 
 def _unit(project: str, unit: str, commit: str) -> UnitTransitioned:
     return UnitTransitioned(
