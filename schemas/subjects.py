@@ -64,9 +64,14 @@ def serving(projects: tuple[str, ...] | list[str]) -> list[str]:
     return [project_subjects(p) for p in projects] or [ALL]
 
 
+def trunk_subject(project: str) -> str:
+    """Where trunk's moves live: advanced, reverted, rechecked, and its own gate runs."""
+    return f"{PREFIX}.{project}.trunk"
+
+
 def trunk_subjects(project: str) -> list[str]:
     """Where trunk's moves and gate runs live (the ``merges`` fold's trunk view)."""
-    return [f"{PREFIX}.{project}.trunk", f"{PREFIX}.{project}.merge.*"]
+    return [trunk_subject(project), f"{PREFIX}.{project}.merge.*"]
 
 
 def unit_subject(project: str, unit: str) -> str:

@@ -31,6 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 for folder in ("gate_runner", "leases", ""):
     sys.path.insert(0, str(ROOT / "tests" / folder))
+# The checkout itself goes first: tests/bus and tests/schemas have no __init__.py, so ahead
+# of an editable install (whose finder runs after the path's) they would be taken as the
+# namespace packages ``bus`` and ``schemas`` and the imports below would fail.
+sys.path.insert(0, str(ROOT))
 
 from gate_repos import GitRepo  # noqa: E402
 from logkit import wait_log  # noqa: E402

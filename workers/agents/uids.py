@@ -71,11 +71,10 @@ def lease(uids: tuple[int, int], lock_dir: Path) -> Lease:
     """A uid of the range that no other live run holds, no process runs as, and no user
     of this host has."""
     low, high = uids
-    busy = uids_alive()
     start = random.randint(low, high)  # spread: a uid just freed is not the next one taken
     for offset in range(high - low + 1):
         uid = low + (start - low + offset) % (high - low + 1)
-        if uid in busy or _has_account(uid):
+        if _has_account(uid) or uid_alive(uid):
             continue
         fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -83,7 +82,7 @@ def lease(uids: tuple[int, int], lock_dir: Path) -> Lease:
         except BlockingIOError:
             os.close(fd)
             continue
-        if uid in uids_alive():  # a run that just ended may still be sweeping it
+        if uid_alive(uid):  # a run that just ended may still be sweeping it
             release(Lease(uid, fd))
             continue
         return Lease(uid, fd)
@@ -107,26 +106,34 @@ def release(held: Lease) -> None:
         os.close(held.fd)
 
 
-def uids_alive() -> set[int]:
-    """The uids that own a live process right now (from /proc; a zombie is not alive: in
-    a container whose init reaps nothing, a killed run's processes stay zombies)."""
-    alive: set[int] = set()
+def uid_alive(uid: int) -> bool:
+    """Whether a live process runs as ``uid`` right now (from /proc; a zombie is not alive:
+    in a container whose init reaps nothing, a killed run's processes stay zombies).
+
+    Every check leases a uid and sweeps it (three of these at least), on a host running
+    hundreds of processes: so a process is judged by its /proc folder's owner (one stat),
+    only ``uid``'s own have their state read, and the first live one ends the scan. Reading
+    every process's state to collect every uid cost several times more for one answer."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        with contextlib.suppress(OSError, IndexError):
+        try:
+            if entry.stat().st_uid != uid:
+                continue
             with open(os.path.join(entry.path, "stat"), "rb") as handle:
                 state = handle.read().rsplit(b")", 1)[1].split()[0]
-            if state not in (b"Z", b"X"):
-                alive.add(entry.stat().st_uid)
-    return alive
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+        if state not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def sweep(uid: int) -> None:
     """Kill every process of ``uid``: ``kill(-1, SIGKILL)`` sent as that uid reaches
     exactly its processes (in any session or pid namespace), never another user's."""
     for _ in range(SWEEPS):
-        if uid not in uids_alive():
+        if not uid_alive(uid):
             return
         # Started as root, it becomes ``uid`` only to kill: nothing needs to be executable
         # by ``uid`` (an interpreter under /root is not).

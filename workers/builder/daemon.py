@@ -108,6 +108,10 @@ class Builder(Daemon[BuilderEffect]):
             self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
 
+    def repo_for(self, project: str) -> Path | None:
+        config = self.configs.get(project)
+        return Path(config.repo) if config is not None else None
+
     async def start(self, kernel: Kernel[BuilderEffect]) -> None:
         unsandboxed.wake(kernel, self.configs)
 

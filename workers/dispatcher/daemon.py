@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, assert_never
 
 import structlog
@@ -108,6 +109,10 @@ class Dispatcher(Daemon[DispatcherEffect]):
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}
         self.kernel: Kernel[DispatcherEffect] | None = None
+
+    def repo_for(self, project: str) -> Path | None:
+        repo = self.repos.get(project)
+        return repo.path if repo is not None else None
 
     async def start(self, kernel: Kernel[DispatcherEffect]) -> None:
         self.kernel = kernel  # effects report what they read through it

@@ -12,9 +12,11 @@ standing finding open while this host runs checks unfenced (:mod:`workers.gates.
 The decision (:mod:`workers.gate_runner.decide`) is pure; this module is its
 shell: the effect that runs a suite through the gates library (which signs it, answers
 from the cache, and returns the batches that record it: the kernel publishes them), and
-the sensor that watches trunk. Restart-safe without a
-checkpoint of its own: the fold says which asks a verified suite answers, and the refusal
-findings and trunk requests carry ids derived from what they answer.
+the sensor that watches trunk: it polls the ref, and reads it at once when the log says
+trunk advanced or was reverted (with ``--repo`` a URL, the kernel has fetched the mirror
+by then, so a merger on another machine wakes this runner without waiting for a poll).
+Restart-safe without a checkpoint of its own: the fold says which asks a verified suite
+answers, and the refusal findings and trunk requests carry ids derived from what they answer.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Sequence
-from typing import assert_never
+from pathlib import Path
+from typing import Any, assert_never
 
 import structlog
 
-from bus import BusError
-from projections import findings, leases, ratchet
+from bus import BusError, Record
+from projections import FoldFailure, findings, leases, ratchet
 from schemas import Event
 from schemas.ids import new_id
+from schemas.merges import MergeReverted, TrunkAdvanced
 from schemas.ratchet import CATALOGUE, GateMoved
 from schemas.subjects import (
     charter_approved_subjects,
@@ -41,6 +45,7 @@ from schemas.subjects import (
     lease_subjects,
     ratchet_subjects,
     slice_subjects,
+    trunk_subject,
     unit_subjects,
 )
 from workers import repository
@@ -94,6 +99,9 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
         self.trunk = trunk
         self.trunk_poll_s = trunk_poll_s
         self.kernel: Kernel[GateRunnerEffect] | None = None
+        self.trunk_moved = asyncio.Event()
+        """Set when trunk's advance or revert is folded: the watch reads the ref now
+        rather than at its next poll (the kernel fetched a mirror lacking the commit)."""
 
     def subjects(self) -> list[str]:
         p = self.project
@@ -108,7 +116,16 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
             ratchet_subjects(self.catalogue),
             charter_approved_subjects(p),  # the charter's test files are frozen for units
             lease_subjects(p, "gate"),
+            trunk_subject(p),  # a move wakes the trunk watch (the mirror fetched first)
         ]
+
+    def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
+        if isinstance(record.event, TrunkAdvanced | MergeReverted):
+            self.trunk_moved.set()
+        return super().fold(states, record)
+
+    def repo_for(self, project: str) -> Path | None:
+        return self.runner.repo if project == self.project else None
 
     def also_folds_into(self, event: Event) -> Sequence[str]:
         """The catalogue's profile moves are read as this project's: a profile's state
@@ -208,4 +225,6 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
                     self._bound(info.config_text)
                     log.info("gate.trunk_moved", commit=info.commit)
                     kernel.observe(TRUNK, TrunkSeen(info.commit, new_id()), project=self.project)
-            await asyncio.sleep(self.trunk_poll_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.trunk_moved.wait(), self.trunk_poll_s)
+            self.trunk_moved.clear()

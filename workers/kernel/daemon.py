@@ -15,6 +15,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from bus import Record
@@ -113,6 +114,12 @@ class Daemon(Generic[E]):
             if failure is not None:
                 failures.append(failure)
         return failures
+
+    def repo_for(self, project: str) -> Path | None:
+        """The repository this daemon reads for ``project`` (``None``: none). When it is a
+        mirror of a URL, the kernel fetches it before folding an event that names a commit
+        the mirror lacks (:mod:`workers.ref_fetch`)."""
+        return None
 
     def also_folds_into(self, event: Event) -> Sequence[str]:
         """Other projects whose states ``event`` is folded into as well (and decided for

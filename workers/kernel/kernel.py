@@ -31,6 +31,7 @@ from schemas.subjects import parse_subject
 from workers.kernel.carry import Carrying
 from workers.kernel.daemon import Daemon, World
 from workers.kernel.project_share import ProjectShare
+from workers.ref_fetch import RefFetch
 from workers.runtime import Progress, cancel_all, raise_if_cancelled
 
 log = structlog.get_logger()
@@ -102,6 +103,8 @@ class Kernel(Carrying[E]):
         self._next_tick: float | None = None
         self.sensors: list[asyncio.Task[Any]] = []
         self._changed = asyncio.Event()
+        self.ref_fetch = RefFetch(daemon.repo_for, bus.stream_last_seq)
+        """Fetches the daemon's mirror before a record naming a commit it lacks is folded."""
         self.share: ProjectShare | None = None
         """Set when this replica shares projects with the daemon's other replicas: it then
         decides only for the projects it holds (``share_ttl_s``: their lease lifetime)."""
@@ -218,6 +221,7 @@ class Kernel(Carrying[E]):
         async for record in read(
             self.bus, subjects=self.subjects, start_seq=self.start_seq, follow=True
         ):
+            await self.ref_fetch.before_fold(record)  # what the decision reads is here
             self.fold_record(record)
             if record.pending == 0:
                 self._caught_up()

@@ -95,6 +95,9 @@ class Merger(Daemon[MergerEffect]):
 
     # -- the kernel's side ------------------------------------------------------------------
 
+    def repo_for(self, project: str) -> Path | None:
+        return self.repo if project == self.project else None
+
     async def start(self, kernel: Kernel[MergerEffect]) -> None:
         self.kernel = kernel
         self.pipeline.on_change = self._report_pipeline

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import assert_never
 
 import msgspec
@@ -105,6 +106,10 @@ class Reviewer(Daemon[ReviewerEffect]):
             deadlines = per_project((p, c.review.timeout_s) for p, c in served.items())
             self.lease = Policy(holder_name(self.actor), lease_ttl_s, max(jobs, 1), deadlines)
             self.tick_s = lease_ttl_s / 3  # notice a lapsed lease without a new event
+
+    def repo_for(self, project: str) -> Path | None:
+        config = self.configs.get(project)
+        return Path(config.repo) if config is not None else None
 
     async def start(self, kernel: Kernel[ReviewerEffect]) -> None:
         self.kernel = kernel
