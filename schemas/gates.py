@@ -162,6 +162,10 @@ class GateSuiteCompleted(EventBase, frozen=True, kw_only=True, tag="gate.suite_c
     """Checks that ran and reported but do not block (Drafted, a fresh Proposed, under
     review at the advisory tier, Retired: see docs/ratchet.md); ``outcome`` is the worst
     of the others."""
+    onto: GitSha | None = None
+    """A unit's suite run on its merge onto trunk: the trunk commit ``commit`` was merged
+    onto, and ``tree`` is the merge's tree, the one the checks ran on (``None``: the
+    checks ran on ``commit``'s own tree). Absent from suites signed before it existed."""
 
     def __post_init__(self) -> None:
         if self.error and self.outcome != "error":
@@ -208,6 +212,8 @@ def canonical_bytes(event: SignedGateEvent) -> bytes:
         doc.pop("tests")  # results signed before the field existed verify unchanged
     if not doc.get("advisory"):
         doc.pop("advisory", None)  # suites signed before the field existed still verify
+    if doc.get("onto", "") is None:
+        doc.pop("onto")  # likewise: a suite run on the unit's own tree signs no ``onto``
     return _canonical.encode(doc)
 
 

@@ -1,7 +1,7 @@
 """The loop's own overhead per unit: a slice of N units with an instant builder and reviewer.
 
     python tests/benchmarks/bench_loop_overhead.py [--units 20] [--timeout 900]
-        [--jobs N] [--capacity N]
+        [--jobs N] [--capacity N] [--builder-s S]
 
 A generated project of N modules, each with one pending criterion test, is run through
 every daemon exactly as ``loopbus demo`` runs one (embedded server, ``Supervisor``, the
@@ -19,7 +19,9 @@ marker at once, a reviewer that approves at once). Measured from the log of this
   per unit by stage, from the log's own facts (:mod:`loop_breakdown`).
 
 ``--jobs`` and ``--capacity`` pass ``loopbus up --jobs`` and ``--capacity`` (default: what
-``up`` gives, this machine's cores for both).
+``up`` gives, this machine's cores for both). ``--builder-s S``: the builder takes S seconds
+per run (sleeping: it holds no core), so units reach the gates spread out as with real
+agents rather than all at once.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
 from schemas import Actor, Event, UnitTransitioned, project_subjects
-from schemas.gates import GateResultRecorded
+from schemas.gates import GateResultRecorded, GateSuiteCompleted
 from schemas.merges import TrunkAdvanced
 from schemas.reports import CommitReport
 from schemas.reviews import ReviewRequested, ReviewVerdict
@@ -60,9 +62,10 @@ PROJECT = "bench"
 CHECK = "python -m pytest -q -p no:cacheprovider tests"
 
 BUILDER = r"""
-import json, re, sys
+import json, re, sys, time
 from pathlib import Path
 brief = json.load(sys.stdin)
+time.sleep(BUILDER_S)
 unit = brief["unit"]
 Path(f"pkg/{unit}.py").write_text("def value() -> int:\n    return 1\n")
 config = Path("loopbus.toml")
@@ -75,7 +78,7 @@ print(json.dumps({"status": "completed", "summary": unit, "tokens": 1}))
 REVIEWER = 'import json, sys; json.load(sys.stdin); print(json.dumps({"verdict": "approve"}))\n'
 
 
-def project(root: Path, units: int, agents: str = "") -> Path:
+def project(root: Path, units: int, agents: str = "", builder_s: float = 0.0) -> Path:
     """The generated repository: N stub modules, N pending criteria, committed on main."""
     repo_dir = root / PROJECT
     (repo_dir / "pkg").mkdir(parents=True)
@@ -93,7 +96,7 @@ def project(root: Path, units: int, agents: str = "") -> Path:
         )
         pending.append(f'    # {name}\n    "tests/test_{name}.py::test_value",\n')
     (root / "agents").mkdir()
-    (root / "agents" / "builder.py").write_text(BUILDER)
+    (root / "agents" / "builder.py").write_text(BUILDER.replace("BUILDER_S", repr(builder_s)))
     (root / "agents" / "reviewer.py").write_text(REVIEWER)
     (repo_dir / "loopbus.toml").write_text(
         f'[project]\nid = "{PROJECT}"\n\n[[check]]\nid = "tests"\ncommand = "{CHECK}"\n'
@@ -174,6 +177,7 @@ def measure(events: list[Event]) -> tuple[dict[str, float], dict[str, float], di
     dispatched: dict[str, float] = {}
     done: dict[str, float] = {}
     commits: dict[str, str] = {}  # commit -> unit (the unit's own and its merge commits)
+    trees: dict[str, str] = {}  # tree -> unit, of its suites run on its merge onto trunk
     for event in events:
         match event:
             case UnitDispatched():
@@ -184,11 +188,15 @@ def measure(events: list[Event]) -> tuple[dict[str, float], dict[str, float], di
                 commits[event.merge] = event.unit
             case UnitTransitioned(state="done"):
                 done[event.unit] = event.at.timestamp()
+            case GateSuiteCompleted(unit=str(unit), tree=str(tree)) if getattr(event, "onto", None):
+                trees[tree] = unit  # its results name the merge onto trunk it ran on
     gates: dict[str, float] = {unit: 0.0 for unit in done}
     runs: dict[str, int] = {unit: 0 for unit in done}
     for event in events:
-        if isinstance(event, GateResultRecorded) and event.commit in commits:
-            unit = commits[event.commit]
+        if isinstance(event, GateResultRecorded) and (
+            event.commit in commits or event.tree in trees
+        ):
+            unit = commits.get(event.commit or "") or trees[event.tree]
             if unit in gates:
                 gates[unit] += event.duration_s
                 runs[unit] += 1
@@ -247,14 +255,17 @@ def main() -> int:
     )
     parser.add_argument("--jobs", type=int, default=None, help="loopbus up --jobs")
     parser.add_argument("--capacity", type=int, default=None, help="loopbus up --capacity")
+    parser.add_argument(
+        "--builder-s", type=float, default=0.0, help="seconds the builder takes per run"
+    )
     args = parser.parse_args()
     configure_logging("error")
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average at start (1/5/15 min): {load}")
+    print(f"load average at start (1/5/15 min): {load}; builder takes {args.builder_s:g}s")
     root = Path(tempfile.mkdtemp(prefix="loopbus-bench-"))
     try:
         agents = 'sandbox = "none"\n' if args.sandbox == "none" else ""
-        repo = project(root, args.units, agents)
+        repo = project(root, args.units, agents, args.builder_s)
         raw_before = raw_check(repo)
         started = time.perf_counter()
         events = asyncio.run(

@@ -17,7 +17,8 @@ from any run's log. Per unit:
 
 Gate runs are counted from ``gate.result_recorded`` facts (one per check actually run;
 a check answered from the cache records none), by what they gated: the unit's commit,
-its candidate before the advance, trunk after it; runs on commits no unit owns (trunk at
+its candidate before the advance, trunk after it (a unit's suite run on its merge onto
+trunk counts as the unit's, by the tree it names); runs on commits no unit owns (trunk at
 start, candidates dropped before they were recorded) are counted apart.
 """
 
@@ -107,9 +108,17 @@ def breakdown(events: Iterable[Event]) -> Breakdown:
                 suites.setdefault(commit, []).append(event)
             case GateResultRecorded():
                 results.append((position, event))
+    # A unit's suite run on its merge onto trunk (``onto``) records its results on that
+    # merge, a commit no ref points at: they are the unit's runs, found by the tree tested.
+    on_trunk = {
+        s.tree: (s.unit, "unit")
+        for found in suites.values()
+        for s in found
+        if getattr(s, "onto", None) and s.unit and s.tree and s.reason == "unit"
+    }
     other = 0
     for position, result in results:
-        found = owner.get(result.commit or "")
+        found = owner.get(result.commit or "") or on_trunk.get(result.tree)
         if found is None or found[0] not in units:
             other += 1
             continue

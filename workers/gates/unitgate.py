@@ -5,8 +5,10 @@ units daemon accepted). The commit's diff is taken against the trunk commit the 
 dispatched on — the ``base`` of the system's own ``unit.dispatched`` fact, or, for a unit
 planned outside a dispatched slice, its merge base with trunk — and checked against the
 plan (:mod:`.scope`). A breach is not gated: the ask is answered with an error suite that
-ran nothing and one ``scope-breach`` finding listing every breach. Otherwise the suite runs
-with the base's configuration and must keep every test the base ran.
+ran nothing and one ``scope-breach`` finding listing every breach. Otherwise the commit is
+gated as its merge onto trunk's tip (:mod:`.ontrunk`), with trunk's configuration, and must
+keep every test trunk runs; a commit that does not merge onto trunk is answered with an
+error suite and a ``unit-merge`` finding naming the conflicts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from schemas.targets import RecordTarget
 from workers import repository
 from workers.errors import CONFIG_FILE, RepoError
+from workers.gates import ontrunk
 from workers.gates.runner import GateRunner, SuiteResult
 from workers.gates.scope import Breach, breaches
 from workers.gates.verdicts import Finding
@@ -92,15 +95,47 @@ async def gate_unit(
         return await runner.evaluate(commit, unit=unit, reason="unit", cause=cause)
     if found:
         return await refuse(runner, head, base, found, unit=unit, cause=cause)
-    return await runner.evaluate(
-        head,
+    on = await asyncio.to_thread(ontrunk.merge_onto, runner.repo, head, trunk)
+    if on is not None and on.gated is None:
+        return await unmerged(runner, on, unit=unit, cause=cause)
+    # On trunk's tip, judged by its configuration and held to every test it runs: what the
+    # merge candidate will be while trunk stays put (see :mod:`.ontrunk`).
+    suite = await runner.evaluate(
+        head if on is None else on.gated,
         unit=unit,
         reason="unit",
         cause=cause,
         force=force,
-        trunk=base,
+        trunk=base if on is None else on.onto,
         criteria=scope.criteria,
     )
+    return suite if on is None else ontrunk.restate(runner.signer, suite, on)
+
+
+async def unmerged(
+    runner: GateRunner, on: ontrunk.OnTrunk, *, unit: str, cause: str
+) -> SuiteResult:
+    """The ``unit-merge`` finding, the conflict fact and the error suite that answer the ask
+    of a unit that does not merge onto trunk."""
+    message, evidence = ontrunk.conflict_message(on, unit)
+    finding = Finding(
+        target=RecordTarget(id=f"commit:{on.head}"),  # resolved by a later head's suite
+        severity="high",
+        message=message,
+        evidence=evidence,
+    )
+    tree = await asyncio.to_thread(repository.tree_of, runner.repo, on.head)
+    suite = await runner.refuse_suite(
+        on.head,
+        tree,
+        f"unit-merge: unit {unit}'s commit does not merge onto trunk {on.onto[:12]}",
+        finding,
+        unit=unit,
+        cause=cause,
+        criterion=ontrunk.MERGE_CRITERION,
+        cls="merge-conflict",
+    )
+    return ontrunk.with_conflict_fact(ontrunk.restate(runner.signer, suite, on), on, unit, cause)
 
 
 async def refuse(
