@@ -22,6 +22,7 @@ from schemas.slices import UnitDispatched
 from workers.gates.runner import GateRunner
 from workers.gates.signing import load_or_create
 from workers.gates.unitgate import UnitScope, gate_unit
+from workers.kernel.oneshot import carry_out
 from workers.merger import gitops
 from workers.merger.gates import RunnerTrunkGates
 
@@ -80,7 +81,7 @@ async def test_the_candidate_on_an_unmoved_trunk_reuses_the_units_run_on_trunk(
     suite = await gate_unit(
         units, trunk.head, unit="u1", cause=new_id(), scope=trunk.scope, trunk="main"
     )
-    await units.record(suite)
+    await carry_out(bus, suite.intents)
     assert suite.outcome == "pass" and units.executions == 1
     candidate = trunk.candidate()
     tested = await merger_gates(bus, trunk.repo, tmp_path, project).run(
@@ -112,7 +113,7 @@ async def test_a_run_on_one_trunk_does_not_answer_for_another(
     suite = await gate_unit(
         units, trunk.head, unit="u1", cause=new_id(), scope=trunk.scope, trunk="main"
     )
-    await units.record(suite)
+    await carry_out(bus, suite.intents)
     assert suite.green and suite.suite is not None and suite.suite.onto == t1
     t2 = trunk.move({"other.py": "y = 3\n"})
     tested = await merger_gates(bus, trunk.repo, tmp_path, project).run(
@@ -147,7 +148,7 @@ async def test_a_unit_that_does_not_merge_onto_trunk_is_told_and_not_gated(
     suite = await gate_unit(
         units, trunk.head, unit="u1", cause=new_id(), scope=trunk.scope, trunk="main"
     )
-    await units.record(suite)
+    await carry_out(bus, suite.intents)
     assert suite.outcome == "error" and units.executions == 0
     events = await log_events(bus, project)
     (finding,) = of(FindingRaised, events, criterion="unit-merge")
