@@ -120,6 +120,7 @@ def _probe(url: str) -> None:
     for server in server_urls(url):
         try:
             parsed = urlsplit(server if "://" in server else f"nats://{server}")
+            # nats-py's own defaults for a server named without host or port (not loopbus's)
             host, port = parsed.hostname or "127.0.0.1", parsed.port or 4222
         except ValueError as exc:  # e.g. a port that is not a number
             raise BusUnreachable(url, f"invalid server URL {server!r}: {exc}") from exc

@@ -23,6 +23,7 @@ from bus.names import CREDS_ENV as CREDS_ENV
 from bus.names import DEFAULT_URL as DEFAULT_NATS_URL
 from bus.names import NATS_URL_ENV as NATS_URL_ENV
 from bus.names import TLS_CA_ENV as TLS_CA_ENV
+from bus.names import nats_url_from
 from loopbus.errors import UsageError
 from schemas.project_config import CONFIG_FILE as CONFIG_FILE
 
@@ -48,7 +49,7 @@ _PROJECT_MODE = "project_mode"
 
 def default_nats_url() -> str:
     """``LOOPBUS_NATS_URL`` when set, else the embedded server's default address."""
-    return os.environ.get(NATS_URL_ENV) or DEFAULT_NATS_URL
+    return nats_url_from(os.environ)
 
 
 def default_data_dir() -> Path:

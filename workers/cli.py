@@ -17,6 +17,7 @@ from typing import Any
 from bus import BusError
 from bus.connection import DEFAULT_URL, NATS_URL_ENV
 from bus.creds import CREDS_ENV, load_credential
+from bus.names import nats_url_from
 from bus.tls import TLS_CA_ENV
 from projections.intents import E
 from workers.kernel import Daemon, Kernel
@@ -34,8 +35,8 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
     parser.add_argument(
         "--nats-url",
-        default=os.environ.get(NATS_URL_ENV, DEFAULT_URL),
-        help=f"NATS server (default: {NATS_URL_ENV}, else %(default)s)",
+        default=nats_url_from(os.environ),
+        help=f"NATS server (default: ${NATS_URL_ENV}, else {DEFAULT_URL})",
     )
     parser.add_argument(
         "--creds",

@@ -278,3 +278,20 @@ def test_bad_input_is_one_line(args: tuple[str, ...], needle: str) -> None:
     """A bad value is one line naming it, exit 2, never a traceback."""
     done = loopbus(*args, env={"LOOPBUS_NATS_URL": "nats://127.0.0.1:1"})
     assert done.code == 2 and needle in done.err and done.err.count("\n") == 1, done.err
+
+
+@pytest.mark.parametrize("value", ["", "nats://10.0.0.9:4300"])
+def test_a_command_and_a_daemon_read_the_server_url_alike(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """``$LOOPBUS_NATS_URL`` set (even empty) means the same server to a command and to a
+    daemon: the daemons read it with ``get(ENV, DEFAULT)`` while the CLI read it with
+    ``get(ENV) or DEFAULT``, so an empty variable sent daemons to no server at all."""
+    from bus.names import DEFAULT_URL, NATS_URL_ENV
+    from loopbus.settings import nats_url
+    from workers.cli import daemon_parser
+
+    monkeypatch.setenv(NATS_URL_ENV, value)
+    daemon = daemon_parser("units", "test").parse_args([]).nats_url
+    command = nats_url(build_parser().parse_args(["status", "--project", "p"]))
+    assert daemon == command == (value or DEFAULT_URL)

@@ -13,6 +13,7 @@ from projections.intents import Intent, MoveUnit, Publish, PublishBatch
 from projections.merges import QueueEntry
 from schemas import Actor, Event, FindingRaised, UnitPlanned, UnitTransitioned
 from schemas.adoption import ConfigAdopt, ConfigAdopted, config_digest
+from schemas.authority import refused_claim
 from schemas.builds import DecisionOption
 from schemas.decisions import DecisionChoice, DecisionRecorded, DecisionRequested
 from schemas.ids import answer_id
@@ -122,6 +123,7 @@ def test_self_approval_is_refused_with_an_id_derived_from_the_approval() -> None
     assert isinstance(intent, Publish) and isinstance(intent.event, FindingRaised)
     assert intent.event.criterion == "self-approval"
     assert intent.event.id == answer_id(approval.id, "refused")
+    assert refused_claim(intent.event) == approval.id  # it names the claim it answers
     assert intent.event.at == NOW  # the decision's time, not the clock's
     assert first == again
 

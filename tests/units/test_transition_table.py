@@ -29,6 +29,7 @@ from schemas import (
     UnitTransitioned,
     parse_target,
 )
+from schemas.authority import refused_claim
 from schemas.ids import answer_id
 from schemas.reports import UnitReport
 from schemas.slices import RetryDecided
@@ -170,7 +171,9 @@ def run_steps(script: list[tuple[Any, ...]]) -> list[Event]:
             if isinstance(verdict, Move):
                 add(transition_event(verdict, PROJECT, SYSTEM, answer))
             else:
-                add(refusal_finding(PROJECT, report, verdict, state, SYSTEM, answer))
+                refusal = refusal_finding(PROJECT, report, verdict, state, SYSTEM, answer)
+                assert refused_claim(refusal) == report.id  # it answers the report, by id
+                add(refusal)
         else:
             verdict = _system(state, step, now)
             if isinstance(verdict, Move):

@@ -9,6 +9,7 @@ from pathlib import Path
 import structlog
 
 from workers.agents.cli import add_repo, load_configs
+from workers.builder.daemon import Builder
 from workers.cli import Body, daemon_parser, main_for, make_kernel
 from workers.leases.capacity import jobs_arg
 from workers.runtime import DaemonContext
@@ -46,7 +47,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        from workers.builder.daemon import Builder
 
         if not 0 < args.lease_ttl <= 86400:
             parser.error(f"--lease-ttl {args.lease_ttl}: give seconds above 0, at most 86400")
@@ -68,4 +68,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return body
 
-    return main_for("builder", parser, make_body, argv)
+    return main_for(Builder.name, parser, make_body, argv)

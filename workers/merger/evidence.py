@@ -19,7 +19,7 @@ import msgspec
 
 from projections.merge_trunk import RedRecord
 from schemas import Actor, FindingRaised, FindingResolved, Producer, Severity
-from schemas.authority import REFUSAL_CLASS
+from schemas.authority import ANSWERS_CLAIM, REFUSAL_CLASS
 from schemas.merges import CheckVerdict, FailingTest, MergeStage
 from schemas.targets import CheckTarget, CodeTarget, PlanTarget, RecordTarget, Target
 from workers.history import Siblings
@@ -264,7 +264,7 @@ def refused_approval(
         evidence={
             "report": approval,
             "approval": approval,
-            "claim": "approve",
+            ANSWERS_CLAIM: approval,  # the claim it answers: the approval report
             "claimant": f"{role}:{approver}",
             "code": code,
             **details,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from workers.agents.cli import add_repo, load_configs, serving_body
 from workers.cli import Body, daemon_parser, main_for
+from workers.planner.daemon import Planner
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -14,9 +15,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_repo(parser)
 
     def make_body(args: argparse.Namespace) -> Body:
-        from workers.planner.daemon import Planner
 
         planner = Planner(load_configs(parser, args.repo))
         return serving_body(planner, "no project configures [plan] command")
 
-    return main_for("planner", parser, make_body, argv)
+    return main_for(Planner.name, parser, make_body, argv)

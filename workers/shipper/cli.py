@@ -9,6 +9,8 @@ from pathlib import Path
 
 from workers.agents.cli import serving_body
 from workers.cli import Body, daemon_parser, main_for
+from workers.shipper import config
+from workers.shipper.daemon import Shipper, ShipRepo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,8 +28,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         from workers.agents.config import config_text
         from workers.agents.config import parse as parse_repo
-        from workers.shipper import config
-        from workers.shipper.daemon import Shipper, ShipRepo
 
         repos: dict[str, ShipRepo] = {}
         if args.repo is not None:
@@ -47,4 +47,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Without a repository there is nothing to scan or bundle: idle, not follow the log.
         return serving_body(Shipper(repos), "no --repo with a loopbus.toml")
 
-    return main_for("shipper", parser, make_body, argv)
+    return main_for(Shipper.name, parser, make_body, argv)

@@ -27,6 +27,7 @@ from projections.claims import Move, References, Refusal, Verdict, decide, gates
 from projections.intents import Publish, Publishing
 from projections.units import CONTRACT_CLASS, REFUSAL_CLASS, UnitsState, UnitView
 from schemas import Actor, FindingRaised, FindingResolved, Producer
+from schemas.authority import ANSWERS_CLAIM
 from schemas.ids import answer_id
 from schemas.reports import UnitReport
 from schemas.targets import RecordTarget
@@ -63,7 +64,8 @@ def refusal_finding(
         message=f"{name} report refused: {refusal.message}",
         evidence={
             "report": report.id,
-            "claim": name,
+            ANSWERS_CLAIM: report.id,  # the claim it answers (the report), not its verb
+            "reported": name,
             "claimant": f"{report.actor.role}:{report.actor.principal}",
             "state": (view.state or "planned") if view else "unplanned",
             "code": refusal.code,

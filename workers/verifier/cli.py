@@ -11,6 +11,7 @@ from workers.agents import config as agent_config
 from workers.agents.cli import TRUNK_ENV, add_repo, load_configs, serving_body
 from workers.cli import Body, daemon_parser, main_for
 from workers.errors import ConfigError
+from workers.verifier.daemon import Verifier
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,7 +20,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def make_body(args: argparse.Namespace) -> Body:
         from workers.agents.verify_config import parse_verify_text
-        from workers.verifier.daemon import Verifier
 
         configs = load_configs(parser, args.repo)
         trunk = os.environ.get(TRUNK_ENV) or None
@@ -34,4 +34,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             Verifier(configs, verify), "no project configures [verify] command or [review] wave"
         )
 
-    return main_for("verifier", parser, make_body, argv)
+    return main_for(Verifier.name, parser, make_body, argv)
