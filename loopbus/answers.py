@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from bus import Bus, read
+from loopbus.claiming import publish_claim
 from loopbus.errors import LoopbusError
 from loopbus.known import require_known, require_known_unless_new
 from loopbus.settings import connection
@@ -97,7 +98,7 @@ def claim_and_wait(
                 await require_known_unless_new(bus, args)
             else:
                 await require_known(bus, claim.project)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
             print(said(ack.seq))
             if args.wait <= 0:
                 return 0

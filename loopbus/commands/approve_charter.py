@@ -13,6 +13,7 @@ import argparse
 import asyncio
 
 from bus import Bus
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 submission=view.awaiting_submission,
                 why=why,
             )
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
             print(f"approval {claim.id} of charter {awaiting.id} published at seq {ack.seq}")
             if not args.wait:
                 return 0

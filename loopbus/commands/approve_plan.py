@@ -15,6 +15,7 @@ import argparse
 import asyncio
 
 from bus import Bus, read
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 slice_id = _skeleton(events, args.skeleton)
                 claim = SkeletonApprove(project=project, actor=actor, slice=slice_id, why=why)
             bus.check_publish(subject_of(claim))  # a credential that may not approve: say so
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         what = "plan" if isinstance(claim, PlanApprove) else "skeleton"

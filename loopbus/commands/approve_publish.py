@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from bus import Bus
+from loopbus.claiming import publish_claim
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.settings import connection
@@ -40,7 +41,7 @@ def publish_approval(
             bus.check_publish(subject_of(claim))  # a credential that may not approve: say so
             await require_known(bus, claim.project)
             await check(bus)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         print(said(ack.seq))

@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 
 from loopbus.charter_file import parse_charter
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known, require_known_unless_new
@@ -46,7 +47,7 @@ def run_submit(args: argparse.Namespace) -> int:
         try:
             bus.check_publish(subject_of(claim))  # a credential that may not submit: say so
             await require_known_unless_new(bus, args)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         print(

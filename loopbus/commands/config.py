@@ -20,6 +20,7 @@ import asyncio
 import msgspec
 
 from bus import Bus, read
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             if not claim.commit:
                 pinned = msgspec.structs.replace(claim, commit=await trunk_commit(bus, claim))
                 where = " (trunk as the merger last gated it)"
-            ack = await bus.publish(pinned)
+            ack = await publish_claim(bus, pinned)
         finally:
             await bus.close()
         print(

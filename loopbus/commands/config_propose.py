@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             bus.check_publish(subject_of(claim))  # a credential that may not propose: say so
             await require_known(bus, claim.project)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         print(

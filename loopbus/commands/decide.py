@@ -19,6 +19,7 @@ import asyncio
 import msgspec
 
 from bus import Bus, read
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import connection
@@ -50,7 +51,7 @@ async def _run(args: argparse.Namespace, choice: DecisionChoice) -> int:
     bus = await connection(args).open()
     try:
         choice, pick = await check(bus, choice, confirm=args.confirm)
-        ack = await bus.publish(choice)
+        ack = await publish_claim(bus, choice)
         if pick is not None:
             print(
                 f"decision {choice.decision_id} of {choice.project}/{choice.unit}: "

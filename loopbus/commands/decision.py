@@ -14,6 +14,7 @@ import asyncio
 import json
 
 from bus import Bus, read
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known, require_known_unless_new
@@ -84,7 +85,7 @@ def run_record(args: argparse.Namespace) -> int:
                     )
                 question = prior.record.question
             claim = build(args, question)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
             print(f"decision claimed at seq {ack.seq} ({claim.id})")
             return await _wait(bus, args, claim, ack.seq) if args.wait > 0 else 0
         finally:
@@ -126,7 +127,7 @@ def run_objective(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known_unless_new(bus, args)
-            ack = await bus.publish(declared)
+            ack = await publish_claim(bus, declared)
         finally:
             await bus.close()
         state = "withdrawn" if args.withdraw else "live"

@@ -27,6 +27,7 @@ from bus.creds import default_file, load_credential
 from loopbus import scaffold
 from loopbus.charter_file import parse_charter
 from loopbus.charter_render import run_lines
+from loopbus.claiming import publish_claim
 from loopbus.errors import UsageError
 from loopbus.run_view import load_run
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
@@ -119,15 +120,16 @@ async def demo(root: Path, timeout: float) -> int:
         charter = parse_charter((repo / scaffold.CHARTER_FILE).read_text(), scaffold.CHARTER_FILE)
         operator = Actor(role="operator", principal=creds["operator"].principal)
         submission = CharterSubmission(project=scaffold.PROJECT, actor=operator, charter=charter)
-        await operator_bus.publish(submission)
-        await operator_bus.publish(
+        await publish_claim(operator_bus, submission)
+        await publish_claim(
+            operator_bus,
             CharterApprove(
                 project=scaffold.PROJECT,
                 actor=operator,
                 charter=charter.id,
                 submission=submission.id,
                 why="the demo's scope: a calculator in two slices",
-            )
+            ),
         )
         say(
             f"charter {charter.id} submitted and approved by the operator: "

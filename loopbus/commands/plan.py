@@ -23,6 +23,7 @@ from pathlib import Path
 import msgspec
 
 from bus import Bus, BusError, read
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal
 from loopbus.errors import PlanRefused, UsageError
 from loopbus.known import require_known, require_new
@@ -208,7 +209,7 @@ async def _submit(
                 bus, submission.project, hint="a new project's first plan: pass --new"
             )
         await require_acceptable_claim(bus, submission)
-        ack = await bus.publish(submission)
+        ack = await publish_claim(bus, submission)
         print(
             f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"
         )

@@ -12,6 +12,7 @@ import asyncio
 import getpass
 import os
 
+from loopbus.claiming import publish_claim
 from loopbus.commands.report_args import add_claimant as add_claimant
 from loopbus.errors import UsageError
 from loopbus.known import require_known_unless_new
@@ -104,7 +105,7 @@ def run_finding(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known_unless_new(bus, args)
-            ack = await bus.publish(finding)
+            ack = await publish_claim(bus, finding)
         finally:
             await bus.close()
         print(f"finding {finding.id} published at seq {ack.seq}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
                 project=project, actor=Actor(role="operator", principal=principal(args)), why=why
             )
             bus.check_publish(subject_of(claim))
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         print(

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 from typing import Any
 
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import add_claimant, principal, token
 from loopbus.known import require_known
 from loopbus.settings import add_connection, add_project, connection
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known(bus, claim.project)
-            ack = await bus.publish(claim)
+            ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
         print(f"trunk recheck {claim.id} published at seq {ack.seq}; the merger gates trunk again")

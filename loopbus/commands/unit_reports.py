@@ -19,6 +19,7 @@ import asyncio
 from typing import Any
 
 from bus import HEARTBEAT_BUCKET, Bus
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
@@ -114,7 +115,7 @@ async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) ->
             )
             print(f"heartbeat for {claim.project}/{claim.unit} stored (revision {revision})")
             return 0
-        ack = await bus.publish(claim)
+        ack = await publish_claim(bus, claim)
         print(f"{args.report_verb} report {claim.id} published at seq {ack.seq}")
         if args.wait is None:
             return 0

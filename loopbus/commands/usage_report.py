@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known(bus, report.project)
-            ack = await bus.publish(report)
+            ack = await publish_claim(bus, report)
         finally:
             await bus.close()
         print(f"usage report {report.id} published at seq {ack.seq}")

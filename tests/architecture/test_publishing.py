@@ -5,7 +5,8 @@ A daemon's decision and its shell's effects return intents; the kernel carries t
 side that called the bus's publishing methods itself would bypass all of that; one that
 runs outside a daemon's loop (``loopbus up``'s first adoption, the integrity watcher, a
 gate run from a command) publishes through ``workers/kernel/oneshot.py``. The front
-(loopbus/: the CLI, the page) publishes claims as any producer does and is not scanned.
+(loopbus/: the CLI, the page) publishes claims as any producer does, all of them through
+``loopbus/claiming.py``, which refuses a system fact.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from bus import Bus, read
+from loopbus.errors import LoopbusError
+from schemas import Actor, FindingRaised, parse_target, project_subjects
+from schemas.envelope import Role
+from schemas.findings import Producer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("schemas", "projections", "workers")
@@ -160,3 +169,48 @@ def test_the_shell_scan_finds_a_planted_one_shot_call() -> None:
     assert list(oneshot_calls(shell, "rogue.py")) == [5, 6]
     command = "async def run(bus, intents):\n    await carry_out(bus, intents)\n"
     assert list(oneshot_calls(command, "command.py")) == []
+
+
+FRONT_PUBLISHERS = {
+    "loopbus/claiming.py": "publish_claim: every claim a command publishes",
+    "loopbus/commands/gate.py": "loopbus gate run: a signed suite, handed to the kernel's "
+    "one-shot carry_out as a daemon's shell hands it to its kernel",
+}
+"""The modules of the front that publish, each with what."""
+
+
+def test_the_front_publishes_claims_through_one_function() -> None:
+    """Every command that publishes a claim does it with ``loopbus.claiming.publish_claim``
+    (the one place that keeps a command from speaking for the system), not with the bus's
+    methods; ``loopbus gate run`` publishes its results through the kernel's one-shot."""
+    found: dict[str, list[int]] = {}
+    paths = sorted((ROOT / "loopbus").rglob("*.py"))
+    assert len(paths) > 80  # the front was found (a moved folder would pass)
+    for path in paths:
+        lines = list(publishing_calls(path.read_text(), str(path)))
+        if lines:
+            found[str(path.relative_to(ROOT))] = lines
+    assert set(found) == set(FRONT_PUBLISHERS), "publish with loopbus.claiming.publish_claim"
+
+
+async def test_a_command_cannot_publish_a_system_fact(bus: Bus, project: str) -> None:
+    """The guard is real: a system fact is refused before it reaches the log; a claim is
+    stored."""
+    from loopbus.claiming import publish_claim
+
+    def finding(role: Role, producer: Producer) -> FindingRaised:
+        return FindingRaised(
+            project=project,
+            actor=Actor(role=role, principal="x"),
+            producer=producer,
+            target=parse_target("code:app.py:1-1"),
+            severity="low",
+            message="m",
+        )
+
+    with pytest.raises(LoopbusError, match="only the system"):
+        await publish_claim(bus, finding("system", "gate_runner"))
+    claim = finding("reviewer", "reviewer")
+    ack = await publish_claim(bus, claim)
+    stored = [r.event async for r in read(bus, subjects=[project_subjects(project)])]
+    assert stored == [claim] and ack.seq > 0
