@@ -18,7 +18,7 @@ record each such failure on the log (``fold.quarantined.v1``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -44,8 +44,13 @@ class Fold(Generic[S]):
     initial: Callable[[], S]
     apply: Callable[[S, Event], S]
     sees_forgeries: bool = False
+    step: Callable[[S, Event], S] = field(init=False, repr=False, compare=False)
+    """The fold's own step, without the guard: for a caller that judges an event's standing
+    once for all its folds (the projector folds every event into some thirty of them);
+    everyone else calls ``apply``."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "step", self.apply)
         if self.sees_forgeries:
             return
         step = self.apply

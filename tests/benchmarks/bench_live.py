@@ -1,7 +1,7 @@
 """How live is ``status``: publish ack -> the projector's view visible in KV, at steady rates.
 
     python tests/benchmarks/bench_live.py [--rates 1000,5000] [--seconds 10]
-        [--projector-path DIR] [--hog N]
+        [--projector-path DIR] [--hog N] [--distinct] [--no-raw]
 
 One embedded server, the projector daemon as its own process (as ``loopbus up`` runs it),
 and this process publishing a steady stream of findings and unit transitions about 100
@@ -24,7 +24,19 @@ older projector is measured by the same script, on the same machine, in the same
 figures are those of a machine busy with other work, as a developer's laptop or a CI runner
 is; the load average is printed with each rate. After publishing ends, the view's lag (how
 many acknowledged events it had not folded yet) and the time it took to catch up are
-printed too.
+printed too, and so is the most it was behind at any moment of the run (sampled every
+100 ms: acknowledged events with a sequence past the one the view last showed) — the lag
+bound over the run, not only at its end. The rate the publisher really achieved is printed
+beside the target, with "target reached" or "TARGET MISSED" (below 98 % of it).
+
+``--distinct`` makes every finding a new one (its own line of its unit's file, so its own
+(target, severity, criterion) key: the project's open findings grow by one per finding
+event, 30,000 after 60 s at 1,000 events/s) instead of ``--lines`` lines per unit raised
+again and again.
+
+``--no-raw`` leaves the raw consumer out: at 5,000 events/s beside a busy loop on two
+cores it is this process's own work that falls behind (it receives every event), and it
+takes CPU the projector and the server then do not get; without it only the view is timed.
 
 Not collected by pytest (the file name does not start with ``test_``).
 """
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import os
 import re
 import statistics
@@ -63,12 +76,15 @@ _SEQ = re.compile(rb'"seq":(\d+)')
 
 def event(project: str, i: int, lines: int) -> Event:
     """Odd: a unit transition; even: a finding on one of ``lines`` lines of the unit's file
-    (so the project holds about ``100 * lines`` open findings once they have all come up)."""
+    (so the project holds about ``100 * lines`` open findings once they have all come up);
+    ``lines == 0``: every finding on a line of its own (each one a new open finding)."""
     if i % 2:
         unit = UNITS[i % len(UNITS)]
         return UnitTransitioned(project=project, actor=SYSTEM, unit=unit, state="working")
     j = i // 2
-    unit, line = UNITS[j % len(UNITS)], j // len(UNITS) % lines + 1
+    unit, line = UNITS[j % len(UNITS)], j // len(UNITS) + 1
+    if lines:
+        line = (line - 1) % lines + 1
     return FindingRaised(
         project=project,
         actor=REVIEWER,
@@ -88,6 +104,13 @@ class Seen:
         self.acked: dict[int, float] = {}
         self.received: dict[int, float] = {}
         self.view: list[tuple[int, float]] = []  # (seq folded through, when seen)
+        self.order: list[int] = []  # acked sequences, in the order acked (ascending)
+        self.folded = 0  # the highest sequence the view has shown
+        self.max_lag = 0  # the most acked events the view had not shown, sampled
+
+    def lag(self) -> int:
+        """Acknowledged events past the sequence the view last showed."""
+        return len(self.order) - bisect.bisect_right(self.order, self.folded)
 
     def view_latencies(self) -> list[float]:
         out = []
@@ -124,9 +147,17 @@ async def view_watcher(bus: Bus, project: str, seen: Seen) -> None:
             if entry is not None and entry.value:
                 match = _SEQ.search(entry.value[:4096])
                 if match:
-                    seen.view.append((int(match.group(1)), time.perf_counter()))
+                    seq = int(match.group(1))
+                    seen.view.append((seq, time.perf_counter()))
+                    seen.folded = max(seen.folded, seq)
 
     await asyncio.gather(*(follow(w) for w in watchers))
+
+
+async def lag_sampler(seen: Seen) -> None:
+    while True:
+        await asyncio.sleep(0.1)
+        seen.max_lag = max(seen.max_lag, seen.lag())
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -135,7 +166,7 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 async def one_rate(
-    bus: Bus, projector: psutil.Process, rate: int, seconds: float, lines: int
+    bus: Bus, projector: psutil.Process, rate: int, seconds: float, lines: int, raw: bool
 ) -> None:
     project = f"live{rate}"
     await bus.publish_many(
@@ -143,9 +174,11 @@ async def one_rate(
     )
     seen = Seen()
     tasks = [
-        asyncio.create_task(raw_consumer(bus, project, seen)),
         asyncio.create_task(view_watcher(bus, project, seen)),
+        asyncio.create_task(lag_sampler(seen)),
     ]
+    if raw:
+        tasks.append(asyncio.create_task(raw_consumer(bus, project, seen)))
     await asyncio.sleep(1.0)  # both watchers are in place
     total = int(rate * seconds)
     cpu_before, began = cpu_seconds(projector), time.perf_counter()
@@ -158,13 +191,14 @@ async def one_rate(
             now = time.perf_counter()
             for ack in acks:
                 seen.acked[ack.seq] = now
+                seen.order.append(ack.seq)
             sent += count
         # Paced on the wall clock: a late tick is caught up by the next ones.
         await asyncio.sleep(max(began + tick * TICK_S - time.perf_counter(), 0.0))
     elapsed = time.perf_counter() - began
     last = max(seen.acked)
-    folded = max((s for s, _ in seen.view), default=0)
-    behind = sum(1 for seq in seen.acked if seq > folded)  # acked, not yet in the view
+    behind = seen.lag()  # acked, not yet in the view
+    seen.max_lag = max(seen.max_lag, behind)
     ended = time.perf_counter()
     deadline = time.perf_counter() + 60
     while (not seen.view or max(s for s, _ in seen.view) < last) and time.perf_counter() < deadline:
@@ -174,13 +208,16 @@ async def one_rate(
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    achieved = sent / elapsed
+    verdict = "target reached" if achieved >= 0.98 * rate else "TARGET MISSED"
+    loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"rate {rate} events/s: published {sent} in {elapsed:.1f} s ({sent / elapsed:.0f}/s); "
-        f"load average {os.getloadavg()[0]:.1f}"
+        f"rate {rate} events/s: published {sent} in {elapsed:.1f} s ({achieved:.0f}/s, "
+        f"{verdict}); load average {loads} (1 / 5 / 15 min)"
     )
     print(
-        f"  when publishing ended the view was {behind} events behind; "
-        f"caught up in {caught_up:.2f} s"
+        f"  view lag: at most {seen.max_lag} events behind during the run; "
+        f"{behind} when publishing ended; caught up in {caught_up:.2f} s"
     )
     for name, values in (
         ("raw consumer", seen.raw_latencies()),
@@ -220,12 +257,26 @@ async def main() -> None:
         "--lines", type=int, default=20, help="finding lines per unit (open findings / 100)"
     )
     parser.add_argument(
+        "--distinct", action="store_true", help="every finding a new one (ignores --lines)"
+    )
+    parser.add_argument(
         "--projector-path", help="put DIR first on the projector process's PYTHONPATH"
     )
     parser.add_argument(
         "--hog", type=int, default=0, metavar="N", help="run N busy-loop processes meanwhile"
     )
+    parser.add_argument(
+        "--no-raw", action="store_true", help="no raw consumer (time only the view)"
+    )
     args = parser.parse_args()
+    if args.distinct:
+        args.lines = 0
+    print(
+        f"{os.cpu_count()} cores; {args.hog} busy-loop process(es); {args.seconds:.0f} s per "
+        f"rate; findings {'distinct' if args.distinct else f'on {args.lines} lines per unit'}; "
+        f"projector from {args.projector_path or 'this checkout'}"
+        f"{'; no raw consumer' if args.no_raw else ''}"
+    )
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
     try:
         await measure(args)
@@ -265,7 +316,7 @@ async def measure(args: argparse.Namespace) -> None:
             projector = psutil.Process(child.pid)
             await asyncio.sleep(2.0)  # started and following
             for rate in (int(r) for r in args.rates.split(",")):
-                await one_rate(bus, projector, rate, args.seconds, args.lines)
+                await one_rate(bus, projector, rate, args.seconds, args.lines, not args.no_raw)
             await bus.close()
         finally:
             if child is not None:

@@ -1,6 +1,7 @@
 """Benchmark the log: loopbus publish and replay against raw nats-py, in one run, one server.
 
     python tests/benchmarks/bench_log.py [--events 50000] [--rounds 3] [--memory-events 1000000]
+        [--hog N]
 
 Prints, for each path, the median events/s over ``--rounds``, the ratio against its raw
 baseline measured in the same run, and the CPU seconds this (client) process spent on it
@@ -12,6 +13,11 @@ baseline measured in the same run, and the CPU seconds this (client) process spe
 * replay: ``loopbus.read`` + every fold vs a raw ordered consumer + msgspec decode;
 * memory: the projector daemon's peak RSS folding ``--memory-events`` events about 100
   units, next to its peak RSS folding a tenth of that (bounded means about the same).
+
+``--hog N`` starts N CPU-bound processes (a busy loop each) for the whole run, so the
+figures are those of a machine busy with other work; the load average is printed at the end.
+With ``PYTHONPATH=DIR`` first, the ``bus`` of another commit laid out in ``DIR`` is the one
+measured (this script imports nothing newer than ``publish_many``).
 
 Not collected by pytest (the file name does not start with ``test_``).
 """
@@ -271,7 +277,22 @@ async def main() -> None:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory-events", type=int, default=1_000_000)
+    parser.add_argument(
+        "--hog", type=int, default=0, metavar="N", help="run N busy-loop processes meanwhile"
+    )
     args = parser.parse_args()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
+    try:
+        await measure(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{args.hog} busy-loop process(es); load average {loads} (1 / 5 / 15 min)")
+
+
+async def measure(args: argparse.Namespace) -> None:
     print(
         f"nats-py {metadata.version('nats-py')}, msgspec {msgspec.__version__}, "
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores"

@@ -6,6 +6,7 @@ decision. The flusher writes what has been folded whenever the reader has caught
 the log (``pending == 0``) and, while it is behind, at least every ``interval`` seconds —
 never more often than every ``gap`` seconds, so a steady stream of events is written in
 small batches rather than one flush per event. ``status`` is then as old as one flush.
+Far behind the log, the flushes come further apart (see :data:`BEHIND_RATE`).
 
 A message that does not decode is quarantined exactly once (on its own subject, written
 with an expected subject sequence of 0); a fold that raises on an event skips it for that
@@ -36,6 +37,13 @@ INTERVAL_S = 0.05
 GAP_S = 0.02
 """Flushes start at least this far apart: what is folded meanwhile is written together
 (a steady stream costs a few dozen small writes a second, not one write per event)."""
+BEHIND_RATE = 20_000
+"""While the reader is ``n`` events behind the log, what is folded is written at least
+every ``n / BEHIND_RATE`` seconds (but no less often than every ``BEHIND_MAX_S``) rather
+than every ``interval``: when the log runs ahead, each flush carries more events, so the
+flushes' fixed cost (every touched view's summary, the checkpoint) does not eat the CPU
+the folds need to catch up. A view that far behind is already ``n / rate`` seconds old."""
+BEHIND_MAX_S = 0.25
 RETRY_S = (0.2, 5.0)
 
 
@@ -72,6 +80,8 @@ class ProjectorDaemon(Daemon[Never]):
         self.core: Projector | None = None
         self.kernel: Kernel[Never] | None = None
         self.at_end = False
+        self.behind = 0
+        """Events the reader had not delivered yet when the last one was folded."""
         self.folded = 0
         self.flushes = 0
         self._wake = asyncio.Event()
@@ -101,6 +111,7 @@ class ProjectorDaemon(Daemon[Never]):
 
     def _note(self, record: Record) -> None:
         self.folded = record.seq
+        self.behind = record.pending
         self.at_end = record.pending == 0
         self._moved.set()
         self._wake.set()
@@ -109,19 +120,23 @@ class ProjectorDaemon(Daemon[Never]):
     def checkpoint(self) -> int:
         return self.core.checkpoint.seq if self.core is not None else 0
 
+    def patience(self) -> float:
+        """How long to fold before writing while behind the log (see :data:`BEHIND_RATE`)."""
+        return min(max(self.interval, self.behind / BEHIND_RATE), max(self.interval, BEHIND_MAX_S))
+
     async def _flusher(self) -> None:
         """Write what was folded: at once when caught up, at least every ``interval``
-        while behind, never twice within ``gap``."""
+        (longer far behind: :meth:`patience`) while behind, never twice within ``gap``."""
         loop = asyncio.get_running_loop()
         last = -self.gap
         delay = RETRY_S[0]
         while True:
             await self._wake.wait()
             began = loop.time()
-            while not self.at_end and loop.time() - began < self.interval:
+            while not self.at_end and loop.time() - began < self.patience():
                 self._moved.clear()
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.interval - (loop.time() - began)):
+                    async with asyncio.timeout(self.patience() - (loop.time() - began)):
                         await self._moved.wait()
             if loop.time() - last < self.gap:
                 await asyncio.sleep(self.gap - (loop.time() - last))
