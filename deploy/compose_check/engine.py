@@ -159,6 +159,10 @@ def ensure_engine(engine: Engine, install: bool, workdir: Path, log: Path) -> No
         engine.network = netstate.snapshot()
         engine.run_dir_was_there = RUN_DIR.exists()
         engine.process = start_dockerd(workdir / "dockerd.log")
+    elif install and shutil.which("debootstrap") is None:
+        # An engine already running (CI starts one before this check) is no reason to skip
+        # the rest: the base image is built with debootstrap when it cannot be pulled.
+        install_packages(log)
     if not compose_answers():
         if not install:
             raise CheckFailed(
