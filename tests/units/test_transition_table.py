@@ -35,7 +35,8 @@ from schemas.reports import UnitReport
 from schemas.slices import RetryDecided
 from workers.kernel import Kernel
 from workers.runtime import cancel_all
-from workers.units.daemon import ANSWER_SALT, refusal_finding
+from workers.units.answer_ids import ANSWER_SALT
+from workers.units.daemon import refusal_finding
 from workers.watchdog.daemon import Watchdog
 from workers.watchdog.limits import Limits
 

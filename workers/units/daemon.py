@@ -33,9 +33,9 @@ from schemas.reports import UnitReport
 from schemas.targets import RecordTarget
 from workers.gates.declared import DeclaredChecks, declared_checks
 from workers.kernel import Daemon, World
+from workers.units.answer_ids import ANSWER_SALT
 from workers.units.settled import no_longer_raised
 
-ANSWER_SALT = "answer"
 GATES_SALT = "gates"
 
 

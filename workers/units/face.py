@@ -4,6 +4,6 @@ A unit report's answer (its transition or its refusal) has an id derived from th
 with :data:`ANSWER_SALT`, so ``loopbus unit …`` can wait for exactly that answer.
 """
 
-from workers.units.daemon import ANSWER_SALT
+from workers.units.answer_ids import ANSWER_SALT
 
 __all__ = ["ANSWER_SALT"]
