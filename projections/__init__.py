@@ -37,7 +37,7 @@ from projections import (
     verify,
     wave_review,
 )
-from projections.base import Fold, FoldFailure, apply_guarded, to_builtins
+from projections.base import Fold, FoldFailure, apply_guarded, is_forged, to_builtins
 from schemas import Event
 
 FOLDS: tuple[Fold[Any], ...] = (
@@ -81,8 +81,9 @@ def apply_all(
     """Apply one event to every projection of its project. A fold that raises skips the
     event (see :func:`~projections.base.apply_guarded`); ``failures``, when given,
     collects why."""
+    forged = is_forged(event)  # once for every fold, not once inside each
     for fold in FOLDS:
-        states[fold.name], failure = apply_guarded(fold, states[fold.name], event)
+        states[fold.name], failure = apply_guarded(fold, states[fold.name], event, forged)
         if failure is not None and failures is not None:
             failures.append(failure)
     return states

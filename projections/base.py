@@ -45,9 +45,9 @@ class Fold(Generic[S]):
     apply: Callable[[S, Event], S]
     sees_forgeries: bool = False
     step: Callable[[S, Event], S] = field(init=False, repr=False, compare=False)
-    """The fold's own step, without the guard: for a caller that judges an event's standing
-    once for all its folds (the projector folds every event into some thirty of them);
-    everyone else calls ``apply``."""
+    """The fold's own step, without the guard: :func:`apply_guarded` calls it when the
+    caller judged the event's standing once for all its folds; everyone else calls
+    ``apply``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "step", self.apply)
@@ -86,14 +86,34 @@ class FoldFailure:
     error: Exception
 
 
-def apply_guarded(fold: Fold[S], state: S, event: Event) -> tuple[S, FoldFailure | None]:
+def is_forged(event: Event) -> bool | None:
+    """Whether ``event`` is a forgery, judged once for every fold it is applied to (see
+    :func:`apply_guarded`); ``None`` when judging it raises, so each fold's own guard meets
+    the error and records it as its failure, as it would without this."""
+    try:
+        return standing(event) == "forged"
+    except Exception:
+        return None
+
+
+def apply_guarded(
+    fold: Fold[S], state: S, event: Event, forged: bool | None = None
+) -> tuple[S, FoldFailure | None]:
     """``fold.apply(state, event)``; when it raises, the state as the fold left it (folds
     update in place, so possibly half-changed: a replay leaves it the same way) and why.
+
+    ``forged``: the event's :func:`is_forged`, for a caller applying one event to many folds
+    (the projector's thirty, a replay's): the guard's rule is then applied here with it
+    rather than judged again inside each fold. ``None``: the fold's own guard judges.
 
     Any ``Exception`` counts (``RecursionError`` included): one event never stops a fold.
     """
     try:
-        return fold.apply(state, event), None
+        if forged is None:
+            return fold.apply(state, event), None
+        if forged and not fold.sees_forgeries:
+            return state, None
+        return fold.step(state, event), None
     except Exception as exc:
         return state, FoldFailure(fold.name, exc)
 

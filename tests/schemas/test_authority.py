@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from projections.base import Fold
+from projections.base import Fold, apply_guarded, is_forged
 from schemas import (
     EVENT_TYPES,
     Actor,
@@ -104,6 +104,16 @@ def test_every_fold_skips_a_forgery_unless_it_asks_to_see_them() -> None:
     auditing = Fold(name="a", state_type=Seen, initial=Seen, apply=note, sees_forgeries=True)
     assert trusting.fold(events).kinds == ["report.started.v1"]
     assert auditing.fold(events).kinds == ["unit.transitioned.v1", "report.started.v1"]
+    # Judged once for many folds (the projector, a replay), the same rule: apply_guarded
+    # with the event's is_forged skips the forgery for the trusting fold only.
+    once: dict[str, Seen] = {"t": Seen(), "a": Seen()}
+    for event in events:
+        forged = is_forged(event)
+        for fold in (trusting, auditing):
+            once[fold.name], failure = apply_guarded(fold, once[fold.name], event, forged)
+            assert failure is None
+    assert once["t"].kinds == ["report.started.v1"]
+    assert once["a"].kinds == ["unit.transitioned.v1", "report.started.v1"]
 
 
 def test_a_config_proposal_or_approval_is_an_operators_claim_only() -> None:

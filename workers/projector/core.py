@@ -42,7 +42,7 @@ from bus.view_layout import (
 )
 from bus.views import RECENT_KEY, Checkpoint, Write
 from projections import FOLDS, Fold, FoldFailure, apply_guarded
-from schemas.authority import standing
+from projections.base import is_forged
 from workers.projector.tracking import Marks, adopt
 
 log = structlog.get_logger()
@@ -174,12 +174,7 @@ class Projector:
         assert event is not None
         failures: list[FoldFailure] = []
         project, seq, views = event.project, record.seq, self.views
-        # The guard every fold has (``Fold.apply``: a forgery reaches only the folds that
-        # see forgeries), judged once for the event instead of once per fold.
-        try:
-            forged = standing(event) == "forged"
-        except Exception:
-            forged = None  # let each fold's own guard judge (and fail) as it would
+        forged = is_forged(event)  # judged once for the thirty folds (apply_guarded)
         for fold in self.folds:
             view = views.get((project, fold.name))
             if view is None:
@@ -193,15 +188,9 @@ class Projector:
             # A collection a fold replaced (``state.queue = [...]``) is found at the flush
             # (``_capture`` adopts it and rewrites it whole), not checked on every event.
             before = view.state
-            if forged is None:
-                view.state, failure = apply_guarded(fold, before, event)
-                if failure is not None:
-                    failures.append(failure)
-            elif not forged or fold.sees_forgeries:
-                try:
-                    view.state = fold.step(before, event)
-                except Exception as exc:  # the rule of ``apply_guarded``: skip the event
-                    failures.append(FoldFailure(fold.name, exc))
+            view.state, failure = apply_guarded(fold, before, event, forged)
+            if failure is not None:
+                failures.append(failure)
             if view.state is not before:
                 view.marks.whole = True
                 adopt(view.marks, (), view.root, view.state)
