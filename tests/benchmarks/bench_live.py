@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 
 import psutil
+from busy import busy_loops
 
 from bus import PROJECTION_BUCKET, Bus, EmbeddedServer, connect, ensure_log, free_port
 from schemas import (
@@ -277,13 +278,8 @@ async def main() -> None:
         f"projector from {args.projector_path or 'this checkout'}"
         f"{'; no raw consumer' if args.no_raw else ''}"
     )
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
-    try:
+    with busy_loops(args.hog):
         await measure(args)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
 
 
 async def measure(args: argparse.Namespace) -> None:

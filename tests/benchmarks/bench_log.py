@@ -38,6 +38,7 @@ from pathlib import Path
 
 import msgspec
 import psutil
+from busy import busy_loops
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from bus import (
@@ -281,13 +282,8 @@ async def main() -> None:
         "--hog", type=int, default=0, metavar="N", help="run N busy-loop processes meanwhile"
     )
     args = parser.parse_args()
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
-    try:
+    with busy_loops(args.hog):
         await measure(args)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
     loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{args.hog} busy-loop process(es); load average {loads} (1 / 5 / 15 min)")
 
