@@ -60,3 +60,37 @@ def test_a_lease_skips_a_uid_a_process_runs_as(tmp_path: Path) -> None:
         child.wait()
         if taken is not None:
             uids.release(taken)
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""An interpreter any uid may run (this one may live under /root, which another uid cannot
+enter)."""
+
+
+def test_a_process_that_hides_its_proc_files_is_still_seen() -> None:
+    """An agent's process can make itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the
+    files under its /proc folder then belong to root. The lookup judges the folder's own
+    owner, which stays the process's uid, so such a process still holds its uid (it is not
+    leased again, and the sweep does not stop early)."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"{SYSTEM_PYTHON} is missing: a python another uid may run is needed")
+    uid = _free_uid()
+    hide = (  # PR_SET_DUMPABLE is 4
+        "import ctypes, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+        "print(1, flush=True); sys.stdin.read()"
+    )
+    child = subprocess.Popen(
+        [SYSTEM_PYTHON, "-I", "-c", hide],
+        user=uid,
+        group=uid,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd="/",
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"1\n"
+        assert os.stat(f"/proc/{child.pid}/stat").st_uid == 0  # it did hide its files
+        assert uids.uid_alive(uid)
+    finally:
+        child.kill()
+        child.wait()
