@@ -15,9 +15,10 @@ from schemas.project_config import TRUNK_ENV as TRUNK_ENV
 from workers.agents import config as agent_config
 from workers.agents.config import RepoConfig
 from workers.cli import Body, kernel_body
-from workers.errors import CONFIG_FILE, ConfigError
+from workers.errors import CONFIG_FILE, ConfigError, WorkerError
 from workers.kernel import Daemon
 from workers.runtime import DaemonContext
+from workers.served import parse_served
 
 log = structlog.get_logger()
 
@@ -27,8 +28,9 @@ def add_repo(parser: argparse.ArgumentParser) -> None:
         "--repo",
         action="append",
         default=[],
-        metavar="PATH",
-        help="a repository whose loopbus.toml names the project (repeatable; none: idle)",
+        metavar="[PROJECT=]PATH",
+        help="a repository whose loopbus.toml names the project (repeatable: one process "
+        "serves every repository given; PROJECT=, when given, must be that name; none: idle)",
     )
 
 
@@ -43,7 +45,11 @@ def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[
     """
     configs: dict[str, RepoConfig] = {}
     trunk = os.environ.get(TRUNK_ENV) or None
-    for path in paths:
+    try:
+        served = parse_served(paths)
+    except WorkerError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    for given, path in ((s.project, str(s.path)) for s in served):
         try:
             text = agent_config.config_text(Path(path), trunk)
         except ConfigError as exc:
@@ -55,6 +61,12 @@ def load_configs(parser: argparse.ArgumentParser, paths: Sequence[str]) -> dict[
             loaded = agent_config.parse(text, repo=str(Path(path).resolve()), trunk=trunk)
         except ConfigError as exc:
             parser.error(f"--repo {path}: {exc}")
+        if given is not None and given != loaded.project:
+            parser.exit(
+                2,
+                f"{parser.prog}: error: --repo {given}={path}: its {CONFIG_FILE} names project "
+                f"{loaded.project}; give --repo {loaded.project}={path}, or the path alone\n",
+            )
         if loaded.project in configs:
             parser.error(f"--repo {path}: project {loaded.project} is already served")
         configs[loaded.project] = loaded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import functools
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,11 +20,12 @@ from workers.gates.config import parse_config
 from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 from workers.gates.runner import GateRunner
 from workers.gates.shared import SharedGateRunner
-from workers.gates.signing import load_existing, load_or_create
+from workers.gates.signing import Signer, load_existing, load_or_create
 from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import jobs_arg
 from workers.leases.decide import holder_name
 from workers.runtime import DaemonContext
+from workers.served import RepoArgError, Served, add_repos, parse_served, run_each
 
 log = structlog.get_logger()
 
@@ -51,9 +52,13 @@ async def run(
     trunk: str | None = "HEAD",
     trunk_poll_s: float = 2.0,
     lease_ttl_s: float | None = LEASE_TTL_S,
+    signer: Signer | None = None,
 ) -> None:
+    """Gate ``repo`` until stopped (``signer``: the process's key, loaded once when it
+    serves several repositories; else loaded here)."""
     served = project if project else await asyncio.to_thread(project_of, repo)
-    signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
+    if signer is None:
+        signer = await asyncio.to_thread(load_or_create, data_dir, runner_name)
     principal = f"gate-runner@{socket.gethostname()}"
     options: dict[str, Any] = {"principal": principal, "jobs": jobs, "project": served}
     runner = GateRunner(ctx.bus, repo, signer, **options)
@@ -89,14 +94,29 @@ async def idle(ctx: DaemonContext, data_dir: Path | None, runner_name: str) -> N
     await ctx.stop.wait()
 
 
+def repos_of(served: list[Served], project: str | None) -> dict[str, Path]:
+    """project -> repository of every ``--repo`` (``--project`` names the one repository's
+    project); the projects read from each ``loopbus.toml``. Raises a one-line error."""
+    if project is not None and len(served) > 1:
+        raise RepoArgError(
+            f"--project {project}: names the project of one --repo, and {len(served)} were "
+            "given; write each as --repo PROJECT=PATH"
+        )
+    repos: dict[str, Path] = {}
+    for item in served:
+        name = item.project or project or project_of(item.path)
+        if name in repos:
+            raise RepoArgError(
+                f"--repo {item.path}: project {name} is already served by --repo "
+                f"{repos[name]}; give each project one repository"
+            )
+        repos[name] = item.path
+    return repos
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = daemon_parser("gate_runner", "Run a repository's gates when the log asks.")
-    parser.add_argument(
-        "--repo",
-        type=str,
-        default=os.environ.get("LOOPBUS_REPO"),
-        help="the target repository (default: $LOOPBUS_REPO)",
-    )
+    add_repos(parser, "a repository to gate")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -108,7 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runner-name", default=DEFAULT_NAME, help="the key's name (default %(default)s)"
     )
     parser.add_argument(
-        "--project", default=None, help="project id (default: from the repo's loopbus.toml)"
+        "--project",
+        default=None,
+        help="project id of the one --repo (default: from the repo's loopbus.toml; with "
+        "several, write each as --repo PROJECT=PATH)",
     )
     parser.add_argument(
         "--jobs",
@@ -137,27 +160,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     def make_body(args: argparse.Namespace) -> Body:
-        if args.repo is None:
+        if not args.repo:
             return lambda ctx: idle(ctx, args.data_dir, args.runner_name)
         if args.jobs < 1:
             parser.error(f"--jobs {args.jobs}: give 1 or more")
         if not 0 < args.lease_ttl <= 86400:
             parser.error(f"--lease-ttl {args.lease_ttl}: give seconds above 0, at most 86400")
         try:  # a wrong repo or key is one line and exit 2, before connecting to anything
-            project = args.project or project_of(args.repo)
+            repos = repos_of(parse_served(args.repo), args.project)
             load_existing(args.data_dir, args.runner_name)  # a new key waits for the bus
         except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
-        return lambda ctx: run(
-            ctx,
-            repo=args.repo,
-            data_dir=args.data_dir,
-            runner_name=args.runner_name,
-            project=project,
-            jobs=args.jobs,
-            trunk=args.trunk,
-            trunk_poll_s=args.trunk_poll,
-            lease_ttl_s=args.lease_ttl,
-        )
+
+        async def body(ctx: DaemonContext) -> None:
+            signer = await asyncio.to_thread(load_or_create, args.data_dir, args.runner_name)
+            options: dict[str, Any] = {
+                "data_dir": args.data_dir,
+                "runner_name": args.runner_name,
+                "jobs": args.jobs,
+                "trunk": args.trunk,
+                "trunk_poll_s": args.trunk_poll,
+                "lease_ttl_s": args.lease_ttl,
+                "signer": signer,
+            }
+            await run_each(
+                ctx,
+                {
+                    project: functools.partial(run, repo=repo, project=project, **options)
+                    for project, repo in repos.items()
+                },
+            )
+
+        return body
 
     return main_for(GateRunnerDaemon.name, parser, make_body, argv)

@@ -109,7 +109,9 @@ class Kernel(Carrying[E]):
         """Set when this replica shares projects with the daemon's other replicas: it then
         decides only for the projects it holds (``share_ttl_s``: their lease lifetime)."""
         if share_ttl_s is not None and daemon.shares_projects:
-            self.share = ProjectShare(bus, daemon.name, daemon.actor, share_ttl_s, clock=clock)
+            self.share = ProjectShare(
+                bus, daemon.name, daemon.actor, share_ttl_s, serves=daemon.projects, clock=clock
+            )
             self.share.gained = self._gained
 
     # -- what tests and peers read ------------------------------------------------------

@@ -49,6 +49,8 @@ class Member(msgspec.Struct):
 
     holder: str
     at: float
+    serves: list[str] = []
+    """The projects this replica serves (a repository-bound daemon's); empty: every one."""
 
 
 def member_prefix(daemon: str) -> str:
@@ -66,6 +68,7 @@ class ProjectShare:
         ttl_s: float,
         *,
         holder: str | None = None,
+        serves: Iterable[str] = (),
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.bus = bus
@@ -74,6 +77,10 @@ class ProjectShare:
         self.ttl_s = ttl_s
         self.holder = holder or holder_name(actor)
         self.clock = clock
+        self.serves = sorted(serves)
+        """The projects this replica may hold (empty: any): it shares a project only with
+        the replicas that serve it, so a process serving other repositories under the same
+        daemon name never wins a project it cannot act on."""
         self.held: dict[str, tuple[int, datetime]] = {}
         """Project -> (sequence of this holder's last lease event, when to stop deciding)."""
         self.gained: Callable[[str, int], None] = lambda _project, _seq: None
@@ -97,9 +104,13 @@ class ProjectShare:
 
     async def round(self, projects: Iterable[str]) -> list[Step]:
         """One round: say this replica is alive, then take, renew and release."""
-        members = await self.members()
+        members = await self.serving()
         seen = {project: await self._seen(project) for project in projects}
-        steps = plan(seen, members, self.holder, self.clock())
+        steps: list[Step] = []
+        now = self.clock()
+        for project in sorted(seen):
+            who = [holder for holder, serves in members if not serves or project in serves]
+            steps += plan({project: seen[project]}, who, self.holder, now)
         for step in steps:
             await self._carry(step)
         self.rounds += 1
@@ -107,9 +118,15 @@ class ProjectShare:
 
     async def members(self) -> list[str]:
         """The live replicas of this daemon (this one included), after saying it is one."""
+        return [holder for holder, _serves in await self.serving()]
+
+    async def serving(self) -> list[tuple[str, list[str]]]:
+        """The live replicas of this daemon (this one first) and the projects each serves
+        (empty: every one), after saying this one is alive."""
         bucket = await self.bus.bucket(WORKER_BUCKET)
-        await bucket.put(self._key, msgspec.json.encode(Member(self.holder, time.time())))
-        found = [self.holder]
+        line = Member(self.holder, time.time(), self.serves)
+        await bucket.put(self._key, msgspec.json.encode(line))
+        found = [(self.holder, self.serves)]
         for key in await bucket.keys(f"{member_prefix(self.daemon)}.*"):
             entry = await bucket.get(key)
             if entry is None or key == self._key:
@@ -120,7 +137,7 @@ class ProjectShare:
                 continue
             age = time.time() - member.at
             if age <= self.ttl_s:
-                found.append(member.holder)
+                found.append((member.holder, member.serves))
             elif age > FORGET_AFTER_TTLS * self.ttl_s:  # a killed replica's line: tidy it
                 with contextlib.suppress(BusError):
                     await bucket.delete(key)

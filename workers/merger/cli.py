@@ -13,9 +13,9 @@ import structlog
 
 from bus import Bus
 from workers.cli import Body, daemon_parser, main_for, make_kernel
-from workers.errors import RepoError
+from workers.errors import RepoError, WorkerError
 from workers.gates.shared import SharedGateRunner
-from workers.gates.signing import load_or_create
+from workers.gates.signing import Signer, load_or_create
 from workers.kernel.daemon import system_actor
 from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import cores
@@ -24,6 +24,7 @@ from workers.merger.config import project_of
 from workers.merger.daemon import NAME, POLL_S, Merger
 from workers.merger.gates import RunnerTrunkGates
 from workers.runtime import DaemonContext
+from workers.served import RepoArgError, Served, parse_served, run_each
 
 log = structlog.get_logger()
 
@@ -32,23 +33,46 @@ FLIGHT_TTL_S = 30.0
 
 
 def merger_body(
-    repo: Path | None, *, trunk: str, project: str | None, data_dir: Path, window: int
+    repos: Sequence[Served], *, trunk: str, project: str | None, data_dir: Path, window: int
 ) -> Body:
-    """Idle (but healthy) without a repository; otherwise wait until the repository has a
-    trunk that names its project, then merge for ever."""
+    """Idle (but healthy) without a repository; otherwise merge for every repository in
+    this one process, each once its trunk names its project (``project``: the one
+    repository's, when given)."""
 
     async def body(ctx: DaemonContext) -> None:
-        if repo is None:
+        if not repos:
             log.info("merger.idle", why="no repository configured (--repo)")
             await ctx.stop.wait()
             return
-        found = project or await wait_for_project(ctx.stop, repo, trunk)
-        if found is None:
-            return
-        daemon = await asyncio.to_thread(
-            make_merger, ctx.bus, repo, found, trunk=trunk, data_dir=data_dir, window=window
+        signer = await asyncio.to_thread(load_or_create, data_dir, NAME)
+        serving: dict[str, Path] = {}
+
+        def one(repo: Path, named: str | None) -> Body:
+            async def merge(ctx: DaemonContext) -> None:
+                found = named or await wait_for_project(ctx.stop, repo, trunk)
+                if found is None:
+                    return
+                if serving.setdefault(found, repo) != repo:
+                    log.error("merger.doubled", project=found, repo=str(repo),
+                              served_by=str(serving[found]))  # fmt: skip
+                    return
+                daemon = await asyncio.to_thread(
+                    make_merger, ctx.bus, repo, found, trunk=trunk, data_dir=data_dir,
+                    window=window, signer=signer,
+                )  # fmt: skip
+                await make_kernel(ctx, daemon).run(ctx.stop)
+
+            return merge
+
+        await run_each(
+            ctx,
+            {
+                served.project or project or str(served.path): one(
+                    served.path, served.project or project
+                )
+                for served in repos
+            },
         )
-        await make_kernel(ctx, daemon).run(ctx.stop)
 
     return body
 
@@ -74,16 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--repo",
-        type=str,
-        default=None,
-        help="the repository whose trunk the merger owns: a path, or a file://, ssh:// or "
-        "https:// URL, mirrored under --mirror-dir (without it the daemon idles)",
+        action="append",
+        default=[],
+        metavar="[PROJECT=]PATH|URL",
+        help="a repository whose trunk the merger owns: a path, or a file://, ssh:// or "
+        "https:// URL, mirrored under --mirror-dir (repeatable: one process merges for "
+        "every repository given; without any the daemon idles)",
     )
     parser.add_argument("--trunk", default="main", help="the trunk branch (default %(default)s)")
     parser.add_argument(
         "--project",
         default=None,
-        help="project id (default: [project] id of loopbus.toml on trunk)",
+        help="project id of the one --repo (default: [project] id of loopbus.toml on "
+        "trunk; with several, write each as --repo PROJECT=PATH)",
     )
     parser.add_argument(
         "--data-dir",
@@ -101,8 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     def make_body(args: argparse.Namespace) -> Body:
         if args.window < 1:
             parser.error(f"--window {args.window}: test at least one candidate at a time (>= 1)")
+        try:  # a bad --repo is one line and exit 2, before connecting to anything
+            repos = parse_served(args.repo)
+            if args.project is not None and len(repos) > 1:
+                raise RepoArgError(
+                    f"--project {args.project}: names the project of one --repo, and "
+                    f"{len(repos)} were given; write each as --repo PROJECT=PATH"
+                )
+        except WorkerError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
         return merger_body(
-            args.repo,
+            repos,
             trunk=args.trunk,
             project=args.project,
             data_dir=args.data_dir,
@@ -120,12 +156,14 @@ def make_merger(
     trunk: str = "main",
     data_dir: Path = Path(".loopbus"),
     window: int = 3,
+    signer: Signer | None = None,
 ) -> Merger:
     """The daemon as ``python -m workers.merger`` runs it: trunk gates through the
     gate runner, its results signed with the merger's own key, each check run shared with
     the gate runners of the project (one run of a tree and configuration, whoever asks),
     as many at once as this machine has cores."""
-    signer = load_or_create(data_dir, NAME)  # the key is named after the daemon
+    if signer is None:  # the key is named after the daemon
+        signer = load_or_create(data_dir, NAME)
     actor = system_actor(Merger.name)
     flights = Flights(bus, actor, holder_name(actor), FLIGHT_TTL_S)
     runner = SharedGateRunner(
