@@ -1,7 +1,7 @@
 """Many projects through the loop on the three-node cluster, with instant agents.
 
     python tests/benchmarks/bench_many_projects.py [--projects 10] [--units 100]
-        [--capacity 8] [--timeout 3600] [--raw 2000]
+        [--projects-per-process 25] [--capacity 8] [--timeout 3600] [--raw 2000]
 
 Starts compose.yaml's three NATS nodes as local processes (tests/local_cluster.py) with the
 log at replication 3, makes ``--projects`` local repositories of ``--units`` stub modules
@@ -102,8 +102,11 @@ def make_project(root: Path, agents: Path, name: str, units: int) -> Path:
     return repo_dir
 
 
-def daemon_commands(url: str, data: Path, repos: dict[str, Path]) -> dict[str, list[str]]:
-    """name -> command line of every daemon of the run."""
+def daemon_commands(
+    url: str, data: Path, repos: dict[str, Path], per_process: int
+) -> dict[str, list[str]]:
+    """name -> command line of every daemon of the run; the repository-bound daemons (gate
+    runner, builder, reviewer, merger) serve ``per_process`` repositories each."""
     start = [sys.executable, "-P", "-m"]
     common = ["--nats-url", url, "--log-level", "warning"]
     every_repo = [w for p, r in repos.items() for w in ("--repo", f"{p}={r}")]
@@ -121,9 +124,12 @@ def daemon_commands(url: str, data: Path, repos: dict[str, Path]) -> dict[str, l
         ],
         "units": [*start, "workers.units", *common],
     }
-    for project, repo in repos.items():
-        at = ["--repo", str(repo)]
-        commands[f"gate-runner/{project}"] = [
+    names = list(repos)
+    for first in range(0, len(names), per_process):
+        group = names[first : first + per_process]
+        label = group[0] if len(group) == 1 else f"{group[0]}-{group[-1]}"
+        at = [w for p in group for w in ("--repo", f"{p}={repos[p]}")]
+        commands[f"gate-runner/{label}"] = [
             *start,
             "workers.gate_runner",
             *common,
@@ -133,7 +139,7 @@ def daemon_commands(url: str, data: Path, repos: dict[str, Path]) -> dict[str, l
             "--trunk",
             "main",
         ]
-        commands[f"builder/{project}"] = [
+        commands[f"builder/{label}"] = [
             *start,
             "workers.builder",
             *common,
@@ -141,8 +147,8 @@ def daemon_commands(url: str, data: Path, repos: dict[str, Path]) -> dict[str, l
             "--data-dir",
             str(data),
         ]
-        commands[f"reviewer/{project}"] = [*start, "workers.reviewer", *common, *at]
-        commands[f"merger/{project}"] = [
+        commands[f"reviewer/{label}"] = [*start, "workers.reviewer", *common, *at]
+        commands[f"merger/{label}"] = [
             *start,
             "workers.merger",
             *common,
@@ -377,7 +383,8 @@ async def run(root: Path, args: argparse.Namespace) -> int:
         (agents / "reviewer.py").write_text(REVIEWER)
         names = [f"p{n}" for n in range(args.projects)]
         repos = {p: make_project(root / "repos", agents, p, args.units) for p in names}
-        commands = daemon_commands(cluster.url, root / "data", repos)
+        per_process = args.projects_per_process or args.projects
+        commands = daemon_commands(cluster.url, root / "data", repos, per_process)
         if args.capacity is not None:
             commands["dispatcher"] += ["--capacity", str(args.capacity)]
         fleet = Fleet(commands, root / "logs")
@@ -444,6 +451,8 @@ def report(
     tail = last_done - last_dispatch
     kinds = {n.split("/")[0] for n in peaks}
     print(f"size run: {args.projects} projects x {args.units} units (capacity {args.capacity})")
+    per_process = args.projects_per_process or args.projects
+    print(f"{len(peaks)} daemon processes; repository-bound ones serve {per_process} projects each")
     print(f"load average at start {loads[0]}, at end {loads[1]}")
     print(f"units done {done} of {args.projects * args.units}; slices closed {len(closed)}")
     left = unfinished(events)
@@ -487,6 +496,14 @@ def main() -> int:
     parser.add_argument("--units", type=int, default=100)
     parser.add_argument(
         "--capacity", type=int, default=None, help="the dispatcher's units in flight per project"
+    )
+    parser.add_argument(
+        "--projects-per-process",
+        type=int,
+        default=25,
+        metavar="N",
+        help="repositories each gate runner, builder, reviewer and merger process serves "
+        "(default %(default)s; 0: all in one process each; 1: one process per project)",
     )
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--raw", type=int, default=2000, help="findings in the raw baseline")
