@@ -125,6 +125,7 @@ SHARED_WORKER_LIBRARIES = frozenset(
         "entity_merge",
         "leases",
         "remote",
+        "served",
     }
 )
 """What a daemon package may import from workers/: the libraries every daemon shares."""
