@@ -71,7 +71,9 @@ class DaemonContext:
     (``--project-lease``); ``None``: act on every project (one replica only)."""
 
     def note_progress(self, seq: int) -> None:
-        self.last_seq = seq
+        # max: a process serving several repositories runs a kernel for each, each folding
+        # its own project's records, and the beacon reports the furthest of them.
+        self.last_seq = max(self.last_seq, seq)
 
 
 class Beacon(msgspec.Struct):
