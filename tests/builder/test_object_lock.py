@@ -16,7 +16,7 @@ from workers.builder import worktree
 
 
 def test_a_locked_object_is_awaited_not_failed(tmp_path: Path) -> None:
-    """The 100-project benchmark lost 5 of 1,000 units to dulwich's FileLocked here."""
+    """Three rounds of the 100-project benchmark failed on dulwich's FileLocked here."""
     with Repo.init(str(tmp_path / "repo"), mkdir=True) as repo:
         store = repo.object_store
         blob = Blob.from_string(b"VALUE = 1\n")
