@@ -1,17 +1,10 @@
-"""Far behind the log, or at a high rate, the projector writes less often, so each write
-carries more events."""
+"""Far behind the log the projector writes less often, so each write carries more events."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from workers.projector.daemon import (
-    BEHIND_MAX_S,
-    BEHIND_RATE,
-    GAP_MAX_S,
-    GAP_RATE,
-    ProjectorDaemon,
-)
+from workers.projector.daemon import BEHIND_MAX_S, BEHIND_RATE, ProjectorDaemon
 
 
 def daemon(interval: float = 0.05) -> ProjectorDaemon:
@@ -38,18 +31,3 @@ def test_an_interval_longer_than_the_bound_still_holds() -> None:
     d = daemon(interval=1.0)
     d.behind = BEHIND_RATE * 100
     assert d.patience() == 1.0
-
-
-def test_flushes_come_further_apart_as_the_rate_grows_up_to_a_bound() -> None:
-    d = daemon()
-    assert d.spacing(0, 10.0) == d.gap  # idle: the first event is written at once
-    assert d.spacing(1, 0.0) == d.gap
-    assert d.spacing(1_000, 1.0) == max(d.gap, 1_000 / GAP_RATE)
-    assert d.spacing(5_000, 1.0) == 5_000 / GAP_RATE
-    assert d.spacing(500_000, 1.0) == GAP_MAX_S
-
-
-def test_a_gap_longer_than_the_bound_still_holds() -> None:
-    bus: Any = None
-    d = ProjectorDaemon(bus, gap=0.5)
-    assert d.spacing(500_000, 1.0) == 0.5

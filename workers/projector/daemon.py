@@ -44,16 +44,6 @@ than every ``interval``: when the log runs ahead, each flush carries more events
 flushes' fixed cost (every touched view's summary, the checkpoint) does not eat the CPU
 the folds need to catch up. A view that far behind is already ``n / rate`` seconds old."""
 BEHIND_MAX_S = 0.25
-GAP_RATE = 50_000
-"""At ``r`` events a second (folded over the time since the last flush started), flushes
-start at least ``r / GAP_RATE`` seconds apart (but never less than ``gap``, nor more than
-``GAP_MAX_S``): 20 ms at 1,000 events/s, 100 ms at 5,000. Each flush writes every touched
-view's summary and the checkpoint, and an entity changed by many events once, so at a high
-rate fewer, larger flushes cost the projector and the server far less per event (at
-5,000/s of distinct findings about 100 units: 1.7 values written an event at 50 flushes a
-second, 0.85 at 10, and capturing them about 39 against 14 us of CPU an event), and a view
-that much later is still well within its bound at that rate."""
-GAP_MAX_S = 0.1
 RETRY_S = (0.2, 5.0)
 
 
@@ -94,8 +84,6 @@ class ProjectorDaemon(Daemon[Never]):
         """Events the reader had not delivered yet when the last one was folded."""
         self.folded = 0
         self.flushes = 0
-        self.count = 0
-        """Records folded (or quarantined) since start: the rate :meth:`spacing` reads."""
         self._wake = asyncio.Event()
         self._moved = asyncio.Event()
 
@@ -123,7 +111,6 @@ class ProjectorDaemon(Daemon[Never]):
 
     def _note(self, record: Record) -> None:
         self.folded = record.seq
-        self.count += 1
         self.behind = record.pending
         self.at_end = record.pending == 0
         self._moved.set()
@@ -137,19 +124,11 @@ class ProjectorDaemon(Daemon[Never]):
         """How long to fold before writing while behind the log (see :data:`BEHIND_RATE`)."""
         return min(max(self.interval, self.behind / BEHIND_RATE), max(self.interval, BEHIND_MAX_S))
 
-    def spacing(self, events: int, seconds: float) -> float:
-        """How far apart flushes start after ``events`` were folded in ``seconds`` since
-        the last one started (see :data:`GAP_RATE`)."""
-        rate = events / seconds if seconds > 0 else 0.0
-        return max(self.gap, min(rate / GAP_RATE, GAP_MAX_S))
-
     async def _flusher(self) -> None:
         """Write what was folded: at once when caught up, at least every ``interval``
-        (longer far behind: :meth:`patience`) while behind, never twice within ``gap``
-        (longer at a high rate: :meth:`spacing`)."""
+        (longer far behind: :meth:`patience`) while behind, never twice within ``gap``."""
         loop = asyncio.get_running_loop()
         last = -self.gap
-        counted = self.count
         delay = RETRY_S[0]
         while True:
             await self._wake.wait()
@@ -159,11 +138,10 @@ class ProjectorDaemon(Daemon[Never]):
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.patience() - (loop.time() - began)):
                         await self._moved.wait()
-            gap = self.spacing(self.count - counted, loop.time() - last)
-            if loop.time() - last < gap:
-                await asyncio.sleep(gap - (loop.time() - last))
+            if loop.time() - last < self.gap:
+                await asyncio.sleep(self.gap - (loop.time() - last))
             self._wake.clear()
-            last, counted = loop.time(), self.count
+            last = loop.time()
             try:
                 await self.flush()
                 if self.core is not None and self.core.recent_pending:
