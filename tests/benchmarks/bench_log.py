@@ -8,8 +8,11 @@ baseline measured in the same run, and the CPU seconds this (client) process spe
 (wall-clock ratios shrink when the machine's cores are busy with other work; CPU does not):
 
 * publish: ``Bus.publish_many`` of findings vs nats-py ``publish_async`` of the same bytes
-  (both pipelined), and the core-NATS ceiling (core publish onto the stream subject, timed
-  until the stream has stored every message);
+  (both pipelined; the baseline without ``Nats-Msg-Id``, which ``publish_many`` sets, and
+  again with it, so the server de-duplicates for both), and the core-NATS ceiling (core
+  publish onto the stream subject without ``Nats-Msg-Id``, timed until the stream has
+  stored every message): where the ceiling is below 2.5x the baseline, no client reaches
+  2.5x it;
 * replay: ``loopbus.read`` + every fold vs a raw ordered consumer + msgspec decode;
 * memory: the projector daemon's peak RSS folding ``--memory-events`` events about 100
   units, next to its peak RSS folding a tenth of that (bounded means about the same).
@@ -86,10 +89,19 @@ def findings(project: str, count: int) -> list[Event]:
     ]
 
 
-async def raw_publish_async(bus: Bus, subjects: list[str], payloads: list[bytes]) -> float:
+async def raw_publish_async(
+    bus: Bus, subjects: list[str], payloads: list[bytes], ids: list[str] | None = None
+) -> float:
+    """nats-py ``publish_async`` of every payload; with ``ids``, each with its
+    ``Nats-Msg-Id`` as ``publish_many`` sends it (the server then de-duplicates: more work
+    for it per message)."""
     start = time.perf_counter()
-    for subject, payload in zip(subjects, payloads, strict=True):
-        await bus.js.publish_async(subject, payload)
+    if ids is None:
+        for subject, payload in zip(subjects, payloads, strict=True):
+            await bus.js.publish_async(subject, payload)
+    else:
+        for subject, payload, msg_id in zip(subjects, payloads, ids, strict=True):
+            await bus.js.publish_async(subject, payload, headers={"Nats-Msg-Id": msg_id})
     await bus.js.publish_async_completed()
     return time.perf_counter() - start
 
@@ -154,13 +166,17 @@ async def timed(work: Awaitable[float | None]) -> tuple[float, float]:
 
 async def throughput(bus: Bus, count: int, rounds: int) -> None:
     timings: dict[str, list[tuple[float, float]]] = {
-        k: [] for k in ("loopbus", "raw", "core", "replay", "rawreplay")
+        k: [] for k in ("loopbus", "raw", "rawid", "core", "replay", "rawreplay")
     }
     for round_no in range(rounds):
         mine = findings(f"benchL{round_no}", count)
         raw_events = findings(f"benchR{round_no}", count)
         raw_subjects = [subject_of(e) for e in raw_events]
         raw_payloads = [encode_event(e) for e in raw_events]
+        id_events = findings(f"benchI{round_no}", count)
+        id_subjects = [subject_of(e) for e in id_events]
+        id_payloads = [encode_event(e) for e in id_events]
+        id_ids = [e.id for e in id_events]
         core_payloads = [encode_event(e) for e in findings(f"benchC{round_no}", count)]
         core_subject = f"loop.benchC{round_no}.finding.reviewer"
 
@@ -169,6 +185,9 @@ async def throughput(bus: Bus, count: int, rounds: int) -> None:
 
         timings["loopbus"].append(await timed(publish_mine()))
         timings["raw"].append(await timed(raw_publish_async(bus, raw_subjects, raw_payloads)))
+        timings["rawid"].append(
+            await timed(raw_publish_async(bus, id_subjects, id_payloads, id_ids))
+        )
         timings["core"].append(await timed(core_ceiling(bus, core_subject, core_payloads)))
         timings["replay"].append(await timed(loopbus_replay(bus, f"benchL{round_no}", count)))
         timings["rawreplay"].append(
@@ -176,16 +195,21 @@ async def throughput(bus: Bus, count: int, rounds: int) -> None:
         )
     rates = {k: rate(count, [w for w, _ in v]) for k, v in timings.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in timings.items()}
-    pub, raw, core = rates["loopbus"], rates["raw"], rates["core"]
+    pub, raw, core, rawid = rates["loopbus"], rates["raw"], rates["core"], rates["rawid"]
     rep, rawrep = rates["replay"], rates["rawreplay"]
     print(f"events per figure: {count}, rounds: {rounds} (median)")
     print(f"{'path':58} {'events/s':>10} {'ratio':>7} {'client CPU':>11}")
     print(f"{'core publish onto the stream subject, until stored (ceiling)':58} {core:10.0f}")
     print(f"{'raw nats-py publish_async (baseline)':58} {raw:10.0f} {1.0:7.2f} {cpu['raw']:10.2f}s")
     print(
+        f"{'raw nats-py publish_async with Nats-Msg-Id':58} {rawid:10.0f} {rawid / raw:7.2f}"
+        f" {cpu['rawid']:10.2f}s"
+    )
+    print(
         f"{'loopbus Bus.publish_many (Nats-Msg-Id, pipelined)':58} {pub:10.0f} {pub / raw:7.2f}"
         f" {cpu['loopbus']:10.2f}s"
     )
+    print(f"ceiling / raw {core / raw:.2f}; publish_many / raw with Nats-Msg-Id {pub / rawid:.2f}")
     print(
         f"{'raw ordered consumer + msgspec decode (baseline)':58} {rawrep:10.0f} {1.0:7.2f}"
         f" {cpu['rawreplay']:10.2f}s"
