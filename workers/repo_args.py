@@ -18,14 +18,18 @@ from pathlib import Path
 
 import structlog
 
+from schemas.ids import TOKEN_PATTERN
 from workers.errors import RepoError
 from workers.remote import Mirror, default_mirror_dir, mirror_at, parse_source
 
 log = structlog.get_logger()
 
 FETCH_EVERY_S = 5.0
-_NAMED = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)=(?P<rest>.+)$")
-"""The dispatcher's ``PROJECT=PATH`` form (a URL's ``=`` comes after its ``://``)."""
+_NAMED = re.compile(r"^(?P<name>[^/:=]+)=(?P<rest>.+)$")
+_PROJECT = re.compile(TOKEN_PATTERN)
+"""The dispatcher's ``PROJECT=PATH`` form (a URL's ``=`` comes after its ``://``). The name
+is checked before anything is cloned: ``a.b=ssh://…`` is refused as a bad project id, not
+mirrored first."""
 
 
 def add_mirror_options(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +72,12 @@ def resolve(parser: argparse.ArgumentParser, args: argparse.Namespace, daemon: s
 def _one(value: str, root: Path, mirrors: list[Mirror]) -> str:
     named = _NAMED.match(value)
     prefix, rest = (f"{named['name']}=", named["rest"]) if named else ("", value)
+    if named and not _PROJECT.fullmatch(named["name"]):
+        shown = value if value.isprintable() else repr(value)
+        raise RepoError(
+            f"--repo {shown}: project {named['name']!r} is not a project id (letters, digits, "
+            "'_' and '-', at most 64); give --repo PROJECT=PATH"
+        )
     source = parse_source(rest)
     if source.url is None:
         return value

@@ -88,28 +88,54 @@ def parse_served(values: Sequence[str]) -> list[Served]:
     for value in values:
         served.append(_one(str(value)))
     seen: dict[str, str] = {}
+    paths: dict[Path, str] = {}
     for item, value in zip(served, values, strict=True):
+        where = item.path.resolve()
+        if where in paths:
+            raise RepoArgError(
+                f"--repo {shown(value)}: {item.path} is already served by --repo "
+                f"{shown(paths[where])}; give each repository once"
+            )
+        paths[where] = str(value)
         if item.project is None:
             continue
         if item.project in seen:
             raise RepoArgError(
-                f"--repo {value}: project {item.project} is already served by --repo "
-                f"{seen[item.project]}; give each project one repository"
+                f"--repo {shown(value)}: project {item.project} is already served by --repo "
+                f"{shown(seen[item.project])}; give each project one repository"
             )
         seen[item.project] = str(value)
     return served
 
 
-def _one(value: str) -> Served:
-    name, sep, rest = value.partition("=")
-    if not sep or _URL.match(value) or "/" in name:  # a path or URL whose own '=' is later
-        name, rest = "", value
+def check_project_option(served: Sequence[Served], project: str | None) -> None:
+    """Refuse ``--project`` beside several ``--repo`` values, or beside one that names
+    another project (which of the two would win is not for the daemon to guess)."""
+    if project is None:
+        return
+    if len(served) > 1:
+        raise RepoArgError(
+            f"--project {project}: names the project of one --repo, and {len(served)} were "
+            "given; write each as --repo PROJECT=PATH"
+        )
+    if served and served[0].project not in (None, project):
+        raise RepoArgError(
+            f"--project {project}: the --repo names project {served[0].project}; give the "
+            "project once, in --repo PROJECT=PATH or in --project"
+        )
+
+
+def _one(raw: str) -> Served:
+    value = shown(raw)
+    name, sep, rest = raw.partition("=")
+    if not sep or _URL.match(raw) or "/" in name:  # a path or URL whose own '=' is later
+        name, rest = "", raw
     elif not name:
         raise RepoArgError(
             f"--repo {value}: nothing before '='; give --repo PROJECT=PATH with a project id, "
             "or the path alone to read the id from its loopbus.toml"
         )
-    elif not _PROJECT.match(name):
+    elif not _PROJECT.fullmatch(name):
         raise RepoArgError(
             f"--repo {value}: project {name!r} is not a project id (letters, digits, '_' and "
             "'-', at most 64); give --repo PROJECT=PATH"
@@ -118,10 +144,16 @@ def _one(value: str) -> Served:
         raise RepoArgError(f"--repo {value}: no repository after '='; give --repo {name}=PATH")
     if parse_source(rest).url is None and not Path(rest).exists():
         raise RepoArgError(
-            f"--repo {value}: {rest} does not exist; give the folder of a git repository "
+            f"--repo {value}: {shown(rest)} does not exist; give the folder of a git repository "
             "(or a file://, ssh:// or https:// URL)"
         )
     return Served(name or None, Path(rest))
+
+
+def shown(value: str) -> str:
+    """``value`` as an error line shows it: quoted when it holds a newline or another
+    character that would break the one line."""
+    return value if value.isprintable() else repr(value)
 
 
 Body = Callable[[DaemonContext], Awaitable[None]]

@@ -98,14 +98,30 @@ def refused(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[s
         pytest.param(["--repo", "p1="], "no repository after '='; give --repo p1=PATH", id="empty"),
         pytest.param(["--repo", "p1=gone"], "--repo p1=gone: gone does not exist", id="gone"),
         pytest.param(
-            ["--repo", "p1=repo", "--repo", "p1=repo"],
+            ["--repo", "p1=repo", "--repo", "p1=other"],
             "project p1 is already served by --repo p1=repo",
             id="twice",
         ),
         pytest.param(
-            ["--project", "p1", "--repo", "repo", "--repo", "p2=repo"],
+            ["--project", "p1", "--repo", "repo", "--repo", "p2=other"],
             "--project p1: names the project of one --repo, and 2 were given",
             id="project-with-two",
+        ),
+        pytest.param(
+            ["--project", "p1", "--repo", "p2=repo"],
+            "--project p1: the --repo names project p2",
+            id="project-against-named",
+        ),
+        pytest.param(
+            ["--repo", "repo", "--repo", "./repo"],
+            "--repo ./repo: repo is already served by --repo repo",
+            id="same-folder-twice",
+        ),
+        pytest.param(["--repo", "ab\n=repo"], "is not a project id", id="newline-in-project"),
+        pytest.param(  # refused before a mirror is cloned: nothing answers at that host
+            ["--repo", "a.b=ssh://git@git.invalid/x.git"],
+            "'a.b' is not a project id",
+            id="bad-project-before-a-url",
         ),
     ],
 )  # fmt: skip
@@ -115,12 +131,14 @@ def test_a_bad_repo_is_one_line_exit_2(
     """A ``--repo`` that cannot be served is one line naming the value and the fix, exit 2,
     no traceback, and no key made."""
     (tmp_path / "repo").mkdir()
+    (tmp_path / "other").mkdir()
     done = refused(module, tmp_path, *args)
     assert done.returncode == 2, done.stderr
     assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"python -m {module}: error: --"), done.stderr
     assert needle in done.stderr, done.stderr
-    assert not (tmp_path / "keys").exists()
+    assert not (tmp_path / "keys").exists()  # the gate runner's key folder (LOOPBUS_KEY_DIR)
+    assert not (tmp_path / ".loopbus").exists()  # the merger's --data-dir default
 
 
 def test_a_builder_repo_naming_another_project_is_one_line(

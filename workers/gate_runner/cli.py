@@ -25,7 +25,14 @@ from workers.kernel.lease_flights import Flights
 from workers.leases.capacity import jobs_arg
 from workers.leases.decide import holder_name
 from workers.runtime import DaemonContext
-from workers.served import RepoArgError, Served, add_repos, parse_served, run_each
+from workers.served import (
+    RepoArgError,
+    Served,
+    add_repos,
+    check_project_option,
+    parse_served,
+    run_each,
+)
 
 log = structlog.get_logger()
 
@@ -97,11 +104,7 @@ async def idle(ctx: DaemonContext, data_dir: Path | None, runner_name: str) -> N
 def repos_of(served: list[Served], project: str | None) -> dict[str, Path]:
     """project -> repository of every ``--repo`` (``--project`` names the one repository's
     project); the projects read from each ``loopbus.toml``. Raises a one-line error."""
-    if project is not None and len(served) > 1:
-        raise RepoArgError(
-            f"--project {project}: names the project of one --repo, and {len(served)} were "
-            "given; write each as --repo PROJECT=PATH"
-        )
+    check_project_option(served, project)
     repos: dict[str, Path] = {}
     for item in served:
         name = item.project or project or project_of(item.path)

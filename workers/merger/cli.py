@@ -24,7 +24,7 @@ from workers.merger.config import project_of
 from workers.merger.daemon import NAME, POLL_S, Merger
 from workers.merger.gates import RunnerTrunkGates
 from workers.runtime import DaemonContext
-from workers.served import RepoArgError, Served, parse_served, run_each
+from workers.served import Served, check_project_option, parse_served, run_each
 
 log = structlog.get_logger()
 
@@ -67,7 +67,7 @@ def merger_body(
         await run_each(
             ctx,
             {
-                served.project or project or str(served.path): one(
+                served.project or project or str(served.path.resolve()): one(
                     served.path, served.project or project
                 )
                 for served in repos
@@ -130,11 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--window {args.window}: test at least one candidate at a time (>= 1)")
         try:  # a bad --repo is one line and exit 2, before connecting to anything
             repos = parse_served(args.repo)
-            if args.project is not None and len(repos) > 1:
-                raise RepoArgError(
-                    f"--project {args.project}: names the project of one --repo, and "
-                    f"{len(repos)} were given; write each as --repo PROJECT=PATH"
-                )
+            check_project_option(repos, args.project)
         except WorkerError as exc:
             parser.exit(2, f"{parser.prog}: error: {exc}\n")
         return merger_body(
