@@ -1,7 +1,8 @@
 """What every daemon shares: logging set-up, signals, health beacons, and the live fold.
 
 A daemon is an ``async def body(ctx: DaemonContext) -> None`` handed to :func:`run_daemon`,
-which connects, installs SIGTERM/SIGINT handlers that set ``ctx.stop``, beats a health
+which connects, installs SIGTERM/SIGINT handlers that set ``ctx.stop`` (and SIGUSR1, which
+logs every task's await chain: :mod:`workers.stacks`), beats a health
 beacon, and closes everything in order when the body returns or the stop is requested.
 """
 
@@ -27,6 +28,7 @@ import structlog
 from bus import WORKER_BUCKET, Bus, BusError, connect
 from bus.creds import Credential
 from bus.history import data_dir_from_env, require_log
+from workers.stacks import dump_on_signal
 
 log = structlog.get_logger()
 
@@ -126,6 +128,7 @@ async def run_daemon(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop, signum)
+    dump_on_signal(loop)  # kill -USR1: what every task waits on, in the log
     log.info("daemon.started", url=nats_url, pid=os.getpid())
     beacon: asyncio.Future[Any] = asyncio.ensure_future(_beat(ctx))
     work: asyncio.Future[Any] = asyncio.ensure_future(body(ctx))

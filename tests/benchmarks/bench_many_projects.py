@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -190,6 +191,16 @@ class Fleet:
             if child.poll() is not None:
                 self.restarts.setdefault(name, []).append(child.returncode)
                 self.spawn(name)
+
+
+async def stacks_of(fleet: Fleet) -> None:
+    """Ask every daemon for what its tasks wait on (SIGUSR1: a ``daemon.stacks`` line in
+    its log, kept with the run's folder) before the run is stopped."""
+    for child in fleet.children.values():
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGUSR1)
+    await asyncio.sleep(5)
+    print(f"every daemon's tasks: the 'daemon.stacks' line of each log in {fleet.logs}")
 
 
 def stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -400,6 +411,7 @@ async def run(root: Path, args: argparse.Namespace) -> int:
             await asyncio.wait_for(watch(bus, names, fleet, peaks, events), args.timeout)
         except TimeoutError:  # the figures so far are still reported, with what is left
             print(f"NOT FINISHED within --timeout {args.timeout:.0f} s")
+            await stacks_of(fleet)
         wall = time.perf_counter() - began
         load_end = os.getloadavg()
         for name, child in fleet.children.items():
