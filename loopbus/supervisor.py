@@ -263,6 +263,14 @@ class Supervisor:
             watcher.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
 
+    def pass_signal(self, signum: int) -> None:
+        """Send ``signum`` to every running daemon (``SIGUSR1``: each logs what its tasks
+        wait on, see ``workers/stacks.py``)."""
+        for child in self.children:
+            if child.process is not None and child.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    child.process.send_signal(signum)
+
     async def stop_children(self) -> None:
         running = [c for c in self.children if c.process and c.process.returncode is None]
         for child in running:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -23,7 +22,13 @@ from projections.intents import E
 from workers.kernel import Daemon, Kernel
 from workers.remote import Mirror
 from workers.repo_args import add_mirror_options, keep_fresh, resolve
-from workers.runtime import INTERRUPTED, DaemonContext, configure_logging, run_daemon
+from workers.runtime import (
+    INTERRUPTED,
+    DaemonContext,
+    cancel_all,
+    configure_logging,
+    run_daemon,
+)
 
 Body = Callable[[DaemonContext], Awaitable[None]]
 
@@ -101,9 +106,7 @@ def fetching(body: Body, mirrors: list[Mirror], every: float) -> Body:
         try:
             await body(ctx)
         finally:
-            fetcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await fetcher
+            await cancel_all([fetcher])  # cancelled until it ends: no stop waits on it for ever
 
     return run
 

@@ -112,6 +112,9 @@ async def run_daemon(
     it creates a first one only on a server without authorization (tests, a bare
     nats-server), since with credentials only ``admin`` may."""
     structlog.contextvars.bind_contextvars(daemon=name)
+    # kill -USR1: what every task waits on, in the log; from the start, so the signal
+    # never finds a daemon without its handler (the default action ends the process).
+    dump_on_signal(asyncio.get_running_loop())
     bus = await connect(nats_url, name=name, creds=creds, tls_ca=tls_ca)
     try:
         await require_log(bus.js, nats_url, data_dir=data_dir_from_env(), may_create=creds is None)
@@ -128,7 +131,6 @@ async def run_daemon(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop, signum)
-    dump_on_signal(loop)  # kill -USR1: what every task waits on, in the log
     log.info("daemon.started", url=nats_url, pid=os.getpid())
     beacon: asyncio.Future[Any] = asyncio.ensure_future(_beat(ctx))
     work: asyncio.Future[Any] = asyncio.ensure_future(body(ctx))

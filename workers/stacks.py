@@ -4,16 +4,21 @@ stack, written to its log on ``SIGUSR1``.
 A daemon that looks stuck (a lease renewed for minutes with no work to show for it) is
 parked on some ``await``. ``asyncio.Task.get_stack`` shows only a suspended task's
 outermost frame, which says which task is stuck but not on what; here each task's chain is
-followed down through ``cr_await`` (coroutines, async generators, generator-based awaits)
-to the innermost frame, and the future the task waits on is named. Threads are included
-because a blocking call handed to ``asyncio.to_thread`` parks the task that awaits it.
+followed down through what each frame awaits (a coroutine's ``cr_await``, a generator's
+``gi_yieldfrom``, and through ``async for`` into the async generator it steps) to the
+innermost frame, and the future the task waits on is named. Threads are included because a
+blocking call handed to ``asyncio.to_thread`` parks the task that awaits it.
 
-``kill -USR1 <pid>`` writes one ``daemon.stacks`` log line; the daemon goes on running.
+``kill -USR1 <pid>`` writes a ``daemon.stacks`` line (how many tasks and threads), then one
+``daemon.stacks.task`` line per task and one ``daemon.stacks.thread`` line per thread (one
+line each, so no log driver splits a dump of hundreds of tasks); the daemon goes on running.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 import signal
 import sys
 import threading
@@ -41,8 +46,18 @@ def _awaited_by(awaitable: Any) -> Any:
     for name in ("cr_await", "ag_await", "gi_yieldfrom"):
         inner = getattr(awaitable, name, None)
         if inner is not None:
-            return inner
+            return _stepped(inner)
     return None
+
+
+def _stepped(awaitable: Any) -> Any:
+    """``async for`` awaits an ``async_generator_asend`` object, which has no frame and no
+    attribute naming its generator: the generator is found among what it refers to."""
+    if type(awaitable).__name__ in ("async_generator_asend", "async_generator_athrow"):
+        for referred in gc.get_referents(awaitable):
+            if inspect.isasyncgen(referred):
+                return referred
+    return awaitable
 
 
 def _where(frame: FrameType) -> str:
@@ -64,7 +79,7 @@ def await_chain(task: asyncio.Task[Any]) -> list[str]:
         current = _awaited_by(current)
     waiter = getattr(task, "_fut_waiter", None)  # private, but the one place it is said
     if waiter is not None:
-        lines.append(f"waits on {_named(waiter)}"[:500])
+        lines.append(f"waits on {_named(waiter)}"[:500])  # a repr may hold payload: capped
     return lines
 
 
@@ -100,9 +115,14 @@ def thread_stacks() -> list[dict[str, Any]]:
 
 
 def write_stacks() -> None:
-    """One ``daemon.stacks`` log line with every task and thread (see the module)."""
+    """Every task's and thread's stack in the log, a line each (see the module)."""
     try:
-        log.warning("daemon.stacks", tasks=task_stacks(), threads=thread_stacks())
+        tasks, threads = task_stacks(), thread_stacks()
+        log.warning("daemon.stacks", tasks=len(tasks), threads=len(threads))
+        for task in tasks:
+            log.warning("daemon.stacks.task", **task)
+        for thread in threads:
+            log.warning("daemon.stacks.thread", **thread)
     except Exception as exc:  # a diagnostic never takes the daemon down
         log.warning("daemon.stacks_failed", error=repr(exc))
 

@@ -194,6 +194,8 @@ async def _up(args: argparse.Namespace) -> int:
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop, signum)
+        # kill -USR1 on up: every daemon logs what its tasks wait on (docs/operating.md)
+        loop.add_signal_handler(signal.SIGUSR1, supervisor.pass_signal, signal.SIGUSR1)
         if server is not None:
             watcher = asyncio.create_task(keep_server_up(server, supervisor.stopping))
         names = ", ".join(spec.name for spec in supervisor.specs)

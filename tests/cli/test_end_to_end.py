@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import pty
 import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -75,8 +77,21 @@ def test_up_report_tail_replay_status(up_factory: Any) -> None:
     assert status["projector_checkpoint"] >= 1
     assert status["state"] == document["state"], "the materialised view equals the replay"
 
+    # SIGUSR1 to up is passed to every daemon it runs: each logs what its tasks wait on.
+    up.process.send_signal(signal.SIGUSR1)
+    time.sleep(3)  # the daemons write their lines; up's own are read at the stop
+    assert up.process.poll() is None, "up ended on SIGUSR1"
+
     assert up.stop() == 0
     assert any("every daemon stopped" in line for line in up.lines)
+    logs = Path(os.environ["LOOPBUS_DATA_DIR"]) / "logs"  # each daemon's own log
+    dumped = {
+        json.loads(line)["daemon"]
+        for log in logs.glob("*.log")
+        for line in log.read_text().splitlines()
+        if '"daemon.stacks"' in line
+    }
+    assert {"projector", "dispatcher", "gate-runner"} <= dumped, dumped
     host, port = up.url.removeprefix("nats://").split(":")
     with pytest.raises(OSError):
         socket.create_connection((host, int(port)), timeout=1).close()

@@ -60,6 +60,7 @@ from workers.leases.deadlines import per_project
 from workers.leases.decide import Policy, holder_name, leased
 from workers.remote import fetch_missing, publish_branch
 from workers.repository import commit_at, open_repo, trunk_commit
+from workers.runtime import cancel_all
 
 log = structlog.get_logger()
 
@@ -234,9 +235,7 @@ class Builder(Daemon[BuilderEffect]):
             )
         finally:
             stop.set()
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
+            await cancel_all([beating])  # a cancel lost in a beat's put must not hang here
 
     async def _heartbeat(
         self, project: str, unit: str, builder: Actor, stop: asyncio.Event

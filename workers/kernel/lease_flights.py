@@ -40,6 +40,7 @@ from schemas.gates import cache_key_digest
 from schemas.leases import LeaseReleased, LeaseRenewed, LeaseTaken
 from schemas.subjects import gate_subjects, lease_subject
 from workers.kernel.lease_holding import holding
+from workers.runtime import cancel_all
 
 log = structlog.get_logger()
 
@@ -70,9 +71,8 @@ class Arrivals:
         self.arrived.clear()  # what lands from here on wakes the next wait
 
     async def close(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        # Cancelled until it ends: a follow reader may lose one cancel inside a request.
+        await cancel_all([self.task])
 
 
 class Flights:

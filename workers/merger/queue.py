@@ -17,7 +17,6 @@ decision asks for a stack (an effect of its shell), and the pipeline reports wha
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from workers.merger.seen import (
     request_of,
 )
 from workers.repository import resolve
+from workers.runtime import cancel_all
 
 log = structlog.get_logger()
 
@@ -160,8 +160,7 @@ class Pipeline:
         """Stop every test and wait until each has unwound (its processes killed)."""
         tasks = [c.task for c in self.candidates.values() if c.task is not None]
         self.cancel_all()
-        for task in tasks:
-            await settle(task)
+        await stop_all(tasks)  # cancelled again until each ends: one cancel can be lost
 
     def _drop(self, key: Key) -> None:
         candidate = self.candidates.pop(key)
@@ -237,7 +236,7 @@ def config_error(commit: str, tree: str, message: str) -> TrunkVerdict:
     )
 
 
-async def settle(task: asyncio.Task[TrunkVerdict]) -> None:
-    """Wait for a cancelled test to finish unwinding."""
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+async def stop_all(tasks: list[asyncio.Task[TrunkVerdict]]) -> None:
+    """Wait for cancelled tests to finish unwinding, cancelling again any that a lost
+    cancel left running (``workers.runtime.cancel_all``); a test's error is logged there."""
+    await cancel_all(tasks)
