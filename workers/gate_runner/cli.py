@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs",
         type=jobs_arg,
         default="auto",
-        help="suites and checks run at once: a number, or 'auto' for this machine's cores "
-        "(default auto)",
+        help="suites and checks run at once for each --repo: a number, or 'auto' for this "
+        "machine's cores (default auto)",
     )
     parser.add_argument(
         "--lease-ttl",
