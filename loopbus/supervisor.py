@@ -165,6 +165,15 @@ class Child:
     backoff: float = 0.5
 
 
+def daemon_child() -> None:
+    """``preexec_fn`` for a daemon: :func:`private_child`, and ``SIGUSR1`` ignored until the
+    daemon installs its own handler (``workers.stacks``). ``up`` passes the signal on to
+    every running daemon, and one still starting (its interpreter importing) would
+    otherwise be ended by it: an ignored signal stays ignored across ``exec``."""
+    private_child()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
 @dataclass
 class Supervisor:
     settings: UpSettings
@@ -226,7 +235,7 @@ class Supervisor:
                 | {"LOOPBUS_DATA_DIR": str(self.settings.data_dir)},
                 start_new_session=True,  # a terminal's Ctrl-C reaches us; we stop them in order
                 # If we are killed outright they stop too; what they write is born 0600.
-                preexec_fn=private_child,
+                preexec_fn=daemon_child,
             )
         child.started_at = time.monotonic()
         log.info("daemon.spawned", daemon=child.spec.name, pid=child.process.pid)

@@ -52,6 +52,7 @@ from local_cluster import LocalCluster  # noqa: E402
 
 from bus import Bus, connect, ensure_log, read  # noqa: E402
 from bus.retry import TRANSIENT, Backoff, retrying  # noqa: E402
+from loopbus.supervisor import daemon_child  # noqa: E402
 from projections import FOLDS, apply_guarded, initial_states  # noqa: E402
 from schemas import (  # noqa: E402
     Actor,
@@ -184,6 +185,7 @@ class Fleet:
                 stderr=sink,
                 env=os.environ | {"LOOPBUS_TRUNK": "main"},
                 start_new_session=True,
+                preexec_fn=daemon_child,
             )
 
     def revive(self) -> None:
@@ -194,13 +196,15 @@ class Fleet:
 
 
 async def stacks_of(fleet: Fleet) -> None:
-    """Ask every daemon for what its tasks wait on (SIGUSR1: a ``daemon.stacks`` line in
-    its log, kept with the run's folder) before the run is stopped."""
+    """Ask every daemon for what its tasks wait on (SIGUSR1: ``daemon.stacks`` lines in its
+    log, kept with the run's folder) before the run is stopped. Its children ignore the
+    signal until their handler is installed (``daemon_child``), so a daemon just restarted
+    is not ended by it."""
     for child in fleet.children.values():
         if child.poll() is None:
             os.kill(child.pid, signal.SIGUSR1)
     await asyncio.sleep(5)
-    print(f"every daemon's tasks: the 'daemon.stacks' line of each log in {fleet.logs}")
+    print(f"every daemon's tasks: the 'daemon.stacks.task' lines of each log in {fleet.logs}")
 
 
 def stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
