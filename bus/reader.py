@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from bus.cancel import raise_if_cancelled
 from bus.connection import Bus
 from bus.provision import LOG_STREAM
 from bus.retry import note, retrying
@@ -228,6 +229,9 @@ class _Puller:
         while not self.buffer:
             if self.failed or self.reconnected:
                 await self.recover()
+            # A recovery's requests and a top-up's publish can swallow a cancel (see
+            # bus.cancel): without this, a reader cancelled then would follow for ever.
+            raise_if_cancelled()
             self.arrived.clear()
             await self.top_up()
             if self.buffer:
@@ -239,6 +243,7 @@ class _Puller:
                     await self.arrived.wait()
             except TimeoutError:
                 await self.recover()
+                raise_if_cancelled()
         msg = self.buffer.popleft()
         if len(self.buffer) < self.batch // 2:
             await self.top_up()

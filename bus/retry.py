@@ -25,6 +25,7 @@ import nats.js.errors
 import structlog
 from nats.js.kv import KeyValue
 
+from bus.cancel import raise_if_cancelled
 from bus.errors import ServerUnavailable
 
 log = structlog.get_logger()
@@ -88,6 +89,7 @@ async def retrying(
             if left <= 0:
                 raise ServerUnavailable(what, backoff.budget, attempts, exc) from exc
             note("bus.retrying", what=what, error=type(exc).__name__, wait_s=delay)
+            raise_if_cancelled()  # a failed try may have swallowed the caller's cancel
             await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, backoff.cap)
 

@@ -206,20 +206,6 @@ async def cancel_all(tasks: Sequence[asyncio.Task[Any]], retry_s: float = 1.0) -
             log.warning("task.ended_with_error", task=task.get_name(), error=repr(task.exception()))
 
 
-def raise_if_cancelled() -> None:
-    """Re-raise a cancellation that an await swallowed.
-
-    Python 3.11's ``asyncio.wait_for`` returns the result instead of raising when the
-    cancellation arrives as the awaited future completes (gh-86296), and nats-py waits for
-    every publish acknowledgement with it: a daemon cancelled while publishing would carry
-    on reading for ever. The task still counts the request (``cancelling()``), so the
-    loops check it after each step.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-
-
 class Progress:
     """How far a daemon has folded *and acted*: lets tests and peers wait for a sequence."""
 

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from bus import Bus, Record, read
+from bus.cancel import raise_if_cancelled
 from projections import FoldFailure
 from projections.intents import E, IntentOf
 from schemas import Event, utcnow
@@ -32,7 +33,7 @@ from workers.kernel.carry import Carrying
 from workers.kernel.daemon import Daemon, World
 from workers.kernel.project_share import ProjectShare
 from workers.ref_fetch import RefFetch
-from workers.runtime import Progress, cancel_all, raise_if_cancelled
+from workers.runtime import Progress, cancel_all
 
 log = structlog.get_logger()
 

@@ -21,10 +21,11 @@ from typing import TypeVar
 import structlog
 
 from bus import Bus, BusError, TransitionConflict
+from bus.cancel import raise_if_cancelled
 from projections.intents import Effect, Held, Intent, PublishIf
 from schemas import Actor, utcnow
 from schemas.leases import LeaseReleased, LeaseRenewed, Released
-from workers.runtime import cancel_all, raise_if_cancelled
+from workers.runtime import cancel_all
 
 log = structlog.get_logger()
 
