@@ -87,6 +87,8 @@ class Pipeline:
     candidates: dict[Key, Candidate] = field(default_factory=dict)
     request: Request | None = None
     stacked: list[Candidate] = field(default_factory=list)
+    stopping: set[asyncio.Task[None]] = field(default_factory=set)
+    """Dropped candidates' tests being cancelled until they end (see :meth:`_drop`)."""
 
     def view(self) -> PipelineView:
         return PipelineView(self.request, tuple(c.view() for c in self.stacked))
@@ -161,11 +163,19 @@ class Pipeline:
         tasks = [c.task for c in self.candidates.values() if c.task is not None]
         self.cancel_all()
         await stop_all(tasks)  # cancelled again until each ends: one cancel can be lost
+        await asyncio.gather(*self.stopping)
 
     def _drop(self, key: Key) -> None:
+        """Forget a candidate and stop its test. One cancel can be lost inside a publish
+        (``bus.cancel``), and the dropped test would then run to its end for nothing, its
+        checks holding gate slots: it is cancelled again until it ends, in the background."""
         candidate = self.candidates.pop(key)
-        if candidate.task is not None and not candidate.task.done():
-            candidate.task.cancel()
+        task = candidate.task
+        if task is not None and not task.done():
+            task.cancel()
+            stopper = asyncio.create_task(stop_all([task]), name=f"stop {task.get_name()}")
+            self.stopping.add(stopper)
+            stopper.add_done_callback(self.stopping.discard)
 
     def _done(self, task: asyncio.Task[TrunkVerdict]) -> None:
         if not task.cancelled():
