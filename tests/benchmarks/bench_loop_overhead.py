@@ -14,7 +14,12 @@ marker at once, a reviewer that approves at once). Measured from the log of this
 * the raw baseline, measured in the same run: the project's check command run directly on
   the project's files, with no loopbus, best of three before the slice (its first trunk)
   and three after it (its final trunk), so a load spike at one end of the run does not
-  make the ratio look better than it is;
+  make the ratio look better than it is. ``python`` in the command resolves as the gate
+  runner resolves it (this interpreter's folder first on PATH): resolved through the
+  shell's PATH it can be a version manager's shim (pyenv's costs some 0.6 s a start on
+  the project's machine), which would inflate the baseline and flatter the ratio;
+* the tests check's wall and CPU seconds, raw and through the gate runner, so a slower
+  gate run shows as more work (CPU) or as waiting for the cores (wall above CPU);
 * where the rest goes (agents, gates, queueing, daemons and git) and the count of gate runs
   per unit by stage, from the log's own facts (:mod:`loop_breakdown`).
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -233,14 +239,34 @@ def agent_phases(events: list[Event]) -> tuple[dict[str, float], dict[str, float
     return between(UnitDispatched, CommitReport), between(ReviewRequested, ReviewVerdict)
 
 
-def raw_check(repo: Path) -> float:
-    """The check command on trunk's files, started directly (best of three)."""
-    best = float("inf")
+def raw_check(repo: Path) -> tuple[float, float]:
+    """The check command on trunk's files, started directly (best of three): its wall
+    time and the CPU seconds of that run's process tree."""
+    best = (float("inf"), 0.0)
+    # PATH as the gate runner gives it (workers.gates.environment.scrubbed_env).
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    env = dict(os.environ, PATH=path)
     for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(CHECK.split(), cwd=repo, capture_output=True, check=False)
-        best = min(best, time.perf_counter() - started)
+        subprocess.run(CHECK.split(), cwd=repo, env=env, capture_output=True, check=False)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        best = min(best, (wall, cpu))
     return best
+
+
+def gated_check_runs(events: list[Event], check: str) -> list[tuple[float, float]]:
+    """(wall, CPU seconds) of each run of ``check`` the gate runners actually made."""
+    return [
+        (event.duration_s, event.cost.cpu_s)
+        for event in events
+        if isinstance(event, GateResultRecorded)
+        and event.check == check
+        and event.cost is not None
+        and event.cost.cpu_s is not None
+    ]
 
 
 def main() -> int:
@@ -273,7 +299,7 @@ def main() -> int:
         )
         wall = time.perf_counter() - started
         porcelain.reset(str(repo), "hard", b"refs/heads/main")
-        raw = min(raw_before, raw_check(repo))
+        raw, raw_cpu = min(raw_before, raw_check(repo))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     total, gates, runs = measure(events)
@@ -314,6 +340,12 @@ def main() -> int:
         f"raw check run (no loopbus): {raw:.2f}s; one unit's gate runs cost "
         f"{median(gates.values()) / (raw * median(runs.values())):.2f}x the raw runs; "
         f"dispatch -> DONE is {median(total.values()) / raw:.1f}x one raw run"
+    )
+    gated = gated_check_runs(events, "tests")
+    print(
+        f"the tests check, raw: {raw:.2f}s wall, {raw_cpu:.2f}s CPU; through the gate runner "
+        f"({len(gated)} runs): median {median(w for w, _ in gated):.2f}s wall, "
+        f"{median(c for _, c in gated):.2f}s CPU (wall above CPU is waiting for the cores)"
     )
     for line in report(breakdown(events)):
         print(line)

@@ -353,7 +353,7 @@ def main() -> int:
         events, closed = asyncio.run(run_slice(root, repo, args.units, args.timeout))
         wall = time.perf_counter() - started
         porcelain.reset(str(repo), "hard", b"refs/heads/main")
-        raw = raw_check(repo)
+        raw, _raw_cpu = raw_check(repo)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     figures = Figures(events)
