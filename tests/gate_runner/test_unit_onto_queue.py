@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gate_repos import GitRepo, config
+from gate_repos import GitRepo, config, merger_gates
 from logkit import log_events, of
 
 from bus import Bus
@@ -18,11 +18,9 @@ from projections import gates
 from schemas import new_id
 from schemas.gates import GateSuiteCompleted
 from workers.gates.runner import GateRunner
-from workers.gates.signing import load_or_create
 from workers.gates.unitgate import UnitScope, gate_unit
 from workers.kernel.oneshot import carry_out
 from workers.merger import gitops
-from workers.merger.gates import RunnerTrunkGates
 
 # The check reads what the queued unit ahead may change, so a wrong tree answers wrongly.
 CHECK = (
@@ -48,11 +46,6 @@ class Queue:
         attempt = gitops.merge(self.repo.path, ours, theirs, "merge")
         assert attempt.commit is not None
         return attempt.commit
-
-
-def merger_gates(bus: Bus, repo: GitRepo, tmp_path: Path, project: str) -> RunnerTrunkGates:
-    signer = load_or_create(tmp_path / "merger-data", "merger")
-    return RunnerTrunkGates(GateRunner(bus, repo.path, signer, principal="merger", project=project))
 
 
 async def test_the_candidate_stacked_on_the_queue_reuses_the_units_run(
