@@ -247,6 +247,7 @@ class _Puller:
         msg = self.buffer.popleft()
         if len(self.buffer) < self.batch // 2:
             await self.top_up()
+            raise_if_cancelled()  # not only once the buffer has drained
         return msg
 
 

@@ -164,10 +164,8 @@ class GateSuiteCompleted(EventBase, frozen=True, kw_only=True, tag="gate.suite_c
     of the others."""
     onto: GitSha | None = None
     """A unit's suite run on its merge onto trunk: the trunk commit ``commit`` was merged
-    onto, or the trunk the merge queue will make (trunk with the heads queued ahead merged
-    in, a commit no ref points at), and ``tree`` is the merge's tree, the one the checks
-    ran on (``None``: the checks ran on ``commit``'s own tree). Absent from suites signed
-    before it existed."""
+    onto, and ``tree`` is the merge's tree, the one the checks ran on (``None``: the
+    checks ran on ``commit``'s own tree). Absent from suites signed before it existed."""
 
     def __post_init__(self) -> None:
         if self.error and self.outcome != "error":

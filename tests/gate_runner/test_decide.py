@@ -11,7 +11,6 @@ from projections.intents import Intent, Publish
 from schemas import Actor, Event, FindingRaised, UnitTransitioned
 from schemas.gates import GateRunRequested, GateSuiteCompleted, SuiteEntry
 from schemas.ids import new_id
-from schemas.merges import MergeConflicted, MergeQueued, TrunkAdvanced
 from workers.gate_runner.decide import FOLD, TRUNK, TrunkSeen, decide
 from workers.gate_runner.effects import RUN, RunSuite
 from workers.gates.signing import Signer
@@ -117,60 +116,3 @@ def test_trunk_is_asked_for_unless_a_suite_or_an_ask_exists(signer: Signer) -> N
     assert runs(pending) == [ask.id] and not [i for i in pending if isinstance(i, Publish)]
     done = [signer.registration(P, SYSTEM), ask, suite(signer, ask.id, sha)]
     assert decide(world(done, outside=seen), 2) == []
-
-
-def queued(unit: str, head: str) -> MergeQueued:
-    return MergeQueued(
-        project=P,
-        actor=SYSTEM,
-        unit=unit,
-        head=head,
-        approval=new_id(),
-        approver="r1",
-        via="verdict",
-        cause=new_id(),
-    )
-
-
-def aheads(events: list[Event]) -> dict[str, tuple[str, ...]]:
-    return {
-        i.job.unit or "": i.ahead for i in decide(world(events), jobs=8) if isinstance(i, RunSuite)
-    }
-
-
-def test_a_units_commit_is_run_with_the_heads_queued_ahead_of_it() -> None:
-    """The merge queue, followed from the merger's facts, names the trunk a unit's commit
-    will merge onto: every queued head but its own unit's, in queue order; a landed head
-    leaves it, and so does one whose unit moved on without it or that conflicted."""
-    b, d = queued("B", "b" * 40), queued("D", "d" * 40)
-    asks = [commit_of("C", "c" * 40)]
-    assert aheads([b, d, *asks]) == {"C": ("b" * 40, "d" * 40)}
-    assert aheads([b, d, commit_of("B", "e" * 40)]) == {"B": ("d" * 40,)}  # not its own
-    landed = TrunkAdvanced(
-        project=P,
-        actor=SYSTEM,
-        trunk="main",
-        unit="B",
-        commit="b" * 40,
-        merge="f" * 40,
-        tree="f" * 40,
-        previous="0" * 40,
-        cause=b.id,
-    )
-    assert aheads([b, d, landed, *asks]) == {"C": ("d" * 40,)}
-    returned = UnitTransitioned(
-        project=P, actor=SYSTEM, unit="D", state="working", prior="working", by="returned"
-    )
-    assert aheads([b, d, returned, *asks]) == {"C": ("b" * 40,)}
-    conflicted = MergeConflicted(
-        project=P,
-        actor=SYSTEM,
-        unit="B",
-        head="b" * 40,
-        base="0" * 40,
-        paths=["x.py"],
-        finding=new_id(),
-        cause=b.id,
-    )
-    assert aheads([b, d, conflicted, *asks]) == {"C": ("d" * 40,)}
-    assert aheads([b, request("c" * 40, reason="manual")]) == {"": ()}  # only a unit's commit

@@ -45,7 +45,7 @@ from schemas.subjects import (
     lease_subjects,
     ratchet_subjects,
     slice_subjects,
-    trunk_subjects,
+    trunk_subject,
     unit_subjects,
 )
 from workers import repository
@@ -116,9 +116,7 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
             ratchet_subjects(self.catalogue),
             charter_approved_subjects(p),  # the charter's test files are frozen for units
             lease_subjects(p, "gate"),
-            # A move wakes the trunk watch (the mirror fetched first); the merge queue's
-            # facts say which trunk a unit's commit will merge onto.
-            *trunk_subjects(p),
+            trunk_subject(p),  # a move wakes the trunk watch (the mirror fetched first)
         ]
 
     def fold(self, states: dict[str, Any], record: Record) -> Sequence[FoldFailure]:
@@ -151,27 +149,25 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
 
     async def perform(self, effect: GateRunnerEffect) -> Sequence[GateRunnerIntent]:
         match effect:
-            case RunSuite(job=job, advisory=advisory, ahead=ahead):
+            case RunSuite(job=job, advisory=advisory):
                 # Under a lease, released after the suite's facts (the item is free again
                 # only once its answer is on the log); nothing when another replica took it.
-                work = self._run_suite(job, advisory, ahead)
+                work = self._run_suite(job, advisory)
                 return await answered_under_lease(self.runner.bus, self.actor, effect, work)
             case _:
                 assert_never(effect)
 
     async def _run_suite(
-        self, job: Job, advisory: ratchet.Advisory | None, ahead: Sequence[str] = ()
+        self, job: Job, advisory: ratchet.Advisory | None
     ) -> Sequence[GateRunnerIntent]:
         """The suite's batches, for the kernel to publish: it decides again for the project
         only once it has folded them back (its barrier), so the ask is not run twice."""
         structlog.contextvars.bind_contextvars(cause=job.cause, commit=job.commit, unit=job.unit)
-        suite = await self._run(job, advisory, ahead)
+        suite = await self._run(job, advisory)
         log.info("gate.suite", outcome=suite.outcome, error=suite.error or None)
         return suite.intents
 
-    async def _run(
-        self, job: Job, advisory: ratchet.Advisory | None, ahead: Sequence[str] = ()
-    ) -> SuiteResult:
+    async def _run(self, job: Job, advisory: ratchet.Advisory | None) -> SuiteResult:
         """The suite, tried up to ``RETRIES`` times; a bus failure is the kernel's to retry.
         Which gates only report the decision read from the ratchet fold."""
         delay = RETRY_FIRST_S
@@ -186,7 +182,6 @@ class GateRunnerDaemon(Daemon[GateRunnerEffect]):
                         scope=job.scope,
                         trunk=self.trunk,
                         force=job.force,
-                        ahead=ahead,
                     )
                 return await self.runner.evaluate(
                     job.commit,

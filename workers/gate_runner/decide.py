@@ -23,7 +23,6 @@ from schemas.authority import REFUSAL_CLASS
 from schemas.charter import CharterApproved
 from schemas.gates import GateRunRequested, GateSuiteCompleted
 from schemas.ids import answer_id
-from schemas.merges import MergeConflicted, MergeQueued, TrunkAdvanced
 from schemas.slices import SlicePlanAccepted, SlicePlanDiscarded, UnitDispatched
 from schemas.targets import RecordTarget
 from workers.gate_runner.effects import RUN, GateRunnerIntent, Job, RunSuite
@@ -44,14 +43,6 @@ class Planned(msgspec.Struct):
     slice: str = ""
 
 
-class Queued(msgspec.Struct):
-    """A head in the merge queue, as the merger's own facts put it there."""
-
-    queued: str
-    unit: str
-    head: str
-
-
 class GateWork(msgspec.Struct):
     """The ``gates`` projection, the asks it does not answer yet (in log order), and the
     planned units (their files, criteria and dispatch base)."""
@@ -65,8 +56,6 @@ class GateWork(msgspec.Struct):
     but a skeleton slice's, whose tests the operator reviews before anything is built."""
     skeletons: list[str] = []
     """Skeleton slices accepted."""
-    queue: list[Queued] = []
-    """The merge queue, in order: a unit's commit is gated on the trunk it will make."""
 
 
 def scope_of(state: GateWork, unit: str) -> UnitScope:
@@ -119,7 +108,6 @@ def apply(state: GateWork, event: Event) -> GateWork:
                 state.skeletons.remove(plan.slice)
         case SlicePlanDiscarded(slice=discarded) if discarded in state.skeletons:
             state.skeletons.remove(discarded)
-    follow_queue(state, event)
     job = trigger(event, state)
     if job is not None and not gates.is_answered(state.gates, job.cause):
         if job.unit is not None and job.reason == "unit":
@@ -132,34 +120,6 @@ def apply(state: GateWork, event: Event) -> GateWork:
         case GateSuiteCompleted(cause=str(cause)) if gates.is_answered(state.gates, cause):
             state.asks.pop(cause, None)  # verified only: a forged suite answers none
     return state
-
-
-def follow_queue(state: GateWork, event: Event) -> None:
-    """The merge queue as the merger holds it (:mod:`projections.merges`): a head joins on
-    ``merge.queued`` and leaves when it lands, conflicts, or its unit moves on without it
-    (returned to work, a newer commit, done)."""
-    match event:
-        case MergeQueued():
-            state.queue.append(Queued(queued=event.id, unit=event.unit, head=event.head))
-        case TrunkAdvanced():
-            state.queue = [q for q in state.queue if q.unit != event.unit]
-        case MergeConflicted():
-            state.queue = [q for q in state.queue if q.queued != event.cause]
-        case UnitTransitioned():
-            stands = event.state == "working" and event.ready
-            state.queue = [
-                q
-                for q in state.queue
-                if q.unit != event.unit
-                or (stands and (event.commit is None or event.commit == q.head))
-            ]
-
-
-def ahead_of(state: GateWork, job: Job) -> tuple[str, ...]:
-    """The heads queued before a unit's commit: every one in the queue but its own unit's."""
-    if job.reason != "unit" or job.unit is None:
-        return ()
-    return tuple(q.head for q in state.queue if q.unit != job.unit)
 
 
 FOLD = Fold(name="gate_work", state_type=GateWork, initial=GateWork, apply=apply)
@@ -194,21 +154,14 @@ def decide(world: World, jobs: int, lease: Policy | None = None) -> list[GateRun
                 "gate",
                 job.cause,
                 f"{job.reason} {job.commit[:12]}" + (f" unit {job.unit}" if job.unit else ""),
-                RunSuite(
-                    project=world.project,
-                    job=job,
-                    advisory=advisory,
-                    ahead=ahead_of(work, job),
-                ),
+                RunSuite(project=world.project, job=job, advisory=advisory),
             )
             for job in work.asks.values()
         ]
         return [*intents, *claim(world, items, lease)]
     free = jobs - sum(1 for key in world.running if key.startswith(f"{RUN}:"))
     for job in work.asks.values():
-        effect = RunSuite(
-            project=world.project, job=job, advisory=advisory, ahead=ahead_of(work, job)
-        )
+        effect = RunSuite(project=world.project, job=job, advisory=advisory)
         if free <= 0:
             break
         if effect.key in world.running or effect.key in world.failed:

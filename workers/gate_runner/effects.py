@@ -37,9 +37,6 @@ class RunSuite(Effect, frozen=True, tag="gate_runner.run_suite.v1"):
 
     job: Job
     advisory: Advisory | None = None
-    ahead: tuple[str, ...] = ()
-    """For a unit's commit: the heads queued for merging before it, in queue order (the
-    trunk its merge candidate will sit on; see :func:`workers.gates.unitgate.gate_unit`)."""
 
     @property
     def key(self) -> str:

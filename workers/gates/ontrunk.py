@@ -5,10 +5,7 @@ runs whenever trunk moved since the unit's base: the trees differ. Gating the un
 as the merge the merger would make of it onto trunk *now* makes the two the same tree while
 trunk stays put, so the candidate's suite is answered from the cache (same tree, same check
 definition) and a unit costs one run. When trunk moves in between, the candidate's tree is
-new and it runs: nothing here is trusted across trunks. Trunk moves most often because
-units queued ahead land first, so with heads queued ahead the commit is gated first on the
-trunk they will make (:func:`merge_onto_queue`, the merger's own stacking): then the
-candidate is that tree too, whether it is stacked on them or made once they have landed.
+new and it runs: nothing here is trusted across trunks.
 
 Why that holds against a hostile unit: a result is keyed by ``(check, inputs, config_sha)``
 with ``inputs`` read from the tree the check actually ran on (here, the merge's), so a
@@ -30,7 +27,6 @@ Blocking functions (dulwich) are called in a worker thread by :mod:`.unitgate`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,8 +60,6 @@ class OnTrunk:
     gated: str | None = None
     merge_base: str | None = None
     conflicts: list[ConflictFile] = field(default_factory=list)
-    ahead: tuple[str, ...] = ()
-    """The queued heads merged into trunk to make ``onto`` (empty: ``onto`` is trunk's tip)."""
 
 
 def merge_onto(repo: Path, head: str, trunk: str | None) -> OnTrunk | None:
@@ -88,49 +82,6 @@ def merge_onto(repo: Path, head: str, trunk: str | None) -> OnTrunk | None:
     if not attempt.clean:
         return OnTrunk(head=sha, onto=onto, merge_base=attempt.base, conflicts=attempt.conflicts)
     return OnTrunk(head=sha, onto=onto, gated=attempt.commit, merge_base=attempt.base)
-
-
-def merge_onto_queue(
-    repo: Path, head: str, trunk: str | None, ahead: Sequence[str]
-) -> OnTrunk | None:
-    """``head`` merged onto the trunk the merge queue will make: trunk's tip with each head
-    in ``ahead`` (the units queued before this one, in queue order) merged in as the merger
-    stacks its candidates. ``None`` when there is nothing queued ahead, no trunk, or the
-    prediction cannot be made whole (a queued head this clone lacks, or any of the merges,
-    the unit's own included, conflicts): the unit is then gated onto trunk's tip alone,
-    and a conflict is only ever reported against trunk itself."""
-    if not ahead or trunk is None:
-        return None
-    try:
-        with repository.open_repo(repo) as opened:
-            base = repository.trunk_commit(opened, trunk).id.decode()
-            unit = repository.commit_at(opened, head).id.decode()
-            for queued in ahead:
-                repository.commit_at(opened, queued)
-    except (RepoError, KeyError):
-        return None
-    tip = base
-    for queued in ahead:
-        message = (
-            f"Predict trunk {tip[:12]} with queued head {queued[:12]} merged in\n\n"
-            "Written by the gate runner to test a unit on the trunk the merge queue will "
-            "make; no ref points at it.\n"
-        )
-        attempt = merge(repo, base, queued, message)
-        if attempt.commit is None:
-            return None
-        base = attempt.commit
-    message = (
-        f"Gate {unit[:12]} as its merge onto trunk {tip[:12]} and the {len(ahead)} "
-        "head(s) queued ahead of it\n\nWritten by the gate runner to test a unit; no ref "
-        "points at it.\n"
-    )
-    attempt = merge(repo, base, unit, message)
-    if attempt.commit is None:
-        return None
-    return OnTrunk(
-        head=unit, onto=base, gated=attempt.commit, merge_base=attempt.base, ahead=tuple(ahead)
-    )
 
 
 def restate(signer: Signer, suite: SuiteResult, on: OnTrunk) -> SuiteResult:

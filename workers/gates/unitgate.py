@@ -6,10 +6,9 @@ dispatched on — the ``base`` of the system's own ``unit.dispatched`` fact, or,
 planned outside a dispatched slice, its merge base with trunk — and checked against the
 plan (:mod:`.scope`). A breach is not gated: the ask is answered with an error suite that
 ran nothing and one ``scope-breach`` finding listing every breach. Otherwise the commit is
-gated as its merge onto trunk's tip (:mod:`.ontrunk`), or first onto the trunk the merge
-queue will make when heads are queued ahead of it, with that trunk's configuration, and
-must keep every test trunk runs; a commit that does not merge onto trunk is answered with
-an error suite and a ``unit-merge`` finding naming the conflicts.
+gated as its merge onto trunk's tip (:mod:`.ontrunk`), with trunk's configuration, and must
+keep every test trunk runs; a commit that does not merge onto trunk is answered with an
+error suite and a ``unit-merge`` finding naming the conflicts.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
 from schemas.targets import RecordTarget
 from workers import repository
 from workers.errors import CONFIG_FILE, RepoError
@@ -29,8 +26,6 @@ from workers.gates import ontrunk
 from workers.gates.runner import GateRunner, SuiteResult
 from workers.gates.scope import Breach, breaches
 from workers.gates.verdicts import Finding
-
-log = structlog.get_logger()
 
 SCOPE_CRITERION = "unit-scope"
 
@@ -91,36 +86,15 @@ async def gate_unit(
     scope: UnitScope,
     trunk: str | None,
     force: bool = False,
-    ahead: Sequence[str] = (),
 ) -> SuiteResult:
     """Check ``commit``'s scope; gate it with its base's configuration when in scope. The
-    suite is returned unpublished (its ``batches``), as :meth:`GateRunner.evaluate`'s.
-
-    ``ahead``: the heads queued for merging before this unit, in queue order. The commit is
-    then gated first on the trunk they will make (:func:`.ontrunk.merge_onto_queue`), so
-    that its merge candidate, stacked on them, is the same tree and answered from the
-    cache. Only a green suite there answers the ask: a red or failed one may be the
-    queued units' doing, so the unit is then judged on trunk's tip alone."""
+    suite is returned unpublished (its ``batches``), as :meth:`GateRunner.evaluate`'s."""
     try:
         head, base, found = await asyncio.to_thread(read_scope, runner.repo, commit, scope, trunk)
     except RepoError:
         return await runner.evaluate(commit, unit=unit, reason="unit", cause=cause)
     if found:
         return await refuse(runner, head, base, found, unit=unit, cause=cause)
-    queued = await asyncio.to_thread(ontrunk.merge_onto_queue, runner.repo, head, trunk, ahead)
-    if queued is not None and queued.gated is not None:
-        suite = await runner.evaluate(
-            queued.gated,
-            unit=unit,
-            reason="unit",
-            cause=cause,
-            force=force,
-            trunk=queued.onto,
-            criteria=scope.criteria,
-        )
-        if suite.green:
-            return ontrunk.restate(runner.signer, suite, queued)
-        log.info("gate.unit_ahead_red", unit=unit, ahead=list(ahead), outcome=suite.outcome)
     on = await asyncio.to_thread(ontrunk.merge_onto, runner.repo, head, trunk)
     if on is not None and on.gated is None:
         return await unmerged(runner, on, unit=unit, cause=cause)
