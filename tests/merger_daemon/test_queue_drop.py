@@ -43,15 +43,20 @@ def candidate(key: tuple[str, str, str], task: asyncio.Task[Any]) -> Candidate:
     return Candidate(key=key, entry=entry, attempt=attempt, ahead=[], task=task)
 
 
-async def test_a_dropped_candidate_whose_cancel_is_lost_is_cancelled_again() -> None:
+async def dropped() -> tuple[Pipeline, asyncio.Task[Any], list[str]]:
+    """A pipeline whose one candidate's test, running, has just been dropped."""
     pipeline = Pipeline(repo=Path("."), trunk="main", gates=None)  # type: ignore[arg-type]
     lost: list[str] = []
     testing = asyncio.create_task(loses_its_first_cancel(lost))
     key = ("t" * 40, "U1", "h" * 40)
     pipeline.candidates[key] = candidate(key, testing)
     await asyncio.sleep(0)  # the test is running
-
     pipeline.keep(set())  # a new stack without it: dropped
+    return pipeline, testing, lost
+
+
+async def test_a_dropped_candidate_whose_cancel_is_lost_is_cancelled_again() -> None:
+    pipeline, testing, lost = await dropped()
 
     # Before the fix the one cancel was all it got: the test ran its full 60 s.
     done, _ = await asyncio.wait([testing], timeout=10)
@@ -64,13 +69,7 @@ async def test_a_dropped_candidate_whose_cancel_is_lost_is_cancelled_again() -> 
 
 
 async def test_close_waits_for_dropped_candidates_to_end() -> None:
-    pipeline = Pipeline(repo=Path("."), trunk="main", gates=None)  # type: ignore[arg-type]
-    lost: list[str] = []
-    testing = asyncio.create_task(loses_its_first_cancel(lost))
-    key = ("t" * 40, "U1", "h" * 40)
-    pipeline.candidates[key] = candidate(key, testing)
-    await asyncio.sleep(0)
-    pipeline.keep(set())
+    pipeline, testing, _lost = await dropped()
 
     async with asyncio.timeout(10):
         await pipeline.close()
