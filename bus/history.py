@@ -9,6 +9,7 @@ in its data directory. A daemon that finds the log gone stops with one line sayi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -45,6 +46,23 @@ class HistoryMissing(BusError):
         self.evidence = evidence
 
 
+class HistoryUnreadable(BusError):
+    """Raised instead of creating a log when the buckets that would say whether history
+    existed could not be read: not knowing is no evidence that there was none."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(
+            f"the log (stream {LOG_STREAM}) at {url} is gone, and whether history existed "
+            f"could not be read ({reason}); refusing to create an empty one: start again once "
+            "the server answers"
+        )
+        self.reason = reason
+
+
+class EvidenceUnreadable(Exception):
+    """A bucket that may hold evidence of history did not answer."""
+
+
 class StreamNotAtStart(BusError):
     """Raised by provisioning when the log does not start at sequence 1."""
 
@@ -78,19 +96,36 @@ def recorded(data_dir: Path | None) -> str | None:
     return f"{path} records it, created {body.get('created')}"
 
 
+READ_ATTEMPTS = 3
+"""Tries at reading one bucket's keys before it counts as unreadable (1 s, then 2 s apart)."""
+
+
 async def bucket_evidence(js: nats.js.JetStreamContext) -> str | None:
-    """A checkpoint, view or beacon in the buckets means daemons folded a log here."""
+    """A checkpoint, view or beacon in the buckets means daemons folded a log here.
+
+    Raises :class:`EvidenceUnreadable` when a bucket does not answer after
+    :data:`READ_ATTEMPTS` tries: a busy server's timeout once counted as "no evidence", and
+    a daemon then created an empty log where history had existed."""
     for bucket in (PROJECTION_BUCKET, WORKER_BUCKET):
-        try:
-            kv = await js.key_value(bucket)
-            keys = await kv.keys()
-        except (nats.js.errors.BucketNotFoundError, nats.js.errors.NoKeysError):
-            continue
-        except (TimeoutError, nats.errors.Error):
-            continue  # unreadable is not evidence; the data-dir record may still be
+        keys = await _keys(js, bucket)
         if keys:
             return f"bucket {bucket} holds {len(keys)} key(s), e.g. {sorted(keys)[0]!r}"
     return None
+
+
+async def _keys(js: nats.js.JetStreamContext, bucket: str) -> list[str]:
+    """The bucket's keys; none when it does not exist or is empty."""
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            kv = await js.key_value(bucket)
+            return list(await kv.keys())
+        except (nats.js.errors.BucketNotFoundError, nats.js.errors.NoKeysError):
+            return []
+        except (TimeoutError, nats.errors.Error) as exc:
+            if attempt == READ_ATTEMPTS:
+                raise EvidenceUnreadable(f"bucket {bucket}: {type(exc).__name__}") from exc
+            await asyncio.sleep(attempt)
+    return []
 
 
 async def evidence(js: nats.js.JetStreamContext, data_dir: Path | None) -> str | None:
@@ -114,7 +149,10 @@ async def require_log(
         return
     except nats.js.errors.NotFoundError:
         pass
-    found = await evidence(js, data_dir)
+    try:
+        found = await evidence(js, data_dir)
+    except EvidenceUnreadable as exc:
+        raise HistoryUnreadable(url, str(exc)) from exc
     if found is not None:
         raise HistoryMissing(url, found)
     if not may_create:
@@ -134,8 +172,13 @@ async def check_history(bus: Bus, adopt: bool) -> None:
     try:
         info = await bus.js.stream_info(LOG_STREAM)
     except nats.js.errors.NotFoundError:
-        found = await bucket_evidence(bus.js)
-        if found is not None and not adopt:
+        if adopt:
+            return
+        try:
+            found = await bucket_evidence(bus.js)
+        except EvidenceUnreadable as exc:
+            raise HistoryUnreadable(bus.url, str(exc)) from exc
+        if found is not None:
             raise HistoryMissing(bus.url, found) from None
         return
     first = int(info.state.first_seq or 0)

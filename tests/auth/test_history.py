@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ from bus import (
     ensure_log,
     free_port,
 )
-from bus.provision import log_config
+from bus.history import EvidenceUnreadable, bucket_evidence
+from bus.provision import WORKER_BUCKET, log_config
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 INTEGRITY = [sys.executable, "-m", "workers.integrity"]
@@ -188,3 +190,40 @@ def test_provision_needs_the_admin_credential(secured: Secured) -> None:
             await nc.close()
 
     asyncio.run(loosen_and_provision())
+
+
+def test_buckets_that_do_not_answer_are_no_evidence_that_history_never_existed(
+    tmp_path: Path,
+) -> None:
+    """A busy server that times out on the bucket read once counted as "no evidence", and
+    a daemon then created an empty log where one had existed (seen in CI on the test
+    above). The server here is real and really stops answering (SIGSTOP): the read is
+    tried again, then refused as unreadable, not taken as "nothing was here"."""
+    server = EmbeddedServer(tmp_path / "bare", port=free_port(), auth=None)
+    asyncio.run(server.start())
+    assert server.process is not None
+
+    async def read_while_stopped() -> BaseException | str | None:
+        bus = await connect(server.url)
+        try:
+            await ensure_log(bus.js)
+            kv = await bus.js.key_value(WORKER_BUCKET)
+            await kv.put("health.integrity", b"{}")
+            assert await bucket_evidence(bus.js) is not None  # answered: evidence
+            assert server.process is not None
+            server.process.send_signal(signal.SIGSTOP)
+            try:
+                return await bucket_evidence(bus.js)
+            except EvidenceUnreadable as exc:
+                return exc
+            finally:
+                server.process.send_signal(signal.SIGCONT)
+        finally:
+            await bus.close()
+
+    try:
+        found = asyncio.run(read_while_stopped())
+        assert isinstance(found, EvidenceUnreadable), f"an unanswered read counted as {found!r}"
+        assert "bucket" in str(found)
+    finally:
+        server.stop()
