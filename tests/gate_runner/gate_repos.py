@@ -10,11 +10,6 @@ from dulwich.index import commit_tree
 from dulwich.objects import Blob, Commit
 from dulwich.repo import Repo
 
-from bus import Bus
-from workers.gates.runner import GateRunner
-from workers.gates.signing import load_or_create
-from workers.merger.gates import RunnerTrunkGates
-
 
 class GitRepo:
     """A repository whose commits are whole snapshots: ``commit({path: text})``."""
@@ -124,9 +119,3 @@ def pytest_project(
     }
     base.update({_path(k): v for k, v in files.items()})
     return base
-
-
-def merger_gates(bus: Bus, repo: GitRepo, tmp_path: Path, project: str) -> RunnerTrunkGates:
-    """Trunk gates as the merger runs them: a runner of its own, with a key of its own."""
-    signer = load_or_create(tmp_path / "merger-data", "merger")
-    return RunnerTrunkGates(GateRunner(bus, repo.path, signer, principal="merger", project=project))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-from gate_repos import GitRepo, config, merger_gates
+from gate_repos import GitRepo, config
 from logkit import log_events, of
 
 from bus import Bus
@@ -24,6 +24,7 @@ from workers.gates.signing import load_or_create
 from workers.gates.unitgate import UnitScope, gate_unit
 from workers.kernel.oneshot import carry_out
 from workers.merger import gitops
+from workers.merger.gates import RunnerTrunkGates
 
 # The check reads the module trunk moves, so a wrong tree gives a wrong answer.
 CHECK = (
@@ -57,6 +58,11 @@ class Trunk:
         attempt = gitops.merge(self.repo.path, self.main, self.head, "merge the unit")
         assert attempt.commit is not None
         return attempt.commit
+
+
+def merger_gates(bus: Bus, repo: GitRepo, tmp_path: Path, project: str) -> RunnerTrunkGates:
+    signer = load_or_create(tmp_path / "merger-data", "merger")
+    return RunnerTrunkGates(GateRunner(bus, repo.path, signer, principal="merger", project=project))
 
 
 async def test_the_candidate_on_an_unmoved_trunk_reuses_the_units_run_on_trunk(
