@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from cancelkit import LosesCancels
 from logkit import findings
 
 from bus import Bus, read
@@ -23,34 +24,28 @@ from schemas import project_subjects
 
 class LosesCancelsOnCreate:
     """The real JetStream context, except that a cancel landing while a consumer is being
-    re-created is lost: the request completes and returns, the task's cancel still counted
-    (``cancelling()``), as with 3.11's ``wait_for``."""
+    re-created is lost (:mod:`cancelkit`): the request completes and returns, and the task
+    carries on."""
 
     def __init__(self, js: Any) -> None:
         self.js = js
         self.consumers: list[str] = []
         self.recreating = asyncio.Event()
-        self.lost = 0
+        self.cancels = LosesCancels()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.js, name)
 
-    async def add_consumer(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.consumers:
-            info = await self.js.add_consumer(*args, **kwargs)
-            self.consumers.append(str(info.name))
-            return info
-        created = asyncio.ensure_future(self._slowly(*args, **kwargs))
-        self.recreating.set()
-        try:
-            return await asyncio.shield(created)
-        except asyncio.CancelledError:
-            self.lost += 1
-            return await created  # the answer arrives; the cancel is gone with the wait
+    @property
+    def lost(self) -> int:
+        return self.cancels.lost
 
-    async def _slowly(self, *args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(0.3)  # an answer under load: long enough for the cancel to land
-        info = await self.js.add_consumer(*args, **kwargs)
+    async def add_consumer(self, *args: Any, **kwargs: Any) -> Any:
+        first = not self.consumers
+        if not first:
+            self.recreating.set()
+        call = self.js.add_consumer(*args, **kwargs)
+        info = await (call if first else self.cancels.through(call))
         self.consumers.append(str(info.name))
         return info
 

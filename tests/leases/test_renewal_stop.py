@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from cancelkit import LosesCancels
 from logkit import log_events, of
 
 from bus import Bus
@@ -24,33 +25,29 @@ from workers.leases.decide import Held
 SYSTEM = Actor(role="system", principal="gate-runner@tests")
 
 
-class LosesCancels:
+class LosesAPublishCancel:
     """The real bus, except that a cancel landing while a conditional publish waits for
-    its acknowledgement is lost: the publish completes and returns its ack, and the task
-    carries on, its cancel still counted (``cancelling()``), as with 3.11's ``wait_for``."""
+    its acknowledgement is lost (:mod:`cancelkit`): the publish completes and returns its
+    ack, and the task carries on."""
 
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
         self.publishing = asyncio.Event()
-        self.lost = 0
+        self.cancels = LosesCancels()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.bus, name)
 
+    @property
+    def lost(self) -> int:
+        return self.cancels.lost
+
     async def publish_transition(self, event: Event, seq: int) -> Any:
-        stored = asyncio.ensure_future(self._slowly(event, seq))
         self.publishing.set()
         try:
-            return await asyncio.shield(stored)
-        except asyncio.CancelledError:
-            self.lost += 1
-            return await stored  # the ack arrives; the cancel is gone with the wait
+            return await self.cancels.through(self.bus.publish_transition(event, seq))
         finally:
             self.publishing.clear()
-
-    async def _slowly(self, event: Event, seq: int) -> Any:
-        await asyncio.sleep(0.3)  # an ack under load: long enough for the cancel to land
-        return await self.bus.publish_transition(event, seq)
 
 
 async def test_a_lost_cancel_does_not_keep_a_finished_items_lease_renewed(
@@ -59,7 +56,7 @@ async def test_a_lost_cancel_does_not_keep_a_finished_items_lease_renewed(
     taking = LeaseTaken(project=project, actor=SYSTEM, work="gate", item="u1", holder="me", ttl_s=1)
     ack = await bus.publish_transition(taking, 0)
     held = Held(project, "gate", "u1", "me", 1, ack.seq, None)  # no deadline: nothing ends it
-    losing = LosesCancels(bus)
+    losing = LosesAPublishCancel(bus)
 
     async def work() -> str:
         await losing.publishing.wait()  # it returns while a renewal is being acknowledged
