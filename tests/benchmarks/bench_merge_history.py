@@ -109,13 +109,25 @@ class Verdict:
     wrong: str  # why the clean result is wrong, or ""
 
 
-def _renamed(text: str, side: dict[str, str]) -> bool:
+def _renamed(text: str, side: dict[str, str], base: dict[str, str]) -> bool:
     """Whether `side` holds a declaration mostly made of `text`'s lines (a rename).
 
     A name's declarations are joined by NUL (a TypeScript interface and a class may
     share one name); each is compared on its own.
     """
     lines = text.replace("\0", "\n").splitlines()
+    if len(lines) <= 3:
+        # A declaration of a line or three renamed shares no line with its old self
+        # (`type IToastDemo = …` became `type ToastDemo = …`): compare its characters,
+        # as the driver's matching does for entities this short, with the names the
+        # side newly declares (short declarations alike by characters abound).
+        return any(
+            difflib.SequenceMatcher(None, text, one, autojunk=False).ratio() >= 0.6
+            for name, joined in side.items()
+            if name not in base
+            for one in joined.split("\0")
+            if one
+        )
     return any(
         difflib.SequenceMatcher(None, lines, one.splitlines(), autojunk=False).ratio() >= 0.5
         for joined in side.values()
@@ -148,7 +160,8 @@ class Facts:
                 kept = self.defined[keeper].get(name)
                 if name in self.defined[deleter] or kept is None or kept == text:
                     continue
-                if not self.contested and not _renamed(text, self.defined[deleter]):
+                renamed = _renamed(text, self.defined[deleter], self.defined["base"])
+                if not self.contested and not renamed:
                     self.contested = (
                         f"defined and deleted: {name.split(' ', 1)[1]} ({deleter} deleted)"
                     )

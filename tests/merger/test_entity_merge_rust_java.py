@@ -183,10 +183,24 @@ def test_java_an_added_overload_is_not_taken_for_an_edit_of_its_namesake() -> No
     assert b"return total() + extra;" in result.content
 
 
-def test_java_a_signature_change_against_a_body_edit_is_a_conflict() -> None:
-    """Ours gives `total` a parameter; theirs edits its body: no silent pick of either."""
+def test_java_a_signature_change_next_to_a_body_edit_keeps_both() -> None:
+    """Ours gives `total` a parameter; theirs edits the line below: neither edit is lost.
+
+    The two lines touch, so a line merge calls it a clash; their words do not overlap.
+    """
     ours = _edit(JAVA_BASE, (b"public int total() {", b"public int total(int extra) {"))
     theirs = _edit(JAVA_BASE, (b"        int sum = 0;\n", b"        int sum = items.size();\n"))
+    result = merge_file(JAVA_BASE, ours, theirs, "src/shop/Cart.java")
+    assert result.clean, result.conflicts
+    assert result.content == _edit(
+        ours, (b"        int sum = 0;\n", b"        int sum = items.size();\n")
+    )
+
+
+def test_java_a_signature_change_against_a_body_edit_on_one_line_is_a_conflict() -> None:
+    """Both sides change the parameter list of `total`, differently: no silent pick."""
+    ours = _edit(JAVA_BASE, (b"public int total() {", b"public int total(int extra) {"))
+    theirs = _edit(JAVA_BASE, (b"public int total() {", b"public int total(long extra) {"))
     result = merge_file(JAVA_BASE, ours, theirs, "src/shop/Cart.java")
     assert not result.clean
 

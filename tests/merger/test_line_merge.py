@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.entity_merge.line_merge import (
-    _matching_blocks,
     _myers,
+    matching_blocks,
     merge_lines,
     split_lines,
 )
@@ -168,6 +168,6 @@ def test_very_different_files_still_get_a_valid_alignment() -> None:
     """Past the Myers budget the approximate matcher still yields in-order equal runs."""
     a = [f"a{i % 40}\n".encode() for i in range(2500)]
     b = [f"a{(i * 7) % 40}\n".encode() for i in range(2500)]
-    blocks = _matching_blocks(a, b)
+    blocks = matching_blocks(a, b)
     assert blocks[-1] == (len(a), len(b), 0)
     _assert_valid(blocks, a, b)

@@ -10,12 +10,14 @@ changed it, and is a conflict only when both sides changed it differently.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
     "Clash",
     "LineMerge",
     "Stable",
+    "matching_blocks",
     "merge3",
     "merge_lines",
     "render",
@@ -170,7 +172,7 @@ def _myers_matchable(a: list[int], b: list[int]) -> list[tuple[int, int, int]] |
     return blocks
 
 
-def _matching_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]]:
+def matching_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]]:
     """(a_start, b_start, length) runs of equal lines, ending with a (len a, len b, 0) sentinel."""
     prefix = 0
     while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
@@ -253,8 +255,8 @@ def _sync_regions(
     base: list[bytes], ours: list[bytes], theirs: list[bytes]
 ) -> list[tuple[int, int, int, int, int, int]]:
     """Runs of base that both sides kept, as (base, base_end, ours, ours_end, theirs, ...)."""
-    ours_blocks = _matching_blocks(base, ours)
-    theirs_blocks = _matching_blocks(base, theirs)
+    ours_blocks = matching_blocks(base, ours)
+    theirs_blocks = matching_blocks(base, theirs)
     regions: list[tuple[int, int, int, int, int, int]] = []
     i = j = 0
     while i < len(ours_blocks) and j < len(theirs_blocks):
@@ -304,8 +306,18 @@ def _trimmed_clash(base: list[bytes], ours: list[bytes], theirs: list[bytes]) ->
     return chunks
 
 
-def merge3(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> list[Chunk]:
-    """Three-way merge of line lists into stable runs and clashes."""
+# Settles a clashing region (base, ours, theirs) by other means, or returns None.
+Refine = Callable[[list[bytes], list[bytes], list[bytes]], list[bytes] | None]
+
+
+def merge3(
+    base: list[bytes], ours: list[bytes], theirs: list[bytes], *, refine: Refine | None = None
+) -> list[Chunk]:
+    """Three-way merge of line lists into stable runs and clashes.
+
+    `refine`, if given, gets each region both sides changed differently, whole, and
+    may return the lines that settle it (the entity merge tries its words).
+    """
     chunks: list[Chunk] = []
     z = o = t = 0
     for z_match, z_end, o_match, o_end, t_match, t_end in _sync_regions(base, ours, theirs):
@@ -315,6 +327,11 @@ def merge3(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> list[Ch
                 chunks.append(Stable(tuple(ours_part)))
             elif ours_part == base_part:
                 chunks.append(Stable(tuple(theirs_part)))
+            elif (
+                refine is not None
+                and (settled := refine(base_part, ours_part, theirs_part)) is not None
+            ):
+                chunks.append(Stable(tuple(settled)))
             else:
                 chunks.extend(_trimmed_clash(base_part, ours_part, theirs_part))
         if z_end > z_match:

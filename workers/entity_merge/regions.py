@@ -24,6 +24,7 @@ from .matching import (
     replacements,
 )
 from .result import ConflictHunk, ConflictReason, EntityConflict
+from .words import merge_words
 
 __all__ = ["Merger"]
 
@@ -150,7 +151,12 @@ class Merger:
             return ours
         if ours == base:
             return theirs
-        chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs))
+        # Only an entity merge settles clashes word by word: its result is parsed and
+        # checked again, a plain line merge's is not. Imports and exports are merged
+        # as names per module (`combine_names`); where that gave up, their words
+        # must not merge either (a moved module and a name added to it clash).
+        refine = merge_words if self.spec is not None and kind not in _NAME_LISTS else None
+        chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs), refine=refine)
         if spacing_from_ours:
             # Both sides re-spacing the same gap is not worth an author's time.
             chunks = [
