@@ -84,3 +84,61 @@ def test_an_import_moved_below_its_neighbour_still_meets_the_other_sides_edit() 
     assert result.content == (
         b'import { DEV } from "lib/env";\nimport { a } from "lib/utils/internal";\n\na(DEV);\n'
     )
+
+
+# A filled list: names wrapped to a width, some ending a line (sympy's, ansible's style).
+PY_FILLED = b"""from sympy.physics.control import (pole_zero_data, pole_zero_plot,
+    bode_phase_data, bode_plot)
+
+
+def plots():
+    return pole_zero_plot, bode_plot
+"""
+
+
+def test_a_filled_import_list_extended_at_one_place_on_both_sides_keeps_both_names() -> None:
+    """sympy's test_control_plots.py: each side appended one plot to the same list."""
+    ours = PY_FILLED.replace(b"bode_plot)", b"bode_plot, nichols_plot)")
+    theirs = PY_FILLED.replace(b"bode_plot)", b"bode_plot, nyquist_plot)")
+    result = merge_file(PY_FILLED, ours, theirs, "test_plots.py")
+    assert result.clean, result.conflicts
+    assert result.content == PY_FILLED.replace(
+        b"bode_plot)", b"bode_plot, nichols_plot, nyquist_plot)"
+    )
+
+
+def test_a_name_dropped_from_the_start_of_a_wrapped_line_keeps_the_line_break() -> None:
+    ours = PY_FILLED.replace(b"pole_zero_plot,\n", b"pole_zero_plot, step_plot,\n")
+    theirs = PY_FILLED.replace(b"    bode_phase_data, ", b"    ")
+    result = merge_file(PY_FILLED, ours, theirs, "test_plots.py")
+    assert result.clean, result.conflicts
+    assert result.content.startswith(
+        b"from sympy.physics.control import (pole_zero_data, pole_zero_plot, step_plot,\n"
+        b"    bode_plot)\n"
+    )
+
+
+def test_a_filled_list_one_side_moved_to_another_module_while_the_other_added_conflicts() -> None:
+    """The added name may not exist in the new module: no silent guess."""
+    ours = PY_FILLED.replace(b"sympy.physics.control", b"sympy.physics.control.plots")
+    theirs = PY_FILLED.replace(b"bode_plot)", b"bode_plot, nyquist_plot)")
+    result = merge_file(PY_FILLED, ours, theirs, "test_plots.py")
+    assert not result.clean
+
+
+def test_names_grouped_by_blank_lines_are_left_to_the_line_merge() -> None:
+    """A blank line between names is a grouping the name merge would have to guess at."""
+    base = b"from m import (a, b,\n\n    c)\n\nx = a\n"
+    ours = base.replace(b"c)", b"c, d)")
+    theirs = base.replace(b"c)", b"c, e)")
+    assert not merge_file(base, ours, theirs, "m.py").clean
+
+
+def test_a_default_export_object_edited_on_touching_lines_merges() -> None:
+    """ember's vite.config.mjs: an `export default { … }` is a statement, not a name list."""
+    base = b"export default {\n  build: {\n    minify: false,\n    sourcemap: false,\n  },\n};\n"
+    ours = base.replace(b"minify: false", b"minify: true")
+    theirs = base.replace(b"sourcemap: false", b"sourcemap: true")
+    result = merge_file(base, ours, theirs, "vite.config.mjs")
+    assert result.clean, result.conflicts
+    assert result.content == ours.replace(b"sourcemap: false", b"sourcemap: true")

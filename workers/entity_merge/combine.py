@@ -21,7 +21,7 @@ from itertools import pairwise
 
 from .languages import LanguageSpec
 
-__all__ = ["combine_names"]
+__all__ = ["combine_names", "lists_names"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +32,22 @@ class _Shape:
     bound: tuple[str, ...]
     separator: bytes | None
     suffix: bytes
+    # The text between each name and the next; all alike unless the list is filled
+    # (wrapped to a width, some names ending a line), and then `separator` is None.
+    gaps: tuple[bytes, ...] = ()
 
 
 def _ident(item: bytes) -> bytes:
     return b" ".join(item.split())
+
+
+def lists_names(spec: LanguageSpec, text: bytes) -> bool:
+    """Whether `text` is a statement of names (``from m import a, b``, ``export { a }``)."""
+    if spec.name_list is None:
+        return False
+    root = spec.parser().parse(text).root_node
+    statement = next((c for c in reversed(root.named_children) if c.type != "comment"), None)
+    return statement is not None and spec.name_list(statement) is not None
 
 
 def _shape(spec: LanguageSpec, text: bytes) -> _Shape | None:
@@ -50,16 +62,19 @@ def _shape(spec: LanguageSpec, text: bytes) -> _Shape | None:
         return None
     offset = statement.start_byte
     spans = [(offset + start, offset + end) for start, end in listed.items]
-    separators = {text[end:start] for (_, end), (start, _) in pairwise(spans)}
-    if len(separators) > 1 or any(s.strip() != b"," for s in separators):
-        return None  # comments or mixed layout between names: leave it to the line merge
+    gaps = tuple(text[end:start] for (_, end), (start, _) in pairwise(spans))
+    if any(gap.strip() != b"," for gap in gaps):
+        return None  # comments between names: leave it to the line merge
+    if len(set(gaps)) > 1 and any(gap.count(b"\n") > 1 for gap in gaps):
+        return None  # blank lines between names group them: not a layout to guess at
     return _Shape(
         prefix=text[: spans[0][0]],
         items=tuple(text[start:end] for start, end in spans),
         imported=listed.imported,
         bound=listed.bound,
-        separator=next(iter(separators), None),
+        separator=gaps[0] if len(set(gaps)) == 1 else None,
         suffix=text[spans[-1][1] :],
+        gaps=gaps,
     )
 
 
@@ -152,6 +167,29 @@ def _one_per_line(shape: _Shape) -> bytes | None:
     return None
 
 
+def _filled(
+    items: tuple[bytes, ...], order: list[int], gaps: tuple[bytes, ...], lead: int
+) -> bytes:
+    """The names of `order` laid out as a filled list whose own gaps are `gaps`.
+
+    `items[lead:lead + len(gaps) + 1]` are the names of the list whose layout is kept.
+    A name of that list follows the gap that followed the last of its names before it
+    (a dropped name takes its own gap with it, so the line breaks stay where they
+    were); a name from the other list is written after ", ".
+    """
+    out: list[bytes] = []
+    last: int | None = None
+    for n in order:
+        position = n - lead
+        if out:
+            own = 0 <= position <= len(gaps)
+            out.append(gaps[last] if own and last is not None and last < position else b", ")
+        if 0 <= position <= len(gaps):
+            last = position
+        out.append(items[n])
+    return b"".join(out)
+
+
 def combine_names(
     spec: LanguageSpec, base: bytes | None, ours: bytes, theirs: bytes
 ) -> bytes | None:
@@ -180,6 +218,9 @@ def combine_names(
         return None
     # The layout goes with the frame: theirs' separator when the braces are theirs.
     first, second = (t, o) if prefix != o.prefix else (o, t)
+    if first.separator is None and first.gaps:
+        lead = 0 if first is o else len(o.items)
+        return prefix + _filled(items, order, first.gaps, lead) + suffix
     separator = (
         first.separator
         or _one_per_line(first)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .combine import combine_names, keep_additions
+from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .languages import LanguageSpec
@@ -145,17 +145,19 @@ class Merger:
         name: str,
         reason: ConflictReason = "both-modified",
         spacing_from_ours: bool = False,
+        words: bool = True,
     ) -> bytes:
-        """Line-merge one piece, recording a conflict named after `kind` and `name`."""
+        """Line-merge one piece, recording a conflict named after `kind` and `name`.
+
+        With `words`, an entity merge settles a clash word by word where it can.
+        """
         if ours == theirs or theirs == base:
             return ours
         if ours == base:
             return theirs
         # Only an entity merge settles clashes word by word: its result is parsed and
-        # checked again, a plain line merge's is not. Imports and exports are merged
-        # as names per module (`combine_names`); where that gave up, their words
-        # must not merge either (a moved module and a name added to it clash).
-        refine = merge_words if self.spec is not None and kind not in _NAME_LISTS else None
+        # checked again, a plain line merge's is not.
+        refine = merge_words if self.spec is not None and words else None
         chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs), refine=refine)
         if spacing_from_ours:
             # Both sides re-spacing the same gap is not worth an author's time.
@@ -288,8 +290,16 @@ class Merger:
                     b_in.footer, o_in.footer, t_in.footer, kind=base.kind, name=base.display_name
                 )
                 return _concat([header, inside, footer])
+        # Imports and lists of names are merged as names per module (`combine_names`);
+        # where that gave up, their words must not merge either (a module moved on one
+        # side and a name added to it on the other clash). Any other statement may.
+        words = base.kind != "import" and not (
+            base.kind in _NAME_LISTS and self.spec is not None and lists_names(self.spec, base.text)
+        )
         # Named after the base version: an edited statement is known by what it was.
-        return self.lines(base.text, ours.text, theirs.text, kind=base.kind, name=base.display_name)
+        return self.lines(
+            base.text, ours.text, theirs.text, kind=base.kind, name=base.display_name, words=words
+        )
 
     def added_twice(self, ours: Entity, theirs: Entity) -> bytes:
         """Both sides added an entity with the same key: fine if they agree or combine."""
