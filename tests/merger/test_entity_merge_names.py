@@ -142,3 +142,15 @@ def test_a_default_export_object_edited_on_touching_lines_merges() -> None:
     result = merge_file(base, ours, theirs, "vite.config.mjs")
     assert result.clean, result.conflicts
     assert result.content == ours.replace(b"sourcemap: false", b"sourcemap: true")
+
+
+def test_a_name_dropped_from_the_end_of_a_wrapped_line_keeps_the_line_break() -> None:
+    """ansible's vmware_guest.py: theirs dropped the last name of a line."""
+    ours = PY_FILLED.replace(b"bode_plot)", b"bode_plot, nyquist_plot)")
+    theirs = PY_FILLED.replace(b"pole_zero_data, pole_zero_plot,", b"pole_zero_data,")
+    result = merge_file(PY_FILLED, ours, theirs, "test_plots.py")
+    assert result.clean, result.conflicts
+    assert result.content.startswith(
+        b"from sympy.physics.control import (pole_zero_data,\n"
+        b"    bode_phase_data, bode_plot, nyquist_plot)\n"
+    )

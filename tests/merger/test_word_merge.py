@@ -129,3 +129,19 @@ def test_a_file_without_a_grammar_is_not_merged_by_words() -> None:
     theirs = b"a = 1\nb = 20\n"
     assert not merge_file(base, ours, theirs, "notes.txt").clean
     assert merge_file(base, ours, theirs, "notes.py").content == b"a = 10\nb = 20\n"
+
+
+def test_one_conversion_made_by_both_sides_at_two_places_is_not_run_twice() -> None:
+    """ansible's tacp_instance.py: ours converts where the value is read, theirs where
+    it is made; both on touching lines would call `.to_dict()` twice."""
+    base = b"        props = get(uuid)\n        state = props['status']\n"
+    ours = b"        props = get(uuid)\n        state = props.to_dict()['status']\n"
+    theirs = b"        props = get(uuid).to_dict()\n        state = props['status']\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_two_settings_each_turned_on_are_two_changes() -> None:
+    base = b"    minify: false,\n    sourcemap: false,\n"
+    ours = b"    minify: true,\n    sourcemap: false,\n"
+    theirs = b"    minify: false,\n    sourcemap: true,\n"
+    assert _words(base, ours, theirs) == b"    minify: true,\n    sourcemap: true,\n"

@@ -173,9 +173,9 @@ def _filled(
     """The names of `order` laid out as a filled list whose own gaps are `gaps`.
 
     `items[lead:lead + len(gaps) + 1]` are the names of the list whose layout is kept.
-    A name of that list follows the gap that followed the last of its names before it
-    (a dropped name takes its own gap with it, so the line breaks stay where they
-    were); a name from the other list is written after ", ".
+    A name of that list follows the gap before it in that list; where names before it
+    were dropped, a line break among their gaps is kept, so the lines stay about as
+    long as they were. A name from the other list is written after ", ".
     """
     out: list[bytes] = []
     last: int | None = None
@@ -183,7 +183,12 @@ def _filled(
         position = n - lead
         if out:
             own = 0 <= position <= len(gaps)
-            out.append(gaps[last] if own and last is not None and last < position else b", ")
+            if own and last is not None and last < position:
+                # Names dropped in between: keep a line break one of their gaps had.
+                between = gaps[last:position]
+                out.append(next((gap for gap in between if b"\n" in gap), between[-1]))
+            else:
+                out.append(b", ")
         if 0 <= position <= len(gaps):
             last = position
         out.append(items[n])

@@ -16,6 +16,7 @@ that breaks the syntax is caught there.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from .line_merge import Clash, matching_blocks, merge3, split_lines
 
@@ -34,6 +35,27 @@ _MAX_TOKENS = 4000
 
 def _tokens(lines: list[bytes]) -> list[bytes]:
     return _TOKEN.findall(b"".join(lines))
+
+
+# A name, as opposed to a number, a literal or punctuation.
+_NAME = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+_LITERALS = frozenset(
+    {b"true", b"false", b"True", b"False", b"null", b"None", b"nil", b"undefined"}
+)
+
+
+def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> bool:
+    """Whether a name occurs in `merged` more often than on either side.
+
+    Then both sides brought it in, each at its own place: one change made twice (a
+    `.to_dict()` one side added where a value is read and the other where it is
+    made, now called twice). Two sides may also have used one name for different
+    reasons; refusing those costs a conflict, never a wrong merge. Literals such as
+    `true` are left out: two settings each turned on are two changes.
+    """
+    counts = Counter(t for t in merged if _NAME.fullmatch(t) and t not in _LITERALS)
+    o, t = Counter(ours), Counter(theirs)
+    return any(n > max(o[name], t[name]) for name, n in counts.items())
 
 
 def _layout_free(line: bytes) -> bytes:
@@ -84,9 +106,8 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
     """The lines of a clean word-level merge of one clashing region, or None.
 
     None when both sides changed one line or one put a line next to a line the other
-    changed, when the words clash, or when the region is too large to be one
-    statement's edits. A line both sides added alike at different places is left to
-    the caller's check for doubled lines (`doubled.doubled_lines`).
+    changed, when the words clash, when a name would occur more often than on either
+    side, or when the region is too large to be one statement's edits.
     """
     plain = [[_layout_free(line) for line in lines] for lines in (base, ours, theirs)]
     ours_hunks, theirs_hunks = _hunks(plain[0], plain[1]), _hunks(plain[0], plain[2])
@@ -104,6 +125,8 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
         if isinstance(chunk, Clash):
             return None
         settled.extend(chunk.lines)
+    if _doubled(settled, o, t):
+        return None
     merged = split_lines(b"".join(settled))
     # The words must say what the lines say: each side's lines, layout aside, where
     # that side changed them. Two alike lines can pull a word alignment across lines.
