@@ -145,3 +145,80 @@ def test_two_settings_each_turned_on_are_two_changes() -> None:
     ours = b"    minify: true,\n    sourcemap: false,\n"
     theirs = b"    minify: false,\n    sourcemap: true,\n"
     assert _words(base, ours, theirs) == b"    minify: true,\n    sourcemap: true,\n"
+
+
+def test_a_line_added_beside_a_line_the_other_side_rewrote_clashes() -> None:
+    """The words would combine here, but a line put next to one the other side changed
+    is refused on that alone: on real history such pairs were one statement fixed
+    twice, or (meteor's accounts_tests.js above) an edit that went to the wrong copy."""
+    base = b"    host = config.host\n    timeout = 30\n"
+    ours = b"    host = config.host\n    timeout = settings.timeout\n"
+    theirs = b"    host = config.host\n    retries = 3\n    timeout = 30\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_a_word_alignment_that_keeps_a_deleted_line_is_refused() -> None:
+    """Line by line, theirs deleted the line `b`; word by word, ours' deletion of `a b`
+    can be read as deleting only `a`, and the merge would keep a `b` line. The merged
+    lines must be the sides' line edits applied to the base, so it is a clash."""
+    base = b"a b\nb\nf(b)\n"
+    ours = b"b\nf(b)\na\n"
+    theirs = b"a b\nf(b)\n"
+    assert _words(base, ours, theirs) is None
+
+
+LOOP_BASE = b"""class Store:
+    def add_all(self, items):
+        for item in items:
+            self.items.append(item)
+            self.save()
+"""
+
+
+def test_a_line_added_beside_a_line_the_other_side_moved_out_of_a_block_clashes() -> None:
+    """Ours moves `self.save()` out of the loop; theirs adds a line above it, inside
+    the loop. Merged word by word the added line sits between the loop body and a
+    dedented line at an indentation neither side wrote for it."""
+    ours = LOOP_BASE.replace(b"            self.save()", b"        self.save()")
+    theirs = LOOP_BASE.replace(
+        b"            self.save()", b"            self.count += 1\n            self.save()"
+    )
+    result = merge_file(LOOP_BASE, ours, theirs, "store.py")
+    assert [c.label for c in result.conflicts] == ["method Store.add_all"]
+
+
+def test_neighbouring_lines_re_indented_by_different_sides_clash() -> None:
+    """Ours dedents one line of a loop body, theirs indents the line after the loop:
+    each alone is a valid program, both together an `IndentationError`."""
+    base = (
+        b"def run(items):\n    for item in items:\n        load(item)\n        log(item)\n"
+        b"    save()\n"
+    )
+    ours = base.replace(b"        log(item)", b"    log(item)")
+    theirs = base.replace(b"    save()", b"        save()")
+    assert _words(base, ours, theirs) is None
+    assert not merge_file(base, ours, theirs, "run.py").clean
+
+
+def test_a_negation_made_at_two_places_is_not_applied_twice() -> None:
+    """Ours negates where the value is made, theirs where it is used: both is no change."""
+    base = b"    d = a - b\n    return move(d)\n"
+    ours = b"    d = -(a - b)\n    return move(d)\n"
+    theirs = b"    d = a - b\n    return move(-d)\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_a_scale_applied_at_two_places_is_not_applied_twice() -> None:
+    base = b"    share = done / total\n    print(share)\n"
+    ours = b"    share = done / total * 100\n    print(share)\n"
+    theirs = b"    share = done / total\n    print(share * 100)\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_spacing_inside_a_string_is_an_edit_of_its_line() -> None:
+    """Both sides changed the line (ours only the spaces inside the string), so the
+    words are not spliced."""
+    base = b'    return "%d  items" % n\n'
+    ours = b'    return "%d items" % n\n'
+    theirs = b'    return "%d  items" % (n + 1)\n'
+    assert _words(base, ours, theirs) is None

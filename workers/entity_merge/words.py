@@ -4,13 +4,16 @@ A line merge calls two edits of neighbouring lines a clash because no unchanged 
 lies between them, and an edit inside a block a clash with the other side's
 re-indenting of that block. Splitting the disputed lines into words, runs of white
 space and single punctuation marks and merging those settles both. Two sides that
-rewrote one line (beyond its layout) still clash, even in different words of it: on
-real history such pairs were two fixes of one condition, two halves of a version
-string, or one side's edit copied into the other's commented-out line.
+rewrote one line still clash, even in different words of it: on real history such
+pairs were two fixes of one condition, two halves of a version string, or one side's
+edit copied into the other's commented-out line. An indentation change clashes with
+anything the other side does beside it but an in-place edit of the re-indented line:
+in Python a line inserted or re-indented next to it lands at an indentation no side
+wrote, and tree-sitter-python recovers from the `IndentationError` silently.
 
 Only the entity merge asks for this: its result is parsed again and checked for
 doubled declarations, imports and lines before it counts as clean, and a word merge
-that breaks the syntax is caught there.
+that breaks the syntax (indentation aside) is caught there.
 """
 
 from __future__ import annotations
@@ -37,44 +40,70 @@ def _tokens(lines: list[bytes]) -> list[bytes]:
     return _TOKEN.findall(b"".join(lines))
 
 
-# A name, as opposed to a number, a literal or punctuation.
-_NAME = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+# The tokens a change made twice shows in: names (a call or an attribute added at two
+# places), numbers (a `* 100` applied where a value is made and again where it is
+# shown) and the signs that flip a value (a negation at two places cancels out). Not
+# other punctuation: two sides each adding an argument add a comma each.
+_COUNTED = re.compile(rb"[\w\x80-\xff]+|[-!~]")
+# Literals are left out: two settings each turned on are two changes.
 _LITERALS = frozenset(
     {b"true", b"false", b"True", b"False", b"null", b"None", b"nil", b"undefined"}
 )
 
 
 def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> bool:
-    """Whether a name occurs in `merged` more often than on either side.
+    """Whether a name, number or sign occurs in `merged` more often than on either side.
 
     Then both sides brought it in, each at its own place: one change made twice (a
     `.to_dict()` one side added where a value is read and the other where it is
     made, now called twice). Two sides may also have used one name for different
-    reasons; refusing those costs a conflict, never a wrong merge. Literals such as
-    `true` are left out: two settings each turned on are two changes.
+    reasons; refusing those costs a conflict, never a wrong merge.
     """
-    counts = Counter(t for t in merged if _NAME.fullmatch(t) and t not in _LITERALS)
+    counts = Counter(t for t in merged if _COUNTED.fullmatch(t) and t not in _LITERALS)
     o, t = Counter(ours), Counter(theirs)
-    return any(n > max(o[name], t[name]) for name, n in counts.items())
+    return any(n > max(o[token], t[token]) for token, n in counts.items())
 
 
-def _layout_free(line: bytes) -> bytes:
-    return b" ".join(line.split())
+def _indent(line: bytes) -> bytes:
+    return line[: len(line) - len(line.lstrip(b" \t"))]
 
 
 # A side's edit of a region: base lines [start, stop) replaced by these lines.
 _Hunk = tuple[int, int, list[bytes]]
 
 
-def _hunks(base: list[bytes], side: list[bytes]) -> list[_Hunk]:
-    """`side`'s edits of `base`, compared with layout (indentation, spacing) aside."""
-    found: list[_Hunk] = []
-    i = j = 0
-    for start, side_start, size in matching_blocks(base, side):
-        if start > i or side_start > j:
-            found.append((i, start, side[j:side_start]))
-        i, j = start + size, side_start + size
-    return found
+class _Edits:
+    """What one side did to a region's lines, its words apart from its indentation.
+
+    `hunks` are the edits of what the lines say (compared without the white space
+    that starts and ends them; spacing inside a line is what it says, since it may
+    be inside a string); `indents` maps each base line the side only re-indented to
+    its new indentation.
+    """
+
+    def __init__(self, base: list[bytes], plain_base: list[bytes], side: list[bytes]) -> None:
+        plain_side = [line.strip() for line in side]
+        self.hunks: list[_Hunk] = []
+        self.indents: dict[int, bytes] = {}
+        i = j = 0
+        for start, side_start, size in matching_blocks(plain_base, plain_side):
+            if start > i or side_start > j:
+                self.hunks.append((i, start, side[j:side_start]))
+            for k in range(size):
+                indent = _indent(side[side_start + k])
+                if indent != _indent(base[start + k]):
+                    self.indents[start + k] = indent
+            i, j = start + size, side_start + size
+
+    def rewrites(self, hunk: _Hunk) -> bool:
+        """Whether `hunk` of the other side only rewrites lines this side re-indented.
+
+        The one way an indentation change and an edit meet safely: a block re-indented
+        on one side (wrapped in a `try`, say) with a line inside it edited in place on
+        the other; the line takes the one side's indentation and the other's words.
+        """
+        start, stop, lines = hunk
+        return stop - start == len(lines) > 0 and all(i in self.indents for i in range(start, stop))
 
 
 def _touched(hunks: list[_Hunk]) -> set[int]:
@@ -92,14 +121,60 @@ def _touched(hunks: list[_Hunk]) -> set[int]:
     return touched
 
 
-def _applied(base: list[bytes], hunks: list[_Hunk]) -> list[bytes]:
-    """`base` with hunks that touch no common line applied."""
+def _near(lines: set[int] | dict[int, bytes]) -> set[int]:
+    return {n for i in lines for n in (i - 1, i, i + 1)}
+
+
+def _layout_meets_edit(indented: _Edits, edited: _Edits) -> bool:
+    """Whether one side's re-indenting meets the other side's edits or re-indenting.
+
+    Indentation is syntax in Python and in YAML: a line inserted, deleted or
+    re-indented beside a line the other side moved into or out of a block lands at
+    an indentation neither side wrote for it (an `IndentationError`, or a statement
+    that silently left its loop). Only an in-place edit of lines the one side
+    re-indented combines (`_Edits.rewrites`).
+    """
+    near = _near(indented.indents)
+    for hunk in edited.hunks:
+        if not indented.rewrites(hunk) and _touched([hunk]) & near:
+            return True
+    for i, indent in edited.indents.items():
+        if i in indented.indents:
+            if indented.indents[i] != indent:
+                return True
+        elif i in near:
+            return True
+    return False
+
+
+def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
+    """The region as the sides' line edits say it must read, indentation included.
+
+    Lines are given as indentation plus what they say (trailing white space left
+    out): base lines where neither side edited them, re-indented as a side did; each
+    side's edited lines as that side wrote them, except that a line edited in place
+    inside a block the other side re-indented takes that side's indentation.
+    """
+    edits = [(hunk, theirs) for hunk in ours.hunks] + [(hunk, ours) for hunk in theirs.hunks]
     out: list[bytes] = []
     at = 0
-    for start, stop, lines in sorted(hunks, key=lambda hunk: hunk[:2]):
-        out += base[at:start] + lines
+
+    def unedited(stop: int) -> None:
+        for i in range(at, stop):
+            indent = ours.indents.get(i, theirs.indents.get(i, _indent(base[i])))
+            out.append(indent + base[i].strip())
+
+    for hunk, other in sorted(edits, key=lambda edit: edit[0][:2]):
+        start, stop, lines = hunk
+        unedited(start)
+        for k, line in enumerate(lines):
+            indent = _indent(line)
+            if other.rewrites(hunk) and indent == _indent(base[start + k]):
+                indent = other.indents[start + k]
+            out.append(indent + line.strip())
         at = stop
-    return out + base[at:]
+    unedited(len(base))
+    return out
 
 
 def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> list[bytes] | None:
@@ -109,13 +184,15 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
     changed, when the words clash, when a name would occur more often than on either
     side, or when the region is too large to be one statement's edits.
     """
-    plain = [[_layout_free(line) for line in lines] for lines in (base, ours, theirs)]
-    ours_hunks, theirs_hunks = _hunks(plain[0], plain[1]), _hunks(plain[0], plain[2])
-    if _touched(ours_hunks) & _touched(theirs_hunks):
+    plain_base = [line.strip() for line in base]
+    ours_edits, theirs_edits = _Edits(base, plain_base, ours), _Edits(base, plain_base, theirs)
+    if _touched(ours_edits.hunks) & _touched(theirs_edits.hunks):
         # Both sides rewrote one line: the words of two edits of one statement, one
         # string or one comment do not combine into anything either side meant (a
         # version "1.14.dev" against "1.13.0" is not "1.14.0"; a fix appended to a
         # condition the other side rewrote runs both fixes).
+        return None
+    if _layout_meets_edit(ours_edits, theirs_edits) or _layout_meets_edit(theirs_edits, ours_edits):
         return None
     b, o, t = _tokens(base), _tokens(ours), _tokens(theirs)
     if len(b) + len(o) + len(t) > _MAX_TOKENS:
@@ -128,9 +205,11 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
     if _doubled(settled, o, t):
         return None
     merged = split_lines(b"".join(settled))
-    # The words must say what the lines say: each side's lines, layout aside, where
-    # that side changed them. Two alike lines can pull a word alignment across lines.
-    expected = _applied(plain[0], ours_hunks + theirs_hunks)
-    if [_layout_free(line) for line in merged] != expected:
+    # The words must say what the lines say: each side's lines where that side
+    # changed them, at the indentation the sides gave them. Two alike lines can pull
+    # a word alignment across lines.
+    if [_indent(line) + line.strip() for line in merged] != _expected(
+        base, ours_edits, theirs_edits
+    ):
         return None
     return merged
