@@ -167,6 +167,33 @@ def test_a_clean_merge_that_would_not_parse_is_reported_as_a_conflict() -> None:
     assert b"<<<<<<< ours (file m.py: merged result does not parse)" in result.content
 
 
+def test_a_merge_python_rejects_for_its_indentation_is_a_conflict() -> None:
+    """Ours moves the loop out of the `while`, theirs adds a line under the loop body.
+
+    Line by line the edits do not touch, and tree-sitter-python recovers from the
+    added line's indentation, but Python rejects the file: a conflict, not broken code.
+    """
+    base = (
+        b"def f(items, y):\n    while y:\n        y = step(y)\n"
+        b"        for item in items:\n            use(item)\n    return y\n"
+    )
+    ours = base.replace(b"        for item", b"    for item")
+    theirs = base.replace(b"            use(item)\n", b"            use(item)\n        y += 1\n")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert {c.reason for c in result.conflicts} == {"result-unparseable"}
+    assert "IndentationError" in (result.note or "")
+
+
+def test_python_the_interpreter_rejects_on_both_sides_is_left_to_the_grammar() -> None:
+    """Python 2 code: CPython 3 rejects every version, so only the grammar judges."""
+    base = b"def f():\n    print 'a'\n    return 1\n\n\ndef g():\n    return 2\n"
+    ours = base.replace(b"return 1", b"return 10")
+    theirs = base.replace(b"return 2", b"return 20")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean, result.note
+    assert result.content == ours.replace(b"return 2", b"return 20")
+
+
 def test_emptying_a_class_from_both_sides_is_not_a_clean_merge() -> None:
     """Each side deleting a different last method would leave `class A:` bare: a conflict."""
     base = b"class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"

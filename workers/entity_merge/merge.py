@@ -94,6 +94,10 @@ class _Inputs:
         root = tree.root_node
         if self.spec.broken(root, start, end):
             return "result-unparseable", "does not parse"
+        if self.spec.miscompiles is not None:
+            error = self.spec.miscompiles(self.ours, self.theirs, content)
+            if error is not None:
+                return "result-unparseable", f"does not compile ({error})"
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"

@@ -9,11 +9,11 @@ pairs were two fixes of one condition, two halves of a version string, or one si
 edit copied into the other's commented-out line. An indentation change clashes with
 anything the other side does beside it but an in-place edit of the re-indented line:
 in Python a line inserted or re-indented next to it lands at an indentation no side
-wrote, and tree-sitter-python recovers from the `IndentationError` silently.
+wrote: a statement that silently left its block, or an `IndentationError`.
 
 Only the entity merge asks for this: its result is parsed again and checked for
 doubled declarations, imports and lines before it counts as clean, and a word merge
-that breaks the syntax (indentation aside) is caught there.
+that breaks the syntax is caught there.
 """
 
 from __future__ import annotations

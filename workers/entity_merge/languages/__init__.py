@@ -90,6 +90,10 @@ class LanguageSpec:
     # Why a clean merge (base, ours, theirs, merged trees) holds two sides' additions
     # that collide although their keys differ (Java overloads of one new name), or None.
     collides: Callable[[Node, Node, Node, Node], str | None] | None = None
+    # The language's own compiler on a clean merge (ours, theirs, merged): why it
+    # rejects the merged file while it accepts both sides, or None. For what the
+    # grammar recovers from silently (a Python line at an indentation no block has).
+    miscompiles: Callable[[bytes, bytes, bytes], str | None] | None = None
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import warnings
 from functools import cache
 
 import tree_sitter_python
@@ -114,6 +116,36 @@ def rejects(root: Node, start: int = 0, end: int | None = None) -> bool:
     return any(all(c.type == "comment" for c in block.named_children) for block in blocks)
 
 
+def _syntax_error(data: bytes) -> str | None:
+    """What CPython's own parser says is wrong with `data`, or None."""
+    with warnings.catch_warnings():
+        # An invalid escape in a string is a SyntaxWarning printed to stderr, not an
+        # error; the merge must stay silent.
+        warnings.simplefilter("ignore")
+        try:
+            compile(data, "<merged>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+        except ValueError as exc:  # a NUL byte; binary files never get here
+            return str(exc)
+    return None
+
+
+def miscompiles(ours: bytes, theirs: bytes, merged: bytes) -> str | None:
+    """Why CPython rejects the merged file when it accepts both sides, or None.
+
+    tree-sitter-python recovers from a line at an indentation that matches no
+    enclosing block, so a plain line merge of one side's dedent and the other's
+    insertion below it parses there; CPython raises `IndentationError`. A side it
+    rejects (Python 2, or syntax newer than this interpreter) leaves the grammar as
+    the only judge.
+    """
+    error = _syntax_error(merged)
+    if error is None or _syntax_error(ours) is not None or _syntax_error(theirs) is not None:
+        return None
+    return error
+
+
 SPEC = LanguageSpec(
     name="python",
     extensions=(".py", ".pyi"),
@@ -123,4 +155,5 @@ SPEC = LanguageSpec(
     rejects=rejects,
     name_list=name_list,
     binds=binds,
+    miscompiles=miscompiles,
 )
