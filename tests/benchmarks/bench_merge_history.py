@@ -9,7 +9,9 @@ Every case of merge_history/manifest.tsv (a file that ``git merge-file`` could n
 merge in a real two-parent merge commit) is merged three ways in one run: by this
 driver in process, by the driver as it was before the real-history work (`--baseline`,
 a git revision of this repository, loaded from ``git archive`` into a temporary
-directory), and by ``git merge-file -p``. Each clean result is compared with the file
+directory), and by ``git merge-file -p``; the time of parsing the three versions
+alone with the file's tree-sitter grammar is printed too, as the floor of any merge
+that reads the syntax. Each clean result is compared with the file
 the maintainers committed (identical, equivalent: only formatting or entity order,
 or different) and checked for a wrong merge (merge_history/checks.py): a parse failure,
 a duplicate top-level declaration, import or export neither side had, or a name one
@@ -357,10 +359,17 @@ def main() -> int:
             row["files"] += 1
             # Each tool's time is the best of --repeat runs, taken in turn, so a burst
             # of other work on the machine does not land on one tool only.
-            best = {"git": float("inf"), "new": float("inf"), "old": float("inf")}
+            best = {k: float("inf") for k in ("git", "new", "old", "parse")}
+            parser = spec.parser()
             for _ in range(args.repeat):
                 _, seconds = _git_merge_file(work, data["base"], data["ours"], data["theirs"])
                 best["git"] = min(best["git"], seconds)
+                # The floor of any merge that reads the syntax: parsing the three
+                # versions once each, nothing else.
+                start = time.perf_counter()
+                for name in ("base", "ours", "theirs"):
+                    parser.parse(data[name])
+                best["parse"] = min(best["parse"], time.perf_counter() - start)
                 for tool, merge in (("new", merge_file), ("old", old_merge)):
                     start = time.perf_counter()
                     merge(data["base"], data["ours"], data["theirs"], case.path)
@@ -446,6 +455,11 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]]) -> 
         f"median ms/file (best of the repeats per file): new driver {new:.2f}, "
         f"old driver {old:.2f}, git merge-file -p {git:.2f} (process included); "
         f"new/git {new / git:.2f}, old/git {old / git:.2f}"
+    )
+    parse = statistics.median(times["parse"]) * 1000
+    print(
+        f"median ms/file of parsing the three versions alone (tree-sitter, no merge): "
+        f"{parse:.2f}, {parse / git:.2f}x git's whole merge"
     )
     ratios = [n / g for n, g in zip(times["new"], times["git"], strict=True) if g > 0]
     print(
