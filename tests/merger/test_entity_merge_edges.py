@@ -184,6 +184,15 @@ def test_a_merge_python_rejects_for_its_indentation_is_a_conflict() -> None:
     assert "IndentationError" in (result.note or "")
 
 
+def test_a_merge_python_rejects_past_its_parser_is_a_conflict() -> None:
+    """A `from __future__` import must come first: each side put one import on top."""
+    base = b"import sys\n\n\ndef f():\n    return 1\n"
+    result = merge_file(
+        base, b"import os\n" + base, b"from __future__ import annotations\n" + base, "m.py"
+    )
+    assert {c.reason for c in result.conflicts} == {"result-unparseable"}
+
+
 def test_python_the_interpreter_rejects_on_both_sides_is_left_to_the_grammar() -> None:
     """Python 2 code: CPython 3 rejects every version, so only the grammar judges."""
     base = b"def f():\n    print 'a'\n    return 1\n\n\ndef g():\n    return 2\n"

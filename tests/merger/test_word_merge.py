@@ -222,3 +222,86 @@ def test_spacing_inside_a_string_is_an_edit_of_its_line() -> None:
     ours = b'    return "%d items" % n\n'
     theirs = b'    return "%d  items" % (n + 1)\n'
     assert _words(base, ours, theirs) is None
+
+
+def test_a_struct_re_aligned_by_gofmt_keeps_the_other_sides_edit() -> None:
+    """Ours adds a longer field and gofmt re-aligns the others; theirs edits a tag.
+    Spacing between the words of a line, outside strings, is layout."""
+    base = b'type Limits struct {\n\tRate  int `yaml:"rate"`\n\tBurst int `yaml:"burst"`\n}\n'
+    ours = (
+        b"type Limits struct {\n"
+        b'\tRate      int `yaml:"rate"`\n'
+        b'\tBurst     int `yaml:"burst"`\n'
+        b'\tMaxSeries int `yaml:"max_series"`\n'
+        b"}\n"
+    )
+    theirs = base.replace(b'`yaml:"burst"`', b'`yaml:"burst_size"`')
+    result = merge_file(base, ours, theirs, "limits.go")
+    assert result.clean, result.conflicts
+    assert result.content == ours.replace(b'`yaml:"burst"`', b'`yaml:"burst_size"`')
+
+
+def test_white_space_trimmed_from_a_blank_line_is_no_re_indent() -> None:
+    """ipython's transformers.py: theirs trimmed trailing white space (a blank line's
+    too), ours put spaces after commas on the two lines above."""
+    base = b"    f = get(fmt,key) \n    k = get(fmt,tpl)\n    \n    return f, k\n"
+    ours = b"    f = get(fmt, key)\n    k = get(fmt, tpl)\n\n    return f, k\n"
+    theirs = b"    f = get(fmt,key)\n    k = get(fmt,tpl)\n\n    return f, k\n"
+    assert _words(base, ours, theirs) == ours
+
+
+def test_a_line_added_to_a_block_both_sides_dedented_alike_lands() -> None:
+    """webpack's Defaults.unittest.js: both sides moved a snapshot to column 0, ours
+    added a line to it and theirs changed one two lines below."""
+    base = b'\t\t"name": "a",\n\t\t"profile": false,\n\t\t"store": "pack",\n\t\t"type": "fs",\n'
+    ours = b'"name": "a",\n"profile": false,\n"purge": false,\n"store": "pack",\n"type": "fs",\n'
+    theirs = b'"name": "a",\n"profile": false,\n"store": "pack",\n"type": "disk",\n'
+    assert _words(base, ours, theirs) == (
+        b'"name": "a",\n"profile": false,\n"purge": false,\n"store": "pack",\n"type": "disk",\n'
+    )
+
+
+def test_two_packages_bumped_to_one_minor_version_are_two_changes() -> None:
+    """meteor's dev-bundle-server-package.js: numbers inside versions are not counted
+    as one change made twice."""
+    base = b'  "fibers": "4.0.1",\n  "promise": "8.0.2",\n'
+    ours = b'  "fibers": "4.0.3",\n  "promise": "8.0.2",\n'
+    theirs = b'  "fibers": "4.0.1",\n  "promise": "8.0.3",\n'
+    assert _words(base, ours, theirs) == b'  "fibers": "4.0.3",\n  "promise": "8.0.3",\n'
+
+
+def test_a_call_added_where_a_value_is_read_and_where_it_is_used_is_not_made_twice() -> None:
+    """Ours calls `obj.size()`, theirs calls `size()`: merged, an int would be called."""
+    base = b"    size = obj.size\n    print(size)\n"
+    ours = b"    size = obj.size()\n    print(size)\n"
+    theirs = b"    size = obj.size\n    print(size())\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_a_question_mark_added_at_both_ends_is_not_applied_twice() -> None:
+    base = b"    let v = read();\n    process(v);\n"
+    ours = b"    let v = read()?;\n    process(v);\n"
+    theirs = b"    let v = read();\n    process(v?);\n"
+    assert _words(base, ours, theirs) is None
+    assert not merge_file(b"fn f() {\n" + base + b"}\n", ours, theirs, "f.rs").clean
+
+
+def test_a_sign_each_side_dropped_at_its_own_place_is_not_dropped_twice() -> None:
+    """Each side makes `f` return -x, one where `d` is made, one where it is returned;
+    both dropped would return x again."""
+    base = b"    d = -x\n    return -d\n"
+    ours = b"    d = x\n    return -d\n"
+    theirs = b"    d = -x\n    return d\n"
+    assert _words(base, ours, theirs) is None
+
+
+def test_an_edit_of_a_line_the_other_side_moved_out_of_its_loop_clashes() -> None:
+    """Theirs passes the loop's `item`, ours moved the call after the loop: merged, it
+    would save only the last item. Only a block moved deeper (wrapped) takes edits."""
+    base = (
+        b"        for item in items:\n            self.items.append(item)\n"
+        b"            self.save()\n"
+    )
+    ours = base.replace(b"            self.save()", b"        self.save()")
+    theirs = base.replace(b"self.save()", b"self.save(item)")
+    assert _words(base, ours, theirs) is None

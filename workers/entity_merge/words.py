@@ -43,12 +43,25 @@ def _tokens(lines: list[bytes]) -> list[bytes]:
 # The tokens a change made twice shows in: names (a call or an attribute added at two
 # places), numbers (a `* 100` applied where a value is made and again where it is
 # shown) and the signs that flip a value (a negation at two places cancels out). Not
-# other punctuation: two sides each adding an argument add a comma each.
+# other punctuation: two sides each adding an argument add a comma each; nor a number
+# that is part of a version or a decimal (`1.3.0`, `0.5`): two packages bumped each
+# to a new minor version are two changes.
 _COUNTED = re.compile(rb"[\w\x80-\xff]+|[-!~]")
 # Literals are left out: two settings each turned on are two changes.
 _LITERALS = frozenset(
     {b"true", b"false", b"True", b"False", b"null", b"None", b"nil", b"undefined"}
 )
+
+
+def _counted(tokens: list[bytes]) -> Counter[bytes]:
+    counts: Counter[bytes] = Counter()
+    for i, token in enumerate(tokens):
+        if not _COUNTED.fullmatch(token) or token in _LITERALS:
+            continue
+        if token[:1].isdigit() and b"." in (tokens[i - 1 : i] + tokens[i + 1 : i + 2]):
+            continue
+        counts[token] += 1
+    return counts
 
 
 def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> bool:
@@ -59,13 +72,59 @@ def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> boo
     made, now called twice). Two sides may also have used one name for different
     reasons; refusing those costs a conflict, never a wrong merge.
     """
-    counts = Counter(t for t in merged if _COUNTED.fullmatch(t) and t not in _LITERALS)
     o, t = Counter(ours), Counter(theirs)
-    return any(n > max(o[token], t[token]) for token, n in counts.items())
+    return any(n > max(o[token], t[token]) for token, n in _counted(merged).items())
+
+
+def _runs(base: list[bytes], side: list[bytes]) -> set[tuple[str, int, tuple[bytes, ...]]]:
+    """`side`'s pure insertions and deletions of tokens: (kind, base position, words)."""
+    runs: set[tuple[str, int, tuple[bytes, ...]]] = set()
+    i = j = 0
+    for start, side_start, size in matching_blocks(base, side):
+        # A pure insertion replaces no base word; a pure deletion puts none in.
+        for kind, pure, changed in (
+            ("add", i == start, side[j:side_start]),
+            ("cut", j == side_start, base[i:start]),
+        ):
+            words = tuple(token for token in changed if not token.isspace())
+            if pure and words:
+                runs.add((kind, i, words))
+        i, j = start + size, side_start + size
+    return runs
+
+
+def _made_twice(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> bool:
+    """Whether both sides inserted, or both deleted, the same words at different places.
+
+    That is one change made twice: `size` turned into `size()` where it is read on
+    one side and where it is used on the other calls the result; a `?`, a `*`, a `&`
+    added at both ends applies twice; a sign each side dropped at its own place
+    undoes both fixes. The same edit at the same place is one edit, merged once.
+    """
+    ours_runs, theirs_runs = _runs(base, ours), _runs(base, theirs)
+    return any(
+        kind == other_kind and words == other_words and at != other_at
+        for kind, at, words in ours_runs
+        for other_kind, other_at, other_words in theirs_runs
+    )
 
 
 def _indent(line: bytes) -> bytes:
     return line[: len(line) - len(line.lstrip(b" \t"))]
+
+
+# A string literal on one line, or a run of white space outside one.
+_STRING_OR_SPACE = re.compile(rb"""("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`)|\s+""")
+
+
+def _said(line: bytes) -> bytes:
+    """What a line says: without the white space around it, runs of it inside made one
+    space, except inside a string literal, where every space is what the line says.
+
+    A formatter re-aligning a Go struct or a column of assignments changes no line's
+    meaning; a side that changed `"%d  items"` to `"%d items"` changed its line.
+    """
+    return _STRING_OR_SPACE.sub(lambda m: m.group(1) or b" ", line.strip())
 
 
 # A side's edit of a region: base lines [start, stop) replaced by these lines.
@@ -82,17 +141,25 @@ class _Edits:
     """
 
     def __init__(self, base: list[bytes], plain_base: list[bytes], side: list[bytes]) -> None:
-        plain_side = [line.strip() for line in side]
+        self.base = base
+        plain_side = [_said(line) for line in side]
         self.hunks: list[_Hunk] = []
         self.indents: dict[int, bytes] = {}
+        # The re-indented lines that went deeper, still under the block they were in.
+        self.deeper: set[int] = set()
         i = j = 0
         for start, side_start, size in matching_blocks(plain_base, plain_side):
             if start > i or side_start > j:
                 self.hunks.append((i, start, side[j:side_start]))
             for k in range(size):
                 indent = _indent(side[side_start + k])
-                if indent != _indent(base[start + k]):
+                # A blank line's indentation means nothing (trailing white space
+                # trimmed by an editor): only a line that says something moves.
+                was = _indent(base[start + k])
+                if plain_base[start + k] and indent != was:
                     self.indents[start + k] = indent
+                    if indent.startswith(was):
+                        self.deeper.add(start + k)
             i, j = start + size, side_start + size
 
     def rewrites(self, hunk: _Hunk) -> bool:
@@ -100,10 +167,22 @@ class _Edits:
 
         The one way an indentation change and an edit meet safely: a block re-indented
         on one side (wrapped in a `try`, say) with a line inside it edited in place on
-        the other; the line takes the one side's indentation and the other's words.
+        the other; the line takes the one side's indentation and the other's words. A
+        line moved out of its block is not that: an edit made inside the loop (using
+        the loop's variable) would run once, after it.
         """
         start, stop, lines = hunk
-        return stop - start == len(lines) > 0 and all(i in self.indents for i in range(start, stop))
+        if stop - start != len(lines) or not lines:
+            return False
+        for i, line in enumerate(lines, start):
+            if i not in self.indents:
+                return False
+            indent = _indent(line)
+            if indent == self.indents[i]:
+                continue  # both sides moved it alike
+            if i not in self.deeper or indent != _indent(self.base[i]):
+                return False
+        return True
 
 
 def _touched(hunks: list[_Hunk]) -> set[int]:
@@ -121,7 +200,7 @@ def _touched(hunks: list[_Hunk]) -> set[int]:
     return touched
 
 
-def _near(lines: set[int] | dict[int, bytes]) -> set[int]:
+def _near(lines: set[int]) -> set[int]:
     return {n for i in lines for n in (i - 1, i, i + 1)}
 
 
@@ -134,7 +213,9 @@ def _layout_meets_edit(indented: _Edits, edited: _Edits) -> bool:
     that silently left its loop). Only an in-place edit of lines the one side
     re-indented combines (`_Edits.rewrites`).
     """
-    near = _near(indented.indents)
+    # A line both sides re-indented alike (a block both dedented) moved for both: the
+    # other side's edits beside it were made at its new indentation.
+    near = _near({i for i, indent in indented.indents.items() if edited.indents.get(i) != indent})
     for hunk in edited.hunks:
         if not indented.rewrites(hunk) and _touched([hunk]) & near:
             return True
@@ -145,6 +226,11 @@ def _layout_meets_edit(indented: _Edits, edited: _Edits) -> bool:
         elif i in near:
             return True
     return False
+
+
+def _form(indent: bytes, said: bytes) -> bytes:
+    """A line as `_expected` compares it: indentation and what it says; blank is blank."""
+    return indent + said if said else b""
 
 
 def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
@@ -162,7 +248,7 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
     def unedited(stop: int) -> None:
         for i in range(at, stop):
             indent = ours.indents.get(i, theirs.indents.get(i, _indent(base[i])))
-            out.append(indent + base[i].strip())
+            out.append(_form(indent, _said(base[i])))
 
     for hunk, other in sorted(edits, key=lambda edit: edit[0][:2]):
         start, stop, lines = hunk
@@ -171,7 +257,7 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
             indent = _indent(line)
             if other.rewrites(hunk) and indent == _indent(base[start + k]):
                 indent = other.indents[start + k]
-            out.append(indent + line.strip())
+            out.append(_form(indent, _said(line)))
         at = stop
     unedited(len(base))
     return out
@@ -184,7 +270,7 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
     changed, when the words clash, when a name would occur more often than on either
     side, or when the region is too large to be one statement's edits.
     """
-    plain_base = [line.strip() for line in base]
+    plain_base = [_said(line) for line in base]
     ours_edits, theirs_edits = _Edits(base, plain_base, ours), _Edits(base, plain_base, theirs)
     if _touched(ours_edits.hunks) & _touched(theirs_edits.hunks):
         # Both sides rewrote one line: the words of two edits of one statement, one
@@ -202,13 +288,13 @@ def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> li
         if isinstance(chunk, Clash):
             return None
         settled.extend(chunk.lines)
-    if _doubled(settled, o, t):
+    if _doubled(settled, o, t) or _made_twice(b, o, t):
         return None
     merged = split_lines(b"".join(settled))
     # The words must say what the lines say: each side's lines where that side
     # changed them, at the indentation the sides gave them. Two alike lines can pull
     # a word alignment across lines.
-    if [_indent(line) + line.strip() for line in merged] != _expected(
+    if [_form(_indent(line), _said(line)) for line in merged] != _expected(
         base, ours_edits, theirs_edits
     ):
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import warnings
 from functools import cache
 
@@ -117,13 +116,17 @@ def rejects(root: Node, start: int = 0, end: int | None = None) -> bool:
 
 
 def _syntax_error(data: bytes) -> str | None:
-    """What CPython's own parser says is wrong with `data`, or None."""
+    """What CPython's compiler says is wrong with `data`, or None.
+
+    A full compile, not only a parse: some errors are found past the parser (a
+    `from __future__` import below another statement, `await` in a plain function).
+    """
     with warnings.catch_warnings():
         # An invalid escape in a string is a SyntaxWarning printed to stderr, not an
         # error; the merge must stay silent.
         warnings.simplefilter("ignore")
         try:
-            compile(data, "<merged>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(data, "<merged>", "exec", dont_inherit=True)
         except SyntaxError as exc:
             return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
         except ValueError as exc:  # a NUL byte; binary files never get here
