@@ -305,3 +305,17 @@ def test_an_edit_of_a_line_the_other_side_moved_out_of_its_loop_clashes() -> Non
     ours = base.replace(b"            self.save()", b"        self.save()")
     theirs = base.replace(b"self.save()", b"self.save(item)")
     assert _words(base, ours, theirs) is None
+
+
+def test_in_a_brace_language_a_dedented_line_takes_the_other_sides_edit() -> None:
+    """kafka's DelayedShareFetchTest.java: ours re-wrapped a call and dedented its last
+    line, theirs added an argument to that line. Indentation is only layout there; in
+    Python the same moves are refused (the test above)."""
+    base = b"        call(\n                a,\n                b);\n"
+    ours = b"        call(a,\n            b);\n"
+    theirs = b"        call(\n                a,\n                b, c);\n"
+    merged = merge_words(
+        split_lines(base), split_lines(ours), split_lines(theirs), blocks_by_indent=False
+    )
+    assert merged is not None and b"".join(merged) == b"        call(a,\n            b, c);\n"
+    assert _words(base, ours, theirs) is None

@@ -9,6 +9,7 @@ with parsing, fallbacks and the final checks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
@@ -157,7 +158,9 @@ class Merger:
             return theirs
         # Only an entity merge settles clashes word by word: its result is parsed and
         # checked again, a plain line merge's is not.
-        refine = merge_words if self.spec is not None and words else None
+        refine = None
+        if self.spec is not None and words:
+            refine = partial(merge_words, blocks_by_indent=self.spec.blocks_by_indent)
         chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs), refine=refine)
         if spacing_from_ours:
             # Both sides re-spacing the same gap is not worth an author's time.

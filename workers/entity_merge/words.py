@@ -131,6 +131,26 @@ def _said(line: bytes) -> bytes:
 _Hunk = tuple[int, int, list[bytes]]
 
 
+def _width(line: bytes) -> int:
+    return len(_indent(line).expandtabs(8))
+
+
+def _place(lines: list[bytes], at: int) -> tuple[int, int]:
+    """How the line at `at` is indented against the nearest lines above and below
+    that say something: -1 less, 0 alike, 1 more (0 where there is none)."""
+
+    def against(step: int) -> int:
+        i = at + step
+        while 0 <= i < len(lines) and not lines[i].strip():
+            i += step
+        if not 0 <= i < len(lines):
+            return 0
+        here, there = _width(lines[at]), _width(lines[i])
+        return (here > there) - (here < there)
+
+    return against(-1), against(1)
+
+
 class _Edits:
     """What one side did to a region's lines, its words apart from its indentation.
 
@@ -140,13 +160,16 @@ class _Edits:
     its new indentation.
     """
 
-    def __init__(self, base: list[bytes], plain_base: list[bytes], side: list[bytes]) -> None:
+    def __init__(
+        self, base: list[bytes], plain_base: list[bytes], side: list[bytes], blocks_by_indent: bool
+    ) -> None:
         self.base = base
         plain_side = [_said(line) for line in side]
         self.hunks: list[_Hunk] = []
         self.indents: dict[int, bytes] = {}
-        # The re-indented lines that went deeper, still under the block they were in.
-        self.deeper: set[int] = set()
+        # The re-indented lines still under the block they were in: moved deeper (a
+        # wrap), or re-indented with their neighbours (a formatter, tabs for spaces).
+        self.in_place: set[int] = set()
         i = j = 0
         for start, side_start, size in matching_blocks(plain_base, plain_side):
             if start > i or side_start > j:
@@ -158,8 +181,12 @@ class _Edits:
                 was = _indent(base[start + k])
                 if plain_base[start + k] and indent != was:
                     self.indents[start + k] = indent
-                    if indent.startswith(was):
-                        self.deeper.add(start + k)
+                    if (
+                        not blocks_by_indent
+                        or indent.startswith(was)
+                        or _place(base, start + k) == _place(side, side_start + k)
+                    ):
+                        self.in_place.add(start + k)
             i, j = start + size, side_start + size
 
     def rewrites(self, hunk: _Hunk) -> bool:
@@ -169,7 +196,8 @@ class _Edits:
         on one side (wrapped in a `try`, say) with a line inside it edited in place on
         the other; the line takes the one side's indentation and the other's words. A
         line moved out of its block is not that: an edit made inside the loop (using
-        the loop's variable) would run once, after it.
+        the loop's variable) would run once, after it. A block re-indented with its
+        surroundings (by a formatter, or tabs for spaces) is.
         """
         start, stop, lines = hunk
         if stop - start != len(lines) or not lines:
@@ -180,7 +208,7 @@ class _Edits:
             indent = _indent(line)
             if indent == self.indents[i]:
                 continue  # both sides moved it alike
-            if i not in self.deeper or indent != _indent(self.base[i]):
+            if i not in self.in_place or indent != _indent(self.base[i]):
                 return False
         return True
 
@@ -263,15 +291,20 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
     return out
 
 
-def merge_words(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> list[bytes] | None:
+def merge_words(
+    base: list[bytes], ours: list[bytes], theirs: list[bytes], *, blocks_by_indent: bool = True
+) -> list[bytes] | None:
     """The lines of a clean word-level merge of one clashing region, or None.
 
     None when both sides changed one line or one put a line next to a line the other
-    changed, when the words clash, when a name would occur more often than on either
-    side, or when the region is too large to be one statement's edits.
+    changed, when an indentation change meets the other side's edit, when the words
+    clash, when a change is made twice, or when the region is too large to be one
+    statement's edits. `blocks_by_indent` (Python) keeps an edit off a line the other
+    side moved out of its block; elsewhere indentation is only layout.
     """
     plain_base = [_said(line) for line in base]
-    ours_edits, theirs_edits = _Edits(base, plain_base, ours), _Edits(base, plain_base, theirs)
+    ours_edits = _Edits(base, plain_base, ours, blocks_by_indent)
+    theirs_edits = _Edits(base, plain_base, theirs, blocks_by_indent)
     if _touched(ours_edits.hunks) & _touched(theirs_edits.hunks):
         # Both sides rewrote one line: the words of two edits of one statement, one
         # string or one comment do not combine into anything either side meant (a

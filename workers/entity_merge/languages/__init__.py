@@ -94,6 +94,10 @@ class LanguageSpec:
     # rejects the merged file while it accepts both sides, or None. For what the
     # grammar recovers from silently (a Python line at an indentation no block has).
     miscompiles: Callable[[bytes, bytes, bytes], str | None] | None = None
+    # Whether indentation says which block a line is in (Python), rather than only
+    # how it looks (braces): the word merge then keeps an edit off a line the other
+    # side moved out of its block.
+    blocks_by_indent: bool = False
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.

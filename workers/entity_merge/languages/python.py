@@ -159,4 +159,5 @@ SPEC = LanguageSpec(
     name_list=name_list,
     binds=binds,
     miscompiles=miscompiles,
+    blocks_by_indent=True,
 )
