@@ -43,9 +43,9 @@ def _tokens(lines: list[bytes]) -> list[bytes]:
 # The tokens a change made twice shows in: names (a call or an attribute added at two
 # places), numbers (a `* 100` applied where a value is made and again where it is
 # shown) and the signs that flip a value (a negation at two places cancels out). Not
-# other punctuation: two sides each adding an argument add a comma each; nor a number
-# that is part of a version or a decimal (`1.3.0`, `0.5`): two packages bumped each
-# to a new minor version are two changes.
+# other punctuation: two sides each adding an argument add a comma each; nor a
+# version (`1.3.0`, three dotted parts or more): two packages bumped each to a new
+# minor version are two changes. A decimal (`1.5`) counts as one number.
 _COUNTED = re.compile(rb"[\w\x80-\xff]+|[-!~]")
 # Literals are left out: two settings each turned on are two changes.
 _LITERALS = frozenset(
@@ -55,12 +55,21 @@ _LITERALS = frozenset(
 
 def _counted(tokens: list[bytes]) -> Counter[bytes]:
     counts: Counter[bytes] = Counter()
-    for i, token in enumerate(tokens):
-        if not _COUNTED.fullmatch(token) or token in _LITERALS:
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token[:1].isdigit():
+            # A number with its dotted parts: `1.5` is one number, `4.0.3` a version.
+            end = i + 1
+            while end + 1 < len(tokens) and tokens[end] == b"." and tokens[end + 1][:1].isdigit():
+                end += 2
+            if (end - i) // 2 + 1 < 3:
+                counts[b"".join(tokens[i:end])] += 1
+            i = end
             continue
-        if token[:1].isdigit() and b"." in (tokens[i - 1 : i] + tokens[i + 1 : i + 2]):
-            continue
-        counts[token] += 1
+        if _COUNTED.fullmatch(token) and token not in _LITERALS:
+            counts[token] += 1
+        i += 1
     return counts
 
 
@@ -72,59 +81,83 @@ def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> boo
     made, now called twice). Two sides may also have used one name for different
     reasons; refusing those costs a conflict, never a wrong merge.
     """
-    o, t = Counter(ours), Counter(theirs)
+    o, t = _counted(ours), _counted(theirs)
     return any(n > max(o[token], t[token]) for token, n in _counted(merged).items())
 
 
-def _runs(base: list[bytes], side: list[bytes]) -> set[tuple[str, int, tuple[bytes, ...]]]:
-    """`side`'s pure insertions and deletions of tokens: (kind, base position, words)."""
-    runs: set[tuple[str, int, tuple[bytes, ...]]] = set()
+# A side's edit of a run of words: (base position, words taken out, words put in),
+# white space left out.
+_WordEdit = tuple[int, tuple[bytes, ...], tuple[bytes, ...]]
+# Separators alone: two sides each adding a trailing comma are two edits.
+_SEPARATORS = frozenset({(b",",), (b";",)})
+
+
+def _word_edits(base: list[bytes], side: list[bytes]) -> list[_WordEdit]:
+    edits: list[_WordEdit] = []
     i = j = 0
     for start, side_start, size in matching_blocks(base, side):
-        # A pure insertion replaces no base word; a pure deletion puts none in.
-        for kind, pure, changed in (
-            ("add", i == start, side[j:side_start]),
-            ("cut", j == side_start, base[i:start]),
-        ):
-            words = tuple(token for token in changed if not token.isspace())
-            if pure and words:
-                runs.add((kind, i, words))
+        if start > i or side_start > j:
+            taken = tuple(token for token in base[i:start] if not token.isspace())
+            put = tuple(token for token in side[j:side_start] if not token.isspace())
+            edits.append((i, taken, put))
         i, j = start + size, side_start + size
-    return runs
+    return edits
+
+
+def _within(run: tuple[bytes, ...], words: tuple[bytes, ...]) -> bool:
+    return any(words[k : k + len(run)] == run for k in range(len(words) - len(run) + 1))
 
 
 def _made_twice(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> bool:
-    """Whether both sides inserted, or both deleted, the same words at different places.
+    """Whether one side's pure insertion (or deletion) is part of what the other side
+    inserted (or deleted) at another place.
 
     That is one change made twice: `size` turned into `size()` where it is read on
-    one side and where it is used on the other calls the result; a `?`, a `*`, a `&`
-    added at both ends applies twice; a sign each side dropped at its own place
-    undoes both fixes. The same edit at the same place is one edit, merged once.
+    one side and into `size() + 1` where it is used on the other calls the result; a
+    `?`, a `*`, a `&` added at both ends applies twice; a sign each side dropped (or
+    replaced) at its own place undoes both fixes. The same edit at the same place is
+    one edit, merged once.
     """
-    ours_runs, theirs_runs = _runs(base, ours), _runs(base, theirs)
-    return any(
-        kind == other_kind and words == other_words and at != other_at
-        for kind, at, words in ours_runs
-        for other_kind, other_at, other_words in theirs_runs
-    )
+    ours_edits, theirs_edits = _word_edits(base, ours), _word_edits(base, theirs)
+    for one, other in ((ours_edits, theirs_edits), (theirs_edits, ours_edits)):
+        for at, taken, put in one:
+            for other_at, other_taken, other_put in other:
+                if at == other_at:
+                    continue
+                if put and not taken and put not in _SEPARATORS and _within(put, other_put):
+                    return True
+                if taken and not put and taken not in _SEPARATORS and _within(taken, other_taken):
+                    return True
+    return False
 
 
 def _indent(line: bytes) -> bytes:
     return line[: len(line) - len(line.lstrip(b" \t"))]
 
 
-# A string literal on one line, or a run of white space outside one.
-_STRING_OR_SPACE = re.compile(rb"""("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`)|\s+""")
+# What keeps its spacing inside a line: a double-quoted or backquoted string, and a
+# comment to the end of the line.
+_KEPT = rb'"(?:\\.|[^"\\])*"|`[^`]*`|//.*|#.*'
+_KEPT_OR_SPACE = re.compile(rb"(" + _KEPT + rb")|\s+")
+_KEPT_ONLY = re.compile(_KEPT)
+# Left outside those, a mark that may open text whose spacing counts and that a line
+# alone cannot place: a single quote (a string, a Rust lifetime, a Go rune), a slash
+# (a regular expression), or a quote left open (a string that spans lines).
+_UNPLACED = re.compile(rb"[\'/\"`]")
 
 
 def _said(line: bytes) -> bytes:
-    """What a line says: without the white space around it, runs of it inside made one
-    space, except inside a string literal, where every space is what the line says.
+    """What a line says: without the white space around it and, where that is safe,
+    with runs of it between words made one space.
 
     A formatter re-aligning a Go struct or a column of assignments changes no line's
-    meaning; a side that changed `"%d  items"` to `"%d items"` changed its line.
+    meaning; a side that changed `"%d  items"` to `"%d items"` changed its line. A
+    line with a mark that may open a string it cannot place keeps all its spacing.
     """
-    return _STRING_OR_SPACE.sub(lambda m: m.group(1) or b" ", line.strip())
+    text = line.strip()
+    if _UNPLACED.search(_KEPT_ONLY.sub(b"", text)):
+        return text
+    return _KEPT_OR_SPACE.sub(lambda m: m.group(1) or b" ", text)
 
 
 # A side's edit of a region: base lines [start, stop) replaced by these lines.
@@ -135,20 +168,21 @@ def _width(line: bytes) -> int:
     return len(_indent(line).expandtabs(8))
 
 
-def _place(lines: list[bytes], at: int) -> tuple[int, int]:
-    """How the line at `at` is indented against the nearest lines above and below
-    that say something: -1 less, 0 alike, 1 more (0 where there is none)."""
+def _above(lines: list[bytes], at: int) -> int:
+    """How the line at `at` is indented against the nearest line above that says
+    something: -1 less, 0 alike, 1 more (0 at the top).
 
-    def against(step: int) -> int:
-        i = at + step
-        while 0 <= i < len(lines) and not lines[i].strip():
-            i += step
-        if not 0 <= i < len(lines):
-            return 0
-        here, there = _width(lines[at]), _width(lines[i])
-        return (here > there) - (here < there)
-
-    return against(-1), against(1)
+    Kept by a re-indent, the line is still where it was in the blocks: moved with the
+    lines above it (a wrapped block's body and last line, a formatter's re-indent),
+    not into a loop above it or out of the block it ended.
+    """
+    i = at - 1
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    if i < 0:
+        return 0
+    here, there = _width(lines[at]), _width(lines[i])
+    return (here > there) - (here < there)
 
 
 class _Edits:
@@ -167,8 +201,8 @@ class _Edits:
         plain_side = [_said(line) for line in side]
         self.hunks: list[_Hunk] = []
         self.indents: dict[int, bytes] = {}
-        # The re-indented lines still under the block they were in: moved deeper (a
-        # wrap), or re-indented with their neighbours (a formatter, tabs for spaces).
+        # The re-indented lines still in the block they were in (`_above`), or any
+        # re-indented line where indentation is only layout.
         self.in_place: set[int] = set()
         i = j = 0
         for start, side_start, size in matching_blocks(plain_base, plain_side):
@@ -181,10 +215,8 @@ class _Edits:
                 was = _indent(base[start + k])
                 if plain_base[start + k] and indent != was:
                     self.indents[start + k] = indent
-                    if (
-                        not blocks_by_indent
-                        or indent.startswith(was)
-                        or _place(base, start + k) == _place(side, side_start + k)
+                    if not blocks_by_indent or _above(base, start + k) == _above(
+                        side, side_start + k
                     ):
                         self.in_place.add(start + k)
             i, j = start + size, side_start + size

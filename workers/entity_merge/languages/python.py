@@ -131,6 +131,8 @@ def _syntax_error(data: bytes) -> str | None:
             return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
         except ValueError as exc:  # a NUL byte; binary files never get here
             return str(exc)
+        except (RecursionError, MemoryError):
+            return None  # too deeply nested to judge (a `+` chain of thousands of terms)
     return None
 
 
