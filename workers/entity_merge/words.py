@@ -88,8 +88,10 @@ def _doubled(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> boo
 # A side's edit of a run of words: (base position, words taken out, words put in),
 # white space left out.
 _WordEdit = tuple[int, tuple[bytes, ...], tuple[bytes, ...]]
-# Separators alone: two sides each adding a trailing comma are two edits.
-_SEPARATORS = frozenset({(b",",), (b";",)})
+# A separator or a bracket alone: two sides each adding a trailing comma are two
+# edits, and a `)` one side dropped (unwrapping a call) is no part of the other side's
+# deleted lines that happen to hold one.
+_SEPARATORS = frozenset((mark,) for mark in (b",", b";", b"(", b")", b"[", b"]", b"{", b"}"))
 
 
 def _word_edits(base: list[bytes], side: list[bytes]) -> list[_WordEdit]:
