@@ -11,9 +11,11 @@ driver in process, by the driver as it was before the real-history work (`--base
 a git revision of this repository, loaded from ``git archive`` into a temporary
 directory), and by ``git merge-file -p``; the time of parsing the three versions
 alone with the file's tree-sitter grammar is printed too, as the floor of any merge
-that reads the syntax. Each clean result is compared with the file
-the maintainers committed (identical, equivalent: only formatting or entity order,
-or different) and checked for a wrong merge (merge_history/checks.py): a parse failure,
+that reads the syntax, and the time of parsing them as this driver does (the sides as
+edits of the base, which tree-sitter re-reads in part), the floor of this driver.
+Each clean result is compared with the file the maintainers committed (identical,
+equivalent: only formatting or entity order, or different) and checked for a wrong
+merge (merge_history/checks.py): a parse failure,
 a duplicate top-level declaration, import or export neither side had, or a name one
 side deleted and the other changed. `--dump DIR` writes each different result with its
 inputs for reading (`--unread`: only those with no current verdict);
@@ -51,6 +53,8 @@ from build_corpus import Blobs as CorpusBlobs  # noqa: E402
 from checks import bindings, canonical, definitions  # noqa: E402
 
 from workers.entity_merge import language_for_path, merge_file  # noqa: E402
+from workers.entity_merge.line_merge import split_lines  # noqa: E402
+from workers.entity_merge.reparse import reparse  # noqa: E402
 
 # The driver as issue 26's work found it (the figures docs/performance.md compares
 # with). 40778bd, the first default, predates workers/entity_merge and no longer loads.
@@ -359,7 +363,7 @@ def main() -> int:
             row["files"] += 1
             # Each tool's time is the best of --repeat runs, taken in turn, so a burst
             # of other work on the machine does not land on one tool only.
-            best = {k: float("inf") for k in ("git", "new", "old", "parse")}
+            best = {k: float("inf") for k in ("git", "new", "old", "parse", "reparse")}
             parser = spec.parser()
             for _ in range(args.repeat):
                 _, seconds = _git_merge_file(work, data["base"], data["ours"], data["theirs"])
@@ -370,6 +374,13 @@ def main() -> int:
                 for name in ("base", "ours", "theirs"):
                     parser.parse(data[name])
                 best["parse"] = min(best["parse"], time.perf_counter() - start)
+                # The floor of this driver's way of reading them: the base parsed
+                # whole, each side as an edit of it (tree-sitter reuses what is equal).
+                start = time.perf_counter()
+                base_tree, base_lines = parser.parse(data["base"]), split_lines(data["base"])
+                for name in ("ours", "theirs"):
+                    reparse(parser, base_tree, base_lines, split_lines(data[name]), data[name])
+                best["reparse"] = min(best["reparse"], time.perf_counter() - start)
                 for tool, merge in (("new", merge_file), ("old", old_merge)):
                     start = time.perf_counter()
                     merge(data["base"], data["ours"], data["theirs"], case.path)
@@ -460,6 +471,11 @@ def _report(table: dict[str, dict[str, int]], times: dict[str, list[float]]) -> 
     print(
         f"median ms/file of parsing the three versions alone (tree-sitter, no merge): "
         f"{parse:.2f}, {parse / git:.2f}x git's whole merge"
+    )
+    reread = statistics.median(times["reparse"]) * 1000
+    print(
+        f"median ms/file of parsing the base and each side as an edit of it, as the "
+        f"driver does (no merge): {reread:.2f}, {reread / git:.2f}x git's whole merge"
     )
     ratios = [n / g for n, g in zip(times["new"], times["git"], strict=True) if g > 0]
     print(

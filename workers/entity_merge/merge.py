@@ -22,6 +22,7 @@ from tree_sitter import Tree
 from .data_merge import data_merger_for
 from .doubled import normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
+from .entries import misplaced_entries
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
@@ -85,8 +86,13 @@ class _Inputs:
             marker_size=self.marker_size,
         )
 
-    def fault(self, content: bytes) -> tuple[ConflictReason, str] | None:
-        """Why a clean merge of these inputs must not be written, or None if it may."""
+    def fault(
+        self, content: bytes, joined: tuple[bytes, ...] = ()
+    ) -> tuple[ConflictReason, str] | None:
+        """Why a clean merge of these inputs must not be written, or None if it may.
+
+        `joined`: lines the merge kept from both sides as entries of keyed literals.
+        """
         parser = self.spec.parser()
         tree, start, end = reparse(
             parser, self.ours_tree, self.ours_lines, split_lines(content), content
@@ -98,6 +104,10 @@ class _Inputs:
             error = self.spec.miscompiles(self.ours, self.theirs, content)
             if error is not None:
                 return "result-unparseable", f"does not compile ({error})"
+        if joined:
+            misplaced = misplaced_entries(self.spec, root, content, joined)
+            if misplaced is not None:
+                return "both-added", misplaced
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
@@ -131,7 +141,9 @@ class _Inputs:
         merged = self.spec.parser().parse(content).root_node
         return without_extra_imports(self.spec, (*roots, merged), content)
 
-    def checked(self, result: MergeResult, *, retry: bool) -> MergeResult:
+    def checked(
+        self, result: MergeResult, *, retry: bool, joined: tuple[bytes, ...] = ()
+    ) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
 
         A faulty entity merge (`retry`) gets one more chance as a plain line merge,
@@ -141,11 +153,11 @@ class _Inputs:
         """
         if not result.clean:
             return result
-        fault = self.fault(result.content)
+        fault = self.fault(result.content, joined)
         if fault is None:
             return result
         repaired = self.repaired(result.content)
-        if repaired is not None and self.fault(repaired) is None:
+        if repaired is not None and self.fault(repaired, joined) is None:
             note = "names the merge of imports drops were taken out of their lists"
             return msgspec.structs.replace(result, content=repaired, note=note)
         reason, why = fault
@@ -251,4 +263,4 @@ def merge_file(
     result = MergeResult(
         content=content, conflicts=tuple(merger.conflicts), strategy="entity", language=spec.name
     )
-    return inputs.checked(result, retry=True)
+    return inputs.checked(result, retry=True, joined=tuple(merger.joined))

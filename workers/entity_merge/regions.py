@@ -9,11 +9,11 @@ with parsing, fallbacks and the final checks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 
 from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
 from .entities import Entity, Key, Region
+from .entries import merge_entries
 from .languages import LanguageSpec
 from .line_merge import Clash, Stable, merge3, render, split_lines
 from .matching import (
@@ -135,6 +135,9 @@ class Merger:
     marker_size: int
     spec: LanguageSpec | None = None
     conflicts: list[EntityConflict] = field(default_factory=list)
+    # The lines of keyed-literal entries both sides inserted at one place and the
+    # merge kept (`entries`); the merged file's tree must confirm each is one.
+    joined: list[bytes] = field(default_factory=list)
 
     def lines(
         self,
@@ -158,9 +161,7 @@ class Merger:
             return theirs
         # Only an entity merge settles clashes word by word: its result is parsed and
         # checked again, a plain line merge's is not.
-        refine = None
-        if self.spec is not None and words:
-            refine = partial(merge_words, blocks_by_indent=self.spec.blocks_by_indent)
+        refine = self._settle if self.spec is not None and words else None
         chunks = merge3(split_lines(base), split_lines(ours), split_lines(theirs), refine=refine)
         if spacing_from_ours:
             # Both sides re-spacing the same gap is not worth an author's time.
@@ -180,6 +181,18 @@ class Merger:
             hunks = tuple(_hunk(c) for c in merged.clashes)
             self.conflicts.append(EntityConflict(kind=kind, name=name, reason=reason, hunks=hunks))
         return merged.content
+
+    def _settle(
+        self, base: list[bytes], ours: list[bytes], theirs: list[bytes]
+    ) -> list[bytes] | None:
+        """A clash settled by entries of keys or by words, or None."""
+        assert self.spec is not None
+        if self.spec.keyed_entries:
+            joined = merge_entries(base, ours, theirs)
+            if joined is not None:
+                self.joined.extend(joined)
+                return joined
+        return merge_words(base, ours, theirs, blocks_by_indent=self.spec.blocks_by_indent)
 
     def region(self, base: Region, ours: Region, theirs: Region, where: str) -> bytes:
         """Merge a region (a file or a container's inside) entity by entity."""

@@ -98,6 +98,10 @@ class LanguageSpec:
     # how it looks (braces): the word merge then keeps an edit off a line the other
     # side moved out of its block.
     blocks_by_indent: bool = False
+    # (entry, literal) node types of the literals whose entries are looked up by key,
+    # not by place (a dictionary's pairs): two sides each adding entries at one place
+    # keep both (see `entries`). Empty: such clashes stay clashes.
+    keyed_entries: frozenset[tuple[str, str]] = frozenset()
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.

@@ -171,6 +171,10 @@ def _name(node: Node) -> str:
     return node_text(node.child_by_field_name("name"))
 
 
+# An object literal's `key: value` pairs (a type literal's members are not values
+# looked up by key, and stay out).
+_OBJECT_ENTRIES = frozenset({("pair", "object")})
+
 JAVASCRIPT = LanguageSpec(
     name="javascript",
     extensions=(".js", ".mjs", ".cjs", ".jsx"),
@@ -179,6 +183,7 @@ JAVASCRIPT = LanguageSpec(
     attached=frozenset({"comment", "decorator"}),
     name_list=name_list,
     binds=binds,
+    keyed_entries=_OBJECT_ENTRIES,
 )
 TYPESCRIPT = LanguageSpec(
     name="typescript",
@@ -188,6 +193,7 @@ TYPESCRIPT = LanguageSpec(
     attached=frozenset({"comment", "decorator"}),
     name_list=name_list,
     binds=binds,
+    keyed_entries=_OBJECT_ENTRIES,
 )
 TSX = LanguageSpec(
     name="tsx",
@@ -197,5 +203,6 @@ TSX = LanguageSpec(
     attached=frozenset({"comment", "decorator"}),
     name_list=name_list,
     binds=binds,
+    keyed_entries=_OBJECT_ENTRIES,
 )
 SPECS = (JAVASCRIPT, TYPESCRIPT, TSX)

@@ -195,4 +195,5 @@ SPEC = LanguageSpec(
     classify=classify,
     binds=binds,
     collides=collides,
+    keyed_entries=frozenset({("keyed_element", "literal_value")}),
 )

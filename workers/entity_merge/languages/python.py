@@ -162,4 +162,5 @@ SPEC = LanguageSpec(
     binds=binds,
     miscompiles=miscompiles,
     blocks_by_indent=True,
+    keyed_entries=frozenset({("pair", "dictionary")}),
 )

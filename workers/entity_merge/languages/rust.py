@@ -187,4 +187,5 @@ SPEC = LanguageSpec(
     trailing=_COMMENTS,
     name_list=name_list,
     binds=binds,
+    keyed_entries=frozenset({("field_initializer", "field_initializer_list")}),
 )

@@ -1,0 +1,149 @@
+"""Both sides adding entries at one place of a keyed literal (workers/entity_merge/entries.py).
+
+A dictionary, an object literal, a Go composite literal and a Rust struct expression
+keep both sides' new keys, ours first. What only looks like such an entry (a
+parameter `x: int,` of a signature, a type literal's member) stays a conflict, and so
+does a key both sides add, or a literal the merge would give one key twice.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.entity_merge import merge_file
+from workers.entity_merge.entries import entry_key, merge_entries
+
+
+def _merge(path: str, base: str, ours: str, theirs: str) -> tuple[bool, str, str]:
+    result = merge_file(base.encode(), ours.encode(), theirs.encode(), path)
+    return result.clean, result.content.decode(), result.note
+
+
+LITERALS = [
+    pytest.param(
+        "settings.py",
+        "X = {{\n    'a': 1,\n{}    'z': 9,\n}}\n",
+        ("    'b': 2,\n", "    'c': 3,\n"),
+        id="python dictionary",
+    ),
+    pytest.param(
+        "locale.ts",
+        "export default {{\n  show: 'Show',\n{}  hide: 'Hide',\n}};\n",
+        ("  clear: 'Clear',\n", "  sortable: 'sortable',\n"),
+        id="typescript object (ant-design's locales)",
+    ),
+    pytest.param(
+        "config.mjs",
+        'export default {{\n  rules: {{\n    "a": "error",\n{}    "z": "off",\n  }},\n}};\n',
+        ('    "b-rule": "error",\n', '    "c-rule": "warn",\n'),
+        id="javascript object with quoted keys (typeorm's eslint config)",
+    ),
+    pytest.param(
+        "main.go",
+        "package p\n\nvar x = T{{\n\tA: 1,\n{}\tZ: 9,\n}}\n",
+        ("\tB: 2,\n", "\tC: 3,\n"),
+        id="go composite literal",
+    ),
+    pytest.param(
+        "lib.rs",
+        "fn f() -> T {{\n    T {{\n        a: 1,\n{}        z: 9,\n    }}\n}}\n",
+        ("        b: 2,\n", "        c: 3,\n"),
+        id="rust struct expression",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "template", "added"), LITERALS)
+def test_two_new_keys_at_one_place_are_both_kept_ours_first(
+    path: str, template: str, added: tuple[str, str]
+) -> None:
+    ours_line, theirs_line = added
+    clean, content, _ = _merge(
+        path, template.format(""), template.format(ours_line), template.format(theirs_line)
+    )
+    assert clean
+    assert content == template.format(ours_line + theirs_line)
+
+
+@pytest.mark.parametrize(("path", "template", "added"), LITERALS)
+def test_one_key_added_by_both_sides_with_different_values_clashes(
+    path: str, template: str, added: tuple[str, str]
+) -> None:
+    ours_line, _ = added
+    theirs_line = ours_line.replace("2", "7").replace("'Clear'", "'Empty'")
+    theirs_line = theirs_line.replace('"error"', '"off"')
+    assert theirs_line != ours_line
+    clean, _, _ = _merge(
+        path, template.format(""), template.format(ours_line), template.format(theirs_line)
+    )
+    assert not clean
+
+
+def test_a_key_the_other_side_added_elsewhere_in_the_literal_is_not_given_twice() -> None:
+    """Theirs put `b` at the top and `c` in the middle; ours put `b` in the middle."""
+    base = "X = {\n    'a': 1,\n    'z': 9,\n}\n"
+    ours = "X = {\n    'a': 1,\n    'b': 2,\n    'z': 9,\n}\n"
+    theirs = "X = {\n    'b': 5,\n    'a': 1,\n    'c': 3,\n    'z': 9,\n}\n"
+    clean, _, note = _merge("settings.py", base, ours, theirs)
+    assert not clean
+    assert "one key twice" in note
+
+
+@pytest.mark.parametrize(
+    ("path", "base", "ours", "theirs"),
+    [
+        pytest.param(
+            "api.py",
+            "def f(\n    a: int,\n    z: int,\n):\n    pass\n",
+            "def f(\n    a: int,\n    b: int,\n    z: int,\n):\n    pass\n",
+            "def f(\n    a: int,\n    c: int,\n    z: int,\n):\n    pass\n",
+            id="python parameters: their order is the call's",
+        ),
+        pytest.param(
+            "api.ts",
+            "function f(\n  a: number,\n  z: number,\n) {}\n",
+            "function f(\n  a: number,\n  b: number,\n  z: number,\n) {}\n",
+            "function f(\n  a: number,\n  c: number,\n  z: number,\n) {}\n",
+            id="typescript parameters",
+        ),
+        pytest.param(
+            "api.ts",
+            "type T = {\n  a: number,\n  z: number,\n};\n",
+            "type T = {\n  a: number,\n  b: number,\n  z: number,\n};\n",
+            "type T = {\n  a: number,\n  c: number,\n  z: number,\n};\n",
+            id="typescript type literal members",
+        ),
+    ],
+)
+def test_lines_that_only_look_like_entries_stay_a_conflict(
+    path: str, base: str, ours: str, theirs: str
+) -> None:
+    clean, _, note = _merge(path, base, ours, theirs)
+    assert not clean
+    assert "outside a literal of keys" in note
+
+
+def test_an_entry_whose_value_goes_on_past_its_line_is_not_one() -> None:
+    assert entry_key(b"    'a': call(x,\n") is None
+    assert entry_key(b"    'a': call(x),\n") == b"a"
+    assert entry_key(b'    "a-b": 1,\n') == b"a-b"
+    assert entry_key(b"    a: 1, // why\n") is None
+    assert entry_key(b"    default:\n") is None
+
+
+def test_only_pure_insertions_on_both_sides_are_joined() -> None:
+    entry_b, entry_c = [b"    'b': 2,\n"], [b"    'c': 3,\n"]
+    assert merge_entries([], entry_b, entry_c) == entry_b + entry_c
+    # A side that changed a base line did more than add a key.
+    assert merge_entries([b"    'a': 1,\n"], entry_b, entry_c) is None
+    assert merge_entries([], entry_b, []) is None
+    # One side adding one key twice is its own business, not a merge's to repeat.
+    assert merge_entries([], entry_b + entry_b, entry_c) is None
+
+
+def test_java_has_no_keyed_literal_and_keeps_the_clash() -> None:
+    base = "class A {\n  int[] f() {\n    return new int[] {\n      1,\n      9,\n    };\n  }\n}\n"
+    ours = base.replace("      1,\n", "      1,\n      2,\n")
+    theirs = base.replace("      1,\n", "      1,\n      3,\n")
+    clean, _, _ = _merge("A.java", base, ours, theirs)
+    assert not clean
