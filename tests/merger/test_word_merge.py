@@ -349,3 +349,42 @@ def test_spacing_next_to_a_quote_a_line_cannot_place_is_what_the_line_says() -> 
     ours = b"    let s: &'static str = \"don't panic\";\n    go(s);\n"
     theirs = b"    let s: &'static str = \"don't  panic!\";\n    go(s);\n"
     assert _words(base, ours, theirs) is None
+
+
+def test_one_field_both_sides_added_aligned_differently_is_kept_once() -> None:
+    """terraform and cortex: each side added the field, gofmt aligned it to its neighbours."""
+    base = b"package p\n\ntype T struct {\n\tFile *File\n}\n"
+    ours = b"package p\n\ntype T struct {\n\tFile *File\n\tMode Mode\n}\n"
+    theirs = (
+        b"package p\n\ntype T struct {\n\tFile        *File\n\tContextOpts *Opts\n"
+        b"\tMode        Mode\n}\n"
+    )
+    result = merge_file(base, ours, theirs, "p.go")
+    assert result.clean
+    assert result.content.count(b"Mode ") == 1
+    assert b"ContextOpts *Opts" in result.content
+
+
+def test_one_statement_both_sides_wrote_with_other_spacing_is_kept_once() -> None:
+    """ember.js: `let plugin =  inject(...)` against `let plugin = inject(...)`."""
+    base = b"def build(source):\n    tree = load(source)\n    return tree\n"
+    ours = base.replace(b"    return", b"    plugin = inject(source)\n    return")
+    theirs = base.replace(b"    return", b"    plugin =  inject(source)\n    return")
+    result = merge_file(base, ours, theirs, "build.py")
+    assert result.clean
+    assert result.content == ours
+
+
+def test_spacing_inside_a_string_both_sides_added_still_clashes() -> None:
+    base = b"def show():\n    pass\n"
+    ours = b'def show():\n    print("a  b")\n'
+    theirs = b'def show():\n    print("a b")\n'
+    assert not merge_file(base, ours, theirs, "show.py").clean
+
+
+def test_one_line_both_sides_added_at_other_indentation_still_clashes() -> None:
+    """In Python the indentation says which block the line runs in."""
+    base = b"def run(items):\n    for item in items:\n        use(item)\n"
+    ours = base + b"        done()\n"
+    theirs = base + b"    done()\n"
+    assert not merge_file(base, ours, theirs, "run.py").clean

@@ -25,7 +25,7 @@ from .matching import (
     replacements,
 )
 from .result import ConflictHunk, ConflictReason, EntityConflict
-from .words import merge_words
+from .words import merge_words, said_alike
 
 __all__ = ["Merger"]
 
@@ -185,8 +185,10 @@ class Merger:
     def _settle(
         self, base: list[bytes], ours: list[bytes], theirs: list[bytes]
     ) -> list[bytes] | None:
-        """A clash settled by entries of keys or by words, or None."""
+        """A clash settled as one change made alike, by entries of keys or by words, or None."""
         assert self.spec is not None
+        if said_alike(ours, theirs):
+            return ours
         if self.spec.keyed_entries:
             joined = merge_entries(base, ours, theirs)
             if joined is not None:

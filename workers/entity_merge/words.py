@@ -23,7 +23,7 @@ from collections import Counter
 
 from .line_merge import Clash, matching_blocks, merge3, split_lines
 
-__all__ = ["merge_words"]
+__all__ = ["merge_words", "said_alike"]
 
 # A word is a run of ASCII word characters or of non-ASCII bytes (so a UTF-8
 # character is never split between two sides' edits); white space runs, newlines and
@@ -323,6 +323,19 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
         at = stop
     unedited(len(base))
     return out
+
+
+def said_alike(ours: list[bytes], theirs: list[bytes]) -> bool:
+    """True when two sides' versions of a region say the same, line by line.
+
+    Same indentation, and the same words once spacing that is only layout is set
+    aside (`_said`): a field both sides added to one Go struct, aligned to different
+    neighbours, or one statement both wrote with an extra space. Either side's text
+    is then the merge; spacing inside strings and comments still counts.
+    """
+    return len(ours) == len(theirs) and all(
+        _indent(o) == _indent(t) and _said(o) == _said(t) for o, t in zip(ours, theirs, strict=True)
+    )
 
 
 def merge_words(
