@@ -34,6 +34,8 @@ def classify(node: Node, container: str | None) -> EntityInfo | None:
     if kind == "expression_statement" and node.named_child_count == 1:
         # tree-sitter-typescript wraps `namespace N {}` in an expression statement.
         inner = node.named_children[0]
+        if inner.type == "call_expression":
+            return _test_block(inner)
         return classify(inner, container) if inner.type in _NAMESPACES else None
     if kind == "import_statement":
         return EntityInfo("import", _import_source(node))
@@ -61,6 +63,44 @@ def classify(node: Node, container: str | None) -> EntityInfo | None:
     if container in ("class", "interface"):
         return _member(node)
     return None
+
+
+# Test frameworks' blocks (Jest, Mocha, Vitest, Jasmine): a `describe` holds tests the
+# way a class holds methods, and each block is known by its title.
+_SUITES = frozenset({"describe"})
+_TESTS = frozenset({"it", "test"})
+_TITLES = frozenset({"string", "template_string"})
+_CALLBACKS = frozenset({"arrow_function", "function_expression", "function"})
+
+
+def _test_block(call: Node) -> EntityInfo | None:
+    """`describe("title", () => {…})` as a suite of tests, `it`/`test` as one test.
+
+    Only a plain call whose first argument is a literal title (a template with no
+    `${…}` in it) and whose last is a function: two sides adding tests under
+    different titles at one place then merge as two added entities, and two tests
+    of one title in one suite are told apart by their order, as overloads are.
+    """
+    callee = call.child_by_field_name("function")
+    arguments = call.child_by_field_name("arguments")
+    if callee is None or callee.type != "identifier" or arguments is None:
+        return None
+    verb = node_text(callee)
+    listed = arguments.named_children
+    if verb not in _SUITES | _TESTS or len(listed) < 2:
+        return None
+    title, callback = listed[0], listed[-1]
+    if title.type not in _TITLES or any(c.type == "template_substitution" for c in title.children):
+        return None
+    if callback.type not in _CALLBACKS:
+        return None
+    name = node_text(title)
+    if verb in _TESTS:
+        return EntityInfo("test", name)
+    body = callback.child_by_field_name("body")
+    return EntityInfo(
+        "suite", name, body=body if body is not None and body.type == "statement_block" else None
+    )
 
 
 def _export(node: Node, container: str | None) -> EntityInfo | None:
