@@ -72,8 +72,6 @@ def test_a_call_with_a_computed_title_stays_an_unnamed_statement() -> None:
     """`it(`adds ${n}`, …)` has no title of its own; two such additions still clash."""
     base = b'describe("Cart", () => {\n  const n = 1;\n});\n'
     ours = base.replace(b"  const n = 1;\n", b"  const n = 1;\n  it(`adds ${n}`, () => {});\n")
-    theirs = base.replace(
-        b"  const n = 1;\n", b"  const n = 1;\n  it(`drops ${n}`, () => {});\n"
-    )
+    theirs = base.replace(b"  const n = 1;\n", b"  const n = 1;\n  it(`drops ${n}`, () => {});\n")
     result = merge_file(base, ours, theirs, "cart.test.js")
     assert not result.clean
