@@ -49,7 +49,7 @@ def test_one_title_both_sides_added_with_other_bodies_is_a_conflict() -> None:
     theirs = _add(b'  it("totals', _test(b"adds an item", b"expect(add(2).size).toBe(2);"))
     result = merge_file(BASE, ours, theirs, "cart.test.ts")
     assert not result.clean
-    assert [c.label for c in result.conflicts] == ['test "Cart"."adds an item"']
+    assert [c.label for c in result.conflicts] == ["test Cart.adds an item"]
 
 
 def test_one_test_both_sides_changed_in_the_same_lines_is_a_conflict() -> None:
@@ -57,7 +57,7 @@ def test_one_test_both_sides_changed_in_the_same_lines_is_a_conflict() -> None:
     theirs = BASE.replace(b"total([1, 2])", b"total([1, 2, 0])")
     result = merge_file(BASE, ours, theirs, "cart.test.js")
     assert not result.clean
-    assert [c.label for c in result.conflicts] == ['test "Cart"."totals its items"']
+    assert [c.label for c in result.conflicts] == ["test Cart.totals its items"]
 
 
 def test_a_test_one_side_changed_and_the_other_deleted_is_a_conflict() -> None:
@@ -75,3 +75,15 @@ def test_a_call_with_a_computed_title_stays_an_unnamed_statement() -> None:
     theirs = base.replace(b"  const n = 1;\n", b"  const n = 1;\n  it(`drops ${n}`, () => {});\n")
     result = merge_file(base, ours, theirs, "cart.test.js")
     assert not result.clean
+
+
+def test_one_title_in_other_quotes_is_one_title() -> None:
+    """An independent review: `it("adds")` and `it('adds')` are one test."""
+    ours = _add(b'  it("totals', _test(b"adds an item", b"expect(add(1).size).toBe(1);"))
+    theirs = _add(
+        b'  it("totals',
+        _test(b"adds an item", b"expect(add(2).size).toBe(2);").replace(
+            b'"adds an item"', b"'adds an item'"
+        ),
+    )
+    assert not merge_file(BASE, ours, theirs, "cart.test.js").clean

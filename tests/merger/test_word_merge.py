@@ -9,6 +9,8 @@ earlier, looser version made on the real-history corpus.
 
 from __future__ import annotations
 
+import pytest
+
 from workers.entity_merge import merge_file
 from workers.entity_merge.line_merge import split_lines
 from workers.entity_merge.words import merge_words
@@ -388,3 +390,36 @@ def test_one_line_both_sides_added_at_other_indentation_still_clashes() -> None:
     ours = base + b"        done()\n"
     theirs = base + b"    done()\n"
     assert not merge_file(base, ours, theirs, "run.py").clean
+
+
+@pytest.mark.parametrize(
+    ("path", "base", "ours", "theirs"),
+    [
+        pytest.param(
+            "help.py",
+            b'HELP = """\nusage:\n"""\n',
+            b'HELP = """\nusage:\n  -v    verbose\n"""\n',
+            b'HELP = """\nusage:\n  -v  verbose\n"""\n',
+            id="python docstring",
+        ),
+        pytest.param(
+            "help.js",
+            b"const s = `\nhead\n`;\n",
+            b"const s = `\nhead\na    b\n`;\n",
+            b"const s = `\nhead\na b\n`;\n",
+            id="javascript template literal",
+        ),
+        pytest.param(
+            "help.go",
+            b"package p\n\nvar s = `\nhead\n`\n",
+            b"package p\n\nvar s = `\nhead\nx    y\n`\n",
+            b"package p\n\nvar s = `\nhead\nx y\n`\n",
+            id="go raw string",
+        ),
+    ],
+)
+def test_a_line_inside_a_string_spanning_lines_is_not_written_alike(
+    path: str, base: bytes, ours: bytes, theirs: bytes
+) -> None:
+    """An independent review: spacing inside a multi-line string is content."""
+    assert not merge_file(base, ours, theirs, path).clean

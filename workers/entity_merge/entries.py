@@ -12,8 +12,11 @@ The text rule (`merge_entries`) only sees lines: each inserted line must be one 
 Lines look the same in places where order does matter (a parameter ``x: int,`` of a
 Python or TypeScript signature), so the merged file's tree has the last word
 (`misplaced_entries`): every joined line must be one entry of a keyed literal of the
-language (`LanguageSpec.keyed_entries`), on one line, in a literal whose keys are all
-different. Otherwise the merge is refused as a conflict.
+language (`LanguageSpec.keyed_entries`), alone on its line, in a literal whose keys are
+all written out (no spread, shorthand, method or computed key; in a Python dictionary
+or a Go map only quoted keys, since a bare name there is a variable; no Go array or
+slice, whose index keys place the elements after them) and all different. Otherwise
+the merge is refused as a conflict.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from tree_sitter import Node
 
 from .languages import LanguageSpec
 
-__all__ = ["entry_key", "merge_entries", "misplaced_entries"]
+__all__ = ["entry_key", "line_starts", "merge_entries", "misplaced_entries"]
 
 # A key (a name or a quoted string), a colon, a value on the same line, a trailing comma.
 _ENTRY = re.compile(
@@ -72,7 +75,7 @@ def merge_entries(base: list[bytes], ours: list[bytes], theirs: list[bytes]) -> 
     return [*ours, *theirs]
 
 
-def _line_starts(content: bytes, line: bytes) -> list[int]:
+def line_starts(content: bytes, line: bytes) -> list[int]:
     """Where `line` (a whole line) starts in `content`, every time."""
     found, at = [], content.find(line)
     while at != -1:
@@ -82,11 +85,60 @@ def _line_starts(content: bytes, line: bytes) -> list[int]:
     return found
 
 
-def _key_text(entry: Node) -> bytes:
+# A key written as a string: its quotes, and Python's prefixes (`u'b'` is `'b'`).
+_QUOTED = re.compile(rb"""^[A-Za-z]{0,2}(["'`])(.*)\1$""", re.DOTALL)
+# Literal node types whose bare-name keys are values, not names: a Python dictionary's
+# `{a: 1}` keys by what the variable `a` holds, so two names can be one key.
+_NAMES_ARE_VALUES = frozenset({"dictionary"})
+# Go literals whose keys are not field names: a map's bare names are variables, an
+# array's or a slice's keys are indexes that place the unkeyed elements after them.
+_GO_MAPS = frozenset({"map_type"})
+_GO_STRUCTS = frozenset({"type_identifier", "qualified_type", "generic_type"})
+
+
+def _key_of(entry: Node) -> tuple[bytes, bool] | None:
+    """An entry's key, quotes and prefixes off, and whether it was written quoted.
+
+    None for a key computed at run time (`[name]: …`), which may be any key.
+    """
     key = entry.child_by_field_name("key") or entry.child_by_field_name("field")
     if key is None:
         key = entry.named_children[0] if entry.named_children else entry
-    return (key.text or b"").strip(b"\"'`")
+    if key.type == "computed_property_name":
+        return None
+    text = (key.text or b"").strip()
+    quoted = _QUOTED.match(text)
+    return (quoted[2], True) if quoted else (text, False)
+
+
+def _keys_known(spec: LanguageSpec, literal: Node) -> list[bytes] | None:
+    """Every key of `literal`, or None when one of them cannot be told from the text.
+
+    Anything but plain entries (a spread, a shorthand property, a method, a computed
+    key) may set a key the entries do not show; a name that stands for a value may
+    equal another key; a Go array's index keys move the elements after them.
+    """
+    if literal.type == "literal_value":
+        typed = literal.parent.child_by_field_name("type") if literal.parent else None
+        kind = typed.type if typed is not None else None
+        if kind not in _GO_STRUCTS | _GO_MAPS:
+            return None
+    else:
+        kind = literal.type
+    keys = []
+    for child in literal.named_children:
+        if "comment" in child.type:
+            continue
+        if (child.type, literal.type) not in spec.keyed_entries:
+            return None
+        written = _key_of(child)
+        if written is None:
+            return None
+        key, quoted = written
+        if not quoted and (kind in _NAMES_ARE_VALUES or kind in _GO_MAPS):
+            return None
+        keys.append(key)
+    return keys
 
 
 def _entry_at(spec: LanguageSpec, root: Node, start: int, stop: int) -> Node | None:
@@ -97,7 +149,11 @@ def _entry_at(spec: LanguageSpec, root: Node, start: int, stop: int) -> Node | N
         if parent is not None and (node.type, parent.type) in spec.keyed_entries:
             # The entry and its comma end the line: the entry is the whole line.
             one_line = node.end_point.row == node.start_point.row
-            return node if one_line and node.end_byte <= stop else None
+            rest = node.next_sibling
+            ends_line = rest is None or rest.type != "," or rest.end_byte <= stop
+            following = rest.next_sibling if rest is not None and rest.type == "," else None
+            alone = following is None or following.start_point.row > node.start_point.row
+            return node if one_line and node.end_byte <= stop and ends_line and alone else None
         node = parent
     return None
 
@@ -108,18 +164,17 @@ def misplaced_entries(
     """Why a merged file's joined entry lines are not all entries of keyed literals."""
     for line in set(joined):
         indent = len(line) - len(line.lstrip())
-        for start in _line_starts(content, line):
+        for start in line_starts(content, line):
             entry = _entry_at(spec, root, start + indent, start + len(line))
             if entry is None:
                 shown = line.strip().decode("utf-8", "replace")
                 return f"joins {shown!r} from both sides outside a literal of keys"
             literal = entry.parent
             assert literal is not None
-            keys = [
-                _key_text(child)
-                for child in literal.named_children
-                if (child.type, literal.type) in spec.keyed_entries
-            ]
+            keys = _keys_known(spec, literal)
+            if keys is None:
+                shown = line.strip().decode("utf-8", "replace")
+                return f"joins {shown!r} into a literal whose keys are not all written out"
             if len(set(keys)) != len(keys):
                 shown = line.strip().decode("utf-8", "replace")
                 return f"joins {shown!r} into a literal that then holds one key twice"

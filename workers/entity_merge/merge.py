@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import msgspec
 from tree_sitter import Tree
 
+from .alike import alike_inside_text
 from .data_merge import data_merger_for
 from .doubled import normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
@@ -87,11 +88,12 @@ class _Inputs:
         )
 
     def fault(
-        self, content: bytes, joined: tuple[bytes, ...] = ()
+        self, content: bytes, joined: tuple[bytes, ...] = (), alike: tuple[bytes, ...] = ()
     ) -> tuple[ConflictReason, str] | None:
         """Why a clean merge of these inputs must not be written, or None if it may.
 
-        `joined`: lines the merge kept from both sides as entries of keyed literals.
+        `joined`: lines the merge kept from both sides as entries of keyed literals;
+        `alike`: ours' lines it took for theirs written with other spacing.
         """
         parser = self.spec.parser()
         tree, start, end = reparse(
@@ -108,6 +110,10 @@ class _Inputs:
             misplaced = misplaced_entries(self.spec, root, content, joined)
             if misplaced is not None:
                 return "both-added", misplaced
+        if alike:
+            inside = alike_inside_text(root, content, alike)
+            if inside is not None:
+                return "both-modified", inside
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
@@ -142,7 +148,12 @@ class _Inputs:
         return without_extra_imports(self.spec, (*roots, merged), content)
 
     def checked(
-        self, result: MergeResult, *, retry: bool, joined: tuple[bytes, ...] = ()
+        self,
+        result: MergeResult,
+        *,
+        retry: bool,
+        joined: tuple[bytes, ...] = (),
+        alike: tuple[bytes, ...] = (),
     ) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
 
@@ -153,11 +164,11 @@ class _Inputs:
         """
         if not result.clean:
             return result
-        fault = self.fault(result.content, joined)
+        fault = self.fault(result.content, joined, alike)
         if fault is None:
             return result
         repaired = self.repaired(result.content)
-        if repaired is not None and self.fault(repaired, joined) is None:
+        if repaired is not None and self.fault(repaired, joined, alike) is None:
             note = "names the merge of imports drops were taken out of their lists"
             return msgspec.structs.replace(result, content=repaired, note=note)
         reason, why = fault
@@ -263,4 +274,6 @@ def merge_file(
     result = MergeResult(
         content=content, conflicts=tuple(merger.conflicts), strategy="entity", language=spec.name
     )
-    return inputs.checked(result, retry=True, joined=tuple(merger.joined))
+    return inputs.checked(
+        result, retry=True, joined=tuple(merger.joined), alike=tuple(merger.alike)
+    )

@@ -138,6 +138,8 @@ class Merger:
     # The lines of keyed-literal entries both sides inserted at one place and the
     # merge kept (`entries`); the merged file's tree must confirm each is one.
     joined: list[bytes] = field(default_factory=list)
+    # Ours' lines taken where theirs said the same with other spacing (`said_alike`).
+    alike: list[bytes] = field(default_factory=list)
 
     def lines(
         self,
@@ -188,6 +190,8 @@ class Merger:
         """A clash settled as one change made alike, by entries of keys or by words, or None."""
         assert self.spec is not None
         if said_alike(ours, theirs):
+            # Spacing inside a string spanning lines is content: the merged tree decides.
+            self.alike.extend(o for o, t in zip(ours, theirs, strict=True) if o != t)
             return ours
         if self.spec.keyed_entries:
             joined = merge_entries(base, ours, theirs)

@@ -94,7 +94,8 @@ def _test_block(call: Node) -> EntityInfo | None:
         return None
     if callback.type not in _CALLBACKS:
         return None
-    name = node_text(title)
+    # Known by what it says: "adds", 'adds' and `adds` are one title.
+    name = node_text(title)[1:-1]
     if verb in _TESTS:
         return EntityInfo("test", name)
     body = callback.child_by_field_name("body")
