@@ -423,3 +423,77 @@ def test_a_line_inside_a_string_spanning_lines_is_not_written_alike(
 ) -> None:
     """An independent review: spacing inside a multi-line string is content."""
     assert not merge_file(base, ours, theirs, path).clean
+
+
+@pytest.mark.parametrize(
+    ("path", "base", "ours", "theirs"),
+    [
+        pytest.param(
+            "greet.py",
+            b'def f():\n    """Say hi.\n\n    Returns  the greeting.\n    """\n',
+            b'def f():\n    """Say hi.\n\n    Returns the greeting.\n    """\n',
+            b'def f():\n    """Say hi.\n\n    Returns  the message.\n    """\n',
+            id="python docstring, spacing against a word",
+        ),
+        pytest.param(
+            "greet.py",
+            b'def f():\n    """Say hi.\n\n    Returns the greeting.\n    """\n',
+            b'def f():\n    """Say hi.\n\n        Returns the greeting.\n    """\n',
+            b'def f():\n    """Say hi.\n\n    Returns the message.\n    """\n',
+            id="python docstring, indentation against a word",
+        ),
+        pytest.param(
+            "note.js",
+            b"const s = `\nhead\nto  be  done\n`;\n",
+            b"const s = `\nhead\nto be  done\n`;\n",
+            b"const s = `\nhead\nto  be  gone\n`;\n",
+            id="javascript template literal",
+        ),
+        pytest.param(
+            "note.go",
+            b"package p\n\nvar s = `\nhead\nx  y  z\n`\n",
+            b"package p\n\nvar s = `\nhead\nx y  z\n`\n",
+            b"package p\n\nvar s = `\nhead\nx  y  w\n`\n",
+            id="go raw string, spacing",
+        ),
+        pytest.param(
+            "note.go",
+            b"package p\n\nvar s = `\nhead\n  x y z\n`\n",
+            b"package p\n\nvar s = `\nhead\n    x y z\n`\n",
+            b"package p\n\nvar s = `\nhead\n  x y w\n`\n",
+            id="go raw string, indentation",
+        ),
+        pytest.param(
+            "note.rs",
+            b'fn f() -> &str {\n    r"\nhead\nx  y  z\n"\n}\n',
+            b'fn f() -> &str {\n    r"\nhead\nx y  z\n"\n}\n',
+            b'fn f() -> &str {\n    r"\nhead\nx  y  w\n"\n}\n',
+            id="rust raw string",
+        ),
+        pytest.param(
+            "Note.java",
+            b'class F {\n    String s = """\n        x  y  z\n        """;\n}\n',
+            b'class F {\n    String s = """\n        x y  z\n        """;\n}\n',
+            b'class F {\n    String s = """\n        x  y  w\n        """;\n}\n',
+            id="java text block",
+        ),
+    ],
+)
+def test_words_and_spacing_of_one_line_inside_a_string_spanning_lines_clash(
+    path: str, base: bytes, ours: bytes, theirs: bytes
+) -> None:
+    """Inside a multi-line string spacing is content: one side re-spacing or re-indenting
+    a line and the other editing its words are two rewrites of one line of text."""
+    result = merge_file(base, ours, theirs, path)
+    assert not result.clean
+    assert "inside a string spanning lines" in result.note
+
+
+def test_words_and_spacing_of_one_line_of_code_still_merge() -> None:
+    """The same two edits of a line of code combine: there the spacing is layout."""
+    base = b"package p\n\nfunc g() {\n\tx := f(a,  b,  c)\n\t_ = x\n}\n"
+    ours = b"package p\n\nfunc g() {\n\tx := f(a, b,  c)\n\t_ = x\n}\n"
+    theirs = b"package p\n\nfunc g() {\n\tx := f(a,  b,  d)\n\t_ = x\n}\n"
+    result = merge_file(base, ours, theirs, "g.go")
+    assert result.clean
+    assert result.content == b"package p\n\nfunc g() {\n\tx := f(a, b,  d)\n\t_ = x\n}\n"

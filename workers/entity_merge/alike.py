@@ -1,9 +1,12 @@
-"""Where a change both sides made alike may not be taken as made alike.
+"""Where spacing a line merge set aside as layout was content: a string spanning lines.
 
-`words.said_alike` compares two sides' lines with spacing set aside where it is layout,
-and a line alone cannot tell that it sits inside a string spanning lines (a docstring,
-a template literal, a Go raw string): there its spacing is content, and taking ours'
-line would drop what theirs wrote. The merged file's tree can tell.
+`words.said_alike` and the word merge compare lines with spacing and indentation set
+aside where they are layout, and a line alone cannot tell that it sits inside a string
+spanning lines (a docstring, a template literal, a Go raw string, a Java text block):
+there its spacing is content. Taking ours' line as theirs written alike would drop what
+theirs wrote; combining one side's re-spacing or re-indenting of the line with the
+other side's word edit of it would merge two rewrites of one line of text. The merged
+file's tree can tell where its strings are.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from tree_sitter import Node
 
 from .entries import line_starts
 
-__all__ = ["alike_inside_text"]
+__all__ = ["line_inside_text"]
 
 
 def _is_text(node: Node) -> bool:
@@ -23,9 +26,10 @@ def _is_text(node: Node) -> bool:
     return "string" in node.type or "template" in node.type or node.type == "text_block"
 
 
-def alike_inside_text(root: Node, content: bytes, taken: Iterable[bytes]) -> str | None:
-    """Why a line taken as made alike lies inside a string spanning lines, or None."""
-    for line in set(taken):
+def line_inside_text(root: Node, content: bytes, lines: Iterable[bytes]) -> bytes | None:
+    """The first of `lines` that `content` (parsed as `root`) holds inside a string
+    spanning lines, or None."""
+    for line in set(lines):
         body = line.strip()
         if not body:
             continue
@@ -36,7 +40,6 @@ def alike_inside_text(root: Node, content: bytes, taken: Iterable[bytes]) -> str
             )
             while node is not None:
                 if _is_text(node) and node.end_point.row > node.start_point.row:
-                    shown = body.decode("utf-8", "replace")
-                    return f"takes {shown!r} as written alike inside a string spanning lines"
+                    return line
                 node = node.parent
     return None

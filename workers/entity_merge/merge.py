@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import msgspec
 from tree_sitter import Tree
 
-from .alike import alike_inside_text
+from .alike import line_inside_text
 from .data_merge import data_merger_for
 from .doubled import normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
@@ -88,12 +88,17 @@ class _Inputs:
         )
 
     def fault(
-        self, content: bytes, joined: tuple[bytes, ...] = (), alike: tuple[bytes, ...] = ()
+        self,
+        content: bytes,
+        joined: tuple[bytes, ...] = (),
+        alike: tuple[bytes, ...] = (),
+        worded: tuple[bytes, ...] = (),
     ) -> tuple[ConflictReason, str] | None:
         """Why a clean merge of these inputs must not be written, or None if it may.
 
         `joined`: lines the merge kept from both sides as entries of keyed literals;
-        `alike`: ours' lines it took for theirs written with other spacing.
+        `alike`: ours' lines it took for theirs written with other spacing; `worded`:
+        lines the word merge made of one side's words and the other's spacing.
         """
         parser = self.spec.parser()
         tree, start, end = reparse(
@@ -110,10 +115,14 @@ class _Inputs:
             misplaced = misplaced_entries(self.spec, root, content, joined)
             if misplaced is not None:
                 return "both-added", misplaced
-        if alike:
-            inside = alike_inside_text(root, content, alike)
+        for lines, what in (
+            (alike, "as written alike"),
+            (worded, "as one side's words with the other side's spacing"),
+        ):
+            inside = line_inside_text(root, content, lines) if lines else None
             if inside is not None:
-                return "both-modified", inside
+                shown = inside.strip().decode("utf-8", "replace")
+                return "both-modified", f"takes {shown!r} {what} inside a string spanning lines"
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
@@ -154,6 +163,7 @@ class _Inputs:
         retry: bool,
         joined: tuple[bytes, ...] = (),
         alike: tuple[bytes, ...] = (),
+        worded: tuple[bytes, ...] = (),
     ) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
 
@@ -164,11 +174,11 @@ class _Inputs:
         """
         if not result.clean:
             return result
-        fault = self.fault(result.content, joined, alike)
+        fault = self.fault(result.content, joined, alike, worded)
         if fault is None:
             return result
         repaired = self.repaired(result.content)
-        if repaired is not None and self.fault(repaired, joined, alike) is None:
+        if repaired is not None and self.fault(repaired, joined, alike, worded) is None:
             note = "names the merge of imports drops were taken out of their lists"
             return msgspec.structs.replace(result, content=repaired, note=note)
         reason, why = fault
@@ -275,5 +285,9 @@ def merge_file(
         content=content, conflicts=tuple(merger.conflicts), strategy="entity", language=spec.name
     )
     return inputs.checked(
-        result, retry=True, joined=tuple(merger.joined), alike=tuple(merger.alike)
+        result,
+        retry=True,
+        joined=tuple(merger.joined),
+        alike=tuple(merger.alike),
+        worded=tuple(merger.worded),
     )

@@ -140,6 +140,9 @@ class Merger:
     joined: list[bytes] = field(default_factory=list)
     # Ours' lines taken where theirs said the same with other spacing (`said_alike`).
     alike: list[bytes] = field(default_factory=list)
+    # Lines the word merge wrote that neither side did: one side's words with the other
+    # side's spacing or indentation (`merge_words`).
+    worded: list[bytes] = field(default_factory=list)
 
     def lines(
         self,
@@ -198,7 +201,13 @@ class Merger:
             if joined is not None:
                 self.joined.extend(joined)
                 return joined
-        return merge_words(base, ours, theirs, blocks_by_indent=self.spec.blocks_by_indent)
+        merged = merge_words(base, ours, theirs, blocks_by_indent=self.spec.blocks_by_indent)
+        if merged is not None:
+            # Inside a string spanning lines that spacing was content: the merged tree
+            # decides.
+            either = {*ours, *theirs}
+            self.worded.extend(line for line in merged if line not in either)
+        return merged
 
     def region(self, base: Region, ours: Region, theirs: Region, where: str) -> bytes:
         """Merge a region (a file or a container's inside) entity by entity."""
