@@ -16,19 +16,17 @@ Repeating is safe for every call that uses this module: reads; publishes carryin
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nats.errors
 import nats.js.errors
-import structlog
 from nats.js.kv import KeyValue
 
 from bus.cancel import raise_if_cancelled
 from bus.errors import ServerUnavailable
-
-log = structlog.get_logger()
 
 T = TypeVar("T")
 
@@ -39,8 +37,12 @@ def note(event: str, **fields: Any) -> None:
     A daemon configures structlog and wants these lines in its log; a one-shot command
     does not configure it, and structlog's default would print them among its output.
     """
-    if structlog.is_configured():
-        log.info(event, **fields)
+    # Only an entry point configures structlog, and it imports structlog to do so: a
+    # command that never did need not pay for importing it (with `rich` installed,
+    # structlog's import alone is a tenth of a second of start-up).
+    structlog = sys.modules.get("structlog")
+    if structlog is not None and structlog.is_configured():
+        structlog.get_logger().info(event, **fields)
 
 
 TRANSIENT: tuple[type[BaseException], ...] = (

@@ -4,9 +4,12 @@ Each projection module exposes ``FOLD`` (a :class:`projections.base.Fold`) and q
 functions. :data:`FOLDS` is every projection a daemon keeps: the projector materialises
 them and ``loopbus replay`` folds them, so any decision a daemon took can be audited from
 the log; add a new projection's ``FOLD`` here.
-"""
 
-from __future__ import annotations
+As in ``schemas``, no module here uses ``from __future__ import annotations``: msgspec
+evaluates a state's annotations to decode a view and to cut it into values
+(``bus.view_layout``), and string annotations are compiled first. A name defined further
+down is written in quotes.
+"""
 
 from collections.abc import Iterable
 from typing import Any

@@ -15,8 +15,6 @@ daemon and ``replay`` apply the same rule, so a view still equals a replay; the 
 record each such failure on the log (``fold.quarantined.v1``).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar

@@ -8,8 +8,6 @@ decision target); the dispatcher then resolves it. A finding resolved or dismiss
 other way stops blocking too.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

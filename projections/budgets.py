@@ -16,8 +16,6 @@ it (published by the system, signed by a registered runner key, signature verifi
 ``standards`` finding, so nobody can hide a breach by publishing a look-alike.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

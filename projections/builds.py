@@ -36,8 +36,6 @@ replaced it or an operator has confirmed it, a pick is *unseen*, and the merger 
 merge its unit (:func:`unseen_picks`).
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

@@ -16,8 +16,6 @@ Two questions the other daemons ask, as pure functions of the view:
   work as they always did.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

@@ -8,8 +8,6 @@ composed the way the merger's contract commit composes it: each criterion's text
 the one before (``workers/gates/contract.py``).
 """
 
-from __future__ import annotations
-
 from schemas.charter import Charter
 from schemas.criterion_source import module_digest, source_digest
 from schemas.slices import SlicePlan

@@ -10,8 +10,6 @@ made, and
 every transition, whoever establishes it, obeys that table.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -123,7 +121,7 @@ class References:
         findings: findings_fold.FindingsState | None,
         gates: gates_fold.GatesState | None,
         extra_checks: Collection[str] = (),
-    ) -> References:
+    ) -> "References":
         open_ids = (
             frozenset(f.id for f in findings_fold.open_findings(findings)) if findings else ()
         )

@@ -7,8 +7,6 @@ an ordinary test: not still pending, not skipped, not deselected, not missing. A
 no criteria needs the suite only. The evidence is each criterion's result id.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from projections import gates as gates_fold

@@ -17,8 +17,6 @@ Every fact here counts only from the system: the :class:`Fold` guard drops forge
 forged ``contract.landed`` cannot release a slice, nor a forged approval install a gate.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

@@ -9,8 +9,6 @@ check may not reuse a check's id: that would edit a check, not add one; a criter
 not land in an existing file that is not a test file, nor redefine a test there).
 """
 
-from __future__ import annotations
-
 import ast
 import posixpath
 import re

@@ -6,8 +6,6 @@ How rounds compare and what follows each (the ladder) are the rules in
 tactic and ask.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

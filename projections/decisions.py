@@ -9,8 +9,6 @@ of the decision's files, or it claims one of the decision's criteria) at the mom
 dispatch; that list is what a ``decision-stale`` finding is routed to.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

@@ -5,8 +5,6 @@ what the projections refuse is input that does not make a valid loopbus document
 CLI prints both the same way (one line each, never a traceback).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 from schemas.errors import SchemaError

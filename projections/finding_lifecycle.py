@@ -8,8 +8,6 @@ reopened by whom, why. This fold keeps exactly that, plus the claims the ratchet
 has not answered yet, so the projector and ``replay --until`` carry it cheaply.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

@@ -5,8 +5,6 @@ two findings; that is what makes rounds comparable and keeps the state bounded b
 number of distinct open findings rather than by the number of events.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import msgspec

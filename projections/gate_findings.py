@@ -24,8 +24,6 @@ A finding from a check that passed (a warning beside a green outcome) is never t
 a later green run would say nothing about it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 import msgspec

@@ -13,8 +13,6 @@
 Verifying a signature is arithmetic on bytes already in the event, so it stays pure.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 from datetime import datetime

@@ -5,8 +5,6 @@ so an audit can say how many there were, and keeps each not yet named in a ``for
 finding, which the integrity daemon raises once per forged event.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

@@ -19,8 +19,6 @@ kernel (:mod:`workers.kernel`) carries each one out:
 Intents are data so that a decision can be tested without a server and replayed.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeAlias, TypeVar

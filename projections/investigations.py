@@ -18,8 +18,6 @@ one investigation. Three kinds:
 Pure: no I/O, no clock.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from typing import Any

@@ -13,8 +13,6 @@ live even while its holder still renews it, so a holder that is alive but stuck 
 never finishing) loses the item like a dead one; :func:`overrunning` says which.
 """
 
-from __future__ import annotations
-
 from datetime import datetime, timedelta
 
 import msgspec

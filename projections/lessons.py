@@ -16,8 +16,6 @@ Closeout is tracked here too: a closed slice whose ``slice.closed_out.v1`` is no
 log yet is :func:`to_close_out`.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 

@@ -8,8 +8,6 @@ own recurrence drafts it: :func:`projections.lessons.recurring`). Claimed lesson
 never count, as in a project.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

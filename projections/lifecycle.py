@@ -8,8 +8,6 @@ what the lifecycle daemon checks claims against. Claims not answered yet are kep
 ``pending`` until the system's fact, or its refusal, names them.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 

@@ -9,8 +9,6 @@ landing) or when a trunk run finds it somewhere else (an outside push, never tru
 green until its own run passes).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +125,7 @@ def _moved(trunk: TrunkView, commit: str, tree: str, by: str, *, recheck: bool) 
     )
 
 
-def advanced(state: MergesState, event: TrunkAdvanced) -> None:
+def advanced(state: "MergesState", event: TrunkAdvanced) -> None:
     state.merged += 1
     state.trunk = _moved(state.trunk, event.merge, event.tree, event.id, recheck=False)
     state.last_advance = Advance(
@@ -141,20 +139,20 @@ def advanced(state: MergesState, event: TrunkAdvanced) -> None:
     )
 
 
-def reverted(state: MergesState, event: MergeReverted) -> None:
+def reverted(state: "MergesState", event: MergeReverted) -> None:
     state.reverted += 1
     state.trunk = _moved(state.trunk, event.revert, event.tree, event.id, recheck=False)
     if state.last_advance is not None and state.last_advance.merge == event.merge:
         state.last_advance.reverted = event.id
 
 
-def landed(state: MergesState, event: ContractLanded | ConfigLanded) -> None:
+def landed(state: "MergesState", event: ContractLanded | ConfigLanded) -> None:
     # The merger's own commit of a contract or an approved proposal: trunk moved by the
     # system (gated as its own move, never as an outside push).
     state.trunk = _moved(state.trunk, event.commit, event.tree, event.id, recheck=True)
 
 
-def checked(state: MergesState, event: CandidateTested, tested: Tested) -> None:
+def checked(state: "MergesState", event: CandidateTested, tested: Tested) -> None:
     """A trunk run's verdict on the commit it ran on."""
     trunk = state.trunk
     if trunk.commit != event.candidate:  # trunk found somewhere the merger did not put it
@@ -176,7 +174,7 @@ def checked(state: MergesState, event: CandidateTested, tested: Tested) -> None:
         trunk.green_commit, trunk.green_tree = event.candidate, event.tree
 
 
-def finding(state: MergesState, event: FindingRaised) -> None:
+def finding(state: "MergesState", event: FindingRaised) -> None:
     """A trunk gate's finding: a red sent to a unit's author, a red trunk with no green to
     go back to, or reds promoted to ``contract-wrong``."""
     if event.producer != TRUNK_PRODUCER:
@@ -204,7 +202,7 @@ def finding(state: MergesState, event: FindingRaised) -> None:
                 resolved(state, str(found))
 
 
-def resolved(state: MergesState, finding: str) -> None:
+def resolved(state: "MergesState", finding: str) -> None:
     gate_findings.closed(state.gate_findings, finding)
     if finding in state.trunk.red_findings:
         state.trunk.red_findings = [f for f in state.trunk.red_findings if f != finding]
@@ -219,7 +217,7 @@ def resolved(state: MergesState, finding: str) -> None:
 # -- queries ----------------------------------------------------------------------------
 
 
-def open_reds(state: MergesState, unit: str) -> list[RedRecord]:
+def open_reds(state: "MergesState", unit: str) -> list[RedRecord]:
     """Trunk-red findings sent to ``unit``'s author that are still open, oldest first."""
     return list(state.reds.get(unit, []))
 
@@ -229,7 +227,7 @@ def same_interface(record: RedRecord, interface: list[str]) -> list[str]:
     return sorted(set(record.interface) & set(interface))
 
 
-def trunk_settled(state: MergesState) -> bool:
+def trunk_settled(state: "MergesState") -> bool:
     """True when trunk's gates ran on the commit trunk is at and it was green."""
     checked = state.trunk.checked
     return checked is not None and checked.green and checked.candidate == state.trunk.commit

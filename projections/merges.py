@@ -26,8 +26,6 @@ Everything the merger daemon needs to act, and to resume after a restart, is her
   check (:mod:`projections.gate_findings`).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any
 

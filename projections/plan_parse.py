@@ -8,8 +8,6 @@ graph is readable. Validating a parsed plan against the repository is
 :func:`projections.planning.validate`.
 """
 
-from __future__ import annotations
-
 import json
 import tomllib
 from collections.abc import Mapping, Sequence

@@ -20,8 +20,6 @@ It also keeps the latest reconnaissance record, the ``blocked-by-fact`` findings
 re-run answers them), and the operator's approvals of skeleton slices.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 import msgspec

@@ -9,8 +9,6 @@ Dependency edges point from a unit to what it is ``blocked_by``. A cycle is name
 direction, each unit followed by one it is blocked by: ``U3 -> U5 -> U3``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec

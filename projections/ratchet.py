@@ -15,8 +15,6 @@ projects whose meta rule raised a meta-finding on one of its checks since its la
 the catalogue-level meta-finding of a profile dismissed across projects.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime

@@ -13,8 +13,6 @@ exactly where the log says it stopped:
 Pure: no I/O, no clock.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

@@ -31,8 +31,6 @@ their dismissals, and the decisions recorded for a slice or its units. It is in 
 so the projector materialises it and the operator page reads it like any view.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Literal

@@ -45,8 +45,6 @@ What the system does after a failing round (:func:`decide`), in order:
 Pure: the reviewer daemon and the fold call the same functions.
 """
 
-from __future__ import annotations
-
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field

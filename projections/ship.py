@@ -20,8 +20,6 @@ Without a ``[verify] command`` nothing is verified code-cold and nothing is scor
 such a slice closes not shipped, and says why.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from projections import trunk_green, verify, wave_review

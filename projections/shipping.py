@@ -16,8 +16,6 @@ investigator's finding with the criterion the agent chose, so a criterion alone 
 an agent freeze the loop. Nor can an agent close one.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

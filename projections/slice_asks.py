@@ -8,8 +8,6 @@ Only a system-raised finding answers a submission or refuses a route: a finding 
 shapes like a refusal changes nothing here.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -60,7 +58,7 @@ class Misaligned(msgspec.Struct, kw_only=True):
     route: str | None = None
 
 
-def submitted(state: SlicesState, event: PlanSubmission) -> None:
+def submitted(state: "SlicesState", event: PlanSubmission) -> None:
     if event.id in state.submissions:  # a re-stored copy: already answered or queued
         return
     state.submissions[event.id] = Submission(
@@ -68,7 +66,7 @@ def submitted(state: SlicesState, event: PlanSubmission) -> None:
     )
 
 
-def accepted(state: SlicesState, event: SlicePlanAccepted) -> None:
+def accepted(state: "SlicesState", event: SlicePlanAccepted) -> None:
     submission = state.submissions.get(event.cause)
     if submission is not None:
         submission.status = "accepted"
@@ -78,7 +76,7 @@ def accepted(state: SlicesState, event: SlicePlanAccepted) -> None:
             refused.answered_by = event.id
 
 
-def finding(state: SlicesState, event: FindingRaised) -> None:
+def finding(state: "SlicesState", event: FindingRaised) -> None:
     """A misaligned finding is an ask; a system finding may refuse a route or a plan."""
     if event.cls == "misaligned":
         state.misaligned[event.id] = Misaligned(
@@ -108,7 +106,7 @@ def finding(state: SlicesState, event: FindingRaised) -> None:
                 submission.problems = [str(p) for p in problems]
 
 
-def finding_closed(state: SlicesState, finding_id: str) -> None:
+def finding_closed(state: "SlicesState", finding_id: str) -> None:
     refused = state.submissions.get(state.refusals.get(finding_id, ""))
     if refused is not None:
         refused.refusal_closed = True
@@ -132,14 +130,14 @@ def misaligned_criteria(finding: FindingRaised) -> list[str]:
 # -- queries ----------------------------------------------------------------------------
 
 
-def pending_submissions(state: SlicesState) -> list[Submission]:
+def pending_submissions(state: "SlicesState") -> list[Submission]:
     """Submissions the system has not answered yet, oldest first."""
     return sorted(
         (s for s in state.submissions.values() if s.status == "pending"), key=lambda s: s.id
     )
 
 
-def answered_refusals(state: SlicesState) -> list[Submission]:
+def answered_refusals(state: "SlicesState") -> list[Submission]:
     """Refused submissions whose slice has since had a plan accepted and whose refusal
     finding is still open: the dispatcher resolves each, oldest first."""
     return sorted(
@@ -158,7 +156,7 @@ def is_operators(misaligned: Misaligned) -> bool:
     return misaligned.role == "operator" and misaligned.producer == "operator"
 
 
-def open_misaligned(state: SlicesState) -> list[Misaligned]:
+def open_misaligned(state: "SlicesState") -> list[Misaligned]:
     return sorted(
         (m for m in state.misaligned.values() if m.route is None), key=lambda m: m.finding
     )

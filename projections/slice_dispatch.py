@@ -12,8 +12,6 @@ dependents, and keeps its run-record entry open and its slice from closing.
 in plain words, what each unit waits on. Both read the folded state and nothing else.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.slices import SlicesState, SliceView, awaiting_retry

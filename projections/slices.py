@@ -20,8 +20,6 @@ awaits, it holds its capacity, its dependents are not held, its run-record entry
 completed and its slice does not close.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 

@@ -12,8 +12,6 @@ those conditions too, from the log alone, so a replay can prove that no daemon e
 published a transition the table forbids.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import NamedTuple, get_args
 

@@ -8,8 +8,6 @@ a criterion of the slice passes when some result ran its test and every result t
 says ``passed``. What cannot be read is said, never assumed.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from projections import gates

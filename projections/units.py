@@ -20,8 +20,6 @@ Besides each unit's state the projection keeps:
   beater in one finding per beater, which the projection remembers (``foreign_beats``).
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Final
 

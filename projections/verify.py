@@ -13,8 +13,6 @@ Only the system's facts count: a ``WaveVerified`` (a fact kind, so never a forge
 and a finding raised by the system as producer ``trunk_gate`` with criterion ``verify``.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from projections.base import Fold

@@ -14,8 +14,6 @@ reviewer hold a slice's close or stand against its SHIP. Its wave is the review'
 what the finding's evidence says.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import msgspec

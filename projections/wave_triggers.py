@@ -6,8 +6,6 @@ union diff changes, or a line it adds. A row that cannot be established from the
 (a binary file has no lines to read) does not fire; no row removes a floor axis.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 

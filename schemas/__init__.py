@@ -1,6 +1,10 @@
-"""loopbus schemas: every event and report as a msgspec Struct, ids, subjects. No I/O."""
+"""loopbus schemas: every event and report as a msgspec Struct, ids, subjects. No I/O.
 
-from __future__ import annotations
+No module here uses ``from __future__ import annotations``: msgspec reads every Struct's
+annotations when it builds a decoder, and as strings each is compiled and evaluated
+(some 1,100 for the union of events, a fifth of a command's start-up). A name defined
+further down is written in quotes.
+"""
 
 from typing import TYPE_CHECKING
 

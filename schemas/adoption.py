@@ -18,8 +18,6 @@ first-start adoption is published only while that subject is empty, so two start
 both adopt), the claim under the operator's own claim subject.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from typing import Literal

@@ -19,8 +19,6 @@ an agent or an operator they are claims ("I think this is wrong"), within what t
 may claim.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Final, Literal
 
 from schemas.envelope import Role
@@ -115,7 +113,7 @@ EITHER_TAGS: frozenset[str] = frozenset({"decision.recorded.v1"})
 when it settles a move): from the system they live on fact subjects."""
 
 
-def is_claim_kind(event: Event) -> bool:
+def is_claim_kind(event: "Event") -> bool:
     """True for the kinds that live on claim subjects (findings and decisions: when not
     the system's)."""
     if isinstance(event, FindingRaised) or event.kind in EITHER_TAGS:
@@ -123,7 +121,7 @@ def is_claim_kind(event: Event) -> bool:
     return event.kind in CLAIM_TAGS
 
 
-def standing(event: Event) -> Standing:
+def standing(event: "Event") -> Standing:
     """Whether ``event`` is a fact, a claim, or a forgery (see the module docstring)."""
     if isinstance(event, FindingRaised) and event.actor.role != "system":
         allowed = FINDING_CLAIMS.get(event.actor.role)
@@ -138,7 +136,7 @@ def standing(event: Event) -> Standing:
     return "fact" if event.actor.role == "system" else "forged"
 
 
-def forgery_reason(event: Event) -> str:
+def forgery_reason(event: "Event") -> str:
     """Why ``event`` is a forgery, in one line (for the finding that names the forger)."""
     who = f"{event.actor.role} {event.actor.principal!r}"
     if isinstance(event, FindingRaised):

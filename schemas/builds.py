@@ -18,8 +18,6 @@ Their JSON Schemas (:func:`brief_schema`, :func:`envelope_schema`) are generated
 Structs and printed in ``docs/agents.md``; a test keeps the two in step.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Literal
 

@@ -20,8 +20,6 @@ Every run fact names its ``run``: the id of the :class:`CharterApproved` that st
 so a late fact about a superseded run cannot end the current one.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

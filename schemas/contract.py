@@ -15,8 +15,6 @@ same way and records :class:`ConfigLanded`. Both claims are kept whoever makes t
 the merger answers each: an agent's is refused with a finding.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from schemas.envelope import EventBase

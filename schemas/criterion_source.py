@@ -9,8 +9,6 @@ change of code does. The same file on trunk, read by the system from git, must h
 same, and must still define the test.
 """
 
-from __future__ import annotations
-
 import ast
 import hashlib
 import textwrap

@@ -15,8 +15,6 @@ answer is a :class:`DecisionChoice` claim (``loopbus decide``); the record then 
 ``unit``, the builder's ``decision_id``, the weighed ``trade_offs`` and its ``cause``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import msgspec

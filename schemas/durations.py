@@ -1,7 +1,5 @@
 """Durations as people type them: ``90s``, ``5m``, ``2h``, ``1d``, ``1h30m``, or plain seconds."""
 
-from __future__ import annotations
-
 import re
 
 from schemas.errors import InvalidValue

@@ -6,8 +6,6 @@ never changes what is on disk; a new shape of an existing kind gets a new tag an
 upcaster in :mod:`schemas.upcasters`.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec

@@ -1,7 +1,5 @@
 """Errors raised by the schemas layer: every one names the field, the value and the fix."""
 
-from __future__ import annotations
-
 
 class SchemaError(ValueError):
     """Root of every schemas error: the bytes or values do not make a valid loopbus event.

@@ -6,8 +6,6 @@ list of classes and of kinds is derived from the union). Subjects live in
 :mod:`schemas.subjects`.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Any, get_args

@@ -4,8 +4,6 @@ A finding is raised by one of the producers (:data:`Producer`), is about a typed
 and is keyed for convergence on ``(target, severity, criterion)``.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal, get_args
 
 import msgspec
@@ -104,7 +102,7 @@ class FindingRaised(EventBase, frozen=True, kw_only=True, tag="finding.raised.v1
         return f"finding.{self.producer}"
 
     @property
-    def key(self) -> FindingKey:
+    def key(self) -> "FindingKey":
         """The convergence key: rounds compare findings by this, not by id."""
         return finding_key(self)
 

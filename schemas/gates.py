@@ -11,8 +11,6 @@ Subjects: ``gate.<check>`` (results), ``gatekey.<runner>`` (key registrations),
 ``gatereq.unit.<unit>`` / ``gatereq.<reason>`` (requests).
 """
 
-from __future__ import annotations
-
 import hashlib
 from typing import Annotated, Any, Literal
 

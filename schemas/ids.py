@@ -6,8 +6,6 @@ coordination. Minting reads the clock and the OS random source; nothing else in
 ``schemas`` does.
 """
 
-from __future__ import annotations
-
 import hashlib
 import os
 import re

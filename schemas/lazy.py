@@ -1,8 +1,6 @@
 """Exports a package loads on first use, so importing the package costs nothing until a
 name is read (the CLI parses arguments without nats-py or msgspec's decoders)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from typing import Any
 

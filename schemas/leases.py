@@ -13,8 +13,6 @@ fold skips a lease event from any other role (a forgery), so an agent can neithe
 nor release one.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Annotated, Literal
 

@@ -9,8 +9,6 @@ lesson. The daemon then collapses the slice's unit branches and checkouts and re
 branch hygiene that remains: :class:`SliceClosedOut`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

@@ -8,8 +8,6 @@ current status, the claimant is an operator) and answers with a fact: a
 the log and keeps counting: the meta rule measures a gate by its dismissals.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from schemas.envelope import EventBase

@@ -7,8 +7,6 @@ the length of each string. An error names the offending value once, cut to
 :data:`SHOWN_CHARS`, so a reason stays small whatever the message held.
 """
 
-from __future__ import annotations
-
 import re
 import reprlib
 from collections.abc import Iterator

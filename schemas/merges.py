@@ -14,8 +14,6 @@ Every fact carries ``cause``, the id of the event it answers, which is how a res
 merger knows what it already did.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec

@@ -11,8 +11,6 @@ decided from the log alone. Reconnaissance (``[recon] command``) is recorded as
 (:class:`SkeletonApprove`); both are claims only the operator makes.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 import msgspec

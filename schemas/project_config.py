@@ -5,8 +5,6 @@ it; each layer may import ``schemas`` and none may import the others' rooms, so 
 they must agree on live here, once.
 """
 
-from __future__ import annotations
-
 CONFIG_FILE = "loopbus.toml"
 """The project's configuration file, at the root of its repository (trunk's is in force)."""
 

@@ -7,8 +7,6 @@ It carries a bounded reason and the first :data:`EXCERPT_BYTES` bytes of the mes
 the whole of it: a record holding a near-limit message would itself be over the limit.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 from typing import Annotated, Any

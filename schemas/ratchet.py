@@ -12,8 +12,6 @@ publishes a :class:`GateProposed` fact, which the ratchet settles as a draft cla
 system's (so it is refused, like any draft, for a gate that already exists).
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from schemas.envelope import EventBase

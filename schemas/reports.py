@@ -16,8 +16,6 @@ so :class:`HeartbeatReport` is the value of one key per unit in the heartbeat bu
 as the watchdog's LOST transition.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 from schemas.envelope import Actor, EventBase

@@ -11,8 +11,6 @@ second failure of anything are ``InvestigationRequested`` / ``InvestigationCompl
 (unknown fields are refused) because a verdict whose shape is guessed is not a verdict.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import msgspec

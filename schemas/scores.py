@@ -10,8 +10,6 @@ held to the highest bar, then correctness and keeping to the plan, then the test
 approach.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, get_args
 
 import msgspec

@@ -15,8 +15,6 @@ Subjects: ``trunkscan`` and ``ship.<slice>`` (never ``slice.<slice>``, whose seq
 dispatcher's conditional publishes are keyed on).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

@@ -12,8 +12,6 @@ Builders report token use as :class:`UsageReport` claims on ``report.builder.<un
 the budgets projection sums them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec

@@ -7,8 +7,6 @@ few places that must know which project or unit a stored subject belongs to ask
 the layout is a change to this module.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,7 +28,7 @@ CLAIM = "claim"
 """The family of claims: ``loop.<project>.claim.<role>.<principal>.<suffix>``."""
 
 
-def subject_of(event: Event) -> str:
+def subject_of(event: "Event") -> str:
     """The subject an event is stored under: ``loop.<project>.<suffix>`` for a fact,
     ``loop.<project>.claim.<role>.<principal>.<suffix>`` for a claim (see
     :mod:`schemas.authority`: the server lets a credential publish claims only

@@ -6,8 +6,6 @@ or with a line range that ends before it starts, cannot be constructed or decode
 The text form (``code:src/app.py:10-14``) is what the CLI accepts and prints.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import msgspec

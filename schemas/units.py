@@ -4,8 +4,6 @@ A unit is in exactly one state: working, blocked, or terminal (done, failed, los
 Readiness is a flag on a working unit, not a state: ready is not done.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec

@@ -7,8 +7,6 @@ The mechanism is tested in ``tests/schemas/test_events.py``; every entry added h
 test there that decodes a stored document of the old shape.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from typing import Any
 

@@ -12,8 +12,6 @@ When the slice closes, the dispatcher judges SHIP (:class:`SliceShipJudged`): sh
 not shipped with every reason.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec

@@ -10,8 +10,6 @@ A finding on a file one unit changed re-opens that unit: its own diff is reviewe
 (:class:`UnitReReviewed`), not the wave.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec

@@ -8,7 +8,8 @@ projector daemon, as ``loopbus up`` runs it); then each command below is run as 
 it, the installed ``loopbus`` script in a new process, ``--runs`` times, and its median
 wall time is printed next to the median of ``python -c pass`` measured in the same rounds,
 with their ratio. The commands run in an empty directory with no ``LOOPBUS_*`` variable, so
-nothing but the command line decides what they do.
+nothing but the command line decides what they do, and without ``PYTHONDONTWRITEBYTECODE``,
+so they start from cached bytecode as a user's do (the first round writes it).
 
 ``--every-help`` adds ``loopbus COMMAND --help`` for every other command.
 
@@ -188,6 +189,10 @@ def main() -> None:
             work = root / "work"
             work.mkdir()
             env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+            # Python caches compiled modules unless told not to; a user's shell does
+            # not say so, some CI and sandbox images do, and then every command
+            # compiles loopbus's sources again at each start (about 0.1 s here).
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["LOOPBUS_DATA_DIR"] = str(root / "no-data")  # no credential to pick up
             this = Side("this", Path(sys.executable), work, env)
             sides = (
