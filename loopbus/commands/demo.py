@@ -63,14 +63,19 @@ async def _no_sandbox() -> str | None:
     """Why the default ``[agents]`` cannot sandbox an agent on this machine, or ``None``.
 
     The demo's agents are loopbus's own scripts, so on such a machine (a user without
-    bubblewrap or an engine) it runs them bare and says so rather than stall: the first
-    command of the README must work anywhere. A project of the user's never falls back.
+    bubblewrap or an engine, or a root one whose uid fence cannot reach loopbus's
+    interpreter) it runs them bare and says so rather than stall: the first command of
+    the README must work anywhere. A project of the user's never falls back.
     """
-    from workers.agents.runner import choose
+    from workers.agents.runner import choose, shipped_agents_problem
     from workers.agents.sandbox_config import AgentsConfig
 
     executor, why = await choose(AgentsConfig())
-    return None if executor is not None else why
+    if executor is None:
+        return why
+    # A sandbox that starts may still not reach loopbus's interpreter (a root daemon
+    # without bubblewrap, Python under /root): the demo's agents would fail every try.
+    return await shipped_agents_problem(executor)
 
 
 async def demo(root: Path, timeout: float) -> int:

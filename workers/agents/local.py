@@ -73,6 +73,7 @@ UNSET = -1
 
 LAUNCH = """\
 import ctypes, json, os, resource, sys
+import warnings  # os.execvpe imports it: once the uid drops, the library may be out of reach
 uid, memory, cpu, files, processes = (int(word) for word in sys.argv[1:6])
 env = json.loads(sys.argv[6])
 argv = sys.argv[7:]
@@ -95,7 +96,11 @@ if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
 try:
     os.execvpe(argv[0], argv, env)
 except OSError as exc:
-    sys.stderr.write(f"{argv[0]}: {exc.strerror}\\n")
+    why = exc.strerror
+    if uid >= 0 and exc.errno == 13:  # EACCES: a folder on its path is closed to the run
+        why += (f" to the run's uid {uid} (a folder on its path, such as a home folder, is "
+                "closed to other users): install bubblewrap, or put it where any user can read it")
+    sys.stderr.write(f"{argv[0]}: {why}\\n")
     os._exit(127)
 """
 """The first program of every run, started as the daemon's user by loopbus's own

@@ -14,6 +14,7 @@ round fails with that line), it never falls back to a bare subprocess.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -117,6 +118,29 @@ async def choose(agents: AgentsConfig) -> tuple[SandboxExecutor | None, str]:
     local = _local.setdefault(agents.uids, LocalExecutor(uids=agents.uids))
     problem = await local.available()
     return (local, "") if problem is None else (None, f"local executor: {problem}")
+
+
+async def shipped_agents_problem(executor: SandboxExecutor) -> str | None:
+    """Why ``executor`` cannot run the agents loopbus ships, or ``None``: it runs
+    ``python -c "import loopbus.scripted"`` with loopbus's own interpreter, as those agents
+    start. The executor's own check cannot see this: with a root daemon and no bubblewrap
+    the run's uid is the only fence, and an interpreter under a home folder only its owner
+    may enter (a pyenv or pipx Python in ``/root``) is then out of the agent's reach."""
+    with tempfile.TemporaryDirectory(prefix="loopbus-probe-") as folder:
+        spec = SandboxSpec(
+            argv=[sys.executable, "-c", "import loopbus.scripted"],
+            stdin=b"",
+            worktree=Path(folder),
+            env=agent_env({}),
+            timeout_s=60,
+            read_only=loopbus_paths(),
+        )
+        result = await executor.run(spec)
+    if result.exit_code == 0:
+        return None
+    said = result.start_error or result.stderr.decode(errors="replace").strip()
+    last = said.splitlines()[-1] if said else f"exit code {result.exit_code}"
+    return f"the {result.executor} executor cannot run loopbus's interpreter: {last}"
 
 
 async def _container(image: str | None) -> tuple[SandboxExecutor | None, str]:
