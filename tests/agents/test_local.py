@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from workers.agents import cgroups, local
-from workers.agents.environment import agent_env
+from workers.agents.environment import agent_env, closed_to_others
 from workers.agents.local import LocalExecutor
 from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
 from workers.agents.workspace import remove, workdir
@@ -462,13 +462,24 @@ async def test_the_shipped_agents_probe_says_why_the_uid_fence_cannot_run_them()
     can reach it, the probe passes. Either way its answer matches a direct look."""
     from workers.agents.runner import shipped_agents_problem
 
-    reachable = all(
-        os.stat(folder).st_mode & 0o001
-        for path in {Path(sys.executable), Path(sys.executable).resolve()}
-        for folder in path.parents
-    )
+    closed = closed_to_others(sys.executable)
     problem = await shipped_agents_problem(LocalExecutor(namespaces=False))
-    if reachable:
+    if closed is None:
         assert problem is None
     else:
         assert problem is not None and "Permission denied to the run's uid" in problem
+
+
+def test_closed_to_others_finds_the_folder_a_run_s_uid_cannot_enter() -> None:
+    """A 0700 folder on the way, as named or through a link, is found; an open path is not."""
+    closed = workdir("loopbus-closed-", mode=0o700)
+    opened = workdir("loopbus-open-", mode=0o755)
+    try:
+        (closed / "python").symlink_to(PYTHON)
+        (opened / "python").symlink_to(closed / "python")
+        assert closed_to_others(closed / "python") == closed
+        assert closed_to_others(opened / "python") == closed  # behind the link
+        assert closed_to_others(opened) is None
+    finally:
+        remove(closed)
+        remove(opened)

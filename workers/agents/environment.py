@@ -111,3 +111,23 @@ def outermost(paths: Iterable[str]) -> tuple[Path, ...]:
         if not any(path.is_relative_to(other) for other in kept):
             kept.append(path)
     return tuple(kept)
+
+
+def closed_to_others(path: str | Path) -> Path | None:
+    """The first folder on the way to ``path``, or to any link it leads through, that a
+    user other than its owner may not enter; ``None`` if there is none. A run whose only
+    fence is its own uid cannot start a program behind such a folder (a pyenv Python under
+    ``/root``)."""
+    hop = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed
+        for folder in reversed(hop.parents):
+            try:
+                if not os.stat(folder).st_mode & 0o001:
+                    return folder
+            except OSError:
+                return folder
+        if not hop.is_symlink():
+            return None
+        # A link's folder is entered already; its target is a new way to check.
+        hop = Path(os.path.normpath(hop.parent / os.readlink(hop)))
+    return None
