@@ -239,28 +239,18 @@ def merge_file(
             note=f"no entity grammar for {ext!r}",
             marker_size=marker_size,
         )
-    # The sides are parsed as edits of the base, and only their edits are re-checked.
-    parser = spec.parser()
     lines = [split_lines(data) for data in (base, ours, theirs)]
-    trees: list[Tree] = []
-    for side, data, its_lines in zip(
-        ("base", "ours", "theirs"), (base, ours, theirs), lines, strict=True
-    ):
-        if trees:
-            tree, start, end = reparse(parser, trees[0], lines[0], its_lines, data)
-        else:
-            tree, start, end = parser.parse(data), 0, None
-        if spec.broken(tree.root_node, start, end):
-            return _line_result(
-                base,
-                ours,
-                theirs,
-                path,
-                spec,
-                note=f"{side} does not parse as {spec.name}",
-                marker_size=marker_size,
-            )
-        trees.append(tree)
+    trees = _parse_sides(spec, (base, ours, theirs), lines)
+    if isinstance(trees, str):
+        return _line_result(
+            base,
+            ours,
+            theirs,
+            path,
+            spec,
+            note=f"{trees} does not parse as {spec.name}",
+            marker_size=marker_size,
+        )
     if ours == theirs or theirs == base:
         return MergeResult(content=ours, conflicts=(), strategy="entity", language=spec.name)
     if ours == base:
@@ -291,3 +281,23 @@ def merge_file(
         alike=tuple(merger.alike),
         worded=tuple(merger.worded),
     )
+
+
+def _parse_sides(
+    spec: LanguageSpec, datas: tuple[bytes, bytes, bytes], lines: list[list[bytes]]
+) -> list[Tree] | str:
+    """The three versions' syntax trees, or the name of the first side that does not parse.
+
+    The sides are parsed as edits of the base, and only their edits are re-checked.
+    """
+    parser = spec.parser()
+    trees: list[Tree] = []
+    for side, data, its_lines in zip(("base", "ours", "theirs"), datas, lines, strict=True):
+        if trees:
+            tree, start, end = reparse(parser, trees[0], lines[0], its_lines, data)
+        else:
+            tree, start, end = parser.parse(data), 0, None
+        if spec.broken(tree.root_node, start, end):
+            return side
+        trees.append(tree)
+    return trees
