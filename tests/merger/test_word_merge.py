@@ -477,6 +477,20 @@ def test_a_line_inside_a_string_spanning_lines_is_not_written_alike(
             b'class F {\n    String s = """\n        x  y  w\n        """;\n}\n',
             id="java text block",
         ),
+        pytest.param(
+            "job.go",
+            b"package p\n\nvar s = `\nhead\nrun  job  one\nrun  job  two\n`\n",
+            b"package p\n\nvar s = `\nhead\nrun job  one\nrun job  two\n`\n",
+            b"package p\n\nvar s = `\nhead\nrun  job  two\nrun  job  two\n`\n",
+            id="go raw string, combined line equal to a line one side wrote below it",
+        ),
+        pytest.param(
+            "job.py",
+            b'def f():\n    """Jobs.\n\n    run  job  one\n    run  job  two\n    """\n',
+            b'def f():\n    """Jobs.\n\n    run job  one\n    run job  two\n    """\n',
+            b'def f():\n    """Jobs.\n\n    run  job  two\n    run  job  two\n    """\n',
+            id="python docstring, combined line equal to a line one side wrote below it",
+        ),
     ],
 )
 def test_words_and_spacing_of_one_line_inside_a_string_spanning_lines_clash(
