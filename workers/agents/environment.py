@@ -114,20 +114,33 @@ def outermost(paths: Iterable[str]) -> tuple[Path, ...]:
 
 
 def closed_to_others(path: str | Path) -> Path | None:
-    """The first folder on the way to ``path``, or to any link it leads through, that a
-    user other than its owner may not enter; ``None`` if there is none. A run whose only
-    fence is its own uid cannot start a program behind such a folder (a pyenv Python under
-    ``/root``)."""
-    hop = Path(os.path.abspath(path))
-    for _ in range(40):  # the kernel's own limit on links followed
-        for folder in reversed(hop.parents):
-            try:
-                if not os.stat(folder).st_mode & 0o001:
-                    return folder
-            except OSError:
-                return folder
-        if not hop.is_symlink():
-            return None
-        # A link's folder is entered already; its target is a new way to check.
-        hop = Path(os.path.normpath(hop.parent / os.readlink(hop)))
+    """The first folder on the way to ``path`` that a user other than its owner may not
+    enter; ``None`` if there is none. The way is the kernel's: each name looked up in turn,
+    a link (the last name's or a folder's in the middle) replaced by its target, so every
+    folder a lookup passes through is checked. A run whose only fence is its own uid cannot
+    start a program behind such a folder (a pyenv Python under ``/root``)."""
+    here = Path("/")
+    pending = list(Path(os.getcwd(), path).parts[1:])  # ".." as the kernel takes it
+    links = 0
+    while pending:
+        try:
+            if not os.stat(here).st_mode & 0o001:
+                return here
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing there: nothing closed on the way
+        except OSError:
+            return here
+        name = pending.pop(0)
+        step = here / name
+        if name == "..":
+            here = here.parent
+        elif step.is_symlink():
+            links += 1
+            if links > 40:  # the kernel's own limit on links followed
+                return None
+            target = Path(os.readlink(step))
+            pending[:0] = target.parts[1:] if target.is_absolute() else target.parts
+            here = Path("/") if target.is_absolute() else here
+        else:
+            here = step
     return None
