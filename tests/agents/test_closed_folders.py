@@ -1,11 +1,124 @@
-"""Folders closed to other users, as a run's uid meets them."""
+"""Folders closed to other users, as a run's uid meets them: a root daemon whose runs are
+fenced by their uid alone (no bubblewrap) cannot start a program behind one (a pyenv
+Python under /root), and says which folder and what to do; any other refusal is told in
+the system's own words."""
 
 from __future__ import annotations
 
-from workers.agents.environment import closed_to_others
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workers.agents import local
+from workers.agents.environment import agent_env, closed_to_others
+from workers.agents.local import LocalExecutor
+from workers.agents.sandbox import SandboxResult, SandboxSpec
 from workers.agents.workspace import remove, workdir
 
 PYTHON = "/usr/bin/python3"  # outside any 0700 home: reachable by a run's uid on both paths
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the local executor's uid fence needs root")
+
+
+@pytest.fixture
+def worktree() -> Iterator[Path]:
+    """A unit's worktree as the builder prepares it (a 0711 folder, a 0700 tree)."""
+    folder = workdir("loopbus-build-", mode=0o711)
+    tree = folder / "tree"
+    tree.mkdir(mode=0o700)
+    yield tree
+    remove(folder)
+
+
+@pytest.fixture
+def python() -> str:
+    if not Path(PYTHON).exists():
+        pytest.skip(f"{PYTHON} is not installed")
+    return PYTHON
+
+
+async def run(executor: LocalExecutor, worktree: Path, argv: list[str]) -> SandboxResult:
+    spec = SandboxSpec(argv=argv, stdin=b"", worktree=worktree, env=agent_env({}), timeout_s=60)
+    return await executor.run(spec)
+
+
+@as_root
+@pytest.mark.parametrize("namespaces", [None, False], ids=["default", "uid-only"])
+async def test_a_program_refused_for_itself_is_told_in_the_system_s_words(
+    namespaces: bool | None, worktree: Path
+) -> None:
+    """A script that is not executable, in a folder open to the run, is refused for itself:
+    the line is the system's, with no word of a closed folder (there is none), with
+    bubblewrap or without."""
+    script = worktree / "tool.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o644)
+    result = await run(LocalExecutor(namespaces=namespaces), worktree, [str(script)])
+    said = result.stderr.decode()
+    assert result.exit_code == 127, said
+    assert said.strip() == f"{script}: Permission denied"
+    assert "closed to other users" not in said
+
+
+@as_root
+@pytest.mark.parametrize("way", ["named", "through-a-link"])
+async def test_a_program_behind_a_closed_folder_names_that_folder(
+    way: str, worktree: Path, python: str
+) -> None:
+    """With the uid as the only fence, a program under a folder only root may enter (as a
+    pyenv Python in /root is) cannot start: the run fails with one line naming that
+    folder, the run's uid and the fix, not a traceback from inside the launcher; a link
+    in the middle of the path into the folder does not hide it."""
+    closed = workdir("loopbus-closed-", mode=0o700)
+    opened = workdir("loopbus-open-", mode=0o755)
+    try:
+        (closed / "bin").mkdir(mode=0o755)
+        (closed / "bin" / "python").symlink_to(python)
+        (opened / "bin").symlink_to(closed / "bin")
+        program = (closed if way == "named" else opened) / "bin" / "python"
+        executor = LocalExecutor(namespaces=False)
+        result = await run(executor, worktree, [str(program), "-c", "print('ran')"])
+    finally:
+        remove(closed)
+        remove(opened)
+    said = result.stderr.decode()
+    assert result.exit_code == 127, said
+    assert "ran" not in result.stdout.decode()
+    assert "Traceback" not in said
+    assert said.startswith(f"{program}: {local.UID_DENIED} "), said
+    assert f"({closed} is closed to other users): install bubblewrap" in said
+
+
+@as_root
+async def test_a_bare_command_name_runs_with_the_uid_alone(worktree: Path) -> None:
+    """A command named without a folder is looked up on PATH, which needs a module of
+    loopbus's interpreter the launcher imports before dropping to the run's uid: where
+    that interpreter lies under a folder closed to other users (a pyenv Python in /root)
+    the uid could not import it afterwards."""
+    executor = LocalExecutor(namespaces=False)
+    result = await run(executor, worktree, ["sh", "-c", "echo ran"])
+    assert result.exit_code == 0, result.start_error or result.stderr.decode()
+    assert "ran" in result.stdout.decode()
+
+
+@as_root
+async def test_the_shipped_agents_probe_says_why_the_uid_fence_cannot_run_them() -> None:
+    """The demo's probe runs loopbus's interpreter as an agent would. Where that
+    interpreter lies under a folder closed to other users (this checkout's under /root, a
+    pyenv Python), the uid-only fence cannot run it and the probe names the folder; where
+    any user can reach it, the probe passes. Either way its answer matches a direct look."""
+    from workers.agents.runner import shipped_agents_problem
+
+    closed = closed_to_others(sys.executable)
+    problem = await shipped_agents_problem(LocalExecutor(namespaces=False))
+    if closed is None:
+        assert problem is None
+    else:
+        assert problem is not None and local.UID_DENIED in problem
+        assert f"({closed} is closed to other users)" in problem
 
 
 def test_closed_to_others_finds_the_folder_a_run_s_uid_cannot_enter() -> None:

@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from workers.agents import cgroups, local
-from workers.agents.environment import agent_env, closed_to_others
+from workers.agents.environment import agent_env
 from workers.agents.local import LocalExecutor
 from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
 from workers.agents.workspace import remove, workdir
@@ -424,62 +424,3 @@ async def test_the_run_s_environment_never_reaches_what_starts_it_as_the_daemon(
     )
     assert "ran" in out(result)
     assert not marker.exists(), marker.read_text()
-
-
-async def test_a_command_under_a_closed_folder_fails_naming_the_uid_and_the_fix(
-    worktrees: tuple[Path, Path],
-) -> None:
-    """With the uid as the only fence, a program under a folder only root may enter (as a
-    pyenv Python in /root is) cannot start: the run fails with one line naming the run's
-    uid and the fix, not a traceback from inside the launcher."""
-    if not Path(PYTHON).exists():
-        pytest.skip(f"{PYTHON} is not installed")
-    closed = workdir("loopbus-closed-", mode=0o700)
-    try:
-        (closed / "python").symlink_to(PYTHON)
-        spec = SandboxSpec(
-            argv=[str(closed / "python"), "-c", "print('ran')"],
-            stdin=b"",
-            worktree=worktrees[0],
-            env=agent_env({}),
-            timeout_s=60,
-        )
-        result = await LocalExecutor(namespaces=False).run(spec)
-    finally:
-        remove(closed)
-    said = result.stderr.decode()
-    assert result.exit_code == 127, said
-    assert "ran" not in result.stdout.decode()
-    assert "Traceback" not in said
-    assert f"{closed / 'python'}: Permission denied to the run's uid" in said
-    assert "install bubblewrap" in said
-
-
-async def test_the_shipped_agents_probe_says_why_the_uid_fence_cannot_run_them() -> None:
-    """The demo's probe runs loopbus's interpreter as an agent would. Where that
-    interpreter lies under a folder closed to other users (this checkout's under /root, a
-    pyenv Python), the uid-only fence cannot run it and the probe says so; where any user
-    can reach it, the probe passes. Either way its answer matches a direct look."""
-    from workers.agents.runner import shipped_agents_problem
-
-    closed = closed_to_others(sys.executable)
-    problem = await shipped_agents_problem(LocalExecutor(namespaces=False))
-    if closed is None:
-        assert problem is None
-    else:
-        assert problem is not None and "Permission denied to the run's uid" in problem
-
-
-def test_closed_to_others_finds_the_folder_a_run_s_uid_cannot_enter() -> None:
-    """A 0700 folder on the way, as named or through a link, is found; an open path is not."""
-    closed = workdir("loopbus-closed-", mode=0o700)
-    opened = workdir("loopbus-open-", mode=0o755)
-    try:
-        (closed / "python").symlink_to(PYTHON)
-        (opened / "python").symlink_to(closed / "python")
-        assert closed_to_others(closed / "python") == closed
-        assert closed_to_others(opened / "python") == closed  # behind the link
-        assert closed_to_others(opened) is None
-    finally:
-        remove(closed)
-        remove(opened)

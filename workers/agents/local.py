@@ -74,9 +74,9 @@ UNSET = -1
 LAUNCH = """\
 import ctypes, json, os, resource, sys
 import warnings  # os.execvpe imports it: once the uid drops, the library may be out of reach
-uid, memory, cpu, files, processes = (int(word) for word in sys.argv[1:6])
-env = json.loads(sys.argv[6])
-argv = sys.argv[7:]
+uid, memory, cpu, files, processes, wrapped = (int(word) for word in sys.argv[1:7])
+env = json.loads(sys.argv[7])
+argv = sys.argv[8:]
 if memory >= 0:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -93,13 +93,28 @@ if uid >= 0:
 if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
     sys.stderr.write("loopbus: cannot set no_new_privs\\n")
     os._exit(126)
+def closed(name):  # the folder on the way to the program that this uid may not enter
+    dirs = env.get("PATH", os.defpath).split(os.pathsep)
+    for way in [name] if "/" in name else [os.path.join(d or ".", name) for d in dirs]:
+        for path in (os.path.abspath(way), os.path.realpath(way)):  # realpath stops there
+            folders = []
+            while path != "/":
+                path = os.path.dirname(path)
+                folders.insert(0, path)
+            for folder in folders:
+                if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+                    return folder
+        if os.path.lexists(way):
+            return None  # reached, and refused for another reason: not executable, noexec
 try:
     os.execvpe(argv[0], argv, env)
 except OSError as exc:
     why = exc.strerror
-    if uid >= 0 and exc.errno == 13:  # EACCES: a folder on its path is closed to the run
-        why += (f" to the run's uid {uid} (a folder on its path, such as a home folder, is "
-                "closed to other users): install bubblewrap, or put it where any user can read it")
+    # EACCES with the uid as the only fence: say so only when a folder really is closed.
+    folder = closed(argv[0]) if uid >= 0 and not wrapped and exc.errno == 13 else None
+    if folder is not None:
+        why = (f"Permission denied to the run's uid {uid} ({folder} is closed to other users)"
+               ": install bubblewrap, or put it where any user can read it")
     sys.stderr.write(f"{argv[0]}: {why}\\n")
     os._exit(127)
 """
@@ -110,7 +125,14 @@ needs CAP_SETPCAP), then ``no_new_privs``, then the command, with the run's envi
 (an argument: bubblewrap and this launcher start as the daemon's user, so nothing the
 environment names — ``LD_PRELOAD`` of a check's ``env`` — may reach them). A fresh process, not a
 ``preexec_fn``: forking a threaded daemon and running Python (``dlopen``, imports) in the
-child before exec can deadlock it."""
+child before exec can deadlock it. When the command cannot start, one line says why: the
+system's words, or, where the uid alone fences the run (not ``wrapped`` in bubblewrap) and a
+folder on the way to the program is closed to that uid (looked at after the drop, as the
+uid sees it), :data:`UID_DENIED`, that folder and the fix."""
+
+UID_DENIED = "Permission denied to the run's uid"
+"""What :data:`LAUNCH` says after the program's name when a folder on the way to it is
+closed to the run's uid and nothing else fences the run."""
 
 JOIN = (
     'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "loopbus: cannot join the '
@@ -170,6 +192,16 @@ class LocalExecutor:
             )
         return await self.bubblewrap.problem()
 
+    async def wraps(self) -> bool:
+        """Whether a run is wrapped in bubblewrap's namespaces (it runs here and is wanted)."""
+        return self.namespaces is not False and await self.bubblewrap.problem() is None
+
+    async def uid_only(self) -> bool:
+        """Whether a run's own uid is its only fence: a root daemon that does not wrap it in
+        bubblewrap (``namespaces=False``, or bubblewrap absent or failing here). The run
+        then sees the host's files as an ordinary user would."""
+        return self.as_root and self.namespaces is not True and not await self.wraps()
+
     async def run(self, spec: SandboxSpec) -> SandboxResult:
         started = time.monotonic()
         if not spec.argv:
@@ -177,7 +209,7 @@ class LocalExecutor:
         problem = await self.available()
         if problem is not None:
             return _not_started(problem, started)
-        wrapped = self.namespaces is not False and await self.bubblewrap.problem() is None
+        wrapped = await self.wraps()
         try:
             run = await asyncio.to_thread(_Run.prepare, self, spec, wrapped)
         except (OSError, NoFreeUid) as exc:
@@ -257,6 +289,7 @@ class _Run:
             str(limits.cpu_time_s),
             str(limits.open_files),
             str(UNSET if held else limits.processes),
+            str(int(self.wrapped)),
             json.dumps({**spec.env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}),
             *spec.argv,
         ]
