@@ -17,10 +17,11 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bus import Bus, EmbeddedServer, connect, ensure_log, free_port, read
 from bus.creds import default_file, load_credential
@@ -28,7 +29,7 @@ from loopbus import scaffold
 from loopbus.charter_file import parse_charter
 from loopbus.charter_render import run_lines
 from loopbus.claiming import publish_claim
-from loopbus.errors import UsageError
+from loopbus.errors import LoopbusError, UsageError
 from loopbus.run_view import load_run
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
@@ -40,6 +41,9 @@ from schemas.slices import SliceClosed, UnitDispatched
 from schemas.verify import SliceShipJudged
 from workers.repository import files_changed
 from workers.runtime import configure_logging
+
+if TYPE_CHECKING:
+    from workers.agents.sandbox import SandboxExecutor
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,22 +64,59 @@ DEMO_ROLES = ("admin", "system", "operator", "reader")
 
 
 async def _no_sandbox() -> str | None:
-    """Why the default ``[agents]`` cannot sandbox an agent on this machine, or ``None``.
+    """Why the demo runs its agents without a sandbox on this machine, or ``None``.
 
-    The demo's agents are loopbus's own scripts, so on such a machine (a user without
-    bubblewrap or an engine, or a root one whose uid fence cannot reach loopbus's
-    interpreter) it runs them bare and says so rather than stall: the first command of
-    the README must work anywhere. A project of the user's never falls back.
+    The demo's agents are loopbus's own scripts, so where no sandbox can be made (a user
+    without bubblewrap or an engine) or the one that can cannot reach loopbus's interpreter
+    (see :func:`_fallback`) it runs them bare and says so rather than stall: the first
+    command of the README must work anywhere. A project of the user's never falls back.
     """
-    from workers.agents.runner import choose, shipped_agents_problem
+    from workers.agents.runner import choose
     from workers.agents.sandbox_config import AgentsConfig
 
     executor, why = await choose(AgentsConfig())
+    return await _fallback(executor, why)
+
+
+async def _fallback(executor: SandboxExecutor | None, why: str) -> str | None:
+    """Why the demo runs its agents bare given ``choose``'s answer (``executor``, else
+    ``why`` there is none), or ``None`` when ``executor`` runs them.
+
+    A sandbox that starts may still fail loopbus's interpreter, which the demo's agents
+    run: it runs that interpreter there first. Only a root daemon's uid-only fence facing
+    an interpreter behind a folder closed to other users (a pyenv Python under ``/root``)
+    is a reason to run bare; any other failure (loopbus importable only through
+    ``PYTHONPATH``, which no agent inherits; a probe that timed out) would fail bare too,
+    or hide a fault, so it is an error naming the problem and the fix.
+    """
+    from workers.agents.environment import closed_to_others
+    from workers.agents.local import LocalExecutor
+    from workers.agents.runner import shipped_agents_problem
+
     if executor is None:
         return why
-    # A sandbox that starts may still not reach loopbus's interpreter (a root daemon
-    # without bubblewrap, Python under /root): the demo's agents would fail every try.
-    return await shipped_agents_problem(executor)
+    problem = await shipped_agents_problem(executor)
+    if problem is None:
+        return None
+    uid_only = isinstance(executor, LocalExecutor) and await executor.uid_only()
+    return _closed_interpreter(problem, uid_only=uid_only, closed=closed_to_others(sys.executable))
+
+
+def _closed_interpreter(problem: str, *, uid_only: bool, closed: Path | None) -> str:
+    """``problem`` (the probe's failure) when running bare is the answer to it, else a
+    :class:`LoopbusError`: see :func:`_fallback`."""
+    from workers.agents.local import UID_DENIED
+
+    if uid_only and UID_DENIED in problem:
+        return problem
+    if uid_only and closed is not None:
+        return f"{problem}; {sys.executable} lies behind {closed}, closed to other users"
+    raise LoopbusError(
+        f"loopbus demo cannot run its own agents in the agent sandbox: {problem}. They run "
+        f"{sys.executable} -m loopbus.scripted... with none of this shell's environment (no "
+        "PYTHONPATH): install loopbus into that interpreter (pip install loopbus), then run "
+        "the demo again"
+    )
 
 
 async def demo(root: Path, timeout: float) -> int:
@@ -87,8 +128,8 @@ async def demo(root: Path, timeout: float) -> int:
     no_sandbox = await _no_sandbox()
     if no_sandbox is not None:
         say(
-            f"warning: no agent sandbox can be made here ({no_sandbox}); the demo runs "
-            'loopbus\'s own scripted agents with [agents] sandbox = "none" - your '
+            f"warning: no agent sandbox here can run the demo's agents ({no_sandbox}); the "
+            'demo runs loopbus\'s own scripted agents with [agents] sandbox = "none" - your '
             "agents need bubblewrap or a Docker engine (docs/agents.md)"
         )
     repo = scaffold.write(root / scaffold.PROJECT, unsandboxed=no_sandbox is not None)

@@ -139,6 +139,8 @@ async def shipped_agents_problem(executor: SandboxExecutor) -> str | None:
     if result.exit_code == 0:
         return None
     said = result.start_error or result.stderr.decode(errors="replace").strip()
+    if result.timed_out:
+        said = f"it did not finish within {spec.timeout_s:g}s"
     last = said.splitlines()[-1] if said else f"exit code {result.exit_code}"
     return f"the {result.executor} executor cannot run loopbus's interpreter: {last}"
 
