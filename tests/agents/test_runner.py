@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,8 @@ from dulwich.repo import Repo
 
 from workers.agents.config import parse
 from workers.agents.environment import closed_to_others
-from workers.agents.runner import run_agent
+from workers.agents.local import UID_DENIED, LocalExecutor
+from workers.agents.runner import choose, run_agent
 from workers.agents.workspace import read_only_copy, remove, workdir
 
 TOML = '[project]\nid = "calc"\n'
@@ -74,8 +74,9 @@ async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
         read_only_copy(repo, head, copy)
     finally:
         os.umask(old_umask)
+    config = parse(TOML, repo=str(repo))
     result = await run_agent(
-        parse(TOML, repo=str(repo)),
+        config,
         [
             "python",
             "-c",
@@ -90,10 +91,14 @@ async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
         timeout_s=60,
         env={"LOOPBUS_REVIEWER": "r1"},
     )
-    if shutil.which("bwrap") is None and closed_to_others(sys.executable) is not None:
+    # Whether bubblewrap wraps the run is the executor's own probe's answer: a bwrap that
+    # is installed may still fail here (a container forbidding user namespaces).
+    executor, _ = await choose(config.agents)
+    uid_only = isinstance(executor, LocalExecutor) and await executor.uid_only()
+    if uid_only and closed_to_others(sys.executable) is not None:
         # The uid alone fences the run and loopbus's interpreter lies behind a folder closed
         # to other users: the run cannot start it, and says why and what to do.
-        assert "Permission denied to the run's uid" in (result.failure(60) or "")
+        assert UID_DENIED in (result.failure(60) or "")
         return
     assert result.failure(60) is None, result.stderr.decode()
     assert result.executor == "local"
