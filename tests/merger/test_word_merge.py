@@ -511,3 +511,51 @@ def test_words_and_spacing_of_one_line_of_code_still_merge() -> None:
     result = merge_file(base, ours, theirs, "g.go")
     assert result.clean
     assert result.content == b"package p\n\nfunc g() {\n\tx := f(a, b,  d)\n\t_ = x\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "base", "ours", "theirs", "merged"),
+    [
+        pytest.param(
+            "a.js",
+            b'const s = `head ${[\n  a(1,  2),\n  b(3)\n].join("")} tail`;\n',
+            b'const s = `head ${[\n  a(1, 2),\n  b(3)\n].join("")} tail`;\n',
+            b'const s = `head ${[\n  a(1,  2, 5),\n  b(3)\n].join("")} tail`;\n',
+            b'const s = `head ${[\n  a(1, 2, 5),\n  b(3)\n].join("")} tail`;\n',
+            id="javascript template substitution",
+        ),
+        pytest.param(
+            "a.ts",
+            b'const s: string = `head ${[\n  a(1,  2),\n  b(3)\n].join("")} tail`;\n',
+            b'const s: string = `head ${[\n  a(1, 2),\n  b(3)\n].join("")} tail`;\n',
+            b'const s: string = `head ${[\n  a(1,  2, 5),\n  b(3)\n].join("")} tail`;\n',
+            b'const s: string = `head ${[\n  a(1, 2, 5),\n  b(3)\n].join("")} tail`;\n',
+            id="typescript template substitution",
+        ),
+        pytest.param(
+            "a.py",
+            b'x = f"""head {max(\n    a(1,  2),\n    b(3))} tail"""\n',
+            b'x = f"""head {max(\n    a(1, 2),\n    b(3))} tail"""\n',
+            b'x = f"""head {max(\n    a(1,  2, 5),\n    b(3))} tail"""\n',
+            b'x = f"""head {max(\n    a(1, 2, 5),\n    b(3))} tail"""\n',
+            id="python f-string interpolation",
+        ),
+        pytest.param(
+            "a.py",
+            b'def f():\n    msg = (\n        "one two "\n        "three four"\n    )\n',
+            b'def f():\n    msg = (\n        "one two "\n            "three four"\n    )\n',
+            b'def f():\n    msg = (\n        "one two "\n        "three five"\n    )\n',
+            b'def f():\n    msg = (\n        "one two "\n            "three five"\n    )\n',
+            id="python strings concatenated across lines",
+        ),
+    ],
+)
+def test_code_between_or_inside_strings_spanning_lines_still_merges(
+    path: str, base: bytes, ours: bytes, theirs: bytes, merged: bytes
+) -> None:
+    """The corpus (webpack's ExternalModule.js, apollo-client's apiExtractor.ts): a line
+    of code inside a `${…}` is code, and so is the layout between strings Python joins,
+    so re-spacing there and a word edit of the line combine."""
+    result = merge_file(base, ours, theirs, path)
+    assert result.clean, result.note
+    assert result.content == merged

@@ -20,9 +20,20 @@ from .entries import line_starts
 __all__ = ["line_inside_text"]
 
 
+# Code inside a string: a JavaScript/TypeScript `${…}`, a Python f-string's `{…}`. A
+# line there is code, whatever string it sits in, so the walk up stops at it.
+_CODE_IN_TEXT = frozenset({"template_substitution", "interpolation"})
+
+# Nodes named like strings that are not text: Python's implicit concatenation of
+# one-line strings across lines has code (layout) between its strings.
+_NOT_TEXT = frozenset({"concatenated_string"})
+
+
 def _is_text(node: Node) -> bool:
     # Strings and templates of every grammar here (string, string_content,
     # raw_string_literal, template_string, text_block …): spacing in them is content.
+    if node.type in _NOT_TEXT:
+        return False
     return "string" in node.type or "template" in node.type or node.type == "text_block"
 
 
@@ -38,7 +49,7 @@ def line_inside_text(root: Node, content: bytes, lines: Iterable[bytes]) -> byte
             node: Node | None = root.named_descendant_for_byte_range(
                 start + offset, start + offset + len(body)
             )
-            while node is not None:
+            while node is not None and node.type not in _CODE_IN_TEXT:
                 if _is_text(node) and node.end_point.row > node.start_point.row:
                     return line
                 node = node.parent
