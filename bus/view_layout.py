@@ -97,8 +97,13 @@ _LISTS: tuple[Any, ...] = (list, abc.Sequence, abc.MutableSequence)
 
 
 def _kind(kind: Any) -> tuple[str, Any]:
-    """("dict", value type), ("list", None), ("struct", class) or ("other", None), as
-    msgspec encodes the type (tests/bus/test_view_layout.py holds it to msgspec.inspect)."""
+    """("dict", value type), ("list", None), ("struct", class) or ("other", None).
+
+    Written for the forms the folds' states use (Annotated, NewType, dict and list
+    types, Structs, scalars); tests/bus/test_view_layout.py holds every
+    fold's layout to the one msgspec.inspect derives, so a fold that starts using a
+    form this does not know (Final, a generic Struct, a TypeVar) fails there first.
+    """
     while True:
         if get_origin(kind) is Annotated:
             if any(map(_documented, get_args(kind)[1:])):

@@ -147,3 +147,20 @@ def test_no_daemon_imports_another_daemon() -> None:
             if target != package and target not in SHARED_WORKER_LIBRARIES:
                 crossings.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert crossings == []
+
+
+def test_schemas_and_projections_write_annotations_as_real_types() -> None:
+    """No `from __future__ import annotations` in schemas/ or projections/: msgspec
+    would compile every annotation as a string when a command builds its decoders,
+    the start-up cost the package docstrings explain."""
+    scanned = list(sources("schemas", "projections"))
+    assert len(scanned) > 20  # the scan found the packages (a moved folder would pass it)
+    postponed = [
+        str(path.relative_to(ROOT))
+        for path in scanned
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+    ]
+    assert not postponed, f"write these annotations as real types: {postponed}"
