@@ -16,6 +16,7 @@ it more than the base did is a conflict.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
@@ -281,10 +282,21 @@ def _identifiers(root: Node, spans: list[tuple[int, int]]) -> Counter[bytes]:
     one pass, not one per name.
     """
     counts: Counter[bytes] = Counter()
+    # Spans are syntax nodes' ranges, so nested or apart: the outermost ones, sorted,
+    # answer "inside an import?" by one bisection (a file with thousands of imports
+    # made a look through all of them per node take half a second).
+    outer: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if outer and start < outer[-1][1]:
+            outer[-1] = (outer[-1][0], max(outer[-1][1], end))
+        else:
+            outer.append((start, end))
+    starts = [start for start, _ in outer]
     stack = [root]
     while stack:
         node = stack.pop()
-        if any(start <= node.start_byte and node.end_byte <= end for start, end in spans):
+        at = bisect_right(starts, node.start_byte) - 1
+        if at >= 0 and node.end_byte <= outer[at][1]:
             continue
         if node.child_count == 0:
             if node.type.endswith("identifier") and node.text:
