@@ -3,6 +3,7 @@ with bubblewrap namespaces and with the uid alone (``namespaces=False``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from workers.agents import cgroups, local
+from workers.agents.bwrap import Bubblewrap
 from workers.agents.environment import agent_env
 from workers.agents.local import LocalExecutor
 from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
@@ -28,10 +30,13 @@ pytestmark = pytest.mark.skipif(
 PYTHON = "/usr/bin/python3"  # outside any 0700 home: reachable by a run's uid on both paths
 
 DEFAULT_LIMITS = Limits()
+# Whether bubblewrap works here, by the executor's own probe: installed is not enough (a
+# container may forbid the namespaces it makes), and a run it cannot wrap is uid-only.
+BWRAP_PROBLEM = asyncio.run(Bubblewrap(shutil.which("bwrap"), as_root=True).problem())
 BWRAP = pytest.param(
     None,
     id="bwrap",
-    marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+    marks=pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=str(BWRAP_PROBLEM)),
 )
 UID_ONLY = pytest.param(False, id="uid-only")
 
@@ -309,7 +314,7 @@ async def test_without_a_control_group_the_rlimits_hold_and_it_is_said_once(
     assert "no cgroup hierarchy" in said[0]["reason"]
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+@pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=str(BWRAP_PROBLEM))
 async def test_cannot_reach_a_port_on_the_host_with_no_network(
     worktrees: tuple[Path, Path],
 ) -> None:
