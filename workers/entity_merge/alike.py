@@ -11,6 +11,7 @@ file's tree can tell where its strings are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from tree_sitter import Node
@@ -37,20 +38,37 @@ def _is_text(node: Node) -> bool:
     return "string" in node.type or "template" in node.type or node.type == "text_block"
 
 
+_SPACING = re.compile(rb"[ \t]+")
+
+
+def _in_text(node: Node | None) -> bool:
+    """Whether `node` lies in a string spanning lines (and not in code inside it)."""
+    while node is not None and node.type not in _CODE_IN_TEXT:
+        if _is_text(node) and node.end_point.row > node.start_point.row:
+            return True
+        node = node.parent
+    return False
+
+
 def line_inside_text(root: Node, content: bytes, lines: Iterable[bytes]) -> bytes | None:
-    """The first of `lines` that `content` (parsed as `root`) holds inside a string
-    spanning lines, or None."""
-    for line in set(lines):
-        body = line.strip()
-        if not body:
+    """The first of `lines` that `content` (parsed as `root`) holds partly inside a string
+    spanning lines, or None.
+
+    Each run of spacing in the line is looked at on its own, its indentation too, as is
+    the whole line: the node around a whole line can be code (the call a string's last
+    line closes, a `${…}` alone on its line) while the spacing the merge set aside as
+    layout is the string's.
+    """
+    for line in dict.fromkeys(lines):  # in order: the note names the first
+        body = line.rstrip(b"\r\n")
+        if not body.strip():
             continue
-        offset = line.index(body[:1])
+        offset = len(body) - len(body.lstrip())
+        spans = [(offset, len(body.rstrip()))]
+        spans += [(m.start(), m.end()) for m in _SPACING.finditer(body)]
         for start in line_starts(content, line):
-            node: Node | None = root.named_descendant_for_byte_range(
-                start + offset, start + offset + len(body)
-            )
-            while node is not None and node.type not in _CODE_IN_TEXT:
-                if _is_text(node) and node.end_point.row > node.start_point.row:
-                    return line
-                node = node.parent
+            if any(
+                _in_text(root.descendant_for_byte_range(start + a, start + b)) for a, b in spans
+            ):
+                return line
     return None

@@ -15,7 +15,7 @@ from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .entries import merge_entries
 from .languages import LanguageSpec
-from .line_merge import Clash, Stable, matching_blocks, merge3, render, split_lines
+from .line_merge import Clash, Stable, merge3, render, split_lines
 from .matching import (
     Reordered,
     align_repeats,
@@ -25,7 +25,7 @@ from .matching import (
     replacements,
 )
 from .result import ConflictHunk, ConflictReason, EntityConflict
-from .words import merge_words, said_alike
+from .words import combined_lines, merge_words, said_alike
 
 __all__ = ["Merger"]
 
@@ -130,20 +130,6 @@ def _replaced(
     return found
 
 
-def _written_by_neither(merged: list[bytes], ours: list[bytes], theirs: list[bytes]) -> list[bytes]:
-    """The merged lines that are not one side's line at its place in that side's text.
-
-    Aligned by position, not looked up in a set: a line combined from both sides'
-    edits can equal another line one side wrote elsewhere in the region, and it is
-    still a line neither side wrote there.
-    """
-    kept: set[int] = set()
-    for side in (ours, theirs):
-        for start, _, size in matching_blocks(merged, side):
-            kept.update(range(start, start + size))
-    return [line for i, line in enumerate(merged) if i not in kept]
-
-
 @dataclass(slots=True)
 class Merger:
     marker_size: int
@@ -219,7 +205,11 @@ class Merger:
         if merged is not None:
             # Inside a string spanning lines that spacing was content: the merged tree
             # decides.
-            self.worded.extend(_written_by_neither(merged, ours, theirs))
+            self.worded.extend(
+                combined_lines(
+                    base, ours, theirs, merged, blocks_by_indent=self.spec.blocks_by_indent
+                )
+            )
         return merged
 
     def region(self, base: Region, ours: Region, theirs: Region, where: str) -> bytes:

@@ -23,7 +23,7 @@ from collections import Counter
 
 from .line_merge import Clash, matching_blocks, merge3, split_lines
 
-__all__ = ["merge_words", "said_alike"]
+__all__ = ["combined_lines", "merge_words", "said_alike"]
 
 # A word is a run of ASCII word characters or of non-ASCII bytes (so a UTF-8
 # character is never split between two sides' edits); white space runs, newlines and
@@ -206,11 +206,14 @@ class _Edits:
         # The re-indented lines still in the block they were in (`_above`), or any
         # re-indented line where indentation is only layout.
         self.in_place: set[int] = set()
+        # Each base line this side did not edit, as this side wrote it (its spacing).
+        self.kept: dict[int, bytes] = {}
         i = j = 0
         for start, side_start, size in matching_blocks(plain_base, plain_side):
             if start > i or side_start > j:
                 self.hunks.append((i, start, side[j:side_start]))
             for k in range(size):
+                self.kept[start + k] = side[side_start + k]
                 indent = _indent(side[side_start + k])
                 # A blank line's indentation means nothing (trailing white space
                 # trimmed by an editor): only a line that says something moves.
@@ -323,6 +326,56 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
         at = stop
     unedited(len(base))
     return out
+
+
+def _written(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes | None]:
+    """For each line of the region as `_expected` lays it out, the line as one side wrote
+    it there: the edited line of the side that edited it; for a line whose words neither
+    side edited, the version of the side that changed its spacing (None when both did,
+    differently)."""
+
+    def unedited(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            mine, yours = ours.kept.get(i), theirs.kept.get(i)
+            if mine == base[i]:
+                out.append(yours)
+            else:
+                out.append(mine if yours in (base[i], mine) else None)
+
+    out: list[bytes | None] = []
+    at = 0
+    for start, stop, lines in sorted(ours.hunks + theirs.hunks, key=lambda hunk: hunk[:2]):
+        unedited(at, start)
+        out.extend(lines)
+        at = stop
+    unedited(at, len(base))
+    return out
+
+
+def combined_lines(
+    base: list[bytes],
+    ours: list[bytes],
+    theirs: list[bytes],
+    merged: list[bytes],
+    *,
+    blocks_by_indent: bool = True,
+) -> list[bytes]:
+    """The lines of `merge_words`' result that neither side wrote at their place.
+
+    One side's words with the other side's spacing or indentation. Found by place
+    (the sides' line edits say which side each merged line comes from), not by
+    looking the line up among the sides' lines: a combined line can equal a line a
+    side wrote elsewhere in the region and still be one neither wrote here.
+    """
+    plain_base = [_said(line) for line in base]
+    sources = _written(
+        base,
+        _Edits(base, plain_base, ours, blocks_by_indent),
+        _Edits(base, plain_base, theirs, blocks_by_indent),
+    )
+    if len(sources) != len(merged):
+        return list(merged)  # not laid out as the edits say: every line is suspect
+    return [line for line, written in zip(merged, sources, strict=True) if line != written]
 
 
 def said_alike(ours: list[bytes], theirs: list[bytes]) -> bool:
