@@ -105,7 +105,7 @@ async def _fallback(executor: SandboxExecutor | None, why: str) -> str | None:
 def _closed_interpreter(problem: str, *, uid_only: bool, closed: Path | None) -> str:
     """``problem`` (the probe's failure) when running bare is the answer to it, else a
     :class:`LoopbusError`: see :func:`_fallback`."""
-    from workers.agents.local import UID_DENIED
+    from workers.agents.launch import UID_DENIED
 
     if uid_only and UID_DENIED in problem:
         return problem

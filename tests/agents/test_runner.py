@@ -13,7 +13,8 @@ from dulwich.repo import Repo
 
 from workers.agents.config import parse
 from workers.agents.environment import closed_to_others
-from workers.agents.local import UID_DENIED, LocalExecutor
+from workers.agents.launch import UID_DENIED
+from workers.agents.local import LocalExecutor
 from workers.agents.runner import choose, run_agent
 from workers.agents.workspace import read_only_copy, remove, workdir
 

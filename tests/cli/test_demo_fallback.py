@@ -15,7 +15,8 @@ import pytest
 from loopbus.commands.demo import _closed_interpreter, _fallback, _no_sandbox
 from loopbus.errors import LoopbusError
 from workers.agents.environment import closed_to_others
-from workers.agents.local import UID_DENIED, LocalExecutor
+from workers.agents.launch import UID_DENIED
+from workers.agents.local import LocalExecutor
 from workers.agents.runner import choose
 from workers.agents.sandbox_config import AgentsConfig
 

@@ -60,8 +60,9 @@ class Bubblewrap:
         if proc.returncode != 0:
             why = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
             return (
-                f"bubblewrap at {self.path} cannot make a sandbox here ({why[0]}); "
-                "the kernel may forbid user namespaces"
+                f"bubblewrap at {self.path} cannot make a sandbox here ({why[0]}): the "
+                "kernel, or the container this runs in, forbids the namespaces it makes; "
+                "allow them, or run agents in containers ([agents] image)"
             )
         return None
 

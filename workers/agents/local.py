@@ -30,7 +30,9 @@ the run's uid before the command starts.
 
 Without bubblewrap (or with ``namespaces=False``) the uid is the fence: the command sees the
 host's filesystem as an ordinary user would, so the data directory (0700) and other runs'
-worktrees are closed to it, but world-readable host files are not (docs/security.md).
+worktrees are closed to it, but world-readable host files are not (docs/security.md). A
+program that uid cannot reach is told as such, with the fix (:mod:`.launch`, the first
+program of every run).
 
 When the daemon is not root, bubblewrap is required: an unprivileged user namespace is then
 the only fence (the command runs as the daemon's own uid inside it, and the process limit
@@ -62,6 +64,7 @@ import structlog
 from workers.agents import cgroups, streams, uids
 from workers.agents.bwrap import Bubblewrap
 from workers.agents.cgroups import RunGroup
+from workers.agents.launch import BUBBLEWRAP_FAILS, LAUNCH, NO_BUBBLEWRAP
 from workers.agents.lending import Owner, hand_tree, owner_of, take_back
 from workers.agents.sandbox import Breach, ExecutorKind, SandboxResult, SandboxSpec
 from workers.agents.uids import DEFAULT_UIDS, LAUNCHER, LOCK_DIR, Lease, NoFreeUid
@@ -70,69 +73,6 @@ log = structlog.get_logger()
 
 UNSET = -1
 """A limit the launcher leaves alone (the run's control group holds it)."""
-
-LAUNCH = """\
-import ctypes, json, os, resource, sys
-import warnings  # os.execvpe imports it: once the uid drops, the library may be out of reach
-uid, memory, cpu, files, processes, wrapped = (int(word) for word in sys.argv[1:7])
-env = json.loads(sys.argv[7])
-argv = sys.argv[8:]
-if memory >= 0:
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
-if processes >= 0:
-    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-libc = ctypes.CDLL(None, use_errno=True)
-if uid >= 0:
-    for cap in range(64):
-        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the kernel's last cap
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-    sys.stderr.write("loopbus: cannot set no_new_privs\\n")
-    os._exit(126)
-def closed(name):  # the folder on the way to the program that this uid may not enter
-    dirs = env.get("PATH", os.defpath).split(os.pathsep)
-    for way in [name] if "/" in name else [os.path.join(d or ".", name) for d in dirs]:
-        for path in (os.path.abspath(way), os.path.realpath(way)):  # realpath stops there
-            folders = []
-            while path != "/":
-                path = os.path.dirname(path)
-                folders.insert(0, path)
-            for folder in folders:
-                if os.path.isdir(folder) and not os.access(folder, os.X_OK):
-                    return folder
-        if os.path.lexists(way):
-            return None  # reached, and refused for another reason: not executable, noexec
-try:
-    os.execvpe(argv[0], argv, env)
-except OSError as exc:
-    why = exc.strerror
-    # EACCES with the uid as the only fence: say so only when a folder really is closed.
-    folder = closed(argv[0]) if uid >= 0 and not wrapped and exc.errno == 13 else None
-    if folder is not None:
-        why = (f"Permission denied to the run's uid {uid} ({folder} is closed to other users)"
-               ": install bubblewrap, or put it where any user can read it")
-    sys.stderr.write(f"{argv[0]}: {why}\\n")
-    os._exit(127)
-"""
-"""The first program of every run, started as the daemon's user by loopbus's own
-interpreter (``-I -S``: nothing of the environment or site-packages): the limits, then (a
-root daemon) the run's uid, no groups, an empty capability bounding set (dropped first: that
-needs CAP_SETPCAP), then ``no_new_privs``, then the command, with the run's environment
-(an argument: bubblewrap and this launcher start as the daemon's user, so nothing the
-environment names — ``LD_PRELOAD`` of a check's ``env`` — may reach them). A fresh process, not a
-``preexec_fn``: forking a threaded daemon and running Python (``dlopen``, imports) in the
-child before exec can deadlock it. When the command cannot start, one line says why: the
-system's words, or, where the uid alone fences the run (not ``wrapped`` in bubblewrap) and a
-folder on the way to the program is closed to that uid (looked at after the drop, as the
-uid sees it), :data:`UID_DENIED`, that folder and the fix."""
-
-UID_DENIED = "Permission denied to the run's uid"
-"""What :data:`LAUNCH` says after the program's name when a folder on the way to it is
-closed to the run's uid and nothing else fences the run."""
 
 JOIN = (
     'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "loopbus: cannot join the '
@@ -202,6 +142,17 @@ class LocalExecutor:
         then sees the host's files as an ordinary user would."""
         return self.as_root and self.namespaces is not True and not await self.wraps()
 
+    async def fix(self) -> str:
+        """What a uid-only run's refusal names as the fix for a folder closed to its uid,
+        before "or put it where any user can read it": install bubblewrap where it is not
+        installed, nothing about it where it is installed but fails here (it would change
+        nothing) nor where it is not wanted (``namespaces=False``)."""
+        if self.namespaces is False:
+            return ""
+        if self.bubblewrap.path is None:
+            return NO_BUBBLEWRAP
+        return BUBBLEWRAP_FAILS if await self.bubblewrap.problem() is not None else ""
+
     async def run(self, spec: SandboxSpec) -> SandboxResult:
         started = time.monotonic()
         if not spec.argv:
@@ -210,8 +161,9 @@ class LocalExecutor:
         if problem is not None:
             return _not_started(problem, started)
         wrapped = await self.wraps()
+        fix = "" if wrapped else await self.fix()
         try:
-            run = await asyncio.to_thread(_Run.prepare, self, spec, wrapped)
+            run = await asyncio.to_thread(_Run.prepare, self, spec, wrapped, fix)
         except (OSError, NoFreeUid) as exc:
             return _not_started(f"could not prepare the sandbox: {exc}", started)
         try:
@@ -244,6 +196,7 @@ class _Run:
     executor: LocalExecutor
     spec: SandboxSpec
     wrapped: bool
+    fix: str
     tmp: Path
     lease: Lease | None
     lent: Owner | None
@@ -251,9 +204,9 @@ class _Run:
     group: RunGroup | None = None
 
     @classmethod
-    def prepare(cls, executor: LocalExecutor, spec: SandboxSpec, wrapped: bool) -> _Run:
+    def prepare(cls, executor: LocalExecutor, spec: SandboxSpec, wrapped: bool, fix: str) -> _Run:
         """The uid, the private temporary directory, the worktree lent to the uid and the
-        control group (blocking: file system)."""
+        control group (blocking: file system); ``fix`` is :meth:`LocalExecutor.fix`."""
         lease = uids.lease(executor.uids, executor.lock_dir) if executor.as_root else None
         tmp = Path(tempfile.mkdtemp(prefix="loopbus-agent-"))
         lent: Owner | None = None
@@ -272,7 +225,7 @@ class _Run:
                 uids.release(lease)
             raise
         group = executor.group(spec, lease.uid if lease is not None else None)
-        return cls(executor, spec, wrapped, tmp, lease, lent, mode, group)
+        return cls(executor, spec, wrapped, fix, tmp, lease, lent, mode, group)
 
     def argv(self) -> list[str]:
         spec = self.spec
@@ -290,6 +243,7 @@ class _Run:
             str(limits.open_files),
             str(UNSET if held else limits.processes),
             str(int(self.wrapped)),
+            self.fix,
             json.dumps({**spec.env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}),
             *spec.argv,
         ]
