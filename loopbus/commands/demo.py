@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -83,11 +84,11 @@ async def _fallback(executor: SandboxExecutor | None, why: str) -> str | None:
     ``why`` there is none), or ``None`` when ``executor`` runs them.
 
     A sandbox that starts may still fail loopbus's interpreter, which the demo's agents
-    run: it runs that interpreter there first. Only a root daemon's uid-only fence facing
-    an interpreter behind a folder closed to other users (a pyenv Python under ``/root``)
-    is a reason to run bare; any other failure (loopbus importable only through
-    ``PYTHONPATH``, which no agent inherits; a probe that timed out) would fail bare too,
-    or hide a fault, so it is an error naming the problem and the fix.
+    run: it runs that interpreter there first. Only a root daemon's uid-only fence refused
+    that interpreter because a folder on its way is closed to other users (a pyenv Python
+    under ``/root``) is a reason to run bare; any other failure (loopbus importable only
+    through ``PYTHONPATH``, which no agent inherits; a probe that did not finish) would fail
+    bare too, or hide a fault, so it is an error naming the problem and its fix.
     """
     from workers.agents.environment import closed_to_others
     from workers.agents.local import LocalExecutor
@@ -103,19 +104,40 @@ async def _fallback(executor: SandboxExecutor | None, why: str) -> str | None:
 
 
 def _closed_interpreter(problem: str, *, uid_only: bool, closed: Path | None) -> str:
-    """``problem`` (the probe's failure) when running bare is the answer to it, else a
-    :class:`LoopbusError`: see :func:`_fallback`."""
+    """``problem`` (the probe's failure) when running bare is the answer to it: a uid-only
+    fence refused the interpreter for a closed folder (the launcher's line naming it, or the
+    system's ``Permission denied`` for the interpreter while a folder on its way is closed);
+    else a :class:`LoopbusError` with the fix that matches it. See :func:`_fallback`."""
     from workers.agents.launch import UID_DENIED
 
+    refused = f"{sys.executable}: Permission denied" in problem and closed is not None
     if uid_only and UID_DENIED in problem:
         return problem
-    if uid_only and closed is not None:
-        return f"{problem}; {sys.executable} lies behind {closed}, closed to other users"
+    if uid_only and refused:
+        return f"{problem} ({sys.executable} lies behind {closed}, closed to other users)"
     raise LoopbusError(
-        f"loopbus demo cannot run its own agents in the agent sandbox: {problem}. They run "
-        f"{sys.executable} -m loopbus.scripted... with none of this shell's environment (no "
-        "PYTHONPATH): install loopbus into that interpreter (pip install loopbus), then run "
-        "the demo again"
+        f"loopbus demo cannot run its own agents in the agent sandbox: {problem}. "
+        + _probe_fix(problem)
+    )
+
+
+def _probe_fix(problem: str) -> str:
+    """What to do about the probe's ``problem``, as far as its words tell."""
+    if re.search(r"ModuleNotFoundError: No module named 'loopbus[.']", problem):
+        return (
+            f"They run {sys.executable} -m loopbus.scripted... with none of this shell's "
+            "environment (no PYTHONPATH): install loopbus into that interpreter "
+            "(pip install -e . in loopbus's checkout), then run the demo again"
+        )
+    if "did not finish within" in problem:
+        return (
+            "A sandbox that does not answer is a fault to find, not a reason to run bare: "
+            "run the demo again once the machine is less busy, or see why a sandboxed "
+            f"{sys.executable} -c 'import loopbus.scripted' hangs here"
+        )
+    return (
+        f"Make the agent sandbox able to run {sys.executable} -c 'import loopbus.scripted' "
+        "(docs/agents.md), then run the demo again"
     )
 
 

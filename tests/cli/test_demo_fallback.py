@@ -1,8 +1,9 @@
 """When ``loopbus demo`` runs its agents without a sandbox, and when it refuses instead.
 
 It falls back only where no sandbox can be made, or where a root daemon's uid-only fence
-(no working bubblewrap) faces an interpreter behind a folder closed to other users; any
-other failure of its probe is a one-line error naming the problem and the fix."""
+(no working bubblewrap) refused loopbus's interpreter because a folder on its way is closed
+to other users; any other failure of its probe (a timeout included) is a one-line error
+naming the problem and the fix that matches it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ NOT_THERE = (
     "No module named 'loopbus'"
 )
 TIMED_OUT = "the local executor cannot run loopbus's interpreter: it did not finish within 60s"
+REFUSED = (
+    f"the local executor cannot run loopbus's interpreter: {sys.executable}: Permission denied"
+)
+INSTALL = "install loopbus into that interpreter (pip install -e . in loopbus's checkout)"
 
 
 async def test_no_sandbox_at_all_falls_back_saying_why() -> None:
@@ -74,35 +79,67 @@ async def test_a_sandbox_that_cannot_run_the_interpreter_is_an_error_not_a_fallb
     assert "\n" not in said
     assert "loopbus demo cannot run its own agents in the agent sandbox" in said
     assert "bubblewrap at /bin/false cannot make a sandbox here" in said
-    assert "install loopbus into that interpreter" in said
+    assert "install loopbus" not in said  # loopbus is not what is missing
+    assert "Make the agent sandbox able to run" in said
+
+
+@pytest.mark.parametrize(
+    ("uid_only", "closed"),
+    [(True, None), (True, Path("/root")), (False, Path("/root"))],
+    ids=["uid-only", "uid-only-closed", "wrapped"],  # wrapped: bubblewrap shows /root
+)
+def test_loopbus_missing_from_the_interpreter_is_an_error_saying_install_it(
+    uid_only: bool, closed: Path | None
+) -> None:
+    """loopbus importable only through PYTHONPATH, which no agent inherits: running bare
+    would fail the same way, so the error says to install loopbus into that interpreter."""
+    with pytest.raises(LoopbusError) as raised:
+        _closed_interpreter(NOT_THERE, uid_only=uid_only, closed=closed)
+    said = str(raised.value)
+    assert NOT_THERE in said and INSTALL in said
+    assert "\n" not in said
+
+
+@pytest.mark.parametrize(
+    ("uid_only", "closed"),
+    [(True, None), (True, Path("/root")), (False, Path("/root"))],
+    ids=["uid-only", "uid-only-closed", "wrapped"],
+)
+def test_a_probe_that_did_not_finish_is_an_error_not_a_fallback(
+    uid_only: bool, closed: Path | None
+) -> None:
+    """A run that does not finish is not a reason to run bare, even for a uid-only fence
+    facing a closed interpreter (nothing says the folder is why); and installing loopbus
+    is not its fix."""
+    with pytest.raises(LoopbusError) as raised:
+        _closed_interpreter(TIMED_OUT, uid_only=uid_only, closed=closed)
+    said = str(raised.value)
+    assert TIMED_OUT in said and "not a reason to run bare" in said
+    assert "install loopbus" not in said
+    assert "\n" not in said
+
+
+def test_a_uid_only_fence_refused_for_a_closed_folder_falls_back() -> None:
+    """The launcher's line naming the closed folder is its own reason; the system's
+    'Permission denied' for the interpreter is one where a folder on its way is closed."""
+    assert _closed_interpreter(DENIED, uid_only=True, closed=None) == DENIED
+    said = _closed_interpreter(REFUSED, uid_only=True, closed=Path("/root"))
+    assert said.startswith(REFUSED)
+    assert f"{sys.executable} lies behind /root, closed to other users" in said
 
 
 @pytest.mark.parametrize(
     ("problem", "uid_only", "closed"),
-    [
-        (NOT_THERE, True, None),  # loopbus importable only through PYTHONPATH
-        (TIMED_OUT, True, None),
-        (NOT_THERE, False, Path("/root")),  # bubblewrap shows /root: the closed folder is not it
-        (TIMED_OUT, False, Path("/root")),
-    ],
-    ids=["pythonpath", "timeout", "wrapped-pythonpath", "wrapped-timeout"],
+    [(REFUSED, True, None), (REFUSED, False, Path("/root")), (DENIED, False, None)],
+    ids=["no-closed-folder", "wrapped", "wrapped-denied"],
 )
-def test_any_other_probe_failure_is_an_error(
+def test_a_refusal_that_is_not_the_uid_only_fence_s_is_an_error(
     problem: str, uid_only: bool, closed: Path | None
 ) -> None:
-    with pytest.raises(LoopbusError, match="install loopbus into that interpreter") as raised:
+    with pytest.raises(LoopbusError) as raised:
         _closed_interpreter(problem, uid_only=uid_only, closed=closed)
     assert problem in str(raised.value)
-    assert "\n" not in str(raised.value)
-
-
-def test_a_uid_only_fence_and_a_closed_interpreter_fall_back() -> None:
-    """The uid-EACCES line is its own reason; any other failure of a uid-only fence with the
-    interpreter behind a closed folder is told with that folder."""
-    assert _closed_interpreter(DENIED, uid_only=True, closed=None) == DENIED
-    said = _closed_interpreter(TIMED_OUT, uid_only=True, closed=Path("/root"))
-    assert said.startswith(TIMED_OUT)
-    assert f"{sys.executable} lies behind /root, closed to other users" in said
+    assert "install loopbus" not in str(raised.value)
 
 
 async def test_the_demo_s_check_on_this_machine() -> None:
