@@ -3,7 +3,6 @@ with bubblewrap namespaces and with the uid alone (``namespaces=False``)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -17,7 +16,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from workers.agents import cgroups, local
-from workers.agents.bwrap import Bubblewrap
 from workers.agents.environment import agent_env
 from workers.agents.local import LocalExecutor
 from workers.agents.sandbox import Limits, SandboxResult, SandboxSpec
@@ -30,21 +28,17 @@ pytestmark = pytest.mark.skipif(
 PYTHON = "/usr/bin/python3"  # outside any 0700 home: reachable by a run's uid on both paths
 
 DEFAULT_LIMITS = Limits()
-# Whether bubblewrap works here, by the executor's own probe: installed is not enough (a
-# container may forbid the namespaces it makes), and a run it cannot wrap is uid-only.
-BWRAP_PROBLEM = asyncio.run(Bubblewrap(shutil.which("bwrap"), as_root=True).problem())
-BWRAP = pytest.param(
-    None,
-    id="bwrap",
-    marks=pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=str(BWRAP_PROBLEM)),
-)
-UID_ONLY = pytest.param(False, id="uid-only")
 
 
-@pytest.fixture(params=[BWRAP, UID_ONLY])
-def namespaces(request: pytest.FixtureRequest) -> bool | None:
+@pytest.fixture(params=[None, False], ids=["bwrap", "uid-only"])
+def namespaces(request: pytest.FixtureRequest, bubblewrap: str | None) -> bool | None:
+    """``None``: the executor's default, which must wrap the run in bubblewrap (the case
+    is skipped only where bubblewrap does not work here by the independent probe);
+    ``False``: the uid alone."""
     if not Path(PYTHON).exists():
         pytest.skip(f"{PYTHON} is not installed")
+    if request.param is None and bubblewrap is not None:
+        pytest.skip(bubblewrap)
     return request.param  # type: ignore[no-any-return]
 
 
@@ -94,6 +88,8 @@ async def run(
     )
     executor = LocalExecutor(namespaces=namespaces)
     assert await executor.available() is None
+    # None is asked for only where bubblewrap works here (the fixtures): it must wrap.
+    assert namespaces is False or await executor.wraps(), await executor.bubblewrap.problem()
     return await executor.run(spec)
 
 
@@ -314,9 +310,8 @@ async def test_without_a_control_group_the_rlimits_hold_and_it_is_said_once(
     assert "no cgroup hierarchy" in said[0]["reason"]
 
 
-@pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=str(BWRAP_PROBLEM))
 async def test_cannot_reach_a_port_on_the_host_with_no_network(
-    worktrees: tuple[Path, Path],
+    worktrees: tuple[Path, Path], bubblewrap_works: None
 ) -> None:
     """With no ``network`` listed, a TCP port listening on 127.0.0.1 (the NATS server's
     place) cannot be reached: the command's loopback is its own."""

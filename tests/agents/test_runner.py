@@ -62,11 +62,12 @@ async def test_no_sandbox_no_run(folder: Path) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the local executor's uid fence needs root")
 async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
-    folder: Path, tmp_path: Path
+    folder: Path, tmp_path: Path, bubblewrap: str | None
 ) -> None:
     """``python -m loopbus…`` resolves to loopbus's interpreter and imports its packages
     inside the sandbox; the read-only copy it runs in is readable (made under ``up``'s
-    umask 077) and stays unwritable."""
+    umask 077) and stays unwritable. Where bubblewrap works here (asked apart from the
+    executor), the executor must wrap the run in it."""
     repo, head = commit_files(tmp_path / "repo", {"src/app.py": "x=1\n"})
     copy = folder / "tree"
     copy.mkdir()
@@ -92,11 +93,11 @@ async def test_a_shipped_agent_runs_in_the_sandbox_from_a_read_only_copy(
         timeout_s=60,
         env={"LOOPBUS_REVIEWER": "r1"},
     )
-    # Whether bubblewrap wraps the run is the executor's own probe's answer: a bwrap that
-    # is installed may still fail here (a container forbidding user namespaces).
     executor, _ = await choose(config.agents)
-    uid_only = isinstance(executor, LocalExecutor) and await executor.uid_only()
-    if uid_only and closed_to_others(sys.executable) is not None:
+    assert isinstance(executor, LocalExecutor)  # no [agents] image: the local executor
+    if bubblewrap is None:
+        assert await executor.wraps(), await executor.bubblewrap.problem()
+    elif closed_to_others(sys.executable) is not None:
         # The uid alone fences the run and loopbus's interpreter lies behind a folder closed
         # to other users: the run cannot start it, and says why and what to do.
         assert UID_DENIED in (result.failure(60) or "")
