@@ -127,7 +127,8 @@ def _probe_fix(problem: str) -> str:
         return (
             f"They run {sys.executable} -m loopbus.scripted... with none of this shell's "
             "environment (no PYTHONPATH): install loopbus into that interpreter "
-            "(pip install -e . in loopbus's checkout), then run the demo again"
+            "(pip install -e . in loopbus's checkout, or pip install loopbus), then run the demo "
+            "again"
         )
     if "did not finish within" in problem:
         return (

@@ -36,7 +36,10 @@ TIMED_OUT = "the local executor cannot run loopbus's interpreter: it did not fin
 REFUSED = (
     f"the local executor cannot run loopbus's interpreter: {sys.executable}: Permission denied"
 )
-INSTALL = "install loopbus into that interpreter (pip install -e . in loopbus's checkout)"
+INSTALL = (
+    "install loopbus into that interpreter (pip install -e . in loopbus's checkout, or pip "
+    "install loopbus)"
+)
 
 
 async def test_no_sandbox_at_all_falls_back_saying_why() -> None:
