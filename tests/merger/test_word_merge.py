@@ -555,6 +555,13 @@ def test_a_line_inside_a_string_spanning_lines_is_not_written_alike(
             id="javascript template, a substitution alone on its line",
         ),
         pytest.param(
+            "sub0.js",
+            b"const s = `\nhead\n    ${gamma}\n`;\n",
+            b"const s = `\nhead\n${gamma}\n`;\n",
+            b"const s = `\nhead\n    ${beta}\n`;\n",
+            id="javascript template, a substitution moved to the first column",
+        ),
+        pytest.param(
             "sub.py",
             b'x = f"""\nhead\n    {name}\n"""\n',
             b'x = f"""\nhead\n        {name}\n"""\n',

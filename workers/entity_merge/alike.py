@@ -54,10 +54,10 @@ def line_inside_text(root: Node, content: bytes, lines: Iterable[bytes]) -> byte
     """The first of `lines` that `content` (parsed as `root`) holds partly inside a string
     spanning lines, or None.
 
-    Each run of spacing in the line is looked at on its own, its indentation too, as is
-    the whole line: the node around a whole line can be code (the call a string's last
-    line closes, a `${…}` alone on its line) while the spacing the merge set aside as
-    layout is the string's.
+    Each run of spacing in the line is looked at on its own, its indentation too (and the
+    line break before it, for a line with none), as is the whole line: the node around a
+    whole line can be code (the call a string's last line closes, a `${…}` alone on its
+    line) while the spacing the merge set aside as layout is the string's.
     """
     for line in dict.fromkeys(lines):  # in order: the note names the first
         body = line.rstrip(b"\r\n")
@@ -67,8 +67,12 @@ def line_inside_text(root: Node, content: bytes, lines: Iterable[bytes]) -> byte
         spans = [(offset, len(body.rstrip()))]
         spans += [(m.start(), m.end()) for m in _SPACING.finditer(body)]
         for start in line_starts(content, line):
+            # The line break before the line, when it is in a string, makes even an empty
+            # indentation the string's.
+            breaks = [(start - 1, start)] if start > 0 else []
             if any(
-                _in_text(root.descendant_for_byte_range(start + a, start + b)) for a, b in spans
+                _in_text(root.descendant_for_byte_range(a, b))
+                for a, b in breaks + [(start + a, start + b) for a, b in spans]
             ):
                 return line
     return None
