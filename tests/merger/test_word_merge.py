@@ -636,3 +636,14 @@ def test_code_between_or_inside_strings_spanning_lines_still_merges(
     result = merge_file(base, ours, theirs, path)
     assert result.clean, result.note
     assert result.content == merged
+
+
+def test_a_docstring_line_one_side_reindented_and_both_trimmed_still_merges() -> None:
+    """sympy's symbol.py: both sides dropped a trailing space, one also re-indented the
+    docstring; that side's line already holds the other's change, so it is the merge."""
+    base = b'def f():\n    """Doc.\n\n        >>> alpha\n        a \n    """\n    return 1\n'
+    ours = b'def f():\n    """Doc.\n\n        >>> alpha\n        a\n    """\n    return 1\n'
+    theirs = b'def f():\n    """Doc.\n\n    >>> alpha\n    a\n    """\n    return 2\n'
+    result = merge_file(base, ours, theirs, "symbol.py")
+    assert result.clean, result.note
+    assert result.content == theirs

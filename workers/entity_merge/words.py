@@ -328,19 +328,36 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
     return out
 
 
+def _respaced(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """A line whose words neither side changed, as the sides' spacing changes make it.
+
+    The side's line that changed it, or, where both changed it, the one side's line that
+    already holds the other's change (both dropped a trailing space, one also
+    re-indented). None where the two changes would have to be combined: inside a string
+    that is two rewrites of one line of text.
+    """
+    if ours == base:
+        return theirs
+    if theirs in (base, ours):
+        return ours
+    merged: list[bytes] = []
+    for chunk in merge3(_tokens([base]), _tokens([ours]), _tokens([theirs])):
+        if isinstance(chunk, Clash):
+            return None
+        merged.extend(chunk.lines)
+    line = b"".join(merged)
+    return line if line in (ours, theirs) else None
+
+
 def _written(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes | None]:
     """For each line of the region as `_expected` lays it out, the line as one side wrote
     it there: the edited line of the side that edited it; for a line whose words neither
-    side edited, the version of the side that changed its spacing (None when both did,
-    differently)."""
+    side edited, the line as both sides' spacing changes make it (`_respaced`)."""
 
     def unedited(start: int, stop: int) -> None:
         for i in range(start, stop):
             mine, yours = ours.kept.get(i), theirs.kept.get(i)
-            if mine == base[i]:
-                out.append(yours)
-            else:
-                out.append(mine if yours in (base[i], mine) else None)
+            out.append(None if mine is None or yours is None else _respaced(base[i], mine, yours))
 
     out: list[bytes | None] = []
     at = 0
