@@ -329,13 +329,10 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
 
 
 def _respaced(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """A line whose words neither side changed, as the sides' spacing changes make it.
-
-    The side's line that changed it, or, where both changed it, the one side's line that
-    already holds the other's change (both dropped a trailing space, one also
-    re-indented). None where the two changes would have to be combined: inside a string
-    that is two rewrites of one line of text.
-    """
+    """A line whose words neither side changed, as the sides' spacing changes make it:
+    the side's line that changed it, or, where both did, the one side's line that already
+    holds the other's change (both dropped a trailing space, one also re-indented). None
+    where the two would have to be combined: in a string, two rewrites of one line."""
     if ours == base:
         return theirs
     if theirs in (base, ours):
