@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 
 from .line_merge import Clash, matching_blocks, merge3, split_lines
 
@@ -298,6 +299,22 @@ def _form(indent: bytes, said: bytes) -> bytes:
     return indent + said if said else b""
 
 
+def _laid_out(
+    base: list[bytes], ours: _Edits, theirs: _Edits
+) -> Iterator[tuple[int, _Hunk | None, _Edits | None]]:
+    """The region's lines in the order the sides' line edits lay them out: ``(i, None,
+    None)`` for base line ``i`` that neither side edited, ``(k, hunk, other)`` for line
+    ``k`` of one side's ``hunk``, ``other`` being the other side's edits."""
+    edits = [(hunk, theirs) for hunk in ours.hunks] + [(hunk, ours) for hunk in theirs.hunks]
+    at = 0
+    for hunk, other in sorted(edits, key=lambda edit: edit[0][:2]):
+        start, stop, lines = hunk
+        yield from ((i, None, None) for i in range(at, start))
+        yield from ((k, hunk, other) for k in range(len(lines)))
+        at = stop
+    yield from ((i, None, None) for i in range(at, len(base)))
+
+
 def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
     """The region as the sides' line edits say it must read, indentation included.
 
@@ -306,25 +323,17 @@ def _expected(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes]:
     side's edited lines as that side wrote them, except that a line edited in place
     inside a block the other side re-indented takes that side's indentation.
     """
-    edits = [(hunk, theirs) for hunk in ours.hunks] + [(hunk, ours) for hunk in theirs.hunks]
     out: list[bytes] = []
-    at = 0
-
-    def unedited(stop: int) -> None:
-        for i in range(at, stop):
-            indent = ours.indents.get(i, theirs.indents.get(i, _indent(base[i])))
-            out.append(_form(indent, _said(base[i])))
-
-    for hunk, other in sorted(edits, key=lambda edit: edit[0][:2]):
-        start, stop, lines = hunk
-        unedited(start)
-        for k, line in enumerate(lines):
-            indent = _indent(line)
-            if other.rewrites(hunk) and indent == _indent(base[start + k]):
-                indent = other.indents[start + k]
-            out.append(_form(indent, _said(line)))
-        at = stop
-    unedited(len(base))
+    for k, hunk, other in _laid_out(base, ours, theirs):
+        if hunk is None or other is None:
+            indent = ours.indents.get(k, theirs.indents.get(k, _indent(base[k])))
+            out.append(_form(indent, _said(base[k])))
+            continue
+        start, _, lines = hunk
+        indent = _indent(lines[k])
+        if other.rewrites(hunk) and indent == _indent(base[start + k]):
+            indent = other.indents[start + k]
+        out.append(_form(indent, _said(lines[k])))
     return out
 
 
@@ -347,22 +356,16 @@ def _respaced(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
 
 
 def _written(base: list[bytes], ours: _Edits, theirs: _Edits) -> list[bytes | None]:
-    """For each line of the region as `_expected` lays it out, the line as one side wrote
+    """For each line of the region as `_laid_out` lays it out, the line as one side wrote
     it there: the edited line of the side that edited it; for a line whose words neither
     side edited, the line as both sides' spacing changes make it (`_respaced`)."""
-
-    def unedited(start: int, stop: int) -> None:
-        for i in range(start, stop):
-            mine, yours = ours.kept.get(i), theirs.kept.get(i)
-            out.append(None if mine is None or yours is None else _respaced(base[i], mine, yours))
-
     out: list[bytes | None] = []
-    at = 0
-    for start, stop, lines in sorted(ours.hunks + theirs.hunks, key=lambda hunk: hunk[:2]):
-        unedited(at, start)
-        out.extend(lines)
-        at = stop
-    unedited(at, len(base))
+    for k, hunk, _ in _laid_out(base, ours, theirs):
+        if hunk is not None:
+            out.append(hunk[2][k])
+            continue
+        mine, yours = ours.kept.get(k), theirs.kept.get(k)
+        out.append(None if mine is None or yours is None else _respaced(base[k], mine, yours))
     return out
 
 
@@ -374,13 +377,9 @@ def combined_lines(
     *,
     blocks_by_indent: bool = True,
 ) -> list[bytes]:
-    """The lines of `merge_words`' result that neither side wrote at their place.
-
-    One side's words with the other side's spacing or indentation. Found by place
-    (the sides' line edits say which side each merged line comes from), not by
-    looking the line up among the sides' lines: a combined line can equal a line a
-    side wrote elsewhere in the region and still be one neither wrote here.
-    """
+    """The lines of `merge_words`' result that neither side wrote at their place: one
+    side's words with the other side's spacing or indentation. By place (`_written`), not
+    by lookup: a combined line can equal a line a side wrote elsewhere in the region."""
     plain_base = [_said(line) for line in base]
     sources = _written(
         base,
