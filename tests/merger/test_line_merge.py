@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from workers.entity_merge.line_merge import (
     _myers,
+    _slid,
     matching_blocks,
     merge_lines,
     split_lines,
@@ -171,3 +173,68 @@ def test_very_different_files_still_get_a_valid_alignment() -> None:
     blocks = matching_blocks(a, b)
     assert blocks[-1] == (len(a), len(b), 0)
     _assert_valid(blocks, a, b)
+
+
+def _slid_line_by_line(
+    a: list[bytes], b: list[bytes], blocks: list[tuple[int, int, int]]
+) -> list[tuple[int, int, int]]:
+    """The sliding as first written, a line at a time: the reference for `_slid`."""
+    changed_a, changed_b = [True] * len(a), [True] * len(b)
+    for i, j, size in blocks:
+        changed_a[i : i + size] = [False] * size
+        changed_b[j : j + size] = [False] * size
+    for lines, changed in ((a, changed_a), (b, changed_b)):
+        i, n = 0, len(lines)
+        while i < n:
+            if not changed[i]:
+                i += 1
+                continue
+            start = i
+            while i < n and changed[i]:
+                i += 1
+            end = i
+            while end < n and lines[start] == lines[end]:
+                changed[start], changed[end] = False, True
+                start, end = start + 1, end + 1
+                while end < n and changed[end]:
+                    end += 1
+            i = end
+    result: list[tuple[int, int, int]] = []
+    kept_a = [i for i, c in enumerate(changed_a) if not c]
+    kept_b = [j for j, c in enumerate(changed_b) if not c]
+    for i, j in zip(kept_a, kept_b, strict=True):
+        if result and result[-1][0] + result[-1][2] == i and result[-1][1] + result[-1][2] == j:
+            result[-1] = (result[-1][0], result[-1][1], result[-1][2] + 1)
+        else:
+            result.append((i, j, 1))
+    result.append((len(a), len(b), 0))
+    return result
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    a=st.lists(st.sampled_from([b"x\n", b"y\n", b"z\n"]), max_size=12),
+    b=st.lists(st.sampled_from([b"x\n", b"y\n", b"z\n"]), max_size=12),
+)
+def test_sliding_by_runs_matches_sliding_line_by_line(a: list[bytes], b: list[bytes]) -> None:
+    """`_slid` finds runs with list searches and skips the walk when nothing slides;
+    it gives what the line walk gives, from Myers' blocks (which rarely slide) and
+    from difflib's longest-run blocks (which put many insertions too high)."""
+    ids: dict[bytes, int] = {}
+    myers = _myers(
+        [ids.setdefault(x, len(ids)) for x in a], [ids.setdefault(x, len(ids)) for x in b]
+    )
+    assert myers is not None
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    longest = [(m.a, m.b, m.size) for m in matcher.get_matching_blocks() if m.size]
+    for blocks in (myers, longest):
+        assert _slid(a, b, blocks) == _slid_line_by_line(a, b, blocks)
+
+
+def test_an_insertion_matched_too_high_slides_down_as_git_puts_it() -> None:
+    """An inserted line that could sit above or below an equal line goes below it."""
+    a, b = [b"a\n", b"b\n"], [b"a\n", b"a\n", b"b\n"]
+    # Matched to the second `a`, the insertion is the first; it slides to the second.
+    assert _slid(a, b, [(0, 1, 2)]) == [(0, 0, 1), (1, 2, 1), (2, 3, 0)]
+    # Matched to the first, nothing slides and the blocks are kept as they are.
+    assert _slid(a, b, [(0, 0, 1), (1, 2, 1)]) == [(0, 0, 1), (1, 2, 1), (2, 3, 0)]

@@ -87,16 +87,26 @@ _RENAME_SIMILARITY = 0.6
 _SHORT = 3
 
 
-def similarity(old: bytes, new: bytes) -> float:
+def similarity(old: bytes, new: bytes, *, at_least: float = 0.0) -> float:
     """How alike two entity texts are, from 0 to 1.
 
     Short texts: difflib's ratio over characters. Longer ones: the share of lines the
     two have in common, counted as multisets (difflib's `quick_ratio` over lines),
     which ignores order but costs one pass instead of difflib's quadratic search.
+
+    With `at_least`, a score below it may come back as any lower number: short texts
+    whose characters, counted as multisets, already fall short skip difflib's search
+    (that count bounds its ratio from above). Callers that only compare with a
+    threshold pass it; about half of their short pairs end there.
     """
     a, b = split_lines(old), split_lines(new)
     if len(a) <= _SHORT and len(b) <= _SHORT:
-        return difflib.SequenceMatcher(None, old.strip(), new.strip(), autojunk=False).ratio()
+        x, y = old.strip(), new.strip()
+        if at_least and x and y:
+            bound = 2 * sum((Counter(x) & Counter(y)).values()) / (len(x) + len(y))
+            if bound < at_least:
+                return bound
+        return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
     shared = sum((Counter(a) & Counter(b)).values())
     return 2 * shared / (len(a) + len(b))
 
@@ -113,7 +123,7 @@ def _likeness(old: Entity, new: Entity) -> float | None:
         return None
     if (old.kind, old.owner) != (new.kind, new.owner):
         return None
-    score = similarity(old.text, new.text)
+    score = similarity(old.text, new.text, at_least=_RENAME_SIMILARITY)
     return score if score >= _RENAME_SIMILARITY else None
 
 
@@ -180,7 +190,10 @@ def _alike(a: Entity, b: Entity) -> bool:
     if a.node_type != b.node_type:
         return False
     head_a, head_b = (e.text.strip().split(b"\n", 1)[0] for e in (a, b))
-    return head_a == head_b or similarity(a.text, b.text) >= _RENAME_SIMILARITY
+    return (
+        head_a == head_b
+        or similarity(a.text, b.text, at_least=_RENAME_SIMILARITY) >= _RENAME_SIMILARITY
+    )
 
 
 def pair_additions(
