@@ -365,7 +365,7 @@ def main() -> int:
             # of other work on the machine does not land on one tool only.
             best = {k: float("inf") for k in ("git", "new", "old", "parse", "reparse")}
             parser = spec.parser()
-            for _ in range(args.repeat):
+            for turn in range(args.repeat):
                 _, seconds = _git_merge_file(work, data["base"], data["ours"], data["theirs"])
                 best["git"] = min(best["git"], seconds)
                 # The floor of any merge that reads the syntax: parsing the three
@@ -381,7 +381,10 @@ def main() -> int:
                 for name in ("ours", "theirs"):
                     reparse(parser, base_tree, base_lines, split_lines(data[name]), data[name])
                 best["reparse"] = min(best["reparse"], time.perf_counter() - start)
-                for tool, merge in (("new", merge_file), ("old", old_merge)):
+                # The drivers take turns going first: the second finds the file's
+                # data in the processor's caches (worth a few per cent).
+                drivers = (("new", merge_file), ("old", old_merge))
+                for tool, merge in drivers[:: 1 if turn % 2 == 0 else -1]:
                     start = time.perf_counter()
                     merge(data["base"], data["ours"], data["theirs"], case.path)
                     best[tool] = min(best[tool], time.perf_counter() - start)
