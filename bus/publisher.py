@@ -47,8 +47,11 @@ if TYPE_CHECKING:
 ACK_WAIT = 5.0
 """Seconds without any answer after which a round's unanswered events are sent again (a
 stream whose leader died answers nothing until another is elected)."""
-CHUNK = 64
-"""Frames per write: fewer, larger writes; small enough to keep the window moving."""
+CHUNK = 512
+"""Frames per write, and per yield to the client's reader (see ``_flush``): fewer, larger
+writes and reads of acknowledgements cost the server and this client less per event (at
+64 the server spent more CPU per event than for nats-py's ``publish_async``; see
+docs/performance.md, 2026-12-07); a quarter of the default window, so it keeps moving."""
 
 _DUPLICATE = re.compile(rb'"duplicate"\s*:\s*true')
 _SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')

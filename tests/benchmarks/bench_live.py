@@ -1,7 +1,8 @@
 """How live is ``status``: publish ack -> the projector's view visible in KV, at steady rates.
 
     python tests/benchmarks/bench_live.py [--rates 1000,5000] [--seconds 10]
-        [--projector-path DIR] [--hog N] [--distinct] [--no-raw]
+        [--projector-path DIR] [--hog N] [--hog-apart] [--distinct] [--no-raw]
+        [--projector-session own|shared]
 
 One embedded server, the projector daemon as its own process (as ``loopbus up`` runs it),
 and this process publishing a steady stream of findings and unit transitions about 100
@@ -28,6 +29,13 @@ printed too, and so is the most it was behind at any moment of the run (sampled 
 100 ms: acknowledged events with a sequence past the one the view last showed) — the lag
 bound over the run, not only at its end. The rate the publisher really achieved is printed
 beside the target, with "target reached" or "TARGET MISSED" (below 98 % of it).
+
+The projector runs in a session of its own, as the supervisor of ``loopbus up`` starts
+it. With the kernel's autogroup scheduling that decides whom it shares the CPU with (see
+``busy.py``): ``--projector-session shared`` keeps it in this script's session, where it
+competes with this process and with the busy loops (how this script ran it before
+2026-12-07); ``--hog-apart`` puts each busy loop in a session of its own. The scheduling
+group of each process is printed at the start.
 
 ``--distinct`` makes every finding a new one (its own line of its unit's file, so its own
 (target, severity, criterion) key: the project's open findings grow by one per finding
@@ -56,7 +64,7 @@ import time
 from pathlib import Path
 
 import psutil
-from busy import busy_loops
+from busy import busy_loops, scheduling_group
 
 from bus import PROJECTION_BUCKET, Bus, EmbeddedServer, connect, ensure_log, free_port
 from schemas import (
@@ -269,6 +277,16 @@ async def main() -> None:
     parser.add_argument(
         "--no-raw", action="store_true", help="no raw consumer (time only the view)"
     )
+    parser.add_argument(
+        "--hog-apart", action="store_true", help="each busy loop in a session of its own"
+    )
+    parser.add_argument(
+        "--projector-session",
+        choices=("own", "shared"),
+        default="own",
+        help="own: the projector in a session of its own, as `loopbus up` starts it; "
+        "shared: in this process's session (and a busy loop's, unless --hog-apart)",
+    )
     args = parser.parse_args()
     if args.distinct:
         args.lines = 0
@@ -276,13 +294,14 @@ async def main() -> None:
         f"{os.cpu_count()} cores; {args.hog} busy-loop process(es); {args.seconds:.0f} s per "
         f"rate; findings {'distinct' if args.distinct else f'on {args.lines} lines per unit'}; "
         f"projector from {args.projector_path or 'this checkout'}"
-        f"{'; no raw consumer' if args.no_raw else ''}"
+        f"{'; no raw consumer' if args.no_raw else ''}; projector session {args.projector_session}"
+        f"{'; busy loops in sessions of their own' if args.hog_apart else ''}"
     )
-    with busy_loops(args.hog):
-        await measure(args)
+    with busy_loops(args.hog, apart=args.hog_apart) as hogs:
+        await measure(args, hogs)
 
 
-async def measure(args: argparse.Namespace) -> None:
+async def measure(args: argparse.Namespace, hogs: list[int]) -> None:
     env = dict(os.environ)
     if args.projector_path:
         env["PYTHONPATH"] = os.pathsep.join(
@@ -308,8 +327,18 @@ async def measure(args: argparse.Namespace) -> None:
                 stderr=subprocess.DEVNULL,
                 env=env,
                 cwd=tmp,  # ``-m`` puts the working directory first on sys.path
+                # As the supervisor starts it; with autogroup scheduling this decides whom
+                # the projector shares its CPU with (see busy.py).
+                start_new_session=args.projector_session == "own",
             )
             projector = psutil.Process(child.pid)
+            assert server.process is not None
+            print(
+                f"scheduling groups: this process {scheduling_group(os.getpid())}, "
+                f"projector {scheduling_group(child.pid)}, "
+                f"server {scheduling_group(server.process.pid)}, "
+                f"busy loops {', '.join(scheduling_group(pid) for pid in hogs) or 'none'}"
+            )
             await asyncio.sleep(2.0)  # started and following
             for rate in (int(r) for r in args.rates.split(",")):
                 await one_rate(bus, projector, rate, args.seconds, args.lines, not args.no_raw)

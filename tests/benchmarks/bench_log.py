@@ -1,7 +1,7 @@
 """Benchmark the log: loopbus publish and replay against raw nats-py, in one run, one server.
 
     python tests/benchmarks/bench_log.py [--events 50000] [--rounds 3] [--memory-events 1000000]
-        [--hog N]
+        [--hog N] [--hog-apart]
 
 Prints, for each path, the median events/s over ``--rounds``, the ratio against its raw
 baseline measured in the same run, and the CPU seconds this (client) process spent on it
@@ -19,6 +19,10 @@ baseline measured in the same run, and the CPU seconds this (client) process spe
 
 ``--hog N`` starts N CPU-bound processes (a busy loop each) for the whole run, so the
 figures are those of a machine busy with other work; the load average is printed at the end.
+They run in this script's session (its scheduling group: they take their CPU from this
+client, not from the server, which runs in a session of its own), or with ``--hog-apart``
+each in a session of its own, as unrelated work would (see ``busy.py``). The server's CPU
+for each publish figure is printed too.
 With ``PYTHONPATH=DIR`` first, the ``bus`` of another commit laid out in ``DIR`` is the one
 measured (this script imports nothing newer than ``publish_many``).
 
@@ -155,17 +159,27 @@ def rate(count: int, seconds: list[float]) -> float:
     return count / statistics.median(seconds)
 
 
-async def timed(work: Awaitable[float | None]) -> tuple[float, float]:
-    """(wall seconds, this process's CPU seconds) of ``work`` (which may time itself)."""
-    cpu, wall = time.process_time(), time.perf_counter()
+def cpu_of(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+async def timed(
+    work: Awaitable[float | None], server: psutil.Process
+) -> tuple[float, float, float]:
+    """(wall seconds, this process's CPU seconds, the server's CPU seconds) of ``work``
+    (which may time itself)."""
+    cpu, wall, served = time.process_time(), time.perf_counter(), cpu_of(server)
     reported = await work
-    return (reported if reported is not None else time.perf_counter() - wall), (
-        time.process_time() - cpu
+    return (
+        reported if reported is not None else time.perf_counter() - wall,
+        time.process_time() - cpu,
+        cpu_of(server) - served,
     )
 
 
-async def throughput(bus: Bus, count: int, rounds: int) -> None:
-    timings: dict[str, list[tuple[float, float]]] = {
+async def throughput(bus: Bus, count: int, rounds: int, server: psutil.Process) -> None:
+    timings: dict[str, list[tuple[float, float, float]]] = {
         k: [] for k in ("loopbus", "raw", "rawid", "core", "replay", "rawreplay")
     }
     for round_no in range(rounds):
@@ -183,18 +197,23 @@ async def throughput(bus: Bus, count: int, rounds: int) -> None:
         async def publish_mine(events: list[Event] = mine) -> None:
             await bus.publish_many(events)
 
-        timings["loopbus"].append(await timed(publish_mine()))
-        timings["raw"].append(await timed(raw_publish_async(bus, raw_subjects, raw_payloads)))
+        timings["loopbus"].append(await timed(publish_mine(), server))
+        timings["raw"].append(
+            await timed(raw_publish_async(bus, raw_subjects, raw_payloads), server)
+        )
         timings["rawid"].append(
-            await timed(raw_publish_async(bus, id_subjects, id_payloads, id_ids))
+            await timed(raw_publish_async(bus, id_subjects, id_payloads, id_ids), server)
         )
-        timings["core"].append(await timed(core_ceiling(bus, core_subject, core_payloads)))
-        timings["replay"].append(await timed(loopbus_replay(bus, f"benchL{round_no}", count)))
+        timings["core"].append(await timed(core_ceiling(bus, core_subject, core_payloads), server))
+        timings["replay"].append(
+            await timed(loopbus_replay(bus, f"benchL{round_no}", count), server)
+        )
         timings["rawreplay"].append(
-            await timed(raw_ordered_read(bus, f"loop.benchR{round_no}.>", count))
+            await timed(raw_ordered_read(bus, f"loop.benchR{round_no}.>", count), server)
         )
-    rates = {k: rate(count, [w for w, _ in v]) for k, v in timings.items()}
-    cpu = {k: statistics.median(c for _, c in v) for k, v in timings.items()}
+    rates = {k: rate(count, [w for w, _, _ in v]) for k, v in timings.items()}
+    cpu = {k: statistics.median(c for _, c, _ in v) for k, v in timings.items()}
+    served = {k: statistics.median(s for _, _, s in v) for k, v in timings.items()}
     pub, raw, core, rawid = rates["loopbus"], rates["raw"], rates["core"], rates["rawid"]
     rep, rawrep = rates["replay"], rates["rawreplay"]
     print(f"events per figure: {count}, rounds: {rounds} (median)")
@@ -210,6 +229,10 @@ async def throughput(bus: Bus, count: int, rounds: int) -> None:
         f" {cpu['loopbus']:10.2f}s"
     )
     print(f"ceiling / raw {core / raw:.2f}; publish_many / raw with Nats-Msg-Id {pub / rawid:.2f}")
+    print(
+        "server CPU per figure (median): "
+        + ", ".join(f"{k} {served[k]:.2f}s" for k in ("raw", "rawid", "loopbus", "core"))
+    )
     print(
         f"{'raw ordered consumer + msgspec decode (baseline)':58} {rawrep:10.0f} {1.0:7.2f}"
         f" {cpu['rawreplay']:10.2f}s"
@@ -305,11 +328,15 @@ async def main() -> None:
     parser.add_argument(
         "--hog", type=int, default=0, metavar="N", help="run N busy-loop processes meanwhile"
     )
+    parser.add_argument(
+        "--hog-apart", action="store_true", help="each busy loop in a session of its own"
+    )
     args = parser.parse_args()
-    with busy_loops(args.hog):
+    with busy_loops(args.hog, apart=args.hog_apart):
         await measure(args)
     loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{args.hog} busy-loop process(es); load average {loads} (1 / 5 / 15 min)")
+    where = "sessions of their own" if args.hog_apart else "this session"
+    print(f"{args.hog} busy-loop process(es) in {where}; load average {loads} (1 / 5 / 15 min)")
 
 
 async def measure(args: argparse.Namespace) -> None:
@@ -323,7 +350,8 @@ async def measure(args: argparse.Namespace) -> None:
         try:
             bus = await connect(server.url)
             await ensure_log(bus.js)
-            await throughput(bus, args.events, args.rounds)
+            assert server.process is not None
+            await throughput(bus, args.events, args.rounds, psutil.Process(server.process.pid))
             await bus.close()
         finally:
             server.stop()
