@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
 
 from .line_merge import split_lines
 
-__all__ = ["doubled_lines", "normalised", "repeated_lines", "revived_lines"]
+__all__ = ["LineCounts", "doubled_lines", "normalised", "repeated_lines", "revived_lines"]
 
 # Lines that recur by nature; a block's closing and a bare keyword say nothing.
 _TRIVIAL = frozenset(
@@ -51,17 +50,25 @@ def _candidates(raw: Iterable[bytes], skip: frozenset[bytes] = frozenset()) -> s
     return {n for line in raw if _significant(line) and (n := _norm(line)) not in skip}
 
 
-class _Counted:
-    """Four versions' lines counted as they are, each distinct line normalised once.
+class LineCounts:
+    """The lines of base, ours, theirs and a merge, counted once for the checks below.
 
-    The versions share most of their lines, so normalising the distinct lines of all
-    four, once, costs about a quarter of normalising every line of each (these checks
-    run on every clean merge and on every entity merged by lines).
+    The versions share most of their lines, so each distinct line is normalised once,
+    and only when a check has candidates to count: that costs about a quarter of
+    normalising every line of each version (these checks run on every clean merge and
+    on every entity merged by lines). One clean merge's checks share one instance.
     """
 
-    def __init__(self, *texts: bytes) -> None:
-        self.raw = [Counter(split_lines(text)) for text in texts]
-        self.norm = {line: _norm(line) for line in set().union(*self.raw)}
+    def __init__(self, base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> None:
+        self.raw = [Counter(split_lines(text)) for text in (base, ours, theirs, merged)]
+        self._norm: dict[bytes, bytes] | None = None
+
+    @property
+    def norm(self) -> dict[bytes, bytes]:
+        """Each distinct line of the four versions, normalised."""
+        if self._norm is None:
+            self._norm = {line: _norm(line) for line in set().union(*self.raw)}
+        return self._norm
 
     def counts(self, only: set[bytes], *, significant: bool = True) -> list[Counter[bytes]]:
         """How often each line of `only` occurs in each version, normalised; with
@@ -85,19 +92,13 @@ class _Counted:
             found.append(counted)
         return found
 
-    def normalised(self, which: int) -> Counter[bytes]:
-        """Version `which`'s lines, normalised, with how often each occurs."""
+    def normalised_counts(self, which: int) -> Counter[bytes]:
+        """Version `which`'s lines (0 base … 3 the merge), normalised, with how often each
+        occurs."""
         counted: Counter[bytes] = Counter()
         for line, k in self.raw[which].items():
             counted[self.norm[line]] += k
         return counted
-
-
-@lru_cache(maxsize=2)
-def _counted(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> _Counted:
-    # A clean merge's check asks `revived_lines` and `repeated_lines` of the same four
-    # texts one after the other: they share one count.
-    return _Counted(base, ours, theirs, merged)
 
 
 def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
@@ -112,15 +113,13 @@ def doubled_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> lis
     only = _candidates(set(merged_lines).difference(split_lines(base)))
     if not only:
         return []
-    b, o, t, m = _Counted(base, ours, theirs, merged).counts(only)
+    b, o, t, m = LineCounts(base, ours, theirs, merged).counts(only)
     return sorted(
         line for line, n in m.items() if b[line] == 0 and o[line] == t[line] > 0 and n > o[line]
     )
 
 
-def revived_lines(
-    base: bytes, ours: bytes, theirs: bytes, merged: bytes, *, skip: frozenset[bytes] = frozenset()
-) -> list[bytes]:
+def revived_lines(lines: LineCounts, *, skip: frozenset[bytes] = frozenset()) -> list[bytes]:
     """Lines one side deleted, the other kept as often as the base had them, yet merged.
 
     One side moving a member (to another class, another block) while the other
@@ -131,11 +130,11 @@ def revived_lines(
     """
     # A line that one side lacks altogether is a raw line of `merged` missing from
     # that side: only those can be reported.
-    both = set(split_lines(ours)).intersection(split_lines(theirs))
-    only = _candidates(set(split_lines(merged)).difference(both), skip)
+    both = lines.raw[1].keys() & lines.raw[2].keys()
+    only = _candidates(lines.raw[3].keys() - both, skip)
     if not only:
         return []
-    b, o, t, m = _counted(base, ours, theirs, merged).counts(only)
+    b, o, t, m = lines.counts(only)
     # Only lines the base had once (a member's header, a field): a common line's count
     # hides one side deleting a copy here while adding one there.
     return sorted(
@@ -143,17 +142,15 @@ def revived_lines(
     )
 
 
-def repeated_lines(base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> list[bytes]:
+def repeated_lines(lines: LineCounts) -> list[bytes]:
     """Lines base and both sides each hold exactly once that `merged` holds more often.
 
     No side added a copy, so a second one is a line that travelled with two entities:
     a comment one side left above a deleted item and the other kept in the file's head.
     Comments count here (unlike the checks above): such a line is often one.
     """
-
-    counted = _counted(base, ours, theirs, merged)
-    twice = {line for line, n in counted.normalised(3).items() if n > 1 and line}
+    twice = {line for line, n in lines.normalised_counts(3).items() if n > 1 and line}
     if not twice:
         return []
-    b, o, t, _ = counted.counts(twice, significant=False)
+    b, o, t, _ = lines.counts(twice, significant=False)
     return sorted(line for line in twice if b[line] == 1 and o[line] == 1 and t[line] == 1)

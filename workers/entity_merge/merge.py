@@ -21,7 +21,7 @@ from tree_sitter import Tree
 
 from .alike import line_inside_text
 from .data_merge import data_merger_for
-from .doubled import normalised, repeated_lines, revived_lines
+from .doubled import LineCounts, normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
 from .entries import misplaced_entries
 from .import_repair import without_extra_imports
@@ -131,16 +131,16 @@ class _Inputs:
         if wrong is not None:
             return "both-modified", wrong
         statements = b"\n".join(content[a:b] for a, b in import_map(self.spec, root)[1])
-        revived = revived_lines(
-            self.base, self.ours, self.theirs, content, skip=normalised(statements)
-        )
+        # The two line-count checks share one count of the four versions' lines.
+        line_counts = LineCounts(self.base, self.ours, self.theirs, content)
+        revived = revived_lines(line_counts, skip=normalised(statements))
         if revived:
             line = revived[0].decode("utf-8", "replace")
             return (
                 "modify-delete",
                 f"keeps {line!r}, one side deleted or rewrote and the other moved",
             )
-        repeated = repeated_lines(self.base, self.ours, self.theirs, content)
+        repeated = repeated_lines(line_counts)
         if repeated:
             line = repeated[0].decode("utf-8", "replace")
             return "both-modified", f"holds {line!r} twice, which every version holds once"
