@@ -238,3 +238,9 @@ def test_an_insertion_matched_too_high_slides_down_as_git_puts_it() -> None:
     assert _slid(a, b, [(0, 1, 2)]) == [(0, 0, 1), (1, 2, 1), (2, 3, 0)]
     # Matched to the first, nothing slides and the blocks are kept as they are.
     assert _slid(a, b, [(0, 0, 1), (1, 2, 1)]) == [(0, 0, 1), (1, 2, 1), (2, 3, 0)]
+
+
+def test_blocks_that_touch_are_joined_into_one_run() -> None:
+    """Two blocks where one ends as the next begins, on both sides, are one run."""
+    lines = [b"x\n", b"y\n"]
+    assert _slid(lines, lines, [(0, 0, 1), (1, 1, 1)]) == [(0, 0, 2), (2, 2, 0)]

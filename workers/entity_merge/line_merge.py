@@ -10,7 +10,7 @@ changed it, and is a conflict only when both sides changed it differently.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import not_
@@ -238,37 +238,43 @@ def _next(flags: list[bool], value: bool, start: int, stop: int) -> int:
 def _slid(
     a: list[bytes], b: list[bytes], blocks: list[tuple[int, int, int]]
 ) -> list[tuple[int, int, int]]:
+    """`blocks` with each run of changed lines slid down as far as it goes (see
+    `_slide_down`), as maximal runs and a (len a, len b, 0) sentinel.
+
+    `blocks` must be as a diff gives them: non-empty, in order and apart on both sides.
+    """
     # Sliding a run over an equal line keeps the sequence of unchanged lines the same
     # on each side, so after sliding both sides independently their unchanged lines
     # still pair up one to one, in order.
-    kept_a, kept_b = [True] * len(a), [True] * len(b)
+    changed_a, changed_b = [True] * len(a), [True] * len(b)
     for i, j, size in blocks:
-        kept_a[i : i + size] = [False] * size
-        kept_b[j : j + size] = [False] * size
-    moved_a = _slide_down(a, kept_a)
-    moved_b = _slide_down(b, kept_b)
-    result: list[tuple[int, int, int]] = []
-    if not (moved_a or moved_b):
+        changed_a[i : i + size] = [False] * size
+        changed_b[j : j + size] = [False] * size
+    moved_a = _slide_down(a, changed_a)
+    moved_b = _slide_down(b, changed_b)
+    if moved_a or moved_b:
+        kept = zip(
+            compress(count(), map(not_, changed_a)),
+            compress(count(), map(not_, changed_b)),
+            strict=True,
+        )
+        runs = _joined((i, j, 1) for i, j in kept)
+    else:
         # Nothing slid: the runs are the blocks, joined where one ends at the next.
-        for i, j, size in blocks:
-            if result and result[-1][0] + result[-1][2] == i and result[-1][1] + result[-1][2] == j:
-                result[-1] = (result[-1][0], result[-1][1], result[-1][2] + size)
-            else:
-                result.append((i, j, size))
-        result.append((len(a), len(b), 0))
-        return result
-    pairs = zip(
-        compress(count(), map(not_, kept_a)),
-        compress(count(), map(not_, kept_b)),
-        strict=True,
-    )
-    for i, j in pairs:
-        if result and result[-1][0] + result[-1][2] == i and result[-1][1] + result[-1][2] == j:
-            result[-1] = (result[-1][0], result[-1][1], result[-1][2] + 1)
+        runs = _joined(blocks)
+    runs.append((len(a), len(b), 0))
+    return runs
+
+
+def _joined(blocks: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """`blocks` (in order) with each one that starts where the last ends merged into it."""
+    runs: list[tuple[int, int, int]] = []
+    for i, j, size in blocks:
+        if runs and runs[-1][0] + runs[-1][2] == i and runs[-1][1] + runs[-1][2] == j:
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + size)
         else:
-            result.append((i, j, 1))
-    result.append((len(a), len(b), 0))
-    return result
+            runs.append((i, j, size))
+    return runs
 
 
 def _sync_regions(

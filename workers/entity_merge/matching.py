@@ -94,10 +94,11 @@ def similarity(old: bytes, new: bytes, *, at_least: float = 0.0) -> float:
     two have in common, counted as multisets (difflib's `quick_ratio` over lines),
     which ignores order but costs one pass instead of difflib's quadratic search.
 
-    With `at_least`, a score below it may come back as any lower number: short texts
-    whose characters, counted as multisets, already fall short skip difflib's search
-    (that count bounds its ratio from above). Callers that only compare with a
-    threshold pass it; about half of their short pairs end there.
+    With `at_least`, short texts whose characters, counted as multisets, already fall
+    short of it skip difflib's search, and that count's score (an upper bound of
+    difflib's ratio, so also below `at_least`) comes back instead. A score that reaches
+    `at_least` is always the full one. Callers that only compare with a threshold pass
+    it; about half of their short pairs end at the bound.
     """
     a, b = split_lines(old), split_lines(new)
     if len(a) <= _SHORT and len(b) <= _SHORT:
