@@ -51,7 +51,12 @@ CHUNK = 512
 """Frames per write, and per yield to the client's reader (see ``_flush``): fewer, larger
 writes and reads of acknowledgements cost the server and this client less per event (at
 64 the server spent more CPU per event than for nats-py's ``publish_async``; see
-docs/performance.md, 2026-12-07); a quarter of the default window, so it keeps moving."""
+docs/performance.md, 2026-12-07); an eighth of the default window (a quarter of the
+views' 2,048), so it keeps moving."""
+CHUNK_BYTES = 1 << 20
+"""Payload bytes after which a write goes out before it holds ``CHUNK`` frames: a write is
+joined into one buffer, and 512 events near the server's 1 MB limit (view parts are up to
+256 KB) would make that buffer hundreds of megabytes."""
 
 _DUPLICATE = re.compile(rb'"duplicate"\s*:\s*true')
 _SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
@@ -317,13 +322,16 @@ class Pipeline:
         seqs, errors, headers = self.seqs, self.errors, self.headers
         first = self.round * self.stride  # replies number rounds apart (see on_reply)
         chunk: list[Frame] = []
+        framed = 0  # payload bytes in `chunk`
         for index in pending:
             if seqs[index] or index in errors:
                 continue  # answered late, after the previous round gave up on it
             if index >= self.ready and not self._prepared(index):
                 break  # refused: nothing from here on is sent
-            if len(waiting) >= self.window and not await self._room(chunk):
-                return  # reconnecting, or nothing answers: the rest go in a later round
+            if len(waiting) >= self.window:
+                if not await self._room(chunk):
+                    return  # reconnecting, or nothing answers: the rest go in a later round
+                framed = 0
             chunk.append(
                 (
                     self.subjects[index],
@@ -334,8 +342,11 @@ class Pipeline:
                 )
             )
             waiting.add(index)
-            if len(chunk) >= CHUNK and not await self._flush(chunk):
-                return
+            framed += len(self.payloads[index])
+            if len(chunk) >= CHUNK or framed >= CHUNK_BYTES:
+                if not await self._flush(chunk):
+                    return
+                framed = 0
         await self._flush(chunk)
 
     async def _flush(self, chunk: list[Frame]) -> bool:

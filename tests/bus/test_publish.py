@@ -19,6 +19,7 @@ from bus import (
     connect,
     ensure_log,
     free_port,
+    publisher,
     read,
 )
 from schemas import (
@@ -93,6 +94,29 @@ async def test_pipelined_batch_stores_each_event_once_in_order(bus: Bus, project
     assert not any(a.duplicate for a in acks[100:])
     stored = await project_events(bus, project)
     assert [event for _, event in stored] == events
+
+
+async def test_big_events_go_out_in_writes_of_bounded_size(
+    bus: Bus, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write holds at most CHUNK frames or about CHUNK_BYTES of payload, whichever comes
+    first, and the events are stored once each, in order, all the same."""
+    monkeypatch.setattr(publisher, "CHUNK_BYTES", 20_000)
+    writes: list[int] = []
+    send = bus.wire.send
+
+    async def counted(frames: list[publisher.Frame]) -> None:
+        writes.append(sum(len(frame[3]) for frame in frames))
+        await send(frames)
+
+    monkeypatch.setattr(bus.wire, "send", counted)
+    events = [finding(project, line=i + 1, message="x" * 5_000) for i in range(40)]
+    await bus.publish_many(events)
+    stored = await project_events(bus, project)
+    assert [event for _, event in stored] == events
+    # Each payload is a little over 5,000 bytes: a write closes at its fourth.
+    assert len(writes) >= 10
+    assert max(writes) < 20_000 + 6_000
 
 
 async def test_a_repeated_transition_is_stored_once(bus: Bus, project: str, system: Actor) -> None:
