@@ -45,8 +45,12 @@ async def measure(args: argparse.Namespace) -> None:
             client = await connect(server.url)
             await ensure_log(client.js)
             calls = 0
-            for _ in range(args.rounds):
-                for name in [*(f"{c} frames" for c in chunks), "publish_async + id"]:
+            names = [*(f"{c} frames" for c in chunks), "publish_async + id"]
+            for round_number in range(args.rounds):
+                # Each round starts one further along, so no size always goes first onto
+                # a stream the others have not yet grown.
+                shift = round_number % len(names)
+                for name in names[shift:] + names[:shift]:
                     calls += 1
                     events = findings(f"w{calls}", args.events)
                     cpu, wall, server_cpu = time.process_time(), time.perf_counter(), cpu_of(served)
