@@ -39,6 +39,11 @@ def main() -> int:
         parser.error(f"--every {args.every}: give a whole number of 1 or more")
     cases = load_manifest(HERE / "manifest.tsv", None)[:: args.every]
     cases = [c for c in cases if language_for_path(c.path) is not None]
+    missing = sorted(
+        {c.repo for c in cases if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()}
+    )
+    if missing:
+        parser.error(f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}")
     blobs: dict[str, Blobs] = {}
     times: dict[str, list[float]] = {"new": [], "old": []}
     with tempfile.TemporaryDirectory() as tmp:
