@@ -8,6 +8,11 @@ does a key both sides add, or a literal the merge would give one key twice.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from workers.entity_merge import merge_file
@@ -197,3 +202,31 @@ def test_a_literal_whose_keys_are_not_all_written_out_keeps_the_clash(
     """An independent review's wrong merges: each set a key the entries did not show."""
     clean, _, _ = _merge(path, base, ours, theirs)
     assert not clean
+
+
+def test_the_reason_names_the_same_joined_line_whatever_the_hash_seed() -> None:
+    """Of several joined lines outside any keyed literal, the first given is named.
+
+    It was the first of a set of bytes, whose order moves with PYTHONHASHSEED: the same
+    merge gave a different conflict note from one run to the next (webpack's
+    ``test/Defaults.unittest.js`` in the corpus). Each seed runs in its own interpreter.
+    """
+    script = (
+        "from workers.entity_merge.entries import misplaced_entries\n"
+        "from workers.entity_merge.languages import language_for_path\n"
+        "spec = language_for_path('a.js')\n"
+        "content = b'f(1);\\ng(2);\\nh(3);\\nk(4);\\n'\n"
+        "root = spec.parser().parse(content).root_node\n"
+        "joined = (b'h(3);\\n', b'f(1);\\n', b'k(4);\\n', b'g(2);\\n')\n"
+        "print(misplaced_entries(spec, root, content, joined))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    reasons = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        run = subprocess.run(
+            [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        reasons.add(run.stdout.strip())
+    assert reasons == {"joins 'h(3);' from both sides outside a literal of keys"}

@@ -161,8 +161,12 @@ def _entry_at(spec: LanguageSpec, root: Node, start: int, stop: int) -> Node | N
 def misplaced_entries(
     spec: LanguageSpec, root: Node, content: bytes, joined: Iterable[bytes]
 ) -> str | None:
-    """Why a merged file's joined entry lines are not all entries of keyed literals."""
-    for line in set(joined):
+    """Why a merged file's joined entry lines are not all entries of keyed literals.
+
+    The lines are judged in the order given, each once, so the reason names the same
+    line in every run (a set's order of bytes changes with the interpreter's hash seed).
+    """
+    for line in dict.fromkeys(joined):
         indent = len(line) - len(line.lstrip())
         for start in line_starts(content, line):
             entry = _entry_at(spec, root, start + indent, start + len(line))
