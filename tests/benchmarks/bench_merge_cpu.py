@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_merge_history import HERE, Blobs, _load_baseline, load_manifest
+from bench_merge_history import HERE, Blobs, load_baseline, load_manifest
 
 from workers.entity_merge import language_for_path, merge_file
 
@@ -47,7 +47,7 @@ def main() -> int:
     blobs: dict[str, Blobs] = {}
     times: dict[str, list[float]] = {"new": [], "old": []}
     with tempfile.TemporaryDirectory() as tmp:
-        drivers = {"new": merge_file, "old": _load_baseline(args.baseline, Path(tmp))}
+        drivers = {"new": merge_file, "old": load_baseline(args.baseline, Path(tmp))}
         for number, case in enumerate(cases):
             if case.repo not in blobs:
                 blobs[case.repo] = Blobs(args.mirrors / case.repo.replace("/", "+") / "repo")
