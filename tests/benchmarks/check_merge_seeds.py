@@ -9,7 +9,7 @@ a different conflict note, or worse. This runs the driver over the corpus of
 bench_merge_history.py (every `--every`-th case, blobs from the same mirrors) once per
 seed, each in an interpreter of its own, and prints how many cases differ from the
 first seed's answer in any of: clean or not, the content, the note, the conflicts.
-It exits 1 when any does.
+It exits 0 when none does, 1 when any does, 2 on bad arguments or a failed run.
 
 Not collected by pytest (the file name does not start with ``test_``).
 """
@@ -24,9 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "merge_history"))
+CORPUS = Path(__file__).resolve().parent / "merge_history"
+sys.path.insert(0, str(CORPUS))
 
 import msgspec  # noqa: E402
 from judging import Blobs, load_manifest  # noqa: E402
@@ -36,7 +35,7 @@ from workers.entity_merge import language_for_path, merge_file  # noqa: E402
 
 def answers(mirrors: Path, every: int) -> list[str]:
     """One line per case: repository, path and a digest of the driver's whole answer."""
-    cases = load_manifest(HERE / "merge_history" / "manifest.tsv", None)[::every]
+    cases = load_manifest(CORPUS / "manifest.tsv", None)[::every]
     blobs: dict[str, Blobs] = {}
     lines = []
     for case in cases:
@@ -45,7 +44,10 @@ def answers(mirrors: Path, every: int) -> list[str]:
         if case.repo not in blobs:
             blobs[case.repo] = Blobs(mirrors / case.repo.replace("/", "+") / "repo")
         data = [blobs[case.repo].read(oid) for oid in (case.base, case.ours, case.theirs)]
-        result = merge_file(*data, case.path)
+        try:
+            result = merge_file(*data, case.path)
+        except Exception as exc:  # the parent shows the last line: let it name the case
+            raise SystemExit(f"{case.ident}: the driver raised {exc!r}") from exc
         whole = msgspec.json.encode(result)
         lines.append(f"{case.ident} {hashlib.sha1(whole).hexdigest()}")
     return lines
@@ -61,11 +63,15 @@ def main() -> int:
     if args.one:
         print(json.dumps(answers(args.mirrors, args.every)))
         return 0
-    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
-    if not seeds or not all(s.isdigit() for s in seeds):
-        parser.error(f"--seeds {args.seeds!r}: give whole numbers separated by commas, as 0,1,2")
+    seeds = _seeds(parser, args.seeds)
     if args.every < 1:
         parser.error(f"--every {args.every}: give a whole number of 1 or more")
+    cases = load_manifest(CORPUS / "manifest.tsv", None)
+    missing = sorted(
+        {c.repo for c in cases if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()}
+    )
+    if missing:
+        parser.error(f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}")
     runs: dict[str, list[str]] = {}
     child_args = ["--one", f"--every={args.every}", f"--mirrors={args.mirrors}"]
     for seed in seeds:
@@ -90,6 +96,19 @@ def main() -> int:
         for line in changed[:5]:
             print(f"  {line.rsplit(' ', 1)[0]}")
     return 1 if differing else 0
+
+
+def _seeds(parser: argparse.ArgumentParser, given: str) -> list[str]:
+    """Two or more different hash seeds, each a whole number Python accepts."""
+    seeds: list[str] = []
+    for text in (part.strip() for part in given.split(",")):
+        if not (text.isascii() and text.isdigit() and int(text) <= 4_294_967_295):
+            parser.error(f"--seeds {given!r}: {text!r} is not a seed; give 0 to 4294967295")
+        if str(int(text)) not in seeds:
+            seeds.append(str(int(text)))
+    if len(seeds) < 2:
+        parser.error(f"--seeds {given!r}: give two or more different seeds, as 0,1,2")
+    return seeds
 
 
 if __name__ == "__main__":
