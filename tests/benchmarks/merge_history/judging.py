@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from build_corpus import Blobs as CorpusBlobs
+from build_corpus import Case as CorpusCase
 from checks import bindings, canonical, definitions
 
 from workers.entity_merge import language_for_path
@@ -36,17 +37,8 @@ LANGUAGE_GROUP = {
 LANGUAGE_ORDER = ["Python", "JavaScript", "TypeScript", "Go", "Rust", "Java"]
 
 
-@dataclass(frozen=True)
-class Case:
-    """One manifest row."""
-
-    repo: str
-    merge: str
-    path: str
-    base: str
-    ours: str
-    theirs: str
-    result: str
+class Case(CorpusCase):
+    """One manifest row (the corpus builder's row, with a name to print)."""
 
     @property
     def ident(self) -> str:
