@@ -26,7 +26,7 @@ driver is never tuned on them, so their figures say how it does on history it ha
 seen. `--only OWNER/NAME` (repeatable) runs some repositories alone.
 
 The judging of one result is in merge_history/judging.py, the tables in
-merge_history/report.py; this file times the tools and counts.
+merge_history/merge_tables.py; this file times the tools and counts.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from judging import (  # noqa: E402
     load_manifest,
     read_verdicts,
 )
-from report import Tables, print_tables  # noqa: E402
+from merge_tables import Tables, print_tables  # noqa: E402
 
 from workers.entity_merge import language_for_path, merge_file  # noqa: E402
 from workers.entity_merge.line_merge import split_lines  # noqa: E402
