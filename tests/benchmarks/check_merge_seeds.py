@@ -66,10 +66,10 @@ def main() -> int:
     seeds = _seeds(parser, args.seeds)
     if args.every < 1:
         parser.error(f"--every {args.every}: give a whole number of 1 or more")
-    cases = load_manifest(CORPUS / "manifest.tsv", None)
-    missing = sorted(
-        {c.repo for c in cases if not (args.mirrors / c.repo.replace("/", "+") / "repo").is_dir()}
-    )
+    cases = load_manifest(CORPUS / "manifest.tsv", None)[:: args.every]
+    needed = {c.repo for c in cases if language_for_path(c.path) is not None}
+    mirror = {repo: args.mirrors / repo.replace("/", "+") / "repo" for repo in needed}
+    missing = sorted(repo for repo, path in mirror.items() if not path.is_dir())
     if missing:
         parser.error(f"--mirrors {args.mirrors}: no bare git directory for {', '.join(missing)}")
     runs: dict[str, list[str]] = {}
@@ -101,7 +101,7 @@ def main() -> int:
 def _seeds(parser: argparse.ArgumentParser, given: str) -> list[str]:
     """Two or more different hash seeds, each a whole number Python accepts."""
     seeds: list[str] = []
-    for text in (part.strip() for part in given.split(",")):
+    for text in (part.strip() for part in given.split(",") if part.strip()):
         if not (text.isascii() and text.isdigit() and int(text) <= 4_294_967_295):
             parser.error(f"--seeds {given!r}: {text!r} is not a seed; give 0 to 4294967295")
         if str(int(text)) not in seeds:

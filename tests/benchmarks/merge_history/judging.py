@@ -197,7 +197,8 @@ def read_verdicts(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def dump_case(directory: Path, case: Case, data: dict[str, bytes], merged: bytes, n: int) -> None:
-    """Write case `n`'s inputs, the committed file, the merge and their diff for reading."""
+    """Write case `n` for reading: `case.txt` (its name and the merged file's SHA-1), the
+    three inputs, the committed file, the merge, and the diff between those two."""
     folder = directory / f"{n:04d}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "case.txt").write_text(f"{case.ident}\n{hashlib.sha1(merged).hexdigest()}\n")
