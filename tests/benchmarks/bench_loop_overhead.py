@@ -1,7 +1,7 @@
 """The loop's own overhead per unit: a slice of N units with an instant builder and reviewer.
 
     python tests/benchmarks/bench_loop_overhead.py [--units 20] [--timeout 900]
-        [--jobs N] [--capacity N] [--builder-s S]
+        [--jobs N] [--capacity N] [--builder-s S] [--test-work S]
 
 A generated project of N modules, each with one pending criterion test, is run through
 every daemon exactly as ``loopbus demo`` runs one (embedded server, ``Supervisor``, the
@@ -26,7 +26,10 @@ marker at once, a reviewer that approves at once). Measured from the log of this
 ``--jobs`` and ``--capacity`` pass ``loopbus up --jobs`` and ``--capacity`` (default: what
 ``up`` gives, this machine's cores for both). ``--builder-s S``: the builder takes S seconds
 per run (sleeping: it holds no core), so units reach the gates spread out as with real
-agents rather than all at once.
+agents rather than all at once. ``--test-work S``: each unit's test spends S seconds of
+CPU (a busy loop) before its assertion, so the check costs about ``N * S`` seconds more
+than the bare half second: how the loop's fixed cost per unit weighs against a check
+that does real work.
 """
 
 from __future__ import annotations
@@ -84,7 +87,9 @@ print(json.dumps({"status": "completed", "summary": unit, "tokens": 1}))
 REVIEWER = 'import json, sys; json.load(sys.stdin); print(json.dumps({"verdict": "approve"}))\n'
 
 
-def project(root: Path, units: int, agents: str = "", builder_s: float = 0.0) -> Path:
+def project(
+    root: Path, units: int, agents: str = "", builder_s: float = 0.0, test_work: float = 0.0
+) -> Path:
     """The generated repository: N stub modules, N pending criteria, committed on main."""
     repo_dir = root / PROJECT
     (repo_dir / "pkg").mkdir(parents=True)
@@ -97,8 +102,12 @@ def project(root: Path, units: int, agents: str = "", builder_s: float = 0.0) ->
         name = f"m{i:02d}"
         (repo_dir / "pkg" / f"{name}.py").write_text("def value() -> int:\n    return 0\n")
         (repo_dir / "tests" / f"test_{name}.py").write_text(
-            f"from pkg.{name} import value\n\n\n"
-            "def test_value() -> None:\n    assert value() == 1\n"
+            f"import time\n\nfrom pkg.{name} import value\n\n\n"
+            "def test_value() -> None:\n"
+            f"    end = time.process_time() + {test_work!r}\n"
+            "    while time.process_time() < end:  # the work a real test does\n"
+            "        pass\n"
+            "    assert value() == 1\n"
         )
         pending.append(f'    # {name}\n    "tests/test_{name}.py::test_value",\n')
     (root / "agents").mkdir()
@@ -284,14 +293,24 @@ def main() -> int:
     parser.add_argument(
         "--builder-s", type=float, default=0.0, help="seconds the builder takes per run"
     )
+    parser.add_argument(
+        "--test-work", type=float, default=0.0, help="CPU seconds each unit's test spends"
+    )
     args = parser.parse_args()
+    for name in ("builder_s", "test_work"):
+        if not 0 <= getattr(args, name) <= 3600:
+            flag = "--" + name.replace("_", "-")
+            parser.error(f"{flag} {getattr(args, name)}: give seconds from 0 to 3600")
     configure_logging("error")
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average at start (1/5/15 min): {load}; builder takes {args.builder_s:g}s")
+    print(
+        f"load average at start (1/5/15 min): {load}; builder takes {args.builder_s:g}s; "
+        f"each test works {args.test_work:g}s of CPU"
+    )
     root = Path(tempfile.mkdtemp(prefix="loopbus-bench-"))
     try:
         agents = 'sandbox = "none"\n' if args.sandbox == "none" else ""
-        repo = project(root, args.units, agents, args.builder_s)
+        repo = project(root, args.units, agents, args.builder_s, args.test_work)
         raw_before = raw_check(repo)
         started = time.perf_counter()
         events = asyncio.run(
