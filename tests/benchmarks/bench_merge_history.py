@@ -129,7 +129,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--list-changed", action="store_true", help="print each case old and new disagree on"
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    for name in ("limit", "repeat"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name} {value}: give a whole number of 1 or more")
+    return args
 
 
 def main() -> int:

@@ -89,6 +89,13 @@ def main() -> None:
     parser.add_argument("--hog", type=int, default=0, metavar="N")
     parser.add_argument("--hog-apart", action="store_true")
     args = parser.parse_args()
+    parts = [c.strip() for c in args.chunks.split(",")]
+    if not parts or not all(c.isascii() and c.isdigit() and int(c) > 0 for c in parts):
+        parser.error(f"--chunks {args.chunks!r}: give frames per write, as 64,512")
+    for name in ("rounds", "events", "hog"):
+        least = 0 if name == "hog" else 1
+        if getattr(args, name) < least:
+            parser.error(f"--{name} {getattr(args, name)}: give a whole number of {least} or more")
     with busy_loops(args.hog, apart=args.hog_apart):
         asyncio.run(measure(args))
     loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
