@@ -152,11 +152,13 @@ def entry_lines(entry: slices_fold.RecordEntry) -> list[str]:
         lines.append("- commands:")
         for c in done.commands:
             cached = ", from cache" if c.cached else ""
+            # Which commit each ran on: a unit of several rounds lists every round's runs.
+            on = f", on {c.commit[:12]}" if c.commit else ""
             tree = f", tree {c.tree[:12]}" if c.tree else ""
             detail = f": {c.detail}" if c.detail else ""
             lines.append(
                 f"  - `{c.command}` [{c.check}] → {c.outcome}, {c.duration_s:.1f}s"
-                f"{tree}{cached}{detail}"
+                f"{on}{tree}{cached}{detail}"
             )
     else:
         lines.append("- commands: none ran")

@@ -382,6 +382,7 @@ def _gate_suite(state: SlicesState, event: GateSuiteCompleted) -> None:
                 duration_s=entry.duration_s,
                 cached=entry.cached,
                 tree=event.tree or "",
+                commit=event.commit or "",
                 detail=unit.results.get(entry.result, "")
                 or (f"cached result {entry.result}" if entry.cached else ""),
             )

@@ -146,6 +146,10 @@ class CommandRun(msgspec.Struct, frozen=True, kw_only=True):
     cached: bool = False
     tree: str = ""
     detail: str = ""
+    commit: str = ""
+    """The commit its suite gated (the unit's head then): what ties a run to the commit
+    that merged, when a unit submitted several. Empty: the suite named none, or the entry
+    was recorded before it was kept."""
 
 
 class NotRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,6 +181,10 @@ class RunEntryCompleted(EventBase, frozen=True, kw_only=True, tag="record.entry_
     lines_changed: int | None = None
     """Added plus removed lines of the unit's change (``None``: not measured; entries
     recorded before it was measured decode as ``None``)."""
+    head: str | None = None
+    """The unit's head when it ended: for a unit that merged, the commit that merged.
+    ``None``: no commit was submitted, or the entry was recorded before it was kept (then
+    no command of the entry can be tied to a commit)."""
 
     def subject_suffix(self) -> str:
         return f"slice.{self.slice}"

@@ -6,18 +6,40 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from shipkit import BUILDER, CRITERION, SYSTEM, auto_decision, closed_slice, make_repo
 
 from bus import Bus
+from loopbus.slice_render import render_record
 from projections import risk, slices
-from schemas import FindingRaised
+from projections.slice_dispatch import Complete
+from schemas import Event, FindingRaised, Outcome, UnitPlanned, UnitTransitioned, new_id
 from schemas.gates import GateSuiteCompleted, SuiteEntry
 from schemas.lifecycle import FindingDismissed
-from schemas.slices import CommandRun, RunEntryCompleted
+from schemas.slices import (
+    BootResult,
+    CommandRun,
+    PlannedUnit,
+    RunEntryCompleted,
+    SliceClosed,
+    SlicePlan,
+    SlicePlanAccepted,
+    UnitDispatched,
+)
 from schemas.targets import RecordTarget
 from schemas.verify import WaveVerified
+from workers.dispatcher.record import UnitReads, completion
+from workers.gates.signing import Signer, load_or_create
+from workers.kernel import World
+
+
+@pytest.fixture
+def signer(tmp_path: Path) -> Signer:
+    """A gate-runner key of the test's own (its registration is on the log, so it counts)."""
+    return load_or_create(tmp_path / "keys")
 
 
 def loopbus(*args: str) -> subprocess.CompletedProcess[str]:
@@ -190,3 +212,103 @@ def test_the_verifiers_recorded_run_fills_the_unreached_band() -> None:
         "wave 0: the payment page",
         "wave 1 was not verified: the verifier printed no envelope",
     ]
+
+
+# -- a unit that took several rounds: only the commit the unit ended on counts ------------
+
+OPS_TESTS = "python -m pytest -q"
+
+
+def rounds_log(
+    signer: Signer,
+    suites: list[tuple[str, str]],
+    *,
+    head: str,
+    ended: str = "done",
+    after: list[Event] | None = None,
+) -> list[Event]:
+    """Unit ops of slice S1 submits one commit per round; each round's signed suite runs
+    ``tests`` on that commit with the given outcome; the unit then ends (merged on ``head``,
+    or failed). The run record's entry is the real dispatcher's (``record.completion``), so
+    the report reads what the system would have written."""
+    p = "p"
+    plan = SlicePlan(slice="S1", units=[PlannedUnit(id="ops", files=["src/ops.py"])])
+    dispatched = UnitDispatched(
+        project=p, actor=SYSTEM, slice="S1", unit="ops", wave=0, sub_wave=0, position=0
+    )
+    events: list[Event] = [
+        signer.registration(p, SYSTEM),
+        SlicePlanAccepted(project=p, actor=SYSTEM, plan=plan, cause="submission"),
+        UnitPlanned(project=p, actor=SYSTEM, unit="ops", slice="S1"),
+        dispatched,
+    ]
+    for commit, outcome in suites:
+        events.append(
+            UnitTransitioned(
+                project=p,
+                actor=SYSTEM,
+                unit="ops",
+                state="working",
+                prior="working",
+                by="commit",
+                commit=commit,
+            )
+        )
+        suite = GateSuiteCompleted(
+            project=p,
+            actor=SYSTEM,
+            commit=commit,
+            tree="d" * 40,
+            unit="ops",
+            reason="unit",
+            outcome=outcome,  # type: ignore[arg-type]
+            checks=[
+                SuiteEntry(
+                    check="tests",
+                    outcome=outcome,  # type: ignore[arg-type]
+                    cached=False,
+                    result=new_id(),
+                    duration_s=1.0,
+                )
+            ],
+            runner=signer.runner,
+        )
+        events.append(signer.sign(suite))
+    by = "merged" if ended == "done" else "gave-up"
+    events.append(
+        UnitTransitioned(
+            project=p,
+            actor=SYSTEM,
+            unit="ops",
+            state=ended,  # type: ignore[arg-type]
+            prior="working",
+            by=by,  # type: ignore[arg-type]
+            commit=head,
+            outcome=Outcome(summary=f"ops {ended}", ended_by=by),
+        )
+    )
+    events += after or []
+    view = slices.FOLD.fold(events)
+    world = World(project=p, states={}, seqs={}, now=datetime.now(UTC), actor=SYSTEM, outside={})
+    entry_done = completion(
+        world,
+        view.slices["S1"],
+        Complete(slice="S1", unit="ops", dispatch=dispatched.id),
+        UnitReads(configured={"tests": OPS_TESTS}),
+    )
+    events += [
+        entry_done,
+        SliceClosed(project=p, actor=SYSTEM, slice="S1", boot=BootResult(outcome="pass")),
+    ]
+    return events
+
+
+def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer) -> None:
+    """The record lists every round's run of `tests`; each names the commit it ran on, so a
+    reader can tell the failure of round 1 from the pass on the commit that merged."""
+    a, b = "a" * 40, "b" * 40
+    record = render_record(slices.FOLD.fold(rounds_log(signer, [(a, "fail"), (b, "pass")], head=b)))
+    runs = [line for line in record if "[tests]" in line]
+    assert len(runs) == 2
+    assert "→ fail" in runs[0] and f", on {a[:12]}" in runs[0]
+    assert "→ pass" in runs[1] and f", on {b[:12]}" in runs[1]

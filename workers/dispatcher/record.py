@@ -46,6 +46,7 @@ def completion(
             cached=c.cached,
             tree=c.tree,
             detail=c.detail,
+            commit=c.commit,
         )
         for c in unit.commands
     ]
@@ -66,6 +67,7 @@ def completion(
         returned_nothing=unit.returned == 0,
         cause=unit.last_event,
         lines_changed=reads.lines if reads.files_unknown is None else None,
+        head=unit.head,
     )
 
 
