@@ -6,8 +6,9 @@ An inverted report: instead of listing what passed, it leads with what nothing c
 1. ``uncovered`` — a file the slice changed that no configured check reads, a criterion
    of the slice with no passing run on the log;
 2. ``not-run`` — what was not run and why: the run record's own "not run" lines (gates
-   never run, a suite that could not run, a configured check in no suite), a check that
-   ran to ``error`` (timed out, could not start), a suite the gates rule refused
+   never run, a suite that could not run, a configured check in no suite), a check whose
+   latest run on the commit the unit ended on failed or ran to ``error`` (timed out, could
+   not start) or that never ran on that commit, a suite the gates rule refused
    (unsigned or forged: claimed, so it did not count), the boot check that did not pass;
 3. ``unreached`` — what the code-cold verifier says it could not reach (an input: the
    caller passes those lines, this fold does not invent them);
@@ -16,7 +17,9 @@ An inverted report: instead of listing what passed, it leads with what nothing c
 5. ``dismissed`` — findings about the slice an operator dismissed (wont-fix is a waiver);
 6. ``auto-decided`` — decisions no person made: recorded ``auto`` (long mode took the
    builder's default) or by the system;
-7. ``verified`` — checks that ran fresh and passed (the one section that says "passed").
+7. ``verified`` — checks whose latest run on the commit the unit ended on (for a merged
+   unit, the commit that merged) ran fresh and passed: once per unit and check, however
+   many rounds ran it (the one section that says "passed").
 
 Hostile-agent rules: it names a command only when a system-written run record says it ran
 (a check configured but never run is named by its id, under ``not-run``, never with its
@@ -48,7 +51,7 @@ from schemas.gates import (
     GateSuiteCompleted,
 )
 from schemas.lifecycle import FindingDismissed
-from schemas.slices import RunEntryCompleted, SlicePlanAccepted
+from schemas.slices import CommandRun, RunEntryCompleted, SlicePlanAccepted
 from schemas.verify import WaveVerified
 
 Band = Literal[
@@ -308,15 +311,6 @@ def _not_run(
             items.append(
                 RiskItem(band="not-run", text=f"unit {entry.unit}: {missing.what}: {missing.why}")
             )
-        for run in entry.commands:
-            if run.outcome == "error":
-                why = run.detail or "it could not be established"
-                items.append(
-                    RiskItem(
-                        band="not-run",
-                        text=f"unit {entry.unit}: check {run.check} did not finish: {why}",
-                    )
-                )
     ran = {run.check for entry in done for run in entry.commands}
     for check in sorted(checks or {}):
         if check not in ran and check != "boot":
@@ -341,35 +335,89 @@ def _not_run(
 
 
 def _ran(done: list[RunEntryCompleted]) -> list[RiskItem]:
+    """One line per unit and check: how it stands on the commit the unit ended on.
+
+    A unit may submit several commits (rounds) and its entry lists every suite run of
+    them; only the latest run on the entry's ``head`` (for a merged unit, the commit that
+    merged) says how the merged work stands. A failure on an earlier commit that a later
+    one fixed is not "not run", and a pass on a commit that is not ``head`` never counts.
+    """
     items: list[RiskItem] = []
     for entry in done:
-        for run in entry.commands:
-            if run.outcome == "error":
-                continue
-            if run.cached:
-                items.append(
-                    RiskItem(
-                        band="cached",
-                        text=f"unit {entry.unit}: check {run.check} ({run.command}) {run.outcome}"
-                        " from the cache of an earlier run on the same inputs",
-                    )
-                )
-            elif run.outcome == "pass":
-                items.append(
-                    RiskItem(
-                        band="verified",
-                        text=f"unit {entry.unit}: check {run.check} ({run.command}) passed",
-                    )
-                )
+        for check in dict.fromkeys(run.check for run in entry.commands):
+            runs = [run for run in entry.commands if run.check == check]
+            if entry.head is None:
+                items.append(_untied(entry.unit, runs))
             else:
-                items.append(
-                    RiskItem(
-                        band="not-run",
-                        text=f"unit {entry.unit}: check {run.check} ({run.command}) failed and "
-                        "the unit ended without a passing run of it",
-                    )
-                )
+                items.append(_on_head(entry, runs))
     return items
+
+
+def _on_head(entry: RunEntryCompleted, runs: list[CommandRun]) -> RiskItem:
+    head = entry.head or ""
+    where = f"{head[:12]}, the commit " + (
+        "that merged" if entry.state == "done" else "it ended on"
+    )
+    on = [run for run in runs if run.commit == head]
+    # Each other commit stands by its own latest run (a later round may have re-run it).
+    other = {run.commit: run.outcome for run in runs if run.commit != head}
+    missed = sum(outcome != "pass" for outcome in other.values())
+    last = on[-1] if on else runs[-1]
+    name = f"unit {entry.unit}: check {last.check}"
+    if not on:
+        return RiskItem(
+            band="not-run",
+            text=f"{name} ({last.command}) ran only on other commits, never on {where}",
+        )
+    if last.outcome == "error":
+        why = last.detail or "it could not be established"
+        return RiskItem(band="not-run", text=f"{name} did not finish on {where}: {why}")
+    if last.cached:
+        return RiskItem(
+            band="cached",
+            text=f"{name} ({last.command}) {last.outcome} on {where}, from the cache of an "
+            "earlier run on the same inputs",
+        )
+    if last.outcome == "pass":
+        after = f" (it did not pass on {missed} other commit{'s' * (missed != 1)} of the unit)"
+        return RiskItem(
+            band="verified",
+            text=f"{name} ({last.command}) passed on {where}" + after * bool(missed),
+        )
+    also = " (a pass on another commit does not count for it)" if "pass" in other.values() else ""
+    return RiskItem(
+        band="not-run",
+        text=f"{name} ({last.command}) failed on {where}, and the unit ended without a passing "
+        f"run of it there{also}",
+    )
+
+
+def _untied(unit: str, runs: list[CommandRun]) -> RiskItem:
+    """An entry recorded before runs were tied to commits: one line per check, and a pass
+    only when every run of it passed (which commit a lone pass was on is not known)."""
+    last = runs[-1]
+    name = f"unit {unit}: check {last.check}"
+    if len({(run.outcome, run.cached) for run in runs}) > 1:
+        return RiskItem(
+            band="not-run",
+            text=f"{name} ({last.command}) ran {len(runs)} times with different outcomes, and "
+            "this record does not say which commit each ran on: no pass is counted",
+        )
+    if last.outcome == "error":
+        why = last.detail or "it could not be established"
+        return RiskItem(band="not-run", text=f"{name} did not finish: {why}")
+    if last.cached:
+        return RiskItem(
+            band="cached",
+            text=f"{name} ({last.command}) {last.outcome} from the cache of an earlier run on "
+            "the same inputs",
+        )
+    if last.outcome == "pass":
+        return RiskItem(band="verified", text=f"{name} ({last.command}) passed")
+    return RiskItem(
+        band="not-run",
+        text=f"{name} ({last.command}) failed and the unit ended without a passing run of it",
+    )
 
 
 def render(items: Sequence[RiskItem]) -> list[str]:

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 from shipkit import BUILDER, CRITERION, SYSTEM, auto_decision, closed_slice, make_repo
 
@@ -219,6 +221,12 @@ def test_the_verifiers_recorded_run_fills_the_unreached_band() -> None:
 OPS_TESTS = "python -m pytest -q"
 
 
+def rounds(signer: Signer, suites: list[tuple[str, str]], **kw: Any) -> list[risk.RiskItem]:
+    """The risk report of :func:`rounds_log`."""
+    events = rounds_log(signer, suites, **kw)
+    return risk.report(slices.FOLD.fold(events), risk.FOLD.fold(events), "S1", {"tests": ("*",)})
+
+
 def rounds_log(
     signer: Signer,
     suites: list[tuple[str, str]],
@@ -303,6 +311,62 @@ def rounds_log(
     return events
 
 
+def about_tests(items: list[risk.RiskItem]) -> list[tuple[str, str]]:
+    return [(item.band, item.text) for item in items if "check tests" in item.text]
+
+
+def test_a_check_that_failed_in_round_one_and_passed_on_the_merged_commit_passed_once(
+    signer: Signer,
+) -> None:
+    """Round 1's commit fails `tests`, round 2's passes it and merges: the report says
+    passed, once, on the commit that merged — not also "not run" for round 1's failure."""
+    a, b = "a" * 40, "b" * 40
+    items = rounds(signer, [(a, "fail"), (b, "pass")], head=b)
+    assert about_tests(items) == [
+        (
+            "verified",
+            f"unit ops: check tests ({OPS_TESTS}) passed on {b[:12]}, the commit that merged "
+            "(it did not pass on 1 other commit of the unit)",
+        )
+    ]
+
+
+def test_a_check_that_failed_and_never_passed_afterwards_is_not_run_once(
+    signer: Signer,
+) -> None:
+    """Two rounds fail `tests` and the unit gives up: one "not run" line, nothing passed."""
+    a, b = "a" * 40, "b" * 40
+    items = rounds(signer, [(a, "fail"), (b, "fail")], head=b, ended="failed")
+    assert about_tests(items) == [
+        (
+            "not-run",
+            f"unit ops: check tests ({OPS_TESTS}) failed on {b[:12]}, the commit it ended on, "
+            "and the unit ended without a passing run of it there",
+        )
+    ]
+
+
+def test_a_pass_on_another_commit_does_not_count_for_the_commit_that_merged(
+    signer: Signer,
+) -> None:
+    """`tests` passed on round 1's commit and failed on round 2's, which is the one that
+    merged (a hostile log): the merged work did not pass, whatever passed before it."""
+    a, b = "a" * 40, "b" * 40
+    items = rounds(signer, [(a, "pass"), (b, "fail")], head=b)
+    assert about_tests(items) == [
+        (
+            "not-run",
+            f"unit ops: check tests ({OPS_TESTS}) failed on {b[:12]}, the commit that merged, "
+            "and the unit ended without a passing run of it there (a pass on another commit "
+            "does not count for it)",
+        )
+    ]
+    # Nor does a run on a commit that never merged stand in for one that never ran.
+    items = rounds(signer, [(a, "pass")], head=b)
+    assert [band for band, _ in about_tests(items)] == ["not-run"]
+    assert "ran only on other commits, never on bbbbbbbbbbbb" in about_tests(items)[0][1]
+
+
 def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer) -> None:
     """The record lists every round's run of `tests`; each names the commit it ran on, so a
     reader can tell the failure of round 1 from the pass on the commit that merged."""
@@ -312,3 +376,29 @@ def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer)
     assert len(runs) == 2
     assert "→ fail" in runs[0] and f", on {a[:12]}" in runs[0]
     assert "→ pass" in runs[1] and f", on {b[:12]}" in runs[1]
+
+
+def test_an_entry_recorded_before_runs_named_their_commit_counts_no_pass_it_cannot_tie() -> None:
+    """An older entry lists a failed and a passed run of `tests` without their commits: the
+    report cannot tell which one the merged commit had, so it says so once and never says
+    passed; a check whose every run passed is still passed, once."""
+    events = closed_slice("p", "S1")
+    entry = events[4]
+    assert isinstance(entry, RunEntryCompleted)
+    runs = [
+        CommandRun(check="tests", command="pytest -q", outcome="fail"),
+        CommandRun(check="tests", command="pytest -q", outcome="pass"),
+        CommandRun(check="lint", command="ruff check", outcome="pass"),
+        CommandRun(check="lint", command="ruff check", outcome="pass"),
+    ]
+    events[4] = msgspec.structs.replace(entry, commands=runs)
+    items = risk.report(slices.FOLD.fold(events), risk.FOLD.fold(events), "S1", {})
+    told = [(item.band, item.text) for item in items if item.text.startswith("unit U1: check")]
+    assert told == [
+        (
+            "not-run",
+            "unit U1: check tests (pytest -q) ran 2 times with different outcomes, and this "
+            "record does not say which commit each ran on: no pass is counted",
+        ),
+        ("verified", "unit U1: check lint (ruff check) passed"),
+    ]
