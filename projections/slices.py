@@ -218,7 +218,14 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
         case CommitReport():
             _claim(state, event)
             unit = _unit(state, event.unit)
-            if unit is not None and unit.dispatches and event.sha:
+            # A builder's claim moves a live unit's head only: once the unit ended, its head
+            # is the one its terminal transition named (for a merge, the commit that merged).
+            if (
+                unit is not None
+                and unit.dispatches
+                and event.sha
+                and unit.state not in TERMINAL_STATES
+            ):
                 unit.head = event.sha
         case _:
             _claim(state, event)

@@ -21,6 +21,7 @@ from projections.slice_dispatch import Complete
 from schemas import Event, FindingRaised, Outcome, UnitPlanned, UnitTransitioned, new_id
 from schemas.gates import GateSuiteCompleted, SuiteEntry
 from schemas.lifecycle import FindingDismissed
+from schemas.reports import CommitReport
 from schemas.slices import (
     BootResult,
     CommandRun,
@@ -365,6 +366,22 @@ def test_a_pass_on_another_commit_does_not_count_for_the_commit_that_merged(
     items = rounds(signer, [(a, "pass")], head=b)
     assert [band for band, _ in about_tests(items)] == ["not-run"]
     assert "ran only on other commits, never on bbbbbbbbbbbb" in about_tests(items)[0][1]
+
+
+def test_a_builders_commit_after_the_merge_does_not_move_the_merged_commit(
+    signer: Signer,
+) -> None:
+    """A builder reports a new commit once its unit merged: the run record still ties the
+    report to the commit that merged, so the pass there stands and nothing else counts."""
+    a, c = "a" * 40, "c" * 40
+    late = CommitReport(project="p", actor=BUILDER, unit="ops", sha=c)
+    items = rounds(signer, [(a, "pass")], head=a, after=[late])
+    assert about_tests(items) == [
+        (
+            "verified",
+            f"unit ops: check tests ({OPS_TESTS}) passed on {a[:12]}, the commit that merged",
+        )
+    ]
 
 
 def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer) -> None:
