@@ -44,6 +44,7 @@ from bus.names import NATS_URL_ENV as NATS_URL_ENV
 from bus.provision import LOG_STREAM
 from bus.publisher import Ack, Acks, Pipeline, encode_checked
 from bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from bus.tls_only import PlaintextServer, TlsOnlyClient, demands_tls, refusal
 from bus.wire import Wire
 from schemas import Event, subject_of
 
@@ -143,11 +144,16 @@ async def _connect(
 ) -> Bus:
     violations = Violations()
 
+    plaintext: list[PlaintextServer] = []
+
     async def _quiet(exc: Exception) -> None:
         # nats-py reports connection errors through this callback *and* by raising; we
         # surface the raise only, as one line, instead of a logged traceback per attempt.
         # A permissions violation is only ever reported here: keep it for the publish.
+        # So is a plaintext server refused while a daemon's first connect keeps retrying.
         violations.note(str(exc))
+        if isinstance(exc, PlaintextServer):
+            plaintext.append(exc)
 
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
@@ -160,13 +166,14 @@ async def _connect(
             options = options | {"tls": client_context(tls_ca)}
         except (OSError, ssl.SSLError) as exc:
             raise BusError(f"--tls-ca {str(tls_ca)!r} is not a readable CA file ({exc})") from exc
+    options["connect_timeout"] = min(timeout, 2.0)  # a float: Client.connect's hint says int
     reconnects = Reconnects()
+    nc = TlsOnlyClient() if demands_tls(server_urls(url), tls_ca) else NatsClient()
     try:
-        nc = await asyncio.wait_for(
-            nats.connect(
+        await asyncio.wait_for(
+            nc.connect(
                 server_urls(url),
                 name=name,
-                connect_timeout=min(timeout, 2.0),
                 error_cb=_quiet,
                 reconnected_cb=reconnects.reconnected,
                 disconnected_cb=reconnects.disconnected,
@@ -175,6 +182,8 @@ async def _connect(
             timeout,
         )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
+        if plaintext:
+            raise BusError(refusal(url, plaintext[-1].server, tls_ca)) from exc
         refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
         if not refused:
             # Something that is not NATS times out like a dead server: ask it what it is.
