@@ -2,12 +2,14 @@
 
 The file goes under ``<data-dir>/creds/`` (mode 0600). When ``loopbus up`` runs on that
 data directory its server is told to re-read its users (SIGHUP), so the new credential
-works at once; otherwise it is admitted on the next start.
+works at once; otherwise it is admitted on the next start. A directory with no
+``creds/`` folder is refused: neither ``up`` nor ``provision --creds-out`` made it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,15 @@ def run_add(args: argparse.Namespace) -> int:
         )
     data_dir: Path = args.data_dir or default_data_dir()
     folder = creds_dir(data_dir)
+    if not folder.is_dir():
+        # A typo'd or absent directory would get a seed no server ever reads, and a line
+        # saying one will: `up` and `provision --creds-out` make creds/ on their first run.
+        raise UsageError(
+            f"{_named(args.data_dir, data_dir)} is not a loopbus data directory (it has no "
+            "creds/ folder, which `loopbus up` or `loopbus provision --creds-out DIR` makes "
+            "there): run `loopbus up` there first, or pass --data-dir with the data directory "
+            "`loopbus up` printed"
+        )
     target = folder / file_name(args.role, args.principal)
     if target.exists():
         raise UsageError(
@@ -61,3 +72,12 @@ def run_add(args: argparse.Namespace) -> int:
     pid = EmbeddedServer(data_dir).reload()
     print(f"loopbus: the server (pid {pid}) reloaded its users; hand the file to {args.principal}")
     return 0
+
+
+def _named(given: Path | None, data_dir: Path) -> str:
+    """How the user named the data directory: the option, the variable, or the default."""
+    if given is not None:
+        return f"--data-dir {str(given)!r}"
+    if os.environ.get(DATA_DIR_ENV):
+        return f"{DATA_DIR_ENV}={str(data_dir)!r}"
+    return f"the default data directory {str(data_dir)!r} (no --data-dir or {DATA_DIR_ENV})"
