@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +26,7 @@ from nats.js.api import Header
 
 from bus.atomic import publish_atomic
 from bus.auth import describe
+from bus.callbacks import Reconnects, Violations
 from bus.creds import Credential
 from bus.errors import (
     BusError,
@@ -43,7 +44,7 @@ from bus.names import DEFAULT_URL as DEFAULT_URL
 from bus.names import NATS_URL_ENV as NATS_URL_ENV
 from bus.provision import LOG_STREAM
 from bus.publisher import Ack, Acks, Pipeline, encode_checked
-from bus.retry import TRANSIENT, Backoff, RetryingKeyValue, note, retrying
+from bus.retry import TRANSIENT, Backoff, RetryingKeyValue, retrying
 from bus.tls_only import PlaintextServer, TlsOnlyClient, demands_tls, refusal
 from bus.wire import Wire
 from schemas import Event, subject_of
@@ -211,59 +212,6 @@ def _whose(creds: Credential | None) -> str:
         return "a connection without credentials"
     where = f" from {creds.path}" if creds.path else ""
     return f"the {creds.role} credential{where}"
-
-
-class Violations:
-    """The subjects the server refused this connection's publishes on (from ``error_cb``).
-
-    nats-server answers a forbidden publish with an asynchronous ``-ERR``; the publish
-    itself only times out. The subject is kept so the waiting publish can fail at once
-    with a clear line.
-    """
-
-    MARK = "permissions violation for publish to "
-
-    def __init__(self) -> None:
-        self.subjects: set[str] = set()
-        self.unauthorized = False
-        """The server refused the credential (a reconnecting client only times out)."""
-
-    def note(self, message: str) -> None:
-        lowered = message.lower()
-        if "authorization" in lowered:
-            self.unauthorized = True
-        at = lowered.find(self.MARK)
-        if at >= 0:
-            # nats-py hands the server's line on lower-cased: compare subjects that way.
-            self.subjects.add(lowered[at + len(self.MARK) :].strip().strip("\"'"))
-
-
-class Reconnects:
-    """Counts the client's reconnections and tells every listener the moment one happens.
-
-    An ephemeral consumer lives in one server's memory; when the client comes back after a
-    server restart, the consumers its readers used are gone. Readers listen here so they
-    re-create theirs at once rather than after a silence timeout.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._listeners: list[Callable[[], None]] = []
-
-    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener`` (synchronously, in the event loop) on every reconnection;
-        returns the function that stops it."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-    async def reconnected(self) -> None:
-        self.count += 1
-        note("bus.reconnected", reconnects=self.count)
-        for listener in list(self._listeners):
-            listener()
-
-    async def disconnected(self) -> None:
-        note("bus.disconnected")
 
 
 class Bus:

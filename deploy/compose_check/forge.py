@@ -20,7 +20,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-# nats-py hands the server's -ERR on lower-cased (bus.connection.Violations).
+# nats-py hands the server's -ERR on lower-cased (bus.callbacks.Violations).
 VIOLATION = "permissions violation for publish to "
 ACK_WAIT_S = 10.0  # a refused JetStream publish gets no ack: it only times out
 
