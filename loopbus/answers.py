@@ -20,6 +20,7 @@ from loopbus.claiming import publish_claim
 from loopbus.errors import LoopbusError
 from loopbus.known import require_known, require_known_unless_new
 from loopbus.settings import connection
+from loopbus.terminal_text import say
 from schemas import Event, FindingRaised, project_subjects
 from schemas.authority import REFUSAL_CLASS, standing
 from schemas.subjects import CLAIM, parse_subject
@@ -64,7 +65,7 @@ async def wait_for_answer(
     line = await await_answer(bus, [project_subjects(project)], answer, wait, after=after)
     if line is None:
         raise LoopbusError(f"no answer within {wait:g}s; is the {daemon} daemon running?")
-    print(line)
+    say(line)
     return 1 if line.startswith("refused") else 0
 
 
@@ -99,7 +100,7 @@ def claim_and_wait(
             else:
                 await require_known(bus, claim.project)
             ack = await publish_claim(bus, claim)
-            print(said(ack.seq))
+            say(said(ack.seq))
             if args.wait <= 0:
                 return 0
             return await wait_for_answer(

@@ -183,7 +183,10 @@ def _is_ours(exc: Exception) -> bool:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"loopbus: error: {message}", file=sys.stderr)
+    from loopbus.terminal_text import one_line
+
+    # An error can quote the log (a refusal's message, a claim's field): shown inert.
+    print(f"loopbus: error: {one_line(message)}", file=sys.stderr)
     return code
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bus import Record
+from loopbus.terminal_text import one_line
 from schemas import (
     Event,
     FindingRaised,
@@ -71,38 +72,45 @@ def record_line(record: Record, paint: Paint, show_project: bool = False) -> str
     if show_project:
         parsed = parse_subject(record.subject)
         project = event.project if event is not None else parsed.project if parsed else "?"
-        prefix = f"{prefix} {paint('project', project)}"
+        prefix = f"{prefix} {paint('project', one_line(project))}"
     if event is None:
-        return f"{prefix} {paint('error', 'undecodable')} {record.subject}: {text(record.error)}"
+        return (
+            f"{prefix} {paint('error', 'undecodable')} {one_line(record.subject)}: "
+            f"{text(record.error)}"
+        )
     kind = paint("kind", event.kind.removesuffix(f".v{event.v}"))
     return f"{prefix} {kind} {body(event, paint)}"
 
 
 def body(event: Event, paint: Paint) -> str:
     """What the line says after the kind: a phrase for the kinds people read most, else
-    the event's own fields, each flattened by :func:`value`."""
+    the event's own fields, each flattened by :func:`value`. Every value an agent could
+    have written goes through :func:`text` (and so :func:`one_line`) before it is painted:
+    the only escape sequences on the line are the palette's."""
+    t = text
     match event:
         case FindingRaised():
-            scope = f" unit={event.unit}" if event.unit else ""
-            criterion = f" [{event.criterion}]" if event.criterion else ""
+            scope = f" unit={t(event.unit)}" if event.unit else ""
+            criterion = f" [{t(event.criterion)}]" if event.criterion else ""
             return (
-                f"{paint(event.severity, event.severity)} {event.producer} {event.cls} "
-                f"{format_target(event.target)}{criterion}{scope}: {text(event.message)}"
-                f" {paint('dim', f'(id {event.id})')}"  # what `finding dismiss --id` takes
+                f"{paint(event.severity, t(event.severity))} {t(event.producer)} {t(event.cls)} "
+                f"{t(format_target(event.target))}{criterion}{scope}: {t(event.message)}"
+                f" {paint('dim', f'(id {t(event.id)})')}"  # what `finding dismiss --id` takes
             )
         case FindingDismissed():
-            return f"{event.finding} dismissed as {event.reason} by {event.by}: {text(event.why)}"
+            why = t(event.why)
+            return f"{t(event.finding)} dismissed as {t(event.reason)} by {t(event.by)}: {why}"
         case FindingReopened():
-            return f"{event.finding} reopened by {event.by}: {text(event.why)}"
+            return f"{t(event.finding)} reopened by {t(event.by)}: {t(event.why)}"
         case DecisionRecorded():
-            was = f" supersedes {event.supersedes}" if event.supersedes else ""
-            return f"{event.id} {text(event.question)} -> {event.chosen}{was}"
+            was = f" supersedes {t(event.supersedes)}" if event.supersedes else ""
+            return f"{t(event.id)} {t(event.question)} -> {t(event.chosen)}{was}"
         case BlockedRouted():
-            reached = ", ".join(event.reached) or "no unit yet"
-            return f"{event.finding} to {event.via}, then {event.owner}; holding {reached}"
+            reached = t(", ".join(event.reached) or "no unit yet")
+            return f"{t(event.finding)} to {t(event.via)}, then {t(event.owner)}; holding {reached}"
         case MessageQuarantined():
-            return f"seq {event.original_seq} on {event.original_subject}: {text(event.reason)}"
-    return fields(event)
+            return f"seq {event.original_seq} on {t(event.original_subject)}: {t(event.reason)}"
+    return one_line(fields(event))  # every value is text()'s already; the names too
 
 
 def fields(event: Event) -> str:
@@ -135,8 +143,9 @@ def value(raw: Any) -> str:
 
 
 def text(raw: object) -> str:
-    """A text on one line, its hashes cut as git shows them, cut at :data:`TEXT_LIMIT`."""
-    flat = _HASH.sub(r"\1", _SPACE.sub(" ", str(raw))).strip()
+    """A text on one line (no control or bidi character acts: :func:`one_line`), its hashes
+    cut as git shows them, cut at :data:`TEXT_LIMIT`."""
+    flat = _HASH.sub(r"\1", _SPACE.sub(" ", one_line(raw))).strip()
     return flat if len(flat) <= TEXT_LIMIT else flat[: TEXT_LIMIT - 1] + "…"
 
 

@@ -14,6 +14,7 @@ from loopbus.lease_render import render_leases
 from loopbus.lessons_render import render_lessons
 from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
+from loopbus.terminal_text import one_line
 from loopbus.units_status import render_units
 from projections import blocking as blocking_fold
 from projections import convergence as convergence_fold
@@ -216,9 +217,11 @@ RENDERERS: dict[str, StateRenderer] = {
 
 
 def render_state(name: str, state: Any, sizes: Sizes = _NONE) -> list[str]:
+    """``name``'s state as lines, every one safe for a terminal (:func:`one_line`): the
+    renderers interpolate what agents wrote (messages, questions, reasons, paths)."""
     renderer = RENDERERS.get(name)
     if renderer is not None:
-        return renderer(state, sizes=sizes)
+        return [one_line(line) for line in renderer(state, sizes=sizes)]
     import json
 
     body = json.dumps(to_builtins(state), indent=2, default=str)

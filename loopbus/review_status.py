@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from loopbus.errors import LoopbusError
+from loopbus.terminal_text import say
 from projections import convergence as conv
 from projections import findings as findings_fold
 from projections import to_builtins
@@ -76,40 +77,40 @@ def print_unit(project: str, unit: str, states: dict[str, Any], *, as_json: bool
     state = document["state"] or "planned"
     if document["ready"]:
         state += " (ready)"
-    print(f"unit {unit} of {project}: {state}")
+    say(f"unit {unit} of {project}: {state}")
     if document["block"]:
-        print(f"  blocked: {document['block']['reason']} -> {document['block']['subject']}")
+        say(f"  blocked: {document['block']['reason']} -> {document['block']['subject']}")
     if document["outcome"]:
         outcome = document["outcome"]
-        print(f"  outcome: {outcome['ended_by']}: {outcome['summary']}")
-    print(f"  rung {document['rung']} ({document['tactic']}): {document['ask']}")
+        say(f"  outcome: {outcome['ended_by']}: {outcome['summary']}")
+    say(f"  rung {document['rung']} ({document['tactic']}): {document['ask']}")
     reviewer = f" by {document['reviewer']}" if document["reviewer"] else ""
-    print(
+    say(
         f"  verdict: {document['verdict'] or 'none yet'}{reviewer}; reviews "
         f"{document['reviews']}, refused {document['refused']}"
     )
     if document["ended_by"]:
-        print(f"  ended by: {document['ended_by']}")
+        say(f"  ended by: {document['ended_by']}")
     for retry in document["retries"]:
-        print(f"  {retry}")
+        say(f"  {retry}")
     for item in document["rounds"]:
-        print(
+        say(
             f"  round {item['round']} ({item['source']}, rung {item['rung']}, head "
             f"{item['head'][:12]}): {item['convergence']} -> {item['action']}"
             + (f" [{item['ended_by']}]" if item["ended_by"] else "")
         )
-        print(f"    findings ({len(item['finding_keys'])}): {_keys(item['finding_keys'])}")
-        print(f"    blocking ({len(item['blocking_keys'])}): {_keys(item['blocking_keys'])}")
+        say(f"    findings ({len(item['finding_keys'])}): {_keys(item['finding_keys'])}")
+        say(f"    blocking ({len(item['blocking_keys'])}): {_keys(item['blocking_keys'])}")
         if item["failing_checks"]:
-            print(f"    failing checks: {', '.join(item['failing_checks'])}")
+            say(f"    failing checks: {', '.join(item['failing_checks'])}")
         if item["why"]:
-            print(f"    why: {item['why']}")
+            say(f"    why: {item['why']}")
     if not document["rounds"]:
-        print("  no rounds yet")
+        say("  no rounds yet")
     _print_decisions(unit, document["decisions"])
-    print(f"  open findings: {len(document['open_findings'])}")
+    say(f"  open findings: {len(document['open_findings'])}")
     for finding in document["open_findings"]:
-        print(
+        say(
             f"    {finding['severity']:<8} {finding['target']} [{finding['criterion']}] "
             f"{finding['message']}"
         )
@@ -122,30 +123,30 @@ TRADE_OFFS = ("user_impact", "performance", "speed", "cost")
 def _print_decisions(unit: str, decisions: dict[str, Any]) -> None:
     """Each decision waiting on the operator as a trade-off table, then those in force."""
     for asked in decisions["awaiting"]:
-        print(
+        say(
             f"  decision {asked['decision_id']} waits on the operator: {asked['question']} "
             f"(confidence {asked['confidence']})"
         )
         if asked["reasoning"]:
-            print(f"    builder's reasoning: {asked['reasoning']}")
-        print("    " + " | ".join(["option", "summary", *TRADE_OFFS]))
+            say(f"    builder's reasoning: {asked['reasoning']}")
+        say("    " + " | ".join(["option", "summary", *TRADE_OFFS]))
         for option in asked["options"]:
             mark = " (recommended)" if option["id"] == asked["recommended_default"] else ""
             cells = [option["id"] + mark, option["summary"] or "-"]
             cells += [option[name] or "-" for name in TRADE_OFFS]
-            print("    " + " | ".join(cells))
-        print(
+            say("    " + " | ".join(cells))
+        say(
             f"    settle it: loopbus decide --unit {unit} --decision {asked['decision_id']} "
             "--choose OPTION"
         )
     for recorded in decisions["recorded"]:
-        print(
+        say(
             f"  decision {recorded['decision_id']}: {recorded['chosen']} (by {recorded['owner']}, "
             f"confidence {recorded.get('stated_confidence') or recorded['confidence']}): "
             f"{recorded['question']}"
         )
     for pick in decisions["auto_picked"]:
-        print(f"  auto-picked {pick['decision_id']} = {pick['chosen']} "
+        say(f"  auto-picked {pick['decision_id']} = {pick['chosen']} "
               f"(class {pick['autonomy'] or 'unknown'}): {seen_text(unit, pick)}")  # fmt: skip
 
 

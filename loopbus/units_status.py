@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from loopbus.terminal_text import one_line
 from projections import blocking
 from projections import units as units_fold
 from projections.units import UnitsState, UnitView
@@ -167,7 +168,7 @@ def print_waiting(
             f"  blocked-by-fact {fact['finding']} on {fact['about']} (by {fact['by']}): "
             f"{fact['message']}; holding {holding} until a new plan or decision answers it"
         )
-    print(f"{project}: " + "\n".join(lines))
+    print(f"{project}: " + "\n".join(one_line(line) for line in lines))
     return 0
 
 

@@ -19,6 +19,7 @@ from loopbus.errors import UsageError
 from loopbus.known import require_known, require_known_unless_new
 from loopbus.run_view import charter_lines, load_run, run_lines
 from loopbus.settings import connection
+from loopbus.terminal_text import one_line
 from schemas import Actor
 from schemas.charter import CharterSubmission
 from schemas.subjects import subject_of
@@ -34,7 +35,7 @@ def read_file(path: str) -> str:
 def run_submit(args: argparse.Namespace) -> int:
     charter = parse_charter(read_file(args.file), args.file)
     if args.check:
-        print("\n".join(charter_lines(charter, "charter stands")))
+        print("\n".join(one_line(line) for line in charter_lines(charter, "charter stands")))
         return 0
     claim = CharterSubmission(
         project=token("--project", args.project),
@@ -69,7 +70,7 @@ def run_show(args: argparse.Namespace) -> int:
             view = await load_run(bus, project)
         finally:
             await bus.close()
-        print("\n".join(run_lines(view)))
+        print("\n".join(one_line(line) for line in run_lines(view)))
         return 0
 
     return asyncio.run(show())

@@ -23,6 +23,7 @@ from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.settings import connection
+from loopbus.terminal_text import say
 from projections.builds import FOLD, AutoPick
 from schemas import Actor, project_subjects
 from schemas.decisions import DecisionChoice, DecisionRecorded, option_ids
@@ -53,13 +54,13 @@ async def _run(args: argparse.Namespace, choice: DecisionChoice) -> int:
         choice, pick = await check(bus, choice, confirm=args.confirm)
         ack = await publish_claim(bus, choice)
         if pick is not None:
-            print(
+            say(
                 f"decision {choice.decision_id} of {choice.project}/{choice.unit}: "
                 f"auto pick {pick.chosen} confirmed (seq {ack.seq}); seen by "
                 f"operator:{choice.actor.principal}, it no longer holds the unit's merge"
             )
             return 0
-        print(
+        say(
             f"decision {choice.decision_id} of {choice.project}/{choice.unit}: "
             f"{choice.choose} claimed (seq {ack.seq}); the builder daemon records it"
         )
@@ -68,7 +69,7 @@ async def _run(args: argparse.Namespace, choice: DecisionChoice) -> int:
         recorded = await wait_recorded(bus, choice, ack.seq, args.wait)
     finally:
         await bus.close()
-    print(f"recorded: {recorded.decision_id} = {recorded.chosen} (by {recorded.by})")
+    say(f"recorded: {recorded.decision_id} = {recorded.chosen} (by {recorded.by})")
     return 0
 
 

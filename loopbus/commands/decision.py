@@ -19,6 +19,7 @@ from loopbus.commands.report import principal, token
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known, require_known_unless_new
 from loopbus.settings import connection
+from loopbus.terminal_text import say
 from projections import decisions
 from projections.base import to_builtins
 from projections.decisions import ANSWERS_CLAIM, DecisionsState
@@ -86,7 +87,7 @@ def run_record(args: argparse.Namespace) -> int:
                 question = prior.record.question
             claim = build(args, question)
             ack = await publish_claim(bus, claim)
-            print(f"decision claimed at seq {ack.seq} ({claim.id})")
+            say(f"decision claimed at seq {ack.seq} ({claim.id})")
             return await _wait(bus, args, claim, ack.seq) if args.wait > 0 else 0
         finally:
             await bus.close()
@@ -131,7 +132,7 @@ def run_objective(args: argparse.Namespace) -> int:
         finally:
             await bus.close()
         state = "withdrawn" if args.withdraw else "live"
-        print(f"objective {args.objective} {state} at seq {ack.seq}")
+        say(f"objective {args.objective} {state} at seq {ack.seq}")
         return 0
 
     return asyncio.run(go())
@@ -162,24 +163,24 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     record = found.record
     status = f"superseded by {found.superseded_by}" if found.superseded_by else "in force"
-    print(f"decision {record.id} ({status})")
-    print(f"  question: {record.question}")
-    print(
+    say(f"decision {record.id} ({status})")
+    say(f"  question: {record.question}")
+    say(
         f"  chosen:   {record.chosen}"
         + (f" of {', '.join(record.options)}" if record.options else "")
     )
-    print(f"  owner:    {record.owner}; serves {record.serves or '(no objective)'}")
+    say(f"  owner:    {record.owner}; serves {record.serves or '(no objective)'}")
     for label, values in (
         ("evidence", record.evidence),
         ("files", record.files),
         ("criteria", record.criteria),
     ):
         if values:
-            print(f"  {label}: {', '.join(values)}")
+            say(f"  {label}: {', '.join(values)}")
     if record.rationale:
-        print(f"  rationale: {record.rationale}")
-    print(f"  briefed:  {', '.join(found.briefed) or 'no unit yet'}")
-    print(f"  chain:    {' -> '.join(chain)}")
+        say(f"  rationale: {record.rationale}")
+    say(f"  briefed:  {', '.join(found.briefed) or 'no unit yet'}")
+    say(f"  chain:    {' -> '.join(chain)}")
     return 0
 
 
@@ -190,9 +191,9 @@ def run_list(args: argparse.Namespace) -> int:
         print(json.dumps([to_builtins(d) for d in shown], default=str))
         return 0
     if not shown:
-        print(f"{args.project}: no decisions" + ("" if args.all else " in force"))
+        say(f"{args.project}: no decisions" + ("" if args.all else " in force"))
     for found in sorted(shown, key=lambda d: d.record.id):
         record = found.record
         mark = f" (superseded by {found.superseded_by})" if found.superseded_by else ""
-        print(f"{record.id} {record.question} -> {record.chosen} [{record.owner}]{mark}")
+        say(f"{record.id} {record.question} -> {record.chosen} [{record.owner}]{mark}")
     return 0

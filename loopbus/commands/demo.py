@@ -34,6 +34,7 @@ from loopbus.errors import LoopbusError, UsageError
 from loopbus.run_view import load_run
 from loopbus.settings import DEFAULT_HEARTBEAT_LAPSE
 from loopbus.supervisor import Supervisor, UpSettings
+from loopbus.terminal_text import one_line
 from loopbus.timeline import Timeline
 from schemas import Actor, project_subjects
 from schemas.charter import CharterApprove, CharterSubmission, RunEnded
@@ -146,7 +147,8 @@ async def demo(root: Path, timeout: float) -> int:
     started = time.monotonic()
 
     def say(line: str) -> None:
-        print(f"[{time.monotonic() - started:5.1f}s] {line}", flush=True)
+        # the timeline quotes what the agents wrote: shown inert (terminal_text)
+        print(f"[{time.monotonic() - started:5.1f}s] {one_line(line)}", flush=True)
 
     no_sandbox = await _no_sandbox()
     if no_sandbox is not None:
@@ -226,7 +228,7 @@ async def demo(root: Path, timeout: float) -> int:
         await bus.close()
         server.stop()
     for line in summary:
-        print(f"  {line}")
+        print(f"  {one_line(line)}")
     clean = [
         c for c in closed if c.boot.outcome == "pass" and not (c.failed or c.lost or c.blocked)
     ]

@@ -24,6 +24,7 @@ from bus import ensure_log
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
 from loopbus.settings import connection
+from loopbus.terminal_text import say
 from schemas import format_target
 from workers.errors import ConfigError, WorkerError
 from workers.gates.config import ProjectConfig, parse_config
@@ -166,16 +167,16 @@ def _print_human(suite: SuiteResult) -> None:
     out = sys.stdout
     commit = (suite.commit or "?")[:12]
     tree = (suite.tree or "?")[:12]
-    print(f"gates for {suite.project} at {commit} (tree {tree})", file=out)
+    say(f"gates for {suite.project} at {commit} (tree {tree})", file=out)
     width = max((len(c.check) for c in suite.checks), default=5)
     for check in suite.checks:
         source = "cached" if check.cached else "ran"
         line = f"  {_MARK[check.outcome]}  {check.check:<{width}}  {check.duration_s:7.2f}s  "
         line += f"{source:<6}  {check.result.error or check.result.summary}"
-        print(line, file=out)
+        say(line, file=out)
         for finding in check.findings:
             target = format_target(finding.target)
-            print(f"      {finding.severity:<8} {target}  {finding.message}", file=out)
+            say(f"      {finding.severity:<8} {target}  {finding.message}", file=out)
     red = [c.check for c in suite.checks if c.outcome != "pass"]
     verdict = "green" if not red else f"red ({', '.join(red)})"
-    print(f"suite: {suite.outcome}, {verdict}", file=out)
+    say(f"suite: {suite.outcome}, {verdict}", file=out)

@@ -35,6 +35,7 @@ from loopbus.repo_check import (
 )
 from loopbus.settings import Connection, connection
 from loopbus.slice_render import render_schedule
+from loopbus.terminal_text import say
 from projections import slices
 from projections.errors import PlanInvalid
 from projections.plan_parse import parse_plan, plan_format
@@ -118,7 +119,7 @@ def run_check(args: argparse.Namespace) -> int:
             doc = {"accepted": False, "problems": refused.problems}
             sys.stdout.write(_json.encode(doc).decode() + "\n")
         for problem in refused.problems:
-            print(f"{refused.source}: {problem}", file=sys.stderr)
+            say(f"{refused.source}: {problem}", file=sys.stderr)
         return 1
     sched = schedule(plan)
     warnings = unclaimed_extras(plan, pending) if pending is not None else []
@@ -142,11 +143,11 @@ def run_check(args: argparse.Namespace) -> int:
         if pending is not None
         else "criteria not checked against a repository (pass --repo)"
     )
-    print(f"plan {plan.slice}: {len(plan.units)} units in {len(sched.waves)} waves; {checked}")
+    say(f"plan {plan.slice}: {len(plan.units)} units in {len(sched.waves)} waves; {checked}")
     for line in render_schedule(sched):
-        print(f"  {line}")
+        say(f"  {line}")
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -161,7 +162,7 @@ def run_submit(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
     except PlanRefused as refused:
         for problem in refused.problems:
-            print(f"{refused.source}: {problem}", file=sys.stderr)
+            say(f"{refused.source}: {problem}", file=sys.stderr)
         return 1
     submission = PlanSubmission(
         project=args.project,
@@ -210,23 +211,21 @@ async def _submit(
             )
         await require_acceptable_claim(bus, submission)
         ack = await publish_claim(bus, submission)
-        print(
-            f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})"
-        )
+        say(f"submitted plan for slice {submission.plan.slice} as {submission.id} (seq {ack.seq})")
         if wait_s <= 0:
             return 0
         answer = await _answer(bus, submission, ack.seq, wait_s)
         if answer is None:
-            print(await _unanswered(bus, wait_s, ack.seq), file=sys.stderr)
+            say(await _unanswered(bus, wait_s, ack.seq), file=sys.stderr)
             return 1
     finally:
         await bus.close()
     if isinstance(answer, SlicePlanAccepted):
-        print(f"accepted: slice {submission.plan.slice} ({answer.id})")
+        say(f"accepted: slice {submission.plan.slice} ({answer.id})")
         return 0
     problems = answer.evidence.get("problems") or [answer.message]
     # One line, whatever the number of problems: a script or a person reads it at once.
-    print(
+    say(
         f"refused ({answer.id}): plan for slice {submission.plan.slice}: "
         + "; ".join(" ".join(str(p).split()) for p in problems),
         file=sys.stderr,

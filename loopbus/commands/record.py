@@ -22,6 +22,7 @@ from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.settings import Connection, connection
 from loopbus.slice_render import record_json, render_record
+from loopbus.terminal_text import say
 from projections import slices
 from projections.slices import SlicesState
 from schemas import project_subjects
@@ -57,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_json.encode(record_json(state, args.slice)).decode() + "\n")
         return 0
     scope = f", slice {args.slice}" if args.slice else ""
-    print(f"# Run record of {args.project}{scope}")
-    print()
+    say(f"# Run record of {args.project}{scope}")
+    say()
     lines = render_record(state, args.slice)
     if not lines:
-        print("(no unit has been dispatched)")
+        say("(no unit has been dispatched)")
     for line in lines:
-        print(line)
+        say(line)
     return 0

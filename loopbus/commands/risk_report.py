@@ -23,6 +23,7 @@ from bus import read
 from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.settings import Connection, connection
+from loopbus.terminal_text import say
 from projections import risk, slices
 from projections.risk import RiskState
 from projections.slices import SlicesState
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(_json.encode(items).decode() + "\n")
         return 0
-    print(f"# Risk report of slice {args.slice} ({args.project}), least verified first")
-    print()
+    say(f"# Risk report of slice {args.slice} ({args.project}), least verified first")
+    say()
     for line in risk.render(items):
-        print(line)
+        say(line)
     return 0

@@ -16,6 +16,7 @@ from loopbus.errors import UsageError
 from loopbus.known import require_known
 from loopbus.run_view import load_run, run_lines
 from loopbus.settings import connection
+from loopbus.terminal_text import one_line
 from schemas import Actor, utcnow
 from schemas.charter import RunStop
 from schemas.subjects import subject_of
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
                     if view.approved_at is not None
                     else None
                 )
-                print("\n".join(run_lines(view, since)))
+                print("\n".join(one_line(line) for line in run_lines(view, since)))
                 return 0
             if view.charter is None or view.ended is not None:
                 raise UsageError(

@@ -25,6 +25,7 @@ from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
 from loopbus.settings import connection
+from loopbus.terminal_text import say
 from schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
 from schemas.ids import answer_id
 from schemas.reports import (
@@ -125,7 +126,7 @@ async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) ->
     if isinstance(answer, UnitTransitioned):
         ready = " (ready)" if answer.ready else ""
         detail = f" {answer.block.reason} on {answer.block.subject}" if answer.block else ""
-        print(
+        say(
             f"unit {answer.unit}: {answer.prior or 'planned'} -> {answer.state}{detail}{ready} "
             f"(by {answer.by})"
         )
