@@ -16,6 +16,7 @@ from loopbus.merges_status import render_merges
 from loopbus.planner_render import render_planner
 from loopbus.terminal_text import one_line
 from loopbus.units_status import render_units
+from loopbus.verify_render import render_verify, render_wave_review
 from projections import blocking as blocking_fold
 from projections import convergence as convergence_fold
 from projections import decisions as decisions_fold
@@ -212,16 +213,28 @@ RENDERERS: dict[str, StateRenderer] = {
     "risk": ship_render.render_risk,
     "shipping": ship_render.render_shipping,
     "lessons": render_lessons,
+    "verify": render_verify,
+    "wave_review": render_wave_review,
 }
 """projection name -> renderer; a projection without one is shown as JSON."""
 
 
-def render_state(name: str, state: Any, sizes: Sizes = _NONE) -> list[str]:
+WITH_SLICES = frozenset({"verify", "wave_review"})
+"""Renderers that also take the ``slices`` state: what a slice still waits for is judged
+over its units."""
+
+
+def render_state(
+    name: str, state: Any, sizes: Sizes = _NONE, states: Mapping[str, Any] | None = None
+) -> list[str]:
     """``name``'s state as lines, every one safe for a terminal (:func:`one_line`): the
-    renderers interpolate what agents wrote (messages, questions, reasons, paths)."""
+    renderers interpolate what agents wrote (messages, questions, reasons, paths).
+    ``states`` (every projection's, as ``status`` or ``replay`` holds them) gives the
+    renderers of :data:`WITH_SLICES` the slices."""
     renderer = RENDERERS.get(name)
     if renderer is not None:
-        return [one_line(line) for line in renderer(state, sizes=sizes)]
+        context = {"slices": (states or {}).get("slices")} if name in WITH_SLICES else {}
+        return [one_line(line) for line in renderer(state, sizes=sizes, **context)]
     import json
 
     body = json.dumps(to_builtins(state), indent=2, default=str)

@@ -86,6 +86,6 @@ def run(args: argparse.Namespace) -> int:
     bound = f" through seq {records[-1].seq}" if records else " (no events)"
     print(f"state of {args.project}{bound}:")
     for name, state in states.items():
-        for line in render_state(name, state):
+        for line in render_state(name, state, states=states):
             print(f"  {line}")
     return 0

@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     lag = "" if behind <= 0 else f" (projector behind: {behind} to fold)"
     print(f"status of {args.project}, projector at seq {view.checkpoint} of {view.last}{lag}:")
     for name, state in view.states.items():
-        for line in render_state(name, state, view.sizes.get(name, {})):
+        for line in render_state(name, state, view.sizes.get(name, {}), view.states):
             print(f"  {line}")
         for path, (shown, total) in view.partial.get(name, {}).items():
             if not shown:

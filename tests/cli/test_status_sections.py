@@ -1,0 +1,147 @@
+"""`loopbus status` and `loopbus replay` alike: the verifier's and the wave review's record as
+short lines per slice (state, verdict, counts, what is not had yet), never as the JSON of
+the whole state, which is `--json`'s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+from kernelkit import running
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from schemas import (
+    Actor,
+    Event,
+    FindingRaised,
+    Outcome,
+    UnitPlanned,
+    UnitTransitioned,
+    parse_target,
+)
+from schemas.ids import new_id
+from schemas.merges import TrunkAdvanced
+from schemas.scores import AxisScore
+from schemas.slices import PlannedUnit, PlanSubmission, SlicePlan, SlicePlanAccepted
+from schemas.verify import VERIFY_CRITERION, AcceptanceCheck, WaveVerified
+from schemas.wave_review import WAVE_REVIEW_CRITERION, WaveReviewed
+from workers.projector.daemon import ProjectorDaemon
+
+from .conftest import loopbus
+
+P = "till"
+SYSTEM = Actor(role="system", principal="tests")
+
+
+def accepted(*units: PlannedUnit) -> list[Event]:
+    """Slice S1 planned and accepted with ``units``."""
+    p = SlicePlan(slice="S1", units=list(units))
+    submission = PlanSubmission(project=P, actor=Actor(role="planner", principal="p1"), plan=p)
+    return [
+        submission,
+        SlicePlanAccepted(project=P, actor=SYSTEM, plan=p, cause=submission.id),
+        *(UnitPlanned(project=P, actor=SYSTEM, unit=u.id, slice="S1") for u in units),
+    ]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
+    """A server of the test's own: the projector follows every project, here only this one."""
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
+    await server.start()
+    bus = await connect(server.url, name="verify-status")
+    try:
+        await ensure_log(bus.js)
+        yield bus
+    finally:
+        await bus.close()
+        server.stop()
+
+
+def merged(unit_id: str, n: int) -> list[Event]:
+    return [
+        UnitTransitioned(
+            project=P, actor=SYSTEM, unit=unit_id, state="done", by="merged",
+            outcome=Outcome(summary="done", ended_by="merged"), commit=f"{n}" * 40,
+        ),
+        TrunkAdvanced(
+            project=P, actor=SYSTEM, trunk="main", unit=unit_id, commit=f"{n}" * 40,
+            merge=f"{n + 1}" * 40, tree="c" * 40, previous=f"{n - 1}" * 40, cause=new_id(),
+        ),
+    ]  # fmt: skip
+
+
+def history() -> tuple[list[Event], dict[str, str]]:
+    """S1's two waves merged; wave 0 verified (one finding open) and reviewed (rejected,
+    re-opening U1); wave 1 neither verified nor reviewed yet."""
+    u1 = PlannedUnit(id="U1", title="build U1", files=["src/u1.py"])
+    u2 = PlannedUnit(id="U2", title="build U2", blocked_by=["U1"], files=["src/u2.py"])
+    events = [*accepted(u1, u2), *merged("U1", 2)]
+    events += merged("U2", 4)
+    [plan_accepted] = [e for e in events if isinstance(e, SlicePlanAccepted)]
+    acc = plan_accepted.id
+    off = FindingRaised(
+        project=P, actor=SYSTEM, producer="trunk_gate", target=parse_target("check:accept-1"),
+        severity="high", criterion=VERIFY_CRITERION, message="the total is off by a cent",
+        evidence={"accepted": acc, "wave": 0}, unit="U1", slice="S1",
+    )  # fmt: skip
+    verified = WaveVerified(
+        project=P, actor=SYSTEM, slice="S1", accepted=acc, wave=0, trunk="3" * 40,
+        scores=[AxisScore(axis="correctness", score=6, why="one rounding slip")],
+        checks=[AcceptanceCheck(id="accept-1", command="pytest -k total", passed=False),
+                AcceptanceCheck(id="accept-2", command="pytest -k cart", passed=True)],
+        findings=[off.id], summary="checkout mostly works",
+    )  # fmt: skip
+    wide = FindingRaised(
+        project=P, actor=SYSTEM, producer="reviewer", target=parse_target("code:src/u1.py:1-2"),
+        severity="medium", criterion=WAVE_REVIEW_CRITERION, message="two modules round apart",
+        evidence={"accepted": acc, "wave": 0}, unit="U1", slice="S1",
+    )  # fmt: skip
+    reviewed = WaveReviewed(
+        project=P, actor=SYSTEM, slice="S1", accepted=acc, wave=0, base="1" * 40,
+        head="3" * 40, axes=["correctness"], attribution={"src/u1.py": "U1"},
+        verdict="reject", findings=[wide.id], reopened=["U1"],
+    )  # fmt: skip
+    events += [off, verified, wide, reviewed]
+    return events, {"off": off.id, "wide": wide.id}
+
+
+async def test_status_and_replay_show_verify_and_wave_review_as_lines(own_bus: Bus) -> None:
+    events, ids = history()
+    for event in events:
+        last = (await own_bus.publish(event)).seq
+    projector = ProjectorDaemon(own_bus)
+    async with running(own_bus, projector):
+        async with asyncio.timeout(30):
+            while projector.checkpoint < last:
+                await asyncio.sleep(0.05)
+    url = ("--nats-url", own_bus.url)
+    expected = [
+        "verify: 1 waves recorded (0 unverified), 1 verifier findings open of 1, "
+        "0 slices judged for SHIP",
+        "  S1: wave 0 verified, 1 of 2 checks pass, 1 findings, 0 criteria unreached, "
+        "scores correctness 6: checkout mostly works",
+        f"  S1: wave 0 finding {ids['off']} open unit U1: the total is off by a cent",
+        "  S1: not yet: wave 1 merged, no verifier run recorded",
+        "wave review: 1 waves reviewed (0 without a review), 0 re-reviews had, "
+        "1 findings open of 1, 2 merges seen",
+        "  S1: wave 0 reject on 111111111111..333333333333 (1 files, 1 findings, re-opened U1)",
+        f"  S1: wave 0 finding {ids['wide']} open unit U1: two modules round apart",
+        "  S1: not yet: wave 1 merged, not reviewed",
+        "  S1: not yet: unit U1 re-opened by wave 0, not re-reviewed",
+    ]
+    for command in ("status", "replay"):
+        done = await asyncio.to_thread(loopbus, command, "--project", P, *url)
+        assert done.code == 0, done.err
+        lines = done.out.splitlines()
+        # No state is dumped as JSON: no line opens or closes an object, or is a quoted key.
+        assert not [s for s in lines if s.strip()[:1] in ("{", "}", '"', "[", "]")], done.out
+        for line in expected:
+            assert f"  {line}" in lines, (command, line, done.out)
+    as_json = await asyncio.to_thread(loopbus, "status", "--project", P, "--json", *url)
+    state = json.loads(as_json.out)["state"]
+    [run] = state["verify"]["waves"].values()
+    assert [c["command"] for c in run["checks"]] == ["pytest -k total", "pytest -k cart"]
