@@ -6,6 +6,7 @@ The projection carries no clock; "how long" is measured here, against ``now``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,11 @@ def duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
+
+
+def unit_key(unit: str) -> tuple[tuple[int, int | str], ...]:
+    """``U2`` before ``U10``: digit runs compare as numbers, the rest as text."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", unit) if p)
 
 
 def _clock(at: datetime | None) -> str:
@@ -75,7 +81,9 @@ def render_units(
             if not views:
                 continue
             lines.append(f"  {name} ({len(views)})")
-            for view in views:
+            # By id, not as the state happens to hold them: replay folds in log order,
+            # status reads KV in key order, and the two should list units alike.
+            for view in sorted(views, key=lambda v: unit_key(v.unit)):
                 detail = unit_detail(view, at)
                 lines.append(f"    {view.unit}" + (f"  {detail}" if detail else ""))
     claims = units_fold.pending_claims(state)

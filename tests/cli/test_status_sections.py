@@ -1,6 +1,6 @@
 """`loopbus status` and `loopbus replay` alike: the verifier's and the wave review's record as
 short lines per slice (state, verdict, counts, what is not had yet), never as the JSON of
-the whole state, which is `--json`'s."""
+the whole state, which is `--json`'s; and units listed in the same order."""
 
 from __future__ import annotations
 
@@ -145,3 +145,35 @@ async def test_status_and_replay_show_verify_and_wave_review_as_lines(own_bus: B
     state = json.loads(as_json.out)["state"]
     [run] = state["verify"]["waves"].values()
     assert [c["command"] for c in run["checks"]] == ["pytest -k total", "pytest -k cart"]
+
+
+async def test_status_and_replay_list_units_in_one_order(own_bus: Bus) -> None:
+    """Units planned as U2, U10, U1 and finished as U10, U1, U2, the projector writing each
+    change as it comes: replay held them in the order first seen, status in the order last
+    written. Both list them by id now, digits as numbers."""
+    events: list[Event] = [
+        UnitPlanned(project=P, actor=SYSTEM, unit=unit_id, slice="S1")
+        for unit_id in ("U2", "U10", "U1")
+    ]
+    events += [
+        UnitTransitioned(
+            project=P, actor=SYSTEM, unit=unit_id, state="done", by="merged",
+            outcome=Outcome(summary="done", ended_by="merged"), commit="1" * 40,
+        )
+        for unit_id in ("U10", "U1", "U2")
+    ]  # fmt: skip
+    projector = ProjectorDaemon(own_bus)
+    async with running(own_bus, projector):
+        for event in events:  # each folded and written before the next: as in a real run
+            last = (await own_bus.publish(event)).seq
+            async with asyncio.timeout(30):
+                while projector.checkpoint < last:
+                    await asyncio.sleep(0.05)
+    shown = {}
+    for command in ("status", "replay"):
+        done = await asyncio.to_thread(loopbus, command, "--project", P, "--nats-url", own_bus.url)
+        assert done.code == 0, done.err
+        lines = done.out.splitlines()
+        start = lines.index("    done (3)")
+        shown[command] = [line.split()[0] for line in lines[start + 1 : start + 4]]
+    assert shown["status"] == shown["replay"] == ["U1", "U2", "U10"], shown
