@@ -21,9 +21,10 @@ from typing import Any
 import msgspec
 
 from bus import ensure_log
+from bus.creds import Credential, default_file, load_credential
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
-from loopbus.settings import connection
+from loopbus.settings import CREDS_ENV, connection, credential, creds_data_dir
 from loopbus.terminal_text import say
 from schemas import format_target
 from workers.errors import ConfigError, WorkerError
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         key_path(args.data_dir, args.runner_name)  # a bad name or home: before the bus
     except WorkerError as exc:
         raise UsageError(str(exc)) from exc
-    suite = asyncio.run(_run(args, config))
+    creds = system_credential(args)
+    suite = asyncio.run(_run(args, config, creds))
     if suite.config_error is not None:
         raise UsageError(str(suite.config_error))
     if suite.error:
@@ -78,8 +80,33 @@ def _preflight(repo: Path, commit: str | None, checks: list[str]) -> ProjectConf
     return config
 
 
-async def _run(args: argparse.Namespace, config: ProjectConfig) -> SuiteResult:
-    bus = await connection(args).open()
+def system_credential(args: argparse.Namespace) -> Credential | None:
+    """The credential a run publishes with: ``--creds``/``$LOOPBUS_CREDS``, else the system
+    credential of the data directory (``--data-dir``, else the one other commands find), as
+    the gate-runner daemon ``loopbus up`` starts is handed it; ``None`` for a server run
+    without authorization. Gate results are facts, which only the system credential may
+    publish: any other is refused here, before a check runs, naming the file that would do."""
+    named = args.creds or os.environ.get(CREDS_ENV)
+    if not named and args.data_dir is not None:
+        path = default_file(args.data_dir, "system")
+        if path.exists():
+            return load_credential(path)
+    found = credential(args)
+    if found is None or found.role == "system":
+        return found
+    where = f"--creds {named}" if args.creds else f"${CREDS_ENV} {named}"
+    system = default_file(args.data_dir or creds_data_dir(), "system")
+    raise UsageError(
+        f"{where} is the {found.role} credential, and gate results are facts only the system "
+        f"credential may publish: pass --creds {system} (the system credential of the loopbus "
+        "up running the bus), or leave gating to its gate-runner daemon"
+    )
+
+
+async def _run(
+    args: argparse.Namespace, config: ProjectConfig, creds: Credential | None
+) -> SuiteResult:
+    bus = await connection(args, creds=creds).open()
     try:
         await ensure_log(bus.js)
         # The key is made only once the bus answered: a run that cannot reach it leaves

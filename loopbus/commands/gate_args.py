@@ -30,7 +30,8 @@ def register(sub: Any) -> None:
     run_parser = actions.add_parser(
         "run", help="run every check (or --check) on a commit and print each outcome"
     )
-    add_connection(run_parser, role="agent")
+    # Gate results are facts: only the system credential may publish them (docs/security.md).
+    add_connection(run_parser, role="system")
     run_parser.add_argument(
         "--repo",
         type=Path,
@@ -49,8 +50,9 @@ def register(sub: Any) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"keep the runner key in DATA_DIR/keys (default: ${KEY_DIR_ENV}, else "
-        "$XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
+        help=f"loopbus up's data directory: the runner key is kept in DATA_DIR/keys and the "
+        f"system credential read from DATA_DIR/creds (default: the key in ${KEY_DIR_ENV}, "
+        "else $XDG_DATA_HOME/loopbus/keys, else ~/.local/share/loopbus/keys)",
     )
     run_parser.add_argument("--runner-name", default=DEFAULT_NAME, help="key name")
     run_parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
