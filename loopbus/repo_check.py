@@ -92,7 +92,7 @@ class RepoSetup:
     path: Path
     trunk: str
     commit: str
-    project: str | None
+    project: str
     bare: bool
     warnings: tuple[str, ...] = ()
     unsandboxed: bool = False
@@ -118,6 +118,22 @@ def has_branches(path: Path) -> bool:
         return True  # not a repository we can read: the caller's own error says why
 
 
+def no_config(path: Path, branch: str, commit: str, bare: bool) -> str:
+    """Why ``up`` refuses a trunk with no ``loopbus.toml``: every daemon reads the project
+    and its checks from it, so starting would only crash-loop the gate runner."""
+    head = (
+        f"--repo {path}: trunk {branch} ({commit[:12]}) has no {CONFIG_FILE}, so there is no "
+        "project to run"
+    )
+    if not bare and (path / CONFIG_FILE).is_file():
+        uncommitted = f"the {CONFIG_FILE} in your working tree is not committed"
+        return f"{head}; {uncommitted}: commit it on {branch}"
+    return (
+        f"{head}: commit one naming [project] id and its [[check]]s on {branch} (see "
+        "docs/gates.md), or scaffold a new project with loopbus init DIR"
+    )
+
+
 def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     """The repository's setup, or a one-line :class:`UsageError` saying what to fix."""
     try:
@@ -140,9 +156,9 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
             ) from exc
         hint = f"--trunk {trunk}" if trunk else "its current branch"
         raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
-    local = [] if bare else uncommitted_config(path, info.config_text, branch)
     if info.config_text is None:
-        return RepoSetup(path, branch, info.commit, None, bare, tuple(local))
+        raise UsageError(no_config(path, branch, info.commit, bare))
+    local = [] if bare else uncommitted_config(path, info.config_text, branch)
     source = f"{CONFIG_FILE} on {branch} ({info.commit[:12]})"
     try:
         config = validate_config(info.config_text, source, path)

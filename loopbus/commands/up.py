@@ -203,7 +203,7 @@ async def _up(args: argparse.Namespace) -> int:
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
         if server is not None:
             print(f"  export {DATA_DIR_ENV}={data_dir}", flush=True)
-        project = args.setup.project if args.setup and args.setup.project else "demo"
+        project = args.setup.project if args.setup else "demo"
         print(f"  loopbus tail --project {project}", flush=True)
         if settings.web_port is not None:
             shown = "127.0.0.1" if settings.web_host in ("0.0.0.0", "") else settings.web_host
@@ -230,8 +230,6 @@ async def adopt_on_start(
     """The operator starting loopbus on a project adopts trunk's ``loopbus.toml`` (the
     commit just described) as the configuration that judges trunk, unless the log holds an
     adoption already: before any daemon starts, so nothing pushed meanwhile is adopted."""
-    if setup.project is None:
-        return  # no project yet: the merger adopts trunk's file once it names one
     bus = await connection(args, url, creds=system).open()
     try:
         fact = await adopt_on_first_start(
@@ -357,8 +355,8 @@ UNSANDBOXED = (
 
 def describe(setup: RepoSetup) -> str:
     kind = "bare repository" if setup.bare else "repository"
-    project = f"project {setup.project}" if setup.project else f"no {CONFIG_FILE} on trunk"
-    return f"loopbus: {kind} {setup.path}, trunk {setup.trunk} at {setup.commit[:12]}, {project}"
+    where = f"{kind} {setup.path}, trunk {setup.trunk} at {setup.commit[:12]}"
+    return f"loopbus: {where}, project {setup.project}"
 
 
 async def keep_server_up(server: EmbeddedServer, stopping: asyncio.Event) -> None:

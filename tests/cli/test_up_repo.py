@@ -109,6 +109,50 @@ def test_a_repository_with_no_commit_is_told_to_make_one(tmp_path: Path) -> None
     assert "has no commit yet: make a first commit" in line and "--trunk" not in line
 
 
+def commit_without_config(path: Path) -> None:
+    """A repository whose main holds one commit, with no ``loopbus.toml``."""
+    with Repo.init(str(path), mkdir=True) as repo:
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        (path / "README").write_text("calc\n")
+        porcelain.add(repo, [str(path / "README")])
+        porcelain.commit(repo, b"first", author=b"a <a@x>", committer=b"a <a@x>")
+
+
+@pytest.mark.parametrize("given", ["path", "url"])
+def test_a_trunk_with_no_config_is_refused_before_anything_starts(
+    tmp_path: Path, given: str
+) -> None:
+    """No loopbus.toml on trunk names no project: up refuses in one line naming the
+    repository and the fix, exit 2, with no server started (it once started, suggested a
+    project that did not exist, and the gate runner crash-looped)."""
+    repo = tmp_path / "calc"
+    commit_without_config(repo)
+    value = str(repo) if given == "path" else repo.as_uri()
+    result = loopbus(
+        "up", "--repo", value, "--data-dir", str(tmp_path / "d"), "--no-web", timeout=30
+    )
+    assert result.code == 2, result.out + result.err
+    [line] = result.err.splitlines()
+    assert line.startswith("loopbus: error: --repo ") and "trunk main (" in line, line
+    assert "has no loopbus.toml" in line and "loopbus init DIR" in line, line
+    assert "NATS" not in result.out and "tail" not in result.out
+    if given == "path":
+        assert not (tmp_path / "d").exists()  # checked before the data directory is made
+
+
+def test_an_uncommitted_config_on_a_trunk_with_none_says_to_commit_it(tmp_path: Path) -> None:
+    """The working tree has a loopbus.toml that trunk does not: the refusal says to commit."""
+    repo = tmp_path / "calc"
+    commit_without_config(repo)
+    (repo / "loopbus.toml").write_text(scaffold.LOOPBUS_TOML)
+    result = loopbus("up", "--repo", str(repo), "--data-dir", str(tmp_path / "d"))
+    assert result.code == 2, result.out + result.err
+    [line] = result.err.splitlines()
+    assert line.endswith(
+        "the loopbus.toml in your working tree is not committed: commit it on main"
+    )
+
+
 def test_up_names_the_trunk_and_the_project(tmp_path: Path, up_factory: Any) -> None:
     """Without --trunk, the trunk is the repository's current branch, printed at start; a
     working-tree edit of loopbus.toml that was never committed is not what is read."""
