@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from bus import BusUnreachable, EmbeddedServer, ensure_log, port_is_free
+from bus import LOG_STREAM, BusUnreachable, EmbeddedServer, ensure_log, port_is_free
 from bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from bus.embedded import free_port
 from bus.history import RECORD_FILE, HistoryMissing, record, require_log
@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--heartbeat-lapse {args.heartbeat_lapse!r}: {exc.hint}") from exc
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
+    check_replicas(args.replicas, args.nats_url or os.environ.get(NATS_URL_ENV))
     check_port(args.web_port, "--web-port")
     source = up_repo.source_of(args.repo)
     args.source = source
@@ -162,6 +163,16 @@ async def _up(args: argparse.Namespace) -> int:
             info = await bus.stream_info()
         finally:
             await bus.close()
+        # Fewer copies than asked: a lone server keeps one whatever it is asked (nats-server
+        # does not refuse), or a log made before. More than asked is an existing log's own.
+        held = info.config.num_replicas or 1
+        if held < args.replicas:
+            raise UsageError(
+                f"--replicas {args.replicas}: stream {LOG_STREAM} at {url} keeps {held} "
+                f"replica(s) (a lone server keeps one, and up never rescales a log); pass "
+                f"--replicas {held}, or scale it first with `nats stream edit {LOG_STREAM} "
+                f"--replicas {args.replicas}` on a cluster of that many servers"
+            )
         record(data_dir, info.created.isoformat() if info.created else "", info.state.first_seq)
         print("loopbus: log provisioned (stream LOOP, deny delete, deny purge)", flush=True)
         settings = UpSettings(
@@ -259,6 +270,20 @@ async def adopt_on_start(
             f"{current.commit[:12]} ({current.why}, by {current.by}); change it with "
             "loopbus config adopt",
             flush=True,
+        )
+
+
+def check_replicas(replicas: int, external: str | None) -> None:
+    """``--replicas`` refused as ``provision`` refuses it, before anything starts: fewer
+    than one, or more than the one embedded server can keep (nats-server would silently
+    keep one copy, and the operator believe there were more)."""
+    if replicas < 1:
+        raise UsageError(f"--replicas {replicas}: give 1 or more (3 on a 3-node cluster)")
+    if replicas > 1 and not external:
+        raise UsageError(
+            f"--replicas {replicas}: the embedded server is one server, which keeps one copy "
+            "of the log; drop --replicas, or run a cluster of that many servers and pass its "
+            "URL with --nats-url (see docs/deploy.md)"
         )
 
 

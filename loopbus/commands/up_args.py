@@ -57,7 +57,11 @@ def register(sub: Any) -> None:
         help="the trunk branch every daemon uses (default: the repository's current branch)",
     )
     parser.add_argument(
-        "--replicas", type=int, default=1, help="log replication (3 on a 3-node cluster)"
+        "--replicas",
+        type=int,
+        default=1,
+        help="copies of the log: 1 (the default) on the embedded server; with --nats-url, up "
+        "to the servers of that cluster (3 on a 3-node cluster)",
     )
     parser.add_argument(
         "--sync",
