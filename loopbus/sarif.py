@@ -5,7 +5,9 @@ log or writes a file. docs/sarif.md says how each field is chosen and what was c
 against GitHub code scanning, the service most SARIF files are uploaded to.
 
 * A code finding's location is the file (a URI relative to the repository root, as loopbus
-  targets already are) and its lines.
+  targets already are) and its lines. A path that leaves the repository (absolute, or with
+  ``..``) is exported as a logical location instead, and impossible lines are clamped or
+  left out: an agent can publish such a finding directly.
 * Any other target (plan, record, check, budget, profile, decision) is a *logical* location
   naming it. GitHub code scanning rejects a whole file if one result lacks a file location,
   so for GitHub (``anchor`` set, the default) such a result also carries a file location on
@@ -25,7 +27,7 @@ from urllib.parse import quote
 from loopbus.findings_ledger import Entry, suppression
 from projections.findings import OpenFinding
 from schemas import InvalidValue, parse_target
-from schemas.targets import CodeTarget
+from schemas.targets import MAX_LINE, CodeTarget, inside_repository
 
 SARIF_VERSION = "2.1.0"
 SCHEMA_URI = (
@@ -146,33 +148,38 @@ def _result(entry: Entry, rule_index: int, export: Export) -> dict[str, Any]:
 
 def location(target: str, anchor: str | None) -> dict[str, Any]:
     """A code target's file and lines; any other target as a logical location (anchored on
-    ``anchor`` line 1 when given)."""
+    ``anchor`` line 1 when given).
+
+    An agent can publish a finding straight to the log, so a code target is not trusted to
+    be a file of the repository: one whose path is absolute or climbs out with ``..`` is
+    exported as a logical location like a non-file target (a consumer would otherwise open
+    ``../../etc/passwd`` as the repository's file), and lines past :data:`MAX_LINE` are
+    clamped (an end) or left out (a start: the file without a region)."""
     try:
         parsed = parse_target(target)
     except InvalidValue:
         parsed = None
     if isinstance(parsed, CodeTarget):
-        return {
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(parsed.path)},
-                "region": {"startLine": parsed.start, "endLine": parsed.end},
-            }
-        }
+        path = inside_repository(parsed.path)
+        if path is not None:
+            place: dict[str, Any] = {"artifactLocation": {"uri": _uri(path)}}
+            if parsed.start <= MAX_LINE:
+                place["region"] = {"startLine": parsed.start, "endLine": min(parsed.end, MAX_LINE)}
+            return {"physicalLocation": place}
     kind, _, name = target.partition(":")
-    place: dict[str, Any] = {
+    logical: dict[str, Any] = {
         "logicalLocations": [{"name": name or target, "fullyQualifiedName": target, "kind": kind}]
     }
     if anchor is not None:
-        place["physicalLocation"] = {
+        logical["physicalLocation"] = {
             "artifactLocation": {"uri": _uri(anchor)},
             "region": {"startLine": 1},
         }
-        place["message"] = {"text": f"{target} is not a file; anchored on {anchor}"}
-    return place
+        what = "not inside the repository" if isinstance(parsed, CodeTarget) else "not a file"
+        logical["message"] = {"text": f"{target} is {what}; anchored on {anchor}"}
+    return logical
 
 
 def _uri(path: str) -> str:
     """A repository-relative path as a URI reference (spaces and the like percent-encoded)."""
-    if path.startswith("/"):
-        return "file://" + quote(path)
-    return quote(path.removeprefix("./"))
+    return quote(path)

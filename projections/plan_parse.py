@@ -20,6 +20,7 @@ from schemas.durations import parse_duration
 from schemas.errors import InvalidValue
 from schemas.ids import is_token
 from schemas.slices import BUDGET_NAMES, PlannedUnit, SliceBudgets, SlicePlan
+from schemas.targets import inside_repository
 
 _SLICE_KEYS = ("id", "capabilities", "budgets", "skeleton")
 _UNIT_KEYS = ("id", "title", "files", "blocked_by", "criteria", "design_ref")
@@ -207,9 +208,8 @@ def _strings(value: Any, where: str, problems: list[str]) -> list[str]:
 
 
 def _path(path: str, where: str, problems: list[str]) -> str:
-    cleaned = path.strip()
-    while cleaned.startswith("./"):
-        cleaned = cleaned[2:]
-    if not cleaned or cleaned.startswith("/") or ".." in cleaned.split("/"):
+    cleaned = inside_repository(path)
+    if cleaned is None:
         problems.append(f"{where}: files entry {path!r} must be a path inside the repository")
+        return path.strip()
     return cleaned

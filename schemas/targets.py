@@ -14,6 +14,24 @@ from schemas.errors import InvalidValue
 
 Line = Annotated[int, msgspec.Meta(ge=1)]
 
+MAX_LINE = 2**31 - 1
+"""The largest line number loopbus accepts from a person (``report finding --target``) or
+exports (SARIF): consumers store a line as a 32-bit integer (the SARIF SDK's ``int``), and no
+source file has more lines. Not a decode constraint: findings already on a log keep decoding
+whatever their lines, so readers that export one clamp or drop what lies beyond."""
+
+
+def inside_repository(path: str) -> str | None:
+    """``path`` as a repository-relative path (leading ``./`` dropped, surrounding blanks
+    trimmed), or ``None`` when it is empty, absolute, or climbs out with ``..``. One rule for
+    a plan's ``files``, a finding's code target and a decision's ``--file``."""
+    cleaned = path.strip()
+    while cleaned.startswith("./"):
+        cleaned = cleaned[2:]
+    if not cleaned or cleaned.startswith("/") or ".." in cleaned.split("/"):
+        return None
+    return cleaned
+
 
 def _require(field: str, value: str) -> None:
     # Constructors do not apply Meta constraints (only decoding does); without this an

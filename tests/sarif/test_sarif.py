@@ -101,6 +101,43 @@ def test_a_code_finding_is_a_file_and_its_lines() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "target", ["code:../../etc/passwd:1-2", "code:/etc/passwd:1-1", "code:src/../../x.py:3-3"]
+)
+def test_a_code_path_outside_the_repository_is_not_a_file(target: str, sarif_schema: Any) -> None:
+    """An agent can publish a code target that leaves the repository; the export never
+    names that path as the repository's file: it is a logical location, anchored."""
+    document = export([raised(target)])
+    [place] = results(document)[0]["locations"]
+    assert place["physicalLocation"]["artifactLocation"] == {"uri": "loopbus.toml"}
+    assert place["logicalLocations"][0]["fullyQualifiedName"] == target
+    assert "not inside the repository" in place["message"]["text"]
+    assert "passwd" not in json.dumps(place["physicalLocation"])
+    assert list(sarif_schema.iter_errors(document)) == []
+    [plain] = results(export([raised(target)], anchor=None))
+    assert "physicalLocation" not in plain["locations"][0]
+
+
+def test_impossible_lines_are_clamped_or_left_out(sarif_schema: Any) -> None:
+    """Lines past what a file can have (32-bit consumers) never reach the SARIF file: an end
+    is clamped, a start past it leaves the file without a region."""
+    huge = 99999999999999999999
+    document = export(
+        [raised(f"code:a.py:{huge}-{huge}"), raised(f"code:b.py:3-{huge}", criterion="C2")]
+    )
+    places = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["locations"][0]
+        for r in results(document)
+    }
+    assert places["a.py"] == {"physicalLocation": {"artifactLocation": {"uri": "a.py"}}}
+    assert places["b.py"]["physicalLocation"]["region"] == {
+        "startLine": 3,
+        "endLine": 2**31 - 1,
+    }
+    assert str(huge) not in json.dumps(places)
+    assert list(sarif_schema.iter_errors(document)) == []
+
+
 @pytest.mark.parametrize("target", EVERY_TARGET[1:])
 def test_a_finding_without_a_file_is_a_logical_location(target: str) -> None:
     """Plan, record, check, budget, profile and decision targets are logical locations; for
