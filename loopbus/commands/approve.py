@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 
-from bus import Bus, read
+from bus import Bus
 from loopbus.commands.approve_publish import publish_approval, refuse_wait
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
-from projections import units as units_fold
+from loopbus.known_work import require_unit
 from schemas import Actor
 from schemas.merges import ApproveReport
-from schemas.subjects import unit_subject
-from schemas.units import TERMINAL_STATES
 
 
 def build(args: argparse.Namespace) -> ApproveReport:
@@ -57,14 +55,5 @@ def run(args: argparse.Namespace) -> int:
 async def require_open_unit(bus: Bus, project: str, unit: str) -> None:
     """One line, before anything is published, for an approval that can only be refused: a
     unit no accepted plan has, or one that has ended (the merger would refuse either later,
-    as a finding, while the command had already said "published"). The unit's subject is
-    folded as the daemons fold it, so a forged plan or transition does not count."""
-    facts = [r.event async for r in read(bus, subjects=[unit_subject(project, unit)])]
-    view = units_fold.FOLD.fold(e for e in facts if e is not None).units.get(unit)
-    if view is None:
-        raise UsageError(
-            f"--unit {unit!r}: no accepted plan of project {project!r} has that unit "
-            "(loopbus status --project shows its units)"
-        )
-    if view.state in TERMINAL_STATES:
-        raise UsageError(f"--unit {unit!r} is {view.state} already: there is nothing to approve")
+    as a finding, while the command had already said "published")."""
+    await require_unit(bus, project, unit, ended="to approve")

@@ -16,6 +16,7 @@ from loopbus.claiming import publish_claim
 from loopbus.commands.report_args import add_claimant as add_claimant
 from loopbus.errors import UsageError
 from loopbus.known import require_known_unless_new
+from loopbus.known_work import require_owner, require_slice, require_unit
 from loopbus.settings import connection, credential
 from schemas import (
     FINDING_CLASSES,
@@ -28,6 +29,7 @@ from schemas import (
 )
 from schemas.authority import PRODUCER_ROLES, SYSTEM_PRODUCERS
 from schemas.ids import is_token
+from schemas.targets import MAX_LINE, CodeTarget, Target, inside_repository
 
 
 def principal(args: argparse.Namespace) -> str:
@@ -78,24 +80,47 @@ def build_finding(args: argparse.Namespace) -> FindingRaised:
         if not sep or not key:
             raise UsageError(f"--evidence {item!r} must be KEY=VALUE")
         evidence[key] = value
-    try:
-        target = parse_target(args.target)
-    except InvalidValue as exc:
-        raise UsageError(f"--target {args.target!r}: {exc.hint}") from exc
+    message = args.message.strip()
+    if not message:
+        raise UsageError("--message is empty: say in a sentence what the finding is")
     return FindingRaised(
         project=token("--project", args.project),
         actor=Actor(role=PRODUCER_ROLES[producer], principal=principal(args)),
         producer=producer,  # type: ignore[arg-type]
-        target=target,
+        target=finding_target(args.target),
         severity=choice("--severity", args.severity, SEVERITIES),  # type: ignore[arg-type]
         criterion=args.criterion,
         cls=choice("--class", args.cls, FINDING_CLASSES),  # type: ignore[arg-type]
-        message=args.message,
+        message=message,
         evidence=evidence,
         unit=token("--unit", args.unit) if args.unit else None,
         slice=token("--slice", args.slice) if args.slice else None,
         owner=args.owner,
     )
+
+
+def finding_target(text: str) -> Target:
+    """The parsed ``--target``, refused in one line when a code target's path leaves the
+    repository or its lines are past :data:`MAX_LINE`: what lands on the log is exported
+    (SARIF) and shown as a file of the repository."""
+    try:
+        target = parse_target(text)
+    except InvalidValue as exc:
+        raise UsageError(f"--target {text!r}: {exc.hint}") from exc
+    if not isinstance(target, CodeTarget):
+        return target
+    path = inside_repository(target.path)
+    if path is None:
+        raise UsageError(
+            f"--target {text!r}: {target.path!r} must be a path inside the repository "
+            "(relative to its root, without '..'), e.g. code:src/app.py:3-7"
+        )
+    if target.end > MAX_LINE:
+        raise UsageError(
+            f"--target {text!r}: line {target.end} is past the last line a file can have "
+            f"({MAX_LINE}); give the lines of the code the finding is about"
+        )
+    return CodeTarget(path=path, start=target.start, end=target.end)
 
 
 def run_finding(args: argparse.Namespace) -> int:
@@ -105,6 +130,14 @@ def run_finding(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known_unless_new(bus, args)
+            # What the finding names must exist: a typo would stay on the permanent log
+            # and route the finding to work nobody has.
+            if finding.unit is not None:
+                await require_unit(bus, finding.project, finding.unit)
+            if finding.slice is not None:
+                await require_slice(bus, finding.project, finding.slice)
+            if finding.owner is not None:
+                await require_owner(bus, finding.project, finding.owner)
             ack = await publish_claim(bus, finding)
         finally:
             await bus.close()

@@ -8,8 +8,9 @@ reason the claim was refused.
 
 What can be checked without the log is checked here, as one line: the reason is one of
 the closed set, a subject is given, a capacity subject is a budget, a sha is a full
-commit id, a give-up says why. Whether a finding or a sibling unit exists is the units
-daemon's to establish.
+commit id, a give-up says why. With the log, before publishing: the unit is one an accepted
+plan has and it has not ended. Whether a finding or a sibling unit a block waits on exists
+is the units daemon's to establish.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from loopbus.commands.report import principal, token
 from loopbus.commands.report_args import CLAIMANTS
 from loopbus.errors import LoopbusError, UsageError
 from loopbus.known import require_known
+from loopbus.known_work import require_unit
 from loopbus.settings import connection
 from loopbus.terminal_text import say
 from schemas import BLOCK_REASONS, Actor, FindingRaised, UnitTransitioned
@@ -42,6 +44,15 @@ from schemas.reports import (
 )
 from schemas.subjects import claim_subjects
 from schemas.units import SUBJECT_KINDS
+
+ENDED = {
+    "started": "to start",
+    "blocked": "to block",
+    "unblocked": "to unblock",
+    "commit": "to commit to",
+    "gave-up": "to give up",
+}
+"""What each claim would do to a unit, for the line that refuses one about an ended unit."""
 
 
 def build_report(args: argparse.Namespace) -> UnitReport | HeartbeatReport:
@@ -116,6 +127,10 @@ async def _run(args: argparse.Namespace, claim: UnitReport | HeartbeatReport) ->
             )
             print(f"heartbeat for {claim.project}/{claim.unit} stored (revision {revision})")
             return 0
+        # Checked before publishing: the units daemon would refuse a claim about a unit no
+        # plan has, or one that ended, only after "published" was printed. (A beat above is
+        # not on the log and counts only from the unit's holder, so it skips this read.)
+        await require_unit(bus, claim.project, claim.unit, ended=ENDED[args.report_verb])
         ack = await publish_claim(bus, claim)
         print(f"{args.report_verb} report {claim.id} published at seq {ack.seq}")
         if args.wait is None:

@@ -13,6 +13,7 @@ from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
+from loopbus.known_work import require_unit
 from loopbus.settings import connection
 from schemas import Actor
 from schemas.slices import UsageReport
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
         bus = await connection(args).open()
         try:
             await require_known(bus, report.project)
+            # Any state: a turn's usage may be reported after the unit ended.
+            await require_unit(bus, report.project, report.unit)
             ack = await publish_claim(bus, report)
         finally:
             await bus.close()

@@ -98,13 +98,15 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         inside.mkdir(parents=True)
         nested = cli(inside, "status", "--project", "demo")
         assert nested.returncode == 0, nested.stderr
+        unplanned = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U1")
+        assert unplanned.returncode == 2 and "no accepted plan" in unplanned.stderr
+        # Without --repo no plan is accepted; the scene's U1 is planned as the system would.
+        asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U1"))
         started = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U1")
         assert started.returncode == 0, started.stderr
         why = ("--why", "looked at it")
         nosuch = cli(tmp_path, "approve", "--project", "demo", "--unit", "U9", *why)
         assert nosuch.returncode == 2 and "no accepted plan" in nosuch.stderr, nosuch.stderr
-        # Without --repo no plan is accepted; the scene's U1 is planned as the system would.
-        asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U1"))
         approve = cli(tmp_path, "approve", "--project", "demo", "--unit", "U1", *why)
         assert approve.returncode == 0, approve.stderr
         asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U2", ended=True))
@@ -146,8 +148,9 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         assert added.returncode == 0, added.stderr
         assert "reloaded its users" in added.stdout
         new = ("--creds", str(creds / "agent-b2.json"))
+        asyncio.run(plan_as_system(os.environ["_UP_URL"], creds / "system.json", "U3"))
         for _ in range(30):  # the server applies a reload a moment after the signal
-            claimed = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U2", *new)
+            claimed = cli(tmp_path, "report", "started", "--project", "demo", "--unit", "U3", *new)
             if claimed.returncode == 0:
                 break
             time.sleep(0.1)
@@ -155,7 +158,7 @@ def test_up_hands_out_credentials_and_commands_find_them(tmp_path: Path) -> None
         tail = cli(tmp_path, "tail", "--project", "demo", "--no-follow", "--json")
         assert tail.returncode == 0, tail.stderr
         subjects = [json.loads(line)["subject"] for line in tail.stdout.splitlines()]
-        assert "loop.demo.claim.builder.b2.report.builder.U2" in subjects
+        assert "loop.demo.claim.builder.b2.report.builder.U3" in subjects
         assert "loop.demo.claim.operator.operator.report.operator.U1" in subjects
     finally:
         os.environ.pop("_UP_URL", None)

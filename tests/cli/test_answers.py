@@ -20,7 +20,7 @@ from loopbus.commands import decide, plan, unit_reports
 from loopbus.commands.finding import _answer
 from projections.lifecycle import ANSWERS_CLAIM
 from projections.slice_asks import REFUSAL_EVIDENCE_KEY
-from schemas import Actor, Block, FindingRaised, UnitTransitioned, parse_target
+from schemas import Actor, Block, FindingRaised, UnitPlanned, UnitTransitioned, parse_target
 from schemas.decisions import DecisionChoice, DecisionRecorded, ObjectiveDeclared
 from schemas.ids import new_id
 from schemas.lifecycle import FindingClaim, FindingDismissed
@@ -182,6 +182,7 @@ async def test_report_wait_ignores_an_agents_transition_of_the_unit(
     """`loopbus report started --wait` prints the units daemon's transition, though a
     builder's look-alike transition (stored: this server has no auth) came first."""
     await bus.publish(ObjectiveDeclared(project=project, actor=OPERATOR, objective="o1"))
+    await bus.publish(UnitPlanned(project=project, actor=SYSTEM, unit="U1", slice="S1"))
     process, said = await start(
         nats_url, "report", "started", "--project", project, "--unit", "U1", "--wait", "30"
     )

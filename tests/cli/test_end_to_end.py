@@ -16,7 +16,8 @@ from typing import Any
 import psutil
 import pytest
 
-from bus import free_port, server_binary
+from bus import Bus, free_port, server_binary
+from schemas import Actor, UnitPlanned
 
 from .conftest import LOOPBUS, loopbus, start_up
 
@@ -291,11 +292,16 @@ def test_bad_tail_filters_are_one_line(args: tuple[str, ...], needle: str) -> No
     assert result.code == 2 and needle in result.err and result.err.count("\n") == 1
 
 
-def test_usage_report_is_published_as_a_builder_claim(nats_url: str, project: str) -> None:
+async def test_usage_report_is_published_as_a_builder_claim(
+    bus: Bus, nats_url: str, project: str
+) -> None:
     """`report usage` publishes the builder's token claim on its unit's report subject."""
     opened = loopbus("report", "finding", "--new", "--project", project, *FINDING_ARGS,
                      "--nats-url", nats_url)  # fmt: skip
     assert opened.code == 0, opened.err  # usage of a project with no event is refused
+    # ... and so is usage of a unit no plan has
+    system = Actor(role="system", principal="tests")
+    await bus.publish(UnitPlanned(project=project, actor=system, unit="U1", slice="S1"))
     result = loopbus(
         "report", "usage", "--project", project, "--unit", "U1", "--tokens-in", "1200",
         "--tokens-out", "300", "--nats-url", nats_url,
