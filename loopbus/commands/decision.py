@@ -25,6 +25,7 @@ from projections.base import to_builtins
 from projections.decisions import ANSWERS_CLAIM, DecisionsState
 from schemas import Actor, Event, FindingRaised, InvalidValue, project_subjects
 from schemas.decisions import DecisionRecorded, ObjectiveDeclared
+from schemas.targets import inside_repository
 
 FLAGS = {
     "question": "--question",
@@ -45,8 +46,24 @@ async def load(bus: Bus, project: str) -> DecisionsState:
     return state
 
 
+def repo_files(given: list[str]) -> list[str]:
+    """Each ``--file`` as a repository-relative path, or the one line refusing it: a
+    decision bears on the repository's files (the planner matches them to units' files)."""
+    files = []
+    for path in given:
+        cleaned = inside_repository(path)
+        if cleaned is None:
+            raise UsageError(
+                f"--file {path!r} must be a path inside the repository (relative to its "
+                "root, without '..'), e.g. --file src/app.py"
+            )
+        files.append(cleaned)
+    return files
+
+
 def build(args: argparse.Namespace, question: str) -> DecisionRecorded:
     token("--project", args.project)
+    files = repo_files(args.file)
     try:
         return DecisionRecorded(
             project=args.project,
@@ -60,7 +77,7 @@ def build(args: argparse.Namespace, question: str) -> DecisionRecorded:
             supersedes=getattr(args, "supersedes", None),
             confidence=args.confidence,
             rationale=args.rationale,
-            files=list(args.file),
+            files=files,
             criteria=list(args.criterion),
             slice=args.slice,
         )
@@ -71,6 +88,7 @@ def build(args: argparse.Namespace, question: str) -> DecisionRecorded:
 def run_record(args: argparse.Namespace) -> int:
     if not 0 <= args.confidence <= 1:
         raise UsageError(f"--confidence {args.confidence!r}: give a number from 0 to 1")
+    repo_files(args.file)  # before connecting: a bad path is refused without a server
 
     async def go() -> int:
         bus = await connection(args).open()

@@ -152,3 +152,21 @@ async def test_a_report_on_an_open_unit_is_published(bus: Bus, nats_url: str, pr
     done = loopbus("report", "started", "--unit", "U1", *where)
     assert done.code == 0, done.err
     assert done.out.startswith("started report ")
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "src/../../x"])
+async def test_a_decision_file_outside_the_repository_is_refused(
+    path: str, bus: Bus, nats_url: str, project: str
+) -> None:
+    await _plan(bus, project)
+    before = await _count(bus, project)
+    done = loopbus(
+        "decision", "record", "--project", project, "--question", "q?", "--chosen", "a",
+        "--file", "src/ok.py", "--file", path, "--nats-url", nats_url,
+    )  # fmt: skip
+    assert (done.code, done.out) == (2, ""), done.out + done.err
+    assert done.err == (
+        f"loopbus: error: --file {path!r} must be a path inside the repository (relative to "
+        "its root, without '..'), e.g. --file src/app.py\n"
+    )
+    assert await _count(bus, project) == before
