@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from bus import Bus, read
@@ -86,11 +86,16 @@ def system_fact(event: Event, subject: str) -> bool:
 
 
 def claim_and_wait(
-    args: argparse.Namespace, claim: Event, said: Callable[[int], str], answer: Answer
+    args: argparse.Namespace,
+    claim: Event,
+    said: Callable[[int], str],
+    answer: Answer,
+    check: Callable[[Bus], Awaitable[None]] | None = None,
 ) -> int:
     """Publish an operator's or agent's ``claim`` for a command, print ``said(seq)``, and
     with ``--wait S`` print the ratchet's answer (exit 1 for a refusal). The project must
-    have events, unless the command takes ``--new`` and was given it."""
+    have events, unless the command takes ``--new`` and was given it; ``check`` (raising
+    a usage error) runs on the log before anything is published."""
 
     async def publish() -> int:
         bus = await connection(args).open()
@@ -99,6 +104,8 @@ def claim_and_wait(
                 await require_known_unless_new(bus, args)
             else:
                 await require_known(bus, claim.project)
+            if check is not None:
+                await check(bus)
             ack = await publish_claim(bus, claim)
             say(said(ack.seq))
             if args.wait <= 0:

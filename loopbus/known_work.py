@@ -1,4 +1,4 @@
-"""Refusing a unit, slice or owner the project does not have: one line, exit 2, before a
+"""Refusing a unit, slice, owner or gate the project does not have: one line, exit 2, before a
 claim is published.
 
 A claim about a unit no accepted plan has (``report started --unit nosuch``) would be
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bus import Bus, read
 from loopbus.errors import UsageError
+from schemas.adoption import ADOPTED_SUBJECT, ConfigAdopted
 from schemas.envelope import ROLES
 from schemas.ids import is_token
 from schemas.slices import SlicePlanAccepted
@@ -78,3 +79,46 @@ async def require_owner(bus: Bus, project: str, owner: str) -> None:
         f"--owner {owner!r} is not an owner: give one of {', '.join(OWNER_ROLES)}, or "
         "builder:UNIT for the builder of one unit (or leave it out: routed by class)"
     )
+
+
+async def require_gate(bus: Bus, project: str, scope: str, gate: str) -> None:
+    """Raise the one-line :class:`UsageError` when ``gate`` is no gate of ``project`` a move
+    other than ``draft`` could apply to: nothing on the log names it (no move, no draft
+    claimed, no investigation's proposal), the adopted ``loopbus.toml`` has no check of that
+    id (a local gate) and no shipped profile has that name (a profile gate). The ratchet
+    daemon would refuse such a claim as "no edge from no state" only after it was published.
+    A claimed draft still pending counts: the daemon settles a gate's claims in order."""
+    named = [
+        f"{PREFIX}.{project}.ratchet.{gate}",
+        f"{PREFIX}.{project}.ratchet.proposed.{gate}",
+        f"{PREFIX}.{project}.claim.*.*.gate.move.{gate}",
+    ]
+    async for _ in read(bus, subjects=named):
+        return
+    if scope == "profile":
+        from workers.gates.profiles import load_profiles
+
+        if gate in load_profiles():
+            return
+    else:
+        async for record in read(bus, subjects=[f"{PREFIX}.{project}.{ADOPTED_SUBJECT}"]):
+            if isinstance(record.event, ConfigAdopted) and gate in _local_checks(record.event):
+                return
+    where = "a shipped profile" if scope == "profile" else "a check of its adopted loopbus.toml"
+    raise UsageError(
+        f"--gate {gate!r}: project {project!r} has no {scope} gate of that id (no move of it "
+        f"on the log, and it is not {where}); check the id, or start the gate with --move draft"
+    )
+
+
+def _local_checks(adopted: ConfigAdopted) -> set[str]:
+    """The ids of the project's own checks in an adopted configuration (what the ratchet
+    daemon takes as Local gates); none when its text does not parse."""
+    from workers.errors import ConfigError
+    from workers.gates.config import parse_config
+
+    try:
+        config = parse_config(adopted.text)
+    except (ConfigError, ValueError):
+        return set()
+    return {spec.id for spec in config.checks if spec.origin == "project"}

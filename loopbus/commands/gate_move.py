@@ -3,9 +3,10 @@
 It publishes a :class:`schemas.ratchet.GateMoveClaim` on the claimant's claim
 subject and, with ``--wait``, waits for the ratchet daemon's answer: the ``gate.moved.v1``
 fact (with the decision that records it) or the finding that refuses it, naming the
-authority the move needs. The CLI writes no fact and judges nothing: who may make a move
-is the daemon's to settle, so a claim from the wrong seat reaches the log and is refused
-there, on the record.
+authority the move needs. The CLI writes no fact and judges no authority: who may make a
+move is the daemon's to settle, so a claim from the wrong seat reaches the log and is
+refused there, on the record. What it does refuse, before publishing, is a move other than
+``draft`` of a gate the project does not have (:func:`loopbus.known_work.require_gate`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from loopbus.answers import claim_and_wait
 from loopbus.commands.gate_args import CLAIMANT_ROLES
 from loopbus.commands.report import principal
 from loopbus.errors import UsageError
+from loopbus.known_work import require_gate
 from projections.lifecycle import ANSWERS_CLAIM
 from schemas import Actor, FindingRaised, InvalidValue
 from schemas.ids import is_token
@@ -68,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
             f"{claim.move} of {claim.scope} gate {claim.gate} claimed at seq {seq} ({claim.id})"
         ),
         lambda event: _answer(event, claim),
+        # Only a draft starts a gate; any other move of a gate the project does not have
+        # could only be refused by the ratchet daemon, after "claimed" was printed.
+        None
+        if claim.move == "draft"
+        else (lambda bus: require_gate(bus, claim.project, claim.scope, claim.gate)),
     )
 
 

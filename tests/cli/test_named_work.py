@@ -1,9 +1,9 @@
 """What a claim names must exist and make sense, checked before anything is published.
 
 A finding's message, its code target's path and lines, the unit, slice and owner it names,
-a unit report's unit and a decision's files: each bad one was accepted with exit 0 and
-written to the permanent log (or printed "published at seq N" and refused by a daemon
-afterwards). Each is now one line, exit 2, and the log is left as it was.
+a unit report's unit, a decision's files and a gate move's gate: each bad one was accepted
+with exit 0 and written to the permanent log (or printed "published at seq N" and refused
+by a daemon afterwards). Each is now one line, exit 2, and the log is left as it was.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from bus import Bus, read
 from schemas import Actor, Outcome, UnitPlanned, UnitTransitioned
+from schemas.adoption import ConfigAdopted
 from schemas.slices import PlannedUnit, SlicePlan, SlicePlanAccepted
 from schemas.subjects import project_subjects
 
@@ -170,3 +171,38 @@ async def test_a_decision_file_outside_the_repository_is_refused(
         "its root, without '..'), e.g. --file src/app.py\n"
     )
     assert await _count(bus, project) == before
+
+
+async def test_a_move_of_a_gate_the_project_does_not_have_is_refused(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """Any move but a draft needs a gate: one moved or drafted on the log, a check of the
+    adopted loopbus.toml, or a shipped profile. Only a gate nobody has is refused."""
+    await _plan(bus, project)
+    config = '[project]\nid = "p"\n\n[[check]]\nid = "tests"\ncommand = "pytest"\n'
+    await bus.publish(
+        ConfigAdopted(project=project, actor=SYSTEM, commit="b" * 40, blob="d" * 40,
+                      digest="e" * 64, text=config, why="first-start", by="alice")
+    )  # fmt: skip
+    base = ("gate", "move", "--project", project, "--nats-url", nats_url, "--why", "w")
+    before = await _count(bus, project)
+    nosuch = loopbus(*base, "--gate", "nosuch", "--move", "retire")
+    assert (nosuch.code, nosuch.out) == (2, ""), nosuch.err
+    assert nosuch.err == (
+        f"loopbus: error: --gate 'nosuch': project {project!r} has no local gate of that id "
+        "(no move of it on the log, and it is not a check of its adopted loopbus.toml); "
+        "check the id, or start the gate with --move draft\n"
+    )
+    profile = ("--scope", "profile", "--role", "standards")
+    nosuch = loopbus(*base, *profile, "--gate", "nosuch", "--move", "lower-cadence", "--every", "3")
+    assert nosuch.code == 2 and "it is not a shipped profile" in nosuch.err, nosuch.err
+    assert await _count(bus, project) == before
+    for known in (
+        ("--gate", "tests", "--move", "retire"),  # a configured check
+        ("--gate", "fresh", "--move", "draft"),  # a draft starts a gate...
+        ("--gate", "fresh", "--move", "approve"),  # ...which is then the log's
+        (*profile, "--gate", "cli", "--move", "lower-cadence", "--every", "3"),
+    ):
+        done = loopbus(*base, *known)
+        assert done.code == 0, (known, done.err)
+        assert " claimed at seq " in done.out
