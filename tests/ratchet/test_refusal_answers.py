@@ -52,3 +52,33 @@ def test_only_a_refusal_answers_a_pending_claim(fold: Fold) -> None:  # type: ig
         assert claim in kept.pending
         refused = fold.fold([*events, answering("p", claim, "refused-transition")])
         assert claim not in refused.pending
+
+
+def test_a_decision_claim_naming_a_file_outside_the_repository_is_refused() -> None:
+    """The CLI refuses such a --file; an operator publishing the claim directly gets the
+    system's refusal, not a record naming the path as the repository's file. Paths inside
+    the repository are recorded as claimed."""
+    from datetime import UTC, datetime
+
+    from projections.intents import Publish
+    from workers.kernel import World
+    from workers.ratchet.decisions import answer
+
+    world = World(project="p", states={}, seqs={}, now=datetime.now(UTC), actor=SYSTEM,
+                  outside={})  # fmt: skip
+    for files, refused in (
+        (["src/a.py", "../../etc/passwd"], True),
+        (["/etc"], True),
+        (["bus/", "./src/a.py"], False),
+    ):
+        claim = DecisionRecorded(project="p", actor=OPERATOR, question="q?", chosen="a",
+                                 owner="operator", files=files)  # fmt: skip
+        published = answer(world, decisions.FOLD.fold([claim]), claim)
+        assert isinstance(published, Publish)
+        if refused:
+            assert isinstance(published.event, FindingRaised), files
+            assert published.event.cls == "refused-transition"
+            assert "is not a path inside the repository" in published.event.message
+        else:
+            assert isinstance(published.event, DecisionRecorded)
+            assert published.event.files == files

@@ -4,7 +4,8 @@ Pure over the ``decisions`` and ``blocking`` folds:
 
 * an operator's decision claim is recorded as the system's fact (its id derived from the
   claim, ``claim`` naming it), or refused with a finding naming the claim: only an
-  operator records one here, and a decision may supersede only a decision in force;
+  operator records one here, a decision may supersede only a decision in force, and the
+  files it bears on are paths inside the repository;
 * a decision the system recorded from a claim that cites no live charter objective raises
   a finding for the operator (the ratchet's own settlements serve the ratchet itself);
 * a decision that is superseded, or named by a ``blocked-by-fact`` finding, raises a
@@ -26,7 +27,7 @@ from schemas import FindingRaised
 from schemas.authority import REFUSAL_CLASS
 from schemas.decisions import DecisionRecorded
 from schemas.ids import answer_id
-from schemas.targets import DecisionTarget, RecordTarget
+from schemas.targets import DecisionTarget, RecordTarget, inside_repository
 from workers.kernel import World
 
 RECORD_SALT = "decision-record"
@@ -59,6 +60,14 @@ def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Publ
         problem = (
             f"it supersedes {claim.supersedes}, already superseded by {prior.superseded_by}; "
             "supersede the decision in force"
+        )
+    outside = [f for f in claim.files if inside_repository(f) is None]
+    if problem is None and outside:
+        # The CLI refuses these; an operator's credential can still publish the claim
+        # directly, and the system's record would name the path as the repository's file.
+        problem = (
+            f"file {outside[0]!r} is not a path inside the repository (relative to its "
+            "root, without '..')"
         )
     if problem is not None:
         return Publish(_finding(world, claim, problem))
