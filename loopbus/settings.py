@@ -48,8 +48,14 @@ _PROJECT_MODE = "project_mode"
 
 
 def default_nats_url() -> str:
-    """``LOOPBUS_NATS_URL`` when set, else the embedded server's default address."""
-    return nats_url_from(os.environ)
+    """``LOOPBUS_NATS_URL`` when set; else the address the running ``loopbus up`` of this
+    directory's data directory serves (see :func:`creds_data_dir`; it moves off 4222 when
+    that port is taken); else the embedded server's default address."""
+    if os.environ.get(NATS_URL_ENV):
+        return nats_url_from(os.environ)
+    from loopbus import served_url
+
+    return served_url.read(creds_data_dir()) or nats_url_from(os.environ)
 
 
 def default_data_dir() -> Path:
@@ -79,7 +85,9 @@ def add_connection(parser: Any, *, url_help: str | None = None, role: CredRole =
         "--nats-url",
         default=None,
         metavar="URL",
-        help=url_help or f"NATS server to use (default: ${NATS_URL_ENV}, else {DEFAULT_NATS_URL})",
+        help=url_help
+        or f"NATS server to use (default: ${NATS_URL_ENV}, else the running `loopbus up`'s, "
+        f"found beside the credentials, else {DEFAULT_NATS_URL})",
     )
     parser.add_argument(
         "--creds",

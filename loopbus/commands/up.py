@@ -21,7 +21,7 @@ from bus.creds import CREDS_ENV, Credential, default_file, load_credential
 from bus.embedded import free_port
 from bus.history import RECORD_FILE, HistoryMissing, record, require_log
 from bus.private import private_dir, private_umask, tighten
-from loopbus import up_repo
+from loopbus import served_url, up_repo
 from loopbus.errors import INTERRUPTED, LoopbusError, UsageError
 from loopbus.repo_check import RepoSetup, check_repo
 from loopbus.settings import (
@@ -134,6 +134,7 @@ async def _up(args: argparse.Namespace) -> int:
         server.port = port
         await server.start()
         url = server.url
+        served_url.write(data_dir, url)
         sync = "before every ack" if server.sync_always else "every 2 minutes"
         print(
             f"loopbus: NATS with JetStream at {url} (data in {data_dir}, synced to disk {sync})",
@@ -214,8 +215,9 @@ async def _up(args: argparse.Namespace) -> int:
         print(f"  export {NATS_URL_ENV}={url}", flush=True)
         if server is not None:
             print(f"  export {DATA_DIR_ENV}={data_dir}", flush=True)
-        project = args.setup.project if args.setup else "demo"
-        print(f"  loopbus tail --project {project}", flush=True)
+        # With no --repo there is no project yet: name none rather than one that may not exist.
+        chosen = f"--project {args.setup.project}" if args.setup else "--all-projects"
+        print(f"  loopbus tail {chosen}", flush=True)
         if settings.web_port is not None:
             shown = "127.0.0.1" if settings.web_host in ("0.0.0.0", "") else settings.web_host
             print(f"loopbus: operator page at http://{shown}:{settings.web_port}/", flush=True)
@@ -228,6 +230,7 @@ async def _up(args: argparse.Namespace) -> int:
             watcher.cancel()
     finally:
         if server is not None:
+            served_url.remove(data_dir)
             server.stop()
             print("loopbus: NATS stopped", file=sys.stderr, flush=True)
     # Stopped in order either way; Ctrl-C still reports itself as an interruption (130),

@@ -128,7 +128,13 @@ def test_taken_port_falls_back_with_a_clear_message(up_factory: Any) -> None:
         assert any(f"port {taken} is taken" in line for line in up.lines)
         assert not up.url.endswith(f":{taken}")
         assert loopbus("tail", "--no-follow", "--nats-url", up.url).code == 0
+        # Told nothing, a command beside it reaches it too: up recorded the address it
+        # serves in its data directory (the default port would reach no server, or another).
+        beside = loopbus("tail", "--no-follow", env={"LOOPBUS_NATS_URL": ""})
+        assert beside.code == 0, beside.err
         assert up.stop() == 0
+        gone = loopbus("tail", "--no-follow", env={"LOOPBUS_NATS_URL": ""})
+        assert up.url not in gone.err  # stopped: its address is forgotten
 
 
 def test_external_url_starts_no_server(up_factory: Any, nats_url: str) -> None:
