@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from loopbus.errors import INTERRUPTED
+from workers.arguments import OneLineParser as OneLineParser  # agent.py's late options too
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": (
@@ -77,13 +78,6 @@ A command's module is imported only when that command runs (or for the whole tre
 ``completion`` and the tests build): ``loopbus --help`` reads the lines here, so it imports
 no command at all. ``tests/cli/test_startup.py`` holds each line equal to the help its
 module registers."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one line naming the problem and where to look."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def version() -> str:

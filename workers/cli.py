@@ -19,6 +19,7 @@ from bus.creds import CREDS_ENV, load_credential
 from bus.names import nats_url_from
 from bus.tls import TLS_CA_ENV
 from projections.intents import E
+from workers.arguments import WORKER_PROG_ENV, OneLineParser
 from workers.kernel import Daemon, Kernel
 from workers.remote import Mirror
 from workers.repo_args import add_mirror_options, keep_fresh, resolve
@@ -37,7 +38,9 @@ MIN_PROJECT_LEASE_S = 3.0
 
 
 def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m workers.{name}", description=description)
+    # One line for a mistake, as every loopbus command; named as the user started it.
+    prog = os.environ.pop(WORKER_PROG_ENV, None) or f"python -m workers.{name}"
+    parser = OneLineParser(prog=prog, description=description)
     parser.add_argument(
         "--nats-url",
         default=nats_url_from(os.environ),
@@ -55,7 +58,13 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         default=os.environ.get(TLS_CA_ENV) or None,
         help=f"the CA to trust for a tls:// server (default: {TLS_CA_ENV})",
     )
-    parser.add_argument("--log-level", default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"))
+    parser.add_argument(
+        "--log-level",
+        type=log_level_arg,
+        default=os.environ.get("LOOPBUS_LOG_LEVEL", "info"),
+        metavar="LEVEL",
+        help=f"{', '.join(LOG_LEVELS)} (default: $LOOPBUS_LOG_LEVEL, else info)",
+    )
     add_mirror_options(parser)
     parser.add_argument(
         "--project-lease",
@@ -67,6 +76,16 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         f"(default: ${PROJECT_LEASE_ENV}; unset: act on every project, so run one replica)",
     )
     return parser
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def log_level_arg(text: str) -> str:
+    """A logging level by name, any case (an unknown one ended in a KeyError traceback)."""
+    if text.lower() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one of {', '.join(LOG_LEVELS)}")
+    return text.lower()
 
 
 def project_lease_arg(text: str) -> float:

@@ -14,6 +14,7 @@ from loopbus.completion import offer
 from loopbus.errors import UsageError
 from loopbus.settings import add_connection, connection
 from loopbus.supervisor import DAEMONS
+from workers.arguments import WORKER_PROG_ENV
 from workers.runtime import check_health
 
 
@@ -43,6 +44,7 @@ def _module(name: str) -> str:
 
 def run_worker(args: argparse.Namespace) -> int:
     module = _module(args.name)
+    os.environ[WORKER_PROG_ENV] = f"loopbus worker {args.name}"  # its errors name this command
     # -P: a project's own workers/ or schemas/ in the current folder must not shadow ours.
     os.execv(sys.executable, [sys.executable, "-P", "-m", module, *args.rest])
 

@@ -84,5 +84,5 @@ def test_a_daemon_started_beside_decoy_packages_runs_ours(installed: Path, tmp_p
         env={"PYTHONPATH": str(installed), "PATH": ""},
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "python -m workers.projector" in done.stdout
+    assert "usage: loopbus worker projector" in done.stdout  # named as the user ran it
     assert "decoy" not in done.stdout + done.stderr
