@@ -13,11 +13,12 @@ Conventions every command keeps (docs/cli.md compares them with git's and nats')
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from loopbus.errors import INTERRUPTED
+from loopbus.errors import INTERRUPTED, UsageError
 from workers.arguments import OneLineParser as OneLineParser  # agent.py's late options too
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -147,8 +148,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from loopbus.settings import resolve_project
 
     words = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(words).parse_args(words)
+    args = build_parser(words).parse_args(words)  # a value that is not UTF-8: refused there
     try:
+        _environment_is_text()
         resolve_project(args)
         return int(args.handler(args))
     except LoopbusError as exc:
@@ -159,6 +161,25 @@ def _main(argv: Sequence[str] | None) -> int:
         if _is_ours(exc):
             return _fail(str(exc), 1)
         raise
+
+
+FILE_VARIABLES = frozenset({"LOOPBUS_CREDS", "LOOPBUS_TLS_CA", "LOOPBUS_REPO"})
+"""Variables naming a file or folder (as do the ``*_DIR`` ones): their bytes go back to the
+operating system as they came, so they need not be UTF-8."""
+
+
+def _environment_is_text() -> None:
+    """Refuse a ``LOOPBUS_*`` variable holding text that is not UTF-8 (a project, a
+    principal, a URL) in one line naming it, before it reaches a URL parser or an event."""
+    from workers.arguments import is_text, shown_bytes
+
+    for name, value in os.environ.items():
+        if not name.startswith("LOOPBUS_") or name in FILE_VARIABLES or name.endswith("_DIR"):
+            continue
+        if not is_text(value):
+            raise UsageError(
+                f"${name} {shown_bytes(value)} is not UTF-8 text: set it in UTF-8, or unset it"
+            )
 
 
 def _is_ours(exc: Exception) -> bool:

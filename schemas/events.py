@@ -7,7 +7,7 @@ list of classes and of kinds is derived from the union). Subjects live in
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, get_args
 
 import msgspec
@@ -198,8 +198,40 @@ _PATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 
 def encode_event(event: Event) -> bytes:
-    """JSON bytes as stored on the log."""
-    return _encoder.encode(event)
+    """JSON bytes as stored on the log.
+
+    Raises :class:`InvalidEvent` naming the field when a text is not UTF-8: a lone
+    surrogate, which is how Python hands on a byte of a file name, an argument or a
+    variable that was not UTF-8 (the JSON encoder's own ``UnicodeEncodeError`` named
+    nothing, and reached the user as a traceback)."""
+    try:
+        return _encoder.encode(event)
+    except UnicodeEncodeError as exc:
+        field, value = next(_not_text(msgspec.to_builtins(event), "$"), ("$", ""))
+        raise InvalidEvent(
+            limits.bounded(
+                f"{event.kind}: {field} {value!r} is not UTF-8 text: give the text in UTF-8"
+            ),
+            field=field,
+            value=value,
+            kind=event.kind,
+        ) from exc
+
+
+def _not_text(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(path, text) of each string under ``value`` that cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _not_text(key, f"{path} (a key)")
+            yield from _not_text(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _not_text(item, f"{path}[{index}]")
 
 
 def decode_event(data: bytes, upcasters: dict[str, Upcaster] | None = None) -> Event:

@@ -213,3 +213,16 @@ def test_upcaster_cycle_is_a_programming_error() -> None:
     table = {"a.v1": lambda d: {**d, "kind": "a.v2"}, "a.v2": lambda d: {**d, "kind": "a.v1"}}
     with pytest.raises(RuntimeError, match="upcaster cycle"):
         upcast({"kind": "a.v1"}, table)
+
+
+def test_text_that_is_not_utf8_is_refused_naming_the_field() -> None:
+    """A lone surrogate (a byte that was not UTF-8, as Python hands on an argument, a file
+    name or a variable) is refused as InvalidEvent naming the field: the encoder's own
+    UnicodeEncodeError named nothing and ended a command in a traceback."""
+    with pytest.raises(InvalidEvent) as refused:
+        encode_event(a_finding(message="bad \udcff"))
+    assert (refused.value.field, refused.value.value) == ("$.message", "bad \udcff")
+    assert "is not UTF-8 text" in str(refused.value) and "finding.raised" in str(refused.value)
+    with pytest.raises(InvalidEvent) as nested:
+        encode_event(a_finding(evidence={"files": ["ok.py", "caf\udce9.py"]}))
+    assert nested.value.field == "$.evidence.files[1]"
