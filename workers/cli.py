@@ -50,7 +50,9 @@ def daemon_parser(name: str, description: str) -> argparse.ArgumentParser:
         "--creds",
         type=Path,
         default=os.environ.get(CREDS_ENV) or None,
-        help=f"the system credentials file (default: {CREDS_ENV}; none: a server without auth)",
+        help=f"the system credentials file (default: ${CREDS_ENV}; `loopbus worker` also looks "
+        "for the system.json `loopbus up` made in $LOOPBUS_DATA_DIR or ./.loopbus/creds/; "
+        "none: a server without auth)",
     )
     parser.add_argument(
         "--tls-ca",

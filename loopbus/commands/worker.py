@@ -10,9 +10,10 @@ import socket
 import sys
 from typing import Any
 
+from bus.creds import default_file
 from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.settings import add_connection, connection
+from loopbus.settings import CREDS_ENV, add_connection, connection, creds_data_dir
 from loopbus.supervisor import DAEMONS
 from workers.arguments import WORKER_PROG_ENV
 from workers.runtime import check_health
@@ -46,7 +47,18 @@ def run_worker(args: argparse.Namespace) -> int:
     module = _module(args.name)
     os.environ[WORKER_PROG_ENV] = f"loopbus worker {args.name}"  # its errors name this command
     # -P: a project's own workers/ or schemas/ in the current folder must not shadow ours.
-    os.execv(sys.executable, [sys.executable, "-P", "-m", module, *args.rest])
+    os.execv(sys.executable, [sys.executable, "-P", "-m", module, *_creds(), *args.rest])
+
+
+def _creds() -> list[str]:
+    """The credential a daemon runs with when neither ``--creds`` nor ``$LOOPBUS_CREDS``
+    names one: the system credential ``loopbus up`` made (the one it gives its daemons),
+    found as every command finds its role's. Given before the daemon's own options, so a
+    ``--creds`` among them wins."""
+    if os.environ.get(CREDS_ENV):
+        return []
+    path = default_file(creds_data_dir(), "system")
+    return ["--creds", str(path)] if path.exists() else []
 
 
 def run_health(args: argparse.Namespace) -> int:
