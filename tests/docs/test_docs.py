@@ -91,6 +91,31 @@ def blocks(language: str) -> Iterator[Any]:
                 yield pytest.param(source, id=f"{doc.relative_to(ROOT)}:{line}")
 
 
+def unclosed_fences(text: str) -> list[int]:
+    """Lines of code fences left open: one that a fence with a language (an opener) meets
+    still open, or that the file ends in. Without its closing ```, the prose after a
+    block renders as code, and the examples after it are paired wrong (so never run)."""
+    opened: int | None = None
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("```"):
+            continue
+        if opened is None:
+            opened = number
+        elif line[3:].strip():
+            problems.append(opened)
+            opened = number
+        else:
+            opened = None
+    return problems + ([opened] if opened is not None else [])
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(ROOT)))
+def test_every_code_fence_is_closed(doc: Path) -> None:
+    """Every ``` block of a doc is closed before the next one opens and before the end."""
+    assert unclosed_fences(doc.read_text()) == [], f"{doc.name}: fences opened there stay open"
+
+
 @pytest.mark.parametrize("source", list(blocks("python")))
 def test_python_examples_run(source: str) -> None:
     """Every Python example in the docs runs without error."""
