@@ -51,7 +51,7 @@ def run_lines(view: RunView, now_s: float | None = None) -> list[str]:
         lines.append(f"  approve it: loopbus approve --charter {view.awaiting.id} --why '...'")
     if view.charter is None and view.awaiting is None:
         return ["no charter: plans are submitted by hand (loopbus charter submit FILE)"]
-    state = view.state
+    state: str = view.state
     if view.ended is not None:
         state += f" ({view.ended}{': ' + view.ended_detail if view.ended_detail else ''})"
     lines.append(f"state: {state}")
@@ -78,6 +78,31 @@ def run_lines(view: RunView, now_s: float | None = None) -> list[str]:
         f"slices {len(view.slices)} of {budgets.slices or 'no limit'}"
     )
     return lines
+
+
+def run_document(project: str, view: RunView, now_s: float | None = None) -> dict[str, Any]:
+    """What :func:`run_lines` prints, for ``--json``: the charters whole, the run's state,
+    slices, criteria and what it spent (``wall_clock_s``: ``now_s``, null when not read)."""
+    import msgspec
+
+    charter = view.charter
+    return {
+        "project": project,
+        "charter": None if charter is None else msgspec.to_builtins(charter),
+        "awaiting": None if view.awaiting is None else msgspec.to_builtins(view.awaiting),
+        "state": view.state,
+        "ended": view.ended,
+        "ended_detail": view.ended_detail or None,
+        "slices": list(view.slices),
+        "criteria": {
+            "summary": criteria_summary(view) if charter is not None else None,
+            "held": sorted(set(charter.criterion_ids) & view.held) if charter else [],
+            "not_held": dict(sorted(view.criteria_detail.items())),
+            "unpinned": dict(sorted(view.unpinned.items())),
+            "pinning": view.pinning and view.ended is None,
+        },
+        "spent": {"wall_clock_s": now_s, "tokens": view.tokens, "slices": len(view.slices)},
+    }
 
 
 def _clock(seconds: float | None) -> str:

@@ -68,9 +68,13 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus charter submit charter.md --project demo",
         "loopbus charter submit charter.toml --project demo --check",
     ],
-    "charter show": ["loopbus charter show --project demo"],
+    "charter show": [
+        "loopbus charter show --project demo",
+        "loopbus charter show --project demo --json",
+    ],
     "run": [
         "loopbus run --project demo",
+        "loopbus run --project demo --json",
         "loopbus run --project demo --stop --why 'the objective changed'",
     ],
     "creds": ["loopbus creds add --role agent --principal builder-2"],
@@ -116,7 +120,7 @@ EXAMPLES: dict[str, list[str]] = {
         "loopbus status --project demo --unit U1 --json",
     ],
     "worker": ["loopbus worker projector --nats-url nats://127.0.0.1:4222"],
-    "health": ["loopbus health projector"],
+    "health": ["loopbus health projector", "loopbus health projector --json"],
     "provision": [
         "loopbus provision --nats-url nats://nats-1:4222 --replicas 3 --wait 60",
         "loopbus provision --creds-out deploy/secrets",

@@ -6,8 +6,12 @@ it prints is what the dispatcher and the charter daemon decide on (forgeries ski
 
 from __future__ import annotations
 
+import sys
+
+import msgspec
+
 from bus import Bus, read
-from loopbus.charter_render import charter_lines, run_lines
+from loopbus.charter_render import charter_lines, run_document, run_lines
 from projections import charter as charter_fold
 from projections.charter import RunView
 from schemas.subjects import project_subjects
@@ -22,4 +26,9 @@ async def load_run(bus: Bus, project: str) -> RunView:
     return view
 
 
-__all__ = ["charter_lines", "load_run", "run_lines"]
+def print_json(document: object) -> None:
+    """``--json``: one document on one line."""
+    sys.stdout.write(msgspec.json.encode(document).decode() + "\n")
+
+
+__all__ = ["charter_lines", "load_run", "print_json", "run_document", "run_lines"]

@@ -17,7 +17,7 @@ from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known, require_known_unless_new
-from loopbus.run_view import charter_lines, load_run, run_lines
+from loopbus.run_view import charter_lines, load_run, print_json, run_document, run_lines
 from loopbus.settings import connection
 from loopbus.terminal_text import one_line
 from schemas import Actor
@@ -70,7 +70,10 @@ def run_show(args: argparse.Namespace) -> int:
             view = await load_run(bus, project)
         finally:
             await bus.close()
-        print("\n".join(one_line(line) for line in run_lines(view)))
+        if args.json:
+            print_json(run_document(project, view))
+        else:
+            print("\n".join(one_line(line) for line in run_lines(view)))
         return 0
 
     return asyncio.run(show())

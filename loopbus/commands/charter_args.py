@@ -30,4 +30,5 @@ def register(sub: Any) -> None:
     show = verbs.add_parser("show", help=text, description=text)
     add_connection(show)
     add_project(show)
+    show.add_argument("--json", action="store_true", help="one JSON document")
     show.set_defaults(handler=deferred("charter", "run_show"))

@@ -14,7 +14,7 @@ from loopbus.claiming import publish_claim
 from loopbus.commands.report import principal, token
 from loopbus.errors import UsageError
 from loopbus.known import require_known
-from loopbus.run_view import load_run, run_lines
+from loopbus.run_view import load_run, print_json, run_document, run_lines
 from loopbus.settings import connection
 from loopbus.terminal_text import one_line
 from schemas import Actor, utcnow
@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
                     if view.approved_at is not None
                     else None
                 )
-                print("\n".join(one_line(line) for line in run_lines(view, since)))
+                if args.json:
+                    print_json(run_document(project, view, since))
+                else:
+                    print("\n".join(one_line(line) for line in run_lines(view, since)))
                 return 0
             if view.charter is None or view.ended is not None:
                 raise UsageError(
@@ -55,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
             ack = await publish_claim(bus, claim)
         finally:
             await bus.close()
+        if args.json:
+            print_json({"stop": claim.id, "charter": view.charter.id, "seq": ack.seq})
+            return 0
         print(
             f"stop {claim.id} of the run of charter {view.charter.id} published at seq "
             f"{ack.seq}; the charter daemon ends it (loopbus run shows it)"

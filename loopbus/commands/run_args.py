@@ -18,4 +18,7 @@ def register(sub: Any) -> None:
     add_project(parser)
     parser.add_argument("--stop", action="store_true", help="end the run now (operators)")
     parser.add_argument("--why", default=None, help="why the run is stopped (with --stop)")
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON document (with --stop: the stop's claim)"
+    )
     parser.set_defaults(handler=deferred("run"))

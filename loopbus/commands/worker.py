@@ -10,6 +10,8 @@ import socket
 import sys
 from typing import Any
 
+import msgspec
+
 from bus.creds import default_file
 from loopbus.completion import offer
 from loopbus.errors import UsageError
@@ -32,6 +34,9 @@ def register(sub: Any) -> None:
         "--here",
         action="store_true",
         help="check the replica on this host (a container's own), not any replica",
+    )
+    health.add_argument(
+        "--json", action="store_true", help="one JSON document: healthy or not, the beacon"
     )
     health.set_defaults(handler=run_health)
 
@@ -71,6 +76,11 @@ def run_health(args: argparse.Namespace) -> int:
             beacon = await check_health(bus, args.name, host=host)
         finally:
             await bus.close()
+        if args.json:
+            fields = {} if beacon is None else msgspec.structs.asdict(beacon)
+            document = {"healthy": beacon is not None, **fields, "name": args.name}
+            sys.stdout.write(msgspec.json.encode(document).decode() + "\n")
+            return 0 if beacon is not None else 1
         if beacon is None:
             where = f" from its replica on {socket.gethostname()}" if args.here else ""
             print(f"{args.name}: no fresh health beacon{where}", file=sys.stderr)

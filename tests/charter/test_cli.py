@@ -5,6 +5,7 @@ and stopped — each against a real server."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,9 @@ async def test_submit_show_approve_wait_run_stop(bus: Bus, nats_url: str, projec
         assert "approved: the run of charter calc-v1 started" in approved.out
         run = await asyncio.to_thread(loopbus, "run", *url)
         assert "charter in force: calc-v1" in run.out and "state: running" in run.out
+        as_json = json.loads((await asyncio.to_thread(loopbus, "run", "--json", *url)).out)
+        assert (as_json["charter"]["id"], as_json["state"]) == ("calc-v1", "running")
+        assert as_json["spent"]["wall_clock_s"] >= 0 and as_json["criteria"]["held"] == []
         assert "criteria: 0 of 3 criteria judged yet" in run.out
         assert "slices 0 of 3" in run.out
         why = await asyncio.to_thread(loopbus, "run", "--stop", *url)
@@ -154,3 +158,19 @@ async def test_submit_show_approve_wait_run_stop(bus: Bus, nats_url: str, projec
     assert approval.why == "scope agreed" and ended.claim == claim.id
     final = await asyncio.to_thread(loopbus, "run", *url)
     assert "state: ended (stopped: scope changed)" in final.out
+
+
+async def test_charter_show_and_run_print_json(bus: Bus, nats_url: str, project: str) -> None:
+    """`charter show --json` and `run --json`: one document of what they print (docs/cli.md
+    promises --json on every command that reports state; both refused it)."""
+    url = ("--nats-url", nats_url, "--project", project)
+    done = await asyncio.to_thread(loopbus, "charter", "submit", str(EXAMPLE), *url, "--new")
+    assert done.code == 0, done.err
+    for command in (("charter", "show"), ("run",)):
+        shown = await asyncio.to_thread(loopbus, *command, "--json", *url)
+        assert shown.code == 0, shown.err
+        document = json.loads(shown.out)
+        assert document["project"] == project and document["charter"] is None
+        assert document["awaiting"]["id"] == "calc-v1"
+        assert document["state"] == "awaiting-approval" and document["slices"] == []
+        assert document["spent"] == {"wall_clock_s": None, "tokens": 0, "slices": 0}
