@@ -131,6 +131,8 @@ def _probe(url: str) -> None:
                 return
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
+        except UnicodeError:  # IDNA refused the name (a..b): a traceback from the resolver
+            reason = f"{host!r} is not a host name"
     raise BusUnreachable(url, reason)
 
 

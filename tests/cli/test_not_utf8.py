@@ -71,3 +71,10 @@ def test_a_daemon_argument_that_is_not_utf8_is_one_line() -> None:
     done = loopbus("worker", "gate-runner", "--trunk", NOT_UTF8)
     assert done.code == 2 and done.err.count("\n") == 1, done.err
     assert done.err.startswith("loopbus worker gate-runner: error: --trunk 'bad \\xff' is not")
+
+
+def test_a_host_name_the_resolver_cannot_encode_is_one_line(project: str) -> None:
+    """`nats://a..b:4222`: the resolver's IDNA encoding raised a UnicodeError traceback."""
+    done = loopbus("status", "--project", project, "--nats-url", "nats://a..b:4222")
+    assert done.code == 1 and done.err.count("\n") == 1, done.err
+    assert "cannot reach NATS at nats://a..b:4222 ('a..b' is not a host name)" in done.err
