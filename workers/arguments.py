@@ -10,7 +10,8 @@ Why refuse non-UTF-8 values at the door: Python hands a command-line byte that i
 UTF-8 (``$'\\xff'``) to the program as a lone surrogate (``'\\udcff'``, PEP 383), which
 cannot be encoded back to UTF-8; an event carrying it failed deep in the publish path
 with a ``UnicodeEncodeError`` traceback. A file path is exempt (``type=Path``): its bytes
-go back to the operating system unchanged, where they name the file they named.
+go back to the operating system unchanged, where they name the file they named (as do
+those of an option marked with :func:`file_names`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ WORKER_PROG_ENV = "LOOPBUS_WORKER_PROG"
 usage errors and ``--help`` name ``loopbus worker NAME`` rather than ``python -m ...``."""
 
 
+_FILE_NAMES = "_loopbus_file_names"
+
+
+def file_names(action: argparse.Action) -> argparse.Action:
+    """Mark ``action`` as taking file names as the operating system gives them (bytes that
+    need not be UTF-8), for an option that cannot be ``type=Path``: git hands the merge
+    driver a repository's path, whatever its encoding."""
+    setattr(action, _FILE_NAMES, True)
+    return action
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line naming the problem and where to look."""
 
@@ -34,7 +46,8 @@ class OneLineParser(argparse.ArgumentParser):
         # A subcommand's words (PARSER) and words handed on (REMAINDER) are checked by the
         # parser that reads them, which knows the option each one belongs to.
         passed_on = action.nargs in (argparse.PARSER, argparse.REMAINDER)
-        if not passed_on and action.type is not Path and not is_text(arg_string):
+        names_files = action.type is Path or getattr(action, _FILE_NAMES, False)
+        if not passed_on and not names_files and not is_text(arg_string):
             self.error(not_text(option_name(action), arg_string, action.default is arg_string))
         return super()._get_value(action, arg_string)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from workers.arguments import file_names
 from workers.entity_merge import run_git_driver
 
 
@@ -27,12 +28,13 @@ def register(sub: Any) -> None:
             "(configure: merge.loopbus.driver = loopbus merge-driver %O %A %B %P %L)."
         ),
     )
-    parser.add_argument(
+    files = parser.add_argument(
         "files",
         nargs="*",
         metavar="BASE OURS THEIRS PATH [MARKER_SIZE]",
         help="git's %%O %%A %%B %%P and, optionally, %%L",
     )
+    file_names(files)  # %P is the repository's path, in whatever bytes it has
     parser.set_defaults(handler=run)
 
 
