@@ -46,7 +46,13 @@ class OneLineParser(argparse.ArgumentParser):
         # A subcommand's words (PARSER) and words handed on (REMAINDER) are checked by the
         # parser that reads them, which knows the option each one belongs to.
         passed_on = action.nargs in (argparse.PARSER, argparse.REMAINDER)
-        names_files = action.type is Path or getattr(action, _FILE_NAMES, False)
+        # --repo is a path or a URL on every command and daemon, often typed str; `up`
+        # hands its own to each daemon, so a folder named in other bytes must pass.
+        names_files = (
+            action.type is Path
+            or getattr(action, _FILE_NAMES, False)
+            or "--repo" in action.option_strings
+        )
         if not passed_on and not names_files and not is_text(arg_string):
             self.error(not_text(option_name(action), arg_string, action.default is arg_string))
         return super()._get_value(action, arg_string)
