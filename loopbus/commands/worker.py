@@ -13,9 +13,16 @@ from typing import Any
 import msgspec
 
 from bus.creds import default_file
+from loopbus import served_url
 from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.settings import CREDS_ENV, add_connection, connection, creds_data_dir
+from loopbus.settings import (
+    CREDS_ENV,
+    NATS_URL_ENV,
+    add_connection,
+    connection,
+    creds_data_dir,
+)
 from loopbus.supervisor import DAEMONS
 from workers.arguments import WORKER_PROG_ENV
 from workers.runtime import check_health
@@ -52,7 +59,8 @@ def run_worker(args: argparse.Namespace) -> int:
     module = _module(args.name)
     os.environ[WORKER_PROG_ENV] = f"loopbus worker {args.name}"  # its errors name this command
     # -P: a project's own workers/ or schemas/ in the current folder must not shadow ours.
-    os.execv(sys.executable, [sys.executable, "-P", "-m", module, *_creds(), *args.rest])
+    given = [sys.executable, "-P", "-m", module, *_creds(), *_served_url(), *args.rest]
+    os.execv(sys.executable, given)
 
 
 def _creds() -> list[str]:
@@ -64,6 +72,16 @@ def _creds() -> list[str]:
         return []
     path = default_file(creds_data_dir(), "system")
     return ["--creds", str(path)] if path.exists() else []
+
+
+def _served_url() -> list[str]:
+    """The server of the running ``loopbus up`` whose data directory holds that credential,
+    when neither ``--nats-url`` nor ``$LOOPBUS_NATS_URL`` names one (it leaves 4222 when that
+    port is taken; see :mod:`loopbus.served_url`). A ``--nats-url`` of the daemon's wins."""
+    if os.environ.get(NATS_URL_ENV):
+        return []
+    url = served_url.read(creds_data_dir())
+    return ["--nats-url", url] if url else []
 
 
 def run_health(args: argparse.Namespace) -> int:

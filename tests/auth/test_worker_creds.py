@@ -10,16 +10,28 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from securekit import start_secured
+
+from loopbus import served_url
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
 
-def test_a_worker_beside_up_connects_with_the_system_credential(tmp_path: Path) -> None:
+@pytest.mark.parametrize("told_where", [True, False], ids=["url-given", "url-from-up"])
+def test_a_worker_beside_up_connects_with_the_system_credential(
+    tmp_path: Path, told_where: bool
+) -> None:
     secured = start_secured(tmp_path / ".loopbus")  # where `loopbus up` keeps them
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    where = ["--nats-url", secured.url]
+    if not told_where:
+        # As `loopbus up` records the server it runs (this test's process stands in for
+        # it): worker and health find it there, not at the default port.
+        served_url.write(tmp_path / ".loopbus", secured.url)
+        where = []
     worker = subprocess.Popen(
-        [*LOOPBUS, "worker", "projector", "--nats-url", secured.url],
+        [*LOOPBUS, "worker", "projector", *where],
         cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -32,7 +44,7 @@ def test_a_worker_beside_up_connects_with_the_system_credential(tmp_path: Path) 
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and worker.poll() is None:
             healthy = subprocess.run(
-                [*LOOPBUS, "health", "projector", "--nats-url", secured.url],
+                [*LOOPBUS, "health", "projector", *where],
                 cwd=tmp_path,
                 env=env,
                 capture_output=True,
