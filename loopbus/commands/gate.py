@@ -22,9 +22,10 @@ import msgspec
 
 from bus import ensure_log
 from bus.creds import Credential, default_file, load_credential
+from loopbus import served_url
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
-from loopbus.settings import CREDS_ENV, connection, credential, creds_data_dir
+from loopbus.settings import CREDS_ENV, NATS_URL_ENV, connection, credential, creds_data_dir
 from loopbus.terminal_text import say
 from schemas import format_target
 from workers.errors import ConfigError, WorkerError
@@ -88,9 +89,9 @@ def system_credential(args: argparse.Namespace) -> Credential | None:
     publish: any other is refused here, before a check runs, naming the file that would do."""
     named = args.creds or os.environ.get(CREDS_ENV)
     if not named and args.data_dir is not None:
+        # That directory's, or none: another data directory's would be another bus's.
         path = default_file(args.data_dir, "system")
-        if path.exists():
-            return load_credential(path)
+        return load_credential(path) if path.exists() else None
     found = credential(args)
     if found is None or found.role == "system":
         return found
@@ -103,10 +104,18 @@ def system_credential(args: argparse.Namespace) -> Credential | None:
     )
 
 
+def served_by(args: argparse.Namespace) -> str | None:
+    """The server of the ``up`` running on ``--data-dir``, whose credential the run takes,
+    when no URL is named (``None``: found as every command finds it)."""
+    if args.nats_url or os.environ.get(NATS_URL_ENV) or args.data_dir is None:
+        return None
+    return served_url.read(args.data_dir)
+
+
 async def _run(
     args: argparse.Namespace, config: ProjectConfig, creds: Credential | None
 ) -> SuiteResult:
-    bus = await connection(args, creds=creds).open()
+    bus = await connection(args, served_by(args), creds=creds).open()
     try:
         await ensure_log(bus.js)
         # The key is made only once the bus answered: a run that cannot reach it leaves

@@ -13,8 +13,10 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from bus import LOG_STREAM, BusUnreachable, EmbeddedServer, ensure_log, port_is_free
 from bus.creds import CREDS_ENV, Credential, default_file, load_credential
@@ -89,23 +91,34 @@ def run(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def hold_data_dir(data_dir: Path) -> Iterator[None]:
     """One ``loopbus up`` per data directory: two nats-servers on one store corrupt it."""
-    lock_path = data_dir / "up.lock"
+    lock_path = data_dir / served_url.LOCK_FILE
     with open(lock_path, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _lock(lock):
             lock.seek(0)
             holder = lock.read().strip() or "another process"
             raise UsageError(
                 f"{data_dir} is in use by loopbus up (pid {holder}); stop it, or pass "
                 "another --data-dir"
-            ) from None
+            )
         tighten(lock.fileno())  # one left by a loopbus from before the data dir was private
         lock.seek(0)
         lock.truncate()
         lock.write(str(os.getpid()))
         lock.flush()
         yield
+
+
+def _lock(lock: IO[str]) -> bool:
+    """Take the data directory's lock; ``False`` when another ``up`` holds it. A command
+    probing whether an ``up`` runs here holds a shared lock for a moment
+    (``served_url.held``), so a refusal is only believed after a few tries."""
+    for attempt in range(5):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            time.sleep(0.02 * (attempt + 1))
+    return False
 
 
 async def _up(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ and the server refused it, while `loopbus status` from the same folder worked.""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -25,9 +26,11 @@ def test_a_worker_beside_up_connects_with_the_system_credential(
     secured = start_secured(tmp_path / ".loopbus")  # where `loopbus up` keeps them
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
     where = ["--nats-url", secured.url]
+    stand_in = open(tmp_path / ".loopbus" / served_url.LOCK_FILE, "a+")  # noqa: SIM115
     if not told_where:
-        # As `loopbus up` records the server it runs (this test's process stands in for
-        # it): worker and health find it there, not at the default port.
+        # As `loopbus up` records the server it runs and holds its data directory (this
+        # test's process stands in for it): worker and health find it, not the default port.
+        fcntl.flock(stand_in, fcntl.LOCK_EX | fcntl.LOCK_NB)
         served_url.write(tmp_path / ".loopbus", secured.url)
         where = []
     worker = subprocess.Popen(
@@ -61,3 +64,4 @@ def test_a_worker_beside_up_connects_with_the_system_credential(
             worker.terminate()
             worker.communicate(timeout=30)
         secured.server.stop()
+        stand_in.close()

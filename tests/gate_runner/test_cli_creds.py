@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,10 +59,12 @@ def up_here(tmp_path: Path) -> Iterator[str]:
         up.communicate(timeout=60)
 
 
-def gate_run(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # LOOPBUS_NATS_URL is what up tells the other terminal to export; the key folder keeps
-    # a run without --data-dir from making a key in the real home.
-    env = clean_env(LOOPBUS_NATS_URL=url, LOOPBUS_KEY_DIR=str(cwd / "keys"))
+def gate_run(cwd: Path, url: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    # LOOPBUS_NATS_URL is what up tells the other terminal to export (None: not exported);
+    # the key folder keeps a run without --data-dir from making a key in the real home.
+    env = clean_env(LOOPBUS_KEY_DIR=str(cwd / "keys"))
+    if url is not None:
+        env["LOOPBUS_NATS_URL"] = url
     return subprocess.run(
         [*LOOPBUS, "gate", "run", *args],
         cwd=cwd,
@@ -87,6 +90,15 @@ def test_gate_run_beside_up_publishes_with_the_system_credential(
     again = gate_run(tmp_path, up_here, "--repo", "calc")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "cached" in again.stdout
+    # From another folder, told only --data-dir: that directory's credential goes to that
+    # directory's up (which serves on no default port here), never to whatever is on 4222.
+    data_dir = str(tmp_path / ".loopbus")
+    with tempfile.TemporaryDirectory() as elsewhere:  # no .loopbus above it to find
+        third = gate_run(
+            Path(elsewhere), None, "--repo", str(tmp_path / "calc"), "--data-dir", data_dir
+        )
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "cached" in third.stdout
 
 
 @pytest.mark.parametrize("role", ["agent", "operator"])
