@@ -344,13 +344,29 @@ def _ran(done: list[RunEntryCompleted]) -> list[RiskItem]:
     """
     items: list[RiskItem] = []
     for entry in done:
+        # Only an entry recorded before runs named their commit has neither a head nor a
+        # run on a named commit; a newer entry without a head had no commit of its own.
+        old = entry.head is None and not any(run.commit for run in entry.commands)
         for check in dict.fromkeys(run.check for run in entry.commands):
             runs = [run for run in entry.commands if run.check == check]
-            if entry.head is None:
+            if old:
                 items.append(_untied(entry.unit, runs))
+            elif entry.head is None:
+                items.append(_not_its_own(entry, runs))
             else:
                 items.append(_on_head(entry, runs))
     return items
+
+
+def _not_its_own(entry: RunEntryCompleted, runs: list[CommandRun]) -> RiskItem:
+    """The unit ended with no commit of its own: whatever ran under its name (anyone may ask
+    for the gates of any commit, naming the unit) ran on a commit that was not the unit's."""
+    last = runs[-1]
+    return RiskItem(
+        band="not-run",
+        text=f"unit {entry.unit}: check {last.check} ({last.command}) ran only on commits that "
+        f"were not the unit's: it ended {entry.state} with no commit of its own",
+    )
 
 
 def _on_head(entry: RunEntryCompleted, runs: list[CommandRun]) -> RiskItem:

@@ -232,13 +232,16 @@ def rounds_log(
     signer: Signer,
     suites: list[tuple[str, str]],
     *,
-    head: str,
+    head: str | None,
     ended: str = "done",
     after: list[Event] | None = None,
+    submitted: bool = True,
+    during: list[Event] | None = None,
 ) -> list[Event]:
-    """Unit ops of slice S1 submits one commit per round; each round's signed suite runs
-    ``tests`` on that commit with the given outcome; the unit then ends (merged on ``head``,
-    or failed). The run record's entry is the real dispatcher's (``record.completion``), so
+    """Unit ops of slice S1 submits one commit per round (the units daemon accepts it, unless
+    not ``submitted``); each round's signed suite runs ``tests`` on that commit with the given
+    outcome; the unit then ends (merged on ``head``, or failed). ``during`` comes right after
+    the dispatch. The run record's entry is the real dispatcher's (``record.completion``), so
     the report reads what the system would have written."""
     p = "p"
     plan = SlicePlan(slice="S1", units=[PlannedUnit(id="ops", files=["src/ops.py"])])
@@ -250,19 +253,21 @@ def rounds_log(
         SlicePlanAccepted(project=p, actor=SYSTEM, plan=plan, cause="submission"),
         UnitPlanned(project=p, actor=SYSTEM, unit="ops", slice="S1"),
         dispatched,
+        *(during or []),
     ]
     for commit, outcome in suites:
-        events.append(
-            UnitTransitioned(
-                project=p,
-                actor=SYSTEM,
-                unit="ops",
-                state="working",
-                prior="working",
-                by="commit",
-                commit=commit,
+        if submitted:
+            events.append(
+                UnitTransitioned(
+                    project=p,
+                    actor=SYSTEM,
+                    unit="ops",
+                    state="working",
+                    prior="working",
+                    by="commit",
+                    commit=commit,
+                )
             )
-        )
         suite = GateSuiteCompleted(
             project=p,
             actor=SYSTEM,
@@ -382,6 +387,24 @@ def test_a_builders_commit_after_the_merge_does_not_move_the_merged_commit(
             f"unit ops: check tests ({OPS_TESTS}) passed on {a[:12]}, the commit that merged",
         )
     ]
+
+
+NOT_ITS_OWN = (
+    "not-run",
+    f"unit ops: check tests ({OPS_TESTS}) ran only on commits that were not the unit's: it "
+    "ended failed with no commit of its own",
+)
+
+
+def test_a_suite_naming_a_unit_that_never_submitted_a_commit_is_no_pass_of_it(
+    signer: Signer,
+) -> None:
+    """Anyone may ask for the gates of any commit naming a unit (here a trunk commit T): a
+    unit that ended with no commit of its own did not pass on T, so nothing says passed."""
+    trunk = "7" * 40
+    items = rounds(signer, [(trunk, "pass")], head=None, ended="failed", submitted=False)
+    assert about_tests(items) == [NOT_ITS_OWN]
+    assert not [item for item in items if item.band == "verified"]
 
 
 def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer) -> None:
