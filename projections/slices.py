@@ -41,7 +41,7 @@ from schemas import (
 )
 from schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
 from schemas.lifecycle import FindingDismissed
-from schemas.reports import CommitReport, StartedReport
+from schemas.reports import StartedReport
 from schemas.reviews import VerdictAccepted
 from schemas.slices import (
     BootResult,
@@ -95,6 +95,9 @@ class SliceUnit(msgspec.Struct, kw_only=True):
     suite_errors: list[str] = []
     results: dict[str, str] = {}  # gate result id -> one-line detail, for this unit's head
     head: str | None = None
+    """The unit's head as the units daemon's transitions name it (the commit it accepted from
+    the builder; for a merge, the commit that merged): never a builder's claim, which any
+    builder may publish, for any unit, whether or not the daemon accepted it."""
     reviews: int = 0
     last_event: str | None = None
     failure: str | None = None
@@ -215,18 +218,6 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
             unit = _unit(state, event.unit)
             if unit is not None and unit.dispatches:
                 unit.reviews += 1
-        case CommitReport():
-            _claim(state, event)
-            unit = _unit(state, event.unit)
-            # A builder's claim moves a live unit's head only: once the unit ended, its head
-            # is the one its terminal transition named (for a merge, the commit that merged).
-            if (
-                unit is not None
-                and unit.dispatches
-                and event.sha
-                and unit.state not in TERMINAL_STATES
-            ):
-                unit.head = event.sha
         case _:
             _claim(state, event)
     return state

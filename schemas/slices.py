@@ -182,9 +182,11 @@ class RunEntryCompleted(EventBase, frozen=True, kw_only=True, tag="record.entry_
     """Added plus removed lines of the unit's change (``None``: not measured; entries
     recorded before it was measured decode as ``None``)."""
     head: str | None = None
-    """The unit's head when it ended: for a unit that merged, the commit that merged.
-    ``None``: no commit was submitted, or the entry was recorded before it was kept (then
-    no command of the entry can be tied to a commit)."""
+    """The unit's head when it ended, as the units daemon's transitions named it (the commit
+    it accepted; for a unit that merged, the commit that merged), never a builder's claim.
+    ``None``: the daemon accepted no commit of the unit (then every command of the entry ran
+    on a commit that was not the unit's), or the entry was recorded before it was kept (then
+    no command names its commit either, and none can be tied to one)."""
 
     def subject_suffix(self) -> str:
         return f"slice.{self.slice}"

@@ -407,6 +407,21 @@ def test_a_suite_naming_a_unit_that_never_submitted_a_commit_is_no_pass_of_it(
     assert not [item for item in items if item.band == "verified"]
 
 
+def test_a_builders_commit_claim_is_not_the_units_head(signer: Signer) -> None:
+    """A builder claims commit T for the live unit, which the units daemon never accepts (no
+    ``by="commit"`` transition names it), and a suite naming the unit passes on T: the unit
+    ended with no head, and the report does not say the check passed on T."""
+    trunk = "7" * 40
+    claim = CommitReport(project="p", actor=BUILDER, unit="ops", sha=trunk)
+    events = rounds_log(
+        signer, [(trunk, "pass")], head=None, ended="failed", submitted=False, during=[claim]
+    )
+    [entry] = [e for e in events if isinstance(e, RunEntryCompleted)]
+    assert entry.head is None
+    items = risk.report(slices.FOLD.fold(events), risk.FOLD.fold(events), "S1", {"tests": ("*",)})
+    assert about_tests(items) == [NOT_ITS_OWN]
+
+
 def test_the_run_record_says_which_commit_each_rounds_run_was_on(signer: Signer) -> None:
     """The record lists every round's run of `tests`; each names the commit it ran on, so a
     reader can tell the failure of round 1 from the pass on the commit that merged."""

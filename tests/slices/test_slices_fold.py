@@ -257,7 +257,8 @@ def test_an_unverified_gate_suite_is_not_a_command_run(
     d = PureDispatcher(P)
     d.apply(registration(P, signer), *accepted(P, plan("S1", unit("U1"))))
     d.step()
-    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head), result)
+    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head))
+    d.apply(transition(P, "U1", "working", by="commit", commit=head), result)
     d.apply(unverified(signer, other, how, results=[result], commit=head, tree="b" * 40))
     assert d.state.slices["S1"].units["U1"].commands == []
     d.apply(gate_suite(signer, P, "U1", results=[result], commit=head, tree="b" * 40))
@@ -272,7 +273,8 @@ def test_an_unverified_gate_result_lends_no_detail(signer: Signer) -> None:
     d = PureDispatcher(P)
     d.apply(registration(P, signer), *accepted(P, plan("S1", unit("U1"))))
     d.step()
-    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head), result)
+    d.apply(CommitReport(project=P, actor=BUILDER, unit="U1", sha=head))
+    d.apply(transition(P, "U1", "working", by="commit", commit=head), result)
     d.apply(gate_suite(signer, P, "U1", results=[result], commit=head, tree="b" * 40))
     [command] = d.state.slices["S1"].units["U1"].commands
     assert "forged" not in command.detail
