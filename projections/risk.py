@@ -395,11 +395,11 @@ def _on_head(entry: RunEntryCompleted, runs: list[CommandRun]) -> RiskItem:
             "earlier run on the same inputs",
         )
     if last.outcome == "pass":
-        after = f" (it did not pass on {missed} other commit{'s' * (missed != 1)} of the unit)"
-        return RiskItem(
-            band="verified",
-            text=f"{name} ({last.command}) passed on {where}" + after * bool(missed),
-        )
+        text = f"{name} ({last.command}) passed on {where}"
+        if missed:
+            commits = "commit" if missed == 1 else "commits"
+            text += f" (it did not pass on {missed} other {commits} of the unit)"
+        return RiskItem(band="verified", text=text)
     also = " (a pass on another commit does not count for it)" if "pass" in other.values() else ""
     return RiskItem(
         band="not-run",
