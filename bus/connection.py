@@ -147,16 +147,19 @@ async def _connect(
 ) -> Bus:
     violations = Violations()
 
-    plaintext: list[PlaintextServer] = []
+    # The last plaintext server refused, not every one: a daemon retries every 0.5 s for
+    # as long as it lives, and each refusal holds its traceback.
+    plaintext: PlaintextServer | None = None
 
     async def _quiet(exc: Exception) -> None:
         # nats-py reports connection errors through this callback *and* by raising; we
         # surface the raise only, as one line, instead of a logged traceback per attempt.
         # A permissions violation is only ever reported here: keep it for the publish.
         # So is a plaintext server refused while a daemon's first connect keeps retrying.
+        nonlocal plaintext
         violations.note(str(exc))
         if isinstance(exc, PlaintextServer):
-            plaintext.append(exc)
+            plaintext = exc
 
     if creds is not None:
         options = options | {"nkeys_seed_str": creds.seed}
@@ -185,8 +188,8 @@ async def _connect(
             timeout,
         )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
-        if plaintext:
-            raise BusError(refusal(url, plaintext[-1].server, tls_ca)) from exc
+        if plaintext is not None:
+            raise BusError(refusal(url, plaintext.server, tls_ca)) from exc
         refused = isinstance(exc, nats.errors.AuthorizationError) or violations.unauthorized
         if not refused:
             # Something that is not NATS times out like a dead server: ask it what it is.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest_asyncio
 
 from bus import BusError, EmbeddedServer, connect, connect_once, free_port
 from bus.tls import CA_FILE, NODE_FILE, NODE_KEY, ensure_tls
+from bus.tls_only import PlaintextServer
 
 CONNECTORS = [pytest.param(connect, id="connect"), pytest.param(connect_once, id="connect_once")]
 
@@ -51,6 +53,7 @@ class Relay:
         self.server: asyncio.Server | None = None
         self.pipes: set[asyncio.Task[None]] = set()
         self.writers: list[asyncio.StreamWriter] = []
+        self.accepted = 0  # connections the relay took, to show a client tried
 
     @property
     def port(self) -> int:
@@ -61,6 +64,7 @@ class Relay:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
         self.writers += [writer, up_writer]
         for source, sink, keep in ((reader, up_writer, True), (up_reader, writer, False)):
@@ -141,7 +145,8 @@ async def test_a_daemon_does_not_reconnect_in_plaintext(
     tls_server: tuple[EmbeddedServer, Path], nats_server: EmbeddedServer
 ) -> None:
     """A daemon connected over TLS whose connection is cut and answered by a plain server
-    (a downgrade in the middle) stays disconnected: it sends that server nothing."""
+    (a downgrade in the middle) keeps trying, and stays disconnected: it sends that server
+    nothing, and it keeps only the last refusal, not one per attempt."""
     server, ca = tls_server
     relay = Relay(server.port)
     await relay.start()
@@ -150,11 +155,17 @@ async def test_a_daemon_does_not_reconnect_in_plaintext(
         await bus.js.account_info()
         relay.upstream = nats_server.port
         before = len(relay.from_client)
+        accepted = relay.accepted
         relay.cut()
         await asyncio.sleep(2.0)  # several reconnection attempts, 0.5 s apart
+        # It tried (else nothing sent would prove nothing), and refused each time.
+        assert relay.accepted >= accepted + 2
         assert bytes(relay.from_client[before:]) == b""
         assert not bus.nc.is_connected
         assert bus.reconnects.count == 0
+        # A daemon retries for as long as it lives: one refusal kept, not a growing list.
+        kept = inspect.getclosurevars(bus.nc._error_cb).nonlocals["plaintext"]
+        assert isinstance(kept, PlaintextServer)
     finally:
         await bus.close()
         await relay.stop()
