@@ -57,7 +57,8 @@ def test_only_a_refusal_answers_a_pending_claim(fold: Fold) -> None:  # type: ig
 def test_a_decision_claim_naming_a_file_outside_the_repository_is_refused() -> None:
     """The CLI refuses such a --file; an operator publishing the claim directly gets the
     system's refusal, not a record naming the path as the repository's file. Paths inside
-    the repository are recorded as claimed."""
+    the repository are recorded as repository-relative paths (`./` and blanks dropped), the
+    form the planner matches against units' files."""
     from datetime import UTC, datetime
 
     from projections.intents import Publish
@@ -66,10 +67,10 @@ def test_a_decision_claim_naming_a_file_outside_the_repository_is_refused() -> N
 
     world = World(project="p", states={}, seqs={}, now=datetime.now(UTC), actor=SYSTEM,
                   outside={})  # fmt: skip
-    for files, refused in (
-        (["src/a.py", "../../etc/passwd"], True),
-        (["/etc"], True),
-        (["bus/", "./src/a.py"], False),
+    for files, refused, recorded in (
+        (["src/a.py", "../../etc/passwd"], True, []),
+        (["/etc"], True, []),
+        (["bus/", "./src/a.py", " src/b.py "], False, ["bus/", "src/a.py", "src/b.py"]),
     ):
         claim = DecisionRecorded(project="p", actor=OPERATOR, question="q?", chosen="a",
                                  owner="operator", files=files)  # fmt: skip
@@ -81,4 +82,4 @@ def test_a_decision_claim_naming_a_file_outside_the_repository_is_refused() -> N
             assert "is not a path inside the repository" in published.event.message
         else:
             assert isinstance(published.event, DecisionRecorded)
-            assert published.event.files == files
+            assert published.event.files == recorded

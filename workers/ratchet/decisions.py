@@ -61,7 +61,8 @@ def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Publ
             f"it supersedes {claim.supersedes}, already superseded by {prior.superseded_by}; "
             "supersede the decision in force"
         )
-    outside = [f for f in claim.files if inside_repository(f) is None]
+    cleaned = [inside_repository(f) for f in claim.files]
+    outside = [f for f, c in zip(claim.files, cleaned, strict=True) if c is None]
     if problem is None and outside:
         # The CLI refuses these; an operator's credential can still publish the claim
         # directly, and the system's record would name the path as the repository's file.
@@ -71,9 +72,17 @@ def answer(world: World, state: DecisionsState, claim: DecisionRecorded) -> Publ
         )
     if problem is not None:
         return Publish(_finding(world, claim, problem))
+    # Recorded as the repository-relative paths they name (`./src/a.py` as `src/a.py`),
+    # which is how the planner matches them against units' files.
+    files = [c for c in cleaned if c is not None]
     return Publish(
         msgspec.structs.replace(
-            claim, id=record_id(claim.id), actor=world.actor, at=world.now, claim=claim.id
+            claim,
+            id=record_id(claim.id),
+            actor=world.actor,
+            at=world.now,
+            claim=claim.id,
+            files=files,
         )
     )
 
