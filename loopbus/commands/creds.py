@@ -18,7 +18,7 @@ from bus.creds import creds_dir, file_name, new_credential, write_credential
 from bus.embedded import EmbeddedServer, running_server
 from loopbus.completion import offer
 from loopbus.errors import UsageError
-from loopbus.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_data_dir
+from loopbus.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, creds_data_dir
 from schemas.ids import is_token
 
 ADDABLE = tuple(r for r in CRED_ROLES if r != "admin")
@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"loopbus up's data directory (default: ${DATA_DIR_ENV}, else {DEFAULT_DATA_DIR})",
+        help=f"loopbus up's data directory (default: ${DATA_DIR_ENV}, else the nearest "
+        f"{DEFAULT_DATA_DIR} with a creds/ folder here or above, as the other commands find it)",
     )
     add.set_defaults(handler=run_add)
 
@@ -48,7 +49,9 @@ def run_add(args: argparse.Namespace) -> int:
             f"--principal {args.principal!r} is not one subject token: use letters, digits, "
             "'_' or '-' (max 64)"
         )
-    data_dir: Path = args.data_dir or default_data_dir()
+    # Found as the other commands find their credentials: `up --repo calc` keeps them beside
+    # calc/, and a `creds add` run inside calc/ is meant for that same data directory.
+    data_dir: Path = args.data_dir or creds_data_dir()
     folder = creds_dir(data_dir)
     if not folder.is_dir():
         # A typo'd or absent directory would get a seed no server ever reads, and a line
@@ -80,4 +83,7 @@ def _named(given: Path | None, data_dir: Path) -> str:
         return f"--data-dir {str(given)!r}"
     if os.environ.get(DATA_DIR_ENV):
         return f"{DATA_DIR_ENV}={str(data_dir)!r}"
-    return f"the default data directory {str(data_dir)!r} (no --data-dir or {DATA_DIR_ENV})"
+    return (
+        f"the default data directory {str(data_dir)!r} (no --data-dir or {DATA_DIR_ENV}, and "
+        f"no {DEFAULT_DATA_DIR} with a creds/ folder here or in a folder above)"
+    )

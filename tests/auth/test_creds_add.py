@@ -105,3 +105,33 @@ def test_creds_add_writes_into_a_deployments_secrets_not_into_its_creds_folder(
     inner = secrets / "creds"
     assert_refused(add(tmp_path, inner, "b11"), inner)
     assert not (inner / "creds").exists()
+
+
+def test_creds_add_inside_the_repository_finds_the_data_directory_above(
+    tmp_path: Path,
+) -> None:
+    """`loopbus up --repo calc` keeps its data directory beside calc/; run inside calc/,
+    `creds add` finds it as the other commands do, instead of refusing calc/.loopbus."""
+    (tmp_path / ".loopbus" / "creds").mkdir(parents=True)
+    calc = tmp_path / "calc"
+    calc.mkdir()
+    added = loopbus(calc, "creds", "add", "--role", "agent", "--principal", "b10")
+    assert added.returncode == 0, added.stderr
+    assert (tmp_path / ".loopbus" / "creds" / "agent-b10.json").is_file()
+    assert not (calc / ".loopbus").exists()
+    assert "the server admits it when it starts" in added.stdout
+
+
+def test_creds_add_with_no_data_directory_found_is_refused(tmp_path: Path) -> None:
+    """Found nowhere (no .loopbus with creds/ here or above): refused, nothing written."""
+    (tmp_path / ".loopbus").mkdir()  # no creds/: not one `up` made
+    done = loopbus(tmp_path, "creds", "add", "--role", "agent", "--principal", "b10")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "loopbus: error: the default data directory '.loopbus' (no --data-dir or "
+        "LOOPBUS_DATA_DIR, and no .loopbus with a creds/ folder here or in a folder above) "
+        "is not a loopbus data directory (it has no creds/ folder, which `loopbus up` or "
+        "`loopbus provision --creds-out DIR` makes there): run `loopbus up` there first, or "
+        "pass --data-dir with the data directory `loopbus up` printed"
+    ]
+    assert list((tmp_path / ".loopbus").iterdir()) == []
