@@ -7,8 +7,11 @@ slice; the whole record (every check, score, trigger and file attribution) is ``
 
 ``not yet`` names the first merged wave of an open slice with no verifier run (or no wave
 review) recorded, and each re-opened unit not re-reviewed: facts of the log, which the loop
-waits on only when verification or wave review is configured (``status`` does not read
-the configuration). They are judged over the slice's units, so they are shown only when
+waits on only when verification or wave review is configured. ``status`` does not read the
+configuration, so they are shown only when the log shows the project uses it (a verifier
+run or finding, or a wave review, re-review or finding, is recorded): on a project with no
+``[verify]`` or ``[review] wave`` they would be on every open slice and say the loop waits
+when it does not. They are judged over the slice's units, so they are shown only when
 the ``slices`` state at hand holds every unit of the slice (``status`` pages units).
 """
 
@@ -40,6 +43,12 @@ def _scores(scores: list[AxisScore]) -> str:
     return ", ".join(f"{s.axis} {s.score}" for s in scores)
 
 
+def _in_use(state: object, sizes: Sizes, *fields: str) -> bool:
+    """Whether any of ``state``'s ``fields`` records something (``sizes`` has the totals
+    of a paged state)."""
+    return any(sizes.get(field, len(getattr(state, field))) for field in fields)
+
+
 def _named(accepted: str, slice_of: dict[str, str]) -> str:
     return slice_of.get(accepted) or f"plan {accepted[:12]}"
 
@@ -56,7 +65,8 @@ def render_verify(
         f"of {sizes.get('findings', len(state.findings))}, "
         f"{sizes.get('judged', len(state.judged))} slices judged for SHIP"
     ]
-    views = _views(slices)
+    # The first wave the verifier owes, only once it has run (or found) on this project.
+    views = _views(slices) if _in_use(state, sizes, "waves", "findings") else {}
     slice_of = {r.accepted: r.slice for r in runs} | {
         j.accepted: j.slice for j in state.judged.values()
     }
@@ -106,7 +116,9 @@ def render_wave_review(
         f"{len(open_found)} findings open of {sizes.get('findings', len(state.findings))}, "
         f"{state.merged} merges seen"
     ]
-    views = _views(slices)
+    # What wave review owes, only once it has reviewed (or found) on this project.
+    in_use = _in_use(state, sizes, "reviewed", "rereviewed", "findings")
+    views = _views(slices) if in_use else {}
     slice_of = {r.accepted: r.slice for r in reviews} | {a: v.slice for a, v in views.items()}
     by_plan: dict[str, list[str]] = defaultdict(list)
     for review in sorted(reviews, key=lambda r: r.wave):

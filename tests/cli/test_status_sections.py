@@ -36,14 +36,15 @@ P = "till"
 SYSTEM = Actor(role="system", principal="tests")
 
 
-def accepted(*units: PlannedUnit) -> list[Event]:
+def accepted(*units: PlannedUnit, project: str = P) -> list[Event]:
     """Slice S1 planned and accepted with ``units``."""
     p = SlicePlan(slice="S1", units=list(units))
-    submission = PlanSubmission(project=P, actor=Actor(role="planner", principal="p1"), plan=p)
+    planner = Actor(role="planner", principal="p1")
+    submission = PlanSubmission(project=project, actor=planner, plan=p)
     return [
         submission,
-        SlicePlanAccepted(project=P, actor=SYSTEM, plan=p, cause=submission.id),
-        *(UnitPlanned(project=P, actor=SYSTEM, unit=u.id, slice="S1") for u in units),
+        SlicePlanAccepted(project=project, actor=SYSTEM, plan=p, cause=submission.id),
+        *(UnitPlanned(project=project, actor=SYSTEM, unit=u.id, slice="S1") for u in units),
     ]
 
 
@@ -61,14 +62,14 @@ async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
         server.stop()
 
 
-def merged(unit_id: str, n: int) -> list[Event]:
+def merged(unit_id: str, n: int, project: str = P) -> list[Event]:
     return [
         UnitTransitioned(
-            project=P, actor=SYSTEM, unit=unit_id, state="done", by="merged",
+            project=project, actor=SYSTEM, unit=unit_id, state="done", by="merged",
             outcome=Outcome(summary="done", ended_by="merged"), commit=f"{n}" * 40,
         ),
         TrunkAdvanced(
-            project=P, actor=SYSTEM, trunk="main", unit=unit_id, commit=f"{n}" * 40,
+            project=project, actor=SYSTEM, trunk="main", unit=unit_id, commit=f"{n}" * 40,
             merge=f"{n + 1}" * 40, tree="c" * 40, previous=f"{n - 1}" * 40, cause=new_id(),
         ),
     ]  # fmt: skip
@@ -145,6 +146,64 @@ async def test_status_and_replay_show_verify_and_wave_review_as_lines(own_bus: B
     state = json.loads(as_json.out)["state"]
     [run] = state["verify"]["waves"].values()
     assert [c["command"] for c in run["checks"]] == ["pytest -k total", "pytest -k cart"]
+
+
+def two_waves_merged(project: str) -> tuple[list[Event], str]:
+    """Slice S1 of ``project``: U1 (wave 0) and U2 (wave 1) both merged; its acceptance."""
+    u1 = PlannedUnit(id="U1", title="build U1", files=["src/u1.py"])
+    u2 = PlannedUnit(id="U2", title="build U2", blocked_by=["U1"], files=["src/u2.py"])
+    events = [
+        *accepted(u1, u2, project=project),
+        *merged("U1", 2, project),
+        *merged("U2", 4, project),
+    ]
+    [plan_accepted] = [e for e in events if isinstance(e, SlicePlanAccepted)]
+    return events, plan_accepted.id
+
+
+async def test_not_yet_is_shown_only_for_what_the_project_uses(own_bus: Bus) -> None:
+    """`not yet` says the loop waits for a verifier run or a wave review: only true where
+    `[verify]` or `[review] wave` is configured, which status reads off the log (something of
+    that kind recorded for the project). Elsewhere every open slice would say it waits."""
+    uses_verify, acc = two_waves_merged(P)
+    uses_verify.append(
+        WaveVerified(project=P, actor=SYSTEM, slice="S1", accepted=acc, wave=0, trunk="3" * 40)
+    )
+    uses_neither, _ = two_waves_merged("ledger")
+    for event in uses_verify + uses_neither:
+        last = (await own_bus.publish(event)).seq
+    projector = ProjectorDaemon(own_bus)
+    async with running(own_bus, projector):
+        async with asyncio.timeout(30):
+            while projector.checkpoint < last:
+                await asyncio.sleep(0.05)
+    expected = {
+        P: [
+            "verify: 1 waves recorded (0 unverified), 0 verifier findings open of 0, "
+            "0 slices judged for SHIP",
+            "  S1: wave 0 verified, 0 of 0 checks pass, 0 findings, 0 criteria unreached",
+            "  S1: not yet: wave 1 merged, no verifier run recorded",
+            "wave review: 0 waves reviewed (0 without a review), 0 re-reviews had, "
+            "0 findings open of 0, 2 merges seen",
+        ],
+        "ledger": [
+            "verify: 0 waves recorded (0 unverified), 0 verifier findings open of 0, "
+            "0 slices judged for SHIP",
+            "wave review: 0 waves reviewed (0 without a review), 0 re-reviews had, "
+            "0 findings open of 0, 2 merges seen",
+        ],
+    }
+    for project, shown in expected.items():
+        for command in ("status", "replay"):
+            done = await asyncio.to_thread(
+                loopbus, command, "--project", project, "--nats-url", own_bus.url
+            )
+            assert done.code == 0, done.err
+            lines = done.out.splitlines()
+            for line in shown:
+                assert f"  {line}" in lines, (project, command, line, done.out)
+            said = [s.strip() for s in lines if "not yet:" in s]
+            assert said == [s.strip() for s in shown if "not yet:" in s], (project, command)
 
 
 async def test_status_and_replay_list_units_in_one_order(own_bus: Bus) -> None:
