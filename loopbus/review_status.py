@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from loopbus.errors import LoopbusError
+from loopbus.errors import UsageError
 from loopbus.terminal_text import say
 from projections import convergence as conv
 from projections import findings as findings_fold
@@ -29,7 +29,7 @@ def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, 
     history = conv.unit_view(states["convergence"], unit)
     if view is None and history is None:
         known = ", ".join(sorted(units.units)) or "none yet"
-        raise LoopbusError(f"project {project} has no unit {unit!r} (units: {known})")
+        raise UsageError(f"--unit {unit!r}: project {project} has no such unit (units: {known})")
     open_findings = findings_fold.open_findings(states["findings"], unit)
     brief = conv.brief(states["convergence"], unit)
     return {

@@ -14,6 +14,7 @@ from bus import Record, read
 from loopbus.errors import UsageError
 from loopbus.event_line import Palette, record_json, record_line
 from loopbus.known import require_known
+from loopbus.known_work import require_unit
 from loopbus.settings import connection
 from schemas import KINDS, PRODUCERS, project_subjects
 from schemas.durations import parse_duration
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             if chosen.project is not None:
                 await require_known(bus, chosen.project)
+                if chosen.unit is not None:
+                    # A mistyped unit would print nothing (or wait forever when following);
+                    # a planned unit with no events yet is followed as asked.
+                    await require_unit(bus, chosen.project, chosen.unit)
             async for record in read(
                 bus,
                 subjects=chosen.subjects(),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from bus import Bus
 from loopbus.event_line import value
-from schemas import Actor, Event
+from schemas import Actor, Event, UnitPlanned
 from schemas.adoption import ConfigAdopted
 from schemas.gates import GateResultRecorded, GateSuiteCompleted, SuiteEntry
 from schemas.ratchet import GateMoved
@@ -98,3 +98,28 @@ def test_any_field_value_is_one_short_line(raw: Any) -> None:
     """Whatever a field holds (a future event's, a forged one's), it renders, on one line."""
     shown = value(raw)
     assert "\n" not in shown and "\r" not in shown
+
+
+async def test_tail_refuses_a_unit_the_project_never_planned(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """``tail --unit`` with a mistyped unit printed nothing and exited 0 (or, following,
+    waited forever); it is refused like ``status --unit`` refuses it: one line, exit 2. A
+    planned unit is tailed as before."""
+    await bus.publish(UnitPlanned(project=project, actor=SYSTEM, slice="S1", unit="U1"))
+    for follow in ((), ("--no-follow",)):
+        done = loopbus(
+            "tail", "--project", project, "--unit", "nosuch", *follow, "--nats-url", nats_url,
+            timeout=30,
+        )  # fmt: skip
+        assert done.code == 2, done
+        assert done.out == ""
+        assert done.err.strip().splitlines() == [
+            f"loopbus: error: --unit 'nosuch': no accepted plan of project {project!r} has "
+            f"that unit (loopbus status --project {project} shows its units)"
+        ]
+    known = loopbus(
+        "tail", "--project", project, "--unit", "U1", "--no-follow", "--nats-url", nats_url
+    )
+    assert known.code == 0, known.err
+    assert len(known.out.splitlines()) == 1 and "unit.planned" in known.out

@@ -104,11 +104,11 @@ def docs_example() -> str:
 
 
 async def test_status_of_an_unknown_unit_is_one_line(bus: Bus, nats_url: str, project: str) -> None:
-    """An unknown unit of a known project is a one-line error naming it, exit 1, no
-    traceback."""
+    """An unknown unit of a known project is a one-line error naming it, exit 2 (a usage
+    error, like an unknown project), no traceback."""
     await bus.publish(UnitPlanned(project=project, actor=SYSTEM, slice="S1", unit="U1"))
     done = await asyncio.to_thread(status, nats_url, "--project", project, "--unit", "NOPE")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"loopbus: error: project {project} has no unit 'NOPE' (units: none yet)"
+        f"loopbus: error: --unit 'NOPE': project {project} has no such unit (units: none yet)"
     ]
