@@ -108,14 +108,11 @@ def current_branch(path: Path) -> str:
         return target.removeprefix(b"refs/heads/").decode()
 
 
-def has_branches(path: Path) -> bool:
-    """True when the repository has at least one branch (a repository made by ``git init``
-    and never committed to has none)."""
-    try:
-        with open_repo(path) as repo:
-            return any(True for _ in repo.refs.keys(base=b"refs/heads/"))
-    except RepoError:
-        return True  # not a repository we can read: the caller's own error says why
+def branches(path: Path) -> list[str]:
+    """The repository's branches, sorted (a repository made by ``git init`` and never
+    committed to has none)."""
+    with open_repo(path) as repo:
+        return sorted(name.decode() for name in repo.refs.keys(base=b"refs/heads/"))
 
 
 def no_config(path: Path, branch: str, commit: str, bare: bool) -> str:
@@ -134,8 +131,30 @@ def no_config(path: Path, branch: str, commit: str, bare: bool) -> str:
     )
 
 
+def no_commit(path: Path, trunk: str | None, known: list[str]) -> str:
+    """Why ``up`` found no trunk commit, and what to pass instead."""
+    if not known:
+        return (
+            f"--repo {path} has no commit yet: make a first commit (git add -A && git "
+            "commit -m 'first'; loopbus reads loopbus.toml from it), then start again"
+        )
+    shown = ", ".join(known[:10]) + (f" (and {len(known) - 10} more)" if len(known) > 10 else "")
+    if trunk:
+        return (
+            f"--trunk {trunk!r} names no commit in --repo {path}; pass one of its branches: {shown}"
+        )
+    return (
+        f"--repo {path}: its current branch names no commit; pass --trunk with one of its "
+        f"branches: {shown}"
+    )
+
+
 def check_repo(path: Path, trunk: str | None) -> RepoSetup:
     """The repository's setup, or a one-line :class:`UsageError` saying what to fix."""
+    try:
+        known = branches(path)
+    except RepoError as exc:  # its message names --repo and the path already
+        raise UsageError(f"{exc}: give the path of a git repository") from exc
     try:
         branch = trunk or current_branch(path)
         with open_repo(path) as repo:
@@ -149,13 +168,7 @@ def check_repo(path: Path, trunk: str | None) -> RepoSetup:
                 commit = commit_at(repo, branch)
         info = resolve(path, commit.id.decode())
     except RepoError as exc:
-        if not has_branches(path):
-            raise UsageError(
-                f"--repo {path} has no commit yet: make a first commit (git add -A && git "
-                "commit -m 'first'; loopbus reads loopbus.toml from it), then start again"
-            ) from exc
-        hint = f"--trunk {trunk}" if trunk else "its current branch"
-        raise UsageError(f"--repo {path}: {exc} ({hint} names no commit; pass --trunk)") from exc
+        raise UsageError(no_commit(path, trunk, known)) from exc
     if info.config_text is None:
         raise UsageError(no_config(path, branch, info.commit, bare))
     local = [] if bare else uncommitted_config(path, info.config_text, branch)

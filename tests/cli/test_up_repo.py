@@ -91,10 +91,25 @@ def test_an_error_fixed_only_in_the_working_tree_says_to_commit_it(
 
 
 def test_a_trunk_that_names_no_commit_is_one_line(tmp_path: Path) -> None:
-    """--trunk naming no branch is refused before anything starts."""
+    """--trunk naming no branch is refused before anything starts, in one line naming the
+    branches there are (it once ended "; pass --trunk", to a user who had)."""
     scaffold.write(tmp_path / "calc")
     result = loopbus("up", "--repo", str(tmp_path / "calc"), "--trunk", "release")
-    assert result.code == 2 and "--trunk" in result.err and result.err.count("\n") == 1
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("loopbus: error: --trunk 'release' names no commit in --repo")
+    assert result.err.rstrip().endswith("; pass one of its branches: main"), result.err
+
+
+def test_a_directory_that_is_no_repository_is_one_clean_line(tmp_path: Path) -> None:
+    """A directory with no .git is said once, without the --trunk hint (it once named
+    --repo twice and blamed the current branch)."""
+    (tmp_path / "notgit").mkdir()
+    result = loopbus("up", "--repo", str(tmp_path / "notgit"), "--data-dir", str(tmp_path / "d"))
+    assert result.code == 2, result.out + result.err
+    assert result.err.splitlines() == [
+        f"loopbus: error: --repo {tmp_path / 'notgit'} is not a git repository (no .git "
+        "found): give the path of a git repository"
+    ]
 
 
 def test_a_repository_with_no_commit_is_told_to_make_one(tmp_path: Path) -> None:
