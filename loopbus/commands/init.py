@@ -13,9 +13,15 @@ _RULE = "1 to 64 letters, digits, '-' or '_'"
 
 
 def run(args: argparse.Namespace) -> int:
-    target: Path = args.directory
+    if not args.directory.strip():
+        raise UsageError(
+            f"DIR {args.directory!r} is empty: name the directory to create (loopbus init calc)"
+        )
+    target = Path(args.directory)
     project = project_id(target, args.project)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{str(target)!r} is a file, not a directory: pass a new directory's name")
+    if target.is_dir() and any(target.iterdir()):
         raise UsageError(f"{str(target)!r} exists and is not empty: pass a new directory")
     try:
         scaffold.write(target, project=project)

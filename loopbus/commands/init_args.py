@@ -3,7 +3,6 @@ when it runs (the scaffold writes a git repository: its --help needs no git libr
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from loopbus.commands import deferred
@@ -12,7 +11,9 @@ from loopbus.commands import deferred
 def register(sub: Any) -> None:
     text = "scaffold a small runnable project: package, criteria, loopbus.toml, plan, git"
     parser = sub.add_parser("init", help=text, description=text)
-    parser.add_argument("directory", type=Path, help="where to create it (absent or empty)")
+    # A string, not a Path: Path("") is ".", so an empty name would be taken for the
+    # current directory; loopbus.commands.init refuses it.
+    parser.add_argument("directory", help="where to create it (absent or empty)")
     parser.add_argument(
         "--project",
         default=None,

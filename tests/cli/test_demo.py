@@ -162,3 +162,23 @@ def test_init_names_the_project_after_its_directory(tmp_path: Path) -> None:
     assert spaced.code == 2 and spaced.err.count("\n") == 1, spaced.err
     assert "directory name 'my shop' cannot be a project id" in spaced.err
     assert "pass --project ID" in spaced.err and not (tmp_path / "my shop").exists()
+
+
+def test_init_names_an_empty_name_and_a_file_for_what_they_are(tmp_path: Path) -> None:
+    """`init ''` was taken for the current directory ("'.' exists and is not empty") and a
+    file was "not empty": each is one line naming the real problem, exit 2."""
+    (tmp_path / "afile").write_text("x\n")
+    empty = subprocess.run(
+        [*LOOPBUS, "init", ""], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert empty.returncode == 2, empty.stderr
+    assert empty.stderr.splitlines() == [
+        "loopbus: error: DIR '' is empty: name the directory to create (loopbus init calc)"
+    ]
+    a_file = loopbus("init", str(tmp_path / "afile"))
+    assert a_file.code == 2, a_file.err
+    assert a_file.err.splitlines() == [
+        f"loopbus: error: {str(tmp_path / 'afile')!r} is a file, not a directory: pass a new "
+        "directory's name"
+    ]
+    assert (tmp_path / "afile").read_text() == "x\n"
