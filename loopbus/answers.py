@@ -108,7 +108,7 @@ def claim_and_wait(
                 await check(bus)
             ack = await publish_claim(bus, claim)
             say(said(ack.seq))
-            if args.wait <= 0:
+            if args.wait is None:
                 return 0
             return await wait_for_answer(
                 bus, claim.project, answer, args.wait, "ratchet", after=ack.seq

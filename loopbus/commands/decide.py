@@ -35,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
     decision = token("--decision", args.decision)
     # With --confirm the option is the one the log says was picked: filled in by check().
     choose = token("--choose", args.choose) if args.choose is not None else decision
-    if args.wait is not None and args.wait <= 0:
-        raise UsageError(f"--wait {args.wait:g} must be a positive number of seconds")
     choice = DecisionChoice(
         project=project,
         actor=Actor(role="operator", principal=principal(args)),

@@ -7,6 +7,7 @@ from typing import Any
 
 from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 
 
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--why", default="", help="the operator's rationale (recorded)")
     parser.add_argument(
         "--wait",
-        type=float,
+        type=seconds(hint="leave --wait out not to wait"),
         default=None,
         metavar="SECONDS",
         help="wait this long for the decision to be recorded and print it",

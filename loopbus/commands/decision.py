@@ -106,7 +106,7 @@ def run_record(args: argparse.Namespace) -> int:
             claim = build(args, question)
             ack = await publish_claim(bus, claim)
             say(f"decision claimed at seq {ack.seq} ({claim.id})")
-            return await _wait(bus, args, claim, ack.seq) if args.wait > 0 else 0
+            return await _wait(bus, args, claim, ack.seq) if args.wait is not None else 0
         finally:
             await bus.close()
 

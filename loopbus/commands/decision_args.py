@@ -8,6 +8,7 @@ from typing import Any
 from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
 from loopbus.known import add_new
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 
 
@@ -35,7 +36,13 @@ def register(sub: Any) -> None:
         parser.add_argument("--file", action="append", default=[], help="a path it bears on")
         parser.add_argument("--criterion", action="append", default=[], help="a criterion")
         parser.add_argument("--slice", default=None, help="the slice it bears on")
-        parser.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait for it")
+        parser.add_argument(
+            "--wait",
+            type=seconds(hint="leave --wait out not to wait"),
+            default=None,
+            metavar="S",
+            help="wait for it",
+        )
         parser.set_defaults(handler=deferred("decision", "run_record"), action=action)
     objective = _parser(actions, "objective", "declare or withdraw a charter objective", True)
     objective.add_argument("--id", required=True, dest="objective", help="the objective's id")

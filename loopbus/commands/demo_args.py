@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from loopbus.commands import deferred
+from loopbus.seconds import seconds
 
 
 def register(sub: Any) -> None:
     text = "run the whole loop on a scaffolded project and print its timeline"
     parser = sub.add_parser("demo", help=text, description=text)
     parser.add_argument(
-        "--timeout", type=float, default=240.0, help="give up after this many seconds"
+        "--timeout", type=seconds(), default=240.0, help="give up after this many seconds"
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (its path is printed)"

@@ -7,6 +7,7 @@ from typing import Any
 
 from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 from schemas.lifecycle import DISMISS_REASONS
 
@@ -31,6 +32,10 @@ def register(sub: Any) -> None:
             )
         parser.add_argument("--why", required=True, help="why, in a sentence")
         parser.add_argument(
-            "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
+            "--wait",
+            type=seconds(hint="leave --wait out not to wait"),
+            default=None,
+            metavar="S",
+            help="wait for the system's answer",
         )
         parser.set_defaults(handler=deferred("finding"), action=action)

@@ -12,6 +12,7 @@ from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
 from loopbus.completion import offer
 from loopbus.known import add_new
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 from schemas.envelope import Role
 from schemas.ratchet import GATE_MOVES, SCOPES
@@ -88,7 +89,11 @@ def register_move(actions: Any) -> None:
         "--every", type=int, default=None, metavar="N", help="the new review cadence N"
     )
     parser.add_argument(
-        "--wait", type=float, default=0.0, metavar="S", help="wait for the system's answer"
+        "--wait",
+        type=seconds(hint="leave --wait out not to wait"),
+        default=None,
+        metavar="S",
+        help="wait for the system's answer",
     )
     add_new(parser, "this gate move (a catalogue's or project's first event)")
     parser.set_defaults(handler=deferred("gate_move"))

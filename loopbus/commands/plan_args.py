@@ -8,6 +8,7 @@ from typing import Any
 
 from loopbus.commands import deferred
 from loopbus.commands.report_args import add_claimant
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 
 DEFAULT_WAIT_S = 30.0
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
     waiting = submit.add_mutually_exclusive_group()
     waiting.add_argument(
         "--wait",
-        type=float,
+        type=seconds(hint="--no-wait does not wait"),
         default=DEFAULT_WAIT_S,
         metavar="SECONDS",
         help="how long to wait for the dispatcher's answer (default %(default)gs)",

@@ -27,6 +27,7 @@ from bus.history import HistoryMissing, StreamNotAtStart, check_history
 from bus.private import private_dir, write_private
 from bus.tls import ensure_tls, tls_block
 from loopbus.errors import LoopbusError, UsageError
+from loopbus.seconds import seconds
 from loopbus.settings import Connection, add_connection, connection
 
 RETRY_EVERY_S = 1.0
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--wait",
-        type=float,
+        type=seconds(zero="0 does not retry"),
         default=0.0,
         metavar="SECONDS",
         help="keep retrying this long while the server or cluster is not ready (default 0)",
@@ -80,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
         return write_creds(args.creds_out, hosts)
     if args.replicas < 1:
         raise UsageError(f"--replicas {args.replicas}: give 1 or more (3 on a 3-node cluster)")
-    if args.wait < 0:
-        raise UsageError(f"--wait {args.wait}: give a number of seconds, 0 or more")
     conn = connection(args)
     url = conn.url
     replicas = asyncio.run(_provision(conn, args.replicas, args.wait, args.adopt))

@@ -14,6 +14,7 @@ from typing import Any
 from loopbus.commands import deferred
 from loopbus.completion import offer
 from loopbus.known import add_new
+from loopbus.seconds import seconds
 from loopbus.settings import add_connection, add_project
 from schemas.authority import UNIT_CLAIMANTS
 from schemas.envelope import Role
@@ -118,7 +119,7 @@ def register_units(kinds: Any) -> None:
         if name != "heartbeat":
             parser.add_argument(
                 "--wait",
-                type=float,
+                type=seconds(hint="leave --wait out not to wait"),
                 default=None,
                 metavar="SECONDS",
                 help="wait this long for the units daemon's answer and print it",

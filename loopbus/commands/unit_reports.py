@@ -110,9 +110,6 @@ def block_arguments(reason: str | None, subject: str | None) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     claim = build_report(args)
-    wait = getattr(args, "wait", None)
-    if wait is not None and wait <= 0:
-        raise UsageError(f"--wait {wait:g} must be a positive number of seconds")
     return asyncio.run(_run(args, claim))
 
 
