@@ -35,6 +35,11 @@ from schemas.ids import is_token
 def run_export(args: argparse.Namespace) -> int:
     if not is_token(args.project):
         raise UsageError(f"--project {args.project!r} is not a valid project id")
+    # A string, not a Path: Path("") is ".", which was then "Device or resource busy".
+    if args.output is not None and not args.output.strip():
+        raise UsageError(
+            f"-o {args.output!r} is empty: name the file to write, or leave -o out for stdout"
+        )
     anchor = _anchor(args.anchor) if args.consumer == "github" else None
     ledger = asyncio.run(fold(connection(args), args.project))
     floor = SEVERITIES.index(args.min_severity)
@@ -53,7 +58,7 @@ def run_export(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return 0
-    _write(args.output, data)
+    _write(Path(args.output), data)
     rules = len(document["runs"][0]["tool"]["driver"]["rules"])
     print(f"wrote {len(entries)} results ({rules} rules) of {args.project} to {args.output}")
     return 0

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from loopbus.commands import deferred
@@ -56,7 +55,5 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="repository file a finding without one is shown on, for github (default %(default)s)",
     )
-    export.add_argument(
-        "-o", "--output", type=Path, default=None, metavar="FILE", help="default: stdout"
-    )
+    export.add_argument("-o", "--output", default=None, metavar="FILE", help="default: stdout")
     export.set_defaults(handler=deferred("findings", "run_export"), scope="open")

@@ -119,13 +119,19 @@ def test_min_severity_leaves_out_the_less_severe(nats_url: str, project: str) ->
 
 
 def test_bad_export_input_is_one_line(nats_url: str, project: str, tmp_path: Path) -> None:
-    """A bad anchor, an unwritable -o and a project that cannot be found are one line each."""
+    """A bad anchor, an unwritable or empty -o and a project that cannot be found are one
+    line each (an empty -o was taken for '.', which "cannot be written (Device or resource
+    busy)")."""
     report(nats_url, project, *REPORTS[0])
     cases = [
         (("--project", "p", "--anchor", "../up.toml"), "--anchor '../up.toml' must be a file path"),
         (
             ("--project", project, "-o", "/proc/nope/x.sarif"),
             "-o '/proc/nope/x.sarif' cannot be written",
+        ),
+        (
+            ("--project", project, "-o", ""),
+            "-o '' is empty: name the file to write, or leave -o out for stdout",
         ),
         ((), "no project: pass --project ID, set LOOPBUS_PROJECT"),
         (("--project", f"{project}x"), "has no event on the log"),
