@@ -43,3 +43,9 @@ def one_line(text: object) -> str:
 def say(line: object = "", file: TextIO | None = None) -> None:
     """``print`` for a human-readable line that may hold log text."""
     print(one_line(line), file=file if file is not None else sys.stdout)
+
+
+def count(number: int, one: str, many: str | None = None) -> str:
+    """``number`` with its noun agreeing: ``1 wave``, ``3 waves``, ``1 criterion`` (``many``
+    for a plural that is not ``one`` + s)."""
+    return f"{number} {one if number == 1 else many or one + 's'}"

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from loopbus.event_line import text
+from loopbus.terminal_text import count
 from projections import verify as verify_fold
 from projections import wave_review as wave_review_fold
 from projections.slices import SlicesState, SliceView
@@ -59,11 +60,11 @@ def render_verify(
     runs = list(state.waves.values())
     open_found = [f for f in state.findings.values() if f.status == "open"]
     lines = [
-        f"verify: {sizes.get('waves', len(runs))} waves recorded "
+        f"verify: {count(sizes.get('waves', len(runs)), 'wave')} recorded "
         f"({sum(1 for r in runs if r.error)} unverified), "
-        f"{len(open_found)} verifier findings open "
+        f"{count(len(open_found), 'verifier finding')} open "
         f"of {sizes.get('findings', len(state.findings))}, "
-        f"{sizes.get('judged', len(state.judged))} slices judged for SHIP"
+        f"{count(sizes.get('judged', len(state.judged)), 'slice')} judged for SHIP"
     ]
     # The first wave the verifier owes, only once it has run (or found) on this project.
     views = _views(slices) if _in_use(state, sizes, "waves", "findings") else {}
@@ -110,11 +111,11 @@ def render_wave_review(
     reviews = list(state.reviewed.values())
     open_found = [f for f in state.findings.values() if f.status == "open"]
     lines = [
-        f"wave review: {sizes.get('reviewed', len(reviews))} waves reviewed "
+        f"wave review: {count(sizes.get('reviewed', len(reviews)), 'wave')} reviewed "
         f"({sum(1 for r in reviews if r.error)} without a review), "
-        f"{sizes.get('rereviewed', len(state.rereviewed))} re-reviews had, "
-        f"{len(open_found)} findings open of {sizes.get('findings', len(state.findings))}, "
-        f"{state.merged} merges seen"
+        f"{count(sizes.get('rereviewed', len(state.rereviewed)), 're-review')} had, "
+        f"{count(len(open_found), 'finding')} open of "
+        f"{sizes.get('findings', len(state.findings))}, {count(state.merged, 'merge')} seen"
     ]
     # What wave review owes, only once it has reviewed (or found) on this project.
     in_use = _in_use(state, sizes, "reviewed", "rereviewed", "findings")

@@ -35,7 +35,7 @@ from loopbus.repo_check import (
 )
 from loopbus.settings import Connection, connection
 from loopbus.slice_render import render_schedule
-from loopbus.terminal_text import say
+from loopbus.terminal_text import count, say
 from projections import slices
 from projections.errors import PlanInvalid
 from projections.plan_parse import parse_plan, plan_format
@@ -139,11 +139,13 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write(_json.encode(doc).decode() + "\n")
         return 0
     checked = (
-        f"{len(pending)} pending criteria of {args.repo} each claimed once"
+        f"{count(len(pending), 'pending criterion', 'pending criteria')} of {args.repo} each "
+        "claimed once"
         if pending is not None
         else "criteria not checked against a repository (pass --repo)"
     )
-    say(f"plan {plan.slice}: {len(plan.units)} units in {len(sched.waves)} waves; {checked}")
+    units, waves = count(len(plan.units), "unit"), count(len(sched.waves), "wave")
+    say(f"plan {plan.slice}: {units} in {waves}; {checked}")
     for line in render_schedule(sched):
         say(f"  {line}")
     for warning in warnings:

@@ -121,14 +121,14 @@ async def test_status_and_replay_show_verify_and_wave_review_as_lines(own_bus: B
                 await asyncio.sleep(0.05)
     url = ("--nats-url", own_bus.url)
     expected = [
-        "verify: 1 waves recorded (0 unverified), 1 verifier findings open of 1, "
+        "verify: 1 wave recorded (0 unverified), 1 verifier finding open of 1, "
         "0 slices judged for SHIP",
         "  S1: wave 0 verified, 1 of 2 checks pass, 1 findings, 0 criteria unreached, "
         "scores correctness 6: checkout mostly works",
         f"  S1: wave 0 finding {ids['off']} open unit U1: the total is off by a cent",
         "  S1: not yet: wave 1 merged, no verifier run recorded",
-        "wave review: 1 waves reviewed (0 without a review), 0 re-reviews had, "
-        "1 findings open of 1, 2 merges seen",
+        "wave review: 1 wave reviewed (0 without a review), 0 re-reviews had, "
+        "1 finding open of 1, 2 merges seen",
         "  S1: wave 0 reject on 111111111111..333333333333 (1 files, 1 findings, re-opened U1)",
         f"  S1: wave 0 finding {ids['wide']} open unit U1: two modules round apart",
         "  S1: not yet: wave 1 merged, not reviewed",

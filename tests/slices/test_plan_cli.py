@@ -94,6 +94,22 @@ def test_check_shows_sub_waves_as_their_own_groups(tmp_path: Path) -> None:
     assert "wave 0.0: U2" in text_out.stdout and "wave 0.1: U1" in text_out.stdout
 
 
+def test_check_counts_agree_with_their_nouns(tmp_path: Path) -> None:
+    """One wave is "1 wave", one unit "1 unit" (it printed "3 units in 1 waves")."""
+    fan = '[slice]\nid = "S1"\n' + "".join(
+        f'[[unit]]\nid = "U{i}"\nfiles = ["m{i}.py"]\n' for i in (1, 2, 3)
+    )
+    done = loopbus("plan", "check", str(write(tmp_path, "fan.toml", fan)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("plan S1: 3 units in 1 wave; "), done.stdout
+    one = loopbus(
+        "plan",
+        "check",
+        str(write(tmp_path, "one.toml", '[slice]\nid = "S1"\n[[unit]]\nid = "U1"\n')),
+    )
+    assert one.stdout.startswith("plan S1: 1 unit in 1 wave; "), one.stdout
+
+
 def test_refused_plan_exits_1_with_one_line_per_problem(tmp_path: Path) -> None:
     """A cycle, an unresolved blocker and a doubly claimed criterion: three lines, exit 1."""
     text = (
