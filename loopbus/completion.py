@@ -58,6 +58,18 @@ def offer(action: argparse.Action, values: Iterable[str]) -> argparse.Action:
     return action
 
 
+def a_path(action: argparse.Action) -> argparse.Action:
+    """Complete ``action``'s value as a file name while argparse hands the command the text
+    as typed (a ``type=Path`` would turn an empty name into ``.`` before the command could
+    refuse it)."""
+    action.completes_files = True  # type: ignore[attr-defined]
+    return action
+
+
+def _files(action: argparse.Action) -> bool:
+    return action.type is Path or getattr(action, "completes_files", False)
+
+
 def _choices(action: argparse.Action) -> list[str]:
     return [str(c) for c in action.choices or getattr(action, "completions", None) or ()]
 
@@ -80,12 +92,12 @@ def command_tree(parser: argparse.ArgumentParser, path: str = "", help: str = ""
                     help=_help_of(parser, action),
                     takes_value=action.nargs != 0,
                     choices=_choices(action),
-                    files=action.type is Path,
+                    files=_files(action),
                 )
             )
         else:
             command.choices += _choices(action)
-            command.files = command.files or action.type is Path
+            command.files = command.files or _files(action)
     for word in _words(command):
         if not _WORD.match(word):
             raise ValueError(f"{word!r} cannot be completed safely: quote it in completion.py")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopbus.commands import deferred
+from loopbus.completion import a_path
 from loopbus.settings import CONFIG_FILE, add_connection, add_project
 from schemas.findings import SEVERITIES
 
@@ -55,5 +56,7 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="repository file a finding without one is shown on, for github (default %(default)s)",
     )
-    export.add_argument("-o", "--output", default=None, metavar="FILE", help="default: stdout")
+    a_path(
+        export.add_argument("-o", "--output", default=None, metavar="FILE", help="default: stdout")
+    )
     export.set_defaults(handler=deferred("findings", "run_export"), scope="open")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopbus.commands import deferred
+from loopbus.completion import a_path
 
 
 def register(sub: Any) -> None:
@@ -13,7 +14,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("init", help=text, description=text)
     # A string, not a Path: Path("") is ".", so an empty name would be taken for the
     # current directory; loopbus.commands.init refuses it.
-    parser.add_argument("directory", help="where to create it (absent or empty)")
+    a_path(parser.add_argument("directory", help="where to create it (absent or empty)"))
     parser.add_argument(
         "--project",
         default=None,
