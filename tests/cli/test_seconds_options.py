@@ -30,12 +30,17 @@ COMMANDS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon"])
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+CASES = [
+    (command, value)
+    for command in sorted(COMMANDS)
+    for value in ("nan", "inf", "-inf", "0", "-1", "soon")
+    if (command, value) != ("provision", "0")  # provision --wait 0 means: do not retry
+]
+
+
+@pytest.mark.parametrize(("command", "value"), CASES)
 def test_a_time_that_is_no_positive_number_of_seconds_is_refused(command: str, value: str) -> None:
     *words, option = COMMANDS[command]
-    if command == "provision" and value == "0":
-        pytest.skip("provision --wait 0 means: do not retry")
     done = loopbus(*words, f"{option}={value}")  # = so that -inf is not taken for an option
     assert done.code == 2, done
     lines = done.err.strip().splitlines()
