@@ -179,7 +179,7 @@ async def test_not_yet_is_shown_only_for_what_the_project_uses(own_bus: Bus) -> 
                 await asyncio.sleep(0.05)
     expected = {
         P: [
-            "verify: 1 waves recorded (0 unverified), 0 verifier findings open of 0, "
+            "verify: 1 wave recorded (0 unverified), 0 verifier findings open of 0, "
             "0 slices judged for SHIP",
             "  S1: wave 0 verified, 0 of 0 checks pass, 0 findings, 0 criteria unreached",
             "  S1: not yet: wave 1 merged, no verifier run recorded",
