@@ -9,12 +9,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
+
+from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
 
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
@@ -104,3 +107,18 @@ def up_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]
         if up.process.poll() is None:
             up.process.kill()
             up.process.wait()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
+    """A server of the test's own, for a test that runs the projector: the projector follows
+    every project on its server, and here that is only the test's."""
+    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
+    await server.start()
+    bus = await connect(server.url, name="cli-test")
+    try:
+        await ensure_log(bus.js)
+        yield bus
+    finally:
+        await bus.close()
+        server.stop()

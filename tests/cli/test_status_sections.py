@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest_asyncio
 from kernelkit import running
 
-from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from bus import Bus
 from schemas import (
     Actor,
     Event,
@@ -46,20 +43,6 @@ def accepted(*units: PlannedUnit, project: str = P) -> list[Event]:
         SlicePlanAccepted(project=project, actor=SYSTEM, plan=p, cause=submission.id),
         *(UnitPlanned(project=project, actor=SYSTEM, unit=u.id, slice="S1") for u in units),
     ]
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
-    """A server of the test's own: the projector follows every project, here only this one."""
-    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
-    await server.start()
-    bus = await connect(server.url, name="verify-status")
-    try:
-        await ensure_log(bus.js)
-        yield bus
-    finally:
-        await bus.close()
-        server.stop()
 
 
 def merged(unit_id: str, n: int, project: str = P) -> list[Event]:

@@ -4,13 +4,10 @@ command, show a decision that waits on the operator as the table docs/agents.md 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest_asyncio
 from kernelkit import running
 
-from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from bus import Bus
 from schemas import Actor, Block, UnitPlanned, UnitTransitioned
 from schemas.builds import DecisionOption
 from schemas.decisions import DecisionRequested
@@ -21,21 +18,6 @@ from .conftest import loopbus
 
 SYSTEM = Actor(role="system", principal="tests")
 P = "shop"
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
-    """A server of the test's own: the projector follows every project, and here that is
-    only this one."""
-    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
-    await server.start()
-    bus = await connect(server.url, name="status-unit")
-    try:
-        await ensure_log(bus.js)
-        yield bus
-    finally:
-        await bus.close()
-        server.stop()
 
 
 async def test_status_unit_shows_the_options_of_a_decision_waiting_on_the_operator(

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernelkit import running
 
-from bus import Bus, EmbeddedServer, connect, ensure_log, free_port
+from bus import Bus
 from loopbus.terminal_text import one_line
 from schemas import Actor, FindingRaised, parse_target
 from schemas.decisions import DecisionRecorded
@@ -28,20 +25,6 @@ MESSAGE = "line1\nline2\x1b[31mred \u202eevil\x9b2J\x7f"
 QUESTION = "evil\x1b]0;pwned\x07 q\nsecond line"
 # Everything a terminal acts on, but the line ends loopbus writes itself.
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def own_bus(tmp_path: Path) -> AsyncIterator[Bus]:
-    """A server of the test's own: the projector follows every project, here only this one."""
-    server = EmbeddedServer(tmp_path / "nats", port=free_port(), auth=None)
-    await server.start()
-    bus = await connect(server.url, name="terminal-text")
-    try:
-        await ensure_log(bus.js)
-        yield bus
-    finally:
-        await bus.close()
-        server.stop()
 
 
 async def test_agent_text_with_controls_is_shown_inert_on_every_view(own_bus: Bus) -> None:
