@@ -385,27 +385,12 @@ def _on_head(entry: RunEntryCompleted, runs: list[CommandRun]) -> RiskItem:
             band="not-run",
             text=f"{name} ({last.command}) ran only on other commits, never on {where}",
         )
-    if last.outcome == "error":
-        why = last.detail or "it could not be established"
-        return RiskItem(band="not-run", text=f"{name} did not finish on {where}: {why}")
-    if last.cached:
-        return RiskItem(
-            band="cached",
-            text=f"{name} ({last.command}) {last.outcome} on {where}, from the cache of an "
-            "earlier run on the same inputs",
-        )
-    if last.outcome == "pass":
-        text = f"{name} ({last.command}) passed on {where}"
-        if missed:
-            commits = "commit" if missed == 1 else "commits"
-            text += f" (it did not pass on {missed} other {commits} of the unit)"
-        return RiskItem(band="verified", text=text)
-    also = " (a pass on another commit does not count for it)" if "pass" in other.values() else ""
-    return RiskItem(
-        band="not-run",
-        text=f"{name} ({last.command}) failed on {where}, and the unit ended without a passing "
-        f"run of it there{also}",
-    )
+    passed = ""
+    if missed:
+        commits = "commit" if missed == 1 else "commits"
+        passed = f" (it did not pass on {missed} other {commits} of the unit)"
+    failed = " (a pass on another commit does not count for it)" if "pass" in other.values() else ""
+    return _standing(name, last, f" on {where}", passed=passed, failed=failed)
 
 
 def _untied(unit: str, runs: list[CommandRun]) -> RiskItem:
@@ -419,20 +404,30 @@ def _untied(unit: str, runs: list[CommandRun]) -> RiskItem:
             text=f"{name} ({last.command}) ran {len(runs)} times with different outcomes, and "
             "this record does not say which commit each ran on: no pass is counted",
         )
+    return _standing(name, last, "")
+
+
+def _standing(
+    name: str, last: CommandRun, on: str, *, passed: str = "", failed: str = ""
+) -> RiskItem:
+    """How a check stands by its latest run ``last``: ``on`` says on which commit (empty
+    for an entry that does not say); ``passed``/``failed`` add to the one line shown."""
     if last.outcome == "error":
         why = last.detail or "it could not be established"
-        return RiskItem(band="not-run", text=f"{name} did not finish: {why}")
+        return RiskItem(band="not-run", text=f"{name} did not finish{on}: {why}")
     if last.cached:
         return RiskItem(
             band="cached",
-            text=f"{name} ({last.command}) {last.outcome} from the cache of an earlier run on "
-            "the same inputs",
+            text=f"{name} ({last.command}) {last.outcome}{on}, from the cache of an earlier run "
+            "on the same inputs",
         )
     if last.outcome == "pass":
-        return RiskItem(band="verified", text=f"{name} ({last.command}) passed")
+        return RiskItem(band="verified", text=f"{name} ({last.command}) passed{on}{passed}")
+    there = " there" if on else ""
     return RiskItem(
         band="not-run",
-        text=f"{name} ({last.command}) failed and the unit ended without a passing run of it",
+        text=f"{name} ({last.command}) failed{on}, and the unit ended without a passing run of "
+        f"it{there}{failed}",
     )
 
 
