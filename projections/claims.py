@@ -229,6 +229,17 @@ def _refuse(units: UnitsState, report: UnitReport, refs: References) -> Refusal 
         )
     if not started:
         return no("not-started", f"unit {report.unit} has not started; report started first")
+    holder = view.holder
+    if report.actor.role == "builder" and holder is not None and report.actor != holder:
+        # The round is its holder's (the claimant whose start the system accepted), as
+        # only its heartbeats count; another builder may not commit, block, unblock or
+        # give up in its place. An operator may still speak for any unit.
+        return no(
+            "not-holder",
+            f"unit {report.unit} is held by {holder.role}:{holder.principal}, whose "
+            f"started report the system accepted; {report.actor.role}:"
+            f"{report.actor.principal} may not report {name} for it",
+        )
     match report:
         case BlockedReport():
             if view.block is not None:

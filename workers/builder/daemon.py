@@ -23,8 +23,9 @@ into it, carries the conflict in the brief, refuses an answer that leaves confli
 (retried once with the problem, like a malformed envelope), and commits a merge of trunk
 into the unit (:mod:`.conflict`).
 
-Claims are published under the unit's roster principal (``actor.role = builder``), so
-the units daemon judges them like any builder's; facts (decisions, findings) as system.
+Claims are published under the unit's holder once a builder holds it, else its roster
+principal (``actor.role = builder``, see :func:`.decide.claimant`), so the units daemon
+judges them like any builder's; facts (decisions, findings) as system.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ For every unit the builds projection knows, in order:
 * a unit blocked on a decision that is now recorded is unblocked, and the decision's
   finding resolved; one the builder blocked on a sibling unit is unblocked once the
   sibling is done;
-* a dispatched unit nobody started is started (the builder principal's claim);
+* a dispatched unit nobody started is started (the builder principal's claim); a unit
+  started, its claims are its holder's (:func:`claimant`), and a unit an operator started
+  by hand gets no round (the units daemon would refuse a builder's claims for it);
 * a working unit that owes a round (see :mod:`projections.builds`) gets one: the
   ``build`` effect, keyed by the unit and its trigger, so a round runs once per trigger;
   when its head collided with trunk, the effect names the conflict (the shell merges
@@ -63,7 +65,7 @@ def decide(world: World, config: BuildConfig) -> list[BuilderIntent]:
 def _for_unit(
     world: World, config: BuildConfig, build: UnitBuild, view: UnitView
 ) -> list[BuilderIntent]:
-    builder = Actor(role="builder", principal=config.principal(build.unit))
+    builder = claimant(config, build.unit, view)
     repeated = sorted(d for d, times in build.asked.items() if times >= REPEATS_TO_HALT)
     if repeated and view.state in ("working", "blocked"):
         why = (
@@ -105,6 +107,8 @@ def _for_unit(
         intents.append(Publish(recorded))
     if intents:
         return intents
+    if view.holder is not None and view.holder.role != "builder":
+        return []  # an operator started it by hand: its round is the operator's, not ours
     block = view.block
     if view.state == "blocked" and block is not None and block.reason == "awaiting-operator":
         waiting = {a.finding for a in build.awaiting.values()}
@@ -140,6 +144,17 @@ def _for_unit(
     if view.state == "working" and not view.ready and build.owes_round() and not build.awaiting:
         return [_round(world, config, build, view, builder)]
     return []
+
+
+def claimant(config: BuildConfig, unit: str, view: UnitView) -> Actor:
+    """Whom the unit's claims are published as: its holder when a builder holds it (the
+    units daemon refuses another builder's claims for a held unit, and the watchdog counts
+    only the holder's beats, so a ``[build] roster`` changed mid-unit does not orphan it),
+    else the roster principal for the unit."""
+    holder = view.holder
+    if holder is not None and holder.role == "builder":
+        return holder
+    return Actor(role="builder", principal=config.principal(unit))
 
 
 def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) -> BuilderIntent:
