@@ -1,7 +1,7 @@
 """Whom the builder publishes a unit's claims as, the policy alone on folded events: the
 units daemon refuses a builder's claim for a unit another principal holds (``not-holder``),
-so the builder speaks as the holder, even after a ``[build] roster`` change, and runs no
-round for a unit an operator started by hand."""
+so the builder speaks as the holder when that is a builder on its roster, and runs no round
+for a unit an operator or a builder off the roster (an agent that started it first) holds."""
 
 from __future__ import annotations
 
@@ -45,12 +45,22 @@ def _world(started_by: Actor | None) -> World:
     )
 
 
-def test_a_round_is_its_holders_after_the_roster_changed() -> None:
-    """b1 holds U; the roster now names only b2: the round still runs as b1."""
-    config = BuildConfig(command="true", roster=("b2",))
+def test_a_round_is_its_holders_after_the_roster_was_reshuffled() -> None:
+    """b1 holds U; the roster, reordered, now gives U to another principal: the round
+    still runs as b1, its holder, who is on the roster."""
+    roster = tuple(f"b{n}" for n in range(1, 9))
+    config = BuildConfig(command="true", roster=roster)
+    assert config.principal("U") != "b1"  # so the holder, not the hash, decides
     [intent] = decide(_world(B1), config)
     assert isinstance(intent, BuildRound)
     assert intent.principal == "b1"
+
+
+def test_no_round_for_a_unit_a_builder_off_the_roster_started_first() -> None:
+    """mallory, an agent credential claiming as a builder of its own name, started U
+    before the daemon did: the daemon runs no round for it, and none under mallory's name."""
+    config = BuildConfig(command="true", roster=("b1", "b2"))
+    assert decide(_world(Actor(role="builder", principal="mallory")), config) == []
 
 
 def test_an_unstarted_unit_starts_as_its_roster_principal() -> None:

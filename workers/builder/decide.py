@@ -107,8 +107,8 @@ def _for_unit(
         intents.append(Publish(recorded))
     if intents:
         return intents
-    if view.holder is not None and view.holder.role != "builder":
-        return []  # an operator started it by hand: its round is the operator's, not ours
+    if builder is None:
+        return []  # an operator or a builder not on our roster holds it: not our round
     block = view.block
     if view.state == "blocked" and block is not None and block.reason == "awaiting-operator":
         waiting = {a.finding for a in build.awaiting.values()}
@@ -146,15 +146,20 @@ def _for_unit(
     return []
 
 
-def claimant(config: BuildConfig, unit: str, view: UnitView) -> Actor:
-    """Whom the unit's claims are published as: its holder when a builder holds it (the
+def claimant(config: BuildConfig, unit: str, view: UnitView) -> Actor | None:
+    """Whom the unit's claims are published as: the roster principal for the unit while
+    nobody holds it; once it is held, its holder if that is a builder on the roster (the
     units daemon refuses another builder's claims for a held unit, and the watchdog counts
-    only the holder's beats, so a ``[build] roster`` changed mid-unit does not orphan it),
-    else the roster principal for the unit."""
+    only the holder's beats, so a roster reshuffled mid-unit keeps its units); ``None``
+    when an operator or a builder not on the roster holds it. An agent credential may
+    claim as a builder of its own name and start a dispatched unit before this daemon
+    does: its round is not ours to run, nor ours to run under its name."""
     holder = view.holder
-    if holder is not None and holder.role == "builder":
+    if holder is None:
+        return Actor(role="builder", principal=config.principal(unit))
+    if holder.role == "builder" and holder.principal in config.roster:
         return holder
-    return Actor(role="builder", principal=config.principal(unit))
+    return None
 
 
 def _halt(world: World, view: UnitView, why: str, ended_by: str, event_id: str) -> BuilderIntent:
