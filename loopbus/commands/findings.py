@@ -40,6 +40,11 @@ def run_export(args: argparse.Namespace) -> int:
         raise UsageError(
             f"-o {args.output!r} is empty: name the file to write, or leave -o out for stdout"
         )
+    if args.output is not None and Path(args.output).is_dir():
+        raise UsageError(
+            f"-o {args.output!r} is a directory: name a file in it (e.g. -o "
+            f"{Path(args.output) / 'findings.sarif'}), or leave -o out for stdout"
+        )
     anchor = _anchor(args.anchor) if args.consumer == "github" else None
     ledger = asyncio.run(fold(connection(args), args.project))
     floor = SEVERITIES.index(args.min_severity)

@@ -25,7 +25,14 @@ from bus.creds import Credential, default_file, load_credential
 from loopbus import served_url
 from loopbus.errors import UsageError
 from loopbus.progress import Progress
-from loopbus.settings import CREDS_ENV, NATS_URL_ENV, connection, credential, creds_data_dir
+from loopbus.settings import (
+    CREDS_ENV,
+    DEFAULT_NATS_URL,
+    NATS_URL_ENV,
+    connection,
+    credential,
+    creds_data_dir,
+)
 from loopbus.terminal_text import say
 from schemas import format_target
 from workers.errors import ConfigError, WorkerError
@@ -104,18 +111,20 @@ def system_credential(args: argparse.Namespace) -> Credential | None:
     )
 
 
-def served_by(args: argparse.Namespace) -> str | None:
-    """The server of the ``up`` running on ``--data-dir``, whose credential the run takes,
-    when no URL is named (``None``: found as every command finds it)."""
+def data_dir_url(args: argparse.Namespace) -> str | None:
+    """With ``--data-dir`` and no URL named: the server of the ``up`` running on that
+    directory, whose credential the run takes, else the default address — never the
+    server another data directory found from the current folder records. ``None``: the
+    URL is found as every command finds it."""
     if args.nats_url or os.environ.get(NATS_URL_ENV) or args.data_dir is None:
         return None
-    return served_url.read(args.data_dir)
+    return served_url.read(args.data_dir) or DEFAULT_NATS_URL
 
 
 async def _run(
     args: argparse.Namespace, config: ProjectConfig, creds: Credential | None
 ) -> SuiteResult:
-    bus = await connection(args, served_by(args), creds=creds).open()
+    bus = await connection(args, data_dir_url(args), creds=creds).open()
     try:
         await ensure_log(bus.js)
         # The key is made only once the bus answered: a run that cannot reach it leaves

@@ -100,6 +100,9 @@ def hold_data_dir(data_dir: Path) -> Iterator[None]:
                 f"{data_dir} is in use by loopbus up (pid {holder}); stop it, or pass "
                 "another --data-dir"
             )
+        # An address a crashed up left is no longer true, whatever this up goes on to serve
+        # (an external server, or its own once it has started).
+        served_url.remove(data_dir)
         tighten(lock.fileno())  # one left by a loopbus from before the data dir was private
         lock.seek(0)
         lock.truncate()
@@ -111,14 +114,16 @@ def hold_data_dir(data_dir: Path) -> Iterator[None]:
 def _lock(lock: IO[str]) -> bool:
     """Take the data directory's lock; ``False`` when another ``up`` holds it. A command
     probing whether an ``up`` runs here holds a shared lock for a moment
-    (``served_url.held``), so a refusal is only believed after a few tries."""
-    for attempt in range(5):
+    (``served_url.held``), so a refusal is only believed after trying for a second."""
+    deadline = time.monotonic() + 1.0
+    while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
-            time.sleep(0.02 * (attempt + 1))
-    return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
 
 async def _up(args: argparse.Namespace) -> int:

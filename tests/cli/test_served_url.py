@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from loopbus import served_url
 
 URL = "nats://127.0.0.1:40001"
@@ -100,3 +102,41 @@ def test_a_probe_while_up_starts_does_not_make_it_refuse(tmp_path: Path) -> None
     with hold_data_dir(tmp_path):  # the probe still holds it: up waits it out
         assert served_url.held(tmp_path) is True
     probe.wait(timeout=30)
+
+
+def test_an_address_a_crashed_up_left_is_gone_once_another_up_holds_the_directory(
+    tmp_path: Path,
+) -> None:
+    """An up on an external server never writes the file, so one a crashed up left would
+    stay believed for as long as this up holds the directory: taking the lock forgets it."""
+    from loopbus.commands.up import hold_data_dir
+
+    served_url.write(tmp_path, URL)
+    with hold_data_dir(tmp_path):
+        assert served_url.read(tmp_path) is None
+
+
+def test_gate_run_with_a_data_dir_never_takes_the_address_found_from_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gate run --data-dir X`` sends X's credential only to X's up, or to the default
+    address: never to the up of the .loopbus found from the current folder."""
+    import argparse
+
+    from loopbus.commands.gate import data_dir_url
+    from loopbus.settings import DEFAULT_NATS_URL
+
+    here = tmp_path / "here"
+    (here / ".loopbus" / "creds").mkdir(parents=True)
+    served_url.write(here / ".loopbus", URL)
+    monkeypatch.chdir(here)
+    monkeypatch.delenv("LOOPBUS_NATS_URL", raising=False)
+    monkeypatch.delenv("LOOPBUS_DATA_DIR", raising=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    args = argparse.Namespace(nats_url=None, data_dir=other)
+    with up_holding(here / ".loopbus"):
+        assert data_dir_url(args) == DEFAULT_NATS_URL
+        with up_holding(other):
+            served_url.write(other, "nats://127.0.0.1:40009")
+            assert data_dir_url(args) == "nats://127.0.0.1:40009"

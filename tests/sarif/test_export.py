@@ -133,6 +133,7 @@ def test_bad_export_input_is_one_line(nats_url: str, project: str, tmp_path: Pat
             ("--project", project, "-o", ""),
             "-o '' is empty: name the file to write, or leave -o out for stdout",
         ),
+        (("--project", project, "-o", "."), "-o '.' is a directory: name a file in it"),
         ((), "no project: pass --project ID, set LOOPBUS_PROJECT"),
         (("--project", f"{project}x"), "has no event on the log"),
     ]
