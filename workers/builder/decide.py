@@ -80,31 +80,7 @@ def _for_unit(
             f"({round_rules.tactic(round_rules.LAST_RUNG)}), the last: the ladder is spent"
         )
         return [_halt(world, view, why, "halted", answer_id(build.spent, "halt"))]
-    intents: list[BuilderIntent] = []
-    for choice in build.choices:
-        asked = build.awaiting.get(choice.decision_id)
-        if asked is None or choice.choose not in option_ids(asked.options):
-            continue  # nothing waits on it, or no such option: `loopbus decide` says so
-        if choice.actor.role not in CHOOSERS:
-            continue  # the fold keeps none; said again where the owner is written
-        recorded = DecisionRecorded(
-            id=answer_id(choice.id, "recorded"),
-            project=world.project,
-            actor=world.actor,
-            unit=build.unit,
-            decision_id=choice.decision_id,
-            question=asked.question,
-            options=option_ids(asked.options),
-            trade_offs=asked.options,
-            chosen=choice.choose,
-            owner=f"operator:{choice.actor.principal}",
-            confidence=STATED_WEIGHT[asked.confidence],
-            stated_confidence=asked.confidence,
-            rationale=choice.why or asked.reasoning,
-            cause=choice.id,
-            supersedes=asked.reopens,
-        )
-        intents.append(Publish(recorded))
+    intents = _recorded_choices(world, build)
     if intents:
         return intents
     if builder is None:
@@ -144,6 +120,36 @@ def _for_unit(
     if view.state == "working" and not view.ready and build.owes_round() and not build.awaiting:
         return [_round(world, config, build, view, builder)]
     return []
+
+
+def _recorded_choices(world: World, build: UnitBuild) -> list[BuilderIntent]:
+    """The operator's choices on the unit's open decisions, recorded as decisions."""
+    intents: list[BuilderIntent] = []
+    for choice in build.choices:
+        asked = build.awaiting.get(choice.decision_id)
+        if asked is None or choice.choose not in option_ids(asked.options):
+            continue  # nothing waits on it, or no such option: `loopbus decide` says so
+        if choice.actor.role not in CHOOSERS:
+            continue  # the fold keeps none; said again where the owner is written
+        recorded = DecisionRecorded(
+            id=answer_id(choice.id, "recorded"),
+            project=world.project,
+            actor=world.actor,
+            unit=build.unit,
+            decision_id=choice.decision_id,
+            question=asked.question,
+            options=option_ids(asked.options),
+            trade_offs=asked.options,
+            chosen=choice.choose,
+            owner=f"operator:{choice.actor.principal}",
+            confidence=STATED_WEIGHT[asked.confidence],
+            stated_confidence=asked.confidence,
+            rationale=choice.why or asked.reasoning,
+            cause=choice.id,
+            supersedes=asked.reopens,
+        )
+        intents.append(Publish(recorded))
+    return intents
 
 
 def claimant(config: BuildConfig, unit: str, view: UnitView) -> Actor | None:
