@@ -104,7 +104,13 @@ class Stack:
         return self.scale.get(service, 1)
 
     def down(self) -> None:
-        run(self.compose("down", "-v", "--remove-orphans"), log=self.log, cwd=self.root)
+        # Docker can refuse to remove the network while the endpoints of containers it has
+        # just removed are still being torn down ("has active endpoints"), and a later run
+        # would then find it; a second `down` a moment later finds them gone.
+        argv = self.compose("down", "-v", "--remove-orphans")
+        if run(argv, log=self.log, cwd=self.root, check=False).returncode != 0:
+            time.sleep(2)
+            run(argv, log=self.log, cwd=self.root)
 
     def kill(self, service: str) -> None:
         """SIGKILL: a crash, not a clean stop; the restart policy leaves it down."""
