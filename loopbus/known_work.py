@@ -12,7 +12,8 @@ a plan does not make either exist.
 
 from __future__ import annotations
 
-from bus import Bus, read
+from typing import TYPE_CHECKING
+
 from loopbus.errors import UsageError
 from schemas.adoption import ADOPTED_SUBJECT, ConfigAdopted
 from schemas.envelope import ROLES
@@ -20,6 +21,19 @@ from schemas.ids import is_token
 from schemas.slices import SlicePlanAccepted
 from schemas.subjects import PREFIX, unit_subject
 from schemas.units import TERMINAL_STATES
+
+if TYPE_CHECKING:  # the bus (nats-py) is imported when a check runs: --help needs none
+    from collections.abc import AsyncIterator
+
+    from bus import Bus, Record
+
+
+def read(bus: Bus, *, subjects: list[str]) -> AsyncIterator[Record]:
+    """The log's records on ``subjects`` (``bus.read``, imported only when a check runs)."""
+    from bus import read as read_log
+
+    return read_log(bus, subjects=subjects)
+
 
 STATUS_HINT = "loopbus status --project {project} shows its units"
 
