@@ -44,7 +44,7 @@ CHUNK_ITEMS = 64
 Path = tuple[str | int, ...]
 """Steps from a state's root: field names, entry keys, chunk indexes."""
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PLAIN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 _encoder = msgspec.json.Encoder(order="deterministic")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SHELLS = ("bash", "zsh", "fish")
-_WORD = re.compile(r"^[\w.:/@+=,-]+$")
+_WORD = re.compile(r"^[\w.:/@+=,-]+\Z")
 
 
 @dataclass

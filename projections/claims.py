@@ -47,7 +47,7 @@ from schemas.units import SUBJECT_KINDS, TransitionBy
 CLAIMANT_ROLES = frozenset(UNIT_CLAIMANTS)
 """Who may report on a unit (:data:`schemas.authority.UNIT_CLAIMANTS`)."""
 
-SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ CONTRACT_KEYS = ("checks", "criteria", "capabilities")
 CHECK_KEYS = ("id", "command", "parser", "timeout", "reads", "env", "pending")
 CRITERION_KEYS = ("test", "text", "check")
 
-NODE_ID = re.compile(r"^(?P<path>[A-Za-z0-9_./-]+\.py)::(?P<func>test[A-Za-z0-9_]*)$")
+NODE_ID = re.compile(r"^(?P<path>[A-Za-z0-9_./-]+\.py)::(?P<func>test[A-Za-z0-9_]*)\Z")
 """``tests/test_x.py::test_y``: a test function at the top level of a file."""
 
 

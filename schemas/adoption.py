@@ -43,7 +43,7 @@ ADOPTION_WHYS: tuple[AdoptionWhy, ...] = (
 ADOPTED_SUBJECT = "config.adopted"
 
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z")
 """An adoption names its commit in full: a short sha or a branch could resolve to another
 commit by the time it is read (a push, or a crafted commit sharing the prefix)."""
 

@@ -36,10 +36,10 @@ ExecutorKind = Literal["subprocess", "container"]
 SUITE_CRITERION = "gate-suite"
 """The criterion of a gate finding about a whole suite (one that could not run)."""
 
-GitSha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+GitSha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$(?!\n)")]
 """A git object id: 40 hex digits (SHA-1) or 64 (SHA-256 repositories)."""
 
-Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$(?!\n)")]
 """A sha256 hex digest."""
 
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]

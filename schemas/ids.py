@@ -18,14 +18,18 @@ import msgspec
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 # A subject token must not contain '.', '*', '>' or whitespace; we are stricter so that ids
-# are also safe as KV keys, file names and shell words.
-TOKEN_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# are also safe as KV keys, file names and shell words. Every pattern here ends in
+# `$(?!\n)`: Python's `$` also matches before a final newline, so "unit-1\n" passed (a
+# newline in a subject ends the protocol line it is sent on); `\Z` would say the same
+# in Python but is not a JSON Schema (ECMA-262) anchor, and the briefs agents receive
+# carry these patterns as JSON Schema.
+TOKEN_PATTERN = r"^[A-Za-z0-9_-]{1,64}$(?!\n)"
 _TOKEN = re.compile(TOKEN_PATTERN)
 
 Token = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
 """A string usable as one NATS subject token (project, unit, slice, check ids)."""
 
-EventId = Annotated[str, msgspec.Meta(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")]
+EventId = Annotated[str, msgspec.Meta(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$(?!\n)")]
 """A ULID in Crockford base32."""
 
 UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]

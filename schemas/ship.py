@@ -23,7 +23,7 @@ from schemas.envelope import EventBase
 from schemas.ids import EventId, Token
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
-Sha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+Sha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$(?!\n)")]
 
 SECRET_CRITERION = "no-secrets-in-trunk"
 """The criterion of a finding about a credential in trunk's tree or history: while one is
@@ -53,7 +53,7 @@ class SliceBundled(EventBase, frozen=True, kw_only=True, tag="ship.bundled.v1"):
     branch: str
     tag: str
     bundle: str
-    sha256: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+    sha256: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$(?!\n)")]
     description: str
     cause: EventId
 

@@ -69,7 +69,7 @@ def kind_matches(wanted: str, kind: str) -> bool:
     return kind == wanted or kind.startswith(f"{wanted}.") or wanted in kind.split(".")
 
 
-_SEQ = re.compile(r"^\d+$")
+_SEQ = re.compile(r"^\d+\Z")
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> tuple[int, datetime | None]:

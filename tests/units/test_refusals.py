@@ -187,6 +187,7 @@ async def test_claims_the_table_does_not_allow_are_refused(
         (claim(project, "U1", "started"), "already-started"),
         (claim(project, "U1", "unblocked"), "not-blocked"),
         (claim(project, "U1", "commit", sha="abc123"), "commit-sha"),
+        (claim(project, "U1", "commit", sha="a" * 40 + "\n"), "commit-sha"),
         (claim(project, "U1", "gave-up", why="  "), "gave-up-without-why"),
         (claim(project, "U1", "gave-up", why="the API cannot do it", actor=operator), None),
         (claim(project, "U1", "started", actor=operator), "terminal"),

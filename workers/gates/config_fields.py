@@ -14,8 +14,8 @@ from schemas.durations import parse_duration
 from schemas.errors import InvalidValue
 from workers.errors import ConfigError
 
-TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def known_keys(

@@ -29,7 +29,7 @@ from schemas.gates import GateRunnerKeyRegistered, SignedGateEvent, canonical_by
 from workers.errors import GateError
 from workers.gates.key_names import DEFAULT_NAME, KEY_DIR_ENV
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}\Z")
 
 E = TypeVar("E", bound=SignedGateEvent)
 

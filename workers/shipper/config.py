@@ -22,7 +22,7 @@ from typing import Any
 from workers.errors import ConfigError
 
 DEFAULT_TIMEOUT_S = 300.0
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
