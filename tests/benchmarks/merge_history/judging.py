@@ -72,6 +72,22 @@ class Verdict:
     wrong: str  # why the clean result is wrong, or ""
 
 
+def _unqualified(name: str) -> str:
+    """A Java method's key without its class: ``needZc(Config, int)``."""
+    head, _, parameters = name.partition("(")
+    return f"{head.rsplit('.', 1)[-1]}({parameters}"
+
+
+def _in_file(defined: dict[str, str], name: str) -> int:
+    """How many methods of `name`'s erased signature, in any class, `defined` holds."""
+    wanted = _unqualified(name)
+    return sum(
+        text.count("\0")
+        for key, text in defined.items()
+        if "(" in key and _unqualified(key) == wanted
+    )
+
+
 def _renamed(text: str, side: dict[str, str], base: dict[str, str]) -> bool:
     """Whether `side` holds a declaration mostly made of `text`'s lines (a rename).
 
@@ -141,11 +157,19 @@ class Facts:
             if count > max(ours[name], theirs[name]):
                 return f"duplicate: {name} x{count}"
         if self.spec.name == "java":
-            # A Java method declared more often (by erasure) than on either side.
+            # A Java method declared more often (by erasure) than on either side, in its
+            # class and in the file: a method one side added to a class the other side
+            # renamed is keyed under the new class name in the merge and under the old
+            # one on its side, which is not a second declaration.
             sides = (self.defined["ours"], self.defined["theirs"])
-            for name, text in definitions("java", root).items():
+            merged = definitions("java", root)
+            for name, text in merged.items():
                 count = text.count("\0")
-                if "(" in name and count > max(side.get(name, "").count("\0") for side in sides):
+                if "(" not in name or count <= max(
+                    side.get(name, "").count("\0") for side in sides
+                ):
+                    continue
+                if _in_file(merged, name) > max(_in_file(side, name) for side in sides):
                     return f"duplicate: {name.split(' ', 1)[1]} x{count}"
         return self.contested
 

@@ -1,0 +1,48 @@
+"""The real-history benchmark's own wrong-merge check for Java (merge_history/judging.py).
+
+The check is written apart from the driver and decides what the benchmark prints as a
+wrong merge, so a false alarm and a missed duplicate both matter.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "merge_history"))
+
+from judging import Facts
+
+BASE = b"abstract class OldName {\n    int size() {\n        return 0;\n    }\n}\n"
+
+
+def facts(ours: bytes, theirs: bytes) -> Facts:
+    return Facts("A.java", {"base": BASE, "ours": ours, "theirs": theirs})
+
+
+def test_a_method_added_to_a_class_the_other_side_renamed_is_not_a_duplicate() -> None:
+    method = b"    static boolean ready(int n) {\n        return n > 0;\n    }\n"
+    ours = BASE.replace(b"}\n}\n", b"}\n" + method + b"}\n")
+    theirs = BASE.replace(b"OldName", b"NewName")
+    merged = theirs.replace(b"}\n}\n", b"}\n" + method + b"}\n")
+    assert facts(ours, theirs).wrong_reason(merged) == ""
+
+
+def test_two_sides_versions_of_one_new_method_kept_as_overloads_is_a_duplicate() -> None:
+    strings = b"    void add(java.util.List<String> items) {\n    }\n"
+    numbers = b"    void add(java.util.List<Integer> items) {\n    }\n"
+    ours = BASE.replace(b"}\n}\n", b"}\n" + strings + b"}\n")
+    theirs = BASE.replace(b"}\n}\n", b"}\n" + numbers + b"}\n")
+    merged = BASE.replace(b"}\n}\n", b"}\n" + strings + numbers + b"}\n")
+    assert facts(ours, theirs).wrong_reason(merged).startswith("duplicate: OldName.add(")
+
+
+def test_the_same_duplicate_in_a_renamed_class_is_still_one() -> None:
+    strings = b"    void add(java.util.List<String> items) {\n    }\n"
+    numbers = b"    void add(java.util.List<Integer> items) {\n    }\n"
+    ours = BASE.replace(b"}\n}\n", b"}\n" + strings + b"}\n")
+    theirs = BASE.replace(b"OldName", b"NewName").replace(b"}\n}\n", b"}\n" + numbers + b"}\n")
+    merged = BASE.replace(b"OldName", b"NewName").replace(
+        b"}\n}\n", b"}\n" + strings + numbers + b"}\n"
+    )
+    assert facts(ours, theirs).wrong_reason(merged).startswith("duplicate: NewName.add(")
