@@ -316,6 +316,16 @@ def test_a_renamed_class_still_merges_member_by_member() -> None:
     assert result.content == base.replace(b"class Cart", b"class Basket") + added
 
 
+def test_a_rename_beside_a_less_alike_new_entity_still_takes_the_other_sides_edit() -> None:
+    """Ours renames f to g and adds a shorter h; theirs edits f: g gets the edit."""
+    base = b"def f(x):\n    a = x + 1\n    b = a * 2\n    return b\n"
+    renamed = base.replace(b"def f", b"def g")
+    other = b"\n\ndef h(x):\n    a = x + 1\n    return a\n"
+    result = merge_file(base, renamed + other, base.replace(b"a * 2", b"a * 3"), "m.py")
+    assert result.clean
+    assert result.content == renamed.replace(b"a * 2", b"a * 3") + other
+
+
 def test_an_unrelated_function_in_a_deleted_ones_place_is_not_a_rename() -> None:
     """Deleting f and adding a dissimilar g where it was, against an edit of f, conflicts on f."""
     base = b"def f(x):\n    a = x + 1\n    b = a * 2\n    return b\n"

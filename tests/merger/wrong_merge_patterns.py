@@ -249,6 +249,57 @@ def _go_methods_of_a_gone_type() -> list[Pattern]:
     ]
 
 
+def _deleted_among_look_alikes() -> list[Pattern]:
+    # Found blind in the second held-out set (scrapy's tests/test_utils_spider.py): ours
+    # deleted two classes and added several alike, theirs edited the two; the driver
+    # took the first of equally alike new classes for each one "renamed" and moved
+    # theirs' edit into it. Also cargo's owner.rs: a Rust test split in two copies.
+    py_base = b'class Old(Spider):\n    name = "old"\n'
+    py_ours = (
+        b"".join(
+            b'class New%s(Base):\n    name = "%s"\n\n\n' % (k, k.lower())
+            for k in (b"A", b"B", b"C")
+        ).rstrip(b"\n")
+        + b"\n"
+    )
+    py_theirs = py_base + b'    allowed = ["example.com"]\n'
+    es_base = b"class Old extends Spider {\n  name = 'old';\n}\n"
+    es_ours = b"".join(
+        b"class New%s extends Base {\n  name = '%s';\n}\n" % (k, k.lower()) for k in (b"A", b"B")
+    )
+    es_theirs = es_base.replace(b"}\n", b"  allowed = ['example.com'];\n}\n")
+    rs_base = b'#[test]\nfn add_with_token() {\n    run("add", "-Zold");\n}\n'
+    rs_ours = (
+        b'#[test]\nfn flag_add_with_token() {\n    run("add", "-Zold");\n}\n\n'
+        b'#[test]\nfn subcommand_add_with_token() {\n    run("add", "-Zold");\n}\n'
+    )
+    rs_theirs = rs_base.replace(b"-Zold", b"-Znew")
+    go_base = b'package p\n\nfunc TestAdd(t *T) {\n\trun(t, "add", "-old")\n}\n'
+    go_ours = (
+        b'package p\n\nfunc TestFlagAdd(t *T) {\n\trun(t, "add", "-old")\n}\n\n'
+        b'func TestSubcommandAdd(t *T) {\n\trun(t, "add", "-old")\n}\n'
+    )
+    go_theirs = go_base.replace(b"-old", b"-new")
+    java_base = b'class T {\n    void add() {\n        run("add", "-old");\n    }\n}\n'
+    java_ours = (
+        b'class T {\n    void flagAdd() {\n        run("add", "-old");\n    }\n\n'
+        b'    void commandAdd() {\n        run("add", "-old");\n    }\n}\n'
+    )
+    java_theirs = java_base.replace(b"-old", b"-new")
+    return [
+        Pattern("python-deleted-among-look-alikes", "m.py", py_base, py_ours, py_theirs),
+        *(
+            Pattern(
+                f"{lang}-deleted-among-look-alikes", f"m.{lang[0]}s", es_base, es_ours, es_theirs
+            )
+            for lang in ("javascript", "typescript")
+        ),
+        Pattern("rust-deleted-among-look-alikes", "m.rs", rs_base, rs_ours, rs_theirs),
+        Pattern("go-deleted-among-look-alikes", "m_test.go", go_base, go_ours, go_theirs),
+        Pattern("java-deleted-among-look-alikes", "T.java", java_base, java_ours, java_theirs),
+    ]
+
+
 PATTERNS: list[Pattern] = [
     *_py_imports(),
     *_es_imports("javascript", "js"),
@@ -258,4 +309,5 @@ PATTERNS: list[Pattern] = [
     *_one_statement_changed(),
     *_member_moved_and_deleted(),
     *_go_methods_of_a_gone_type(),
+    *_deleted_among_look_alikes(),
 ]

@@ -85,6 +85,9 @@ _RENAME_SIMILARITY = 0.6
 # Entities of at most this many lines are compared character by character: one line
 # (an import moved to another module, a version bumped) is all or nothing by lines.
 _SHORT = 3
+# Look-alikes scoring within this of the best one are as good a match as it (about one
+# character in sixty of a short text).
+_TIE = 0.03
 
 
 def similarity(old: bytes, new: bytes, *, at_least: float = 0.0) -> float:
@@ -140,6 +143,33 @@ def _slot(base: tuple[Entity, ...], i: int, position: dict[Key, int], size: int)
     return range(before + 1, after)
 
 
+def _unnamed(entity: Entity) -> bytes:
+    """The entity's text without its own name (``def (x):`` for ``def f(x):``)."""
+    name = entity.name.split("(", 1)[0].rsplit(".", 1)[-1].encode()
+    return entity.text.replace(name, b"", 1) if name else entity.text
+
+
+def _guessed(vanished: Entity, candidates: list[Entity]) -> bool:
+    """Whether pairing a vanished named entity with its best look-alike would be a guess.
+
+    `candidates` are the new entities alike enough to be it. Two of them as like it as
+    each other once names are set aside (a class deleted where seven similar ones were
+    added, a test split in two copies): which one it became is a guess, and a wrong
+    guess moves the other side's edit of it into an entity it never saw. Left unpaired,
+    it is a deletion, which conflicts with an edit. Names are set aside because in a
+    short text they weigh most: ``flag_add`` is nearer ``add`` than ``subcommand_add``
+    is, whatever their bodies. Not for unnamed statements, which are keyed by their
+    text, nor imports: every new import of the file is a candidate, many look alike,
+    and the imports check judges the merged imports as sets of names.
+    """
+    if len(candidates) < 2 or vanished.anonymous or vanished.kind in _REPEATABLE:
+        return False
+    old = _unnamed(vanished)
+    scores = [similarity(old, _unnamed(c)) for c in candidates]
+    top = max(scores)
+    return sum(score >= top - _TIE for score in scores) > 1
+
+
 def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
     """Give an entity that looks like an edit of a vanished base entity that one's key.
 
@@ -166,15 +196,18 @@ def rematch(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity,
             range(len(side)) if base[i].kind in _REPEATABLE else _slot(base, i, position, len(side))
         )
         slot = [p for p in where if p not in taken and result[p].key not in base_keys]
-        best: tuple[float, int] | None = None
+        scores: list[tuple[float, int]] = []
         for p in slot:
             if base[i].anonymous and len(slot) == 1:
                 # One candidate: no need to score it, only to check its type.
                 score = 1.0 if _likeness_type(base[i], result[p]) else None
             else:
                 score = _likeness(base[i], result[p])
-            if score is not None and (best is None or score > best[0]):
-                best = (score, p)
+            if score is not None:
+                scores.append((score, p))
+        best = max(scores, key=lambda sp: sp[0], default=None)
+        if best is not None and _guessed(base[i], [result[p] for _, p in scores]):
+            best = None
         if best is not None:
             p = best[1]
             result[p] = replace(result[p], name=base[i].name, occurrence=base[i].occurrence)
