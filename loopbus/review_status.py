@@ -21,6 +21,10 @@ from projections.units import UnitsState
 
 _json = msgspec.json.Encoder()
 
+# Key of the states `load_unit` fills when the projector had not folded the project's
+# last event: (seq folded, the project's last seq).
+BEHIND = "behind"
+
 
 def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, Any]:
     """Everything ``--unit`` shows, as plain data."""
@@ -29,7 +33,16 @@ def unit_document(project: str, unit: str, states: dict[str, Any]) -> dict[str, 
     history = conv.unit_view(states["convergence"], unit)
     if view is None and history is None:
         known = ", ".join(sorted(units.units)) or "none yet"
-        raise UsageError(f"--unit {unit!r}: project {project} has no such unit (units: {known})")
+        behind = states.get(BEHIND)
+        lag = (
+            f"; the projector has folded the log to seq {behind[0]} and the project's last"
+            f" event is seq {behind[1]}: a unit planned just now shows once it catches up"
+            if behind
+            else ""
+        )
+        raise UsageError(
+            f"--unit {unit!r}: project {project} has no such unit (units: {known}){lag}"
+        )
     open_findings = findings_fold.open_findings(states["findings"], unit)
     brief = conv.brief(states["convergence"], unit)
     return {

@@ -30,6 +30,7 @@ from projections import convergence as convergence_fold
 from projections import findings as findings_fold
 from projections import units as units_fold
 from schemas.ids import is_token
+from schemas.subjects import project_subjects
 
 _json = msgspec.json.Encoder()
 
@@ -75,7 +76,9 @@ async def load_view(
 
 async def load_unit(conn: Connection, project: str, unit: str, limit: int | None) -> dict[str, Any]:
     """The units, convergence, findings and builds states holding only ``unit``'s entries
-    (and, when it is unknown, up to ``limit`` other units to name)."""
+    (and, when it is unknown, up to ``limit`` other units to name, and under
+    ``review_status.BEHIND`` how far the projector has folded when it has not yet
+    reached the project's last event)."""
     bus = await conn.open()
     try:
         await require_known(bus, project)
@@ -92,6 +95,11 @@ async def load_unit(conn: Connection, project: str, unit: str, limit: int | None
             states[fold.name] = await _entries(views, project, fold, path)
         if unit not in states["units"].units and unit not in states["convergence"].units:
             states["units"] = await _page(bus, views, project, limit)
+            # Not found may only mean not folded yet: say how far the projector is.
+            folded = (await views.checkpoint()).seq
+            last = await bus.last_subject_seq(project_subjects(project))
+            if folded < last:
+                states[review_status.BEHIND] = (folded, last)
     finally:
         await bus.close()
     return states

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from reviewkit import (
     SYSTEM,
     Scripted,
@@ -26,6 +27,7 @@ from reviewkit import (
 )
 
 from bus import Bus, Views
+from bus.views import CHECKPOINT_KEY, Checkpoint
 from projections import convergence as conv
 from schemas import UnitPlanned, UnitTransitioned
 from workers.projector.daemon import ProjectorDaemon
@@ -41,6 +43,16 @@ async def materialised(bus: Bus, project: str, seq: int, timeout: float = 60) ->
     async with asyncio.timeout(timeout):
         async for stored_seq in views.watch_seq(project, conv.FOLD):
             if stored_seq >= seq:
+                return
+
+
+async def checkpointed(bus: Bus, seq: int, timeout: float = 60) -> None:
+    """Wait (watching the projector's checkpoint key) until it covers ``seq``."""
+    views = await Views.open(bus)
+    async with asyncio.timeout(timeout):
+        async for entry in views.bucket.watch(CHECKPOINT_KEY):
+            value = entry.value if entry is not None else None
+            if value and msgspec.json.decode(value, type=Checkpoint).seq >= seq:
                 return
 
 
@@ -107,8 +119,30 @@ async def test_status_of_an_unknown_unit_is_one_line(bus: Bus, nats_url: str, pr
     """An unknown unit of a known project is a one-line error naming it, exit 2 (a usage
     error, like an unknown project), no traceback."""
     await bus.publish(UnitPlanned(project=project, actor=SYSTEM, slice="S1", unit="U1"))
+    last = await bus.last_subject_seq(f"loop.{project}.>")
+    async with running(bus, ProjectorDaemon(bus)):
+        await checkpointed(bus, last)
     done = await asyncio.to_thread(status, nats_url, "--project", project, "--unit", "NOPE")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"loopbus: error: --unit 'NOPE': project {project} has no such unit (units: none yet)"
+        f"loopbus: error: --unit 'NOPE': project {project} has no such unit (units: U1)"
     ]
+
+
+async def test_an_unknown_unit_while_the_projector_lags_says_how_far_it_is(
+    bus: Bus, nats_url: str, project: str
+) -> None:
+    """With no projector folding, a unit planned a moment ago is not in the views yet: the
+    error says so, with the projector's checkpoint and the project's last event, rather
+    than only that the unit does not exist."""
+    await bus.publish(UnitPlanned(project=project, actor=SYSTEM, slice="S1", unit="U1"))
+    last = await bus.last_subject_seq(f"loop.{project}.>")
+    done = await asyncio.to_thread(status, nats_url, "--project", project, "--unit", "U1")
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    prefix = f"loopbus: error: --unit 'U1': project {project} has no such unit (units: none yet)"
+    assert line.startswith(prefix + "; the projector has folded the log to seq ")
+    assert line.endswith(
+        f" and the project's last event is seq {last}: a unit planned just now shows once it"
+        " catches up"
+    )
