@@ -8,6 +8,7 @@ import asyncio
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -59,28 +60,48 @@ def run_worker(args: argparse.Namespace) -> int:
     module = _module(args.name)
     os.environ[WORKER_PROG_ENV] = f"loopbus worker {args.name}"  # its errors name this command
     # -P: a project's own workers/ or schemas/ in the current folder must not shadow ours.
-    given = [sys.executable, "-P", "-m", module, *_creds(), *_served_url(), *args.rest]
+    data_dir = _data_dir_option(args.rest) or creds_data_dir()
+    given = [
+        *(sys.executable, "-P", "-m", module),
+        *_creds(data_dir),
+        *_served_url(data_dir),
+        *args.rest,
+    ]
     os.execv(sys.executable, given)
 
 
-def _creds() -> list[str]:
+def _data_dir_option(rest: list[str]) -> Path | None:
+    """The daemon's own ``--data-dir`` among its options, when it takes one (the builder,
+    dispatcher, gate runner, merger, shipper): its credential and server are that
+    directory's, not those of the folder the command was run from."""
+    for i, option in enumerate(rest):
+        if option == "--":
+            return None
+        if option == "--data-dir" and i + 1 < len(rest):
+            return Path(rest[i + 1])
+        if option.startswith("--data-dir="):
+            return Path(option.partition("=")[2])
+    return None
+
+
+def _creds(data_dir: Path) -> list[str]:
     """The credential a daemon runs with when neither ``--creds`` nor ``$LOOPBUS_CREDS``
     names one: the system credential ``loopbus up`` made (the one it gives its daemons),
-    found as every command finds its role's. Given before the daemon's own options, so a
-    ``--creds`` among them wins."""
+    found as every command finds its role's, or in the daemon's own ``--data-dir``. Given
+    before the daemon's own options, so a ``--creds`` among them wins."""
     if os.environ.get(CREDS_ENV):
         return []
-    path = default_file(creds_data_dir(), "system")
+    path = default_file(data_dir, "system")
     return ["--creds", str(path)] if path.exists() else []
 
 
-def _served_url() -> list[str]:
+def _served_url(data_dir: Path) -> list[str]:
     """The server of the running ``loopbus up`` whose data directory holds that credential,
     when neither ``--nats-url`` nor ``$LOOPBUS_NATS_URL`` names one (it leaves 4222 when that
     port is taken; see :mod:`loopbus.served_url`). A ``--nats-url`` of the daemon's wins."""
     if os.environ.get(NATS_URL_ENV):
         return []
-    url = served_url.read(creds_data_dir())
+    url = served_url.read(data_dir)
     return ["--nats-url", url] if url else []
 
 

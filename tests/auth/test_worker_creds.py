@@ -65,3 +65,50 @@ def test_a_worker_beside_up_connects_with_the_system_credential(
             worker.communicate(timeout=30)
         secured.server.stop()
         stand_in.close()
+
+
+def test_a_worker_given_its_own_data_dir_uses_that_directorys_credential_and_server(
+    tmp_path: Path,
+) -> None:
+    """`loopbus worker dispatcher --data-dir D`, run from a folder with no `.loopbus`:
+    the credential and the server are D's (it looked beside the current folder only)."""
+    data_dir = tmp_path / "elsewhere" / ".loopbus"
+    secured = start_secured(data_dir)
+    here = tmp_path / "work"
+    here.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPBUS_")}
+    stand_in = open(data_dir / served_url.LOCK_FILE, "a+")  # noqa: SIM115
+    fcntl.flock(stand_in, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    served_url.write(data_dir, secured.url)
+    worker = subprocess.Popen(
+        [*LOOPBUS, "worker", "dispatcher", "--data-dir", str(data_dir)],
+        cwd=here,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        healthy = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and worker.poll() is None:
+            healthy = subprocess.run(
+                [*LOOPBUS, "health", "dispatcher"],
+                cwd=here,
+                env=env | {"LOOPBUS_DATA_DIR": str(data_dir)},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if healthy.returncode == 0:
+                break
+            time.sleep(0.5)
+        assert worker.poll() is None, worker.communicate(timeout=30)[1]
+        assert healthy is not None and healthy.returncode == 0, healthy
+    finally:
+        if worker.poll() is None:
+            worker.terminate()
+            worker.communicate(timeout=30)
+        secured.server.stop()
+        stand_in.close()
