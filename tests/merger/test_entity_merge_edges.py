@@ -333,3 +333,15 @@ def test_an_unrelated_function_in_a_deleted_ones_place_is_not_a_rename() -> None
     theirs = base.replace(b"a * 2", b"a * 3")
     result = merge_file(base, ours, theirs, "m.py")
     assert [(c.label, c.reason) for c in result.conflicts] == [("function f", "delete-modify")]
+
+
+def test_one_go_blank_check_both_sides_added_is_kept_once() -> None:
+    """Theirs adds `var _ A` and `var _ B`, ours the same `var _ A` alone: one `var _ A`.
+
+    `_` may be declared any number of times, so theirs' two were keyed by their text
+    and ours' one by its name, and the same line was kept twice."""
+    base = b"package p\n\nfunc F() {}\n"
+    check = b"\nvar _ A = (*T)(nil)\n"
+    result = merge_file(base, base + check, base + check + b"\nvar _ B = (*T)(nil)\n", "m.go")
+    assert result.clean
+    assert result.content == base + check + b"\nvar _ B = (*T)(nil)\n"

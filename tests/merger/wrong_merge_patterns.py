@@ -300,6 +300,50 @@ def _deleted_among_look_alikes() -> list[Pattern]:
     ]
 
 
+def _one_statement_rewritten_as_two_sorts() -> list[Pattern]:
+    # Found blind in the third held-out set (mocha's lib/hook.mjs): both sides turned
+    # `module.exports = Hook;` into an ES export, one `export default`, one `export {}`;
+    # the two rewrites are of different sorts, so neither was taken for the base
+    # statement's rewrite and both were kept.
+    es_base = b"class Hook {}\n\nmodule.exports = Hook;\n"
+    py_base = b"def main():\n    return 0\n\n\nmain()\n"
+    return [
+        *(
+            Pattern(
+                f"{lang}-one-statement-rewritten-as-two-sorts",
+                f"m.{ext}",
+                es_base,
+                es_base.replace(b"module.exports = Hook;", b"export default Hook;"),
+                es_base.replace(b"module.exports = Hook;", b"export { Hook };"),
+            )
+            for lang, ext in (("javascript", "mjs"), ("typescript", "ts"))
+        ),
+        Pattern(
+            "python-one-statement-rewritten-as-two-sorts",
+            "m.py",
+            py_base,
+            py_base.replace(b"main()\n", b'if __name__ == "__main__":\n    main()\n'),
+            py_base.replace(b"main()\n", b"sys.exit(main())\n"),
+        ),
+    ]
+
+
+def _go_blank_checks_in_two_layouts() -> list[Pattern]:
+    # Found blind in the third held-out set (urfave/cli's flag_ext.go): both sides added
+    # the same `var _ I = (*T)(nil)` interface checks, one in a `var ( … )` block, one
+    # a line each; `_` binds nothing, so the duplicate check did not count them.
+    base = b"package p\n\ntype T struct{}\n"
+    return [
+        Pattern(
+            "go-blank-checks-in-a-block-and-on-lines",
+            "m.go",
+            base,
+            base + b"\nvar (\n\t_ A = (*T)(nil)\n\t_ B = (*T)(nil)\n)\n",
+            base + b"\nvar _ A = (*T)(nil)\nvar _ B = (*T)(nil)\n",
+        ),
+    ]
+
+
 PATTERNS: list[Pattern] = [
     *_py_imports(),
     *_es_imports("javascript", "js"),
@@ -310,4 +354,6 @@ PATTERNS: list[Pattern] = [
     *_member_moved_and_deleted(),
     *_go_methods_of_a_gone_type(),
     *_deleted_among_look_alikes(),
+    *_one_statement_rewritten_as_two_sorts(),
+    *_go_blank_checks_in_two_layouts(),
 ]

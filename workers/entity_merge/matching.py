@@ -55,11 +55,12 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     for ident, positions in groups.items():
         originals = base_groups.get(ident, [])
         # One of a kind in base and side: paired by key as is. But a file may import
-        # from one module in several statements, so a side adding one where the base
-        # had none is keyed by its text too, or it would not meet the other side's
-        # same import when that side added two.
+        # from one module in several statements, and Go may declare `var _ …` as often
+        # as it likes, so a side adding one of those where the base had none is keyed
+        # by its text too, or it would not meet the other side's same one when that
+        # side added two.
         single = len(positions) < 2 and len(originals) < 2
-        if single and (originals or ident[0] not in _REPEATABLE):
+        if single and (originals or (ident[0] not in _REPEATABLE and ident[2] != "_")):
             continue
         texts = [side[p].text for p in positions]
         matcher = difflib.SequenceMatcher(None, [e.text for e in originals], texts, autojunk=False)
@@ -285,7 +286,8 @@ def replacements(
     An addition in a vanished entity's slot replaces it when it holds most of its lines
     (it was wrapped in a condition, or rewritten around them), when it uses the vanished
     entity's name (``DEBUG = False`` turned into an ``if`` setting ``DEBUG``) or, with
-    `loose`, when it is an unnamed statement of the same type (an ``if`` for an ``if``).
+    `loose`, when it is an unnamed statement of the same type (an ``if`` for an ``if``)
+    or, where an unnamed statement vanished, the one new entity in its place.
     """
     side_keys = {e.key for e in side}
     base_keys = {e.key for e in base}
@@ -295,12 +297,20 @@ def replacements(
     for i, old in enumerate(base):
         if old.key in side_keys:
             continue
-        for p in _slot(base, i, position, len(side)):
+        slot = [p for p in _slot(base, i, position, len(side)) if side[p].key not in base_keys]
+        for p in slot:
             new = side[p]
-            if p in claimed or new.key in base_keys:
+            if p in claimed:
                 continue
             same_statement = old.anonymous and new.anonymous and old.node_type == new.node_type
-            if _shares_lines(old, new) or _mentions(old, new) or (loose and same_statement):
+            # The one new entity where an unnamed statement was is its rewrite, whatever
+            # its sort: `module.exports = Hook;` as `export default Hook;`.
+            lone = old.anonymous and len(slot) == 1
+            if (
+                _shares_lines(old, new)
+                or _mentions(old, new)
+                or (loose and (same_statement or lone))
+            ):
                 found.setdefault(old.key, []).append(new.key)
                 claimed.add(p)
     return found

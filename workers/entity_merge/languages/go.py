@@ -130,7 +130,13 @@ def binds(node: Node) -> list[str]:
                 found.append(f"import {name}")
             found.append(f"import path {node_text(current.child_by_field_name('path'))}")
         elif current.type in _SPEC_KIND:
-            found += [node_text(n) for n in current.children_by_field_name("name")]
+            names = [node_text(n) for n in current.children_by_field_name("name")]
+            found += names
+            if "_" in names:
+                # `var _ Flag = (*extFlag)(nil)` binds nothing, so it is known by what it
+                # says: two sides adding one such check, one in a `var ( … )` block and
+                # one on its own line, would otherwise both be kept.
+                found.append("blank " + " ".join(node_text(current).split()))
         else:
             stack.extend(current.named_children)
     return [name for name in found if name != "_"]
