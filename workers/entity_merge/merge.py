@@ -27,6 +27,7 @@ from .entries import misplaced_entries
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
+from .line_endings import converted_to, in_lf, written_in
 from .line_merge import split_lines
 from .matching import Reordered
 from .refusal import binary_result, duplicated, is_binary, refused
@@ -222,9 +223,20 @@ def merge_file(
     (:mod:`.imports`) and must not keep a line more often than the sides' changes allow
     (:mod:`.doubled`), or it becomes a conflict.
     """
-    spec = language_for_path(path)
     if any(is_binary(data) for data in (base, ours, theirs)):
         return binary_result(base, ours, theirs, path)
+    ending = converted_to(base, ours, theirs)
+    if ending is not None:
+        result = _merge_text(in_lf(base), in_lf(ours), in_lf(theirs), path, marker_size)
+        return msgspec.structs.replace(result, content=written_in(ending, result.content))
+    return _merge_text(base, ours, theirs, path, marker_size)
+
+
+def _merge_text(
+    base: bytes, ours: bytes, theirs: bytes, path: str, marker_size: int
+) -> MergeResult:
+    """`merge_file` of three text versions whose line endings need no conversion."""
+    spec = language_for_path(path)
     data_merge = data_merger_for(path)
     if data_merge is not None:
         return data_merge(base, ours, theirs, path, marker_size)
