@@ -46,3 +46,23 @@ def test_the_same_duplicate_in_a_renamed_class_is_still_one() -> None:
         b"}\n}\n", b"}\n" + strings + numbers + b"}\n"
     )
     assert facts(ours, theirs).wrong_reason(merged).startswith("duplicate: NewName.add(")
+
+
+def test_a_side_that_only_converted_line_endings_changed_no_definition() -> None:
+    """Theirs turned CRLF into LF, ours rewrote a constructor under a new signature
+    (RxJava's Pattern2.java): ours did not delete a definition theirs changed."""
+    base = (
+        b"class P {\r\n    P(Observable a, Observable b) {\r\n        this.a = a;\r\n"
+        b"        this.b = b;\r\n    }\r\n}\r\n"
+    )
+    ours = (
+        b"class P {\r\n    P(IObservable a, IObservable b) {\r\n        this.a = wrap(a);\r\n"
+        b"        this.b = wrap(b);\r\n    }\r\n}\r\n"
+    )
+    theirs = base.replace(b"\r\n", b"\n")
+    judged = Facts("P.java", {"base": base, "ours": ours, "theirs": theirs})
+    assert judged.wrong_reason(ours.replace(b"\r\n", b"\n")) == ""
+    # Without the conversion, the same rewrite against an edit is a contested definition.
+    edited = base.replace(b"this.b = b;", b"this.b = b.cache();")
+    judged = Facts("P.java", {"base": base, "ours": ours, "theirs": edited})
+    assert judged.wrong_reason(ours).startswith("defined and deleted: P.P(Observable, Observable)")

@@ -126,7 +126,9 @@ class Facts:
         self.counts: dict[str, Counter[str]] = {}
         self.defined: dict[str, dict[str, str]] = {}
         for name in ("base", "ours", "theirs"):
-            root = spec.parser().parse(data[name]).root_node
+            # Line endings are not what these checks judge: a side that only turned CRLF
+            # into LF has not changed a definition another side deleted.
+            root = spec.parser().parse(data[name].replace(b"\r\n", b"\n")).root_node
             if spec.broken(root):
                 self.parses = False  # nothing to hold a result to
                 return
