@@ -4,8 +4,9 @@ A text merge of two sides' import statements can bring back a name one side remo
 ours drops ``N`` from ``from units import kg, N``, theirs moves the same names into a
 longer line, and the merged line, combined name by name, has ``N`` again. The import
 map says which names the merge should import (:mod:`.imports`); when the merged file
-imports exactly those plus a few more, each from a statement listing several names,
-those few are cut from their lists and the file is checked again. Anything else (a
+imports exactly those plus a few more, a statement on its own lines that imports only
+extra names is taken out whole, the rest are cut from statements listing several
+names, and the file is checked again. Anything else (a
 name missing, a statement left empty) is not repaired: the caller reports a conflict.
 """
 
@@ -48,10 +49,12 @@ def without_extra_imports(
     extra = _extra(spec, roots)
     if not extra:
         return None
+    found = list(statements(spec, roots[3]))
+    whole = _wholly_extra(found, extra, content)
     cut: dict[int, tuple[Node, set[int]]] = {}
-    for bound, module, imported, statement in statements(spec, roots[3]):
+    for bound, module, imported, statement in found:
         key = (bound, module, imported)
-        if not extra[key]:
+        if statement.start_byte in whole or not extra[key]:
             continue
         listed = spec.name_list(statement)
         if listed is None:
@@ -68,13 +71,49 @@ def without_extra_imports(
     if +extra:
         return None
     out = content
-    for start in sorted(cut, reverse=True):
-        statement, dropped = cut[start]
+    edits = [(start, end, b"") for start, end in whole.values()]
+    for statement, dropped in cut.values():
         rewritten = _drop(spec, statement, dropped)
         if rewritten is None:
             return None
-        out = out[: statement.start_byte] + rewritten + out[statement.end_byte :]
+        edits.append((statement.start_byte, statement.end_byte, rewritten))
+    for start, end, text in sorted(edits, reverse=True):
+        out = out[:start] + text + out[end:]
     return out
+
+
+def _wholly_extra(
+    found: list[tuple[str, str, str, Node]], extra: Counter[_Entry], content: bytes
+) -> dict[int, tuple[int, int]]:
+    """Statements on lines of their own whose every name is extra and imported by another
+    statement too, taken out of `extra`: start byte -> the byte range of their lines.
+
+    Two sides adding ``from m import a, b`` and ``from m import a`` leave ``a`` twice;
+    dropping the statement that adds nothing keeps the fuller one as its side wrote
+    it, where cutting ``a`` from the first list would split one import into two.
+    """
+    names: dict[int, tuple[Node, Counter[_Entry]]] = {}
+    everywhere: Counter[_Entry] = Counter()
+    for bound, module, imported, statement in found:
+        _, keys = names.setdefault(statement.start_byte, (statement, Counter()))
+        keys[(bound, module, imported)] += 1
+        everywhere[(bound, module, imported)] += 1
+    whole: dict[int, tuple[int, int]] = {}
+    # Last first: of two statements that each add only the extra name, ours (placed
+    # first where both sides added at one place) is the one kept.
+    for start, (statement, keys) in reversed(names.items()):
+        end = statement.end_byte
+        own_lines = (start == 0 or content[start - 1 : start] == b"\n") and content[
+            end : end + 1
+        ] == b"\n"
+        # Only a repeat: each of its names is imported from the same module by another
+        # statement too. A name the merge drops altogether (one side moved it, the
+        # other renamed it) is not cut here; the caller reports the conflict.
+        repeated = all(everywhere[key] > n for key, n in keys.items())
+        if own_lines and repeated and not keys - extra:
+            extra.subtract(keys)
+            whole[start] = (start, end + 1)
+    return whole
 
 
 def _drop(spec: LanguageSpec, statement: Node, dropped: set[int]) -> bytes | None:
