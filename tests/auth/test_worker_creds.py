@@ -19,6 +19,43 @@ from loopbus import served_url
 LOOPBUS = [sys.executable, "-m", "loopbus.cli"]
 
 
+def assert_runs_healthy(
+    worker: list[str], health: list[str], cwd: Path, env: dict[str, str], health_env: dict[str, str]
+) -> None:
+    """Start `loopbus worker …` and wait until `loopbus health …` says its beacon is fresh
+    (while it still runs), then stop it."""
+    process = subprocess.Popen(
+        [*LOOPBUS, "worker", *worker],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        healthy = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            healthy = subprocess.run(
+                [*LOOPBUS, "health", *health],
+                cwd=cwd,
+                env=health_env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if healthy.returncode == 0:
+                break
+            time.sleep(0.5)
+        assert process.poll() is None, process.communicate(timeout=30)[1]
+        assert healthy is not None and healthy.returncode == 0, healthy
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=30)
+
+
 @pytest.mark.parametrize("told_where", [True, False], ids=["url-given", "url-from-up"])
 def test_a_worker_beside_up_connects_with_the_system_credential(
     tmp_path: Path, told_where: bool
@@ -33,36 +70,9 @@ def test_a_worker_beside_up_connects_with_the_system_credential(
         fcntl.flock(stand_in, fcntl.LOCK_EX | fcntl.LOCK_NB)
         served_url.write(tmp_path / ".loopbus", secured.url)
         where = []
-    worker = subprocess.Popen(
-        [*LOOPBUS, "worker", "projector", *where],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        healthy = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and worker.poll() is None:
-            healthy = subprocess.run(
-                [*LOOPBUS, "health", "projector", *where],
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            if healthy.returncode == 0:
-                break
-            time.sleep(0.5)
-        assert worker.poll() is None, worker.communicate(timeout=30)[1]
-        assert healthy is not None and healthy.returncode == 0, healthy
+        assert_runs_healthy(["projector", *where], ["projector", *where], tmp_path, env, env)
     finally:
-        if worker.poll() is None:
-            worker.terminate()
-            worker.communicate(timeout=30)
         secured.server.stop()
         stand_in.close()
 
@@ -80,35 +90,14 @@ def test_a_worker_given_its_own_data_dir_uses_that_directorys_credential_and_ser
     stand_in = open(data_dir / served_url.LOCK_FILE, "a+")  # noqa: SIM115
     fcntl.flock(stand_in, fcntl.LOCK_EX | fcntl.LOCK_NB)
     served_url.write(data_dir, secured.url)
-    worker = subprocess.Popen(
-        [*LOOPBUS, "worker", "dispatcher", "--data-dir", str(data_dir)],
-        cwd=here,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        healthy = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and worker.poll() is None:
-            healthy = subprocess.run(
-                [*LOOPBUS, "health", "dispatcher"],
-                cwd=here,
-                env=env | {"LOOPBUS_DATA_DIR": str(data_dir)},
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            if healthy.returncode == 0:
-                break
-            time.sleep(0.5)
-        assert worker.poll() is None, worker.communicate(timeout=30)[1]
-        assert healthy is not None and healthy.returncode == 0, healthy
+        assert_runs_healthy(
+            ["dispatcher", "--data-dir", str(data_dir)],
+            ["dispatcher"],
+            here,
+            env,
+            env | {"LOOPBUS_DATA_DIR": str(data_dir)},
+        )
     finally:
-        if worker.poll() is None:
-            worker.terminate()
-            worker.communicate(timeout=30)
         secured.server.stop()
         stand_in.close()
