@@ -345,3 +345,24 @@ def test_one_go_blank_check_both_sides_added_is_kept_once() -> None:
     result = merge_file(base, base + check, base + check + b"\nvar _ B = (*T)(nil)\n", "m.go")
     assert result.clean
     assert result.content == base + check + b"\nvar _ B = (*T)(nil)\n"
+
+
+def test_two_new_iota_blocks_with_blank_constants_merge() -> None:
+    """`_ = iota` opens every enum block: two sides adding one block each is no repeat."""
+    base = b"package p\n\nconst (\n\t_ = iota\n\tA\n)\n"
+    ours = base + b"\nconst (\n\t_ = iota\n\tB\n)\n"
+    theirs = base + b"\nconst (\n\t_ = iota\n\tC\n)\n"
+    result = merge_file(base, ours, theirs, "m.go")
+    assert result.clean, result.note
+    assert result.content == ours + b"\nconst (\n\t_ = iota\n\tC\n)\n"
+
+
+def test_both_sides_replacing_a_call_with_unrelated_functions_merge() -> None:
+    """Both delete `setup()` and each adds its own function there: two additions, not two
+    rewrites of one statement."""
+    base = b"def a():\n    return 1\n\n\nsetup()\n"
+    ours = base.replace(b"setup()\n", b"def b():\n    return 2\n")
+    theirs = base.replace(b"setup()\n", b"def c():\n    return 3\n")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean, result.conflicts
+    assert result.content == ours + b"\n\ndef c():\n    return 3\n"

@@ -66,3 +66,15 @@ def test_a_side_that_only_converted_line_endings_changed_no_definition() -> None
     edited = base.replace(b"this.b = b;", b"this.b = b.cache();")
     judged = Facts("P.java", {"base": base, "ours": ours, "theirs": edited})
     assert judged.wrong_reason(ours).startswith("defined and deleted: P.P(Observable, Observable)")
+
+
+def test_a_merge_mixing_line_endings_no_side_mixed_is_wrong() -> None:
+    """RxJava's Pattern1.java: theirs converted CRLF to LF, the merge kept CRLF on ours'
+    lines; the check read it as fine."""
+    base = b"class P {\r\n    int a() {\r\n        return 1;\r\n    }\r\n}\r\n"
+    ours = base.replace(b"return 1", b"return 2")
+    theirs = base.replace(b"\r\n", b"\n")
+    judged = Facts("P.java", {"base": base, "ours": ours, "theirs": theirs})
+    mixed = theirs.replace(b"        return 1;\n", b"        return 2;\r\n")
+    assert judged.wrong_reason(mixed).startswith("mixed line endings")
+    assert judged.wrong_reason(ours.replace(b"\r\n", b"\n")) == ""

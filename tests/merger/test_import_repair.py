@@ -48,6 +48,35 @@ def test_the_fuller_import_is_kept_whole(
     assert result.content == with_fuller
 
 
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+def test_the_fuller_import_is_kept_whole_in_either_line_ending(ending: bytes) -> None:
+    base = b"import os\n\n\ndef f():\n    return os\n"
+    ours = base.replace(b"import os\n", b"import os\nfrom pkg.models import A, B\n")
+    theirs = base.replace(b"import os\n", b"import os\nfrom pkg.models import A\n")
+    result = merge_file(*(v.replace(b"\n", ending) for v in (base, ours, theirs)), "m.py")
+    assert result.clean, result.conflicts
+    assert result.content == ours.replace(b"\n", ending)
+
+
+def test_the_last_statement_of_a_name_the_merge_drops_is_not_taken_out() -> None:
+    """Two statements importing a name the merge should not import at all: only one is
+    a repeat, so the repair leaves the other (and the caller reports a conflict)."""
+    from collections import Counter
+
+    from workers.entity_merge.import_repair import _wholly_extra
+    from workers.entity_merge.imports import statements
+    from workers.entity_merge.languages import language_for_path
+
+    spec = language_for_path("m.py")
+    assert spec is not None
+    content = b"from m import a\nfrom m import a\n"
+    found = list(statements(spec, spec.parser().parse(content).root_node))
+    extra = Counter({("a", "m", "a"): 2})
+    whole = _wholly_extra(found, extra, content)
+    assert list(whole.values()) == [(16, 32)]
+    assert extra == Counter({("a", "m", "a"): 1})
+
+
 def test_a_name_one_side_removed_is_still_cut_from_a_list() -> None:
     """The old repair stands where no statement is wholly extra: ours drops ``N`` from
     ``from units import kg, N``, theirs moves the names into a longer line."""

@@ -288,6 +288,14 @@ def _deleted_among_look_alikes() -> list[Pattern]:
     java_theirs = java_base.replace(b"-old", b"-new")
     return [
         Pattern("python-deleted-among-look-alikes", "m.py", py_base, py_ours, py_theirs),
+        # Names that are parts of keywords (`d` in `def`) must still be set aside whole.
+        Pattern(
+            "python-deleted-among-look-alikes-with-short-names",
+            "m.py",
+            b"def f(x):\n    return x + 1\n",
+            b"def d(x):\n    return x + 1\n\n\ndef g(x):\n    return x + 1\n",
+            b"def f(x):\n    return x + 2\n",
+        ),
         *(
             Pattern(
                 f"{lang}-deleted-among-look-alikes", f"m.{lang[0]}s", es_base, es_ours, es_theirs

@@ -102,18 +102,26 @@ def _wholly_extra(
     # Last first: of two statements that each add only the extra name, ours (placed
     # first where both sides added at one place) is the one kept.
     for start, (statement, keys) in reversed(names.items()):
-        end = statement.end_byte
-        own_lines = (start == 0 or content[start - 1 : start] == b"\n") and content[
-            end : end + 1
-        ] == b"\n"
+        end = _line_end(content, statement.end_byte)
+        own_lines = (start == 0 or content[start - 1 : start] == b"\n") and end is not None
         # Only a repeat: each of its names is imported from the same module by another
-        # statement too. A name the merge drops altogether (one side moved it, the
-        # other renamed it) is not cut here; the caller reports the conflict.
+        # statement still standing. A name the merge drops altogether (one side moved
+        # it, the other renamed it) keeps its last statement; the caller reports it.
         repeated = all(everywhere[key] > n for key, n in keys.items())
-        if own_lines and repeated and not keys - extra:
+        if own_lines and end is not None and repeated and not keys - extra:
             extra.subtract(keys)
-            whole[start] = (start, end + 1)
+            everywhere.subtract(keys)
+            whole[start] = (start, end)
     return whole
+
+
+def _line_end(content: bytes, end: int) -> int | None:
+    """Where the line a statement ends at ends, its newline (LF or CRLF) included, when
+    nothing but that newline follows the statement on it (or the file ends there)."""
+    for newline in (b"\n", b"\r\n"):
+        if content[end : end + len(newline)] == newline:
+            return end + len(newline)
+    return end if end == len(content) else None
 
 
 def _drop(spec: LanguageSpec, statement: Node, dropped: set[int]) -> bytes | None:

@@ -145,9 +145,12 @@ def _slot(base: tuple[Entity, ...], i: int, position: dict[Key, int], size: int)
 
 
 def _unnamed(entity: Entity) -> bytes:
-    """The entity's text without its own name (``def (x):`` for ``def f(x):``)."""
+    """The entity's text without its own name (``def (x):`` for ``def f(x):``): the first
+    occurrence of the name as a whole word, not inside ``def`` or ``void``."""
     name = entity.name.split("(", 1)[0].rsplit(".", 1)[-1].encode()
-    return entity.text.replace(name, b"", 1) if name else entity.text
+    if not name:
+        return entity.text
+    return re.sub(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])", b"", entity.text, count=1)
 
 
 def _guessed(vanished: Entity, candidates: list[Entity]) -> bool:
@@ -271,6 +274,15 @@ def _shares_lines(old: Entity, new: Entity) -> bool:
     return sum(line in theirs for line in mine) * 2 >= len(mine)
 
 
+_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
+
+
+def _shares_a_name(old: Entity, new: Entity) -> bool:
+    """Whether `new` holds a word of two or more characters that `old`'s text holds."""
+    words = {w for w in _WORD.findall(old.text) if len(w) > 1}
+    return any(w in words for w in _WORD.findall(new.text))
+
+
 def _mentions(old: Entity, new: Entity) -> bool:
     """Whether `new` uses `old`'s name (``DEBUG = False`` rewritten as an ``if`` setting it)."""
     if old.anonymous or not old.name.isidentifier():
@@ -287,7 +299,8 @@ def replacements(
     (it was wrapped in a condition, or rewritten around them), when it uses the vanished
     entity's name (``DEBUG = False`` turned into an ``if`` setting ``DEBUG``) or, with
     `loose`, when it is an unnamed statement of the same type (an ``if`` for an ``if``)
-    or, where an unnamed statement vanished, the one new entity in its place.
+    or, where an unnamed statement vanished, the one new entity in its place that uses
+    one of its words.
     """
     side_keys = {e.key for e in side}
     base_keys = {e.key for e in base}
@@ -303,9 +316,10 @@ def replacements(
             if p in claimed:
                 continue
             same_statement = old.anonymous and new.anonymous and old.node_type == new.node_type
-            # The one new entity where an unnamed statement was is its rewrite, whatever
-            # its sort: `module.exports = Hook;` as `export default Hook;`.
-            lone = old.anonymous and len(slot) == 1
+            # The one new entity where an unnamed statement was, using one of its names, is
+            # its rewrite whatever its sort: `module.exports = Hook;` as `export default
+            # Hook;`. (Not an unrelated function added where `setup()` was deleted.)
+            lone = old.anonymous and len(slot) == 1 and _shares_a_name(old, new)
             if (
                 _shares_lines(old, new)
                 or _mentions(old, new)

@@ -72,6 +72,12 @@ class Verdict:
     wrong: str  # why the clean result is wrong, or ""
 
 
+def _mixed(data: bytes) -> bool:
+    """Whether `data` has lines ending in CRLF and lines ending in a bare LF."""
+    crlf = data.count(b"\r\n")
+    return 0 < crlf < data.count(b"\n")
+
+
 def _unqualified(name: str) -> str:
     """A Java method's key without its class: ``needZc(Config, int)``."""
     head, _, parameters = name.partition("(")
@@ -123,6 +129,8 @@ class Facts:
         assert spec is not None
         self.spec = spec
         self.parses = True
+        # A merge may mix CRLF and LF lines only where a side already did.
+        self.mixes = any(_mixed(data[name]) for name in ("base", "ours", "theirs"))
         self.counts: dict[str, Counter[str]] = {}
         self.defined: dict[str, dict[str, str]] = {}
         for name in ("base", "ours", "theirs"):
@@ -151,6 +159,8 @@ class Facts:
         """Why a clean merge is wrong, found without reading it, or "" when nothing is."""
         if not self.parses:
             return ""
+        if _mixed(merged) and not self.mixes:
+            return "mixed line endings: CRLF and LF lines, where no side mixed them"
         root = self.spec.parser().parse(merged).root_node
         if self.spec.broken(root):
             return "parse failure"

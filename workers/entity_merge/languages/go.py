@@ -132,10 +132,11 @@ def binds(node: Node) -> list[str]:
         elif current.type in _SPEC_KIND:
             names = [node_text(n) for n in current.children_by_field_name("name")]
             found += names
-            if "_" in names:
+            if "_" in names and current.type == "var_spec":
                 # `var _ Flag = (*extFlag)(nil)` binds nothing, so it is known by what it
                 # says: two sides adding one such check, one in a `var ( … )` block and
-                # one on its own line, would otherwise both be kept.
+                # one on its own line, would otherwise both be kept. (Not a const `_`: an
+                # iota block's `_ = iota` repeats in every block by design.)
                 found.append("blank " + " ".join(node_text(current).split()))
         else:
             stack.extend(current.named_children)
