@@ -38,7 +38,7 @@ MIRROR_DIR_ENV = "LOOPBUS_MIRROR_DIR"
 GIT_TIMEOUT_S = 600.0
 """Longest one fetch or push may take before the daemon gives up on it (and tries again)."""
 
-_SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>.+)$")
+_SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>.+)\Z")
 _FIX = "give a local path or a file://, ssh:// or https:// URL"
 _LOCK = threading.Lock()
 _MIRRORS: dict[Path, Mirror] = {}

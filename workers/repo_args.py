@@ -25,7 +25,7 @@ from workers.remote import Mirror, default_mirror_dir, mirror_at, parse_source
 log = structlog.get_logger()
 
 FETCH_EVERY_S = 5.0
-_NAMED = re.compile(r"^(?P<name>[^/:=]+)=(?P<rest>.+)$")
+_NAMED = re.compile(r"^(?P<name>[^/:=]+)=(?P<rest>.+)\Z")
 _PROJECT = re.compile(TOKEN_PATTERN)
 """The dispatcher's ``PROJECT=PATH`` form (a URL's ``=`` comes after its ``://``). The name
 is checked before anything is cloned: ``a.b=ssh://…`` is refused as a bad project id, not

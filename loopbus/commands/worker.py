@@ -73,15 +73,16 @@ def run_worker(args: argparse.Namespace) -> int:
 def _data_dir_option(rest: list[str]) -> Path | None:
     """The daemon's own ``--data-dir`` among its options, when it takes one (the builder,
     dispatcher, gate runner, merger, shipper): its credential and server are that
-    directory's, not those of the folder the command was run from."""
-    for i, option in enumerate(rest):
-        if option == "--":
-            return None
-        if option == "--data-dir" and i + 1 < len(rest):
-            return Path(rest[i + 1])
-        if option.startswith("--data-dir="):
-            return Path(option.partition("=")[2])
-    return None
+    directory's, not those of the folder the command was run from. Read as the daemon's
+    argparse reads it (the last one given wins, ``--data`` abbreviates it); anything
+    it cannot read is left for the daemon to refuse."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    parser.add_argument("--data-dir")
+    try:
+        known, _ = parser.parse_known_args(rest)
+    except (argparse.ArgumentError, SystemExit):
+        return None
+    return Path(known.data_dir) if known.data_dir else None
 
 
 def _creds(data_dir: Path) -> list[str]:

@@ -57,3 +57,26 @@ def test_an_unknown_log_level_is_one_line() -> None:
     done = loopbus("worker", "units", "--log-level", "bogus")
     assert done.code == 2 and done.err.count("\n") == 1, done.err
     assert "argument --log-level: 'bogus': give one of debug, info, warning" in done.err
+
+
+@pytest.mark.parametrize(
+    ("rest", "found"),
+    [
+        (["--repo", ".", "--data-dir", "d1"], "d1"),
+        (["--data-dir", "d1", "--data-dir", "d2"], "d2"),  # the last wins, as argparse says
+        (["--data", "d3"], "d3"),  # an abbreviation the daemon's argparse takes
+        (["--data-dir=d4"], "d4"),
+        (["--data-dir="], None),
+        (["--data-dir"], None),  # the daemon refuses it in one line
+        (["-h"], None),
+        (["--repo", "."], None),
+    ],
+)
+def test_the_daemons_own_data_dir_is_read_as_its_argparse_reads_it(
+    rest: list[str], found: str | None
+) -> None:
+    from pathlib import Path
+
+    from loopbus.commands.worker import _data_dir_option
+
+    assert _data_dir_option(rest) == (Path(found) if found else None)
