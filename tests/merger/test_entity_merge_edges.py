@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from workers.entity_merge import merge_file
+from workers.entity_merge.entities import Entity, extract
 from workers.entity_merge.languages import language_for_path
+from workers.entity_merge.line_merge import split_lines
+from workers.entity_merge.matching import align_repeats
 
 MAIN = b"""def a():
     return 1
@@ -345,6 +348,34 @@ def test_one_go_blank_check_both_sides_added_is_kept_once() -> None:
     result = merge_file(base, base + check, base + check + b"\nvar _ B = (*T)(nil)\n", "m.go")
     assert result.clean
     assert result.content == base + check + b"\nvar _ B = (*T)(nil)\n"
+
+
+def test_one_rust_anonymous_const_both_sides_added_is_kept_once() -> None:
+    """Rust's `const _` binds nothing either (`LanguageSpec.blank_names`): the same
+    compile-time check added by both sides, one of them adding a second, is kept once."""
+    base = b"fn f() {}\n"
+    check = b"\nconst _: () = assert!(1 == 1);\n"
+    other = b"\nconst _: () = assert!(2 == 2);\n"
+    result = merge_file(base, base + check, base + check + other, "m.rs")
+    assert result.clean, result.conflicts
+    assert result.content == base + check + other
+
+
+def test_a_blank_name_is_known_by_its_text_only_where_the_language_says_so() -> None:
+    """`_` binds nothing in Go and Rust, but is a name like any other in Python (gettext)
+    or JavaScript (lodash): only `blank_names` makes a lone addition keyed by its text."""
+    spec = language_for_path("m.py")
+    assert spec is not None
+
+    def entities(data: bytes) -> tuple[Entity, ...]:
+        return extract(spec.parser().parse(data).root_node, split_lines(data), spec).entities
+
+    base = entities(b"x = 1\n")
+    side = entities(b"x = 1\n_ = gettext.gettext\n")
+    plain = align_repeats(base, side, blank_names=frozenset())
+    blank = align_repeats(base, side, blank_names=frozenset({"_"}))
+    assert [e.occurrence for e in plain] == [e.occurrence for e in side]
+    assert blank[-1].occurrence == "added 0: _ = gettext.gettext\n"
 
 
 def test_two_new_iota_blocks_with_blank_constants_merge() -> None:

@@ -35,7 +35,9 @@ class Reordered(Exception):
 _REPEATABLE = frozenset({"import", "export"})
 
 
-def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[Entity, ...]:
+def align_repeats(
+    base: tuple[Entity, ...], side: tuple[Entity, ...], *, blank_names: frozenset[str]
+) -> tuple[Entity, ...]:
     """Match entities that share kind, owner and name by content, not by position.
 
     Extraction numbers repeats (overloads, Go `init` functions) in order, so a side
@@ -44,6 +46,7 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     equal texts pair up, unpaired ones between them pair in order (edits), and those
     left over are additions, keyed by their text so that two sides adding different
     ones both keep theirs while two identical additions collapse into one.
+    `blank_names` are the language's names that bind nothing (`LanguageSpec`).
     """
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, e in enumerate(side):
@@ -55,12 +58,13 @@ def align_repeats(base: tuple[Entity, ...], side: tuple[Entity, ...]) -> tuple[E
     for ident, positions in groups.items():
         originals = base_groups.get(ident, [])
         # One of a kind in base and side: paired by key as is. But a file may import
-        # from one module in several statements, and Go may declare `var _ …` as often
-        # as it likes, so a side adding one of those where the base had none is keyed
-        # by its text too, or it would not meet the other side's same one when that
-        # side added two.
+        # from one module in several statements, and declare a name that binds nothing
+        # as often as it likes, so a side adding one of those where the base had none
+        # is keyed by its text too, or it would not meet the other side's same one when
+        # that side added two.
         single = len(positions) < 2 and len(originals) < 2
-        if single and (originals or (ident[0] not in _REPEATABLE and ident[2] != "_")):
+        repeatable = ident[0] in _REPEATABLE or ident[2] in blank_names
+        if single and (originals or not repeatable):
             continue
         texts = [side[p].text for p in positions]
         matcher = difflib.SequenceMatcher(None, [e.text for e in originals], texts, autojunk=False)

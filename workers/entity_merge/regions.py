@@ -214,8 +214,13 @@ class Merger:
 
     def region(self, base: Region, ours: Region, theirs: Region, where: str) -> bytes:
         """Merge a region (a file or a container's inside) entity by entity."""
-        ours_entities = rematch(base.entities, align_repeats(base.entities, ours.entities))
-        theirs_entities = rematch(base.entities, align_repeats(base.entities, theirs.entities))
+        blank = self.spec.blank_names if self.spec is not None else frozenset()
+        ours_entities = rematch(
+            base.entities, align_repeats(base.entities, ours.entities, blank_names=blank)
+        )
+        theirs_entities = rematch(
+            base.entities, align_repeats(base.entities, theirs.entities, blank_names=blank)
+        )
         theirs_entities = pair_additions(base.entities, ours_entities, theirs_entities)
         b = {e.key: e for e in base.entities}
         o = {e.key: e for e in ours_entities}

@@ -102,6 +102,11 @@ class LanguageSpec:
     # not by place (a dictionary's pairs): two sides each adding entries at one place
     # keep both (see `entries`). Empty: such clashes stay clashes.
     keyed_entries: frozenset[tuple[str, str]] = frozenset()
+    # Names that bind nothing, so a file may declare them as often as it likes (Go's
+    # `var _ I = (*T)(nil)`, Rust's `const _: () = …`). An entity with one of them is
+    # known by its text: two sides adding the same line keep it once, two different
+    # ones keep both. Elsewhere `_` is an ordinary name (Python's gettext, lodash).
+    blank_names: frozenset[str] = frozenset()
 
     def parser(self) -> Parser:
         """A fresh parser for this grammar.

@@ -203,4 +203,5 @@ SPEC = LanguageSpec(
     binds=binds,
     collides=collides,
     keyed_entries=frozenset({("keyed_element", "literal_value")}),
+    blank_names=frozenset({"_"}),
 )

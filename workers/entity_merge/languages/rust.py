@@ -188,4 +188,5 @@ SPEC = LanguageSpec(
     name_list=name_list,
     binds=binds,
     keyed_entries=frozenset({("field_initializer", "field_initializer_list")}),
+    blank_names=frozenset({"_"}),
 )
