@@ -86,3 +86,34 @@ def test_a_name_one_side_removed_is_still_cut_from_a_list() -> None:
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean
     assert result.content == base.replace(b"kg, N", b"kg, m")
+
+
+def _repaired(path: str, base: bytes, ours: bytes, theirs: bytes, merged: bytes) -> bytes | None:
+    from workers.entity_merge.import_repair import without_extra_imports
+    from workers.entity_merge.languages import language_for_path
+
+    spec = language_for_path(path)
+    assert spec is not None
+    roots = tuple(spec.parser().parse(v).root_node for v in (base, ours, theirs, merged))
+    return without_extra_imports(spec, roots, merged)  # type: ignore[arg-type]
+
+
+def test_a_statement_taken_out_between_blank_lines_takes_one_with_it() -> None:
+    """mobx's observabledecorator.ts: both sides rewrote the imports as one statement
+    in their own order; the merge wrote both with a blank line between, and taking the
+    second out left two blank lines in a row, which neither side wrote."""
+    base = b'import { a } from "./a"\nimport { b } from "./b"\n\nexport const x = a + b\n'
+    ours = b'import {\n    a,\n    b\n} from "./ab"\n\nexport const x = a + b\n'
+    theirs = b'import {\n    b,\n    a\n} from "./ab"\n\nexport const x = a + b\n'
+    merged = ours.replace(b"\n\nexport", b"\n\n" + theirs.split(b"\n\n")[0] + b"\n\nexport")
+    assert _repaired("m.ts", base, ours, theirs, merged) == ours
+
+
+def test_a_statement_taken_out_at_either_end_of_the_file_leaves_no_blank_line_there() -> None:
+    base = b"import os\n\n\ndef f():\n    return os\n"
+    side = b"from m import a\n\nimport os\n\n\ndef f():\n    return os\n"
+    opening = b"from m import a\n\n" + side
+    assert _repaired("m.py", base, side, side, opening) == side
+    closing_side = base + b"\nfrom m import a\n"
+    closing = closing_side + b"\nfrom m import a\n"
+    assert _repaired("m.py", base, closing_side, closing_side, closing) == closing_side

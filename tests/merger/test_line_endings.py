@@ -76,3 +76,21 @@ def test_a_json_file_converted_on_one_side_merges_its_keys_in_the_new_ending() -
     result = merge_file(crlf(base), crlf(base.replace(b'"a": 1', b'"a": 10')), base, "c.json")
     assert result.clean
     assert result.content == base.replace(b'"a": 1', b'"a": 10')
+
+
+def test_a_conflict_after_a_conversion_to_crlf_shows_its_hunks_in_crlf() -> None:
+    """The hunks are what the author is shown: each must be found in the written file."""
+    result = merge_file(
+        PY,
+        crlf(PY.replace(b"return 2", b"return 20")),
+        PY.replace(b"return 2", b"return 22"),
+        "m.py",
+    )
+    assert not result.clean
+    assert result.content.count(b"\n") == result.content.count(b"\r\n")
+    hunks = [h for c in result.conflicts for h in c.hunks]
+    assert hunks
+    for hunk in hunks:
+        for side in (hunk.ours, hunk.theirs):
+            assert side.encode().count(b"\n") == side.encode().count(b"\r\n")
+            assert side.encode() in result.content

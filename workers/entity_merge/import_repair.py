@@ -13,6 +13,7 @@ name missing, a statement left empty) is not repaired: the caller reports a conf
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from tree_sitter import Node
 
@@ -71,7 +72,7 @@ def without_extra_imports(
     if +extra:
         return None
     out = content
-    edits = [(start, end, b"") for start, end in whole.values()]
+    edits = [(start, end, b"") for start, end in _united(whole.values())]
     for statement, dropped in cut.values():
         rewritten = _drop(spec, statement, dropped)
         if rewritten is None:
@@ -111,8 +112,46 @@ def _wholly_extra(
         if own_lines and end is not None and repeated and not keys - extra:
             extra.subtract(keys)
             everywhere.subtract(keys)
-            whole[start] = (start, end)
+            whole[start] = _with_one_blank_line(content, start, end)
     return whole
+
+
+def _with_one_blank_line(content: bytes, start: int, end: int) -> tuple[int, int]:
+    """The lines `start:end` widened by a blank line around them where taking them out
+    alone would leave two blank lines in a row (or one opening or closing the file).
+
+    The merge puts a blank line between two sides' import statements when each side
+    wrote one at the same place; dropping the second leaves that one and its own.
+    """
+    after = _blank_line_at(content, end)
+    if after is None and end < len(content):
+        return start, end
+    if start == 0:
+        return start, after or end
+    line_start = content.rfind(b"\n", 0, start - 1) + 1
+    if _blank_line_at(content, line_start) == start:
+        return line_start, end
+    return start, end
+
+
+def _blank_line_at(content: bytes, at: int) -> int | None:
+    """Where the line starting at `at` ends, its newline included, if it is empty."""
+    for newline in (b"\n", b"\r\n"):
+        if content[at : at + len(newline)] == newline:
+            return at + len(newline)
+    return None
+
+
+def _united(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges to delete, overlapping ones joined (two statements dropped around one
+    blank line each claim it)."""
+    joined: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 def _line_end(content: bytes, end: int) -> int | None:

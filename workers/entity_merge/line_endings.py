@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["converted_to", "in_lf", "written_in"]
+__all__ = ["Ending", "converted_to", "in_lf", "written_in"]
 
 Ending = Literal["crlf", "lf"]
 

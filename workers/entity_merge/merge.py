@@ -27,13 +27,13 @@ from .entries import misplaced_entries
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
-from .line_endings import converted_to, in_lf, written_in
+from .line_endings import Ending, converted_to, in_lf, written_in
 from .line_merge import split_lines
 from .matching import Reordered
 from .refusal import binary_result, duplicated, is_binary, refused
 from .regions import Merger
 from .reparse import reparse
-from .result import ConflictReason, MergeResult
+from .result import ConflictHunk, ConflictReason, MergeResult
 
 __all__ = ["merge_file"]
 
@@ -228,8 +228,33 @@ def merge_file(
     ending = converted_to(base, ours, theirs)
     if ending is not None:
         result = _merge_text(in_lf(base), in_lf(ours), in_lf(theirs), path, marker_size)
-        return msgspec.structs.replace(result, content=written_in(ending, result.content))
+        return _written_in(ending, result)
     return _merge_text(base, ours, theirs, path, marker_size)
+
+
+def _written_in(ending: Ending, result: MergeResult) -> MergeResult:
+    """`result` (merged in LF) with its content and its conflicts' hunks in `ending`.
+
+    The hunks are what an author is shown of each conflict; in another ending than the
+    file's they would not be found in it.
+    """
+
+    def text(hunk_text: str) -> str:
+        return hunk_text.replace("\n", "\r\n") if ending == "crlf" else hunk_text
+
+    conflicts = tuple(
+        msgspec.structs.replace(
+            conflict,
+            hunks=tuple(
+                ConflictHunk(base=text(h.base), ours=text(h.ours), theirs=text(h.theirs))
+                for h in conflict.hunks
+            ),
+        )
+        for conflict in result.conflicts
+    )
+    return msgspec.structs.replace(
+        result, content=written_in(ending, result.content), conflicts=conflicts
+    )
 
 
 def _merge_text(
