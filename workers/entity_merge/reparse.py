@@ -10,7 +10,8 @@ Anchors are picked greedily, not optimally; a poor pick only means more is re-re
 
 from __future__ import annotations
 
-from itertools import accumulate, pairwise
+from itertools import accumulate, compress, count, islice
+from operator import ne
 
 from tree_sitter import Parser, Point, Tree
 
@@ -22,38 +23,43 @@ _MAX_EDITS = 8
 LineEdit = tuple[int, int, int, int]
 
 
-def _common(a: list[bytes], b: list[bytes], low: int, high: int, *, from_end: bool) -> int:
-    """How many first (or last) lines `a` and `b` share, at most `high`, by bisection.
+def _common(a: list[bytes], b: list[bytes], most: int, *, from_end: bool) -> int:
+    """How many first (or last) lines `a` and `b` share, at most `most`.
 
-    List slices compare in C, so halving beats a Python loop over long equal runs.
+    The lines are compared pairwise in C up to the first that differs; that beats
+    bisecting with slices (which copy), as a changed file's first difference is
+    usually near its top.
     """
-    while low < high:
-        mid = (low + high + 1) // 2
-        same = a[len(a) - mid :] == b[len(b) - mid :] if from_end else a[:mid] == b[:mid]
-        low, high = (mid, high) if same else (low, mid - 1)
-    return low
+    pairs = map(ne, reversed(a), reversed(b)) if from_end else map(ne, a, b)
+    return next(compress(count(), islice(pairs, most)), most)
 
 
 def line_edits(old: list[bytes], new: list[bytes]) -> list[LineEdit]:
     """(old_start, old_stop, new_start, new_stop) line ranges where `new` differs, in order."""
     # Most edits are local: only the stretch between the common first and last lines
     # needs anchors.
-    low = _common(old, new, 0, min(len(old), len(new)), from_end=False)
-    tail = _common(old, new, 0, min(len(old), len(new)) - low, from_end=True)
+    low = _common(old, new, min(len(old), len(new)), from_end=False)
+    tail = _common(old, new, min(len(old), len(new)) - low, from_end=True)
     old_mid, new_mid = old[low : len(old) - tail], new[low : len(new) - tail]
     # A line seen once in the new text anchors there; any increasing run of equal
     # lines gives a correct edit list, and unique lines make it a tight one.
     where: dict[bytes, int] = {}
     for j, line in enumerate(new_mid, low):
         where[line] = -1 if line in where else j
-    anchors = [(low - 1, low - 1)]
+    # Only the stretches between two anchors that are not on consecutive lines of both
+    # texts can hold an edit; most anchors are, so the loop keeps just the others
+    # (walking every pair of anchors afterwards cost as much as finding them).
+    gaps: list[LineEdit] = []
+    i0 = j0 = low - 1
     for i, line in enumerate(old_mid, low):
         j = where.get(line, -1)
-        if j > anchors[-1][1]:
-            anchors.append((i, j))
-    anchors.append((len(old) - tail, len(new) - tail))
+        if j > j0:
+            if i != i0 + 1 or j != j0 + 1:
+                gaps.append((i0, i, j0, j))
+            i0, j0 = i, j
+    gaps.append((i0, len(old) - tail, j0, len(new) - tail))
     edits: list[LineEdit] = []
-    for (i1, j1), (i2, j2) in pairwise(anchors):
+    for i1, i2, j1, j2 in gaps:
         a0, a1, b0, b1 = i1 + 1, i2, j1 + 1, j2
         while a0 < a1 and b0 < b1 and old[a0] == new[b0]:
             a0, b0 = a0 + 1, b0 + 1
