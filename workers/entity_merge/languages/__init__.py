@@ -131,9 +131,13 @@ class LanguageSpec:
 
 def node_text(node: Node | None) -> str:
     """The node's source text with runs of whitespace collapsed, for names and keys."""
-    if node is None or node.text is None:
+    # Node.text copies the bytes out of the source on each call: once is enough.
+    raw = node.text if node is not None else None
+    if raw is None:
         return ""
-    return " ".join(node.text.decode("utf-8", errors="replace").split())
+    text = raw.decode("utf-8", errors="replace")
+    # Most names are identifiers, which hold no whitespace to collapse.
+    return text if text.isidentifier() else " ".join(text.split())
 
 
 def _specs() -> tuple[LanguageSpec, ...]:
