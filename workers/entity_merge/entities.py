@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 
 from tree_sitter import Node
 
@@ -230,7 +229,24 @@ def _entity(
 
     # Built once with its expander (not copied with `replace`, which cost more than
     # the rest of this function on files of many containers).
-    return Entity(*fields, expand=cache(expand))
+    return Entity(*fields, expand=_once(expand))
+
+
+def _once(make: Callable[[], Inside | None]) -> Callable[[], Inside | None]:
+    """`make`, run on the first call only; later calls return what it returned.
+
+    What `functools.cache` does for a function of no arguments, without copying the
+    function's name and attributes onto a wrapper, which cost more than the rest of
+    `_entity` for each container.
+    """
+    made: list[Inside | None] = []
+
+    def once() -> Inside | None:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return once
 
 
 def _inside(
