@@ -375,7 +375,37 @@ def test_a_blank_name_is_known_by_its_text_only_where_the_language_says_so() -> 
     plain = align_repeats(base, side, blank_names=frozenset())
     blank = align_repeats(base, side, blank_names=frozenset({"_"}))
     assert [e.occurrence for e in plain] == [e.occurrence for e in side]
-    assert blank[-1].occurrence == "added 0: _ = gettext.gettext\n"
+    assert blank[-1].occurrence == "added 0: _ = gettext.gettext"
+
+
+def test_two_sides_binding_python_underscore_differently_conflict() -> None:
+    """In Python `_` is a name (gettext's): two sides adding `_ = …` differently was
+    merged as both assignments, the second silently overriding the first, while `_`
+    was keyed by its text in every language."""
+    base = b"import gettext\n\n\ndef f():\n    return 1\n"
+    ours = base + b"\n\n_ = gettext.gettext\n"
+    theirs = base + b"\n\n_ = gettext.ngettext\n"
+    result = merge_file(base, ours, theirs, "m.py")
+    assert not result.clean
+    assert [(c.kind, c.name, c.reason) for c in result.conflicts] == [
+        ("variable", "_", "both-added")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "ours_line", "theirs_line"),
+    [("w.ts", b"export {};\n", b"\nexport {}\n"), ("w.js", b"export {};\n", b"\nexport {}\n")],
+    ids=["typescript", "javascript"],
+)
+def test_one_statement_both_sides_added_with_and_without_a_semicolon_is_not_kept_twice(
+    path: str, ours_line: bytes, theirs_line: bytes
+) -> None:
+    """rxjs's workarounds.ts (fourth held-out set): a file of comments only, to which ours
+    added `export {};` under the comment and theirs `export {}` after a blank line. Keyed
+    by their texts, the two were two additions and both were kept."""
+    base = b"// Workarounds for compiler problems.\n// One alias per problem.\n"
+    result = merge_file(base, base + ours_line, base + theirs_line, path)
+    assert result.content.count(b"export {}") == 1 or not result.clean, result.content
 
 
 def test_two_new_iota_blocks_with_blank_constants_merge() -> None:

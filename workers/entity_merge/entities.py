@@ -55,6 +55,9 @@ class Entity:
     node_type: str
     gap: bytes
     text: bytes
+    # How many bytes of `text` are the comments (or decorators) attached above the
+    # entity's own node: what follows is its code.
+    attached: int = 0
     # A container (class, interface, Go import group …) also exposes its inside, so
     # two sides changing different members of one class can both be kept. It is cut
     # on demand (see `inside`): most containers are unchanged on one side and never
@@ -69,6 +72,11 @@ class Entity:
     def inside(self) -> Inside | None:
         """The container's header, inside and footer, or None for a leaf entity."""
         return self.expand() if self.expand is not None else None
+
+    @property
+    def code(self) -> bytes:
+        """The entity's own text, without the comments attached above it."""
+        return self.text[self.attached :]
 
     @property
     def anonymous(self) -> bool:
@@ -206,7 +214,9 @@ def _entity(
     seen[ident] = occurrence + 1
     text = _join(lines, chunk.first, chunk.last + 1)
     gap = _join(lines, gap_start, chunk.first)
-    fields = (kind, name, shown_parent, owner, occurrence, node.type, gap, text)
+    row = node.start_point.row
+    attached = len(_join(lines, chunk.first, row)) if row > chunk.first else 0
+    fields = (kind, name, shown_parent, owner, occurrence, node.type, gap, text, attached)
     if info is None or info.body is None:
         return Entity(*fields)
     qualified = f"{shown_parent}.{name}" if shown_parent else name

@@ -76,12 +76,20 @@ def align_repeats(
                 if offset < paired:
                     occurrence: int | str = originals[b0 + offset].occurrence
                 else:
-                    text = side[p].text.decode("utf-8", errors="replace")
+                    text = _as_added(side[p])
                     seen = added.get(text, 0)
                     added[text] = seen + 1
                     occurrence = f"added {seen}: {text}"
                 result[p] = replace(side[p], occurrence=occurrence)
     return tuple(result)
+
+
+def _as_added(entity: Entity) -> str:
+    """What names an entity a side added among repeats: its code, spacing collapsed and
+    a closing `;` dropped, so that `export {};` under a comment and a bare `export {}`
+    the other side added are one addition, not two statements kept side by side."""
+    code = b" ".join(entity.code.split()).removesuffix(b";")
+    return code.decode("utf-8", errors="replace")
 
 
 # How alike an added entity must be to one the same side deleted from the same place
