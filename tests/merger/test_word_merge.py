@@ -384,6 +384,40 @@ def test_spacing_inside_a_string_both_sides_added_still_clashes() -> None:
     assert not merge_file(base, ours, theirs, "show.py").clean
 
 
+@pytest.mark.parametrize(
+    ("path", "opening", "closing"),
+    [
+        ("s.ts", b"    /**", b"     */"),
+        ("S.java", b"    /**", b"     */"),
+        ("s.rs", b"    /*", b"     */"),
+    ],
+    ids=["typescript", "java", "rust"],
+)
+def test_spacing_one_side_took_out_of_a_block_comment_is_not_lost(
+    path: str, opening: bytes, closing: bytes
+) -> None:
+    """pixijs's TextureSource.ts (fourth held-out set): both sides turned a one-line doc
+    comment into a block, theirs also taking out a double space, and the merge kept
+    ours' line as theirs "written alike". In a comment spacing is prose: a conflict."""
+    field = {
+        "s.ts": b"    count = 1;\n",
+        "S.java": b"    int count = 1;\n",
+        "s.rs": b"    count: u8,\n",
+    }
+    head = {"s.ts": b"class S {\n", "S.java": b"class S {\n", "s.rs": b"struct S {\n"}
+    base = head[path] + opening + b" The count. this is  overridden */\n" + field[path] + b"}\n"
+
+    def block(text: bytes) -> bytes:
+        return opening + b"\n     * The count.\n     * " + text + b"\n" + closing + b"\n"
+
+    old = opening + b" The count. this is  overridden */\n"
+    ours = base.replace(old, block(b"this is  overridden, read only"))
+    theirs = base.replace(old, block(b"this is overridden, read only"))
+    result = merge_file(base, ours, theirs, path)
+    assert not result.clean, result.content
+    assert "inside a string or comment spanning lines" in result.note
+
+
 def test_one_line_both_sides_added_at_other_indentation_still_clashes() -> None:
     """In Python the indentation says which block the line runs in."""
     base = b"def run(items):\n    for item in items:\n        use(item)\n"
@@ -577,7 +611,7 @@ def test_words_and_spacing_of_one_line_inside_a_string_spanning_lines_clash(
     a line and the other editing its words are two rewrites of one line of text."""
     result = merge_file(base, ours, theirs, path)
     assert not result.clean
-    assert "inside a string spanning lines" in result.note
+    assert "inside a string or comment spanning lines" in result.note
 
 
 def test_words_and_spacing_of_one_line_of_code_still_merge() -> None:

@@ -1,12 +1,13 @@
-"""Where spacing a line merge set aside as layout was content: a string spanning lines.
+"""Where spacing a line merge set aside as layout was content: a string or a comment
+spanning lines.
 
 `words.said_alike` and the word merge compare lines with spacing and indentation set
 aside where they are layout, and a line alone cannot tell that it sits inside a string
-spanning lines (a docstring, a template literal, a Go raw string, a Java text block):
-there its spacing is content. Taking ours' line as theirs written alike would drop what
-theirs wrote; combining one side's re-spacing or re-indenting of the line with the
-other side's word edit of it would merge two rewrites of one line of text. The merged
-file's tree can tell where its strings are.
+spanning lines (a docstring, a template literal, a Go raw string, a Java text block) or
+a block comment: there its spacing is content. Taking ours' line as theirs written
+alike would drop what theirs wrote; combining one side's re-spacing or re-indenting of
+the line with the other side's word edit of it would merge two rewrites of one line of
+text. The merged file's tree can tell where its strings and comments are.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ _NOT_TEXT = frozenset({"concatenated_string"})
 def _is_text(node: Node) -> bool:
     # Strings and templates of every grammar here (string, string_content,
     # raw_string_literal, template_string, text_block …): spacing in them is content.
+    # So is a block comment's (comment, block_comment): prose, where one side taking a
+    # double space out of a doc comment is an edit the other side's layout must not undo.
     if node.type in _NOT_TEXT:
         return False
-    return "string" in node.type or "template" in node.type or node.type == "text_block"
+    kind = node.type
+    return "string" in kind or "template" in kind or kind == "text_block" or "comment" in kind
 
 
 _SPACING = re.compile(rb"[ \t]+")

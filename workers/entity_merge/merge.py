@@ -123,7 +123,8 @@ class _Inputs:
             inside = line_inside_text(root, content, lines) if lines else None
             if inside is not None:
                 shown = inside.strip().decode("utf-8", "replace")
-                return "both-modified", f"takes {shown!r} {what} inside a string spanning lines"
+                where = "inside a string or comment spanning lines"
+                return "both-modified", f"takes {shown!r} {what} {where}"
         names = duplicated(self.spec, root, self.ours_tree.root_node, self.theirs_tree.root_node)
         if names:
             return "duplicate", f"repeats {', '.join(names)}"
