@@ -83,6 +83,39 @@ def _spacing(key: Key, side: tuple[Entity, ...]) -> bytes:
     return gap if not gap.strip() else b""
 
 
+def _spacing_only(base_gap: bytes, side_gap: bytes) -> bool:
+    """Whether a side changed the gap above an entity in its blank lines alone."""
+    return base_gap != side_gap and _significant(base_gap) == _significant(side_gap)
+
+
+def _moved(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> dict[Key, Entity]:
+    """Entities one side alone moved, with that side's version of each.
+
+    Moved: the entity before it, counting only those all three versions hold, is another
+    than in the base (an entity inserted in front of it is no move).
+    """
+    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
+
+    def before(entities: tuple[Entity, ...]) -> dict[Key, Key | None]:
+        found: dict[Key, Key | None] = {}
+        previous: Key | None = None
+        for e in entities:
+            if e.key in common:
+                found[e.key] = previous
+                previous = e.key
+        return found
+
+    b, o, t = before(base), before(ours), before(theirs)
+    found: dict[Key, Entity] = {}
+    for side, moves, other in ((ours, o, t), (theirs, t, o)):
+        for e in side:
+            if e.key in common and moves[e.key] != b[e.key] and other[e.key] == b[e.key]:
+                found[e.key] = e
+    return found
+
+
 def _survives(base: Entity | None, ours: Entity | None, theirs: Entity | None) -> bool:
     if base is None or (ours is not None and theirs is not None):
         return True
@@ -193,7 +226,8 @@ class Merger:
         """A clash settled as one change made alike, by entries of keys or by words, or None."""
         assert self.spec is not None
         if said_alike(ours, theirs):
-            # Spacing inside a string spanning lines is content: the merged tree decides.
+            # Spacing inside a string or comment spanning lines is content: the merged tree
+            # decides.
             self.alike.extend(o for o, t in zip(ours, theirs, strict=True) if o != t)
             return ours
         if self.spec.keyed_entries:
@@ -239,6 +273,7 @@ class Merger:
                 base.head, ours.head, theirs.head, kind="comment", name=f"at the start of {where}"
             )
         ]
+        moved = _moved(base.entities, ours_entities, theirs_entities)
         for position, key in enumerate(order):
             spacing = b""
             if position > 0 and key not in b:
@@ -246,7 +281,10 @@ class Merger:
             if key in replaced:
                 parts.append(self.clash(*replaced[key]))
                 continue
-            parts.append(self.entity(b.get(key), o.get(key), t.get(key), spacing=spacing))
+            entity = self.entity(
+                b.get(key), o.get(key), t.get(key), spacing=spacing, moved=moved.get(key)
+            )
+            parts.append(entity)
         parts.append(
             self.lines(
                 base.tail,
@@ -266,21 +304,30 @@ class Merger:
         theirs: Entity | None,
         *,
         spacing: bytes = b"",
+        moved: Entity | None = None,
     ) -> bytes:
         """One surviving entity with the gap above it.
 
         `spacing` replaces an empty gap for an added entity that was first on its
         side but no longer is, so it does not end up glued to its new predecessor.
+        `moved` is the side's version of the entity when that side alone moved it.
         """
         if ours is not None and theirs is not None:
-            gap = self.lines(
-                base.gap if base is not None else b"",
-                ours.gap,
-                theirs.gap,
-                kind="comment",
-                name=f"above {(base or ours).label}",
-                spacing_from_ours=True,
-            )
+            other = theirs if moved is ours else ours
+            if moved is not None and base is not None and _spacing_only(base.gap, other.gap):
+                # The other side's blank lines were about the entity's old place (an
+                # import inserted above it took the blank line over): at its new place
+                # the side that moved it says what goes above it.
+                gap = moved.gap
+            else:
+                gap = self.lines(
+                    base.gap if base is not None else b"",
+                    ours.gap,
+                    theirs.gap,
+                    kind="comment",
+                    name=f"above {(base or ours).label}",
+                    spacing_from_ours=True,
+                )
             if base is None:
                 body = self.added_twice(ours, theirs)
             else:
