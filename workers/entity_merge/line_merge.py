@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import compress, count
-from operator import not_
+from itertools import compress, count, islice
+from operator import ne, not_
 
 __all__ = [
     "Clash",
@@ -23,6 +23,7 @@ __all__ = [
     "merge3",
     "merge_lines",
     "render",
+    "shared_run",
     "split_lines",
 ]
 
@@ -174,14 +175,20 @@ def _myers_matchable(a: list[int], b: list[int]) -> list[tuple[int, int, int]] |
     return blocks
 
 
+def shared_run(a: list[bytes], b: list[bytes], most: int, *, from_end: bool = False) -> int:
+    """How many first (or last) lines `a` and `b` share, at most `most`.
+
+    The lines are compared pairwise in C up to the first that differs: a Python loop
+    over a long equal run (a whole file's unchanged top) cost more than the diff.
+    """
+    pairs = map(ne, reversed(a), reversed(b)) if from_end else map(ne, a, b)
+    return next(compress(count(), islice(pairs, most)), most)
+
+
 def matching_blocks(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int]]:
     """(a_start, b_start, length) runs of equal lines, ending with a (len a, len b, 0) sentinel."""
-    prefix = 0
-    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < min(len(a), len(b)) - prefix and a[-1 - suffix] == b[-1 - suffix]:
-        suffix += 1
+    prefix = shared_run(a, b, min(len(a), len(b)))
+    suffix = shared_run(a, b, min(len(a), len(b)) - prefix, from_end=True)
     middle_a, middle_b = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
     ids: dict[bytes, int] = {}
     found = _myers_matchable(

@@ -10,10 +10,11 @@ Anchors are picked greedily, not optimally; a poor pick only means more is re-re
 
 from __future__ import annotations
 
-from itertools import accumulate, compress, count, islice
-from operator import ne
+from itertools import accumulate
 
 from tree_sitter import Parser, Point, Tree
+
+from .line_merge import shared_run
 
 __all__ = ["reparse"]
 
@@ -23,23 +24,12 @@ _MAX_EDITS = 8
 LineEdit = tuple[int, int, int, int]
 
 
-def _common(a: list[bytes], b: list[bytes], most: int, *, from_end: bool) -> int:
-    """How many first (or last) lines `a` and `b` share, at most `most`.
-
-    The lines are compared pairwise in C up to the first that differs; that beats
-    bisecting with slices (which copy), as a changed file's first difference is
-    usually near its top.
-    """
-    pairs = map(ne, reversed(a), reversed(b)) if from_end else map(ne, a, b)
-    return next(compress(count(), islice(pairs, most)), most)
-
-
 def line_edits(old: list[bytes], new: list[bytes]) -> list[LineEdit]:
     """(old_start, old_stop, new_start, new_stop) line ranges where `new` differs, in order."""
     # Most edits are local: only the stretch between the common first and last lines
     # needs anchors.
-    low = _common(old, new, min(len(old), len(new)), from_end=False)
-    tail = _common(old, new, min(len(old), len(new)) - low, from_end=True)
+    low = shared_run(old, new, min(len(old), len(new)))
+    tail = shared_run(old, new, min(len(old), len(new)) - low, from_end=True)
     old_mid, new_mid = old[low : len(old) - tail], new[low : len(new) - tail]
     # A line seen once in the new text anchors there; any increasing run of equal
     # lines gives a correct edit list, and unique lines make it a tight one.
