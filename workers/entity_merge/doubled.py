@@ -24,9 +24,18 @@ _TRIVIAL = frozenset(
 _ASCII_ALNUM = re.compile(rb"[A-Za-z0-9]")
 
 
-def _significant(line: bytes) -> bool:
+_COMMENT = (b"#", b"//", b"/*", b"*")
+
+
+def _significant(line: bytes, comments: bool = False) -> bool:
     text = line.strip()
-    if len(text) < 4 or text in _TRIVIAL or text.startswith((b"#", b"//", b"/*", b"*")):
+    if text.startswith(_COMMENT):
+        if not comments:
+            return False
+        # A comment line is judged by its words: commented-out code or prose is as
+        # telling as code, a rule of stars or slashes is nothing.
+        text = text.lstrip(b"#/* \t")
+    if len(text) < 4 or text in _TRIVIAL:
         return False
     # An ASCII letter or digit decides it without decoding; only a line of other
     # characters needs the Unicode test.
@@ -45,9 +54,11 @@ def normalised(text: bytes) -> frozenset[bytes]:
     return frozenset(map(_norm, split_lines(text)))
 
 
-def _candidates(raw: Iterable[bytes], skip: frozenset[bytes] = frozenset()) -> set[bytes]:
+def _candidates(
+    raw: Iterable[bytes], skip: frozenset[bytes] = frozenset(), *, comments: bool = False
+) -> set[bytes]:
     """The significant normalised forms of `raw` lines, less `skip`."""
-    return {n for line in raw if _significant(line) and (n := _norm(line)) not in skip}
+    return {n for line in raw if _significant(line, comments) and (n := _norm(line)) not in skip}
 
 
 class LineCounts:
@@ -70,9 +81,12 @@ class LineCounts:
             self._norm = {line: _norm(line) for line in set().union(*self.raw)}
         return self._norm
 
-    def counts(self, only: set[bytes], *, significant: bool = True) -> list[Counter[bytes]]:
+    def counts(
+        self, only: set[bytes], *, significant: bool = True, comments: bool = False
+    ) -> list[Counter[bytes]]:
         """How often each line of `only` occurs in each version, normalised; with
-        `significant`, counting only the raw lines `_significant` accepts.
+        `significant`, counting only the raw lines `_significant` accepts (comment lines
+        too with `comments`).
 
         The checks below can only report lines of a small candidate set found with
         set operations on the raw lines, so the costly significance test runs on the
@@ -81,7 +95,7 @@ class LineCounts:
         hits = {
             line: n
             for line, n in self.norm.items()
-            if n in only and (not significant or _significant(line))
+            if n in only and (not significant or _significant(line, comments))
         }
         found: list[Counter[bytes]] = []
         for raw in self.raw:
@@ -127,14 +141,17 @@ def revived_lines(lines: LineCounts, *, skip: frozenset[bytes] = frozenset()) ->
     deletion there — and the moved copy survives the deletion. Counted over the
     whole file, the line is still there although no side added one. Lines in `skip`
     (the merged file's import statements, which the imports check judges) are not counted.
+    Comment lines are: a commented-out line one side turned into code and the other
+    moved with a neighbour would otherwise survive beside the code (actix-web's
+    header/mod.rs, fifth held-out set).
     """
     # A line that one side lacks altogether is a raw line of `merged` missing from
     # that side: only those can be reported.
     both = lines.raw[1].keys() & lines.raw[2].keys()
-    only = _candidates(lines.raw[3].keys() - both, skip)
+    only = _candidates(lines.raw[3].keys() - both, skip, comments=True)
     if not only:
         return []
-    b, o, t, m = lines.counts(only)
+    b, o, t, m = lines.counts(only, comments=True)
     # Only lines the base had once (a member's header, a field): a common line's count
     # hides one side deleting a copy here while adding one there.
     return sorted(
