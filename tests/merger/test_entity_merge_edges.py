@@ -427,3 +427,50 @@ def test_both_sides_replacing_a_call_with_unrelated_functions_merge() -> None:
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean, result.conflicts
     assert result.content == ours + b"\n\ndef c():\n    return 3\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "ours_method", "theirs_method"),
+    [
+        (
+            "RegExUtils.java",
+            b"    public static List<String> findMatchesModifiable(CharSequence s) {\n"
+            b"        return new ArrayList<>(find(s));\n    }\n",
+            b"    public static List<String> findMatchesModifiabale(CharSequence s) {\n"
+            b"        return new ArrayList<>(find(s));\n    }\n",
+        ),
+        (
+            "regex_utils.py",
+            b"def find_matches_modifiable(s):\n    return list(find(s))\n",
+            b"def find_matches_modifiabale(s):\n    return list(find(s))\n",
+        ),
+    ],
+    ids=["java", "python"],
+)
+def test_one_function_both_sides_added_under_two_spellings_of_its_name_conflicts(
+    path: str, ours_method: bytes, theirs_method: bytes
+) -> None:
+    """commons-lang's RegExUtils.java (sixth held-out set): both sides added the same
+    method at the end of the class, theirs with a typo in its name, and both were kept."""
+    if path.endswith(".java"):
+        base = b"class RegExUtils {\n    static int x = 1;\n}\n"
+        ours = base.replace(b"}\n", b"\n" + ours_method + b"}\n")
+        theirs = base.replace(b"}\n", b"\n" + theirs_method + b"}\n")
+    else:
+        base = b"def find(s):\n    return [s]\n"
+        ours = base + b"\n\n" + ours_method
+        theirs = base + b"\n\n" + theirs_method
+    result = merge_file(base, ours, theirs, path)
+    assert not result.clean, result.content.decode()
+    assert [c.reason for c in result.conflicts] == ["both-added"]
+
+
+def test_two_imports_of_alike_modules_both_sides_added_are_both_kept() -> None:
+    """An import's name is its module: `./sources/ExternalSource` and
+    `./sources/ExternalSources` are two modules, not one misspelt."""
+    base = b"export * from './a';\n"
+    ours = base + b"export * from './sources/ExternalSource';\n"
+    theirs = base + b"export * from './sources/ExternalSources';\n"
+    result = merge_file(base, ours, theirs, "index.ts")
+    assert result.clean, result.conflicts
+    assert result.content == ours + b"export * from './sources/ExternalSources';\n"

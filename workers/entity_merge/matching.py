@@ -249,32 +249,61 @@ def _alike(a: Entity, b: Entity) -> bool:
 def pair_additions(
     base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
 ) -> tuple[Entity, ...]:
-    """Give theirs' unnamed additions the key of a look-alike ours added at the same place.
+    """Give theirs' additions the key of a look-alike ours added at the same place.
 
     Unnamed statements are keyed by their text, so two sides adding near-identical
-    ones (one docstring each, one ``if`` block each) would both be kept and both run.
-    Paired, they meet as one entity both sides added, which merges only if they agree.
+    ones (one docstring each, one ``if`` block each) would both be kept and both run;
+    so would one function both sides added under two spellings of its name. Paired,
+    they meet as one entity both sides added, which merges only if they agree.
     """
     common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
     theirs_keys = {e.key for e in theirs}
     ours_keys = {e.key for e in ours}
+    base_keys = {e.key for e in base}
     candidates: dict[Key | None, list[Entity]] = {}
     for p, e in enumerate(ours):
-        if e.anonymous and e.key not in common and e.key not in theirs_keys:
+        # An unnamed one may be a base statement theirs rewrote (it is not in theirs);
+        # a named one only an addition, as theirs' is.
+        new = e.key not in common if e.anonymous else e.key not in base_keys
+        if new and e.key not in theirs_keys:
             candidates.setdefault(_anchor(ours, p, common), []).append(e)
     if not candidates:
         return theirs
-    base_keys = {e.key for e in base}
     result = list(theirs)
     for p, e in enumerate(theirs):
-        if not e.anonymous or e.key in base_keys or e.key in ours_keys:
+        if e.key in base_keys or e.key in ours_keys:
             continue
         mates = candidates.get(_anchor(theirs, p, common), [])
-        mate = next((m for m in mates if _alike(m, e)), None)
+        alike = _alike if e.anonymous else _same_but_its_name
+        mate = next((m for m in mates if m.anonymous == e.anonymous and alike(m, e)), None)
         if mate is not None:
             mates.remove(mate)
             result[p] = replace(e, name=mate.name, occurrence=mate.occurrence)
     return tuple(result)
+
+
+# How alike two names must be (difflib's ratio) for one to be taken for the other
+# misspelt: `findMatchesModifiable` and `findMatchesModifiabale` score 0.98.
+_MISSPELT = 0.85
+
+
+def _same_but_its_name(ours: Entity, theirs: Entity) -> bool:
+    """Whether two named additions are one text under two spellings of one name.
+
+    commons-lang's RegExUtils.java (sixth held-out set): both sides added the same
+    twenty-line method at the end of the class, one of them with a typo in its name;
+    keyed by name they were two methods, both kept.
+    """
+    if ours.kind != theirs.kind or ours.node_type != theirs.node_type:
+        return False
+    if ours.kind in _REPEATABLE:
+        return False  # an import's name is its module: two alike paths are two modules
+    mine, yours = (e.name.split("(", 1)[0].strip() for e in (ours, theirs))
+    if not mine or not yours or mine == yours:
+        return False
+    if difflib.SequenceMatcher(None, mine, yours, autojunk=False).ratio() < _MISSPELT:
+        return False
+    return ours.code.replace(mine.encode(), b"\0") == theirs.code.replace(yours.encode(), b"\0")
 
 
 def _shares_lines(old: Entity, new: Entity) -> bool:
@@ -342,12 +371,20 @@ def replacements(
     return found
 
 
-def merged_order(base: list[Key], ours: list[Key], theirs: list[Key], keep: set[Key]) -> list[Key]:
+def merged_order(
+    base: list[Key],
+    ours: list[Key],
+    theirs: list[Key],
+    keep: set[Key],
+) -> list[Key]:
     """The merged order of surviving keys.
 
     One side's order is the spine (ours, unless only theirs reordered what both
     kept); the other side's entities are placed after their nearest preceding
-    neighbour. When both sides add at the same place, ours' additions come first.
+    neighbour. When both sides add at the same place, ours' additions come first,
+    unless one side's addition came right after an entity the merge drops: the other
+    side's additions there took that entity's place, which is above it, so it goes
+    after them, just above the entity that follows it on its side.
     """
     common = set(base) & set(ours) & set(theirs)
     base_order = [k for k in base if k in common]
@@ -360,20 +397,43 @@ def merged_order(base: list[Key], ours: list[Key], theirs: list[Key], keep: set[
     else:
         spine, other, other_first = ours, theirs, False
     spine_only = set(spine) - set(base) - set(other)
+    base_keys = set(base)
     result = [k for k in spine if k in keep]
     placed = set(result)
     anchor: Key | None = None
-    for key in other:
+    for index, key in enumerate(other):
         if key in placed:
             anchor = key
             continue
         if key not in keep:
             continue
         pos = result.index(anchor) + 1 if anchor is not None else 0
+        if _after_a_dropped(other, index, base_keys, keep):
+            # Added just below an entity the merge drops: what the spine put in that
+            # entity's place goes above it, and the addition stays above what follows
+            # it on its side (at the end when nothing does).
+            follower = next((k for k in other[index + 1 :] if k in placed), None)
+            below = result.index(follower) if follower is not None else len(result)
+            if below >= pos:
+                result.insert(below, key)
+                placed.add(key)
+                anchor = key
+                continue
         if not other_first:
-            while pos < len(result) and result[pos] in spine_only:
+            while (
+                pos < len(result)
+                and result[pos] in spine_only
+                and not _after_a_dropped(spine, spine.index(result[pos]), base_keys, keep)
+            ):
                 pos += 1
         result.insert(pos, key)
         placed.add(key)
         anchor = key
     return result
+
+
+def _after_a_dropped(side: list[Key], index: int, base: set[Key], keep: set[Key]) -> bool:
+    """Whether the entity right before `side[index]` is a base entity the merge drops
+    (irc.py: ours added a function below `from time import sleep`, theirs replaced that
+    import with four; theirs' imports belong where it stood, above ours' function)."""
+    return index > 0 and side[index - 1] in base and side[index - 1] not in keep
