@@ -57,16 +57,36 @@ def test_a_replacement_goes_where_the_dropped_entity_stood(language: str, adder:
 
 def test_an_addition_below_a_dropped_last_function_stays_last() -> None:
     """poetry's tests/conftest.py (sixth held-out set): ours added a fixture at the end,
-    below `do_lock`; theirs reordered two fixtures, deleted `do_lock` and added its own
+    below `do_lock`; theirs moved a fixture down, deleted `do_lock` and added its own
     functions there. Ours' fixture went above theirs', not at the end where ours put it."""
     a = b"def a():\n    return 'a'\n"
     b = b"def b():\n    return 'b'\n"
+    c = b"def c():\n    return 'c'\n"
     lock = b"def do_lock(tester):\n    tester.execute('lock')\n"
     fixture = b"def venv_flags():\n    return {'always-copy': False}\n"
     copier = b"def fixture_copier(path):\n    return shutil.copytree(path, path)\n"
-    base = b"\n\n".join([a, b, lock])
-    ours = b"\n\n".join([a, b, lock, fixture])
-    theirs = b"\n\n".join([b, a, copier])
+    base = b"\n\n".join([a, b, c, lock])
+    ours = b"\n\n".join([a, b, c, lock, fixture])
+    theirs = b"\n\n".join([b, c, a, copier])
     result = merge_file(base, ours, theirs, "conftest.py")
     assert result.clean, result.conflicts
-    assert result.content == b"\n\n".join([b, a, copier, fixture])
+    assert result.content == b"\n\n".join([b, c, a, copier, fixture])
+
+
+def test_an_addition_stays_by_its_anchor_when_the_other_side_moved_what_follows_it_away() -> None:
+    """containerd's resolver.go: theirs dropped `net` and moved `strings` to the end of the
+    import block; ours added `os` below `net`, above `strings`. Placed above `strings`,
+    `os` would leave its group for the end of the block: it stays below `fmt`. (A guard
+    on the rule above, which did that before it looked at what stands between.)"""
+    base = (
+        b'package p\n\nimport (\n\t"bufio"\n\t"fmt"\n\t"net"\n\t"strings"\n\n'
+        b'\t"github.com/a/a"\n\t"github.com/b/b"\n)\n'
+    )
+    ours = base.replace(b'\t"net"\n', b'\t"net"\n\t"os"\n')
+    theirs = (
+        b'package p\n\nimport (\n\t"bufio"\n\t"fmt"\n\n'
+        b'\t"github.com/a/a"\n\t"github.com/b/b"\n\t"strings"\n)\n'
+    )
+    result = merge_file(base, ours, theirs, "p.go")
+    assert result.clean, result.conflicts
+    assert result.content == theirs.replace(b'\t"fmt"\n', b'\t"fmt"\n\t"os"\n')

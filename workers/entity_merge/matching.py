@@ -398,6 +398,8 @@ def merged_order(
         spine, other, other_first = ours, theirs, False
     spine_only = set(spine) - set(base) - set(other)
     base_keys = set(base)
+    # What the spine put somewhere of its own: its additions and what it moved there.
+    its_own = spine_only | _moved(base_order, theirs_order if other_first else ours_order)
     result = [k for k in spine if k in keep]
     placed = set(result)
     anchor: Key | None = None
@@ -410,11 +412,13 @@ def merged_order(
         pos = result.index(anchor) + 1 if anchor is not None else 0
         if _after_a_dropped(other, index, base_keys, keep):
             # Added just below an entity the merge drops: what the spine put in that
-            # entity's place goes above it, and the addition stays above what follows
-            # it on its side (at the end when nothing does).
+            # entity's place (its additions, what it moved there) goes above it, and the
+            # addition stays above what follows it on its side (at the end when nothing
+            # does). When entities the spine left in place stand between, the follower
+            # was moved far away by the spine: the addition stays by its anchor.
             follower = next((k for k in other[index + 1 :] if k in placed), None)
             below = result.index(follower) if follower is not None else len(result)
-            if below >= pos:
+            if below >= pos and all(k in its_own for k in result[pos:below]):
                 result.insert(below, key)
                 placed.add(key)
                 anchor = key
@@ -430,6 +434,16 @@ def merged_order(
         placed.add(key)
         anchor = key
     return result
+
+
+def _moved(base_order: list[Key], side_order: list[Key]) -> set[Key]:
+    """The entities a side moved: those outside the longest run of matches between the
+    base's order and the side's (an entity moved with its neighbours moved too)."""
+    matcher = difflib.SequenceMatcher(None, base_order, side_order, autojunk=False)
+    stayed = {
+        side_order[j + i] for _, j, size in matcher.get_matching_blocks() for i in range(size)
+    }
+    return set(side_order) - stayed
 
 
 def _after_a_dropped(side: list[Key], index: int, base: set[Key], keep: set[Key]) -> bool:
