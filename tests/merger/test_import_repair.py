@@ -117,3 +117,11 @@ def test_a_statement_taken_out_at_either_end_of_the_file_leaves_no_blank_line_th
     closing_side = base + b"\nfrom m import a\n"
     closing = closing_side + b"\nfrom m import a\n"
     assert _repaired("m.py", base, closing_side, closing_side, closing) == closing_side
+
+
+def test_a_statement_taken_out_between_runs_of_two_blank_lines_leaves_one_run() -> None:
+    """Python spaces top-level statements with two blank lines: the runs above and below
+    a dropped repeat become one run of two, not three or four blank lines."""
+    side = b"from m import a\n\n\ndef f():\n    return a\n"
+    merged = b"from m import a\n\n\nfrom m import a\n\n\ndef f():\n    return a\n"
+    assert _repaired("m.py", b"", side, side, merged) == side

@@ -50,3 +50,14 @@ def test_spacing_changed_in_place_on_both_sides_still_merges_by_lines() -> None:
     result = merge_file(base, ours, theirs, "m.py")
     assert result.clean, result.conflicts
     assert result.content == theirs.replace(b"return os", b"return os.sep")
+
+
+def test_the_entity_after_two_swapped_ones_did_not_move_and_keeps_the_re_spacing() -> None:
+    """Ours swapped `a` and `b`; theirs put more blank lines above `c`, which neither side
+    moved (its neighbour changed, not its place): theirs' spacing lands."""
+    base = b"package p\n\nfunc a() {}\n\nfunc b() {}\n\nfunc c() {}\n"
+    ours = b"package p\n\nfunc b() {}\n\nfunc a() {}\n\nfunc c() {}\n"
+    theirs = base.replace(b"\n\nfunc c", b"\n\n\n\nfunc c")
+    result = merge_file(base, ours, theirs, "a.go")
+    assert result.clean, result.conflicts
+    assert result.content == ours.replace(b"\n\nfunc c", b"\n\n\n\nfunc c")

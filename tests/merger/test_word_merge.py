@@ -681,3 +681,31 @@ def test_a_docstring_line_one_side_reindented_and_both_trimmed_still_merges() ->
     result = merge_file(base, ours, theirs, "symbol.py")
     assert result.clean, result.note
     assert result.content == theirs
+
+
+@pytest.mark.parametrize(
+    ("path", "base"),
+    [
+        (
+            "sum.ts",
+            b"export class Sum {\n  /**\n   * Adds the numbers given.\n   */\n"
+            b"  add(a: number, b: number): number {\n    return a + b;\n  }\n}\n",
+        ),
+        (
+            "Sum.java",
+            b"class Sum {\n  /**\n   * Adds the numbers given.\n   */\n"
+            b"  int add(int a, int b) {\n    return a + b;\n  }\n}\n",
+        ),
+    ],
+    ids=["typescript", "java"],
+)
+def test_a_block_comment_re_indented_keeps_the_other_sides_word_edit(
+    path: str, base: bytes
+) -> None:
+    """A comment's indentation is layout, as code's is: only the spacing between its words
+    is prose (found by an independent review of the rule above)."""
+    ours = base.replace(b"  ", b"    ")
+    theirs = base.replace(b"numbers", b"integers")
+    result = merge_file(base, ours, theirs, path)
+    assert result.clean, result.note
+    assert result.content == ours.replace(b"numbers", b"integers")

@@ -117,21 +117,27 @@ def _wholly_extra(
 
 
 def _with_one_blank_line(content: bytes, start: int, end: int) -> tuple[int, int]:
-    """The lines `start:end` widened by a blank line around them where taking them out
-    alone would leave two blank lines in a row (or one opening or closing the file).
+    """The lines `start:end` widened by the blank lines above them where blank lines
+    follow them too (or by those below them at the start of the file, those above at
+    its end), so that taking them out leaves one run of blank lines, not two.
 
-    The merge puts a blank line between two sides' import statements when each side
-    wrote one at the same place; dropping the second leaves that one and its own.
+    The merge puts blank lines between two sides' import statements when each side
+    wrote one at the same place; dropping the second leaves those and its own.
     """
-    after = _blank_line_at(content, end)
-    if after is None and end < len(content):
-        return start, end
+    below = end
+    while (line_end := _blank_line_at(content, below)) is not None:
+        below = line_end
+    above = start
+    while above > 0:
+        line_start = content.rfind(b"\n", 0, above - 1) + 1
+        if _blank_line_at(content, line_start) != above:
+            break
+        above = line_start
     if start == 0:
-        return start, after or end
-    line_start = content.rfind(b"\n", 0, start - 1) + 1
-    if _blank_line_at(content, line_start) == start:
-        return line_start, end
-    return start, end
+        return start, below
+    if end >= len(content):
+        return above, end
+    return (above, end) if below > end else (start, end)
 
 
 def _blank_line_at(content: bytes, at: int) -> int | None:

@@ -76,20 +76,12 @@ def align_repeats(
                 if offset < paired:
                     occurrence: int | str = originals[b0 + offset].occurrence
                 else:
-                    text = _as_added(side[p])
+                    text = side[p].text.decode("utf-8", errors="replace")
                     seen = added.get(text, 0)
                     added[text] = seen + 1
                     occurrence = f"added {seen}: {text}"
                 result[p] = replace(side[p], occurrence=occurrence)
     return tuple(result)
-
-
-def _as_added(entity: Entity) -> str:
-    """What names an entity a side added among repeats: its code, spacing collapsed and
-    a closing `;` dropped, so that `export {};` under a comment and a bare `export {}`
-    the other side added are one addition, not two statements kept side by side."""
-    code = b" ".join(entity.code.split()).removesuffix(b";")
-    return code.decode("utf-8", errors="replace")
 
 
 # How alike an added entity must be to one the same side deleted from the same place
@@ -301,9 +293,23 @@ def _same_but_its_name(ours: Entity, theirs: Entity) -> bool:
     mine, yours = (e.name.split("(", 1)[0].strip() for e in (ours, theirs))
     if not mine or not yours or mine == yours:
         return False
-    if difflib.SequenceMatcher(None, mine, yours, autojunk=False).ratio() < _MISSPELT:
+    matcher = difflib.SequenceMatcher(None, mine, yours, autojunk=False)
+    if matcher.ratio() < _MISSPELT or not _a_typo(mine, yours, matcher):
         return False
     return ours.code.replace(mine.encode(), b"\0") == theirs.code.replace(yours.encode(), b"\0")
+
+
+def _a_typo(mine: str, yours: str, matcher: difflib.SequenceMatcher[str]) -> bool:
+    """Whether two names differ as a slip of the keys does: in letters only, inside the
+    name. Names that differ in a digit or at their end (`test_issue_101` and `…102`,
+    `fetchUserA` and `fetchUserB`, `getUser` and `getUsers`) are a series, not a typo."""
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        changed = mine[a0:a1] + yours[b0:b1]
+        if not changed.isalpha() or a1 >= len(mine) or b1 >= len(yours):
+            return False
+    return True
 
 
 def _shares_lines(old: Entity, new: Entity) -> bool:

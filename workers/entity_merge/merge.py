@@ -94,12 +94,14 @@ class _Inputs:
         joined: tuple[bytes, ...] = (),
         alike: tuple[bytes, ...] = (),
         worded: tuple[bytes, ...] = (),
+        respaced: tuple[bytes, ...] = (),
     ) -> tuple[ConflictReason, str] | None:
         """Why a clean merge of these inputs must not be written, or None if it may.
 
         `joined`: lines the merge kept from both sides as entries of keyed literals;
         `alike`: ours' lines it took for theirs written with other spacing; `worded`:
-        lines the word merge made of one side's words and the other's spacing.
+        lines the word merge made of one side's words and the other's spacing;
+        `respaced`: those of `alike` whose sides spaced their words differently.
         """
         parser = self.spec.parser()
         tree, start, end = reparse(
@@ -121,6 +123,9 @@ class _Inputs:
             (worded, "as one side's words with the other side's spacing"),
         ):
             inside = line_inside_text(root, content, lines) if lines else None
+            if inside is None and what == "as written alike" and respaced:
+                # Between the words of a comment spacing is prose too (not its indent).
+                inside = line_inside_text(root, content, respaced, comments=True)
             if inside is not None:
                 shown = inside.strip().decode("utf-8", "replace")
                 where = "inside a string or comment spanning lines"
@@ -166,6 +171,7 @@ class _Inputs:
         joined: tuple[bytes, ...] = (),
         alike: tuple[bytes, ...] = (),
         worded: tuple[bytes, ...] = (),
+        respaced: tuple[bytes, ...] = (),
     ) -> MergeResult:
         """`result` if it is a conflict or sound; else a line merge, or a refusal.
 
@@ -176,7 +182,7 @@ class _Inputs:
         """
         if not result.clean:
             return result
-        fault = self.fault(result.content, joined, alike, worded)
+        fault = self.fault(result.content, joined, alike, worded, respaced)
         if fault is None:
             return result
         repaired = self.repaired(result.content)
@@ -318,6 +324,7 @@ def _merge_text(
         joined=tuple(merger.joined),
         alike=tuple(merger.alike),
         worded=tuple(merger.worded),
+        respaced=tuple(merger.respaced),
     )
 
 

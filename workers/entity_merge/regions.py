@@ -8,6 +8,7 @@ with parsing, fallbacks and the final checks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .combine import combine_names, keep_additions, lists_names
@@ -83,6 +84,14 @@ def _spacing(key: Key, side: tuple[Entity, ...]) -> bytes:
     return gap if not gap.strip() else b""
 
 
+_INNER_SPACING = re.compile(rb"(?<=\S)[ \t]+(?=\S)")
+
+
+def _inner(line: bytes) -> list[bytes]:
+    """The runs of spacing between a line's words."""
+    return _INNER_SPACING.findall(line)
+
+
 def _spacing_only(base_gap: bytes, side_gap: bytes) -> bool:
     """Whether a side changed the gap above an entity in its blank lines alone."""
     return base_gap != side_gap and _significant(base_gap) == _significant(side_gap)
@@ -93,25 +102,27 @@ def _moved(
 ) -> dict[Key, Entity]:
     """Entities one side alone moved, with that side's version of each.
 
-    Moved: the entity before it, counting only those all three versions hold, is another
-    than in the base (an entity inserted in front of it is no move).
+    Moved: the entities before and after it, counting only those all three versions
+    hold, are both others than in the base (an entity inserted in front of it is no
+    move, nor is the one after an entity that moved away).
     """
     common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
 
-    def before(entities: tuple[Entity, ...]) -> dict[Key, Key | None]:
-        found: dict[Key, Key | None] = {}
-        previous: Key | None = None
-        for e in entities:
-            if e.key in common:
-                found[e.key] = previous
-                previous = e.key
-        return found
+    def neighbours(entities: tuple[Entity, ...]) -> dict[Key, tuple[Key | None, Key | None]]:
+        order = [e.key for e in entities if e.key in common]
+        return {
+            key: (order[i - 1] if i else None, order[i + 1] if i + 1 < len(order) else None)
+            for i, key in enumerate(order)
+        }
 
-    b, o, t = before(base), before(ours), before(theirs)
+    b, o, t = neighbours(base), neighbours(ours), neighbours(theirs)
     found: dict[Key, Entity] = {}
     for side, moves, other in ((ours, o, t), (theirs, t, o)):
         for e in side:
-            if e.key in common and moves[e.key] != b[e.key] and other[e.key] == b[e.key]:
+            if e.key not in common or other[e.key] != b[e.key]:
+                continue
+            (before, after), (was_before, was_after) = moves[e.key], b[e.key]
+            if before != was_before and after != was_after:
                 found[e.key] = e
     return found
 
@@ -176,6 +187,9 @@ class Merger:
     # Lines the word merge wrote that neither side did: one side's words with the other
     # side's spacing or indentation (`merge_words`).
     worded: list[bytes] = field(default_factory=list)
+    # Of `alike`, the lines whose two sides spaced their words differently (not only
+    # their indentation): in a comment that spacing is prose.
+    respaced: list[bytes] = field(default_factory=list)
 
     def lines(
         self,
@@ -229,6 +243,9 @@ class Merger:
             # Spacing inside a string or comment spanning lines is content: the merged tree
             # decides.
             self.alike.extend(o for o, t in zip(ours, theirs, strict=True) if o != t)
+            self.respaced.extend(
+                o for o, t in zip(ours, theirs, strict=True) if _inner(o) != _inner(t)
+            )
             return ours
         if self.spec.keyed_entries:
             joined = merge_entries(base, ours, theirs)
