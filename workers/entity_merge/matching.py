@@ -405,7 +405,7 @@ def merged_order(
     spine_only = set(spine) - set(base) - set(other)
     base_keys = set(base)
     # What the spine put somewhere of its own: its additions and what it moved there.
-    its_own = spine_only | _moved(base_order, theirs_order if other_first else ours_order)
+    its_own = spine_only | _out_of_order(base_order, theirs_order if other_first else ours_order)
     result = [k for k in spine if k in keep]
     placed = set(result)
     anchor: Key | None = None
@@ -442,7 +442,7 @@ def merged_order(
     return result
 
 
-def _moved(base_order: list[Key], side_order: list[Key]) -> set[Key]:
+def _out_of_order(base_order: list[Key], side_order: list[Key]) -> set[Key]:
     """The entities a side moved: those outside the longest run of matches between the
     base's order and the side's (an entity moved with its neighbours moved too)."""
     matcher = difflib.SequenceMatcher(None, base_order, side_order, autojunk=False)
