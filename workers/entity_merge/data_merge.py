@@ -31,7 +31,7 @@ from .languages import json_doc, toml, yaml_doc
 from .languages.data_tree import Document, Member, Node, NotData, same
 from .languages.toml import canon
 from .line_merge import Clash, merge3, render, split_lines
-from .matching import Reordered, merged_order
+from .ordering import Reordered, merged_order
 from .regions import Merger
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
 from .toml_merge import MISSING, merge_list, merge_toml, merge_value

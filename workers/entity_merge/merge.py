@@ -29,7 +29,7 @@ from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
 from .line_endings import Ending, converted_to, in_lf, written_in
 from .line_merge import split_lines
-from .matching import Reordered
+from .ordering import Reordered
 from .refusal import binary_result, duplicated, is_binary, refused
 from .regions import Merger
 from .reparse import reparse

@@ -8,23 +8,17 @@ with parsing, fallbacks and the final checks.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .entries import merge_entries
+from .gaps import inner_spacing, moved_alone, significant_lines, spacing_only
 from .languages import LanguageSpec
 from .line_merge import Clash, Stable, merge3, render, split_lines
-from .matching import (
-    Reordered,
-    align_repeats,
-    merged_order,
-    pair_additions,
-    rematch,
-    replacements,
-)
+from .matching import align_repeats, pair_additions, rematch, replacements
+from .ordering import Reordered, merged_order
 from .result import ConflictHunk, ConflictReason, EntityConflict
 from .words import combined_lines, merge_words, said_alike
 
@@ -67,13 +61,9 @@ def _clean_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     return render(chunks).content
 
 
-def _significant(gap: bytes) -> list[bytes]:
-    return [line.strip() for line in split_lines(gap) if line.strip()]
-
-
 def _changed(base: Entity, side: Entity) -> bool:
     # Spacing above an entity is not a change worth a modify/delete conflict.
-    return base.text != side.text or _significant(base.gap) != _significant(side.gap)
+    return base.text != side.text or significant_lines(base.gap) != significant_lines(side.gap)
 
 
 def _spacing(key: Key, side: tuple[Entity, ...]) -> bytes:
@@ -82,49 +72,6 @@ def _spacing(key: Key, side: tuple[Entity, ...]) -> bytes:
         return b""
     gap = side[1].gap
     return gap if not gap.strip() else b""
-
-
-_INNER_SPACING = re.compile(rb"(?<=\S)[ \t]+(?=\S)")
-
-
-def _inner(line: bytes) -> list[bytes]:
-    """The runs of spacing between a line's words."""
-    return _INNER_SPACING.findall(line)
-
-
-def _spacing_only(base_gap: bytes, side_gap: bytes) -> bool:
-    """Whether a side changed the gap above an entity in its blank lines alone."""
-    return base_gap != side_gap and _significant(base_gap) == _significant(side_gap)
-
-
-def _moved(
-    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
-) -> dict[Key, Entity]:
-    """Entities one side alone moved, with that side's version of each.
-
-    Moved: the entities before and after it, counting only those all three versions
-    hold, are both others than in the base (an entity inserted in front of it is no
-    move, nor is the one after an entity that moved away).
-    """
-    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
-
-    def neighbours(entities: tuple[Entity, ...]) -> dict[Key, tuple[Key | None, Key | None]]:
-        order = [e.key for e in entities if e.key in common]
-        return {
-            key: (order[i - 1] if i else None, order[i + 1] if i + 1 < len(order) else None)
-            for i, key in enumerate(order)
-        }
-
-    b, o, t = neighbours(base), neighbours(ours), neighbours(theirs)
-    found: dict[Key, Entity] = {}
-    for side, moves, other in ((ours, o, t), (theirs, t, o)):
-        for e in side:
-            if e.key not in common or other[e.key] != b[e.key]:
-                continue
-            (before, after), (was_before, was_after) = moves[e.key], b[e.key]
-            if before != was_before and after != was_after:
-                found[e.key] = e
-    return found
 
 
 def _survives(base: Entity | None, ours: Entity | None, theirs: Entity | None) -> bool:
@@ -244,7 +191,7 @@ class Merger:
             # decides.
             self.alike.extend(o for o, t in zip(ours, theirs, strict=True) if o != t)
             self.respaced.extend(
-                o for o, t in zip(ours, theirs, strict=True) if _inner(o) != _inner(t)
+                o for o, t in zip(ours, theirs, strict=True) if inner_spacing(o) != inner_spacing(t)
             )
             return ours
         if self.spec.keyed_entries:
@@ -290,7 +237,7 @@ class Merger:
                 base.head, ours.head, theirs.head, kind="comment", name=f"at the start of {where}"
             )
         ]
-        moved = _moved(base.entities, ours_entities, theirs_entities)
+        moved = moved_alone(base.entities, ours_entities, theirs_entities)
         for position, key in enumerate(order):
             spacing = b""
             if position > 0 and key not in b:
@@ -331,7 +278,7 @@ class Merger:
         """
         if ours is not None and theirs is not None:
             other = theirs if moved is ours else ours
-            if moved is not None and base is not None and _spacing_only(base.gap, other.gap):
+            if moved is not None and base is not None and spacing_only(base.gap, other.gap):
                 # The other side's blank lines were about the entity's old place (an
                 # import inserted above it took the blank line over): at its new place
                 # the side that moved it says what goes above it.

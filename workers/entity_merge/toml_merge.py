@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 
 from .languages.toml import Document, NotToml, Section, Statement, array_of, canon, parse
 from .line_merge import Clash, render
-from .matching import Reordered, merged_order
+from .ordering import Reordered, merged_order
 from .regions import Merger
 from .result import ConflictHunk, ConflictReason, EntityConflict, MergeResult
 from .toml_values import MISSING, merge_list, merge_value, same_value

@@ -1,0 +1,59 @@
+"""The blank lines above entities and the spacing inside lines, as a merge weighs them:
+which side's blank lines an entity one side moved keeps, and which spacing is layout."""
+
+from __future__ import annotations
+
+import re
+
+from .entities import Entity, Key
+from .line_merge import split_lines
+
+__all__ = ["inner_spacing", "moved_alone", "significant_lines", "spacing_only"]
+
+
+def significant_lines(gap: bytes) -> list[bytes]:
+    """The lines of a gap that are not blank, stripped."""
+    return [line.strip() for line in split_lines(gap) if line.strip()]
+
+
+_INNER_SPACING = re.compile(rb"(?<=\S)[ \t]+(?=\S)")
+
+
+def inner_spacing(line: bytes) -> list[bytes]:
+    """The runs of spacing between a line's words."""
+    return _INNER_SPACING.findall(line)
+
+
+def spacing_only(base_gap: bytes, side_gap: bytes) -> bool:
+    """Whether a side changed the gap above an entity in its blank lines alone."""
+    return base_gap != side_gap and significant_lines(base_gap) == significant_lines(side_gap)
+
+
+def moved_alone(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> dict[Key, Entity]:
+    """Entities one side alone moved, with that side's version of each.
+
+    Moved: the entities before and after it, counting only those all three versions
+    hold, are both others than in the base (an entity inserted in front of it is no
+    move, nor is the one after an entity that moved away).
+    """
+    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
+
+    def neighbours(entities: tuple[Entity, ...]) -> dict[Key, tuple[Key | None, Key | None]]:
+        order = [e.key for e in entities if e.key in common]
+        return {
+            key: (order[i - 1] if i else None, order[i + 1] if i + 1 < len(order) else None)
+            for i, key in enumerate(order)
+        }
+
+    b, o, t = neighbours(base), neighbours(ours), neighbours(theirs)
+    found: dict[Key, Entity] = {}
+    for side, moves, other in ((ours, o, t), (theirs, t, o)):
+        for e in side:
+            if e.key not in common or other[e.key] != b[e.key]:
+                continue
+            (before, after), (was_before, was_after) = moves[e.key], b[e.key]
+            if before != was_before and after != was_after:
+                found[e.key] = e
+    return found

@@ -1,0 +1,96 @@
+"""The order of a merged region's entities: the two sides' sequences merged around the
+entities both kept."""
+
+from __future__ import annotations
+
+import difflib
+
+from .entities import Key
+
+__all__ = ["Reordered", "merged_order"]
+
+
+class Reordered(Exception):
+    """Raised when both sides reordered the same entities differently."""
+
+
+def merged_order(
+    base: list[Key],
+    ours: list[Key],
+    theirs: list[Key],
+    keep: set[Key],
+) -> list[Key]:
+    """The merged order of surviving keys.
+
+    One side's order is the spine (ours, unless only theirs reordered what both
+    kept); the other side's entities are placed after their nearest preceding
+    neighbour. When both sides add at the same place, ours' additions come first,
+    unless one side's addition came right after an entity the merge drops: the other
+    side's additions there took that entity's place, which is above it, so it goes
+    after them, just above the entity that follows it on its side.
+    """
+    common = set(base) & set(ours) & set(theirs)
+    base_order = [k for k in base if k in common]
+    ours_order = [k for k in ours if k in common]
+    theirs_order = [k for k in theirs if k in common]
+    if ours_order != base_order and theirs_order != base_order and ours_order != theirs_order:
+        raise Reordered
+    if ours_order == base_order and theirs_order != base_order:
+        spine, other, other_first = theirs, ours, True
+    else:
+        spine, other, other_first = ours, theirs, False
+    spine_only = set(spine) - set(base) - set(other)
+    base_keys = set(base)
+    # What the spine put somewhere of its own: its additions and what it moved there.
+    its_own = spine_only | _out_of_order(base_order, theirs_order if other_first else ours_order)
+    result = [k for k in spine if k in keep]
+    placed = set(result)
+    anchor: Key | None = None
+    for index, key in enumerate(other):
+        if key in placed:
+            anchor = key
+            continue
+        if key not in keep:
+            continue
+        pos = result.index(anchor) + 1 if anchor is not None else 0
+        if _after_a_dropped(other, index, base_keys, keep):
+            # Added just below an entity the merge drops: what the spine put in that
+            # entity's place (its additions, what it moved there) goes above it, and the
+            # addition stays above what follows it on its side (at the end when nothing
+            # does). When entities the spine left in place stand between, the follower
+            # was moved far away by the spine: the addition stays by its anchor.
+            follower = next((k for k in other[index + 1 :] if k in placed), None)
+            below = result.index(follower) if follower is not None else len(result)
+            if below >= pos and all(k in its_own for k in result[pos:below]):
+                result.insert(below, key)
+                placed.add(key)
+                anchor = key
+                continue
+        if not other_first:
+            while (
+                pos < len(result)
+                and result[pos] in spine_only
+                and not _after_a_dropped(spine, spine.index(result[pos]), base_keys, keep)
+            ):
+                pos += 1
+        result.insert(pos, key)
+        placed.add(key)
+        anchor = key
+    return result
+
+
+def _out_of_order(base_order: list[Key], side_order: list[Key]) -> set[Key]:
+    """The entities a side moved: those outside the longest run of matches between the
+    base's order and the side's (an entity moved with its neighbours moved too)."""
+    matcher = difflib.SequenceMatcher(None, base_order, side_order, autojunk=False)
+    stayed = {
+        side_order[j + i] for _, j, size in matcher.get_matching_blocks() for i in range(size)
+    }
+    return set(side_order) - stayed
+
+
+def _after_a_dropped(side: list[Key], index: int, base: set[Key], keep: set[Key]) -> bool:
+    """Whether the entity right before `side[index]` is a base entity the merge drops
+    (irc.py: ours added a function below `from time import sleep`, theirs replaced that
+    import with four; theirs' imports belong where it stood, above ours' function)."""
+    return index > 0 and side[index - 1] in base and side[index - 1] not in keep
