@@ -212,6 +212,14 @@ async def _connect(
     return bus
 
 
+async def _drain(sub: Any) -> None:
+    """Drain one subscription. Whatever goes wrong is swallowed, as in the rest of ``close``:
+    one already closed, or on a connection already closing, has nothing left to drain, and
+    an exception left in the task would itself be printed when it is collected."""
+    with contextlib.suppress(Exception):
+        await sub.drain()
+
+
 def _whose(creds: Credential | None) -> str:
     if creds is None:
         return "a connection without credentials"
@@ -250,13 +258,28 @@ class Bus:
         """Drain (the subscriptions' pending messages handled, the outbound flushed), but for
         at most ``CLOSE_DRAIN_S``: nats-py waits up to 30 s for a subscription that does not
         drain, and a command ended by Ctrl-C must not wait that long. What is published is
-        acknowledged before ``publish`` returns, so nothing of ours is lost by cutting it."""
+        acknowledged before ``publish`` returns, so nothing of ours is lost by cutting it.
+
+        Each subscription is drained here rather than by ``nc.drain()``: cutting that one
+        short leaves a future with an exception nobody reads (its gather of the
+        subscriptions' drains), which asyncio prints with a traceback when it is collected,
+        so a daemon stopped by Ctrl-C could end with one on its stderr."""
+        nc = self.nc
+        if nc.is_closed:
+            return
+        subscriptions = list(getattr(nc, "_subs", {}).values())
+        drains = [asyncio.ensure_future(_drain(sub)) for sub in subscriptions]
+        if drains:
+            _, undrained = await asyncio.wait(drains, timeout=CLOSE_DRAIN_S)
+            for task in undrained:
+                task.cancel()
+            # Bounded too: a cancel that nats-py swallows must not keep the close waiting.
+            await asyncio.wait(drains, timeout=CLOSE_DRAIN_S)
         with contextlib.suppress(Exception):
             async with asyncio.timeout(CLOSE_DRAIN_S):
-                await self.nc.drain()
-        if not self.nc.is_closed:
-            with contextlib.suppress(Exception):
-                await self.nc.close()
+                await nc.flush()
+        with contextlib.suppress(Exception):
+            await nc.close()
 
     async def __aenter__(self) -> Bus:
         return self

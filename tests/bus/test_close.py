@@ -5,6 +5,7 @@ must not hang that long on its way out."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from bus import connect
 from bus.connection import CLOSE_DRAIN_S
@@ -30,3 +31,31 @@ async def test_close_ends_though_a_subscription_never_drains(nats_url: str) -> N
         await bus.nc.close()
     assert closing in done, "close() waited for a subscription that cannot drain"
     assert bus.nc.is_closed
+
+
+async def test_a_close_cut_short_leaves_nothing_for_the_loop_to_report(nats_url: str) -> None:
+    """A drain cut short must not leave a future whose exception nobody read: asyncio prints
+    such a future with a traceback whenever it is collected, and a daemon stopped by Ctrl-C
+    then ends with a traceback on its stderr (seen in CI on a log with a long backlog)."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        bus = await connect(nats_url)
+        stuck = asyncio.Event()
+
+        async def never_returns(_msg: object) -> None:
+            await stuck.wait()
+
+        await bus.nc.subscribe("close.unread", cb=never_returns)
+        await bus.nc.publish("close.unread", b"x")
+        await bus.nc.flush()
+        await bus.close()
+        stuck.set()
+        assert bus.nc.is_closed
+        await asyncio.sleep(0)  # let callbacks of what close() cancelled run
+        gc.collect()  # a future's unread exception is reported when it is collected
+    finally:
+        loop.set_exception_handler(previous)
+    assert [c.get("message") for c in reported] == [], reported

@@ -40,7 +40,7 @@ from integrity.test_hostile_decisions import dispatch
 
 from bus import free_port
 from schemas import FindingRaised, UnitTransitioned
-from schemas.reports import GaveUpReport
+from schemas.reports import CommitReport, GaveUpReport
 from workers.agents import cgroups
 from workers.agents.workspace import workdir
 
@@ -406,7 +406,14 @@ async def test_a_hostile_command_gets_nothing_of_the_host(loop: Loop, executor: 
 
 
 async def breach_findings(loop: Loop, unit: str) -> list[FindingRaised]:
-    events = await loop.events(P)
+    """The unit's sandbox-breach findings, once its builder's answer is on the log: the
+    builder sets the branch (where the record is read) before it publishes the findings,
+    in one batch with the answer, so reading them on sight of the record can be too soon."""
+    async with asyncio.timeout(WAIT_S):
+        events = await loop.events(P)
+        while not any(isinstance(e, CommitReport) and e.unit == unit for e in events):
+            await asyncio.sleep(0.5)
+            events = await loop.events(P)
     return [
         e
         for e in events
