@@ -33,6 +33,7 @@ from .ordering import Reordered
 from .refusal import binary_result, duplicated, is_binary, refused
 from .regions import Merger
 from .reparse import reparse
+from .restated import restated
 from .result import ConflictHunk, ConflictReason, MergeResult
 
 __all__ = ["merge_file"]
@@ -151,6 +152,15 @@ class _Inputs:
         if repeated:
             line = repeated[0].decode("utf-8", "replace")
             return "both-modified", f"holds {line!r} twice, which every version holds once"
+        twice = restated(
+            (self.ours_tree.root_node, self.ours),
+            (self.theirs_tree.root_node, self.theirs),
+            (root, content),
+            attached=self.spec.attached,
+        )
+        if twice is not None:
+            shown = twice.decode("utf-8", "replace")
+            return "both-added", f"holds {shown!r} more often than either side wrote it"
         if self.spec.collides is not None:
             clash = self.spec.collides(*roots, root)
             if clash is not None:
