@@ -4,11 +4,18 @@ which side's blank lines an entity one side moved keeps, and which spacing is la
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from .entities import Entity, Key
 from .line_merge import split_lines
 
-__all__ = ["inner_spacing", "moved_alone", "significant_lines", "spacing_only"]
+__all__ = [
+    "grouped_additions",
+    "inner_spacing",
+    "moved_alone",
+    "significant_lines",
+    "spacing_only",
+]
 
 
 def significant_lines(gap: bytes) -> list[bytes]:
@@ -57,3 +64,25 @@ def moved_alone(
             if before != was_before and after != was_after:
                 found[e.key] = e
     return found
+
+
+def grouped_additions(
+    base: tuple[Entity, ...], side: tuple[Entity, ...], kinds: frozenset[str]
+) -> set[Key]:
+    """A side's additions that joined the group of the entity above them: of one of
+    `kinds` (imports), of the same kind as that entity, with no blank line between.
+
+    nushell's crates/nu-engine/src/lib.rs (sixth held-out set): theirs added a ``pub use``
+    right under the file's last one; ours added a blank line and two test-only imports
+    there. Placed after ours' additions, as an addition at a shared spot is, theirs'
+    ``pub use`` left its group for the end of the file.
+    """
+    base_keys = {e.key for e in base}
+    return {
+        e.key
+        for above, e in pairwise(side)
+        if e.kind in kinds
+        and e.kind == above.kind
+        and e.key not in base_keys
+        and all(line.strip() for line in split_lines(e.gap))
+    }

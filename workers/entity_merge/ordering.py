@@ -19,6 +19,7 @@ def merged_order(
     ours: list[Key],
     theirs: list[Key],
     keep: set[Key],
+    grouped: set[Key] | None = None,
 ) -> list[Key]:
     """The merged order of surviving keys.
 
@@ -27,8 +28,11 @@ def merged_order(
     neighbour. When both sides add at the same place, ours' additions come first,
     unless one side's addition came right after an entity the merge drops: the other
     side's additions there took that entity's place, which is above it, so it goes
-    after them, just above the entity that follows it on its side.
+    after them, just above the entity that follows it on its side. An addition in
+    `grouped` (one that joined the group of the entity above it, `gaps.grouped_additions`)
+    stays by that entity, above the other side's additions there that did not.
     """
+    grouped = grouped or set()
     common = set(base) & set(ours) & set(theirs)
     base_order = [k for k in base if k in common]
     ours_order = [k for k in ours if k in common]
@@ -71,7 +75,13 @@ def merged_order(
                 pos < len(result)
                 and result[pos] in spine_only
                 and not _after_a_dropped(spine, spine.index(result[pos]), base_keys, keep)
+                and (key not in grouped or result[pos] in grouped)
             ):
+                pos += 1
+        elif key not in grouped:
+            # Ours' additions come first, but not between an entity and theirs' additions
+            # grouped with it.
+            while pos < len(result) and result[pos] in spine_only and result[pos] in grouped:
                 pos += 1
         result.insert(pos, key)
         placed.add(key)

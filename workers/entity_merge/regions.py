@@ -14,7 +14,7 @@ from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .entries import merge_entries
-from .gaps import inner_spacing, moved_alone, significant_lines, spacing_only
+from .gaps import grouped_additions, inner_spacing, moved_alone, significant_lines, spacing_only
 from .languages import LanguageSpec
 from .line_merge import Clash, Stable, merge3, render, split_lines
 from .matching import align_repeats, pair_additions, rematch, replacements
@@ -231,7 +231,9 @@ class Merger:
             keep.add(key)
         # Ordering first: it is the one step that can give up on the region, and it
         # must do so before any conflict of this region has been recorded.
-        order = merged_order(list(b), list(o), list(t), keep)
+        grouped = grouped_additions(base.entities, ours_entities, _NAME_LISTS)
+        grouped |= grouped_additions(base.entities, theirs_entities, _NAME_LISTS)
+        order = merged_order(list(b), list(o), list(t), keep, grouped)
         parts = [
             self.lines(
                 base.head, ours.head, theirs.head, kind="comment", name=f"at the start of {where}"
