@@ -4,6 +4,7 @@ entities both kept."""
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 
 from .entities import Key
 
@@ -30,7 +31,9 @@ def merged_order(
     side's additions there took that entity's place, which is above it, so it goes
     after them, just above the entity that follows it on its side. An addition in
     `grouped` (one that joined the group of the entity above it, `gaps.grouped_additions`)
-    stays by that entity, above the other side's additions there that did not.
+    stays by that entity, above the other side's additions there that did not. What an
+    addition's side had above it, of another kind, stays above it wherever the spine
+    moved it.
     """
     grouped = grouped or set()
     common = set(base) & set(ours) & set(theirs)
@@ -49,6 +52,15 @@ def merged_order(
     its_own = spine_only | _out_of_order(base_order, theirs_order if other_first else ours_order)
     result = [k for k in spine if k in keep]
     placed = set(result)
+    shared = _SharedSpot(
+        spine,
+        {k: i for i, k in enumerate(other)},
+        other_first,
+        spine_only,
+        base_keys,
+        keep,
+        grouped,
+    )
     anchor: Key | None = None
     for index, key in enumerate(other):
         if key in placed:
@@ -70,23 +82,56 @@ def merged_order(
                 placed.add(key)
                 anchor = key
                 continue
-        if not other_first:
-            while (
-                pos < len(result)
-                and result[pos] in spine_only
-                and not _after_a_dropped(spine, spine.index(result[pos]), base_keys, keep)
-                and (key not in grouped or result[pos] in grouped)
-            ):
-                pos += 1
-        elif key not in grouped:
-            # Ours' additions come first, but not between an entity and theirs' additions
-            # grouped with it.
-            while pos < len(result) and result[pos] in spine_only and result[pos] in grouped:
-                pos += 1
+        pos = shared.past(result, pos, key, index)
         result.insert(pos, key)
         placed.add(key)
         anchor = key
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedSpot:
+    """Where an addition of the other side goes among what the spine has right below
+    its anchor (see :func:`merged_order`)."""
+
+    spine: list[Key]
+    other_at: dict[Key, int]
+    other_first: bool
+    spine_only: set[Key]
+    base_keys: set[Key]
+    keep: set[Key]
+    grouped: set[Key]
+
+    def past(self, result: list[Key], pos: int, key: Key, index: int) -> int:
+        """The position at or after `pos` where `key`, the other side's `index`-th
+        entity, goes in `result`."""
+        while pos < len(result) and self._goes_below(result[pos], key, index):
+            pos += 1
+        return pos
+
+    def _goes_below(self, here: Key, key: Key, index: int) -> bool:
+        if self.other_at.get(here, index) < index and _kind(here) != _kind(key):
+            # The addition's side had this above it, and it is of another kind; the spine
+            # moved it below the anchor (got's get-response.ts: ours moved an import to
+            # the end of the imports, theirs added a constant after them; it stays after
+            # them all). Among entities of one kind, such as imports one side sorted, the
+            # spine's order is all there is to go by.
+            return True
+        if here not in self.spine_only:
+            return False
+        if self.other_first:
+            # Ours' additions come first, but not between an entity and theirs'
+            # additions grouped with it.
+            return key not in self.grouped and here in self.grouped
+        dropped_above = _after_a_dropped(
+            self.spine, self.spine.index(here), self.base_keys, self.keep
+        )
+        return not dropped_above and (key not in self.grouped or here in self.grouped)
+
+
+def _kind(key: Key) -> str | None:
+    """An entity key's kind; None for the keys of data files, which merge by this too."""
+    return key[0] if isinstance(key, tuple) else None
 
 
 def _out_of_order(base_order: list[Key], side_order: list[Key]) -> set[Key]:
