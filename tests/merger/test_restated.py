@@ -89,3 +89,23 @@ def test_two_new_rust_tests_each_with_its_attribute_still_merge() -> None:
     result = merge_file(base, ours, theirs, "tests.rs")
     assert result.clean, result.conflicts
     assert result.content.count(b"#[test]") == 3
+
+
+def test_two_lines_both_sides_changed_into_one_same_line_still_merge() -> None:
+    """Two edits that agree are no statement added twice (an independent review's case):
+    only a statement the merge holds in two spellings is one."""
+    base = b"import time\n\ntime.sleep(1)\nprint('a')\ntime.sleep(3)\n"
+    ours = base.replace(b"time.sleep(1)", b"time.sleep(2)")
+    theirs = base.replace(b"time.sleep(3)", b"time.sleep(2)")
+    result = merge_file(base, ours, theirs, "m.py")
+    assert result.clean, result.conflicts
+    assert result.content == b"import time\n\ntime.sleep(2)\nprint('a')\ntime.sleep(2)\n"
+
+
+def test_a_statement_both_sides_added_with_other_quotes_is_a_conflict() -> None:
+    base = b"import sys\n\n\ndef main():\n    pass\n"
+    ours = base.replace(b"import sys\n", b"import sys\nsys.path.insert(0, 'lib')\n")
+    theirs = base + b'\nsys.path.insert(0, "lib")\n'
+    result = merge_file(base, ours, theirs, "m.py")
+    assert not result.clean, result.content
+    assert "more often than either side wrote it" in result.note

@@ -94,3 +94,32 @@ def test_a_constant_added_after_the_imports_stays_after_an_import_moved_to_their
     assert result.content == moved.replace(
         b"\nexport default", b"\nconst pipeline = stream.pipeline;\n\nexport default"
     )
+
+
+ROUTINE = {
+    "typescript": (
+        "m.ts",
+        b"export function a(): void {}\n",
+        b"\n// eslint-disable-next-line @typescript-eslint/no-explicit-any\n"
+        b"export function b(x: any): void {}\n",
+        b"\n// eslint-disable-next-line @typescript-eslint/no-explicit-any\n"
+        b"export function c(y: any): void {}\n",
+    ),
+    "java": (
+        "S.java",
+        b"class S {\n    void a() {}\n",
+        b"\n    // TODO: implement this\n    void b() {}\n",
+        b"\n    // TODO: implement this\n    void c() {}\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("language", list(ROUTINE))
+def test_two_unrelated_additions_under_one_routine_comment_both_merge(language: str) -> None:
+    """A shared comment alone does not make two additions one (an independent review's
+    cases): their names must be one name in two forms too."""
+    path, base, mine, yours = ROUTINE[language]
+    tail = b"}\n" if language == "java" else b""
+    result = merge_file(base + tail, base + mine + tail, base + yours + tail, path)
+    assert result.clean, result.conflicts
+    assert result.content == base + mine + yours + tail

@@ -294,17 +294,37 @@ def _note(entity: Entity) -> bytes:
 
 
 def _same_note(ours: Entity, theirs: Entity) -> bool:
-    """Whether two named additions of one kind carry one comment of some words.
+    """Whether two named additions of one kind, one name apart, carry one comment of some
+    words.
 
     bat's src/config.rs (seventh held-out set): under ``/// Name of file to display when
     printing`` ours added ``filenames: Option<Vec<&'a str>>`` and theirs ``filename:
     Option<&'a str>`` at the same place of a struct; keyed by name they were two fields,
-    and the struct got both. People do not write one comment for two new things.
+    and the struct got both. One comment over two names that say one thing is one
+    addition. A shared comment alone is not: routine ones (``// TODO: implement this``, an
+    ``eslint-disable`` line) sit above unrelated new things.
     """
     if ours.kind != theirs.kind or ours.kind in _REPEATABLE or not ours.attached:
         return False
+    if not _one_name_apart(ours.name, theirs.name):
+        return False
     note = _note(ours)
     return len(_WORD.findall(note)) >= _NOTE_WORDS and note == _note(theirs)
+
+
+# How alike two names must be (difflib's ratio) to be taken for one name in two forms.
+_NAME_APART = 0.8
+
+
+def _one_name_apart(mine: str, yours: str) -> bool:
+    """Whether two names are one in two forms: one starts with the other (``filename``,
+    ``filenames``; ``timeout``, ``timeoutMs``) or they differ in a character or two."""
+    mine, yours = mine.lower(), yours.lower()
+    if not mine or not yours:
+        return False
+    if mine.startswith(yours) or yours.startswith(mine):
+        return True
+    return difflib.SequenceMatcher(None, mine, yours).ratio() >= _NAME_APART
 
 
 def _same_but_its_name(ours: Entity, theirs: Entity) -> bool:
