@@ -53,6 +53,8 @@ from schemas import Event, subject_of
 WRONG_LAST_SEQUENCE = 10071
 CLOSE_DRAIN_S = 5.0
 """How long closing a connection waits for it to drain before closing it outright."""
+CANCEL_GRACE_S = 1.0
+"""How long closing waits for the drains it had to cancel to end."""
 
 DEFAULT_WINDOW = 4096  # acks in flight for a pipelined publish; past it we wait for some
 ACK_TIMEOUT = 10.0  # seconds before an unanswered publish is retried (Msg-Id makes it safe)
@@ -256,9 +258,11 @@ class Bus:
 
     async def close(self) -> None:
         """Drain (the subscriptions' pending messages handled, the outbound flushed), but for
-        at most ``CLOSE_DRAIN_S``: nats-py waits up to 30 s for a subscription that does not
-        drain, and a command ended by Ctrl-C must not wait that long. What is published is
-        acknowledged before ``publish`` returns, so nothing of ours is lost by cutting it.
+        about ``CLOSE_DRAIN_S`` at most, drains and flush together (plus up to
+        ``CANCEL_GRACE_S`` for drains that must be cancelled): nats-py waits up to 30 s for a
+        subscription that does not drain, and a command ended by Ctrl-C must not wait that
+        long. What is published is acknowledged before ``publish`` returns, so nothing of
+        ours is lost by cutting it. A close that is itself cancelled still closes.
 
         Each subscription is drained here rather than by ``nc.drain()``: cutting that one
         short leaves a future with an exception nobody reads (its gather of the
@@ -267,19 +271,23 @@ class Bus:
         nc = self.nc
         if nc.is_closed:
             return
+        deadline = asyncio.get_running_loop().time() + CLOSE_DRAIN_S
         subscriptions = list(getattr(nc, "_subs", {}).values())
         drains = [asyncio.ensure_future(_drain(sub)) for sub in subscriptions]
-        if drains:
-            _, undrained = await asyncio.wait(drains, timeout=CLOSE_DRAIN_S)
-            for task in undrained:
+        try:
+            undrained = (await asyncio.wait(drains, timeout=CLOSE_DRAIN_S))[1] if drains else ()
+            if not undrained:  # when a drain is stuck, so most likely is the flush
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout_at(deadline):
+                        await nc.flush()
+        finally:
+            for task in drains:
                 task.cancel()
-            # Bounded too: a cancel that nats-py swallows must not keep the close waiting.
-            await asyncio.wait(drains, timeout=CLOSE_DRAIN_S)
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(CLOSE_DRAIN_S):
-                await nc.flush()
-        with contextlib.suppress(Exception):
-            await nc.close()
+            if drains:
+                # Bounded: a cancel that nats-py swallows must not keep the close waiting.
+                await asyncio.wait(drains, timeout=CANCEL_GRACE_S)
+            with contextlib.suppress(Exception):
+                await nc.close()
 
     async def __aenter__(self) -> Bus:
         return self

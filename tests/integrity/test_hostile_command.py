@@ -412,6 +412,9 @@ async def breach_findings(loop: Loop, unit: str) -> list[FindingRaised]:
     async with asyncio.timeout(WAIT_S):
         events = await loop.events(P)
         while not any(isinstance(e, CommitReport) and e.unit == unit for e in events):
+            if any(isinstance(e, GaveUpReport) and e.unit == unit for e in events):
+                said = [e.message for e in events if isinstance(e, FindingRaised)]
+                raise AssertionError(f"{unit} gave up: {said}")
             await asyncio.sleep(0.5)
             events = await loop.events(P)
     return [
