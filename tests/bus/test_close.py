@@ -8,20 +8,27 @@ import asyncio
 import contextlib
 import gc
 
-from bus import connect
+from bus import Bus, connect
 from bus.connection import CLOSE_DRAIN_S
 
 
-async def test_close_ends_though_a_subscription_never_drains(nats_url: str) -> None:
+async def undrainable(nats_url: str, subject: str) -> tuple[Bus, asyncio.Event]:
+    """A connection with a message in a subscription whose callback never finishes until
+    the event returned is set: that subscription cannot drain."""
     bus = await connect(nats_url)
     stuck = asyncio.Event()
 
     async def never_returns(_msg: object) -> None:
-        await stuck.wait()  # a callback that never finishes: the subscription cannot drain
+        await stuck.wait()
 
-    await bus.nc.subscribe("close.test", cb=never_returns)
-    await bus.nc.publish("close.test", b"x")
+    await bus.nc.subscribe(subject, cb=never_returns)
+    await bus.nc.publish(subject, b"x")
     await bus.nc.flush()
+    return bus, stuck
+
+
+async def test_close_ends_though_a_subscription_never_drains(nats_url: str) -> None:
+    bus, stuck = await undrainable(nats_url, "close.test")
     closing = asyncio.ensure_future(bus.close())
     # A liveness bound, far above CLOSE_DRAIN_S: a close that waited for the drain would
     # still be running (asyncio.wait does not cancel it).
@@ -42,15 +49,7 @@ async def test_a_close_cut_short_leaves_nothing_for_the_loop_to_report(nats_url:
     previous = loop.get_exception_handler()
     loop.set_exception_handler(lambda _loop, context: reported.append(context))
     try:
-        bus = await connect(nats_url)
-        stuck = asyncio.Event()
-
-        async def never_returns(_msg: object) -> None:
-            await stuck.wait()
-
-        await bus.nc.subscribe("close.unread", cb=never_returns)
-        await bus.nc.publish("close.unread", b"x")
-        await bus.nc.flush()
+        bus, stuck = await undrainable(nats_url, "close.unread")
         await bus.close()
         stuck.set()
         assert bus.nc.is_closed
@@ -64,15 +63,7 @@ async def test_a_close_cut_short_leaves_nothing_for_the_loop_to_report(nats_url:
 async def test_a_close_cancelled_while_it_drains_still_closes(nats_url: str) -> None:
     """Ctrl-C can land while a close is draining: the connection is closed all the same,
     not left open with its reader and flusher running (an independent review's case)."""
-    bus = await connect(nats_url)
-    stuck = asyncio.Event()
-
-    async def never_returns(_msg: object) -> None:
-        await stuck.wait()
-
-    await bus.nc.subscribe("close.cancelled", cb=never_returns)
-    await bus.nc.publish("close.cancelled", b"x")
-    await bus.nc.flush()
+    bus, stuck = await undrainable(nats_url, "close.cancelled")
     closing = asyncio.ensure_future(bus.close())
     await asyncio.sleep(0.2)  # inside the drain, which cannot finish
     assert not closing.done()

@@ -42,18 +42,16 @@ def _sides(language: str) -> tuple[str, bytes, bytes, bytes, bytes]:
     return path, base, base + grouped, base + apart, base + grouped + apart
 
 
+@pytest.mark.parametrize("joiner", ["theirs", "ours"])
 @pytest.mark.parametrize("language", list(CASES))
-def test_theirs_import_joins_the_group_above_ours_new_group(language: str) -> None:
+def test_an_import_joins_the_group_above_the_other_sides_new_group(
+    language: str, joiner: str
+) -> None:
+    """Theirs joining the group is the nushell case; ours joining it merged right before
+    too (ours' additions come first at a shared spot) and is the guard."""
     path, base, joined, started, expected = _sides(language)
-    result = merge_file(base, started, joined, path)
-    assert result.clean, result.conflicts
-    assert result.content == expected
-
-
-@pytest.mark.parametrize("language", list(CASES))
-def test_ours_import_joins_the_group_above_theirs_new_group(language: str) -> None:
-    path, base, joined, started, expected = _sides(language)
-    result = merge_file(base, joined, started, path)
+    ours, theirs = (started, joined) if joiner == "theirs" else (joined, started)
+    result = merge_file(base, ours, theirs, path)
     assert result.clean, result.conflicts
     assert result.content == expected
 
