@@ -86,3 +86,31 @@ def grouped_additions(
         and e.key not in base_keys
         and all(line.strip() for line in split_lines(e.gap))
     }
+
+
+def added_apart(
+    base: tuple[Entity, ...], ours: tuple[Entity, ...], theirs: tuple[Entity, ...]
+) -> set[Key]:
+    """Statements both sides added alike, each below another entity of the three versions.
+
+    Keyed by their text, the two additions meet as one and the merge keeps one copy, at
+    one side's place: the other side's statement is lost (``plt.show()`` after each
+    side's own plot, an independent review's case). Kept twice, a statement meant once
+    would run twice. Named entities are not counted: a function is defined once wherever
+    it stands.
+    """
+    common = {e.key for e in base} & {e.key for e in ours} & {e.key for e in theirs}
+    base_keys = {e.key for e in base}
+
+    def anchors(side: tuple[Entity, ...]) -> dict[Key, Key | None]:
+        found: dict[Key, Key | None] = {}
+        above: Key | None = None
+        for e in side:
+            if e.key in common:
+                above = e.key
+            elif e.anonymous and e.key not in base_keys:
+                found[e.key] = above
+        return found
+
+    mine, yours = anchors(ours), anchors(theirs)
+    return {key for key in mine.keys() & yours.keys() if mine[key] != yours[key]}

@@ -14,7 +14,14 @@ from .combine import combine_names, keep_additions, lists_names
 from .doubled import doubled_lines
 from .entities import Entity, Key, Region
 from .entries import merge_entries
-from .gaps import grouped_additions, inner_spacing, moved_alone, significant_lines, spacing_only
+from .gaps import (
+    added_apart,
+    grouped_additions,
+    inner_spacing,
+    moved_alone,
+    significant_lines,
+    spacing_only,
+)
 from .languages import LanguageSpec
 from .line_merge import Clash, Stable, merge3, render, split_lines
 from .matching import align_repeats, pair_additions, rematch, replacements
@@ -240,12 +247,16 @@ class Merger:
             )
         ]
         moved = moved_alone(base.entities, ours_entities, theirs_entities)
+        apart = added_apart(base.entities, ours_entities, theirs_entities)
         for position, key in enumerate(order):
             spacing = b""
             if position > 0 and key not in b:
                 spacing = _spacing(key, ours_entities) or _spacing(key, theirs_entities)
             if key in replaced:
                 parts.append(self.clash(*replaced[key]))
+                continue
+            if key in apart:
+                parts.append(self.placed_apart(o[key], t[key]))
                 continue
             entity = self.entity(
                 b.get(key), o.get(key), t.get(key), spacing=spacing, moved=moved.get(key)
@@ -367,6 +378,20 @@ class Merger:
             name=ours.display_name,
             reason="both-added",
         )
+
+    def placed_apart(self, ours: Entity, theirs: Entity) -> bytes:
+        """Both sides added one statement, each at a place of its own (`gaps.added_apart`):
+        once loses one side's, twice may run it twice; the author decides."""
+        label = f"{ours.label}, added by both at different places"
+        merged = render(
+            [Clash((), (ours.text,), (theirs.text,))], label=label, marker_size=self.marker_size
+        )
+        hunks = tuple(_hunk(c) for c in merged.clashes)
+        conflict = EntityConflict(
+            kind=ours.kind, name=ours.display_name, reason="both-added", hunks=hunks
+        )
+        self.conflicts.append(conflict)
+        return _concat([ours.gap, merged.content])
 
     def clash(self, base: Entity, ours: tuple[Entity, ...], theirs: tuple[Entity, ...]) -> bytes:
         """A base entity both sides replaced differently (or one dropped): both, marked."""
