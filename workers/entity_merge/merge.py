@@ -24,6 +24,7 @@ from .data_merge import data_merger_for
 from .doubled import LineCounts, normalised, repeated_lines, revived_lines
 from .entities import NotSplittable, extract
 from .entries import misplaced_entries
+from .header import displaced_header
 from .import_repair import without_extra_imports
 from .imports import import_fault, import_map
 from .languages import LanguageSpec, language_for_path
@@ -152,6 +153,14 @@ class _Inputs:
         if repeated:
             line = repeated[0].decode("utf-8", "replace")
             return "both-modified", f"holds {line!r} twice, which every version holds once"
+        header = displaced_header(
+            self.base,
+            ((self.ours_tree.root_node, self.ours), (self.theirs_tree.root_node, self.theirs)),
+            content,
+        )
+        if header is not None:
+            shown = header.strip().splitlines()[0].decode("utf-8", "replace")
+            return "both-added", f"does not open with {shown!r}, which one side put at the top"
         twice = restated(
             (self.ours_tree.root_node, self.ours),
             (self.theirs_tree.root_node, self.theirs),
