@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 
 import msgspec
-from tree_sitter import Tree
+from tree_sitter import Node, Tree
 
 from .alike import line_inside_text
 from .data_merge import data_merger_for
@@ -153,27 +153,29 @@ class _Inputs:
         if repeated:
             line = repeated[0].decode("utf-8", "replace")
             return "both-modified", f"holds {line!r} twice, which every version holds once"
-        header = displaced_header(
-            self.base,
-            ((self.ours_tree.root_node, self.ours), (self.theirs_tree.root_node, self.theirs)),
-            content,
-        )
-        if header is not None:
-            shown = header.strip().splitlines()[0].decode("utf-8", "replace")
-            return "both-added", f"does not open with {shown!r}, which one side put at the top"
-        twice = restated(
-            (self.ours_tree.root_node, self.ours),
-            (self.theirs_tree.root_node, self.theirs),
-            (root, content),
-            attached=self.spec.attached,
-        )
-        if twice is not None:
-            shown = twice.decode("utf-8", "replace")
-            return "both-added", f"holds {shown!r} more often than either side wrote it"
+        placed = self.placement_fault(root, content)
+        if placed is not None:
+            return placed
         if self.spec.collides is not None:
             clash = self.spec.collides(*roots, root)
             if clash is not None:
                 return "both-added", clash
+        return None
+
+    def placement_fault(self, root: Node, content: bytes) -> tuple[ConflictReason, str] | None:
+        """Why the merge (`content`, parsed as `root`) puts one side's top-level lines
+        where that side did not mean them, or None: a comment one side wrote at the top
+        no longer opening the file (:mod:`.header`), or one statement written in two
+        spellings held more often than either side wrote it (:mod:`.restated`)."""
+        sides = ((self.ours_tree.root_node, self.ours), (self.theirs_tree.root_node, self.theirs))
+        header = displaced_header(self.base, sides, content)
+        if header is not None:
+            shown = header.strip().splitlines()[0].decode("utf-8", "replace")
+            return "both-added", f"does not open with {shown!r}, which one side put at the top"
+        twice = restated(*sides, (root, content), attached=self.spec.attached)
+        if twice is not None:
+            shown = twice.decode("utf-8", "replace")
+            return "both-added", f"holds {shown!r} more often than either side wrote it"
         return None
 
     def repaired(self, content: bytes) -> bytes | None:
