@@ -62,9 +62,7 @@ def test_one_line_each_side_added_inside_its_own_function_still_merges() -> None
     test's own line."""
     base = b"import os\n\n\ndef test_a():\n    assert os.sep\n"
     ours = base + b"\n\ndef test_b():\n    assert os.sep == '/'\n"
-    theirs = base.replace(
-        b"def test_a", b"def test_c():\n    assert os.sep == '/'\n\n\ndef test_a"
-    )
+    theirs = base.replace(b"def test_a", b"def test_c():\n    assert os.sep == '/'\n\n\ndef test_a")
     result = merge_file(base, ours, theirs, "test_m.py")
     assert result.clean, result.conflicts
     assert result.content.count(b"assert os.sep == '/'") == 2
