@@ -54,6 +54,9 @@ class UpSettings:
     ``None``: the runner's own default)."""
     capacity: int | None = None
     """Units the dispatcher keeps in flight (``up --capacity``; ``None``: its default)."""
+    paced: bool = True
+    """Fewer units in flight when agents are quicker than the gates (``up --no-pace``:
+    off; :mod:`projections.pacing`)."""
 
 
 def _repo(s: UpSettings) -> list[str]:
@@ -69,7 +72,8 @@ def _jobs(s: UpSettings) -> list[str]:
 
 
 def _capacity(s: UpSettings) -> list[str]:
-    return ["--capacity", str(s.capacity)] if s.capacity is not None else []
+    given = ["--capacity", str(s.capacity)] if s.capacity is not None else []
+    return given if s.paced else [*given, "--no-pace"]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ in plain words, what each unit waits on. Both read the folded state and nothing 
 
 import msgspec
 
+from projections import pacing
 from projections.slices import SlicesState, SliceView, awaiting_retry
 from schemas import TERMINAL_STATES
 
@@ -120,7 +121,11 @@ Action = PlanUnits | Retry | Revive | BlockDependent | Complete | Dispatch | Clo
 
 
 def next_actions(
-    state: SlicesState, capacity: int, stopped: frozenset[str] = frozenset()
+    state: SlicesState,
+    capacity: int,
+    stopped: frozenset[str] = frozenset(),
+    *,
+    paced: bool = True,
 ) -> list[Action]:
     """What the dispatcher should publish now, in this order.
 
@@ -132,9 +137,12 @@ def next_actions(
     in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
     close for each open slice whose units are all settled and whose entries are complete.
     Units in ``stopped`` (reached by an open blocked-by-fact finding) are not dispatched.
+    ``paced``: the running units are held under :func:`projections.pacing.in_flight_limit`
+    as well as under ``capacity``.
     """
     actions: list[Action] = []
-    free = capacity - len(running(state))
+    limit = pacing.in_flight_limit(state.pace, capacity) if paced else capacity
+    free = limit - len(running(state))
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
         if view.status == "discarded":
             actions.extend(_completions(view))

@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from projections import gates, slice_asks
+from projections import gates, pacing, slice_asks
 from projections.base import Fold
 from projections.planning import schedule
 from projections.slice_asks import Misaligned, Submission
@@ -107,6 +107,8 @@ class SliceUnit(msgspec.Struct, kw_only=True):
     back to work is owed), ``refused``; ``""`` once it is working again."""
     retry_decision: str | None = None
     """The retry decision that answered ``failure``."""
+    clock: pacing.UnitClock = msgspec.field(default_factory=pacing.UnitClock)
+    """When its latest dispatch started and reached the gates (:mod:`projections.pacing`)."""
 
 
 def awaiting_retry(unit: SliceUnit) -> bool:
@@ -161,6 +163,8 @@ class SlicesState(msgspec.Struct, kw_only=True):
     accepted: int = 0
     runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
     """Runner key registrations only, folded by the gates projection's own rule."""
+    pace: pacing.Pace = msgspec.field(default_factory=pacing.Pace)
+    """How long the project's latest units took to build and to pass the gates."""
 
 
 def initial() -> SlicesState:
@@ -271,6 +275,7 @@ def _dispatched(state: SlicesState, event: UnitDispatched) -> None:
     unit.commands, unit.suite_errors, unit.results = [], [], {}
     unit.head = None
     unit.reviews = 0
+    pacing.dispatched(unit.clock, event.at)
     state.record.append(
         RecordEntry(
             slice=event.slice,
@@ -297,6 +302,10 @@ def _transitioned(state: SlicesState, event: UnitTransitioned) -> None:
     unit.last_event = event.id
     if event.commit and unit.dispatches:
         unit.head = event.commit
+    if event.by == "commit":
+        pacing.committed(unit.clock, event.at)
+    elif event.state == "done":
+        pacing.done(state.pace, unit.clock, event.at)
     if event.state != "failed":
         unit.retry = ""
     elif unit.dispatches and unit.ended_by in RETRYABLE_ENDINGS:

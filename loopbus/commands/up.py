@@ -207,6 +207,7 @@ async def _up(args: argparse.Namespace) -> int:
             trunk=args.setup.trunk if args.setup else None,
             jobs=args.jobs if args.jobs is not None else cores(),
             capacity=args.capacity,
+            paced=args.paced,
         )
         if args.setup is not None:
             print(describe(args.setup), flush=True)

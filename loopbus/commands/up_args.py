@@ -86,6 +86,13 @@ def register(sub: Any) -> None:
         help="units the dispatcher keeps in flight at once: a number, or 'auto' for this "
         "machine's cores (default: $LOOPBUS_CAPACITY, else auto)",
     )
+    capacity.add_argument(
+        "--no-pace",
+        dest="paced",
+        action="store_false",
+        help="keep --capacity units in flight even when agents are quicker than the gates "
+        "(by default fewer are, so that commits do not queue at the gates and run twice)",
+    )
     web = parser.add_argument_group("operator page")
     add_web_options(web, prefix="web-")
     web.add_argument("--no-web", action="store_true", help="do not serve the operator page")

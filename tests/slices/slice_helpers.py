@@ -192,9 +192,12 @@ class PureDispatcher:
     ``retry`` is its answer to every retryable failure (the real one weighs the ladder and
     the slice's budget: workers/dispatcher/retries.py)."""
 
-    def __init__(self, project: str, capacity: int = 8, *, retry: bool = False) -> None:
+    def __init__(
+        self, project: str, capacity: int = 8, *, retry: bool = False, paced: bool = True
+    ) -> None:
         self.project = project
         self.capacity = capacity
+        self.paced = paced
         self.retry = retry
         self.state = slices.initial()
         self.log: list[Event] = []
@@ -208,7 +211,7 @@ class PureDispatcher:
         """Run next_actions to a fixpoint; return every action taken."""
         taken: list[Any] = []
         while True:
-            actions = slice_dispatch.next_actions(self.state, self.capacity)
+            actions = slice_dispatch.next_actions(self.state, self.capacity, paced=self.paced)
             if not actions:
                 return taken
             for action in actions:

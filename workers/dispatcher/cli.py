@@ -57,6 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine's cores (default: $LOOPBUS_CAPACITY, else auto)",
     )
     parser.add_argument(
+        "--no-pace",
+        dest="paced",
+        action="store_false",
+        help="keep --capacity units in flight even when their commits would queue at the "
+        "gates (by default fewer are, when agents are quicker than the gates: see "
+        "docs/operating.md)",
+    )
+    parser.add_argument(
         "--project",
         action="append",
         default=[],
@@ -83,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 repos=repos,
                 signer=signer,
                 capacity=args.capacity,
+                paced=args.paced,
                 projects=args.project,
                 ship=rules,
             )

@@ -94,6 +94,7 @@ class Dispatcher(Daemon[DispatcherEffect]):
         repos: Mapping[str, ProjectRepo] | None = None,
         signer: Signer | None = None,
         capacity: int = DEFAULT_CAPACITY,
+        paced: bool = True,
         projects: Sequence[str] = (),
         ship: Mapping[str, ShipRules] | None = None,
     ) -> None:
@@ -104,7 +105,10 @@ class Dispatcher(Daemon[DispatcherEffect]):
         self.repos = dict(repos or {})
         self.signer = signer
         self.options = Options(
-            capacity=capacity, repos=frozenset(self.repos), ship_rules=dict(ship or {})
+            capacity=capacity,
+            paced=paced,
+            repos=frozenset(self.repos),
+            ship_rules=dict(ship or {}),
         )
         self.runners: dict[str, GateRunner] = {}
         self.readings: dict[str, dict[str, Any]] = {}

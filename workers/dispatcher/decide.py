@@ -95,6 +95,8 @@ class Options:
     """The dispatcher's configuration, as its decision needs it."""
 
     capacity: int = DEFAULT_CAPACITY
+    paced: bool = True
+    """Hold units in flight under the pace the gates keep (:mod:`projections.pacing`)."""
     repos: frozenset[str] = frozenset()
     """Projects that have a repository (the others have every plan refused)."""
     ship_rules: dict[str, ship.ShipRules] = field(default_factory=dict)
@@ -127,7 +129,9 @@ def decide(world: World, options: Options) -> list[DispatcherIntent]:
     stopped = blocking.stopped(
         world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
     )
-    actions = slice_dispatch.next_actions(state, options.capacity, frozenset(stopped))
+    actions = slice_dispatch.next_actions(
+        state, options.capacity, frozenset(stopped), paced=options.paced
+    )
     # A slice whose plan brings contract changes starts no unit until the merger has
     # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that holds
     # its criteria, pending and frozen.
