@@ -71,6 +71,18 @@ def running(state: SlicesState) -> list[str]:
     ]
 
 
+def moving(state: SlicesState) -> list[str]:
+    """Running units that are building or at the gates: what pacing counts. A unit blocked
+    (on the operator, a gate, a budget) or awaiting its retry holds capacity but takes
+    neither a builder nor the gates, so it must not stall the slice behind it."""
+    return [
+        unit.unit
+        for view in state.slices.values()
+        for unit in view.units.values()
+        if unit.dispatches and unit.state in (None, "working")
+    ]
+
+
 class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
     slice: str
     unit: str
@@ -137,12 +149,13 @@ def next_actions(
     in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
     close for each open slice whose units are all settled and whose entries are complete.
     Units in ``stopped`` (reached by an open blocked-by-fact finding) are not dispatched.
-    ``paced``: the running units are held under :func:`projections.pacing.in_flight_limit`
-    as well as under ``capacity``.
+    ``paced``: the units building or at the gates (:func:`moving`) are also held under
+    :func:`projections.pacing.in_flight_limit`.
     """
     actions: list[Action] = []
-    limit = pacing.in_flight_limit(state.pace, capacity) if paced else capacity
-    free = limit - len(running(state))
+    free = capacity - len(running(state))
+    if paced:
+        free = min(free, pacing.in_flight_limit(state.pace, capacity) - len(moving(state)))
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
         if view.status == "discarded":
             actions.extend(_completions(view))

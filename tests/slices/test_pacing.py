@@ -10,6 +10,7 @@ from slice_helpers import PureDispatcher, accepted, plan, transition, unit
 
 from projections import pacing
 from projections.pacing import Pace, in_flight_limit
+from schemas import Block
 from schemas.slices import UnitDispatched
 
 P = "p1"
@@ -103,3 +104,15 @@ def test_without_pacing_the_capacity_is_filled_whatever_the_pace() -> None:
     _run_to_done(d, "A", build_s=0.1, gate_s=1.5)
     d.step()
     assert d.dispatched() == ["A", "B", "C"]
+
+
+def test_a_unit_blocked_on_the_operator_does_not_stall_the_pace() -> None:
+    d = PureDispatcher(P, capacity=2)
+    d.apply(*accepted(P, plan("S1", *(unit(u) for u in ("A", "B", "C", "D")))))
+    d.step()
+    _run_to_done(d, "A", build_s=0.1, gate_s=1.5)  # the pace: one at a time
+    d.step()
+    assert d.dispatched() == ["A", "B"]
+    d.apply(transition(P, "B", "blocked", by="escalated", block=Block("awaiting-operator", "f-1")))
+    d.step()
+    assert d.dispatched() == ["A", "B", "C"]  # B holds capacity, not the gates' turn
