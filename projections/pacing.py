@@ -20,8 +20,6 @@ units daemon's transitions), with the times those facts carry: pure, the same on
 Pacing only orders work; no fact depends on it.
 """
 
-from __future__ import annotations
-
 import statistics
 from datetime import datetime
 
