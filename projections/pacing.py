@@ -81,10 +81,3 @@ def in_flight_limit(pace: Pace, capacity: int) -> int:
         return capacity
     return max(1, min(capacity, int(build // gate)))
 
-
-def describe(pace: Pace) -> str:
-    """The medians in words, for an operator asking why a unit waits (empty: no samples)."""
-    if not pace.builds or not pace.gates:
-        return ""
-    build, gate = statistics.median(pace.builds), statistics.median(pace.gates)
-    return f"builders take {build:.1f}s a unit, the gates {gate:.1f}s"
