@@ -80,4 +80,3 @@ def in_flight_limit(pace: Pace, capacity: int) -> int:
     if gate <= 0:
         return capacity
     return max(1, min(capacity, int(build // gate)))
-
