@@ -71,7 +71,7 @@ def _jobs(s: UpSettings) -> list[str]:
     return ["--jobs", str(s.jobs)] if s.jobs is not None else []
 
 
-def _capacity(s: UpSettings) -> list[str]:
+def _dispatch_flags(s: UpSettings) -> list[str]:
     given = ["--capacity", str(s.capacity)] if s.capacity is not None else []
     return given if s.paced else [*given, "--no-pace"]
 
@@ -93,7 +93,7 @@ DAEMONS: tuple[DaemonSpec, ...] = (
     DaemonSpec(
         "dispatcher",
         "workers.dispatcher",
-        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_capacity(s)],
+        lambda s: ["--data-dir", str(s.data_dir), *_repo(s), *_trunk(s), *_dispatch_flags(s)],
     ),
     DaemonSpec("standards", "workers.standards"),
     DaemonSpec(

@@ -1,23 +1,32 @@
-"""Pacing: how many units to keep in flight so that they reach the gates one after another.
+"""Pacing: how many units to keep moving at once so that the gates are not asked for more
+than they can do.
 
-A unit in flight spends its time in two stages: its builder's turn (dispatch -> the first
-commit the units daemon accepts) and the gates' turn (its last commit -> DONE: its suite,
-its review, its merge candidate, trunk). Two units in the gates' turn at once cost more
-than twice the work of one: whichever lands second finds trunk moved under its own suite,
-so its merge candidate is a new tree and runs its whole suite again, on the same cores.
+A unit's cycle is the time its agents take (the builder's turn, dispatch -> its last
+accepted commit, and the reviewers' turns, each review asked -> its verdict accepted) plus
+the time the gates take on it (the wall time of every suite run for it, as the gate runner
+signed it). While one unit is at the gates, the others can only build or be reviewed: ``n``
+units moving at once ask the gates for ``n * gate`` seconds in every ``agents + gate``,
+which the gates can give while ``n <= 1 + agents / gate``. More than that and commits meet
+at the gates, which is worse than waiting: whichever lands second finds trunk moved under
+its own suite, so its merge candidate is a new tree that runs the whole suite again, on
+the same cores.
 
-With ``n`` units building at once, a commit reaches the gates every ``build / n`` seconds
-on average, and the gates take ``gate`` seconds a unit; they never hold two units at once
-while ``n <= build / gate``. So the dispatcher keeps at most ``max(1, floor(build /
-gate))`` units in flight (and never more than its capacity), with ``build`` and ``gate``
-the medians of the last :data:`SAMPLES` units this project took to DONE. With agents that
-take no time this is one unit at a time; with agents that take ten times a unit's gate
-turn it is the whole capacity. Until one unit has reached DONE nothing is known and the
-capacity alone applies (a slow agent must not build alone just because it is the first).
+So the dispatcher keeps at most ``1 + floor(agents / gate)`` units moving (never more than
+its capacity, never fewer than one), with ``agents`` and ``gate`` the medians of the last
+:data:`SAMPLES` units the project took to DONE. Agents that take no time get one unit at a
+time; agents that take as long as the gates, two; agents that take minutes against a suite
+of seconds, the whole capacity. Time a unit spends waiting (for the operator, for a gate
+slot, in the merge queue) is in neither measure, so waiting never widens nor narrows the
+pace. Until one unit has reached DONE with its dispatch and a commit on the log, or while
+the gates answer everything from their cache (a gate median of 0), the capacity alone
+applies: a slow first agent must not build alone, and gates that do no work need no pace.
 
 The samples are read from the log's own facts (the dispatcher's ``unit.dispatched``, the
-units daemon's transitions), with the times those facts carry: pure, the same on replay.
-Pacing only orders work; no fact depends on it.
+units daemon's transitions, the system's review requests and accepted verdicts, the signed
+suites), with the times those facts carry: pure, the same on replay. The builder's turn
+spans two daemons' clocks (the dispatcher's, the units daemon's), as a lease does; keep the
+machines' clocks within a few seconds of each other. Pacing only orders work: no fact
+depends on it.
 """
 
 import statistics
@@ -31,52 +40,70 @@ unit does not swing them, few enough to follow a change in the agents or the che
 
 
 class Pace(msgspec.Struct, kw_only=True):
-    """Seconds the latest units to DONE took, per stage (newest last, at most SAMPLES)."""
+    """Seconds the latest units to DONE took, per kind of work (newest last, at most
+    SAMPLES each)."""
 
-    builds: list[float] = []
+    agents: list[float] = []
     gates: list[float] = []
 
 
 class UnitClock(msgspec.Struct, kw_only=True):
-    """When the unit's latest dispatch started, first reached the gates, last did."""
+    """What the unit's current attempt has taken so far."""
 
-    dispatched: datetime | None = None
-    first_commit: datetime | None = None
+    started: datetime | None = None
+    """Its dispatch, or its move back to work after a retry."""
     last_commit: datetime | None = None
+    review_asked: datetime | None = None
+    review_s: float = 0.0
+    gate_s: float = 0.0
 
 
-def dispatched(clock: UnitClock, at: datetime) -> None:
-    clock.dispatched, clock.first_commit, clock.last_commit = at, None, None
+def started(clock: UnitClock, at: datetime) -> None:
+    """A dispatch or a retry: a new attempt, timed afresh."""
+    clock.started, clock.last_commit, clock.review_asked = at, None, None
+    clock.review_s = clock.gate_s = 0.0
 
 
 def committed(clock: UnitClock, at: datetime) -> None:
-    if clock.dispatched is None:
+    if clock.started is not None:
+        clock.last_commit = at
+
+
+def review_asked(clock: UnitClock, at: datetime) -> None:
+    if clock.started is not None:
+        clock.review_asked = at
+
+
+def review_answered(clock: UnitClock, at: datetime) -> None:
+    if clock.review_asked is not None:
+        clock.review_s += max((at - clock.review_asked).total_seconds(), 0.0)
+        clock.review_asked = None
+
+
+def gated(clock: UnitClock, duration_s: float) -> None:
+    if clock.started is not None:
+        clock.gate_s += duration_s
+
+
+def done(pace: Pace, clock: UnitClock) -> None:
+    """Record the attempt's agent and gate time, once, if its start and a commit were seen."""
+    begun, last = clock.started, clock.last_commit
+    clock.started = None
+    if begun is None or last is None:
         return
-    if clock.first_commit is None:
-        clock.first_commit = at
-    clock.last_commit = at
-
-
-def done(pace: Pace, clock: UnitClock, at: datetime) -> None:
-    """Record the unit's two turns, once, if its dispatch and a commit were seen."""
-    started, first, last = clock.dispatched, clock.first_commit, clock.last_commit
-    clock.dispatched = clock.first_commit = clock.last_commit = None
-    if started is None or first is None or last is None:
+    build = (last - begun).total_seconds()
+    if build < 0:  # two daemons' clocks disagreeing: no sample
         return
-    build = (first - started).total_seconds()
-    gate = (at - last).total_seconds()
-    if build < 0 or gate < 0:  # clocks of two machines disagreeing: no sample
-        return
-    pace.builds = [*pace.builds, build][-SAMPLES:]
-    pace.gates = [*pace.gates, gate][-SAMPLES:]
+    pace.agents = [*pace.agents, build + clock.review_s][-SAMPLES:]
+    pace.gates = [*pace.gates, clock.gate_s][-SAMPLES:]
 
 
-def in_flight_limit(pace: Pace, capacity: int) -> int:
-    """The most units to keep in flight: the capacity, lowered so commits do not queue at
-    the gates (see the module's docstring)."""
-    if not pace.builds or not pace.gates:
+def moving_limit(pace: Pace, capacity: int) -> int:
+    """The most units to keep building, in review or at the gates at once (see the
+    module's docstring)."""
+    if not pace.agents or not pace.gates:
         return capacity
-    build, gate = statistics.median(pace.builds), statistics.median(pace.gates)
+    agents, gate = statistics.median(pace.agents), statistics.median(pace.gates)
     if gate <= 0:
         return capacity
-    return max(1, min(capacity, int(build // gate)))
+    return max(1, min(capacity, 1 + int(agents // gate)))

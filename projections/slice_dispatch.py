@@ -12,6 +12,8 @@ dependents, and keeps its run-record entry open and its slice from closing.
 in plain words, what each unit waits on. Both read the folded state and nothing else.
 """
 
+from collections.abc import Callable
+
 import msgspec
 
 from projections import pacing
@@ -72,9 +74,9 @@ def running(state: SlicesState) -> list[str]:
 
 
 def moving(state: SlicesState) -> list[str]:
-    """Running units that are building or at the gates: what pacing counts. A unit blocked
-    (on the operator, a gate, a budget) or awaiting its retry holds capacity but takes
-    neither a builder nor the gates, so it must not stall the slice behind it."""
+    """Running units that are building, in review or at the gates: what pacing counts. A
+    unit blocked (on the operator, a gate, a budget) or awaiting its retry holds capacity
+    but takes neither an agent nor the gates, so it must not stall the slice behind it."""
     return [
         unit.unit
         for view in state.slices.values()
@@ -138,6 +140,7 @@ def next_actions(
     stopped: frozenset[str] = frozenset(),
     *,
     paced: bool = True,
+    held: Callable[[Dispatch], bool] = lambda _dispatch: False,
 ) -> list[Action]:
     """What the dispatcher should publish now, in this order.
 
@@ -149,13 +152,15 @@ def next_actions(
     in dispatch order, slices in acceptance order, up to ``capacity`` running units; and a
     close for each open slice whose units are all settled and whose entries are complete.
     Units in ``stopped`` (reached by an open blocked-by-fact finding) are not dispatched.
-    ``paced``: the units building or at the gates (:func:`moving`) are also held under
-    :func:`projections.pacing.in_flight_limit`.
+    ``paced``: the units building, in review or at the gates (:func:`moving`) are also
+    held under :func:`projections.pacing.moving_limit`. A dispatch ``held`` answers true for
+    (a contract not landed yet, a wave awaiting its verification) is left out without
+    taking a place, so it never keeps another slice's unit waiting.
     """
     actions: list[Action] = []
     free = capacity - len(running(state))
     if paced:
-        free = min(free, pacing.in_flight_limit(state.pace, capacity) - len(moving(state)))
+        free = min(free, pacing.moving_limit(state.pace, capacity) - len(moving(state)))
     for view in sorted(state.slices.values(), key=lambda v: v.rank):
         if view.status == "discarded":
             actions.extend(_completions(view))
@@ -199,16 +204,17 @@ def next_actions(
                 continue
             if any(view.units[b].state != "done" for b in unit.blocked_by if b in view.units):
                 continue
-            actions.append(
-                Dispatch(
-                    slice=view.slice,
-                    unit=unit_id,
-                    wave=wave,
-                    sub_wave=sub_wave,
-                    position=unit.position,
-                    attempt=len(unit.dispatches) + 1,
-                )
+            dispatch = Dispatch(
+                slice=view.slice,
+                unit=unit_id,
+                wave=wave,
+                sub_wave=sub_wave,
+                position=unit.position,
+                attempt=len(unit.dispatches) + 1,
             )
+            if held(dispatch):
+                continue
+            actions.append(dispatch)
             free -= 1
     return actions
 

@@ -42,7 +42,7 @@ from schemas import (
 from schemas.gates import GateResultRecorded, GateRunnerKeyRegistered, GateSuiteCompleted
 from schemas.lifecycle import FindingDismissed
 from schemas.reports import StartedReport
-from schemas.reviews import VerdictAccepted
+from schemas.reviews import ReviewRequested, VerdictAccepted
 from schemas.slices import (
     BootResult,
     CommandRun,
@@ -108,7 +108,7 @@ class SliceUnit(msgspec.Struct, kw_only=True):
     retry_decision: str | None = None
     """The retry decision that answered ``failure``."""
     clock: pacing.UnitClock = msgspec.field(default_factory=pacing.UnitClock)
-    """When its latest dispatch started and reached the gates (:mod:`projections.pacing`)."""
+    """What its current attempt took in agents' and gates' time (:mod:`projections.pacing`)."""
 
 
 def awaiting_retry(unit: SliceUnit) -> bool:
@@ -164,7 +164,7 @@ class SlicesState(msgspec.Struct, kw_only=True):
     runner_keys: gates.GatesState = msgspec.field(default_factory=gates.initial)
     """Runner key registrations only, folded by the gates projection's own rule."""
     pace: pacing.Pace = msgspec.field(default_factory=pacing.Pace)
-    """How long the project's latest units took to build and to pass the gates."""
+    """Agents' and gates' time of the project's latest units (:mod:`projections.pacing`)."""
 
 
 def initial() -> SlicesState:
@@ -222,6 +222,11 @@ def apply(state: SlicesState, event: Event) -> SlicesState:
             unit = _unit(state, event.unit)
             if unit is not None and unit.dispatches:
                 unit.reviews += 1
+                pacing.review_answered(unit.clock, event.at)
+        case ReviewRequested():
+            unit = _unit(state, event.unit)
+            if unit is not None and unit.dispatches:
+                pacing.review_asked(unit.clock, event.at)
         case _:
             _claim(state, event)
     return state
@@ -275,7 +280,7 @@ def _dispatched(state: SlicesState, event: UnitDispatched) -> None:
     unit.commands, unit.suite_errors, unit.results = [], [], {}
     unit.head = None
     unit.reviews = 0
-    pacing.dispatched(unit.clock, event.at)
+    pacing.started(unit.clock, event.at)
     state.record.append(
         RecordEntry(
             slice=event.slice,
@@ -304,8 +309,10 @@ def _transitioned(state: SlicesState, event: UnitTransitioned) -> None:
         unit.head = event.commit
     if event.by == "commit":
         pacing.committed(unit.clock, event.at)
+    elif event.by == "retried":
+        pacing.started(unit.clock, event.at)
     elif event.state == "done":
-        pacing.done(state.pace, unit.clock, event.at)
+        pacing.done(state.pace, unit.clock)
     if event.state != "failed":
         unit.retry = ""
     elif unit.dispatches and unit.ended_by in RETRYABLE_ENDINGS:
@@ -378,6 +385,7 @@ def _gate_suite(state: SlicesState, event: GateSuiteCompleted) -> None:
     unit = _unit(state, event.unit)
     if unit is None or not unit.dispatches:
         return
+    pacing.gated(unit.clock, event.duration_s)
     if event.error:
         unit.suite_errors.append(f"{(event.commit or '?')[:12]}: {event.error}")
     for entry in event.checks:

@@ -90,8 +90,8 @@ def register(sub: Any) -> None:
         "--no-pace",
         dest="paced",
         action="store_false",
-        help="keep --capacity units in flight even when agents are quicker than the gates "
-        "(by default fewer are, so that commits do not queue at the gates and run twice)",
+        help="keep up to --capacity units moving even when agents are quick next to the "
+        "gates (by default fewer are, so that commits do not meet at the gates and run twice)",
     )
     web = parser.add_argument_group("operator page")
     add_web_options(web, prefix="web-")

@@ -60,9 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-pace",
         dest="paced",
         action="store_false",
-        help="keep --capacity units in flight even when their commits would queue at the "
-        "gates (by default fewer are, when agents are quicker than the gates: see "
-        "docs/operating.md)",
+        help="keep up to --capacity units moving even when their commits would meet at the "
+        "gates (by default fewer are while agents are quick next to the gates: see "
+        "docs/cli.md, Capacity and more replicas)",
     )
     parser.add_argument(
         "--project",

@@ -129,19 +129,21 @@ def decide(world: World, options: Options) -> list[DispatcherIntent]:
     stopped = blocking.stopped(
         world.state(blocking.FOLD.name), state, world.state(decisions.FOLD.name)
     )
-    actions = slice_dispatch.next_actions(
-        state, options.capacity, frozenset(stopped), paced=options.paced
-    )
-    # A slice whose plan brings contract changes starts no unit until the merger has
-    # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that holds
-    # its criteria, pending and frozen.
     contracts = contract_state(world)
-    actions = [
-        a
-        for a in actions
-        if not (isinstance(a, Dispatch) and contract_landing.held(contracts, a.slice))
-    ]
     rules = options.rules(world.project)
+
+    def held(dispatch: Dispatch) -> bool:
+        # A slice whose plan brings contract changes starts no unit until the merger has
+        # landed them on trunk (ContractLanded): each unit is dispatched on a trunk that
+        # holds its criteria, pending and frozen. A later wave waits for the verification
+        # of the wave merged before it.
+        return contract_landing.held(contracts, dispatch.slice) or post_merge.dispatch_held(
+            world, state, dispatch, rules
+        )
+
+    actions = slice_dispatch.next_actions(
+        state, options.capacity, frozenset(stopped), paced=options.paced, held=held
+    )
     if rules.verify or rules.wave_review:
         actions = post_merge.verification_holds(world, state, actions, rules)
     intents: list[DispatcherIntent] = []

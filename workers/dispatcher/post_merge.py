@@ -38,10 +38,7 @@ def verification_holds(
     kept: list[Action] = []
     for action in actions:
         view = state.slices[action.slice]
-        if isinstance(action, Dispatch) and (
-            (rules.verify and verify_fold.dispatch_held(checked, view, action.wave))
-            or (rules.wave_review and wave_fold.dispatch_held(waves, view, action.wave))
-        ):
+        if isinstance(action, Dispatch) and dispatch_held(world, state, action, rules):
             continue
         if isinstance(action, Close) and (
             (rules.verify and verify_fold.close_held(checked, view))
@@ -50,6 +47,18 @@ def verification_holds(
             continue
         kept.append(action)
     return kept
+
+
+def dispatch_held(
+    world: World, state: SlicesState, action: Dispatch, rules: ship.ShipRules
+) -> bool:
+    """A unit of a later wave while a merged wave awaits its verification or its wave
+    review (see :func:`verification_holds`)."""
+    view = state.slices[action.slice]
+    return bool(
+        (rules.verify and verify_fold.dispatch_held(verify_state(world), view, action.wave))
+        or (rules.wave_review and wave_fold.dispatch_held(wave_state(world), view, action.wave))
+    )
 
 
 def wave_state(world: World) -> wave_fold.WaveReviewState:
